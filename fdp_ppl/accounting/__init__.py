@@ -1,0 +1,7 @@
+"""Privacy accounting: budgets, a composition ledger, calibration constants."""
+
+from .budget import PrivacyBudget, PrivacyLedger
+from .calibration import CALIBRATIONS, analytic_sigma, classical_sigma, gaussian_delta, gaussian_sigma
+
+__all__ = ["PrivacyBudget", "PrivacyLedger", "gaussian_delta", "classical_sigma", "analytic_sigma",
+           "gaussian_sigma", "CALIBRATIONS"]

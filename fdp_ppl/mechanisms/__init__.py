@@ -1,0 +1,7 @@
+"""Privacy mechanisms as noise laws on eigen-coefficients (PyMC model fragments)."""
+
+from .base import Calibration, Mechanism, compile_mode
+from .gaussian import GaussianMechanism
+from .laplace import FRL, ICLP
+
+__all__ = ["Mechanism", "Calibration", "ICLP", "FRL", "GaussianMechanism", "compile_mode"]

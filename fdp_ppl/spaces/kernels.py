@@ -1,0 +1,176 @@
+"""Stationary covariance kernels on [0, 1].
+
+Each kernel is a frozen dataclass, callable on distances ``d = |s - t| >= 0``
+and on pairs of grids. All kernels here have unit variance, ``k(0) = 1``, so
+the integral operator on [0, 1] has trace 1.
+
+Parametrisations (ρ is always the length-scale parameter ``rho``):
+
+* :class:`Matern` — standard form
+  ``k(d) = 2^{1-ν}/Γ(ν) (√(2ν) d/ρ)^ν K_ν(√(2ν) d/ρ)``, with closed forms for
+  ν = 1/2 (``exp(-d/ρ)``), 3/2 (``(1 + r) e^{-r}``, ``r = √3 d/ρ``) and 5/2
+  (``(1 + r + r²/3) e^{-r}``, ``r = √5 d/ρ``); other ν use ``scipy.special.kv``.
+  (The ICLP paper's printed formula mixes ν and α; this is the standard form,
+  ``specs/iclp.md`` §2.6.)
+* :class:`Exponential` — ``exp(-d/ρ)`` (Matérn ν = 1/2).
+* :class:`Gaussian` — two conventions, named explicitly:
+  ``convention="mirshani"``: ``exp(-d²/ρ)`` (Mirshani et al. 2019, eq. 3);
+  ``convention="hall"``: ``exp(-d²/(2ρ²))`` (Hall et al. 2013, ρ = h).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from ..errors import check_positive
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """Base class: a unit-variance stationary kernel with length-scale ``rho``."""
+
+    rho: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "rho", check_positive(self.rho, "rho", "the kernel length-scale must be > 0"))
+
+    def __call__(self, d) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def gram(self, s, t=None) -> np.ndarray:
+        """Matrix ``k(|s_a - t_b|)``, shape (len(s), len(t))."""
+        s = np.asarray(s, dtype=float)
+        t = s if t is None else np.asarray(t, dtype=float)
+        return self(np.abs(s[:, None] - t[None, :]))
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__.lower()
+
+    @property
+    def eigen_decay(self) -> float | None:
+        """Theoretical polynomial decay β of the eigenvalues, ``λ_j ≍ j^{-β}`` on
+        [0, 1] (None for super-polynomial decay)."""
+        return None
+
+    def params(self) -> dict:
+        """Kernel name and parameters for release metadata."""
+        return {"kernel": self.name, "kernel_rho": self.rho}
+
+
+@dataclass(frozen=True)
+class Matern(Kernel):
+    """Matérn kernel with smoothness ``nu`` and length-scale ``rho`` (standard form).
+
+    ``k(d) = 2^{1-ν}/Γ(ν) (√(2ν) d/ρ)^ν K_ν(√(2ν) d/ρ)``; eigenvalues on [0, 1]
+    decay as ``j^{-(2ν+1)}`` (Lin & Reimherr 2026, Section 6.1), so
+    ν = 3/2 gives β = 4 and ν = 5/2 gives β = 6.
+    """
+
+    nu: float = 1.5
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "nu", check_positive(self.nu, "nu", "Matérn smoothness must be > 0"))
+
+    def __call__(self, d):
+        d = np.abs(np.asarray(d, dtype=float))
+        nu, rho = self.nu, self.rho
+        if nu == 0.5:
+            return np.exp(-d / rho)
+        if nu == 1.5:
+            r = np.sqrt(3.0) * d / rho
+            return (1.0 + r) * np.exp(-r)
+        if nu == 2.5:
+            r = np.sqrt(5.0) * d / rho
+            return (1.0 + r + r * r / 3.0) * np.exp(-r)
+        r = np.sqrt(2.0 * nu) * d / rho
+        with np.errstate(invalid="ignore"):
+            out = (2.0 ** (1.0 - nu) / special.gamma(nu)) * r**nu * special.kv(nu, r)
+        return np.where(r == 0, 1.0, np.nan_to_num(out, nan=0.0))
+
+    @property
+    def name(self):
+        return {0.5: "matern12", 1.5: "matern32", 2.5: "matern52"}.get(self.nu, f"matern(nu={self.nu:g})")
+
+    @property
+    def eigen_decay(self):
+        return 2.0 * self.nu + 1.0
+
+    def params(self):
+        return {"kernel": self.name, "kernel_rho": self.rho, "kernel_nu": self.nu}
+
+
+@dataclass(frozen=True)
+class Exponential(Kernel):
+    """Exponential kernel ``exp(-d/ρ)`` (Matérn ν = 1/2; β = 2)."""
+
+    def __call__(self, d):
+        return np.exp(-np.abs(np.asarray(d, dtype=float)) / self.rho)
+
+    @property
+    def eigen_decay(self):
+        return 2.0
+
+
+@dataclass(frozen=True)
+class Gaussian(Kernel):
+    """Gaussian (squared-exponential) kernel in one of two named conventions.
+
+    ``convention="mirshani"``: ``exp(-d²/ρ)`` (Mirshani et al. 2019, eq. 3).
+    ``convention="hall"``: ``exp(-d²/(2ρ²))`` (Hall et al. 2013; ρ is h).
+    Eigenvalues decay faster than any power (``eigen_decay`` is None).
+    """
+
+    convention: str = "mirshani"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.convention not in ("mirshani", "hall"):
+            raise ValueError("Gaussian convention must be 'mirshani' (exp(-d²/ρ)) or 'hall' (exp(-d²/(2ρ²)))")
+
+    def __call__(self, d):
+        d = np.asarray(d, dtype=float)
+        if self.convention == "mirshani":
+            return np.exp(-d * d / self.rho)
+        return np.exp(-d * d / (2.0 * self.rho**2))
+
+    def params(self):
+        return {"kernel": self.name, "kernel_rho": self.rho, "kernel_convention": self.convention}
+
+
+KERNEL_NAMES = ("matern12", "matern32", "matern52", "exponential", "gaussian", "gaussian-hall")
+
+
+def kernel_from_name(name: str, rho: float, nu: float | None = None) -> Kernel:
+    """Build a kernel from a short name used by the command line.
+
+    Names: ``matern12``, ``matern32``, ``matern52``, ``matern`` (needs ``nu``),
+    ``exponential``, ``gaussian`` (Mirshani convention), ``gaussian-hall``.
+
+    Raises
+    ------
+    ValueError
+        Unknown name.
+    """
+    key = name.lower().replace("_", "").replace("é", "e")
+    table = {"matern12": 0.5, "matern32": 1.5, "matern52": 2.5}
+    if key in table:
+        return Matern(rho=rho, nu=table[key])
+    if key == "matern":
+        if nu is None:
+            raise ValueError("kernel 'matern' needs nu")
+        return Matern(rho=rho, nu=nu)
+    if key == "exponential":
+        return Exponential(rho=rho)
+    if key == "gaussian":
+        return Gaussian(rho=rho, convention="mirshani")
+    if key in ("gaussian-hall", "gaussianhall"):
+        return Gaussian(rho=rho, convention="hall")
+    raise ValueError(f"unknown kernel {name!r}; choose one of {', '.join(KERNEL_NAMES)}")
+
+
+__all__ = ["Kernel", "Matern", "Exponential", "Gaussian", "kernel_from_name", "KERNEL_NAMES"]
