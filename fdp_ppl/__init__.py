@@ -20,16 +20,16 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 from . import dims
 from .accounting import PrivacyBudget, PrivacyLedger, analytic_sigma, classical_sigma, gaussian_delta
 from .errors import BudgetExceededError, CompatibilityError, PrivacyLeakWarning
-from .mechanisms import FRL, ICLP, GaussianMechanism, Mechanism
+from .mechanisms import FRL, ICLP, Bernstein, GaussianMechanism, Mechanism
 from .release import release
 from .spaces import Eigenbasis, Exponential, Gaussian, Grid, Matern, eigenbasis, kernel_from_name
-from .summaries import (LinearSummary, Sensitivity, data_tau, frl_mean, iclp_ar_mean, iclp_qr_mean, pss,
+from .summaries import (LinearSummary, bernstein_mean, Sensitivity, data_tau, frl_mean, iclp_ar_mean, iclp_qr_mean, pss,
                         rkhs_mean, sample_mean)
 
 __all__ = [
     "__version__", "dims", "Grid", "Matern", "Exponential", "Gaussian", "kernel_from_name", "Eigenbasis",
     "eigenbasis", "LinearSummary", "Sensitivity", "frl_mean", "iclp_qr_mean", "iclp_ar_mean", "rkhs_mean",
-    "sample_mean", "pss", "data_tau", "ICLP", "FRL", "GaussianMechanism", "Mechanism", "PrivacyBudget",
+    "sample_mean", "pss", "data_tau", "ICLP", "FRL", "Bernstein", "bernstein_mean", "GaussianMechanism", "Mechanism", "PrivacyBudget",
     "PrivacyLedger", "gaussian_delta", "classical_sigma", "analytic_sigma", "release", "BudgetExceededError",
     "CompatibilityError", "PrivacyLeakWarning",
 ]

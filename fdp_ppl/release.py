@@ -28,7 +28,7 @@ _SAMPLERS: dict = {}
 
 
 def _sampler(mechanism: Mechanism, summary: LinearSummary, scale: np.ndarray):
-    key = (mechanism.noise_law, summary.basis.grid.size, summary.n_components)
+    key = (mechanism.noise_law, summary.grid.size, summary.n_components)
     if key not in _SAMPLERS:
         coords = {dims.BASIS: np.arange(key[2]), dims.T: np.arange(key[1])}
         with pm.Model(coords=coords) as model:
@@ -64,7 +64,7 @@ def draw_releases(mechanism: Mechanism, summary: LinearSummary, scale, draws: in
     model, fn, rngs = _sampler(mechanism, summary, scale)
     model.set_data("summary_coefficients", summary.coefficients)
     model.set_data("noise_scale", np.asarray(scale, dtype=float))
-    model.set_data("eigenfunctions", summary.eigenfunctions)
+    model.set_data("eigenfunctions", summary.design)
     reseed_rngs(rngs, _seed(random_seed))
     out_c = np.empty((draws, summary.n_components))
     it = range(draws)
@@ -78,7 +78,7 @@ def draw_releases(mechanism: Mechanism, summary: LinearSummary, scale, draws: in
     finally:  # do not keep the non-private summary in the cached model
         model.set_data("summary_coefficients", np.zeros(summary.n_components))
     # the curve Deterministic of the model, evaluated for all draws at once
-    return out_c, out_c @ summary.eigenfunctions.T
+    return out_c, out_c @ summary.design.T
 
 
 def _clean_attrs(d: dict) -> dict:
@@ -163,7 +163,7 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
     if ledger is not None:
         ledger.spend(cost, label or f"{mechanism.family} release of {summary.name}")
 
-    grid = summary.basis.grid
+    grid = summary.grid
     coords = {dims.CHAIN: [0], dims.DRAW: np.arange(draws), dims.BASIS: np.arange(summary.n_components),
               dims.T: grid.t}
     posterior = xr.Dataset(
@@ -178,17 +178,15 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
     now = datetime.datetime.now(datetime.timezone.utc).isoformat()
     posterior.attrs = {"created_at": now, "creation_library": "fdp_ppl",
                        "creation_library_version": __version__, "sampling": "exact forward draws"}
-    basis_ds = summary.basis.to_dataset().isel({dims.BASIS: slice(0, summary.n_components)})
-    constant = basis_ds.assign(noise_scale=((dims.BASIS,), np.asarray(cal.scale)))
+    constant = summary.public_dataset().assign(noise_scale=((dims.BASIS,), np.asarray(cal.scale)))
     attrs = {}
     attrs.update(mechanism.attrs())
     attrs.update(cal.sensitivity.attrs())
     attrs.update(summary.attrs())
-    attrs.update(summary.basis.kernel.params())
+    attrs.update(summary.basis_attrs())
     attrs.update(grid.attrs())
     attrs.update({
         "noise_multiplier": cal.sigma,
-        "eigen_rel_tol": summary.basis.rel_tol,
         "draws": draws,
         "budget_spent_epsilon": cost.epsilon,
         "budget_spent_delta": cost.delta,

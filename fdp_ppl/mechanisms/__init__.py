@@ -2,6 +2,6 @@
 
 from .base import Calibration, Mechanism, compile_mode
 from .gaussian import GaussianMechanism
-from .laplace import FRL, ICLP
+from .laplace import FRL, ICLP, Bernstein
 
-__all__ = ["Mechanism", "Calibration", "ICLP", "FRL", "GaussianMechanism", "compile_mode"]
+__all__ = ["Mechanism", "Calibration", "ICLP", "FRL", "GaussianMechanism", "Bernstein", "compile_mode"]

@@ -138,11 +138,11 @@ class Mechanism(ABC):
             ``coefficients`` (basis) and ``curve`` (t).
         """
         cal = self.calibrate(summary, bound)
-        coords = {dims.BASIS: np.arange(summary.n_components), dims.T: summary.basis.grid.t}
+        coords = {dims.BASIS: np.arange(summary.n_components), dims.T: summary.grid.t}
         with pm.Model(coords=coords) as model:
             centre = pm.Data("summary_coefficients", summary.coefficients, dims=dims.BASIS)
             scale = pm.Data("noise_scale", cal.scale, dims=dims.BASIS)
-            phi = pm.Data("eigenfunctions", summary.eigenfunctions, dims=(dims.T, dims.BASIS))
+            phi = pm.Data("eigenfunctions", summary.design, dims=(dims.T, dims.BASIS))
             self.add_to_model(centre, scale, phi)
         return model
 

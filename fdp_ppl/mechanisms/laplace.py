@@ -87,3 +87,36 @@ class FRL(Mechanism):
 
     def __repr__(self):
         return f"FRL(epsilon={self.epsilon:g})"
+
+
+class Bernstein(FRL):
+    """Bernstein mechanism (ε-DP; Aldà & Rubinstein 2017).
+
+    I.i.d. ``Laplace(0, Δ/ε)`` on the ``k + 1`` lattice values of a
+    :func:`~fdp_ppl.summaries.bernstein_mean` summary, ``Δ = (k + 1) 2τ_∞/n``;
+    the released curve is the Bernstein polynomial of the noisy values.
+
+    Parameters
+    ----------
+    epsilon : float
+        > 0.
+
+    Raises
+    ------
+    ValueError
+        ε <= 0 or not finite.
+    """
+
+    family = "bernstein"
+    source = "Aldà & Rubinstein (2017), Bernstein mechanism; Lin & Reimherr (2026), Section 6.1"
+
+    def calibrate(self, summary, bound: str = "tight"):
+        from ..errors import CompatibilityError
+        from ..summaries.bernstein import BernsteinSummary
+
+        if not isinstance(summary, BernsteinSummary):
+            raise CompatibilityError("the Bernstein mechanism needs bernstein_mean(curves, grid, tau_inf=..., k=...)")
+        return super().calibrate(summary, bound)
+
+    def __repr__(self):
+        return f"Bernstein(epsilon={self.epsilon:g})"

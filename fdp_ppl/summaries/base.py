@@ -116,6 +116,28 @@ class LinearSummary:
         return int(self.coefficients.size)
 
     @property
+    def grid(self):
+        """The evaluation grid of the curves."""
+        return self.basis.grid
+
+    @property
+    def design(self) -> np.ndarray:
+        """Map from retained coefficients to the curve on the grid, shape (K, J):
+        ``curve = design @ coefficients``."""
+        return self.eigenfunctions
+
+    def public_dataset(self) -> xr.Dataset:
+        """Public description of the basis, copied into releases' ``constant_data``:
+        eigenvalues (basis), eigenfunctions (t, basis), quadrature weights (t)."""
+        return self.basis.to_dataset().isel({dims.BASIS: slice(0, self.n_components)})
+
+    def basis_attrs(self) -> dict:
+        """Kernel and eigen-truncation metadata for releases."""
+        out = dict(self.basis.kernel.params())
+        out["eigen_rel_tol"] = self.basis.rel_tol
+        return out
+
+    @property
     def eigenvalues(self) -> np.ndarray:
         """Retained eigenvalues λ_1..λ_J, shape (J,)."""
         return self.basis.eigenvalues[: self.n_components]
@@ -127,8 +149,8 @@ class LinearSummary:
 
     def curve(self) -> xr.DataArray:
         """The non-private summary as a curve over ``t`` (never released)."""
-        return xr.DataArray(self.basis.reconstruct(self.coefficients), dims=(dims.T,),
-                            coords={dims.T: self.basis.grid.t}, name=f"{self.name}_nonprivate")
+        return xr.DataArray(self.design @ self.coefficients, dims=(dims.T,),
+                            coords={dims.T: self.grid.t}, name=f"{self.name}_nonprivate")
 
     def sensitivity(self, norm: str | None = None, bound: str = "tight") -> Sensitivity:
         """Global sensitivity in ``norm`` from public quantities (τ, n, λ_j, tuning).
