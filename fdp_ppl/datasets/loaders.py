@@ -1,0 +1,346 @@
+"""Real functional datasets as ``xr.DataArray`` with dims ``("curve", "t")``.
+
+Two kinds of source:
+
+* **embedded** datasets shipped offline by the ``fdars`` package (imported
+  lazily): Berkeley growth heights and Canadian weather;
+* **file** datasets, NetCDF files in a data directory (never copied into the
+  repository): DTI tract profiles and Adelaide Monday electricity demand; any
+  path ending in ``.nc`` works too.
+
+The ``t`` coordinate of the result holds the *original* grid points (ages in
+years, half-hours, tract locations ...); rescaling to [0, 1] happens later in
+:meth:`fdp_ppl.spaces.Grid.from_points`. Per-curve coordinates (sex, subject
+id, visit, station ...) are kept along ``curve``. The ``curve`` coordinate is
+the 0-based row index in the source, so rows dropped as incomplete stay
+traceable.
+
+The data directory is resolved in this order: the ``data_dir`` argument, the
+environment variable ``FDP_PPL_DATA_DIR``, ``../shared/data`` next to the
+repository checkout, ``../shared/data`` relative to the working directory.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .. import dims
+
+ENV_VAR = "FDP_PPL_DATA_DIR"
+
+#: Accepted dataset names (aliases included) and a short description of each.
+DATASETS: dict[str, str] = {
+    "growth": "Berkeley Growth Study: heights (cm) of 39 boys and 54 girls at 31 ages, 1-18 years; "
+              "93 curves x 31 ages (embedded, from fdars).",
+    "canadian_weather": "Canadian weather: daily mean temperature (degC, default) or precipitation (mm) "
+                        "at 35 stations; 35 curves x 365 days (embedded, from fdars).",
+    "weather": "alias of 'canadian_weather'.",
+    "dti": "Diffusion tensor imaging fractional anisotropy tract profiles (dimensionless, in [0, 1]): "
+           "'cca' (corpus callosum, 382 scans x 93 locations, 6 scans incomplete, default) or 'rcst' "
+           "(right corticospinal tract, 382 x 55); several scans per subject (file dti.nc).",
+    "electricity_monday": "Adelaide half-hourly electricity demand (MW) on Mondays, 7 July 1997 - 31 March "
+                          "2007; 508 days x 48 half-hours (file electricity_monday.nc).",
+    "electricity": "alias of 'electricity_monday'.",
+}
+
+_ALIASES = {"weather": "canadian_weather", "electricity": "electricity_monday"}
+
+# file datasets: file name, default variable, allowed variables, units, curve dim, units of t
+_FILES = {
+    "dti": dict(file="dti.nc", default="cca", variables=("cca", "rcst"),
+                units="fractional anisotropy (dimensionless, in [0, 1])", t_units="tract location (0-1)"),
+    "electricity_monday": dict(file="electricity_monday.nc", default="demand", variables=("demand",),
+                               units="MW", t_units="half-hour of the day (1-48)"),
+}
+
+
+# ---------------------------------------------------------------------- data directory
+def _default_dirs() -> list[Path]:
+    repo_root = Path(__file__).resolve().parents[2]
+    return [repo_root.parent / "shared" / "data", Path.cwd() / ".." / "shared" / "data"]
+
+
+def data_directory(data_dir=None) -> Path:
+    """Directory that holds the file datasets.
+
+    Resolution order: ``data_dir`` if given; else the environment variable
+    ``FDP_PPL_DATA_DIR`` if set and non-empty; else ``../shared/data`` next to
+    the repository checkout (``Path(fdp_ppl.__file__).parents[1].parent /
+    "shared" / "data"``) if it exists; else ``../shared/data`` relative to the
+    current working directory.
+
+    Parameters
+    ----------
+    data_dir : str or os.PathLike, optional
+
+    Returns
+    -------
+    pathlib.Path
+        The directory (not checked for existence when given explicitly or
+        through the environment; :func:`load_dataset` reports a missing file).
+    """
+    if data_dir is not None:
+        return Path(data_dir).expanduser()
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        return Path(env).expanduser()
+    candidates = _default_dirs()
+    for c in candidates:
+        if c.is_dir():
+            return c.resolve()
+    return candidates[0]
+
+
+def _missing_file_error(path: Path, data_dir) -> FileNotFoundError:
+    if data_dir is not None:
+        how = "the data_dir argument"
+    elif os.environ.get(ENV_VAR, "").strip():
+        how = f"the environment variable {ENV_VAR}"
+    else:
+        how = "the default locations " + ", ".join(str(c) for c in _default_dirs())
+    return FileNotFoundError(
+        f"data file {path.name!r} not found in {path.parent} (directory taken from {how}); "
+        f"pass data_dir=... to load_dataset or set the environment variable {ENV_VAR} to the directory "
+        f"that holds {path.name}")
+
+
+# ---------------------------------------------------------------------- public loader
+def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, drop_incomplete: bool = False,
+                 curve_dim: str | None = None, t_dim: str | None = None) -> xr.DataArray:
+    """Load a real functional dataset as curves on their original grid.
+
+    Parameters
+    ----------
+    name_or_path : str or os.PathLike
+        A name from :data:`DATASETS` (``"growth"``, ``"weather"`` /
+        ``"canadian_weather"``, ``"dti"``, ``"electricity"`` /
+        ``"electricity_monday"``; case-insensitive) or a path to a NetCDF
+        file (``.nc``).
+    var : str, optional
+        Variable to load. ``growth``: ``"height"`` (the only one; may be
+        omitted). ``weather``: ``"temperature"`` (default, degC) or
+        ``"precipitation"`` (mm). ``dti``: ``"cca"`` (default) or ``"rcst"``.
+        ``electricity``: ``"demand"`` (MW). For a ``.nc`` path it is required
+        when the file holds more than one 2-D variable.
+    data_dir : str or os.PathLike, optional
+        Directory of the file datasets; see :func:`data_directory`.
+    drop_incomplete : bool
+        Drop curves containing NaN or inf (with a :class:`UserWarning` giving
+        the count) instead of raising.
+    curve_dim, t_dim : str, optional
+        Names of the record and grid dims in a file. By default the last dim
+        of the variable is the grid and the other indexes curves; give one or
+        both to override.
+
+    Returns
+    -------
+    xr.DataArray
+        dims exactly ``("curve", "t")``, shape (n, K). Coordinates: ``t`` the
+        original grid points (e.g. ages 1-18, half-hours 1-48, DTI locations
+        0-1); ``curve`` the 0-based row index in the source; every other
+        per-curve coordinate of the source (``sex``, ``subject_id``,
+        ``visit``, ``station``, the file's original curve label such as
+        ``day`` ...). attrs: ``dataset``, ``variable``, ``units`` (when
+        known), ``source``, ``n_dropped`` (int), ``t_name`` (original name of
+        the grid), and ``data_path`` for files. Values are in memory; the
+        source file is opened read-only and only the chosen variable is read.
+
+    Raises
+    ------
+    ValueError
+        Unknown dataset name or variable (the message lists the available
+        ones); a ``.nc`` file with several 2-D variables and no ``var``; a
+        variable that is not 2-D; ``curve_dim`` / ``t_dim`` not among the
+        variable's dims; curves with NaN/inf when ``drop_incomplete=False``
+        (pass ``drop_incomplete=True``); no complete curve left.
+    FileNotFoundError
+        The data file is missing; the message names the directory searched
+        and the fix (``data_dir=...`` or ``FDP_PPL_DATA_DIR``).
+    ImportError
+        ``fdars`` is not installed (embedded datasets only).
+
+    Notes
+    -----
+    DTI rows are scans (visits), several per subject: record-level privacy of
+    scans is not person-level privacy (Lin & Reimherr 2026, Section 7.1;
+    ``specs/iclp.md`` §3.4). Mirshani et al. (2019, Section 6) use the same
+    DTI ``cca`` data; the ICLP paper (Table 2) uses ``cca`` and electricity.
+
+    Examples
+    --------
+    >>> curves = load_dataset("growth")                  # doctest: +SKIP
+    >>> grid = Grid.from_points(curves["t"].values)      # doctest: +SKIP
+    """
+    if isinstance(name_or_path, (str, os.PathLike)):
+        raw = os.fspath(name_or_path)
+    else:
+        raise TypeError(f"name_or_path must be a dataset name or a path, got {type(name_or_path).__name__}")
+    key = raw.strip().lower().replace("-", "_")
+    key = _ALIASES.get(key, key)
+
+    if key in ("growth", "canadian_weather"):
+        if curve_dim is not None or t_dim is not None:
+            raise ValueError(f"curve_dim / t_dim apply to NetCDF files only, not to the embedded {key!r} dataset")
+        da = _load_growth(var) if key == "growth" else _load_weather(var)
+        return _finish(da, drop_incomplete)
+
+    if key in _FILES:
+        spec = _FILES[key]
+        path = data_directory(data_dir) / spec["file"]
+        if not path.is_file():
+            raise _missing_file_error(path, data_dir)
+        v = spec["default"] if var is None else var
+        if v not in spec["variables"]:
+            raise ValueError(f"unknown variable {v!r} for dataset {key!r}; available: {', '.join(spec['variables'])}")
+        da = _load_nc(path, v, curve_dim=curve_dim, t_dim=t_dim)
+        da.attrs.update(dataset=key, units=spec["units"], t_units=spec["t_units"])
+        return _finish(da, drop_incomplete)
+
+    if raw.lower().endswith(".nc") or Path(raw).expanduser().is_file():
+        path = Path(raw).expanduser()
+        if not path.is_absolute() and not path.is_file() and (data_dir is not None or os.environ.get(ENV_VAR)):
+            path = data_directory(data_dir) / path
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"NetCDF file {raw!r} not found (looked at {path.resolve()}); pass an existing path, or a file "
+                f"name together with data_dir=... or the environment variable {ENV_VAR}")
+        da = _load_nc(path, var, curve_dim=curve_dim, t_dim=t_dim)
+        da.attrs.setdefault("dataset", path.stem)
+        return _finish(da, drop_incomplete)
+
+    names = ", ".join(sorted(DATASETS))
+    raise ValueError(f"unknown dataset {raw!r}; use one of {names}, or a path to a NetCDF (.nc) file")
+
+
+# ---------------------------------------------------------------------- embedded (fdars)
+def _fdars():
+    try:
+        from fdars import datasets
+    except ImportError as err:  # pragma: no cover - fdars is a dependency
+        raise ImportError("the embedded datasets need the 'fdars' package: pip install fdars") from err
+    return datasets
+
+
+def _meta_columns(meta) -> dict[str, np.ndarray]:
+    if meta is None:
+        return {}
+    if hasattr(meta, "columns"):  # pandas DataFrame
+        return {str(c): np.asarray(meta[c]) for c in meta.columns}
+    return {str(k): np.asarray(v) for k, v in dict(meta).items()}
+
+
+def _embedded(values, t, meta, *, rename=None) -> xr.DataArray:
+    values = np.asarray(values, dtype=float)
+    coords = {dims.CURVE: np.arange(values.shape[0]), dims.T: np.asarray(t, dtype=float)}
+    for col, vals in _meta_columns(meta).items():
+        if vals.shape == (values.shape[0],):
+            if vals.dtype.kind == "O":
+                vals = vals.astype(str)
+            coords[(rename or {}).get(col, col)] = (dims.CURVE, vals)
+    return xr.DataArray(values, dims=(dims.CURVE, dims.T), coords=coords)
+
+
+def _load_growth(var) -> xr.DataArray:
+    if var not in (None, "height"):
+        raise ValueError(f"unknown variable {var!r} for dataset 'growth'; available: height")
+    age, x, meta = _fdars().load_growth(return_fdata=False)
+    da = _embedded(x, age, meta, rename={"id": "child_id"})
+    da.name = "height"
+    da.attrs.update(dataset="growth", variable="height", units="cm", t_name="age", t_units="years",
+                    source="fdars.datasets.load_growth: Berkeley Growth Study (Tuddenham & Snyder 1954), "
+                           "as in R package fda (Ramsay & Silverman)")
+    return da
+
+
+def _load_weather(var) -> xr.DataArray:
+    v = "temperature" if var is None else str(var).lower()
+    if v not in ("temperature", "precipitation"):
+        raise ValueError(f"unknown variable {var!r} for dataset 'canadian_weather'; "
+                         "available: temperature, precipitation")
+    day, x, meta = _fdars().load_canadian_weather(variable=v, return_fdata=False)
+    da = _embedded(x, day, meta)
+    da.name = v
+    da.attrs.update(dataset="canadian_weather", variable=v, units="degC" if v == "temperature" else "mm",
+                    t_name="day", t_units="day of year (1-365)",
+                    source="fdars.datasets.load_canadian_weather: daily means at 35 Canadian stations, "
+                           "as in R package fda (Ramsay & Silverman)")
+    return da
+
+
+# ---------------------------------------------------------------------- NetCDF files
+def _load_nc(path: Path, var, *, curve_dim, t_dim) -> xr.DataArray:
+    """Read one 2-D variable from a NetCDF file (read-only) and rename its dims."""
+    with xr.open_dataset(path) as ds:
+        two_d = sorted(str(k) for k, v in ds.data_vars.items() if v.ndim == 2)
+        if var is None:
+            if len(two_d) != 1:
+                listed = ", ".join(two_d) if two_d else "none"
+                raise ValueError(f"{path.name} holds {len(two_d)} 2-D variables ({listed}); "
+                                 "choose one with var=...")
+            var = two_d[0]
+        if var not in ds.data_vars:
+            raise ValueError(f"unknown variable {var!r} in {path.name}; available: "
+                             f"{', '.join(sorted(str(k) for k in ds.data_vars))}")
+        src = ds[var]
+        if src.ndim != 2:
+            raise ValueError(f"variable {var!r} in {path.name} has dims {src.dims}; curves need exactly 2 dims "
+                             f"(records, grid); 2-D variables: {', '.join(two_d) or 'none'}")
+        d0, d1 = (str(d) for d in src.dims)
+        for label, d in (("curve_dim", curve_dim), ("t_dim", t_dim)):
+            if d is not None and d not in src.dims:
+                raise ValueError(f"{label}={d!r} is not a dim of {var!r}; its dims are {src.dims}")
+        if t_dim is None:
+            t_dim = d0 if curve_dim == d1 else d1
+        if curve_dim is None:
+            curve_dim = d0 if t_dim == d1 else d1
+        if curve_dim == t_dim:
+            raise ValueError(f"curve_dim and t_dim must differ, both are {t_dim!r}")
+        src = src.transpose(curve_dim, t_dim).load()
+        file_attrs = {k: ds.attrs[k] for k in ("title", "source", "license", "note") if k in ds.attrs}
+
+    n, k = src.shape
+    t = src[t_dim].values if t_dim in src.coords else np.arange(1, k + 1, dtype=float)
+    coords = {dims.CURVE: np.arange(n), dims.T: np.asarray(t, dtype=float)}
+    for name, c in src.coords.items():
+        name = str(name)
+        if name == t_dim or c.dims != (curve_dim,):
+            continue
+        vals = c.values.astype(str) if c.dtype.kind == "O" else c.values
+        coords[name] = (dims.CURVE, vals)  # includes the curve dim's own label (e.g. ``day``)
+    da = xr.DataArray(np.asarray(src.values, dtype=float), dims=(dims.CURVE, dims.T), coords=coords, name=var)
+    da.attrs.update({k: v for k, v in src.attrs.items() if isinstance(v, (str, int, float, np.number))})
+    if "title" in file_attrs:
+        da.attrs["title"] = str(file_attrs["title"])
+    for k in ("license", "note"):
+        if k in file_attrs:
+            da.attrs[k] = str(file_attrs[k])
+    da.attrs.update(variable=var, source=str(file_attrs.get("source", path.name)),
+                    data_path=str(path.resolve()), t_name=t_dim, curve_name=curve_dim)
+    return da
+
+
+# ---------------------------------------------------------------------- missing values
+def _finish(da: xr.DataArray, drop_incomplete: bool) -> xr.DataArray:
+    complete = np.isfinite(da.values).all(axis=1)
+    n_bad = int((~complete).sum())
+    name = da.attrs.get("dataset", "dataset")
+    if n_bad and not drop_incomplete:
+        raise ValueError(f"{name!r} variable {da.attrs.get('variable')!r}: {n_bad} of {da.sizes[dims.CURVE]} "
+                         "curves contain NaN/inf values; pass drop_incomplete=True to drop them "
+                         "(or impute them with a public rule first)")
+    if n_bad:
+        if n_bad == da.sizes[dims.CURVE]:
+            raise ValueError(f"{name!r}: every curve contains NaN/inf values; nothing is left to analyse")
+        warnings.warn(f"{name!r} variable {da.attrs.get('variable')!r}: dropped {n_bad} incomplete curves "
+                      f"(NaN/inf); {int(complete.sum())} curves remain", UserWarning, stacklevel=3)
+        da = da.isel({dims.CURVE: np.flatnonzero(complete)})
+    da.attrs["n_dropped"] = n_bad
+    return da
+
+
+__all__ = ["load_dataset", "data_directory", "DATASETS", "ENV_VAR"]
