@@ -1,0 +1,275 @@
+"""Plots of releases and eigenbases (matplotlib only).
+
+Nothing in the core package imports this module, so ``import fdp_ppl`` never
+pulls in matplotlib. Every function returns ``(fig, ax)`` (or ``(fig, axes)``)
+and draws on a given ``ax`` when one is passed.
+
+Everything drawn by :func:`plot_release` from the release alone is public: the
+released curve(s) and the noise band, which is a function of the public
+``constant_data`` (eigenfunctions and noise scales). The optional ``truth`` /
+``reference`` curves are whatever the caller passes (a simulation's true mean,
+a public reference curve, or the data holder's own non-private estimate) and
+are labelled as such.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from . import dims
+
+#: colours (colour-blind safe: Okabe–Ito)
+_RELEASE = "#0072B2"
+_DRAWS = "#56B4E9"
+_TRUTH = "#D55E00"
+_REFERENCE = "#555555"
+
+_MECHANISM_NAMES = {"iclp": "ICLP", "frl": "FRL", "gaussian": "Gaussian"}
+_SUMMARY_NAMES = {"iclp-qr": "ICLP-QR mean", "iclp-ar": "ICLP-AR mean", "frl": "FRL mean",
+                  "rkhs": "RKHS mean", "sample-mean": "sample mean"}
+
+
+def _plt():
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def noise_sd(tree: xr.DataTree) -> xr.DataArray:
+    """Pointwise standard deviation of a release's noise, from public metadata only.
+
+    ``sd(t) = sqrt(Σ_j φ_j(t)² Var_j)`` with ``Var_j = 2 b_j²`` for Laplace
+    noise of scale ``b_j`` (``scipy.stats.laplace(scale=b)``) and
+    ``Var_j = s_j²`` for Normal noise of sd ``s_j``
+    (``scipy.stats.norm(scale=s)``); the coefficients' noises are independent.
+
+    Parameters
+    ----------
+    tree : xr.DataTree
+        A release from :func:`fdp_ppl.release`.
+
+    Returns
+    -------
+    xr.DataArray
+        dims ``("t",)``, in the units of the released curve.
+
+    Raises
+    ------
+    ValueError
+        The tree lacks ``constant_data`` (eigenfunctions, noise_scale) or
+        records an unknown noise law.
+    """
+    try:
+        const = tree["constant_data"].to_dataset()
+        phi = const["eigenfunctions"]
+        scale = const["noise_scale"]
+    except KeyError as err:
+        raise ValueError("not a release: constant_data/eigenfunctions and noise_scale are needed "
+                         "(use the output of fdp_ppl.release)") from err
+    law = str(tree.attrs.get("noise_law", "")).lower()
+    if law == "laplace":
+        var = 2.0 * scale**2
+    elif law == "normal":
+        var = scale**2
+    else:
+        raise ValueError(f"unknown noise law {law!r} in the release attrs; expected 'laplace' or 'normal'")
+    return np.sqrt((phi**2 * var).sum(dims.BASIS))
+
+
+def _fmt(x) -> str:
+    return f"{float(x):.4g}"
+
+
+def _title(attrs: dict) -> str:
+    mech = _MECHANISM_NAMES.get(str(attrs.get("mechanism", "")), str(attrs.get("mechanism", "release")))
+    summ = _SUMMARY_NAMES.get(str(attrs.get("summary", "")), str(attrs.get("summary", "")))
+    head = f"{mech} release of the {summ}" if summ else f"{mech} release"
+    source = str(attrs.get("data_source", ""))
+    if source:
+        head += f": {source}"
+    bits = [f"ε = {_fmt(attrs.get('epsilon', float('nan')))}"]
+    delta = attrs.get("delta", 0.0)
+    try:
+        if float(delta) > 0:
+            bits[0] = f"(ε, δ) = ({_fmt(attrs['epsilon'])}, {float(delta):.2g})"
+    except (TypeError, ValueError):
+        pass
+    if "n" in attrs:
+        bits.append(f"n = {int(attrs['n'])}")
+    if "tau" in attrs:
+        units = attrs.get("value_units")
+        tau = f"τ = {_fmt(attrs['tau'])}" + (f" {units}" if _short(units) else "")
+        if "public_offset" in attrs:
+            tau += " around a public reference"
+        bits.append(tau)
+    draws = int(attrs.get("draws", 1))
+    if draws > 1:
+        bits.append(f"{draws} draws, ε spent = {_fmt(attrs.get('budget_spent_epsilon', float('nan')))}")
+    return head + "\n" + ",  ".join(bits)
+
+
+def _short(units) -> bool:
+    return bool(units) and " " not in str(units) and len(str(units)) <= 12
+
+
+def _label(name, units, width: int = 48) -> str:
+    """``name (units)`` for short units; otherwise the more descriptive of the two, wrapped."""
+    import textwrap
+
+    name = str(name) if name else ""
+    units = str(units) if units else ""
+    if name and units:
+        if "(" in name:
+            text = name
+        elif _short(units):
+            text = f"{name} ({units})"
+        else:
+            text = name if " " in name else units
+    else:
+        text = name or units
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
+def _x_label(tree: xr.DataTree, x: xr.DataArray) -> str:
+    a = x.attrs
+    label = _label(a.get("long_name") or tree.attrs.get("t_name") or "t", a.get("units") or tree.attrs.get("t_units"))
+    lo, hi = float(x.min()), float(x.max())
+    return f"{label};  domain [{lo:g}, {hi:g}]"
+
+
+def _y_label(tree: xr.DataTree, curve: xr.DataArray) -> str:
+    return _label(curve.attrs.get("long_name") or tree.attrs.get("value_name") or "released curve",
+                  curve.attrs.get("units") or tree.attrs.get("value_units"))
+
+
+def _as_line(values, size: int, what: str) -> np.ndarray:
+    arr = np.asarray(values.values if isinstance(values, xr.DataArray) else values, dtype=float).ravel()
+    if arr.size != size:
+        raise ValueError(f"{what} has {arr.size} values but the release grid has {size} points")
+    return arr
+
+
+def plot_release(tree: xr.DataTree, *, ax=None, band: bool = True, truth=None, reference=None,
+                 max_draws: int = 20, truth_label: str = "truth", reference_label: str = "reference"):
+    """Plot a released curve with its public pointwise noise band.
+
+    Parameters
+    ----------
+    tree : xr.DataTree
+        Output of :func:`fdp_ppl.release` (or the file it was saved to, opened
+        with ``xr.open_datatree``).
+    ax : matplotlib Axes, optional
+        Axes to draw on; a new figure is created otherwise.
+    band : bool
+        Shade ``first draw ± 2 sd(t)`` where ``sd(t)`` is the noise standard
+        deviation at ``t`` (:func:`noise_sd`; public: computed from the
+        eigenfunctions and noise scales only). It shows how far a release
+        typically lies from the underlying summary.
+    truth, reference : array_like or xr.DataArray, shape (t,), optional
+        Curves on the release grid to compare with, e.g. a simulation's true
+        mean or a public reference curve. A non-private estimate of the data
+        holder is for their own comparison only: a figure showing it must not
+        be published.
+    max_draws : int
+        When the release has several draws, at most this many extra draws are
+        drawn as thin lines (the first draw is always the main line).
+    truth_label, reference_label : str
+        Legend labels.
+
+    Returns
+    -------
+    fig, ax
+
+    Raises
+    ------
+    ValueError
+        ``tree`` is not a release, or ``truth``/``reference`` do not match the grid.
+    """
+    plt = _plt()
+    try:
+        post = tree["posterior"].to_dataset()
+        curve = post["curve"]
+    except KeyError as err:
+        raise ValueError("not a release: posterior/curve is missing (use the output of fdp_ppl.release)") from err
+    x = post["t_original"] if "t_original" in post.coords else post[dims.T]
+    xv = np.asarray(x.values, dtype=float)
+    flat = curve.stack(sample=(dims.CHAIN, dims.DRAW)).transpose("sample", dims.T).values
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(8, 4.8), layout="constrained")
+    else:
+        fig = ax.figure
+    attrs = dict(tree.attrs)
+
+    if band:
+        sd = noise_sd(tree).values
+        ax.fill_between(xv, flat[0] - 2 * sd, flat[0] + 2 * sd, color=_RELEASE, alpha=0.15, linewidth=0,
+                        label="±2 sd of the privacy noise (public)", zorder=1)
+    extra = flat[1 : 1 + max(int(max_draws), 0)]
+    for i, row in enumerate(extra):
+        ax.plot(xv, row, color=_DRAWS, lw=0.8, alpha=0.55, zorder=2,
+                label=f"other draws ({extra.shape[0]} of {flat.shape[0] - 1})" if i == 0 else None)
+    ax.plot(xv, flat[0], color=_RELEASE, lw=2.2, zorder=4,
+            label="private release" if flat.shape[0] == 1 else "private release (draw 0)")
+    if reference is not None:
+        ax.plot(xv, _as_line(reference, xv.size, "reference"), color=_REFERENCE, lw=1.5, ls="--", zorder=3,
+                label=reference_label)
+    if truth is not None:
+        ax.plot(xv, _as_line(truth, xv.size, "truth"), color=_TRUTH, lw=1.8, ls=(0, (4, 2)), zorder=3,
+                label=truth_label)
+
+    ax.set_xlabel(_x_label(tree, x))
+    ax.set_ylabel(_y_label(tree, curve))
+    ax.set_title(_title(attrs), fontsize=11)
+    ax.set_xlim(xv[0], xv[-1])
+    ax.grid(True, color="0.9", lw=0.8)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    leg = ax.legend(fontsize=9, loc="best", frameon=True, framealpha=0.92)
+    leg.get_frame().set_edgecolor("none")
+    return fig, ax
+
+
+def plot_eigenbasis(basis, n: int = 6):
+    """Eigenfunctions and eigenvalue decay of an eigenbasis.
+
+    Parameters
+    ----------
+    basis : fdp_ppl.Eigenbasis
+    n : int
+        Number of leading eigenfunctions to draw.
+
+    Returns
+    -------
+    fig, (ax_functions, ax_eigenvalues)
+        Left: ``φ_1..φ_n`` against the original grid points; right: ``λ_j``
+        against ``j`` on log-log axes (slope ``-β``).
+    """
+    plt = _plt()
+    n = max(1, min(int(n), basis.size))
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    x = basis.grid.points
+    colors = plt.get_cmap("viridis")(np.linspace(0, 0.9, n))
+    for j in range(n):
+        lam = basis.eigenvalues[j]
+        ax0.plot(x, basis.eigenfunctions[:, j], color=colors[j], lw=1.6, label=f"φ{j + 1}  (λ = {lam:.3g})")
+    ax0.axhline(0, color="0.6", lw=0.8)
+    ax0.set_xlabel(f"t  (domain [{basis.grid.lower:g}, {basis.grid.upper:g}])")
+    ax0.set_ylabel("eigenfunction")
+    ax0.set_title(f"leading eigenfunctions of {getattr(basis.kernel, 'name', 'kernel')}", fontsize=11)
+    ax0.legend(frameon=False, fontsize=8, ncols=2)
+    j = np.arange(1, basis.size + 1)
+    ax1.loglog(j, basis.eigenvalues, "o-", ms=3, color=_RELEASE)
+    ax1.set_xlabel("j")
+    ax1.set_ylabel("eigenvalue λ_j")
+    ax1.set_title(f"eigenvalue decay (J = {basis.size} retained)", fontsize=11)
+    for ax in (ax0, ax1):
+        ax.grid(True, color="0.9", lw=0.8, which="both")
+        ax.set_axisbelow(True)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    return fig, (ax0, ax1)
+
+
+__all__ = ["plot_release", "plot_eigenbasis", "noise_sd"]
