@@ -213,3 +213,10 @@ def test_data_derived_tau_warns_and_is_labelled(curves, matern_basis):
 def test_qr_needs_eta_above_one(curves, matern_basis):
     with pytest.raises(ValueError, match="eta"):
         fp.iclp_qr_mean(curves, matern_basis, tau=TAU, eta=1.0)
+
+
+def test_explicit_eta_psi_do_not_need_a_polynomial_eigen_decay(curves):
+    # Gaussian kernel: super-polynomial decay, fitted beta < 1 on a coarse grid; PSS is not needed here
+    b = fp.eigenbasis(fp.Gaussian(rho=0.001), fp.Grid.uniform(60))
+    s = fp.rkhs_mean(curves, b, tau=TAU, eta=1.0, psi=0.01)
+    assert s.params == {"eta": 1.0, "psi": 0.01}

@@ -146,9 +146,10 @@ def frl_mean(curves, basis: Eigenbasis, *, tau: float, M: int | None = None,
 def _ridge(curves, basis, tau, eta, psi, name, curve_dim, t_dim, min_eta):
     tau = _tau(tau)
     c, n, n_clipped = _mean_coefficients(curves, basis, tau, curve_dim, t_dim)
-    p = pss(n, kernel_beta(basis))
-    eta = p.eta_qr if eta is None else float(eta)
-    psi = p.psi if psi is None else check_positive(psi, "psi")
+    if eta is None:
+        eta = pss(n, kernel_beta(basis)).eta_qr
+    eta = float(eta)
+    psi = 1.0 / n if psi is None else check_positive(psi, "psi")
     if eta < min_eta:
         raise ValueError(f"eta must be >= {min_eta} for the {name} mean, got {eta}")
     lam_eta = basis.power(eta)
@@ -256,9 +257,10 @@ def iclp_ar_mean(curves, basis: Eigenbasis, *, tau: float, eta: float | None = N
     """
     tau = _tau(tau)
     c, n, n_clipped = _mean_coefficients(curves, basis, tau, curve_dim, t_dim)
-    p = pss(n, kernel_beta(basis))
-    eta = p.eta_ar if eta is None else float(eta)
-    psi = p.psi if psi is None else check_positive(psi, "psi")
+    if eta is None:
+        eta = pss(n, kernel_beta(basis)).eta_ar
+    eta = float(eta)
+    psi = 1.0 / n if psi is None else check_positive(psi, "psi")
     if eta < 1:
         raise ValueError(f"ICLP-AR needs eta >= 1, got {eta}")
     j_star = ar_j_star(basis, tau, eta, psi)

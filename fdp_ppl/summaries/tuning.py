@@ -133,6 +133,8 @@ def cv_grid(curves, build: Callable, params: dict, *, mechanism=None, folds: int
     """
     warnings.warn("cross-validation looks at the private curves; parameters chosen by (P)CV are not "
                   "privacy-safe (use pss() for privacy-safe selection)", PrivacyLeakWarning, stacklevel=2)
+    if isinstance(random_seed, np.random.Generator):  # same folds at every grid point
+        random_seed = int(random_seed.integers(2**63))
     names = list(params)
     shape = [len(params[k]) for k in names]
     out = np.empty(shape)

@@ -1,0 +1,903 @@
+"""Mirshani, Reimherr & Slavković (2019): Section 5 simulation and Section 6 DTI application.
+
+Computations behind ``notebooks/04_mirshani_gaussian_mechanism.ipynb``
+(``specs/gaussian-banach.md`` §2–§5). The notebook only orchestrates,
+tabulates and plots.
+
+**Section 5 (simulation, Figure 1).** ``N = 25`` curves from eq. (4) with the
+Gaussian kernel ``C_1 = exp(-|s−t|²/ρ)``, ``ρ = 0.001``; RKHS-penalised mean
+(eq. 2) with ``η = 1`` (penalty kernel = noise kernel) over the penalty ψ
+(the paper's φ) in ``[1e-6, 1]``; Gaussian mechanism with ``(ε, δ) = (1, 0.1)``
+and the classical calibration ``σ = sqrt(2 log(2/δ)) Δ/ε`` (valid for ε ≤ 1).
+Two choices of the norm bound τ:
+
+* ``"data"``: ``τ = max_i ‖X_i‖`` as in the paper. Computed from the private
+  curves, so the release is **not differentially private**; built with
+  :func:`fdp_ppl.data_tau`, which warns (:class:`~fdp_ppl.PrivacyLeakWarning`)
+  and labels the sensitivity ``data_dependent``.
+* ``"a_priori"``: the public bound ``‖μ‖ + 0.4 (Σ_{j≤m} j^{-p})^{1/2} ≈ 0.4868``
+  that every curve of the design satisfies (spec §3.5, pitfall 5).
+
+Utility is reported exactly, not by Monte Carlo: for the linear estimator
+``μ̂ = Σ_j w_j X̄_j v_j`` with ``w_j = λ_j/(λ_j + ψ)`` and the release
+``μ̃ = μ̂ + σZ``,
+
+``E‖μ̃ − μ‖² = ‖μ − P_J μ‖² + Σ_j (1 − w_j)² μ_j² + Σ_{j≤m} w_j² j^{-p} Var(U)/N + σ² Σ_j λ_j``
+
+(bias², variance of the smoother, privacy noise; ``Var(U) = 0.8²/12`` for
+``U ~ U(−0.4, 0.4)``; no curve is ever clipped since ``‖X_i‖ ≤ τ``).
+
+**Section 6 (DTI, Figures 2–3, Tables 1–2).** Corpus-callosum FA profiles,
+``τ = 1`` (public: FA ∈ [0, 1] and the quadrature weights sum to 1), kernels
+``C_1`` Gaussian, ``C_3`` Matérn 3/2 and ``C_4`` exponential,
+``(ε, δ) = (1, 0.1)``. CV: 10-fold CV over ρ ∈ [0.01, 2] at fixed
+ψ ∈ {1e-4, 1e-3, 0.01, 0.03}. PCV: the CV score of the sanitised estimate,
+in closed form (exact expectation over the noise: ``CV + σ² Σ_j λ_j``, spec A7)
+instead of the paper's 1000 Monte-Carlo draws, over (ψ, ρ) jointly with the
+paper's ranges. **Neither CV nor PCV is privacy-safe** (spec pitfall 7):
+every selection is labelled ``privacy_safe = 0``.
+
+Conventions recorded in every result: grid quadrature (default ``"uniform"``,
+``w_k = 1/K``, the spec's §3.5 convention, under which ``λ_1 = 0.0554`` for
+``ρ = 0.001`` on 100 points); the privacy unit of DTI is a **scan** (382 scans
+of 142 subjects; a subject with k scans is protected only at group level,
+see :func:`group_privacy_epsilon`); incomplete DTI rows are dropped (6 rows,
+N = 376) or interpolated within the row (N = 382, the paper's count).
+
+The paper's Tables 1 and 2 (optimal ψ, ρ) and its supplement are not in the
+source text; nothing here can be compared with their numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy import optimize
+
+from .. import dims
+from ..accounting import gaussian_delta
+from ..errors import PrivacyLeakWarning, check_positive
+from ..mechanisms import GaussianMechanism
+from ..release import release
+from ..spaces import Eigenbasis, Exponential, Gaussian, Grid, Kernel, Matern, eigenbasis
+from ..summaries import LinearSummary, cv_grid, noise_energy, rkhs_mean
+from ..summaries.curves import DataDerived, clipped_mean, data_tau
+
+PAPER = "Mirshani, Reimherr & Slavkovic (2019), ICML, PMLR 97:4595-4604"
+
+EPSILON = 1.0
+DELTA = 0.1
+
+# ---------------------------------------------------------------- Section 5
+SIM_N = 25
+SIM_RHO = 0.001
+SIM_P = 4.0
+SIM_M = 50
+SIM_GRID_SIZE = 100
+SIM_SCORE_HALF_WIDTH = 0.4  # U_ij ~ U(-0.4, 0.4) (eq. 4)
+#: ψ values of the Figure 1 panels (the paper's panel values are not in the text; these are
+#: the spec's §3.5 values spanning the paper's range [1e-6, 1]).
+SIM_PSI_PANELS = (1e-6, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+SIM_PSI_RANGE = (1e-6, 1.0)
+
+#: spec §3.5: closed-form σ² for τ = 0.447, N = 25, (ε, δ) = (1, 0.1), η = 1.
+SPEC_SIM_TAU = 0.447
+SPEC_SIM_SIGMA2 = {1e-6: 1917.0, 1e-4: 19.17, 1e-3: 1.917, 1e-2: 0.1917, 1e-1: 0.01917, 1.0: 0.001917}
+#: spec §3.5: sup_j (tight) form of σ² at ψ = 1 (uniform quadrature, λ_1 = 0.0554).
+SPEC_SIM_SIGMA2_TIGHT_PSI1 = 3.8e-4
+
+# ---------------------------------------------------------------- Section 6
+DTI_TAU = 1.0
+DTI_PAPER_N = 382
+DTI_GRID_SIZE = 93
+CV_PSI = (1e-4, 1e-3, 1e-2, 0.03)
+CV_RHO_RANGE = (0.01, 2.0)
+PCV_PSI_RANGE = (1e-4, 0.1)
+PCV_RHO_RANGES = {"gaussian": (0.01, 0.1), "matern32": (0.05, 0.5), "exponential": (0.2, 1.0)}
+#: spec §3.5: σ for τ = 1, N = 382 (the paper's count), (ε, δ) = (1, 0.1).
+SPEC_DTI_SIGMA = {1e-4: 0.641, 1e-3: 0.203, 1e-2: 0.0641, 0.03: 0.0370, 0.1: 0.0203}
+
+#: Kernels of Section 6: name -> (paper label, description).
+KERNELS = {
+    "gaussian": ("C1", "Gaussian exp(-d^2/rho) (Mirshani convention, eq. 3)"),
+    "matern32": ("C3", "Matern nu=3/2 (1 + sqrt(3) d/rho) exp(-sqrt(3) d/rho)"),
+    "exponential": ("C4", "exponential exp(-d/rho) (Matern nu=1/2)"),
+}
+KERNEL_NAMES = tuple(KERNELS)
+
+NOT_PRIVACY_SAFE = ("chosen by (P)CV on the confidential curves: the tuning step is not covered by the "
+                    "(epsilon, delta) guarantee (specs/gaussian-banach.md pitfall 7)")
+DATA_TAU_NOTE = "tau = max_i ||X_i|| computed from the private curves (the paper's choice): NOT differentially private"
+PRIVACY_UNIT = ("one scan (row); neighbouring = replace one scan, n public. DTI has several scans per subject "
+                "(up to 8 in the file), so subject-level privacy needs group privacy (see group_privacy_epsilon)")
+
+
+# ====================================================================== helpers
+def make_kernel(name: str, rho: float) -> Kernel:
+    """Kernel of Section 6 by name.
+
+    Parameters
+    ----------
+    name : {"gaussian", "matern32", "exponential"}
+        ``C_1`` ``exp(-d²/ρ)`` (``Gaussian(rho, convention="mirshani")``),
+        ``C_3`` Matérn ν = 3/2 ``(1 + √3 d/ρ) e^{-√3 d/ρ}``, ``C_4``
+        ``exp(-d/ρ)``. ρ scales d² in ``C_1`` but d in the Matérn kernels.
+    rho : float
+        Length-scale parameter, > 0.
+
+    Raises
+    ------
+    ValueError
+        Unknown name or ρ <= 0.
+    """
+    if name == "gaussian":
+        return Gaussian(rho=rho, convention="mirshani")
+    if name == "matern32":
+        return Matern(rho=rho, nu=1.5)
+    if name == "exponential":
+        return Exponential(rho=rho)
+    raise ValueError(f"unknown kernel {name!r}; use one of {KERNEL_NAMES}")
+
+
+def mechanism(epsilon: float = EPSILON, delta: float = DELTA, calibration: str = "classical") -> GaussianMechanism:
+    """The paper's mechanism: ``GaussianMechanism(ε, δ)`` with the classical calibration
+    ``σ = sqrt(2 log(2/δ)) Δ/ε`` (Theorem 3.2; refused for ε > 1)."""
+    return GaussianMechanism(epsilon, delta, calibration=calibration)
+
+
+def _seeds(random_seed, k: int) -> list[int]:
+    """k independent integer seeds from an int / sequence / Generator (reproducible)."""
+    if isinstance(random_seed, np.random.Generator):
+        return [int(x) for x in random_seed.integers(2**63, size=k)]
+    ss = random_seed if isinstance(random_seed, np.random.SeedSequence) else np.random.SeedSequence(random_seed)
+    return [int(s.generate_state(1, np.uint64)[0]) for s in ss.spawn(k)]
+
+
+def _track(it, progressbar: bool, description: str, total: int | None = None):
+    if not progressbar:
+        return it
+    from rich.progress import track
+
+    return track(it, description=description, total=total)
+
+
+def rkhs_summary(curves, basis: Eigenbasis, *, tau: float, psi: float, eta: float = 1.0) -> LinearSummary:
+    """RKHS-penalised mean of eq. (2): ``fp.rkhs_mean(curves, basis, tau=, psi=, eta=)``.
+
+    ``rkhs_mean`` evaluates the privacy-safe defaults (PSS, which needs an
+    eigen-decay exponent β > 1) even when ψ and η are given; for a Gaussian
+    kernel with a short length-scale the fitted β of the first eigenvalues (a
+    plateau) is < 1 and it raises. Only in that case the identical summary is
+    built here from the same pieces (clipped mean, weights
+    ``λ_j^η/(λ_j^η + ψ)``, natural norm Cameron–Martin).
+
+    Parameters
+    ----------
+    curves : xr.DataArray (curve, t) or ndarray (n, K) on ``basis.grid``
+    basis : Eigenbasis
+    tau : float
+        Public L² clipping bound (a :class:`DataDerived` value is labelled).
+    psi : float
+        Penalty ψ (the paper's φ), > 0.
+    eta : float
+        Penalty power, >= 1 (the paper uses 1).
+
+    Returns
+    -------
+    LinearSummary
+        ``name = "rkhs"``, ``params = {"eta", "psi"}``.
+    """
+    try:
+        return rkhs_mean(curves, basis, tau=tau, eta=eta, psi=psi)
+    except ValueError as err:
+        if "beta" not in str(err):
+            raise
+    data_dependent = isinstance(tau, DataDerived)
+    tau_v = check_positive(tau, "tau", "pass a public bound on the curves' L2 norm")
+    psi = check_positive(psi, "psi")
+    if eta < 1:
+        raise ValueError(f"eta must be >= 1 for the rkhs mean, got {eta}")
+    values = curves.values if isinstance(curves, xr.DataArray) else np.asarray(curves, dtype=float)
+    mean, n, n_clipped, _ = clipped_mean(values, basis.grid, tau_v)
+    lam_eta = basis.power(eta)
+    w = lam_eta / (lam_eta + psi)
+    return LinearSummary(name="rkhs", coefficients=w * basis.coefficients(mean), lipschitz=w, basis=basis,
+                         tau=DataDerived(tau_v) if data_dependent else tau_v, n=n, n_clipped=n_clipped,
+                         data_dependent=data_dependent, params={"eta": float(eta), "psi": float(psi)},
+                         source="Mirshani et al. (2019), eq. (2), Theorem 4.1", default_norm="cameron-martin")
+
+
+def public_summary(basis: Eigenbasis, *, tau: float, n: int, psi: float, eta: float = 1.0) -> LinearSummary:
+    """An RKHS-mean summary with zero coefficients: carries only public quantities
+    (basis, τ, n, ψ, η), enough for sensitivities and noise scales."""
+    lam_eta = basis.power(eta)
+    w = lam_eta / (lam_eta + float(psi))
+    return LinearSummary(name="rkhs", coefficients=np.zeros(basis.size), lipschitz=w, basis=basis,
+                         tau=float(tau), n=int(n), n_clipped=0, params={"eta": float(eta), "psi": float(psi)},
+                         source="Mirshani et al. (2019), eq. (2), Theorem 4.1", default_norm="cameron-martin")
+
+
+def noise_table(basis: Eigenbasis, *, tau: float, n: int, psis, mech: GaussianMechanism | None = None,
+                eta: float = 1.0) -> xr.Dataset:
+    """Sensitivity and noise scale of the RKHS mean per ψ, from public quantities only.
+
+    Parameters
+    ----------
+    basis : Eigenbasis
+        Noise (= penalty) kernel on the grid.
+    tau : float
+        Public norm bound.
+    n : int
+        Number of records.
+    psis : sequence of float
+    mech : GaussianMechanism, optional
+        Default ``mechanism()`` (ε = 1, δ = 0.1, classical).
+    eta : float
+
+    Returns
+    -------
+    xr.Dataset
+        dim ``psi``; variables ``delta_closed_form`` / ``delta_tight`` (Δ in the
+        Cameron–Martin norm, Theorem 4.1 second / first form),
+        ``sigma_closed_form`` / ``sigma_tight`` (classical σ),
+        ``sigma2_closed_form`` / ``sigma2_tight``,
+        ``sigma_analytic`` (Balle–Wang σ for the closed-form Δ),
+        ``noise_energy_closed_form`` / ``noise_energy_tight``
+        (``E‖σZ‖² = σ² Σ_j λ_j``, squared curve units).
+    """
+    mech = mech or mechanism()
+    psis = np.asarray(list(psis), dtype=float)
+    out = {k: np.empty(psis.size) for k in ("delta_closed_form", "delta_tight", "sigma_closed_form",
+                                            "sigma_tight", "sigma_analytic", "noise_energy_closed_form",
+                                            "noise_energy_tight")}
+    analytic = GaussianMechanism(mech.epsilon, mech.delta, calibration="analytic")
+    for i, psi in enumerate(psis):
+        s = public_summary(basis, tau=tau, n=n, psi=psi, eta=eta)
+        for bound, tag in (("closed-form", "closed_form"), ("tight", "tight")):
+            cal = mech.calibrate(s, bound)
+            out[f"delta_{tag}"][i] = cal.sensitivity.value
+            out[f"sigma_{tag}"][i] = cal.sigma
+            out[f"noise_energy_{tag}"][i] = noise_energy(mech, s, bound)
+        out["sigma_analytic"][i] = analytic.calibrate(s, "closed-form").sigma
+    ds = xr.Dataset({k: (("psi",), v) for k, v in out.items()}, coords={"psi": psis})
+    ds["sigma2_closed_form"] = ds["sigma_closed_form"] ** 2
+    ds["sigma2_tight"] = ds["sigma_tight"] ** 2
+    ds.attrs = {"tau": float(tau), "n": int(n), "eta": float(eta), "epsilon": mech.epsilon, "delta": mech.delta,
+                "calibration": mech.calibration, "kernel": repr(basis.kernel), "quadrature": basis.grid.quadrature,
+                "trace_retained": basis.trace(), "source": f"{PAPER}, Theorems 3.2, 4.1, 4.2"}
+    return ds
+
+
+def group_privacy_epsilon(k: int, *, epsilon: float = EPSILON, delta: float = DELTA,
+                          target_delta: float | None = None) -> float:
+    """ε protecting a group of ``k`` records (e.g. all scans of one subject), exactly.
+
+    A Gaussian mechanism calibrated classically to sensitivity Δ at (ε, δ)
+    has ``σ/Δ = sqrt(2 log(2/δ))/ε``; changing k records moves the summary by
+    at most ``kΔ`` in the Cameron–Martin norm, so the group's privacy loss is
+    that of a scalar Gaussian mechanism with sensitivity ``kΔ``
+    (``specs/gaussian-banach.md`` §1.6). Returns the smallest ε' with
+    ``δ(ε') <= target_delta`` (Balle & Wang 2018, Theorem 8).
+
+    Parameters
+    ----------
+    k : int
+        Group size (>= 1).
+    epsilon, delta : float
+        The per-record target of the calibration.
+    target_delta : float, optional
+        Default ``delta``.
+    """
+    k = int(k)
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    target = delta if target_delta is None else float(target_delta)
+    ratio = math.sqrt(2 * math.log(2 / delta)) / epsilon  # σ/Δ
+    if gaussian_delta(0.0, k, ratio) <= target:
+        return 0.0
+    f = lambda e: gaussian_delta(e, k, ratio) - target  # noqa: E731
+    hi = 1.0
+    while f(hi) > 0:
+        hi *= 2
+    return float(optimize.brentq(f, 0.0, hi, xtol=1e-12))
+
+
+# ====================================================================== Section 5
+def simulation_basis(*, rho: float = SIM_RHO, grid_size: int = SIM_GRID_SIZE,
+                     quadrature: str = "uniform") -> Eigenbasis:
+    """Eigenbasis of ``C_1`` (ρ) on ``grid_size`` equally spaced points (data, penalty and noise kernel)."""
+    return eigenbasis(Gaussian(rho=rho, convention="mirshani"), Grid.uniform(grid_size, quadrature=quadrature))
+
+
+def simulation_risk(data: xr.Dataset, basis: Eigenbasis, psis, *, tau: float, mech: GaussianMechanism,
+                    bound: str = "closed-form", eta: float = 1.0) -> xr.Dataset:
+    """Exact risk components of the private RKHS mean for the Section 5 design.
+
+    Parameters
+    ----------
+    data : xr.Dataset
+        From :func:`fdp_ppl.datasets.simulate_mirshani` on ``basis.grid``
+        with the same ρ (``curves``, ``mean``; attrs ``n``, ``p``, ``m``).
+    basis : Eigenbasis
+    psis : sequence of float
+    tau : float
+        Norm bound used for the sensitivity (never binding in this design).
+    mech : GaussianMechanism
+    bound : {"closed-form", "tight"}
+        Sensitivity form (Theorem 4.1 second / first form).
+
+    Returns
+    -------
+    xr.Dataset
+        dim ``psi``; (squared L² units)
+
+        * ``bias2`` ``= ‖μ − P_J μ‖² + Σ_j (1 − w_j)² μ_j²``,
+        * ``variance`` ``= Σ_{j<=m} w_j² j^{-p} Var(U)/N``,
+        * ``stat_error`` ``= bias2 + variance = E‖μ̂ − μ‖²`` (over the data),
+        * ``privacy_cost`` ``= E‖μ̃ − μ̂‖² = σ² Σ_j λ_j`` (over the noise),
+        * ``risk`` ``= E‖μ̃ − μ‖²`` (over data and noise),
+        * ``stat_error_sample`` ``= ‖μ̂ − μ‖²`` for this sample and
+          ``risk_sample = stat_error_sample + privacy_cost`` (over the noise),
+        * ``sigma``.
+
+        attrs: ``zero_risk = ‖μ‖²`` (risk of releasing the zero function),
+        ``best_psi`` (argmin of ``risk`` over ``psis``), ``best_risk``,
+        ``crossing_psi`` (smallest ψ where ``privacy_cost <= stat_error``,
+        log-interpolated; NaN if none), ``beats_zero`` (1 if some ψ has
+        ``risk < zero_risk``).
+    """
+    grid = basis.grid
+    mu = np.asarray(data["mean"].values, dtype=float)
+    x = np.asarray(data["curves"].values, dtype=float)
+    n, p, m = int(data.attrs["n"]), float(data.attrs["p"]), int(data.attrs["m"])
+    lam = basis.eigenvalues
+    mu_c = basis.coefficients(mu)
+    resid_mu = float(grid.norm(mu) ** 2 - np.sum(mu_c**2))
+    j = np.arange(1, m + 1, dtype=float)
+    var_u = (2 * SIM_SCORE_HALF_WIDTH) ** 2 / 12.0
+    xbar_c = basis.coefficients(x.mean(axis=0))
+    psis = np.asarray(list(psis), dtype=float)
+    rows = {k: np.empty(psis.size) for k in ("bias2", "variance", "privacy_cost", "stat_error_sample", "sigma")}
+    for i, psi in enumerate(psis):
+        lam_eta = lam**eta
+        w = lam_eta / (lam_eta + psi)
+        rows["bias2"][i] = max(resid_mu, 0.0) + float(np.sum((1 - w) ** 2 * mu_c**2))
+        rows["variance"][i] = float(np.sum(w[:m] ** 2 * j ** (-p) * var_u / n))
+        s = public_summary(basis, tau=tau, n=n, psi=psi, eta=eta)
+        cal = mech.calibrate(s, bound)
+        rows["sigma"][i] = cal.sigma
+        rows["privacy_cost"][i] = noise_energy(mech, s, bound)
+        rows["stat_error_sample"][i] = float(np.sum((w * xbar_c - mu_c) ** 2) + max(resid_mu, 0.0))
+    ds = xr.Dataset({k: (("psi",), v) for k, v in rows.items()}, coords={"psi": psis})
+    ds["stat_error"] = ds["bias2"] + ds["variance"]
+    ds["risk"] = ds["stat_error"] + ds["privacy_cost"]
+    ds["risk_sample"] = ds["stat_error_sample"] + ds["privacy_cost"]
+    zero = float(grid.norm(mu) ** 2)
+    ib = int(np.argmin(ds["risk"].values))
+    diff = np.log(ds["privacy_cost"].values) - np.log(ds["stat_error"].values)
+    cross = np.nan
+    idx = np.flatnonzero(diff <= 0)
+    if idx.size:
+        i1 = int(idx[0])
+        if i1 == 0:
+            cross = float(psis[0])
+        else:
+            lp = np.log(psis[i1 - 1 : i1 + 1])
+            d = diff[i1 - 1 : i1 + 1]
+            cross = float(np.exp(lp[0] - d[0] * (lp[1] - lp[0]) / (d[1] - d[0])))
+    ds.attrs = {"tau": float(tau), "bound": bound, "zero_risk": zero, "best_psi": float(psis[ib]),
+                "best_risk": float(ds["risk"].values[ib]), "crossing_psi": cross,
+                "beats_zero": int(bool(np.any(ds["risk"].values < zero))), "n": n, "epsilon": mech.epsilon,
+                "delta": mech.delta, "calibration": mech.calibration,
+                "note": "exact: bias^2 + smoother variance over the data design, sigma^2 tr C over the noise"}
+    return ds
+
+
+@dataclass
+class SimulationResult:
+    """Output of :func:`run_simulation`.
+
+    Attributes
+    ----------
+    data : xr.Dataset
+        The simulated design (``curves`` (curve, t), ``mean`` (t), ``scores``).
+    curves : xr.Dataset
+        dims (tau_choice, psi, t): ``smoothed`` (non-private RKHS mean μ̂, green
+        in the paper) and ``private`` (one exact release μ̃, red). The same
+        standard noise Z is used for every ψ (common random numbers), so the
+        panels differ only through σ(ψ) and the smoothing.
+    noise : xr.Dataset
+        dims (tau_choice, psi): ``tau``, ``sigma``, ``sigma2``, ``sensitivity``,
+        ``sigma2_closed_form``, ``sigma2_tight``, ``sigma2_spec`` (spec §3.5,
+        τ = 0.447), ``privacy_safe`` (0 for the data-derived τ).
+    risk : xr.Dataset
+        dims (tau_choice, psi) on the fine grid ``risk_psis``: see
+        :func:`simulation_risk`; attrs per τ choice in ``risk_attrs``.
+    risk_attrs : dict
+        tau_choice -> attrs of :func:`simulation_risk` (best ψ, crossing ψ ...).
+    attrs : dict
+    """
+
+    data: xr.Dataset
+    curves: xr.Dataset
+    noise: xr.Dataset
+    risk: xr.Dataset
+    risk_attrs: dict = field(default_factory=dict)
+    attrs: dict = field(default_factory=dict)
+
+    def noise_frame(self) -> pd.DataFrame:
+        """σ per (τ choice, ψ) as a flat table."""
+        return self.noise.to_dataframe().reset_index()
+
+    def risk_frame(self) -> pd.DataFrame:
+        """Exact risk components per (τ choice, ψ) as a flat table."""
+        return self.risk.to_dataframe().reset_index()
+
+    def sweet_spots(self) -> pd.DataFrame:
+        """Per τ choice: argmin ψ of the exact risk, the crossing ψ, and the zero-release risk."""
+        rows = []
+        for choice, a in self.risk_attrs.items():
+            rows.append({"tau_choice": choice, "tau": a["tau"], "bound": a["bound"], "best_psi": a["best_psi"],
+                         "best_risk": a["best_risk"], "crossing_psi": a["crossing_psi"],
+                         "zero_release_risk": a["zero_risk"], "beats_zero_release": a["beats_zero"],
+                         "privacy_safe": int(choice != "data")})
+        return pd.DataFrame(rows)
+
+
+def run_simulation(psis=SIM_PSI_PANELS, *, risk_psis=None, n: int = SIM_N, rho: float = SIM_RHO, p: float = SIM_P,
+                   m: int = SIM_M, grid_size: int = SIM_GRID_SIZE, quadrature: str = "uniform",
+                   epsilon: float = EPSILON, delta: float = DELTA, bound: str = "closed-form",
+                   tau_choices=("data", "a_priori"), random_seed=None, progressbar: bool = False) -> SimulationResult:
+    """Section 5 / Figure 1: smoothed and private means over ψ, for both choices of τ.
+
+    Parameters
+    ----------
+    psis : sequence of float
+        ψ of the figure panels (default the spec's 1e-6 … 1).
+    risk_psis : sequence of float, optional
+        Fine ψ grid for the exact utility curve; default 61 log-spaced values
+        in the paper's range [1e-6, 1].
+    n, rho, p, m, grid_size :
+        Design of eq. (4) (paper: 25, 0.001, 4, about 50, 100).
+    quadrature : {"uniform", "trapezoid"}
+        Grid weights (default uniform ``1/K``, the spec's convention).
+    epsilon, delta : float
+        Privacy target (classical calibration, ε <= 1).
+    bound : {"closed-form", "tight"}
+        Sensitivity form calibrating the releases (paper: the closed form of
+        Theorem 4.2).
+    tau_choices : subset of {"data", "a_priori"}
+        ``"data"`` is the paper's τ (not DP; warns).
+    random_seed : int, sequence or Generator
+        Data, then release noise (independent streams).
+    progressbar : bool
+
+    Returns
+    -------
+    SimulationResult
+
+    Warns
+    -----
+    PrivacyLeakWarning
+        When ``"data"`` is among ``tau_choices`` (τ from the private curves).
+    """
+    from ..datasets import simulate_mirshani
+
+    psis = np.asarray(list(psis), dtype=float)
+    risk_psis = np.geomspace(*SIM_PSI_RANGE, 61) if risk_psis is None else np.asarray(list(risk_psis), float)
+    seed_data, seed_noise = _seeds(random_seed, 2)
+    basis = simulation_basis(rho=rho, grid_size=grid_size, quadrature=quadrature)
+    grid = basis.grid
+    data = simulate_mirshani(n, grid, rho=rho, p=p, m=m, random_seed=seed_data)
+    curves = data["curves"]
+    mech = mechanism(epsilon, delta)
+    taus = {}
+    for choice in tau_choices:
+        if choice == "data":
+            taus[choice] = data_tau(curves, grid)  # warns: PrivacyLeakWarning
+        elif choice == "a_priori":
+            taus[choice] = float(data.attrs["tau_a_priori"])
+        else:
+            raise ValueError(f"unknown tau choice {choice!r}; use 'data' or 'a_priori'")
+    choices = list(taus)
+    smoothed = np.empty((len(choices), psis.size, grid.size))
+    private = np.empty_like(smoothed)
+    keys = ("tau", "sigma", "sigma2", "sensitivity", "sigma2_closed_form", "sigma2_tight", "noise_energy",
+            "privacy_safe", "n_clipped")
+    noise = {k: np.empty((len(choices), psis.size)) for k in keys}
+    work = [(a, b) for a in range(len(choices)) for b in range(psis.size)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # already warned once by data_tau
+        for a, b in _track(work, progressbar, "Section 5 releases", len(work)):
+            tau = taus[choices[a]]
+            s = rkhs_summary(curves, basis, tau=tau, psi=psis[b])
+            tree = release(s, mech, random_seed=seed_noise, bound=bound)
+            smoothed[a, b] = s.design @ s.coefficients
+            private[a, b] = tree["posterior"]["curve"].values[0, 0]
+            noise["tau"][a, b] = float(tau)
+            noise["sigma"][a, b] = tree.attrs["noise_multiplier"]
+            noise["sigma2"][a, b] = tree.attrs["noise_multiplier"] ** 2
+            noise["sensitivity"][a, b] = tree.attrs["sensitivity"]
+            noise["sigma2_closed_form"][a, b] = mech.calibrate(s, "closed-form").sigma ** 2
+            noise["sigma2_tight"][a, b] = mech.calibrate(s, "tight").sigma ** 2
+            noise["noise_energy"][a, b] = noise_energy(mech, s, bound)
+            noise["privacy_safe"][a, b] = 1 - int(tree.attrs["sensitivity_data_dependent"])
+            noise["n_clipped"][a, b] = s.n_clipped
+    coords = {"tau_choice": choices, "psi": psis}
+    curves_ds = xr.Dataset({"smoothed": (("tau_choice", "psi", dims.T), smoothed),
+                            "private": (("tau_choice", "psi", dims.T), private)},
+                           coords={**coords, dims.T: grid.t})
+    curves_ds["smoothed"].attrs["description"] = "non-private RKHS mean (eq. 2); never released"
+    curves_ds["private"].attrs["description"] = "one exact release of the Gaussian mechanism"
+    noise_ds = xr.Dataset({k: (("tau_choice", "psi"), v) for k, v in noise.items()}, coords=coords)
+    for k in ("privacy_safe", "n_clipped"):
+        noise_ds[k] = noise_ds[k].astype(int)
+    noise_ds["sigma2_spec"] = ("psi", [SPEC_SIM_SIGMA2.get(float(x), np.nan) for x in psis])
+    noise_ds["sigma2_spec"].attrs["description"] = "spec §3.5 closed form, tau = 0.447, N = 25"
+    risks, risk_attrs = [], {}
+    for choice in choices:
+        r = simulation_risk(data, basis, risk_psis, tau=float(taus[choice]), mech=mech, bound=bound)
+        risk_attrs[choice] = dict(r.attrs)
+        r.attrs = {}
+        risks.append(r)
+    risk_ds = xr.concat(risks, dim=xr.DataArray(choices, dims="tau_choice", name="tau_choice"))
+    attrs = {"paper": f"{PAPER}, Section 5, Figure 1", "n": n, "rho": rho, "p": p, "m": m, "grid_size": grid_size,
+             "quadrature": quadrature, "epsilon": epsilon, "delta": delta, "calibration": mech.calibration,
+             "eta": 1.0, "bound": bound, "tau_data": float(taus.get("data", np.nan)),
+             "tau_a_priori": float(data.attrs["tau_a_priori"]), "tau_data_note": DATA_TAU_NOTE,
+             "n_eigenpairs": basis.size, "lambda_1": float(basis.eigenvalues[0]), "trace": basis.trace(),
+             "random_seed": str(random_seed), "common_random_numbers": 1}
+    return SimulationResult(data=data, curves=curves_ds, noise=noise_ds, risk=risk_ds, risk_attrs=risk_attrs,
+                            attrs=attrs)
+
+
+# ====================================================================== Section 6
+def load_dti(var: str = "cca", *, nan_policy: str = "drop", quadrature: str = "uniform", data_dir=None) -> xr.DataArray:
+    """DTI tract profiles on a grid rescaled to [0, 1].
+
+    Parameters
+    ----------
+    var : {"cca", "rcst"}
+    nan_policy : {"drop", "interpolate"}
+        ``"drop"``: drop incomplete scans (6 of 382 for ``cca``; N = 376).
+        ``"interpolate"``: fill each scan's NaN by linear interpolation within
+        that scan (constant at the ends), a per-record map that keeps
+        N = 382, the paper's count. The paper does not say what it did.
+    quadrature : {"uniform", "trapezoid"}
+        Grid weights (both sum to 1, so τ = 1 bounds every FA profile).
+    data_dir : path, optional
+        See :func:`fdp_ppl.datasets.data_directory`.
+
+    Returns
+    -------
+    xr.DataArray
+        dims (curve, t), ``t`` on [0, 1]; coords ``subject_id``, ``visit`` …;
+        attrs ``grid`` (the :class:`Grid`), ``n_dropped``, ``n_interpolated``,
+        ``nan_policy``, ``privacy_unit``, ``max_scans_per_subject``.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``nan_policy``.
+    FileNotFoundError
+        ``dti.nc`` not found.
+    """
+    from ..datasets import load_dataset
+
+    if nan_policy == "drop":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the dropped count is recorded in attrs
+            da = load_dataset("dti", var, data_dir=data_dir, drop_incomplete=True)
+        n_interp = 0
+    elif nan_policy == "interpolate":
+        from ..datasets import data_directory
+
+        path = data_directory(data_dir) / "dti.nc"
+        if not path.is_file():
+            raise FileNotFoundError(f"dti.nc not found in {path.parent}; pass data_dir=... or set FDP_PPL_DATA_DIR")
+        with xr.open_dataset(path) as f:
+            raw = f[var].load()
+        curve_dim, t_dim = raw.dims
+        vals = np.array(raw.values, dtype=float)
+        bad = ~np.isfinite(vals)
+        n_interp = int(bad.any(axis=1).sum())
+        pts = np.asarray(raw[t_dim].values, dtype=float)
+        for i in np.flatnonzero(bad.any(axis=1)):
+            ok = ~bad[i]
+            vals[i, bad[i]] = np.interp(pts[bad[i]], pts[ok], vals[i, ok])
+        da = xr.DataArray(vals, dims=(dims.CURVE, dims.T),
+                          coords={dims.CURVE: np.arange(vals.shape[0]), dims.T: pts,
+                                  **{k: (dims.CURVE, raw[k].values) for k in raw.coords
+                                     if raw[k].dims == (curve_dim,)}},
+                          attrs=dict(raw.attrs))
+        da.attrs.update(dataset="dti", variable=var, n_dropped=0)
+    else:
+        raise ValueError(f"unknown nan_policy {nan_policy!r}; use 'drop' or 'interpolate'")
+    grid = Grid.from_points(da[dims.T].values, quadrature=quadrature)
+    da = da.assign_coords({dims.T: grid.t})
+    n_scans = int(np.max(np.unique(da["subject_id"].values, return_counts=True)[1])) if "subject_id" in da.coords else 1
+    da.attrs.update(grid=grid, nan_policy=nan_policy, n_interpolated=n_interp, privacy_unit=PRIVACY_UNIT,
+                    max_scans_per_subject=n_scans, quadrature=quadrature)
+    return da
+
+
+def _grid_of(curves: xr.DataArray) -> Grid:
+    g = curves.attrs.get("grid")
+    return g if isinstance(g, Grid) else Grid.from_points(curves[dims.T].values, quadrature="uniform")
+
+
+def _builder(kernel: str, grid: Grid, tau: float):
+    def build(train, psi, rho):
+        return rkhs_summary(train, eigenbasis(make_kernel(kernel, rho), grid), tau=tau, psi=psi)
+
+    return build
+
+
+def dti_cv(curves: xr.DataArray, *, kernels=KERNEL_NAMES, psis=CV_PSI, rhos=None, folds: int = 10,
+           tau: float = DTI_TAU, random_seed=None, progressbar: bool = False) -> dict[str, xr.DataArray]:
+    """Section 6 CV: 10-fold CV score of the (non-private) RKHS mean over (ψ, ρ) per kernel.
+
+    The paper fixes ψ ∈ {1e-4, 1e-3, 0.01, 0.03} and picks ρ ∈ [0.01, 2] by
+    minimum CV; scores for all (ψ, ρ) are returned so both that choice and
+    the paper's remark "the minimum score is always obtained at the minimum
+    φ" can be checked (:func:`choices_table`). **Not privacy-safe.**
+
+    Parameters
+    ----------
+    curves : xr.DataArray (curve, t)
+        From :func:`load_dti`.
+    kernels : sequence of {"gaussian", "matern32", "exponential"}
+    psis : sequence of float
+    rhos : sequence of float, optional
+        Default 30 log-spaced values in [0.01, 2].
+    folds : int
+    tau : float
+        Public clipping bound (1 for FA).
+    random_seed :
+        Fold assignment, identical for every kernel and (ψ, ρ).
+    progressbar : bool
+
+    Returns
+    -------
+    dict of str -> xr.DataArray
+        kernel -> scores (psi, rho), mean held-out squared L² error (FA²);
+        attrs ``criterion="cv"``, ``privacy_safe=0``, ``best_psi``, ``best_rho``.
+
+    Warns
+    -----
+    PrivacyLeakWarning
+        Once.
+    """
+    rhos = np.geomspace(*CV_RHO_RANGE, 30) if rhos is None else rhos
+    return _grid_search(curves, kernels, {k: psis for k in kernels}, {k: rhos for k in kernels}, folds=folds,
+                        tau=tau, mech=None, bound="closed-form", random_seed=random_seed, progressbar=progressbar)
+
+
+def dti_pcv(curves: xr.DataArray, *, kernels=KERNEL_NAMES, psis=None, rho_ranges=None, n_psi: int = 16,
+            n_rho: int = 12, folds: int = 10, tau: float = DTI_TAU, mech: GaussianMechanism | None = None,
+            bound: str = "closed-form", random_seed=None, progressbar: bool = False) -> dict[str, xr.DataArray]:
+    """Section 6 PCV: expected CV score of the sanitised RKHS mean over (ψ, ρ) per kernel.
+
+    The expectation over the noise is exact (``CV + E‖σZ‖²``, with σ of each
+    training fold's estimator, n = training size) instead of the paper's 1000
+    Monte-Carlo draws. With ``bound="closed-form"`` (the paper's Theorem 4.2
+    σ) the noise term does not depend on ρ (spec §4, PCV remark). **Not
+    privacy-safe.**
+
+    Parameters
+    ----------
+    curves : xr.DataArray (curve, t)
+    kernels : sequence of str
+    psis : sequence of float, optional
+        Default ``n_psi`` log-spaced values in [1e-4, 0.1].
+    rho_ranges : dict, optional
+        kernel -> (low, high); default the paper's ranges
+        (:data:`PCV_RHO_RANGES`), ``n_rho`` log-spaced values each.
+    folds : int
+    tau : float
+    mech : GaussianMechanism, optional
+        Default ε = 1, δ = 0.1, classical.
+    bound : {"closed-form", "tight"}
+    random_seed, progressbar :
+
+    Returns
+    -------
+    dict of str -> xr.DataArray
+        kernel -> scores (psi, rho); attrs ``criterion="pcv"``,
+        ``privacy_safe=0``, ``best_psi``, ``best_rho``, ``bound``.
+    """
+    psis = np.geomspace(*PCV_PSI_RANGE, n_psi) if psis is None else psis
+    ranges = {**PCV_RHO_RANGES, **(rho_ranges or {})}
+    rho_grids = {k: np.geomspace(*ranges[k], n_rho) for k in kernels}
+    return _grid_search(curves, kernels, {k: psis for k in kernels}, rho_grids, folds=folds, tau=tau,
+                        mech=mech or mechanism(), bound=bound, random_seed=random_seed, progressbar=progressbar)
+
+
+def _grid_search(curves, kernels, psis, rhos, *, folds, tau, mech, bound, random_seed, progressbar):
+    grid = _grid_of(curves)
+    values = np.asarray(curves.values, dtype=float)
+    (fold_seed,) = _seeds(random_seed, 1)
+    out = {}
+    warnings.warn("(P)CV looks at the confidential curves: parameters chosen this way are not privacy-safe",
+                  PrivacyLeakWarning, stacklevel=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        for k in _track(list(kernels), progressbar, "(P)CV over kernels"):
+            if k not in KERNELS:
+                raise ValueError(f"unknown kernel {k!r}; use one of {KERNEL_NAMES}")
+            da = cv_grid(values, _builder(k, grid, tau),
+                         {"psi": [float(x) for x in psis[k]], "rho": [float(x) for x in rhos[k]]},
+                         mechanism=mech, folds=folds, random_seed=fold_seed, bound=bound)
+            da.attrs.update(kernel=k, paper_label=KERNELS[k][0], kernel_description=KERNELS[k][1],
+                            tau=float(tau), n=int(values.shape[0]), bound=bound if mech is not None else "none",
+                            privacy_safe=0, note=NOT_PRIVACY_SAFE)
+            if mech is not None:
+                da.attrs.update(epsilon=mech.epsilon, delta=mech.delta, calibration=mech.calibration)
+            out[k] = da
+    return out
+
+
+def scores_frame(scores: dict[str, xr.DataArray]) -> pd.DataFrame:
+    """Long table (kernel, psi, rho, score, criterion, privacy_safe) of (P)CV scores."""
+    frames = []
+    for k, da in scores.items():
+        df = da.rename("score").to_dataframe().reset_index()
+        df.insert(0, "kernel", k)
+        df["criterion"] = da.attrs.get("criterion")
+        df["bound"] = da.attrs.get("bound")
+        df["privacy_safe"] = 0
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _at_edge(value, axis) -> bool:
+    axis = np.asarray(axis, dtype=float)
+    return bool(np.isclose(value, axis.min()) or np.isclose(value, axis.max()))
+
+
+def choices_table(cv: dict | None = None, pcv: dict | None = None, *, n: int | None = None, tau: float = DTI_TAU,
+                  mech: GaussianMechanism | None = None, pcv_label: str = "PCV") -> pd.DataFrame:
+    """Chosen (ψ, ρ) per kernel: CV's ρ at each fixed ψ, CV's joint minimum, and PCV's joint minimum.
+
+    Every row is labelled ``privacy_safe = 0``. ``sigma`` / ``noise_energy``
+    are the classical σ (closed-form Δ, Theorem 4.2) and ``σ² tr C`` for the
+    full data (n records) at the chosen ψ; ``rho_at_edge`` flags a choice on
+    the boundary of the searched range.
+
+    Returns
+    -------
+    pandas.DataFrame
+        columns ``kernel``, ``label`` (C1/C3/C4), ``method`` ("CV (psi fixed)",
+        "CV (joint)", "PCV"), ``psi``, ``rho``, ``score``, ``rho_at_edge``,
+        ``psi_at_edge``, ``min_at_smallest_psi`` (CV joint rows), ``sigma``,
+        ``noise_energy``, ``expected_private_error`` (the PCV criterion of the
+        choice, i.e. the expected held-out error of the sanitised estimate: for
+        CV rows ``score + mean_k σ(n_train_k)²``, tr C = 1 up to dropped
+        eigenpairs; for PCV rows the score), ``privacy_safe``.
+    """
+    mech = mech or mechanism()
+    rows = []
+
+    def noise(psi, n_):
+        if n_ is None:
+            return np.nan
+        return classical_sigma_closed_form(tau, n_, psi, mech.epsilon, mech.delta)
+
+    for k, da in (cv or {}).items():
+        n_ = n or da.attrs.get("n")
+        for psi in da["psi"].values:
+            row = da.sel(psi=psi)
+            i = int(np.nanargmin(row.values))
+            rows.append({"kernel": k, "label": KERNELS[k][0], "method": "CV (psi fixed)", "psi": float(psi),
+                         "rho": float(row["rho"].values[i]), "score": float(row.values[i]),
+                         "rho_at_edge": _at_edge(row["rho"].values[i], row["rho"].values), "psi_at_edge": False})
+        best = np.unravel_index(np.nanargmin(da.values), da.shape)
+        rows.append({"kernel": k, "label": KERNELS[k][0], "method": "CV (joint)",
+                     "psi": float(da["psi"].values[best[0]]), "rho": float(da["rho"].values[best[1]]),
+                     "score": float(da.values[best]), "rho_at_edge": _at_edge(da["rho"].values[best[1]], da["rho"]),
+                     "psi_at_edge": _at_edge(da["psi"].values[best[0]], da["psi"]),
+                     "min_at_smallest_psi": bool(best[0] == int(np.argmin(da["psi"].values)))})
+    for k, da in (pcv or {}).items():
+        best = np.unravel_index(np.nanargmin(da.values), da.shape)
+        rows.append({"kernel": k, "label": KERNELS[k][0], "method": pcv_label,
+                     "psi": float(da["psi"].values[best[0]]), "rho": float(da["rho"].values[best[1]]),
+                     "score": float(da.values[best]), "rho_at_edge": _at_edge(da["rho"].values[best[1]], da["rho"]),
+                     "psi_at_edge": _at_edge(da["psi"].values[best[0]], da["psi"])})
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    ns = {k: (n or da.attrs.get("n")) for k, da in {**(cv or {}), **(pcv or {})}.items()}
+    df["sigma"] = [noise(p, ns.get(k)) for k, p in zip(df["kernel"], df["psi"])]
+    df["noise_energy"] = df["sigma"] ** 2  # tr C = 1 (unit-variance kernels, all eigenpairs but ~0)
+    folds = {k: int(da.attrs.get("folds", 10)) for k, da in (cv or {}).items()}
+
+    def private_error(row):
+        if not str(row["method"]).startswith("CV"):
+            return row["score"]
+        n_ = ns.get(row["kernel"])
+        n_train = [n_ - len(f) for f in np.array_split(np.arange(n_), folds[row["kernel"]])]
+        return row["score"] + float(np.mean([classical_sigma_closed_form(tau, m_, row["psi"], mech.epsilon,
+                                                                         mech.delta) ** 2 for m_ in n_train]))
+
+    df["expected_private_error"] = df.apply(private_error, axis=1)
+    df["privacy_safe"] = 0
+    return df
+
+
+def classical_sigma_closed_form(tau: float, n: int, psi: float, epsilon: float = EPSILON, delta: float = DELTA,
+                                eta: float = 1.0) -> float:
+    """Theorem 4.2: ``σ² = [2 log(2/δ)/ε²] · [τ² (2η−1)^{2−1/η} / (N² ψ^{1/η} η²)]``
+    (brackets are grouping, not ceilings; spec §2.3). For η = 1:
+    ``σ = sqrt(2 log(2/δ)) τ / (ε N sqrt(ψ))``."""
+    c = 2 * math.log(2 / delta) / epsilon**2
+    return math.sqrt(c * tau**2 * (2 * eta - 1) ** (2 - 1 / eta) / (n**2 * psi ** (1 / eta) * eta**2))
+
+
+def dti_releases(curves: xr.DataArray, table: pd.DataFrame, *, tau: float = DTI_TAU,
+                 mech: GaussianMechanism | None = None, bound: str = "closed-form", random_seed=None,
+                 progressbar: bool = False) -> xr.Dataset:
+    """One exact release of the RKHS mean for every row (kernel, method, ψ, ρ) of ``table``.
+
+    Parameters
+    ----------
+    curves : xr.DataArray (curve, t)
+    table : pandas.DataFrame
+        From :func:`choices_table` (columns kernel, method, psi, rho).
+    tau, mech, bound :
+        As for the tuning; the paper calibrates with the closed form.
+    random_seed :
+        One independent seed per row.
+
+    Returns
+    -------
+    xr.Dataset
+        dims (choice, t): ``smoothed`` (non-private μ̂; never published),
+        ``private`` (the release), and per choice ``kernel``, ``method``,
+        ``psi``, ``rho``, ``sigma``, ``noise_energy``, ``n_components``,
+        ``privacy_safe`` (0: tuned on the data); ``sample_mean`` (t) the raw
+        mean of the scans for reference. attrs: privacy unit, NaN policy, n, τ, ε, δ.
+    """
+    mech = mech or mechanism()
+    grid = _grid_of(curves)
+    values = np.asarray(curves.values, dtype=float)
+    seeds = _seeds(random_seed, len(table))
+    sm, pr, meta = [], [], []
+    for (_, row), seed in _track(list(zip(table.iterrows(), seeds)), progressbar, "DTI releases", len(table)):
+        basis = eigenbasis(make_kernel(row["kernel"], float(row["rho"])), grid)
+        s = rkhs_summary(values, basis, tau=tau, psi=float(row["psi"]))
+        tree = release(s, mech, random_seed=seed, bound=bound)
+        sm.append(s.design @ s.coefficients)
+        pr.append(tree["posterior"]["curve"].values[0, 0])
+        meta.append({"kernel": row["kernel"], "method": row["method"], "psi": float(row["psi"]),
+                     "rho": float(row["rho"]), "sigma": float(tree.attrs["noise_multiplier"]),
+                     "noise_energy": noise_energy(mech, s, bound), "n_components": s.n_components})
+    idx = np.arange(len(meta))
+    ds = xr.Dataset({"smoothed": (("choice", dims.T), np.array(sm).reshape(len(meta), grid.size)),
+                     "private": (("choice", dims.T), np.array(pr).reshape(len(meta), grid.size)),
+                     "sample_mean": ((dims.T,), values.mean(axis=0))},
+                    coords={"choice": idx, dims.T: grid.t})
+    for key in ("kernel", "method", "psi", "rho", "sigma", "noise_energy", "n_components"):
+        ds[key] = ("choice", [m_[key] for m_ in meta])
+    ds["privacy_safe"] = ("choice", np.zeros(len(meta), dtype=int))
+    ds["smoothed"].attrs["description"] = "non-private RKHS mean (eq. 2); never released"
+    ds["private"].attrs["description"] = "one exact Gaussian-mechanism release"
+    ds.attrs = {"paper": f"{PAPER}, Section 6, Figures 2-3", "n": int(values.shape[0]), "tau": float(tau),
+                "epsilon": mech.epsilon, "delta": mech.delta, "calibration": mech.calibration, "bound": bound,
+                "privacy_unit": PRIVACY_UNIT, "nan_policy": str(curves.attrs.get("nan_policy", "")),
+                "tuning_note": NOT_PRIVACY_SAFE}
+    return ds
+
+
+__all__ = [
+    "EPSILON", "DELTA", "SIM_N", "SIM_RHO", "SIM_P", "SIM_M", "SIM_GRID_SIZE", "SIM_PSI_PANELS", "SIM_PSI_RANGE",
+    "SPEC_SIM_TAU", "SPEC_SIM_SIGMA2", "SPEC_SIM_SIGMA2_TIGHT_PSI1", "DTI_TAU", "DTI_PAPER_N", "CV_PSI",
+    "CV_RHO_RANGE", "PCV_PSI_RANGE", "PCV_RHO_RANGES", "SPEC_DTI_SIGMA", "KERNELS", "KERNEL_NAMES",
+    "make_kernel", "mechanism", "rkhs_summary", "public_summary", "noise_table", "group_privacy_epsilon",
+    "classical_sigma_closed_form", "simulation_basis", "simulation_risk", "SimulationResult", "run_simulation",
+    "load_dti", "dti_cv", "dti_pcv", "scores_frame", "choices_table", "dti_releases",
+]
