@@ -62,7 +62,11 @@ _FILES = {
 # ---------------------------------------------------------------------- data directory
 def _default_dirs() -> list[Path]:
     repo_root = Path(__file__).resolve().parents[2]
-    return [repo_root.parent / "shared" / "data", Path.cwd() / ".." / "shared" / "data"]
+    out = [repo_root.parent / "shared" / "data", Path.cwd() / ".." / "shared" / "data"]
+    # a checkout nested deeper (e.g. a CI clone) still finds a `shared/data` next to an ancestor
+    out += [p / "shared" / "data" for p in repo_root.parents[1:]]
+    out.append(Path("/work/shared/data"))  # the workplace's shared folder
+    return out
 
 
 def data_directory(data_dir=None) -> Path:
@@ -72,7 +76,8 @@ def data_directory(data_dir=None) -> Path:
     ``FDP_PPL_DATA_DIR`` if set and non-empty; else ``../shared/data`` next to
     the repository checkout (``Path(fdp_ppl.__file__).parents[1].parent /
     "shared" / "data"``) if it exists; else ``../shared/data`` relative to the
-    current working directory.
+    current working directory; else ``shared/data`` next to any ancestor of
+    the checkout; else ``/work/shared/data``.
 
     Parameters
     ----------
