@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from fdp_ppl.datasets import data_directory
 from fdp_ppl.cli import CDC2000_MEDIAN_HEIGHT_CM, GROWTH_DEVIATION_TAU, growth_reference, main
 
 REPO = Path(__file__).resolve().parents[1]
-DATA_DIR = Path(os.environ.get("FDP_PPL_DATA_DIR") or REPO.parent / "shared" / "data")
+DATA_DIR = data_directory()
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 pytestmark = pytest.mark.skipif(not (DATA_DIR / "dti.nc").is_file(), reason=f"data files not found in {DATA_DIR}")
