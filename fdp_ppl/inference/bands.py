@@ -1,0 +1,121 @@
+"""Credible bands for curves and scalar functionals of posterior curves."""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+import xarray as xr
+
+from .. import dims
+
+CI_KINDS = ("eti", "hdi")
+
+
+def _interval(da: xr.DataArray, ci_prob: float, ci_kind: str) -> xr.DataArray:
+    if not 0 < ci_prob < 1:
+        raise ValueError("ci_prob must lie in (0, 1)")
+    if ci_kind == "eti":
+        return az.eti(da, prob=ci_prob)
+    if ci_kind == "hdi":
+        return az.hdi(da, prob=ci_prob)
+    raise ValueError(f"ci_kind must be one of {CI_KINDS}")
+
+
+def credible_band(tree: xr.DataTree, *, ci_prob: float, ci_kind: str, var: str = "curve") -> xr.Dataset:
+    """Pointwise credible band of a posterior curve.
+
+    Parameters
+    ----------
+    tree : xr.DataTree
+        Result of :func:`~fdp_ppl.inference.infer`.
+    ci_prob : float
+        Probability in (0, 1), always explicit.
+    ci_kind : {"eti", "hdi"}
+        Equal-tailed or highest-density interval (ArviZ ``eti`` / ``hdi``).
+    var : str
+
+    Returns
+    -------
+    xr.Dataset
+        ``mean``, ``lower``, ``upper`` over ``t``; attrs ci_prob, ci_kind.
+    """
+    da = tree["posterior"][var]
+    iv = _interval(da, ci_prob, ci_kind)
+    ci_dim = next(d for d in iv.dims if d not in da.dims)
+    out = xr.Dataset({"mean": da.mean((dims.CHAIN, dims.DRAW)), "lower": iv.isel({ci_dim: 0}, drop=True),
+                      "upper": iv.isel({ci_dim: 1}, drop=True)})
+    out.attrs = {"ci_prob": ci_prob, "ci_kind": ci_kind, "variable": var}
+    return out
+
+
+def functionals(tree: xr.DataTree, *, points=(), var: str = "curve", weights=None, t_original=None) -> xr.Dataset:
+    """Posterior draws of scalar functionals of a curve.
+
+    Parameters
+    ----------
+    tree : xr.DataTree
+    points : sequence of float
+        Locations (original units if ``t_original`` is given, else [0, 1]) for
+        point values, by linear interpolation.
+    weights : array (t,), optional
+        Quadrature weights for the integral over [0, 1]; default trapezoid.
+    t_original : array (t,), optional
+        Original-unit grid, used for point locations and for the location of
+        the maximum.
+
+    Returns
+    -------
+    xr.Dataset
+        Over (chain, draw): ``integral`` (∫₀¹ f), ``argmax`` (location of the
+        maximum), ``max`` and ``value_at_<p>`` for each point.
+    """
+    da = tree["posterior"][var]
+    t = da[dims.T].values
+    x = t if t_original is None else np.asarray(t_original)
+    if weights is None:
+        d = np.diff(t)
+        weights = np.zeros_like(t)
+        weights[:-1] += d / 2
+        weights[1:] += d / 2
+    w = xr.DataArray(np.asarray(weights), dims=(dims.T,))
+    vals = da.values
+    out = {"integral": (da * w).sum(dims.T),
+           "max": da.max(dims.T),
+           "argmax": xr.DataArray(x[np.argmax(vals, axis=-1)], dims=(dims.CHAIN, dims.DRAW))}
+    for p in points:
+        out[f"value_at_{p:g}"] = xr.DataArray(
+            np.apply_along_axis(lambda f: np.interp(p, x, f), -1, vals), dims=(dims.CHAIN, dims.DRAW))
+    return xr.Dataset(out)
+
+
+def summarize_functionals(fun: xr.Dataset, *, ci_prob: float, ci_kind: str) -> xr.Dataset:
+    """Posterior mean and credible interval of each functional from :func:`functionals`."""
+    rows = {}
+    for name, da in fun.data_vars.items():
+        iv = _interval(da, ci_prob, ci_kind)
+        rows[name] = xr.DataArray([float(da.mean()), float(iv.values[0]), float(iv.values[1])],
+                                  dims=("stat",), coords={"stat": ["mean", "lower", "upper"]})
+    out = xr.Dataset(rows)
+    out.attrs = {"ci_prob": ci_prob, "ci_kind": ci_kind}
+    return out
+
+
+def compare(results: dict, **kwargs):
+    """``az.compare`` over inference results (different priors or kernels for
+    the same release).
+
+    What it means: each model is scored by PSIS-LOO over the J released
+    coefficients, i.e. how well the model predicts one released coefficient
+    from the others. All models must condition on the **same** release (same
+    basis, same draw). It compares priors' ability to explain the release —
+    noise included — not closeness to the true curve, and with few, strongly
+    noisy high-frequency coefficients differences are often small; treat
+    ``dse`` seriously. It costs no privacy.
+    """
+    keys = {k: (v.attrs.get("release_mechanism"), v["observed_data"]["released"].size) for k, v in results.items()}
+    if len({v for v in keys.values()}) > 1:
+        raise ValueError("compare models fitted to the same release (same mechanism and basis)")
+    return az.compare(results, **kwargs)
+
+
+__all__ = ["credible_band", "functionals", "summarize_functionals", "compare", "CI_KINDS"]
