@@ -17,17 +17,18 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.1.0"
 
-from . import datasets, dims
+from . import datasets, dims, inference
 from .accounting import PrivacyBudget, PrivacyLedger, analytic_sigma, classical_sigma, gaussian_delta
 from .errors import BudgetExceededError, CompatibilityError, PrivacyLeakWarning
 from .mechanisms import FRL, ICLP, Bernstein, GaussianMechanism, Mechanism
+from .inference import infer
 from .release import release
 from .spaces import Eigenbasis, Exponential, Gaussian, Grid, Matern, eigenbasis, kernel_from_name
 from .summaries import (LinearSummary, bernstein_mean, Sensitivity, data_tau, frl_mean, iclp_ar_mean, iclp_qr_mean, pss,
                         rkhs_mean, sample_mean)
 
 __all__ = [
-    "__version__", "datasets", "dims", "Grid", "Matern", "Exponential", "Gaussian", "kernel_from_name", "Eigenbasis",
+    "__version__", "datasets", "dims", "inference", "infer", "Grid", "Matern", "Exponential", "Gaussian", "kernel_from_name", "Eigenbasis",
     "eigenbasis", "LinearSummary", "Sensitivity", "frl_mean", "iclp_qr_mean", "iclp_ar_mean", "rkhs_mean",
     "sample_mean", "pss", "data_tau", "ICLP", "FRL", "Bernstein", "bernstein_mean", "GaussianMechanism", "Mechanism", "PrivacyBudget",
     "PrivacyLedger", "gaussian_delta", "classical_sigma", "analytic_sigma", "release", "BudgetExceededError",

@@ -27,15 +27,17 @@ from .summaries import LinearSummary
 _SAMPLERS: dict = {}
 
 
-def _sampler(mechanism: Mechanism, summary: LinearSummary, scale: np.ndarray):
-    key = (mechanism.noise_law, summary.grid.size, summary.n_components)
+def _sampler(mechanism: Mechanism, n_components: int):
+    """Forward sampler of the mechanism's law of released coefficients, compiled
+    once per (noise law, J): ``coefficients ~ Law(mu=centre, scale)`` with shape
+    (n_draws, J); centre, scale and n_draws are ``pm.Data``."""
+    key = (mechanism.noise_law, n_components)
     if key not in _SAMPLERS:
-        coords = {dims.BASIS: np.arange(key[2]), dims.T: np.arange(key[1])}
-        with pm.Model(coords=coords) as model:
-            centre = pm.Data("summary_coefficients", np.zeros(key[2]), dims=dims.BASIS)
-            sc = pm.Data("noise_scale", np.ones(key[2]), dims=dims.BASIS)
-            phi = pm.Data("eigenfunctions", np.zeros((key[1], key[2])), dims=(dims.T, dims.BASIS))
-            coefficients, _ = mechanism.add_to_model(centre, sc, phi)
+        with pm.Model() as model:
+            centre = pm.Data("summary_coefficients", np.zeros(n_components))
+            sc = pm.Data("noise_scale", np.ones(n_components))
+            n = pm.Data("n_draws", np.array(1, dtype="int64"))
+            coefficients = mechanism.distribution("coefficients", mu=centre, scale=sc, shape=(n, n_components))
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*BLAS.*")
             fn = pm.compile([], coefficients, mode=compile_mode())
@@ -61,22 +63,24 @@ def draw_releases(mechanism: Mechanism, summary: LinearSummary, scale, draws: in
     coefficients : ndarray, shape (draws, J)
     curves : ndarray, shape (draws, K)
     """
-    model, fn, rngs = _sampler(mechanism, summary, scale)
+    model, fn, rngs = _sampler(mechanism, summary.n_components)
     model.set_data("summary_coefficients", summary.coefficients)
     model.set_data("noise_scale", np.asarray(scale, dtype=float))
-    model.set_data("eigenfunctions", summary.design)
     reseed_rngs(rngs, _seed(random_seed))
-    out_c = np.empty((draws, summary.n_components))
-    it = range(draws)
-    if progressbar:
+    chunk = 1000
+    sizes = [min(chunk, draws - i) for i in range(0, draws, chunk)]
+    if progressbar and len(sizes) > 1:
         from rich.progress import track
 
-        it = track(it, description=f"{mechanism.family} releases", total=draws)
+        sizes = track(sizes, description=f"{mechanism.family} releases")
+    parts = []
     try:
-        for i in it:
-            out_c[i] = fn()
+        for size in sizes:
+            model.set_data("n_draws", np.array(size, dtype="int64"))
+            parts.append(fn())
     finally:  # do not keep the non-private summary in the cached model
         model.set_data("summary_coefficients", np.zeros(summary.n_components))
+    out_c = np.concatenate(parts, axis=0)
     # the curve Deterministic of the model, evaluated for all draws at once
     return out_c, out_c @ summary.design.T
 
@@ -102,6 +106,10 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
             ledger: PrivacyLedger | None = None, bound: str = "tight", progressbar: bool = False,
             label: str = "") -> xr.DataTree:
     """Release a summary privately: exact forward draws of the mechanism.
+
+    The draws come from a PyMC model of the mechanism's law, compiled once per
+    (noise law, number of coefficients) and reused; the released curve is the
+    model's ``curve`` Deterministic, ``design @ coefficients``.
 
     Parameters
     ----------
