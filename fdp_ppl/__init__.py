@@ -17,7 +17,7 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.1.0"
 
-from . import datasets, dims, inference
+from . import datasets, dims, elliptical, inference
 from .accounting import PrivacyBudget, PrivacyLedger, analytic_sigma, classical_sigma, gaussian_delta
 from .errors import BudgetExceededError, CompatibilityError, PrivacyLeakWarning
 from .mechanisms import FRL, ICLP, Bernstein, GaussianMechanism, Mechanism
@@ -28,7 +28,7 @@ from .summaries import (LinearSummary, bernstein_mean, Sensitivity, data_tau, fr
                         rkhs_mean, sample_mean)
 
 __all__ = [
-    "__version__", "datasets", "dims", "inference", "infer", "Grid", "Matern", "Exponential", "Gaussian", "kernel_from_name", "Eigenbasis",
+    "__version__", "datasets", "dims", "elliptical", "inference", "infer", "Grid", "Matern", "Exponential", "Gaussian", "kernel_from_name", "Eigenbasis",
     "eigenbasis", "LinearSummary", "Sensitivity", "frl_mean", "iclp_qr_mean", "iclp_ar_mean", "rkhs_mean",
     "sample_mean", "pss", "data_tau", "ICLP", "FRL", "Bernstein", "bernstein_mean", "GaussianMechanism", "Mechanism", "PrivacyBudget",
     "PrivacyLedger", "gaussian_delta", "classical_sigma", "analytic_sigma", "release", "BudgetExceededError",

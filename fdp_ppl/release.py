@@ -19,7 +19,7 @@ from pymc.pytensorf import reseed_rngs
 from pytensor.tensor.random.type import RandomGeneratorType
 
 from . import dims
-from .accounting import PrivacyBudget, PrivacyLedger
+from .accounting import PrivacyLedger
 from .errors import CompatibilityError
 from .mechanisms import Mechanism, compile_mode
 from .summaries import LinearSummary
@@ -63,6 +63,10 @@ def draw_releases(mechanism: Mechanism, summary: LinearSummary, scale, draws: in
     coefficients : ndarray, shape (draws, J)
     curves : ndarray, shape (draws, K)
     """
+    custom = getattr(mechanism, "draw_coefficients", None)
+    if custom is not None:  # laws that are not independent per coefficient (elliptical scale mixtures)
+        coef = np.asarray(custom(summary, scale, draws, random_seed))
+        return coef, coef @ summary.design.T
     model, fn, rngs = _sampler(mechanism, summary.n_components)
     model.set_data("summary_coefficients", summary.coefficients)
     model.set_data("noise_scale", np.asarray(scale, dtype=float))
@@ -202,6 +206,8 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
         "created_at": now,
         "sampling": "exact forward draws (compiled PyMC sampler), not MCMC",
     })
+    if hasattr(mechanism, "release_attrs"):
+        attrs.update(mechanism.release_attrs(summary))
     if ledger is not None:
         attrs.update(ledger.attrs())
     tree = xr.DataTree.from_dict({"posterior": posterior, "constant_data": constant})

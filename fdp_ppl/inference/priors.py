@@ -25,7 +25,6 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from .. import dims
 
 
 def _matern_pt(d, rho, nu):

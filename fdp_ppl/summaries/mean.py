@@ -24,7 +24,6 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from .. import dims
 from ..errors import check_positive
 from ..spaces import Eigenbasis
 from .base import LinearSummary

@@ -26,10 +26,8 @@ from collections.abc import Callable
 import numpy as np
 import xarray as xr
 
-from .. import dims
 from ..errors import PrivacyLeakWarning
 from .base import LinearSummary
-from .curves import as_curves
 
 
 def _folds(n, folds, rng):
@@ -39,9 +37,12 @@ def _folds(n, folds, rng):
 
 def noise_energy(mechanism, summary: LinearSummary, bound: str = "tight") -> float:
     """``E‖f̃ − f‖²`` of a release: ``Σ_j Var(ξ_j) ‖design_j‖²_w`` (Laplace variance
-    ``2b_j²``, Normal ``sd_j²``); for an eigenbasis this is ``Σ_j Var(ξ_j)``."""
+    ``2b_j²``, Normal ``sd_j²``, elliptical scale mixtures ``E[W] s_j²``); for an
+    eigenbasis this is ``Σ_j Var(ξ_j)``."""
     scale = mechanism.calibrate(summary, bound).scale
     var = 2 * scale**2 if mechanism.noise_law == "laplace" else scale**2
+    if hasattr(mechanism, "mean_w"):
+        var = var * mechanism.mean_w(summary.n_components)
     col = np.sum(summary.design**2 * summary.grid.weights[:, None], axis=0)
     return float(np.sum(var * col))
 
