@@ -10,8 +10,9 @@
 """
 
 from .loaders import DATASETS, ENV_VAR, data_directory, load_dataset
+from .references import CDC2000_MEDIAN_HEIGHT_CM, GROWTH_DEVIATION_TAU, growth_reference
 from .simulations import (DEFAULT_ERROR_KERNEL, ICLP_DESIGNS, ICLP_KERNEL, iclp_mean_function, simulate_iclp,
                           simulate_mirshani)
 
-__all__ = ["load_dataset", "data_directory", "DATASETS", "ENV_VAR", "iclp_mean_function", "simulate_iclp",
+__all__ = ["growth_reference", "CDC2000_MEDIAN_HEIGHT_CM", "GROWTH_DEVIATION_TAU", "load_dataset", "data_directory", "DATASETS", "ENV_VAR", "iclp_mean_function", "simulate_iclp",
            "simulate_mirshani", "ICLP_DESIGNS", "ICLP_KERNEL", "DEFAULT_ERROR_KERNEL"]
