@@ -136,101 +136,42 @@ def setup_environment(args):
 
 
 # ----------------------------------------------------------------------------- problem set-up
+# The literal algorithms and the inputs are shared with the Table 1 notebook
+# (fdp_ppl.experiments.timing), so the benchmark and the notebook time the same code.
 def make_kernel(fp, name):
-    """The four kernels of Table 1 (the paper does not give their length-scales;
-    ρ = 0.1 as in its Section 6.1). Gaussian in Hall et al.'s convention
-    ``exp(-d²/(2ρ²))``."""
-    return {
-        "exponential": lambda: fp.Exponential(rho=0.1),
-        "gaussian": lambda: fp.Gaussian(rho=0.1, convention="hall"),
-        "matern32": lambda: fp.Matern(rho=0.1, nu=1.5),
-        "matern52": lambda: fp.Matern(rho=0.1, nu=2.5),
-    }[name]()
+    """The four kernels of Table 1 (ρ = 0.1; Gaussian in Hall et al.'s convention)."""
+    from fdp_ppl.experiments.timing import make_kernel as _make
+
+    return _make(name)
 
 
 def make_curves(grid, n, seed):
-    """Simulation S-1 of the paper, ``μ0(t) = 10 t exp(-t)``, plus a smooth random
-    perturbation per curve (a few random Fourier terms); shape (n, K)."""
-    import numpy as np
+    """Simulation S-1 mean plus smooth random terms; shape (n, K)."""
+    from fdp_ppl.experiments.timing import make_curves as _make
 
-    rng = np.random.default_rng(seed)
-    t = grid.t
-    mu = 10 * t * np.exp(-t)
-    freq = np.arange(1, 6)
-    amp = rng.normal(scale=0.3 / freq, size=(n, freq.size))
-    return mu + amp @ np.sin(np.pi * freq[:, None] * t[None, :])
+    return _make(grid, n, seed)
 
 
-# ----------------------------------------------------------------------------- baselines
 def baseline_iclp(kernel, grid, f_hat, delta, epsilon, draws, rng, rel_tol):
-    """Lin & Reimherr (2026), Algorithm 1, literally, ``draws`` times.
+    """Algorithm 1 of Lin & Reimherr (2026) literally: Gram matrix and eigendecomposition per draw."""
+    from fdp_ppl.experiments.timing import literal_iclp
 
-    Per draw: Gram matrix on the K points (step 1), its eigendecomposition
-    (step 2), ``f̂_Dk = <f̂_D, φ̂_k>`` and ``Z_k ~ sqrt(λ̂_k/2) Lap(1)`` (step 4),
-    ``f̃_Dk = f̂_Dk + σ Z_k`` with ``σ = √2 Δ/ε`` (step 5), ``f̃ = Σ_k f̃_Dk φ̂_k``.
-
-    Conventions (so that baseline and package draw from the same law): the
-    eigenpairs are those of the operator ``W^{1/2} Ĉ W^{1/2}`` (quadrature
-    weights ``w``, eigenfunctions ``φ = W^{-1/2} u`` orthonormal in
-    ``<a, b>_w``), and eigenpairs with ``λ̂_k <= rel_tol λ̂_1`` are dropped as the
-    package does (the literal "all K" would take square roots of the negative,
-    numerically-zero eigenvalues of smooth kernels). Both conventions cost one
-    K×K symmetric eigendecomposition per draw, which dominates.
-
-    Returns the released curves, shape (draws, K).
-    """
-    import numpy as np
-
-    t, w = grid.t, grid.weights
-    sw = np.sqrt(w)
-    sigma = np.sqrt(2.0) * delta / epsilon
-    out = np.empty((draws, t.size))
-    for i in range(draws):
-        c_hat = kernel.gram(t)                                     # step 1
-        lam, u = np.linalg.eigh(sw[:, None] * c_hat * sw[None, :])  # step 2
-        lam, u = lam[::-1], u[:, ::-1]
-        keep = lam > rel_tol * lam[0]
-        lam, phi = lam[keep], u[:, keep] / sw[:, None]
-        f_k = (f_hat * w) @ phi                                    # step 4
-        z = np.sqrt(lam / 2.0) * rng.laplace(0.0, 1.0, size=lam.size)
-        out[i] = (f_k + sigma * z) @ phi.T                         # steps 5-6
-    return out
+    return literal_iclp(kernel, grid, f_hat, delta, epsilon, draws, rng, rel_tol)
 
 
 def gp_jitter(kernel, grid):
-    """Smallest diagonal jitter (1e-10, 1e-9, ...) for which the Gram matrix has a
-    Cholesky factor; found once, outside the timed loop."""
-    import numpy as np
+    from fdp_ppl.experiments.timing import gp_jitter as _jitter
 
-    g = kernel.gram(grid.t)
-    jitter = 1e-10
-    while True:
-        try:
-            np.linalg.cholesky(g + jitter * np.eye(g.shape[0]))
-            return jitter
-        except np.linalg.LinAlgError:
-            jitter *= 10
+    return _jitter(kernel, grid)
 
 
 def baseline_gp(kernel, grid, f_hat, sigma, draws, rng, jitter):
-    """Literal Gaussian-process release, ``draws`` times: per draw the Gram matrix,
-    its Cholesky factor ``L`` (with a fixed diagonal jitter) and
-    ``f̂ + σ L z``, ``z ~ N(0, I_K)``. In the operator convention the package's
-    noise ``Σ_j N(0, σ² λ_j) φ_j`` has exactly this covariance ``σ² Ĉ`` (up to the
-    dropped numerically-zero eigenpairs). Returns (draws, K)."""
-    import numpy as np
+    """Literal Gaussian-process release: Gram matrix and Cholesky factor per draw."""
+    from fdp_ppl.experiments.timing import literal_gp
 
-    t = grid.t
-    eye = np.eye(t.size)
-    out = np.empty((draws, t.size))
-    for i in range(draws):
-        c_hat = kernel.gram(t)
-        chol = np.linalg.cholesky(c_hat + jitter * eye)
-        out[i] = f_hat + sigma * (chol @ rng.standard_normal(t.size))
-    return out
+    return literal_gp(kernel, grid, f_hat, sigma, draws, rng, jitter)
 
 
-# ----------------------------------------------------------------------------- timing helpers
 def timed(fn):
     t0 = time.perf_counter()
     fn()
