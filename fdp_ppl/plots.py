@@ -273,3 +273,136 @@ def plot_eigenbasis(basis, n: int = 6):
 
 
 __all__ = ["plot_release", "plot_eigenbasis", "noise_sd"]
+
+
+_POSTERIOR = "#009E73"
+
+_PRIOR_NAMES = {"gp": "GP prior", "iclp": "ICLP prior", "custom": "custom prior"}
+
+
+def _prior_label(attrs: dict) -> str:
+    name = str(attrs.get("prior", "custom"))
+    label = _PRIOR_NAMES.get(name, f"{name} prior")
+    bits = []
+    if name == "gp":
+        if attrs.get("prior_nu") is not None:
+            bits.append(f"Matérn ν = {_fmt(attrs['prior_nu'])}")
+        for key, sym in (("prior_lengthscale", "ρ"), ("prior_amplitude", "a")):
+            val = str(attrs.get(key, "None"))
+            bits.append(f"{sym} learned" if val in ("None", "") else f"{sym} = {_fmt(val)}")
+    elif name == "iclp":
+        for key, sym in (("prior_smoothness", "s"), ("prior_amplitude", "a")):
+            val = str(attrs.get(key, "None"))
+            bits.append(f"{sym} learned" if val in ("None", "") else f"{sym} = {_fmt(val)}")
+    return label + (f" ({', '.join(bits)})" if bits else "")
+
+
+def plot_inference(posterior_tree: xr.DataTree, release_tree: xr.DataTree | None = None, *, ci_prob: float,
+                   ci_kind: str, truth=None, ax=None, truth_label: str = "truth", n_curves: int = 0,
+                   random_seed=0):
+    """Plot the posterior of a curve given a private release, with its credible band.
+
+    Draws the released curve (draw 0, the one the inference conditioned on),
+    the posterior mean and the pointwise credible band from
+    :func:`fdp_ppl.inference.credible_band`, and optionally a truth curve. The
+    x axis is in original units (the ``t_original`` coordinate). Everything
+    drawn from ``posterior_tree`` and ``release_tree`` is public
+    post-processing of the release; ``truth`` is whatever the caller passes
+    (a simulation's true summary) and must not be a non-private estimate in a
+    published figure.
+
+    Parameters
+    ----------
+    posterior_tree : xr.DataTree
+        Output of :func:`fdp_ppl.inference.infer`.
+    release_tree : xr.DataTree, optional
+        The release the posterior conditions on (output of
+        :func:`fdp_ppl.release`); its draw ``posterior_tree.attrs["release_draw"]``
+        (default 0) is plotted. Without it the released curve is
+        reconstructed from ``observed_data`` only when the posterior's basis
+        can be recovered, so pass it whenever available.
+    ci_prob : float
+        Probability of the pointwise band, in (0, 1); always explicit.
+    ci_kind : {"eti", "hdi"}
+        Equal-tailed or highest-density interval.
+    truth : array_like or xr.DataArray, shape (t,), optional
+        Reference curve on the same grid (e.g. a simulation's true summary).
+    ax : matplotlib Axes, optional
+    truth_label : str
+    n_curves : int
+        Number of posterior curve draws to overlay as thin lines (0: none).
+    random_seed : int or Generator
+        Which posterior draws are overlaid.
+
+    Returns
+    -------
+    fig, ax
+
+    Raises
+    ------
+    ValueError
+        ``posterior_tree`` has no ``posterior/curve``, or the release / truth
+        grid does not match the posterior's grid.
+    """
+    from .inference import credible_band
+
+    plt = _plt()
+    try:
+        post = posterior_tree["posterior"].to_dataset()
+        curve = post["curve"]
+    except KeyError as err:
+        raise ValueError("not an inference result: posterior/curve is missing (use fdp_ppl.inference.infer)") from err
+    band = credible_band(posterior_tree, ci_prob=ci_prob, ci_kind=ci_kind)
+    x = post["t_original"] if "t_original" in post.coords else post[dims.T]
+    xv = np.asarray(x.values, dtype=float)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(8, 4.8), layout="constrained")
+    else:
+        fig = ax.figure
+    pattrs = dict(posterior_tree.attrs)
+
+    label_ci = f"{ci_prob:.0%} pointwise credible band ({ci_kind.upper()})"
+    ax.fill_between(xv, band["lower"].values, band["upper"].values, color=_POSTERIOR, alpha=0.22, linewidth=0,
+                    label=label_ci, zorder=1)
+    if n_curves > 0:
+        flat = curve.stack(sample=(dims.CHAIN, dims.DRAW)).transpose("sample", dims.T).values
+        rng = np.random.default_rng(random_seed)
+        pick = rng.choice(flat.shape[0], size=min(int(n_curves), flat.shape[0]), replace=False)
+        for i, k in enumerate(pick):
+            ax.plot(xv, flat[k], color=_POSTERIOR, lw=0.6, alpha=0.35, zorder=2,
+                    label="posterior draws" if i == 0 else None)
+    rattrs = {}
+    if release_tree is not None:
+        rpost = release_tree["posterior"].to_dataset()
+        rflat = rpost["curve"].stack(sample=(dims.CHAIN, dims.DRAW)).transpose("sample", dims.T).values
+        draw = int(pattrs.get("release_draw", 0))
+        released = _as_line(rflat[draw], xv.size, "the released curve")
+        ax.plot(xv, released, color=_RELEASE, lw=1.3, alpha=0.9, zorder=3, marker="o", ms=2.2,
+                label="private release" + (f" (draw {draw})" if rflat.shape[0] > 1 else ""))
+        rattrs = dict(release_tree.attrs)
+    ax.plot(xv, band["mean"].values, color=_POSTERIOR, lw=2.4, zorder=4, label="posterior mean")
+    if truth is not None:
+        ax.plot(xv, _as_line(truth, xv.size, "truth"), color=_TRUTH, lw=1.8, ls=(0, (4, 2)), zorder=5,
+                label=truth_label)
+
+    if not rattrs:
+        rattrs = {k[len("release_"):]: v for k, v in pattrs.items() if k.startswith("release_")}
+    head = _title(rattrs).split("\n")
+    target = str(pattrs.get("target", "summary"))
+    what = "released summary" if target == "summary" else "population mean"
+    title = f"Posterior of the {what} — {_prior_label(pattrs)}\ngiven one {head[0]}"
+    if len(head) > 1:
+        title += f"\n{head[1]}"
+    ax.set_title(title, fontsize=10.5)
+    tree_for_labels = release_tree if release_tree is not None else posterior_tree
+    ax.set_xlabel(_x_label(tree_for_labels, x))
+    ycurve = release_tree["posterior"]["curve"] if release_tree is not None else curve
+    ax.set_ylabel(_y_label(tree_for_labels, ycurve))
+    ax.set_xlim(xv[0], xv[-1])
+    ax.grid(True, color="0.9", lw=0.8)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    leg = ax.legend(fontsize=9, loc="best", frameon=True, framealpha=0.92)
+    leg.get_frame().set_edgecolor("none")
+    return fig, ax
