@@ -220,3 +220,14 @@ def test_explicit_eta_psi_do_not_need_a_polynomial_eigen_decay(curves):
     b = fp.eigenbasis(fp.Gaussian(rho=0.001), fp.Grid.uniform(60))
     s = fp.rkhs_mean(curves, b, tau=TAU, eta=1.0, psi=0.01)
     assert s.params == {"eta": 1.0, "psi": 0.01}
+
+
+@pytest.mark.parametrize("name", list(SUMMARIES))
+def test_sensitivity_depends_on_public_quantities_only(name, curves, matern_basis, rng):
+    """Two unrelated datasets with the same n and tau get the same sensitivity in every norm."""
+    other = rng.standard_normal(curves.shape) * 3.0
+    a, b = SUMMARIES[name](curves, matern_basis), SUMMARIES[name](other, matern_basis)
+    for norm in ("1,C", "cameron-martin", "l1"):
+        for bound in ("tight", "paper"):
+            assert a.sensitivity(norm, bound).value == b.sensitivity(norm, bound).value
+    assert not a.sensitivity().data_dependent
