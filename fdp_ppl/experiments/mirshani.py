@@ -61,12 +61,12 @@ from scipy import optimize
 
 from .. import dims
 from ..accounting import gaussian_delta
-from ..errors import PrivacyLeakWarning, check_positive
+from ..errors import PrivacyLeakWarning
 from ..mechanisms import GaussianMechanism
 from ..release import release
 from ..spaces import Eigenbasis, Exponential, Gaussian, Grid, Kernel, Matern, eigenbasis
 from ..summaries import LinearSummary, cv_grid, noise_energy, rkhs_mean
-from ..summaries.curves import DataDerived, clipped_mean, data_tau
+from ..summaries.curves import data_tau
 
 PAPER = "Mirshani, Reimherr & Slavkovic (2019), ICML, PMLR 97:4595-4604"
 
@@ -167,14 +167,8 @@ def _track(it, progressbar: bool, description: str, total: int | None = None):
 
 
 def rkhs_summary(curves, basis: Eigenbasis, *, tau: float, psi: float, eta: float = 1.0) -> LinearSummary:
-    """RKHS-penalised mean of eq. (2): ``fp.rkhs_mean(curves, basis, tau=, psi=, eta=)``.
-
-    ``rkhs_mean`` evaluates the privacy-safe defaults (PSS, which needs an
-    eigen-decay exponent β > 1) even when ψ and η are given; for a Gaussian
-    kernel with a short length-scale the fitted β of the first eigenvalues (a
-    plateau) is < 1 and it raises. Only in that case the identical summary is
-    built here from the same pieces (clipped mean, weights
-    ``λ_j^η/(λ_j^η + ψ)``, natural norm Cameron–Martin).
+    """RKHS-penalised mean of eq. (2): ``fp.rkhs_mean(curves, basis, tau=, psi=, eta=)``
+    with the paper's explicit ψ (its φ) and η (default 1).
 
     Parameters
     ----------
@@ -192,24 +186,7 @@ def rkhs_summary(curves, basis: Eigenbasis, *, tau: float, psi: float, eta: floa
     LinearSummary
         ``name = "rkhs"``, ``params = {"eta", "psi"}``.
     """
-    try:
-        return rkhs_mean(curves, basis, tau=tau, eta=eta, psi=psi)
-    except ValueError as err:
-        if "beta" not in str(err):
-            raise
-    data_dependent = isinstance(tau, DataDerived)
-    tau_v = check_positive(tau, "tau", "pass a public bound on the curves' L2 norm")
-    psi = check_positive(psi, "psi")
-    if eta < 1:
-        raise ValueError(f"eta must be >= 1 for the rkhs mean, got {eta}")
-    values = curves.values if isinstance(curves, xr.DataArray) else np.asarray(curves, dtype=float)
-    mean, n, n_clipped, _ = clipped_mean(values, basis.grid, tau_v)
-    lam_eta = basis.power(eta)
-    w = lam_eta / (lam_eta + psi)
-    return LinearSummary(name="rkhs", coefficients=w * basis.coefficients(mean), lipschitz=w, basis=basis,
-                         tau=DataDerived(tau_v) if data_dependent else tau_v, n=n, n_clipped=n_clipped,
-                         data_dependent=data_dependent, params={"eta": float(eta), "psi": float(psi)},
-                         source="Mirshani et al. (2019), eq. (2), Theorem 4.1", default_norm="cameron-martin")
+    return rkhs_mean(curves, basis, tau=tau, eta=eta, psi=psi)
 
 
 def public_summary(basis: Eigenbasis, *, tau: float, n: int, psi: float, eta: float = 1.0) -> LinearSummary:
