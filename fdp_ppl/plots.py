@@ -150,6 +150,17 @@ def _as_line(values, size: int, what: str) -> np.ndarray:
     return arr
 
 
+def _finish_axes(ax, xv):
+    """Shared styling of the curve plots: x range, light grid, open frame, legend."""
+    ax.set_xlim(xv[0], xv[-1])
+    ax.grid(True, color="0.9", lw=0.8)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    leg = ax.legend(fontsize=9, loc="best", frameon=True, framealpha=0.92)
+    leg.get_frame().set_edgecolor("none")
+
+
 def plot_release(tree: xr.DataTree, *, ax=None, band: bool = True, truth=None, reference=None,
                  max_draws: int = 20, truth_label: str = "truth", reference_label: str = "reference"):
     """Plot a released curve with its public pointwise noise band.
@@ -221,13 +232,7 @@ def plot_release(tree: xr.DataTree, *, ax=None, band: bool = True, truth=None, r
     ax.set_xlabel(_x_label(tree, x))
     ax.set_ylabel(_y_label(tree, curve))
     ax.set_title(_title(attrs), fontsize=11)
-    ax.set_xlim(xv[0], xv[-1])
-    ax.grid(True, color="0.9", lw=0.8)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    leg = ax.legend(fontsize=9, loc="best", frameon=True, framealpha=0.92)
-    leg.get_frame().set_edgecolor("none")
+    _finish_axes(ax, xv)
     return fig, ax
 
 
@@ -398,11 +403,5 @@ def plot_inference(posterior_tree: xr.DataTree, release_tree: xr.DataTree | None
     ax.set_xlabel(_x_label(tree_for_labels, x))
     ycurve = release_tree["posterior"]["curve"] if release_tree is not None else curve
     ax.set_ylabel(_y_label(tree_for_labels, ycurve))
-    ax.set_xlim(xv[0], xv[-1])
-    ax.grid(True, color="0.9", lw=0.8)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    leg = ax.legend(fontsize=9, loc="best", frameon=True, framealpha=0.92)
-    leg.get_frame().set_edgecolor("none")
+    _finish_axes(ax, xv)
     return fig, ax
