@@ -7,6 +7,32 @@ import numbers
 import numpy as np
 
 
+class FdpPplError(Exception):
+    """Base class of the package's errors: a message that says what is wrong and how to fix it.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong.
+    fix : str, optional
+        What to do instead; appended to the message after ``"; "`` and kept in
+        :attr:`fix`, so a command line prints the library's message unchanged.
+    """
+
+    def __init__(self, message: str, fix: str = ""):
+        self.message = str(message)
+        self.fix = str(fix)
+        super().__init__(self.message + (f"; {self.fix}" if self.fix else ""))
+
+
+class InputError(FdpPplError, ValueError):
+    """Bad input: a parameter out of range, NaN curves, wrong dims ... (DESIGN invariant 7)."""
+
+
+class SchemaError(FdpPplError, ValueError):
+    """A tree is not a release / inference result of a schema this version reads."""
+
+
 class PrivacyLeakWarning(UserWarning):
     """A quantity that should be public was derived from the private data.
 
@@ -16,11 +42,11 @@ class PrivacyLeakWarning(UserWarning):
     """
 
 
-class BudgetExceededError(ValueError):
+class BudgetExceededError(FdpPplError, ValueError):
     """A release would spend more privacy budget than the ledger has left."""
 
 
-class CompatibilityError(ValueError):
+class CompatibilityError(FdpPplError, ValueError):
     """A summary and a mechanism do not fit (different eigenbases, norms ...)."""
 
 
@@ -33,10 +59,10 @@ def check_epsilon(epsilon) -> float:
         If epsilon is not a finite positive number.
     """
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
-        raise ValueError(f"epsilon must be a positive number, got {epsilon!r}")
+        raise InputError(f"epsilon must be a positive number, got {epsilon!r}", "pass e.g. epsilon=1.0")
     eps = float(epsilon)
     if not np.isfinite(eps) or eps <= 0:
-        raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}; pass e.g. epsilon=1.0")
+        raise InputError(f"epsilon must be finite and > 0, got {epsilon!r}", "pass e.g. epsilon=1.0")
     return eps
 
 
@@ -51,12 +77,12 @@ def check_delta(delta, *, allow_zero: bool = False) -> float:
         If delta is not in (0, 1) (or [0, 1) when ``allow_zero``).
     """
     if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
-        raise ValueError(f"delta must be a number in (0, 1), got {delta!r}")
+        raise InputError(f"delta must be a number in (0, 1), got {delta!r}", "pass e.g. delta=1e-5")
     d = float(delta)
     lo_ok = d >= 0 if allow_zero else d > 0
     if not (np.isfinite(d) and lo_ok and d < 1):
         rng = "[0, 1)" if allow_zero else "(0, 1)"
-        raise ValueError(f"delta must lie in {rng}, got {delta!r}; pass e.g. delta=1e-5")
+        raise InputError(f"delta must lie in {rng}, got {delta!r}", "pass e.g. delta=1e-5")
     return d
 
 
@@ -69,14 +95,17 @@ def check_positive(value, name: str, fix: str = "") -> float:
         If the value is not finite and positive; the message names ``fix``.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
+        raise InputError(f"{name} must be a positive number, got {value!r}", fix)
     v = float(value)
     if not np.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}" + (f"; {fix}" if fix else ""))
+        raise InputError(f"{name} must be finite and > 0, got {value!r}", fix)
     return v
 
 
 __all__ = [
+    "FdpPplError",
+    "InputError",
+    "SchemaError",
     "PrivacyLeakWarning",
     "BudgetExceededError",
     "CompatibilityError",

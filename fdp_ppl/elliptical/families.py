@@ -43,7 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import integrate, special, stats
 
+from .._backend import NP
 from ..errors import check_positive
+from .theorem3 import calibrate_sigma, epsilon_from_family
 
 __all__ = ["EllipticalFamily", "MultivariateNormal", "MultivariateT", "MultivariateLaplace", "EllipsoidalKNorm",
            "PowerExponential", "KNorm", "make_family", "uniform_sphere", "uniform_ball", "log_sphere_area"]
@@ -138,8 +140,12 @@ class EllipticalFamily:
         self.d = _check_d(d)
 
     # ------------------------------------------------------------------ generator
-    def log_generator(self, y):
-        """``log f(y)`` for squared Mahalanobis distance ``y >= 0`` (unnormalised); ndarray like ``y``."""
+    def log_generator(self, y, xp=NP):
+        """``log f(y)`` for squared Mahalanobis distance ``y >= 0`` (unnormalised); like ``y``.
+
+        ``xp`` is the array namespace (:mod:`fdp_ppl._backend`): numpy by
+        default, PyTensor for the log-density of :class:`fdp_ppl.laws.Elliptical`.
+        """
         raise NotImplementedError
 
     @property
@@ -234,6 +240,10 @@ class EllipticalFamily:
         """Closed-form ε at ``a = Δ/σ`` (None where the family has none)."""
         return None
 
+    def a_closed_form(self, epsilon: float) -> float | None:
+        """Closed-form ``a = Δ/σ`` that gives ``epsilon`` (inverse of :meth:`epsilon_closed_form`; None if none)."""
+        return None
+
     def epsilon(self, a: float, method: str = "auto"):
         """ε-DP level of ``T_D + σX`` with Mahalanobis sensitivity Δ, at ``a = Δ/σ``.
 
@@ -251,14 +261,10 @@ class EllipticalFamily:
         EpsilonResult
             ``finite=False`` with a ``reason`` when the family cannot give ε-DP.
         """
-        from .privacy import epsilon_from_family
-
         return epsilon_from_family(self, a, method=method)
 
     def sigma_for_epsilon(self, epsilon: float, sensitivity: float = 1.0) -> float:
         """Smallest σ with ε-DP for Mahalanobis sensitivity Δ (see :func:`~fdp_ppl.elliptical.calibrate_sigma`)."""
-        from .privacy import calibrate_sigma
-
         return calibrate_sigma(self, epsilon, sensitivity)
 
     # ------------------------------------------------------------------ PyMC
@@ -301,8 +307,8 @@ class MultivariateNormal(EllipticalFamily):
     name = "gaussian"
     pymc_expressible = True
 
-    def log_generator(self, y):
-        return -0.5 * np.asarray(y, dtype=float)
+    def log_generator(self, y, xp=NP):
+        return -0.5 * (np.asarray(y, dtype=float) if xp is NP else y)
 
     @property
     def log_norm(self):
@@ -363,8 +369,9 @@ class MultivariateT(EllipticalFamily):
         super().__init__(d)
         self.nu = check_positive(nu, "nu", "pass the degrees of freedom, e.g. nu=3")
 
-    def log_generator(self, y):
-        return -0.5 * (self.nu + self.d) * np.log1p(np.asarray(y, dtype=float) / self.nu)
+    def log_generator(self, y, xp=NP):
+        y = np.asarray(y, dtype=float) if xp is NP else y
+        return -0.5 * (self.nu + self.d) * xp.log1p(y / self.nu)
 
     @property
     def log_norm(self):
@@ -390,6 +397,9 @@ class MultivariateT(EllipticalFamily):
     def epsilon_closed_form(self, a):
         return float((self.nu + self.d) * np.arcsinh(a / (2.0 * math.sqrt(self.nu))))
 
+    def a_closed_form(self, epsilon):
+        return 2.0 * math.sqrt(self.nu) * math.sinh(epsilon / (self.nu + self.d))
+
     def pymc_fragment(self, name, mu, sigma, dispersion=None, **kwargs):
         import pymc as pm
 
@@ -411,11 +421,11 @@ class MultivariateLaplace(EllipticalFamily):
     name = "laplace"
     pymc_expressible = True
 
-    def log_generator(self, y):
-        y = np.maximum(np.asarray(y, dtype=float), _TINY)
+    def log_generator(self, y, xp=NP):
+        y = xp.maximum(np.asarray(y, dtype=float) if xp is NP else y, _TINY)
         b = 0.5 * (2 - self.d)
-        z = np.sqrt(2.0 * y)
-        return 0.5 * b * np.log(y / 2.0) + np.log(special.kve(b, z)) - z
+        z = xp.sqrt(2.0 * y)
+        return 0.5 * b * xp.log(y / 2.0) + xp.log(xp.kve(b, z)) - z
 
     @property
     def log_norm(self):
@@ -434,6 +444,9 @@ class MultivariateLaplace(EllipticalFamily):
 
     def epsilon_closed_form(self, a):
         return math.sqrt(2.0) * a if self.d == 1 else float("inf")
+
+    def a_closed_form(self, epsilon):
+        return epsilon / math.sqrt(2.0) if self.d == 1 else None
 
     def pymc_fragment(self, name, mu, sigma, dispersion=None, **kwargs):
         import pymc as pm
@@ -454,8 +467,8 @@ class EllipsoidalKNorm(EllipticalFamily):
     name = "knorm"
     pymc_expressible = True
 
-    def log_generator(self, y):
-        return -np.sqrt(np.asarray(y, dtype=float))
+    def log_generator(self, y, xp=NP):
+        return -xp.sqrt(np.asarray(y, dtype=float) if xp is NP else y)
 
     @property
     def log_norm(self):
@@ -478,6 +491,9 @@ class EllipsoidalKNorm(EllipticalFamily):
 
     def epsilon_closed_form(self, a):
         return float(a)
+
+    def a_closed_form(self, epsilon):
+        return float(epsilon)
 
     def pymc_fragment(self, name, mu, sigma, dispersion=None, **kwargs):
         import pymc as pm
@@ -503,8 +519,8 @@ class PowerExponential(EllipticalFamily):
             raise ValueError("power-exponential needs 0 < p <= 1 for epsilon-DP (p > 1 has light tails)")
         self.p = p
 
-    def log_generator(self, y):
-        return -np.asarray(y, dtype=float) ** (0.5 * self.p)
+    def log_generator(self, y, xp=NP):
+        return -(np.asarray(y, dtype=float) if xp is NP else y) ** (0.5 * self.p)
 
     @property
     def log_norm(self):
@@ -519,6 +535,9 @@ class PowerExponential(EllipticalFamily):
 
     def epsilon_closed_form(self, a):
         return float(a) ** self.p
+
+    def a_closed_form(self, epsilon):
+        return float(epsilon) ** (1.0 / self.p)
 
     def __repr__(self):
         return f"PowerExponential(d={self.d}, p={self.p:g})"
@@ -622,6 +641,127 @@ class KNorm:
             b = pm.Beta(f"{name}_B", self.d, 1.0)
             u = b * z / pt.sqrt(pt.sum(z**2))
         return pm.Deterministic(name, mu + R * u, **kwargs)
+
+
+# ====================================================================== mixing laws
+@dataclass(frozen=True)
+class MixingLaw:
+    """Law of ``W = V²`` of an elliptical process ``σ√W Z`` (Theorem 1).
+
+    Attributes
+    ----------
+    name : {"gaussian", "t", "laplace", "knorm"}
+        "knorm" is the ellipsoidal K-norm in dimension ``d`` (``W ~ χ²_{d+1}``):
+        a Gaussian scale mixture in that ``d`` only, not a consistent process
+        (no infinite-dimensional version).
+    nu : float or None
+    d : int or None
+    """
+
+    name: str
+    nu: float | None = None
+    d: int | None = None
+
+    @property
+    def dist(self):
+        """Frozen scipy law of W (``_PointMass`` for the Gaussian)."""
+        if self.name == "gaussian":
+            return _PointMass(1.0)
+        if self.name == "t":
+            return stats.invgamma(0.5 * self.nu, scale=0.5 * self.nu)
+        if self.name == "laplace":
+            return stats.expon()
+        return stats.chi2(self.d + 1)
+
+    @property
+    def is_process(self) -> bool:
+        return self.name != "knorm"
+
+    @property
+    def mean(self) -> float:
+        """``E[W]`` (covariance multiplier)."""
+        if self.name == "t":
+            return self.nu / (self.nu - 2) if self.nu > 2 else float("inf")
+        return float(self.dist.mean())
+
+    def rvs(self, n, random_seed=None) -> np.ndarray:
+        rng = random_seed if isinstance(random_seed, np.random.Generator) else np.random.default_rng(random_seed)
+        if self.name == "gaussian":
+            return np.ones(int(n))
+        if self.name == "t":
+            return self.nu / rng.chisquare(self.nu, int(n))
+        if self.name == "laplace":
+            return rng.exponential(1.0, int(n))
+        return rng.chisquare(self.d + 1, int(n))
+
+    def log_mgf_w(self, L: float) -> float:
+        """``log E[exp(−L W)]``, L >= 0 (closed forms [D], ``specs/elliptical.md`` §3)."""
+        L = float(L)
+        if L == 0:
+            return 0.0
+        if self.name == "gaussian":
+            return -L
+        if self.name == "laplace":
+            return -math.log1p(L)
+        if self.name == "knorm":
+            return -0.5 * (self.d + 1) * math.log1p(2 * L)
+        nu = self.nu
+        z = math.sqrt(2 * nu * L)
+        return float(math.log(2) + 0.25 * nu * math.log(nu * L / 2) + math.log(special.kve(nu / 2, z)) - z
+                     - special.gammaln(nu / 2))
+
+    def expect(self, g, tail: str = "upper") -> float:
+        """``E[g(W)]`` for ``g`` with values in [0, 1], by ``scipy.integrate.quad`` in ``s = log w``
+        over unit-width pieces between the ``1e-17`` quantiles. ``tail="upper"``
+        adds the mass outside those quantiles times ``sup g = 1`` (conservative)."""
+        if self.name == "gaussian":
+            return float(g(1.0))
+        dist = self.dist
+        lo, hi = math.log(dist.ppf(1e-17)), math.log(dist.isf(1e-17))
+        edges = np.linspace(lo, hi, int(math.ceil(hi - lo)) + 1)
+
+        def integrand(s):
+            w = math.exp(s)
+            return g(w) * math.exp(dist.logpdf(w) + s)
+
+        total = 0.0
+        for s0, s1 in zip(edges[:-1], edges[1:]):
+            total += integrate.quad(integrand, s0, s1, epsabs=0.0, epsrel=1e-10, limit=100)[0]
+        if tail == "upper":
+            total += 2e-17
+        return float(total)
+
+    def log_mgf_v(self, L: float) -> float:
+        """``log E[exp(−L V)]``, ``V = √W`` (the printed Theorem 5; numeric, by :meth:`expect`)."""
+        if self.name == "gaussian":
+            return -float(L)
+        return math.log(max(self.expect(lambda w: math.exp(-L * math.sqrt(w)), tail="none"), _TINY))
+
+    def __repr__(self):
+        extra = f", nu={self.nu:g}" if self.nu is not None else (f", d={self.d}" if self.d else "")
+        return f"MixingLaw({self.name!r}{extra})"
+
+
+def mixing_law(family: str, nu: float | None = None, d: int | None = None) -> MixingLaw:
+    """Mixing law of W by name: "gaussian", "t" (``nu``), "laplace", "knorm" (``d``, finite only).
+
+    Raises
+    ------
+    ValueError
+        Unknown name or missing parameter.
+    """
+    if family == "t":
+        if nu is None:
+            raise ValueError("the t process needs nu, e.g. nu=3")
+        return MixingLaw("t", nu=check_positive(nu, "nu"))
+    if family in ("gaussian", "laplace"):
+        return MixingLaw(family)
+    if family == "knorm":
+        if d is None:
+            raise ValueError("the ellipsoidal K-norm is a scale mixture only in a fixed dimension d; pass d")
+        return MixingLaw("knorm", d=int(d))
+    raise ValueError(f"unknown mixing family {family!r}; use 'gaussian', 't', 'laplace' or 'knorm'")
+
 
 
 def make_family(family: str, d: int, nu: float | None = None, p: float | None = None) -> EllipticalFamily:

@@ -23,16 +23,14 @@ from __future__ import annotations
 
 
 import numpy as np
-import pytensor.tensor as pt
 import xarray as xr
 
-from .. import dims
 from ..accounting import PrivacyLedger, analytic_sigma
-from ..errors import CompatibilityError, check_delta, check_epsilon
-from ..mechanisms import Calibration, Mechanism
-from ..summaries import LinearSummary
-from .families import EllipsoidalKNorm, MultivariateLaplace, MultivariateNormal, MultivariateT
-from .privacy import calibrate_sigma, mixing_law, sigma_for_delta
+from ..errors import CompatibilityError, InputError, check_delta, check_epsilon
+from ..laws import Elliptical
+from ..mechanisms import Mechanism
+from ..summaries import EigenSpec, LinearSummary
+from .privacy import calibrate_sigma, sigma_for_delta
 
 __all__ = ["EllipticalProcessMechanism", "EllipticalMechanism", "release_elliptical", "draw_elliptical",
            "expected_sq_error"]
@@ -41,74 +39,31 @@ _SOURCE = "Reimherr & Awan (2019), Theorems 1, 3, 5 (corrected: Delta/sigma in T
 
 
 class _EllipticalBase(Mechanism):
+    """Common part of the elliptical mechanisms: the law is :class:`fdp_ppl.laws.Elliptical`."""
+
     norm = "cameron-martin"
+    kind: str
+    nu: float | None
+
+    def _check_spec(self, spec):
+        if not isinstance(spec, EigenSpec):
+            raise CompatibilityError(f"elliptical mechanisms need a summary in a kernel's eigenbasis, got {spec.name!r}",
+                                     "use iclp_qr_mean / rkhs_mean / frl_mean")
 
     def _family_d(self, d: int):
-        if self.kind == "t":
-            return MultivariateT(d, self.nu)
-        if self.kind == "laplace":
-            return MultivariateLaplace(d)
-        if self.kind == "gaussian":
-            return MultivariateNormal(d)
-        return EllipsoidalKNorm(d)
+        return self.law.family(d)
 
     def sample_w(self, n: int, d: int, rng) -> np.ndarray:
-        """Exact draws of the mixing variable W, shape (n,)."""
-        if self.kind == "knorm":
-            return rng.chisquare(d + 1, n)
-        return mixing_law(self.kind, nu=self.nu).rvs(n, rng)
-
-    def draw_coefficients(self, summary, scale, draws: int, random_seed=None) -> np.ndarray:
-        """Exact released coefficients, shape (draws, J); used by :func:`fdp_ppl.release`."""
-        return draw_elliptical(self, summary, scale, draws, random_seed)[0]
-
-    def release_attrs(self, summary) -> dict:
-        """Extra release metadata: what ``noise_scale`` means for a scale mixture."""
-        return {"noise_scale_meaning": "dispersion scale sigma*sqrt(lambda_j); coefficient sd = "
-                                       "noise_scale*sqrt(E[W])", "mixing_mean_W": self.mean_w(summary.n_components),
-                "sampling_detail": "numpy scale mixture sqrt(W) * Normal"}
+        """Exact draws of the mixing variable W, shape (n,) (numpy; for studies)."""
+        return self.law.mixing_law(d).rvs(n, rng)
 
     def mean_w(self, d: int) -> float:
         """``E[W]`` (the covariance multiplier)."""
-        return float(d + 1) if self.kind == "knorm" else mixing_law(self.kind, nu=self.nu).mean
+        return float(self.law.mixing_law(d).mean)
 
-    # ---------------------------------------------------------------- PyMC
-    def distribution(self, name, mu, scale, **kwargs):
-        raise NotImplementedError("elliptical noise is not a product law; use add_to_model (scale mixture)")
-
-    def add_to_model(self, centre, scale, eigenfunctions, *, prefix: str = ""):
-        """Exact scale-mixture fragment: ``W`` (t: ``InverseGamma(ν/2, ν/2)``;
-        Laplace: ``Exponential(1)``; K-norm: ``ChiSquared(J+1)``; Gaussian: 1),
-        ``z ~ Normal(0, 1)`` (basis), ``coefficients = centre + √W · scale · z``
-        (Deterministic) and ``curve``. Forward draws are exact; as a likelihood
-        use :meth:`log_density` (latent forms cannot take ``observed=``)."""
-        import pymc as pm
-
-        z = pm.Normal(f"{prefix}z", 0.0, 1.0, dims=dims.BASIS)
-        if self.kind == "t":
-            w = pm.InverseGamma(f"{prefix}W", alpha=self.nu / 2, beta=self.nu / 2)
-        elif self.kind == "laplace":
-            w = pm.Exponential(f"{prefix}W", lam=1.0)
-        elif self.kind == "knorm":
-            w = pm.ChiSquared(f"{prefix}W", nu=pt.shape(z)[0] + 1)
-        else:
-            w = 1.0
-        coefficients = pm.Deterministic(f"{prefix}coefficients", centre + pt.sqrt(w) * scale * z, dims=dims.BASIS)
-        curve = pm.Deterministic(f"{prefix}curve", pt.dot(eigenfunctions, coefficients), dims=dims.T)
-        return coefficients, curve
-
-    # ---------------------------------------------------------------- densities
-    def log_density(self, y, centre, scale):
-        """Exact joint log-density of released coefficients ``y`` (..., J): the J-variate
-        elliptical law with centre (J,) and dispersion ``diag(scale²)``."""
-        y, centre, scale = (np.asarray(a, dtype=float) for a in (y, centre, scale))
-        fam = self._family_d(y.shape[-1])
-        z = (y - centre) / scale
-        return fam.logpdf(z) - np.sum(np.log(scale))
-
-    def privacy_loss(self, y, centre, centre_prime, scale):
-        """``log p_D(y) − log p_{D'}(y)`` from exact joint log-densities."""
-        return self.log_density(y, centre, scale) - self.log_density(y, centre_prime, scale)
+    def release_attrs(self, spec) -> dict:
+        """Extra release metadata: the mean of the mixing variable."""
+        return {"mixing_mean_W": self.mean_w(spec.n_components)}
 
     def attrs(self):
         out = super().attrs()
@@ -154,36 +109,28 @@ class EllipticalProcessMechanism(_EllipticalBase):
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
         if family == "knorm":
-            raise ValueError("the ellipsoidal K-norm has no infinite-dimensional (process) version: its mixing law "
+            raise InputError("the ellipsoidal K-norm has no infinite-dimensional (process) version: its mixing law "
                              "chi2_{d+1} depends on d; use EllipticalMechanism(epsilon, family='knorm')")
         if family not in ("t", "laplace", "gaussian"):
-            raise ValueError(f"unknown family {family!r}; use 't', 'laplace' or 'gaussian'")
+            raise InputError(f"unknown family {family!r}; use 't', 'laplace' or 'gaussian'")
         if family == "t" and nu is None:
-            raise ValueError("the t process needs nu (degrees of freedom), e.g. nu=3")
+            raise InputError("the t process needs nu (degrees of freedom), e.g. nu=3")
         if calibration not in ("exact", "theorem5"):
-            raise ValueError(f"unknown calibration {calibration!r}; use 'exact' or 'theorem5'")
+            raise InputError(f"unknown calibration {calibration!r}; use 'exact' or 'theorem5'")
         if calibration == "theorem5" and self.epsilon > 1:
-            raise ValueError("calibration='theorem5' uses the classical Gaussian bound (epsilon <= 1); use 'exact'")
+            raise InputError("calibration='theorem5' uses the classical Gaussian bound (epsilon <= 1); use 'exact'")
         self.kind = family
         self.nu = float(nu) if nu is not None else None
         self.calibration = calibration
-        self.noise_law = f"elliptical-{family}" + (f"(nu={self.nu:g})" if self.nu is not None else "")
+        self.law = Elliptical(family, nu=self.nu)
         self.source = _SOURCE
 
-    def calibrate(self, summary: LinearSummary, bound: str = "tight") -> Calibration:
-        """Per-coefficient dispersion scale ``σ √λ_j`` (shape (J,)) with σ for (ε, δ).
-
-        Δ is ``summary.sensitivity("cameron-martin", bound)``. ``Calibration.scale``
-        is a *dispersion* scale: the coefficient sd is ``scale_j √E[W]``.
-        """
-        self._check_summary(summary)
-        sens = summary.sensitivity(self.norm, bound)
+    def _sigma(self, sensitivity, spec):
+        """σ for (ε, δ) with Δ the Cameron–Martin sensitivity; the scale ``σ √λ_j``
+        is a *dispersion* scale (coefficient sd ``scale_j √E[W]``)."""
         if self.kind == "gaussian" and self.calibration == "exact":
-            sigma = analytic_sigma(self.epsilon, self.delta, sens.value)
-        else:
-            sigma = sigma_for_delta(self.epsilon, self.delta, sens.value, mixing_law(self.kind, nu=self.nu),
-                                    self.calibration)
-        return Calibration(sensitivity=sens, scale=sigma * np.sqrt(summary.eigenvalues), sigma=sigma)
+            return analytic_sigma(self.epsilon, self.delta, sensitivity)
+        return sigma_for_delta(self.epsilon, self.delta, sensitivity, self.law.mixing_law(), self.calibration)
 
     def attrs(self):
         out = super().attrs()
@@ -222,21 +169,18 @@ class EllipticalMechanism(_EllipticalBase):
         self.epsilon = check_epsilon(epsilon)
         self.delta = 0.0
         if family not in ("t", "knorm"):
-            raise ValueError(f"pure epsilon-DP elliptical families are 't' and 'knorm', got {family!r} "
+            raise InputError(f"pure epsilon-DP elliptical families are 't' and 'knorm', got {family!r} "
                              "(Gaussian and multivariate Laplace in d >= 2 cannot give epsilon-DP)")
         if family == "t" and nu is None:
-            raise ValueError("family 't' needs nu, e.g. nu=3")
+            raise InputError("family 't' needs nu, e.g. nu=3")
         self.kind = family
         self.nu = float(nu) if nu is not None else None
-        self.noise_law = f"elliptical-{family}" + (f"(nu={self.nu:g})" if self.nu is not None else "")
+        self.law = Elliptical(family, nu=self.nu)
         self.source = _SOURCE
 
-    def calibrate(self, summary: LinearSummary, bound: str = "tight") -> Calibration:
-        """``σ √λ_j`` (dispersion scale, shape (J,)) with σ from corrected Theorem 3 in ``d = J``."""
-        self._check_summary(summary)
-        sens = summary.sensitivity(self.norm, bound)
-        sigma = calibrate_sigma(self._family_d(summary.n_components), self.epsilon, sens.value)
-        return Calibration(sensitivity=sens, scale=sigma * np.sqrt(summary.eigenvalues), sigma=sigma)
+    def _sigma(self, sensitivity, spec):
+        """σ from corrected Theorem 3 in ``d = J``; the scale ``σ √λ_j`` is a dispersion scale."""
+        return calibrate_sigma(self._family_d(spec.n_components), self.epsilon, sensitivity)
 
     def __repr__(self):
         nu = f", nu={self.nu:g}" if self.nu is not None else ""
@@ -245,19 +189,16 @@ class EllipticalMechanism(_EllipticalBase):
 
 def draw_elliptical(mechanism: _EllipticalBase, summary: LinearSummary, scale, draws: int = 1,
                     random_seed=None) -> tuple[np.ndarray, np.ndarray]:
-    """Exact i.i.d. releases ``f_D + √W · scale · z`` (numpy).
+    """Exact i.i.d. releases ``f_D + √W · scale · z`` (the shared compiled sampler of the law).
 
     Returns
     -------
     coefficients : ndarray, shape (draws, J)
     curves : ndarray, shape (draws, K)
     """
-    rng = random_seed if isinstance(random_seed, np.random.Generator) else np.random.default_rng(random_seed)
-    J = summary.n_components
-    w = mechanism.sample_w(int(draws), J, rng)
-    z = rng.standard_normal((int(draws), J))
-    coef = summary.coefficients[None, :] + np.sqrt(w)[:, None] * np.asarray(scale)[None, :] * z
-    return coef, coef @ summary.design.T
+    from ..sampling import draw_releases
+
+    return draw_releases(mechanism, summary, scale, draws, random_seed)
 
 
 def release_elliptical(summary: LinearSummary, mechanism: _EllipticalBase, *, draws: int = 1, random_seed=None,
@@ -280,7 +221,7 @@ def release_elliptical(summary: LinearSummary, mechanism: _EllipticalBase, *, dr
     ValueError
         draws < 1.
     """
-    from ..release import release
+    from ..releasing import release
 
     if not isinstance(mechanism, _EllipticalBase):
         raise CompatibilityError("mechanism must be EllipticalProcessMechanism or EllipticalMechanism")
@@ -289,15 +230,7 @@ def release_elliptical(summary: LinearSummary, mechanism: _EllipticalBase, *, dr
 
 
 def expected_sq_error(mechanism, summary: LinearSummary, bound: str = "tight") -> float:
-    """``E‖f̃ − f_D‖²`` (squared L², grid inner product) of one release.
-
-    Elliptical: ``E[W] Σ_j scale_j² ‖φ_j‖²_w``; ICLP / FRL / Gaussian fall back
-    to :func:`fdp_ppl.summaries.noise_energy`.
-    """
-    from ..summaries import noise_energy
-
-    if not isinstance(mechanism, _EllipticalBase):
-        return noise_energy(mechanism, summary, bound)
-    scale = mechanism.calibrate(summary, bound).scale
-    col = np.sum(summary.design**2 * summary.grid.weights[:, None], axis=0)
-    return float(mechanism.mean_w(summary.n_components) * np.sum(scale**2 * col))
+    """``E‖f̃ − f_D‖²`` (squared L², grid inner product) of one release:
+    :meth:`fdp_ppl.mechanisms.Mechanism.noise_energy` (elliptical laws:
+    ``E[W] Σ_j scale_j² ‖φ_j‖²_w``)."""
+    return mechanism.noise_energy(summary, bound)

@@ -1,41 +1,33 @@
-"""Mechanisms as noise laws on eigen-coefficients, each usable as a PyMC model fragment.
+"""Mechanisms: a noise law calibrated to a summary's public sensitivity.
 
 A mechanism releases ``ỹ_j = f_{D,j} + ξ_j`` for the retained coefficients
-``j = 1..J`` of a summary, with independent ``ξ_j`` whose scale comes from the
-summary's public sensitivity. The released curve is ``Σ_j ỹ_j φ_j(t)``.
+``j = 1..J`` of a summary; the law of ``ξ`` is the mechanism's
+:class:`~fdp_ppl.laws.NoiseLaw` (``mechanism.law``) and its per-coefficient
+scale comes from the summary's public sensitivity (:meth:`Mechanism.calibrate`,
+which takes a public :class:`~fdp_ppl.summaries.SummarySpec` or a fitted
+summary, so budgets can be planned before the data are seen). The released
+curve is ``Σ_j ỹ_j φ_j(t)``.
 
 In PyMC the released coefficients are one random variable
 ``coefficients ~ Law(mu=centre, scale)`` over dim ``basis`` — for a release
-``centre`` is the summary (``pm.Data``); for inference it is a latent curve's
+``centre`` is the summary; for inference it is a latent curve's
 coefficients, and the same call gives the exact likelihood of a release.
 """
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
-import pymc as pm
-import pytensor.tensor as pt
 
 from .. import dims
 from ..accounting import PrivacyBudget
 from ..errors import CompatibilityError
-from ..summaries import LinearSummary, Sensitivity
-
-
-def compile_mode():
-    """PyTensor mode for the package's compiled functions: the C backend
-    ("CVM", ~10× faster to compile than Numba) unless the user chose a mode
-    through ``PYTENSOR_FLAGS`` or ``FDP_PPL_PYTENSOR_MODE``."""
-    mode = os.environ.get("FDP_PPL_PYTENSOR_MODE")
-    if mode:
-        return mode
-    if "mode" in os.environ.get("PYTENSOR_FLAGS", ""):
-        return None
-    return "CVM"
+from ..laws import NoiseLaw
+from ..settings import compile_mode
+from ..summaries import LinearSummary, Sensitivity, SummarySpec, as_spec
 
 
 @dataclass(frozen=True)
@@ -46,7 +38,8 @@ class Calibration:
     ----------
     sensitivity : Sensitivity
     scale : ndarray, shape (J,)
-        Per-coefficient noise scale: Laplace scale ``b_j`` or Normal sd.
+        Per-coefficient noise scale (the law's ``scale``: Laplace ``b_j``,
+        Normal sd, elliptical dispersion scale).
     sigma : float
         The mechanism's global multiplier (Δ/ε for ICLP and FRL; the
         Gaussian σ for the Gaussian mechanism).
@@ -58,19 +51,31 @@ class Calibration:
 
 
 class Mechanism(ABC):
-    """Base class; see :class:`ICLP`, :class:`FRL`, :class:`GaussianMechanism`."""
+    """Base class; see :class:`ICLP`, :class:`FRL`, :class:`GaussianMechanism`,
+    :class:`~fdp_ppl.elliptical.EllipticalMechanism`.
+
+    Subclasses set :attr:`law` (a :class:`~fdp_ppl.laws.NoiseLaw`), the
+    sensitivity :attr:`norm`, :attr:`family` and :attr:`source`, and implement
+    :meth:`_sigma` (the multiplier from Δ) and, if not ``σ√λ_j``,
+    :meth:`_scale`.
+    """
 
     #: short name recorded in releases
-    family: str = ""
+    family: ClassVar[str] = ""
     #: norm in which the sensitivity must be measured
-    norm: str = ""
-    #: "laplace" or "normal"
-    noise_law: str = ""
+    norm: ClassVar[str] = ""
     #: paper and theorem
-    source: str = ""
+    source: ClassVar[str] = ""
+    #: the noise law (class-level for fixed laws; set per instance otherwise)
+    law: NoiseLaw
 
     epsilon: float
     delta: float = 0.0
+
+    @property
+    def noise_law(self) -> str:
+        """Name of the noise law, as recorded in releases (``law.name``)."""
+        return self.law.name
 
     @property
     def budget(self) -> PrivacyBudget:
@@ -78,25 +83,58 @@ class Mechanism(ABC):
         return PrivacyBudget(self.epsilon, self.delta)
 
     # ---------------------------------------------------------------- calibration
-    @abstractmethod
-    def calibrate(self, summary: LinearSummary, bound: str = "tight") -> Calibration:
-        """Noise scale per retained coefficient from the summary's public sensitivity."""
+    def _check_spec(self, spec: SummarySpec) -> None:
+        """Raise :class:`CompatibilityError` if the mechanism cannot release this summary."""
 
-    def _check_summary(self, summary):
-        if not isinstance(summary, LinearSummary):
-            raise CompatibilityError("summary must be a LinearSummary, e.g. iclp_qr_mean(curves, basis, tau=1)")
+    @abstractmethod
+    def _sigma(self, sensitivity: float, spec: SummarySpec) -> float:
+        """The global multiplier σ for sensitivity Δ."""
+
+    def _scale(self, sigma: float, spec: SummarySpec) -> np.ndarray:
+        return sigma * np.sqrt(spec.eigenvalues)
+
+    def calibrate(self, summary: SummarySpec | LinearSummary, bound: str = "tight") -> Calibration:
+        """Noise scale per retained coefficient from the public sensitivity.
+
+        Parameters
+        ----------
+        summary : SummarySpec or LinearSummary
+            A public spec (no data needed) or a fitted summary.
+        bound : {"tight", "paper", "closed-form"}
+            Which sensitivity bound (:meth:`~fdp_ppl.summaries.SummarySpec.sensitivity`).
+
+        Returns
+        -------
+        Calibration
+            ``scale`` has shape (J,).
+
+        Raises
+        ------
+        CompatibilityError
+            A summary the mechanism cannot release.
+        """
+        spec = as_spec(summary)
+        self._check_spec(spec)
+        sens = spec.sensitivity(self.norm, bound)
+        sigma = float(self._sigma(sens.value, spec))
+        return Calibration(sensitivity=sens, scale=np.asarray(self._scale(sigma, spec), dtype=float), sigma=sigma)
+
+    def noise_energy(self, summary: SummarySpec | LinearSummary, bound: str = "tight") -> float:
+        """``E‖f̃ − f‖²`` of one release (grid L² norm): ``Σ_j Var(ξ_j) ‖design_j‖²_w``
+        with the law's variance; for an eigenbasis ``‖φ_j‖_w = 1``."""
+        spec = as_spec(summary)
+        var = self.law.variance(self.calibrate(spec, bound).scale)
+        col = np.sum(spec.design**2 * spec.grid.weights[:, None], axis=0)
+        return float(np.sum(var * col))
 
     # ---------------------------------------------------------------- PyMC
     def distribution(self, name: str, mu, scale, **kwargs):
-        """The mechanism's law of the released coefficients as a PyMC variable.
+        """The law of the released coefficients as a PyMC variable (``law.pymc``).
 
-        ``Laplace(mu, b=scale)`` or ``Normal(mu, sigma=scale)``. Inside a
-        ``pm.Model``; pass ``observed=`` to use it as the exact likelihood of a
-        release, ``dims="basis"`` to name the dimension.
+        Inside a ``pm.Model``; pass ``observed=`` to use it as the exact
+        likelihood of a release, ``dims="basis"`` to name the dimension.
         """
-        if self.noise_law == "laplace":
-            return pm.Laplace(name, mu=mu, b=scale, **kwargs)
-        return pm.Normal(name, mu=mu, sigma=scale, **kwargs)
+        return self.law.pymc(name, mu, scale, **kwargs)
 
     def add_to_model(self, centre, scale, eigenfunctions, *, prefix: str = ""):
         """Add the mechanism to the current ``pm.Model``.
@@ -108,7 +146,7 @@ class Mechanism(ABC):
         scale : array_like, dims (basis,)
             Public per-coefficient scale from :meth:`calibrate`.
         eigenfunctions : array_like, dims (t, basis)
-            Retained eigenfunctions on the grid.
+            Retained eigenfunctions (or design) on the grid.
         prefix : str
             Prefix for variable names.
 
@@ -118,11 +156,14 @@ class Mechanism(ABC):
             ``coefficients`` (basis) is the released coefficient vector,
             ``curve`` (t) a Deterministic ``Σ_j coefficients_j φ_j(t)``.
         """
+        import pymc as pm
+        import pytensor.tensor as pt
+
         coefficients = self.distribution(f"{prefix}coefficients", mu=centre, scale=scale, dims=dims.BASIS)
         curve = pm.Deterministic(f"{prefix}curve", pt.dot(eigenfunctions, coefficients), dims=dims.T)
         return coefficients, curve
 
-    def model(self, summary: LinearSummary, bound: str = "tight") -> pm.Model:
+    def model(self, summary: LinearSummary, bound: str = "tight"):
         """A ``pm.Model`` whose forward draws are releases of ``summary``.
 
         The summary enters as ``pm.Data("summary_coefficients")`` and is
@@ -137,36 +178,42 @@ class Mechanism(ABC):
             coords ``basis`` (0..J−1) and ``t`` (grid on [0, 1]); variables
             ``coefficients`` (basis) and ``curve`` (t).
         """
+        import pymc as pm
+
         cal = self.calibrate(summary, bound)
         coords = {dims.BASIS: np.arange(summary.n_components), dims.T: summary.grid.t}
         with pm.Model(coords=coords) as model:
             centre = pm.Data("summary_coefficients", summary.coefficients, dims=dims.BASIS)
-            scale = pm.Data("noise_scale", cal.scale, dims=dims.BASIS)
             phi = pm.Data("eigenfunctions", summary.design, dims=(dims.T, dims.BASIS))
-            self.add_to_model(centre, scale, phi)
+            self.add_to_model(centre, cal.scale, phi)
         return model
 
     # ---------------------------------------------------------------- densities
     def log_density(self, y, centre, scale) -> np.ndarray:
         """Exact log-density of released coefficients ``y`` (..., J) given the
-        centre (J,) and scale (J,), summed over ``basis``; numpy."""
+        centre (J,) and scale (J,), summed over ``basis``; numpy (``law.logp``)."""
         y, centre, scale = (np.asarray(a, dtype=float) for a in (y, centre, scale))
-        z = y - centre
-        if self.noise_law == "laplace":
-            return np.sum(-np.log(2 * scale) - np.abs(z) / scale, axis=-1)
-        return np.sum(-0.5 * np.log(2 * np.pi * scale**2) - 0.5 * (z / scale) ** 2, axis=-1)
+        return np.asarray(self.law.logp(y, centre, scale))
 
     def privacy_loss(self, y, centre, centre_prime, scale) -> np.ndarray:
-        """Privacy loss ``log p_D(y) − log p_{D'}(y)`` of releases ``y`` (..., J).
-
-        Computed term-wise (never as a difference of two infinite norms,
-        ``specs/iclp.md`` pitfall 10).
-        """
-        y, c, cp, s = (np.asarray(a, dtype=float) for a in (y, centre, centre_prime, scale))
-        if self.noise_law == "laplace":
-            return np.sum((np.abs(y - cp) - np.abs(y - c)) / s, axis=-1)
-        return np.sum(((y - cp) ** 2 - (y - c) ** 2) / (2 * s**2), axis=-1)
+        """Privacy loss ``log p_D(y) − log p_{D'}(y)`` of releases ``y`` (..., J) (``law.privacy_loss``)."""
+        return self.law.privacy_loss(y, centre, centre_prime, scale)
 
     def attrs(self) -> dict:
-        return {"mechanism": self.family, "epsilon": self.epsilon, "delta": self.delta,
-                "noise_law": self.noise_law, "mechanism_source": self.source}
+        out = {"mechanism": self.family, "epsilon": self.epsilon, "delta": self.delta,
+               "mechanism_source": self.source}
+        out.update(self.law.attrs())
+        out["noise_scale_meaning"] = self.law.describe_scale()
+        return out
+
+    def release_attrs(self, spec: SummarySpec) -> dict:
+        """Extra release metadata that depends on the summary (none by default)."""
+        return {}
+
+
+def _require(spec, cls, message: str, fix: str) -> None:
+    if not isinstance(spec, cls):
+        raise CompatibilityError(message, fix)
+
+
+__all__ = ["Mechanism", "Calibration", "compile_mode"]

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 
 from ..accounting import CALIBRATIONS, gaussian_sigma
-from ..errors import check_delta, check_epsilon
-from ..summaries import LinearSummary
-from .base import Calibration, Mechanism
+from ..errors import InputError, check_delta, check_epsilon
+from ..laws import Normal
+from .base import Mechanism
 
 
 class GaussianMechanism(Mechanism):
@@ -37,25 +36,22 @@ class GaussianMechanism(Mechanism):
 
     family = "gaussian"
     norm = "cameron-martin"
-    noise_law = "normal"
+    law = Normal()
     source = "Mirshani et al. (2019), Theorems 3.2-3.3; Hall et al. (2013), Corollary 9"
 
     def __init__(self, epsilon: float, delta: float, calibration: str = "classical"):
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
         if calibration not in CALIBRATIONS:
-            raise ValueError(f"unknown calibration {calibration!r}; use one of {CALIBRATIONS}")
+            raise InputError(f"unknown calibration {calibration!r}", f"use one of {CALIBRATIONS}")
         if calibration == "classical" and self.epsilon > 1:
-            raise ValueError(f"the classical Gaussian calibration needs epsilon <= 1 (got {self.epsilon:g}); "
+            raise InputError(f"the classical Gaussian calibration needs epsilon <= 1 (got {self.epsilon:g})",
                              "use calibration='analytic'")
         self.calibration = calibration
 
-    def calibrate(self, summary: LinearSummary, bound: str = "tight") -> Calibration:
-        """Normal sd ``σ √λ_j`` per retained coefficient; shape (J,)."""
-        self._check_summary(summary)
-        sens = summary.sensitivity(self.norm, bound)
-        sigma = gaussian_sigma(self.epsilon, self.delta, sens.value, self.calibration)
-        return Calibration(sensitivity=sens, scale=sigma * np.sqrt(summary.eigenvalues), sigma=sigma)
+    def _sigma(self, sensitivity, spec):
+        """σ for (ε, δ); the Normal sd of coefficient j is ``σ √λ_j`` (shape (J,))."""
+        return gaussian_sigma(self.epsilon, self.delta, sensitivity, self.calibration)
 
     def attrs(self):
         out = super().attrs()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import check_epsilon
-from ..summaries import LinearSummary
-from .base import Calibration, Mechanism
+from ..errors import CompatibilityError, check_epsilon
+from ..laws import Laplace
+from ..summaries import BernsteinSpec, EigenSpec
+from .base import Mechanism
 
 
 class ICLP(Mechanism):
@@ -33,19 +34,21 @@ class ICLP(Mechanism):
 
     family = "iclp"
     norm = "1,C"
-    noise_law = "laplace"
+    law = Laplace()
     source = "Lin & Reimherr (2026), Theorem 8, Algorithm 1"
 
     def __init__(self, epsilon: float):
         self.epsilon = check_epsilon(epsilon)
         self.delta = 0.0
 
-    def calibrate(self, summary: LinearSummary, bound: str = "tight") -> Calibration:
-        """``b_j = Δ_{1,C} √λ_j / ε`` for the summary's retained eigenpairs; shape (J,)."""
-        self._check_summary(summary)
-        sens = summary.sensitivity(self.norm, bound)
-        sigma = sens.value / self.epsilon
-        return Calibration(sensitivity=sens, scale=sigma * np.sqrt(summary.eigenvalues), sigma=sigma)
+    def _check_spec(self, spec):
+        if not isinstance(spec, EigenSpec):
+            raise CompatibilityError(f"ICLP needs a summary in a kernel's eigenbasis, got {spec.name!r}",
+                                     "use iclp_qr_mean / iclp_ar_mean, or the Bernstein mechanism for bernstein_mean")
+
+    def _sigma(self, sensitivity, spec):
+        """``Δ_{1,C}/ε``; the scale is ``b_j = Δ_{1,C} √λ_j / ε`` (shape (J,))."""
+        return sensitivity / self.epsilon
 
     def __repr__(self):
         return f"ICLP(epsilon={self.epsilon:g})"
@@ -71,19 +74,19 @@ class FRL(Mechanism):
 
     family = "frl"
     norm = "l1"
-    noise_law = "laplace"
+    law = Laplace()
     source = "Lin & Reimherr (2026), Theorem 12.1 (FRL)"
 
     def __init__(self, epsilon: float):
         self.epsilon = check_epsilon(epsilon)
         self.delta = 0.0
 
-    def calibrate(self, summary: LinearSummary, bound: str = "tight") -> Calibration:
-        """``b_j = Δ_{ℓ¹}/ε`` for every retained coefficient; shape (J,)."""
-        self._check_summary(summary)
-        sens = summary.sensitivity(self.norm, bound)
-        sigma = sens.value / self.epsilon
-        return Calibration(sensitivity=sens, scale=np.full(summary.n_components, sigma), sigma=sigma)
+    def _sigma(self, sensitivity, spec):
+        """``Δ_{ℓ¹}/ε``, the same scale for every retained coefficient."""
+        return sensitivity / self.epsilon
+
+    def _scale(self, sigma, spec):
+        return np.full(spec.n_components, sigma)
 
     def __repr__(self):
         return f"FRL(epsilon={self.epsilon:g})"
@@ -110,13 +113,10 @@ class Bernstein(FRL):
     family = "bernstein"
     source = "Aldà & Rubinstein (2017), Bernstein mechanism; Lin & Reimherr (2026), Section 6.1"
 
-    def calibrate(self, summary, bound: str = "tight"):
-        from ..errors import CompatibilityError
-        from ..summaries.bernstein import BernsteinSummary
-
-        if not isinstance(summary, BernsteinSummary):
-            raise CompatibilityError("the Bernstein mechanism needs bernstein_mean(curves, grid, tau_inf=..., k=...)")
-        return super().calibrate(summary, bound)
+    def _check_spec(self, spec):
+        if not isinstance(spec, BernsteinSpec):
+            raise CompatibilityError("the Bernstein mechanism needs a Bernstein lattice summary",
+                                     "use bernstein_mean(curves, grid, tau_inf=..., k=...) or BernsteinSpec")
 
     def __repr__(self):
         return f"Bernstein(epsilon={self.epsilon:g})"

@@ -1,11 +1,35 @@
-"""Non-private summaries that are safe to privatise, each with its sensitivity."""
+"""Non-private summaries that are safe to privatise: public specs (sensitivity,
+shrinkage, attrs, no data) and their fits.
 
-from .bernstein import BernsteinSummary, bernstein_design, bernstein_mean
-from .tuning import cv_grid, cv_score, noise_energy
-from .base import NEIGHBOURING, NORMS, LinearSummary, Sensitivity
-from .curves import DataDerived, as_curves, check_finite, clip_curves, clipped_mean, data_tau, l2_norms
-from .mean import PSS, ar_j_star, frl_mean, iclp_ar_mean, iclp_qr_mean, kernel_beta, pss, rkhs_mean, sample_mean
+The flow is ``curves → spec → spec.fit(curves) → mechanism → release``:
+:class:`ICLPQRSpec`, :class:`RKHSSpec`, :class:`ICLPARSpec`, :class:`FRLSpec`,
+:class:`SampleMeanSpec`, :class:`BernsteinSpec`; the ``*_mean`` functions
+build a spec with n = the number of records and fit it.
+"""
 
-__all__ = ["cv_grid", "cv_score", "noise_energy", "BernsteinSummary", "bernstein_design", "bernstein_mean", "DataDerived", "data_tau", "Sensitivity", "LinearSummary", "NORMS", "NEIGHBOURING", "as_curves", "check_finite", "clip_curves",
-           "clipped_mean", "l2_norms", "PSS", "pss", "kernel_beta", "frl_mean", "iclp_qr_mean", "iclp_ar_mean",
+from .base import (NEIGHBOURING, NORMS, DataDerived, DataHolderReport, LinearSummary, Sensitivity, SummarySpec,
+                   as_spec)
+from .bernstein import BernsteinSpec, BernsteinSummary, bernstein_design, bernstein_mean
+from .curves import as_curves, check_finite, clip_curves, clipped_mean, curves_and_grid, data_tau, l2_norms
+from .mean import (PSS, EigenSpec, FRLSpec, ICLPARSpec, ICLPQRSpec, RidgeSpec, RKHSSpec, SampleMeanSpec, ar_j_star,
+                   ar_thresholds, frl_mean, iclp_ar_mean, iclp_qr_mean, kernel_beta, pss, ridge_shrinkage, rkhs_mean,
+                   sample_mean)
+
+#: names that moved to :mod:`fdp_ppl.tuning` (they need mechanisms, which sit above summaries)
+_MOVED = {"cv_grid", "cv_score", "noise_energy"}
+
+
+def __getattr__(name):  # PEP 562: keep ``from fdp_ppl.summaries import cv_score`` working without a cycle
+    if name in _MOVED:
+        import importlib
+
+        return getattr(importlib.import_module("fdp_ppl.tuning"), name)
+    raise AttributeError(f"module 'fdp_ppl.summaries' has no attribute {name!r}")
+
+
+__all__ = ["SummarySpec", "EigenSpec", "SampleMeanSpec", "FRLSpec", "RidgeSpec", "ICLPQRSpec", "RKHSSpec",
+           "ICLPARSpec", "BernsteinSpec", "LinearSummary", "DataHolderReport", "as_spec", "BernsteinSummary",
+           "bernstein_design", "bernstein_mean", "DataDerived", "data_tau", "Sensitivity", "NORMS", "NEIGHBOURING",
+           "as_curves", "curves_and_grid", "check_finite", "clip_curves", "clipped_mean", "l2_norms", "PSS", "pss",
+           "kernel_beta", "ridge_shrinkage", "ar_thresholds", "frl_mean", "iclp_qr_mean", "iclp_ar_mean",
            "rkhs_mean", "sample_mean", "ar_j_star"]

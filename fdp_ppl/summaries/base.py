@@ -1,16 +1,35 @@
-"""Summary and sensitivity containers shared by all summaries."""
+"""Public summary specifications and fitted summaries.
+
+A :class:`SummarySpec` is the public half of a summary: basis (or lattice),
+clipping bound τ, the public number of records n and the tuning parameters
+(η, ψ, M, k). It gives the sensitivity, the shrinkage, the public
+``constant_data`` and attributes of a release **without any data**, so a
+budget can be planned (``mechanism.calibrate(spec)``) before the curves are
+seen, in the spirit of OpenDP's transformations.
+
+``spec.fit(curves)`` clips the records to τ, averages them and returns a
+:class:`LinearSummary`: the spec, the non-private coefficients and a
+data-holder :class:`DataHolderReport` (how many records were clipped) that
+never enters a release.
+
+The sensitivity of every mean summary rests on one fact: for neighbouring
+datasets (replace one record, n public) the clipped sample mean changes by
+``h = (X_1 − X_1')/n`` with ``‖h‖ <= 2τ/n``, and coefficient ``j`` of the
+summary changes by at most ``lipschitz[j] · |h_j|``.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 import xarray as xr
 
 from .. import dims
-from ..spaces import Eigenbasis
+from ..errors import InputError, check_positive
 
-#: Sensitivity norms understood by :meth:`LinearSummary.sensitivity`.
+#: Sensitivity norms understood by :meth:`SummarySpec.sensitivity`.
 NORMS = ("1,C", "cameron-martin", "l1")
 NEIGHBOURING = "replace-one record; n public"
 
@@ -60,98 +79,123 @@ class Sensitivity:
         }
 
 
-@dataclass(frozen=True, eq=False)
-class LinearSummary:
-    """A (piecewise) linear summary of clipped curves, in an eigenbasis.
+class DataDerived(float):
+    """A float computed from private data (e.g. τ = max_i ‖X_i‖).
 
-    The summary keeps the first ``J = coefficients.size`` eigenpairs of
-    ``basis``; every coefficient beyond ``J`` is identically zero for every
-    dataset, so estimate and noise live on the same retained eigenpairs
-    (DESIGN invariant 2).
+    Specs built with such a value label their sensitivity
+    ``data_dependent=True``; releases record it. Created by
+    :func:`fdp_ppl.summaries.data_tau`.
+    """
 
-    Its sensitivity rests on one fact: for neighbouring datasets (replace one
-    record, n public) the clipped sample mean changes by ``h = (X_1 − X_1')/n``
-    with ``‖h‖ <= 2τ/n``, and each coefficient changes by at most
-    ``lipschitz[j] · |h_j|``.
 
-    This object holds the **non-private** estimate; it is an input to a
-    mechanism and never part of a release.
+def public_tau(tau, name: str = "tau", fix: str = "pass a public bound on the curves' L2 norm") -> float:
+    """Check τ > 0, keeping the :class:`DataDerived` label if it has one."""
+    if isinstance(tau, DataDerived):
+        return DataDerived(check_positive(tau, name))
+    return check_positive(tau, name, fix)
+
+
+def public_n(n) -> int:
+    """Check the public number of records n (an integer >= 2)."""
+    if isinstance(n, bool) or not float(n).is_integer() or int(n) < 2:
+        raise InputError(f"n must be an integer >= 2 (the public number of records), got {n!r}",
+                         "pass the number of records the release is for")
+    return int(n)
+
+
+@dataclass(frozen=True, eq=False, repr=False, kw_only=True)
+class SummarySpec:
+    """Public specification of a summary (no data): see the module docstring.
+
+    Subclasses set the class attributes and implement :attr:`n_components`,
+    :attr:`lipschitz`, :attr:`design`, :attr:`grid`, :meth:`public_dataset`,
+    :meth:`basis_attrs` and :meth:`_coefficients`.
 
     Attributes
     ----------
-    name : str
-        "frl", "iclp-qr", "iclp-ar", "rkhs" or "sample-mean".
-    coefficients : ndarray, shape (J,)
-        Non-private coefficients ``<f_D, φ_j>_w``.
-    lipschitz : ndarray, shape (J,)
-        Per-coefficient Lipschitz constants ``a_j``.
-    basis : Eigenbasis
     tau : float
-        Public L² clipping bound (grid norm).
+        Public clipping bound (L² norm on the grid; sup norm for Bernstein).
     n : int
-        Number of records (public).
-    n_clipped : int
-        Records whose norm exceeded τ and were scaled down.
-    params : dict
-        Tuning parameters (eta, psi, M, J_star) for metadata.
-    paper_bound : dict
-        Per-norm multiplier names used by ``bound="paper"``.
+        Public number of records.
     """
 
-    name: str
-    coefficients: np.ndarray
-    lipschitz: np.ndarray
-    basis: Eigenbasis
     tau: float
     n: int
-    n_clipped: int
-    params: dict = field(default_factory=dict)
-    source: str = ""
-    default_norm: str = "1,C"
-    data_dependent: bool = False
+
+    #: short name recorded in releases ("iclp-qr", "frl", ...)
+    name: ClassVar[str] = ""
+    #: the norm the summary's natural mechanism uses
+    default_norm: ClassVar[str] = "1,C"
+    #: paper and equation
+    source: ClassVar[str] = ""
+    #: norms the spec has a sensitivity in
+    norms: ClassVar[tuple[str, ...]] = NORMS
+    #: whether coefficients are ``shrinkage * X̄_j`` (linear in the clipped mean)
+    linear: ClassVar[bool] = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "tau", public_tau(self.tau))
+        object.__setattr__(self, "n", public_n(self.n))
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def data_dependent(self) -> bool:
+        """True if τ was computed from the private data (:func:`~fdp_ppl.summaries.data_tau`)."""
+        return isinstance(self.tau, DataDerived)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Tuning parameters recorded in releases (η, ψ, M, J*, lattice k)."""
+        return {}
 
     @property
     def n_components(self) -> int:
-        """Number J of retained coefficients."""
-        return int(self.coefficients.size)
+        """Number J of released coefficients."""
+        raise NotImplementedError
+
+    @property
+    def lipschitz(self) -> np.ndarray:
+        """Per-coefficient Lipschitz constants ``a_j`` with respect to the clipped mean, shape (J,)."""
+        raise NotImplementedError
 
     @property
     def grid(self):
         """The evaluation grid of the curves."""
-        return self.basis.grid
+        raise NotImplementedError
 
     @property
     def design(self) -> np.ndarray:
-        """Map from retained coefficients to the curve on the grid, shape (K, J):
-        ``curve = design @ coefficients``."""
-        return self.eigenfunctions
-
-    def public_dataset(self) -> xr.Dataset:
-        """Public description of the basis, copied into releases' ``constant_data``:
-        eigenvalues (basis), eigenfunctions (t, basis), quadrature weights (t)."""
-        return self.basis.to_dataset().isel({dims.BASIS: slice(0, self.n_components)})
-
-    def basis_attrs(self) -> dict:
-        """Kernel and eigen-truncation metadata for releases."""
-        out = dict(self.basis.kernel.params())
-        out["eigen_rel_tol"] = self.basis.rel_tol
-        return out
+        """Map from the J coefficients to the curve on the grid, shape (K, J)."""
+        raise NotImplementedError
 
     @property
     def eigenvalues(self) -> np.ndarray:
         """Retained eigenvalues λ_1..λ_J, shape (J,)."""
-        return self.basis.eigenvalues[: self.n_components]
+        raise AttributeError(f"the {self.name} summary has no eigenvalues")
 
     @property
-    def eigenfunctions(self) -> np.ndarray:
-        """Retained eigenfunctions on the grid, shape (K, J)."""
-        return self.basis.eigenfunctions[:, : self.n_components]
+    def shrinkage(self) -> np.ndarray:
+        """``s_j`` with ``coefficient_j = s_j · X̄_j`` for linear summaries, shape (J,).
 
-    def curve(self) -> xr.DataArray:
-        """The non-private summary as a curve over ``t`` (never released)."""
-        return xr.DataArray(self.design @ self.coefficients, dims=(dims.T,),
-                            coords={dims.T: self.grid.t}, name=f"{self.name}_nonprivate")
+        Raises
+        ------
+        InputError
+            For summaries that are not linear in the clipped mean (ICLP-AR).
+        """
+        if not self.linear:
+            raise InputError(f"the {self.name} summary is not linear in the sample mean",
+                             "use target='summary' for inference, or a linear summary (FRL, ICLP-QR, RKHS, Bernstein)")
+        return np.asarray(self.lipschitz, dtype=float)
 
+    def public_dataset(self) -> xr.Dataset:
+        """Public description of the basis, copied into a release's ``constant_data``."""
+        raise NotImplementedError
+
+    def basis_attrs(self) -> dict:
+        """Kernel / lattice metadata for releases."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ privacy
     def sensitivity(self, norm: str | None = None, bound: str = "tight") -> Sensitivity:
         """Global sensitivity in ``norm`` from public quantities (τ, n, λ_j, tuning).
 
@@ -170,9 +214,7 @@ class LinearSummary:
             For "cameron-martin": ``"tight"`` (also "paper") is
             ``(2τ/n) max_j a_j/√λ_j`` (Mirshani et al. 2019, Theorem 4.1,
             first form; attained by ``X_1 = τφ_{j*} = −X_1'``) and
-            ``"closed-form"`` is
-            ``(τ/n) ((2η−1)^{2−1/η} / (η² ψ^{1/η}))^{1/2}`` (Theorem 4.1,
-            second form; ridge summaries only).
+            ``"closed-form"`` is the ridge closed form (:meth:`_closed_form`).
 
         Returns
         -------
@@ -180,18 +222,17 @@ class LinearSummary:
 
         Raises
         ------
-        ValueError
+        InputError
             Unknown norm or bound, or a closed form that does not apply.
         """
         norm = norm or self.default_norm
         if norm not in NORMS:
-            raise ValueError(f"unknown sensitivity norm {norm!r}; use one of {NORMS}")
+            raise InputError(f"unknown sensitivity norm {norm!r}", f"use one of {NORMS}")
         a = np.asarray(self.lipschitz, dtype=float)
-        lam = self.eigenvalues
         scale = 2.0 * self.tau / self.n
         assumptions = f"each record clipped to L2 norm <= tau={self.tau:g} on the grid; n={self.n}"
         if norm in ("1,C", "l1"):
-            m = a / np.sqrt(lam) if norm == "1,C" else a
+            m = a / np.sqrt(self.eigenvalues) if norm == "1,C" else a
             if bound == "paper":
                 value = scale * float(np.sum(m))
                 src = "Lin & Reimherr (2026), Theorem 12 (coefficient-wise bound)"
@@ -199,29 +240,156 @@ class LinearSummary:
                 value = scale * float(np.sqrt(np.sum(m * m)))
                 src = "specs/iclp.md §2.2 (Cauchy–Schwarz + Bessel; tight under ‖X‖ <= tau)"
             else:
-                raise ValueError(f"bound {bound!r} is not available for norm {norm!r}; use 'tight' or 'paper'")
+                raise InputError(f"bound {bound!r} is not available for norm {norm!r}", "use 'tight' or 'paper'")
         else:
             if bound in ("tight", "paper"):
-                value = scale * float(np.max(a / np.sqrt(lam)))
+                value = scale * float(np.max(a / np.sqrt(self.eigenvalues)))
                 src = "Mirshani et al. (2019), Theorem 4.1 (sup_j form)"
             elif bound == "closed-form":
-                eta, psi = self.params.get("eta"), self.params.get("psi")
-                if self.name not in ("iclp-qr", "rkhs") or eta is None or psi is None or eta < 1:
-                    raise ValueError("the closed-form Cameron–Martin bound applies only to ridge (RKHS) means with eta >= 1")
-                value = (self.tau / self.n) * float(np.sqrt((2 * eta - 1) ** (2 - 1 / eta) / (eta**2 * psi ** (1 / eta))))
+                value = self._closed_form()
                 src = "Mirshani et al. (2019), Theorem 4.1 (closed form)"
             else:
-                raise ValueError(f"unknown bound {bound!r}; use 'tight', 'paper' or 'closed-form'")
+                raise InputError(f"unknown bound {bound!r}", "use 'tight', 'paper' or 'closed-form'")
         return Sensitivity(value=value, norm=norm, bound=bound, assumptions=assumptions, source=src,
                            data_dependent=self.data_dependent)
 
+    def _closed_form(self) -> float:
+        raise InputError("the closed-form Cameron–Martin bound applies only to ridge (RKHS) means with eta >= 1",
+                         "use bound='tight'")
+
     def attrs(self) -> dict:
-        """Public metadata of the summary (no data-derived value except n_clipped)."""
+        """Public metadata of the summary."""
         out = {"summary": self.name, "tau": float(self.tau), "n": int(self.n),
                "n_components": self.n_components, "summary_source": self.source}
-        for k, v in self.params.items():
-            out[k] = v
+        out.update(self.params)
         return out
 
+    # ------------------------------------------------------------------ data
+    def _coefficients(self, curves, curve_dim=None, t_dim=None) -> tuple[np.ndarray, int, int]:
+        """(non-private coefficients (J,), number of records, number clipped)."""
+        raise NotImplementedError
 
-__all__ = ["Sensitivity", "LinearSummary", "NORMS", "NEIGHBOURING"]
+    def fit(self, curves, *, curve_dim: str | None = None, t_dim: str | None = None) -> "LinearSummary":
+        """Clip ``curves`` to τ and compute the summary (non-private).
+
+        Parameters
+        ----------
+        curves : xr.DataArray (curve, t) or ndarray (n, K) on :attr:`grid`
+        curve_dim, t_dim : str, optional
+            Names of the record and grid dims of a DataArray.
+
+        Returns
+        -------
+        LinearSummary
+            This spec with the coefficients and a data-holder report.
+
+        Raises
+        ------
+        InputError
+            NaN/inf curves, a grid that differs from the spec's, or a number of
+            records different from the public n.
+        """
+        coef, n, n_clipped = self._coefficients(curves, curve_dim, t_dim)
+        if n != self.n:
+            raise InputError(f"the data have {n} records but the spec was built for the public n={self.n}",
+                             "n is public: build the spec with the number of records the release is for")
+        return LinearSummary(self, np.asarray(coef, dtype=float), DataHolderReport(n_records=n, n_clipped=n_clipped))
+
+    @classmethod
+    def shrinkage_from_public(cls, eigenvalues: np.ndarray, attrs: dict) -> np.ndarray:
+        """Shrinkage ``s_j`` rebuilt from a release's public eigenvalues and attributes."""
+        return np.ones(np.asarray(eigenvalues).size)
+
+    def __repr__(self) -> str:
+        p = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.params.items())
+        return f"{type(self).__name__}(tau={float(self.tau):g}, n={self.n}, J={self.n_components}" + (f", {p})" if p else ")")
+
+
+@dataclass(frozen=True)
+class DataHolderReport:
+    """What only the data holder sees about a fit: never written to a release.
+
+    Attributes
+    ----------
+    n_records : int
+    n_clipped : int
+        Records whose norm exceeded τ and were scaled down.
+    """
+
+    n_records: int
+    n_clipped: int
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class LinearSummary:
+    """A fitted summary: its public :class:`SummarySpec`, the **non-private**
+    coefficients and a data-holder report. An input to a mechanism, never part
+    of a release; its ``repr`` does not show the coefficients.
+
+    Every public attribute (sensitivity, grid, design, eigenvalues, params,
+    attrs ...) is the spec's.
+
+    Attributes
+    ----------
+    spec : SummarySpec
+    coefficients : ndarray, shape (J,)
+        Non-private coefficients.
+    report : DataHolderReport
+    """
+
+    spec: SummarySpec
+    coefficients: np.ndarray
+    report: DataHolderReport = field(default_factory=lambda: DataHolderReport(0, 0))
+
+    def __getattr__(self, name):  # the public side is the spec's
+        if name.startswith("__") or name in ("spec", "coefficients", "report"):
+            raise AttributeError(name)
+        return getattr(self.spec, name)
+
+    @property
+    def n_clipped(self) -> int:
+        """Records clipped to τ (data holder only)."""
+        return self.report.n_clipped
+
+    @property
+    def n_components(self) -> int:
+        return int(self.coefficients.size)
+
+    @property
+    def eigenfunctions(self) -> np.ndarray:
+        """Retained eigenfunctions on the grid, shape (K, J)."""
+        return self.spec.design
+
+    def curve(self) -> xr.DataArray:
+        """The non-private summary as a curve over ``t`` (never released)."""
+        return xr.DataArray(self.spec.design @ self.coefficients, dims=(dims.T,),
+                            coords={dims.T: self.spec.grid.t}, name=f"{self.spec.name}_nonprivate")
+
+    def sensitivity(self, norm: str | None = None, bound: str = "tight") -> Sensitivity:
+        """The spec's sensitivity (:meth:`SummarySpec.sensitivity`)."""
+        return self.spec.sensitivity(norm, bound)
+
+    def __repr__(self) -> str:
+        return f"LinearSummary({self.spec!r}; non-private coefficients hidden)"
+
+
+def as_spec(summary) -> SummarySpec:
+    """The public spec of a spec or a fitted summary.
+
+    Raises
+    ------
+    CompatibilityError
+        Anything else.
+    """
+    from ..errors import CompatibilityError
+
+    if isinstance(summary, SummarySpec):
+        return summary
+    if isinstance(summary, LinearSummary):
+        return summary.spec
+    raise CompatibilityError(f"expected a summary spec or a fitted summary, got {type(summary).__name__}",
+                             "e.g. iclp_qr_mean(curves, basis, tau=1) or ICLPQRSpec(basis, tau=1, n=100)")
+
+
+__all__ = ["Sensitivity", "SummarySpec", "LinearSummary", "DataHolderReport", "DataDerived", "NORMS",
+           "NEIGHBOURING", "as_spec", "public_tau", "public_n"]

@@ -16,16 +16,17 @@ vector of ``k + 1`` lattice values by at most ``(k + 1) 2τ_∞/n`` in ℓ¹
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import xarray as xr
 from scipy import stats
 
 from .. import dims
-from ..errors import check_positive
+from ..errors import InputError
 from ..spaces import Grid
-from .base import LinearSummary, Sensitivity
-from .curves import DataDerived, as_curves, check_finite
+from .base import LinearSummary, Sensitivity, SummarySpec, public_tau
+from .curves import check_finite, curves_and_grid
 
 
 def bernstein_design(t, k: int) -> np.ndarray:
@@ -34,28 +35,62 @@ def bernstein_design(t, k: int) -> np.ndarray:
     return stats.binom.pmf(np.arange(k + 1)[None, :], k, t[:, None])
 
 
-@dataclass(frozen=True, eq=False)
-class BernsteinSummary(LinearSummary):
+@dataclass(frozen=True, eq=False, repr=False, kw_only=True)
+class BernsteinSpec(SummarySpec):
     """Mean curve on the lattice ``ν/k`` with a Bernstein reconstruction.
 
-    ``coefficients`` are the (non-private) lattice values of the mean, shape
-    (k + 1,); ``tau`` is the sup-norm bound τ_∞; ``basis`` is unused (None).
+    Parameters
+    ----------
+    grid : Grid
+        The curves' grid (the released curve is evaluated on it).
+    tau : float
+        Public sup-norm bound τ_∞; curves are clipped pointwise to ``[−τ_∞, τ_∞]``.
+    n : int
+        Public number of records.
+    k : int
+        Lattice size (cover size); ``k + 1`` lattice points. The ICLP paper uses 20.
+
+    Raises
+    ------
+    InputError
+        τ_∞ <= 0, n < 2, k < 1.
     """
 
     lattice_grid: Grid | None = None
     k: int = 20
+    name: ClassVar[str] = "bernstein"
+    default_norm: ClassVar[str] = "l1"
+    norms: ClassVar[tuple[str, ...]] = ("l1",)
+    source: ClassVar[str] = "Aldà & Rubinstein (2017); Lin & Reimherr (2026), Section 6.1"
+
+    def __post_init__(self):
+        object.__setattr__(self, "tau", public_tau(self.tau, "tau_inf", "pass a public bound on |X(t)|"))
+        super().__post_init__()
+        if not isinstance(self.lattice_grid, Grid):
+            raise InputError("a Bernstein spec needs the curves' grid", "pass lattice_grid=Grid.from_points(points)")
+        if isinstance(self.k, bool) or not float(self.k).is_integer() or int(self.k) < 1:
+            raise InputError(f"k (lattice size) must be an integer >= 1, got {self.k!r}")
+        object.__setattr__(self, "k", int(self.k))
 
     @property
     def grid(self):
         return self.lattice_grid
 
     @property
+    def n_components(self):
+        return self.k + 1
+
+    @property
+    def lipschitz(self):
+        return np.ones(self.k + 1)
+
+    @property
     def design(self):
         return bernstein_design(self.lattice_grid.t, self.k)
 
     @property
-    def eigenvalues(self):
-        raise AttributeError("a Bernstein summary has no eigenvalues")
+    def params(self):
+        return {"lattice_k": self.k}
 
     def public_dataset(self) -> xr.Dataset:
         return xr.Dataset(
@@ -74,14 +109,15 @@ class BernsteinSummary(LinearSummary):
 
         Raises
         ------
-        ValueError
+        InputError
             Any norm other than "l1" (the Bernstein summary has no eigenbasis).
         """
         norm = norm or "l1"
         if norm != "l1":
-            raise ValueError("the Bernstein summary only has an l1 sensitivity (use FRL/Bernstein, not ICLP or Gaussian)")
+            raise InputError("the Bernstein summary only has an l1 sensitivity",
+                             "use the FRL/Bernstein mechanisms, not ICLP or Gaussian")
         if bound not in ("tight", "paper"):
-            raise ValueError(f"unknown bound {bound!r}")
+            raise InputError(f"unknown bound {bound!r}", "use 'tight' or 'paper'")
         value = (self.k + 1) * 2.0 * self.tau / self.n
         return Sensitivity(value=value, norm="l1", bound=bound,
                            assumptions=f"each record clipped pointwise to [-tau_inf, tau_inf], tau_inf={self.tau:g}; "
@@ -93,10 +129,28 @@ class BernsteinSummary(LinearSummary):
         out["tau_norm"] = "sup"
         return out
 
+    def _coefficients(self, curves, curve_dim=None, t_dim=None):
+        da, grid = curves_and_grid(curves, None if isinstance(curves, xr.DataArray) else self.lattice_grid,
+                                   curve_dim=curve_dim, t_dim=t_dim)
+        if not np.allclose(grid.t, self.lattice_grid.t):
+            raise InputError("the curves' grid differs from the spec's grid",
+                             "build the spec on Grid.from_points(curves[t_dim].values)")
+        check_finite(da)
+        tau = float(self.tau)
+        mean = np.asarray(da.clip(-tau, tau).mean(dims.CURVE).values, dtype=float)
+        n_clipped = int((np.abs(da) > tau).any(dims.T).sum().values)
+        values = np.interp(np.arange(self.k + 1) / self.k, grid.t, mean)
+        return values, int(da.sizes[dims.CURVE]), n_clipped
+
+
+#: kept for code written against the first release of the package
+BernsteinSummary = LinearSummary
+
 
 def bernstein_mean(curves, grid: Grid | None = None, *, tau_inf: float, k: int = 20, curve_dim=None,
-                   t_dim=None) -> BernsteinSummary:
-    """Sample mean of sup-clipped curves on the Bernstein lattice ``ν/k``.
+                   t_dim=None) -> LinearSummary:
+    """Fit :class:`BernsteinSpec` (n = number of records): the mean of the
+    pointwise-clipped curves on the Bernstein lattice ``ν/k``.
 
     Parameters
     ----------
@@ -106,36 +160,22 @@ def bernstein_mean(curves, grid: Grid | None = None, *, tau_inf: float, k: int =
     tau_inf : float
         Public bound on ``sup_t |X_i(t)|``; curves are clipped pointwise to it.
     k : int
-        Lattice size (cover size) ``k``; ``k + 1`` lattice points. The ICLP
-        paper uses 20.
+        Lattice size; ``k + 1`` lattice points.
 
     Returns
     -------
-    BernsteinSummary
+    LinearSummary
         Lattice values are linear interpolations of the clipped mean at ``ν/k``
         (interpolation keeps the sup-norm bound).
 
     Raises
     ------
-    ValueError
+    InputError
         NaN/inf curves, τ_∞ <= 0, k < 1.
     """
-    tau = DataDerived(check_positive(tau_inf, "tau_inf")) if isinstance(tau_inf, DataDerived) else \
-        check_positive(tau_inf, "tau_inf", "pass a public bound on |X(t)|")
-    k = int(k)
-    if k < 1:
-        raise ValueError("k (lattice size) must be >= 1")
-    da = as_curves(curves, grid, curve_dim=curve_dim, t_dim=t_dim)
-    grid = da.attrs["grid"]
-    check_finite(da)
-    clipped = da.clip(-tau, tau)
-    mean = np.asarray(clipped.mean(dims.CURVE).values, dtype=float)
-    n_clipped = int((np.abs(da) > tau).any(dims.T).sum().values)
-    values = np.interp(np.arange(k + 1) / k, grid.t, mean)
-    return BernsteinSummary(name="bernstein", coefficients=values, lipschitz=np.ones(k + 1), basis=None, tau=tau,
-                            n=int(da.sizes[dims.CURVE]), n_clipped=n_clipped, params={"lattice_k": k},
-                            source="Aldà & Rubinstein (2017); Lin & Reimherr (2026), Section 6.1",
-                            default_norm="l1", data_dependent=isinstance(tau, DataDerived), lattice_grid=grid, k=k)
+    da, grid = curves_and_grid(curves, grid, curve_dim=curve_dim, t_dim=t_dim)
+    spec = BernsteinSpec(lattice_grid=grid, tau=tau_inf, n=int(da.sizes[dims.CURVE]), k=k)
+    return spec.fit(da)
 
 
-__all__ = ["BernsteinSummary", "bernstein_mean", "bernstein_design"]
+__all__ = ["BernsteinSpec", "BernsteinSummary", "bernstein_mean", "bernstein_design"]

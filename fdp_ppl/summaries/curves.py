@@ -15,13 +15,21 @@ import numpy as np
 import xarray as xr
 
 from .. import dims
-from ..errors import PrivacyLeakWarning, check_positive
+from ..errors import InputError, PrivacyLeakWarning, check_positive
 from ..spaces import Grid
+from .base import DataDerived
 
 
 def as_curves(curves, grid: Grid | None = None, *, curve_dim: str | None = None,
               t_dim: str | None = None) -> xr.DataArray:
-    """Normalise input curves to a DataArray with dims ``("curve", "t")``.
+    """Normalise input curves to a DataArray with dims ``("curve", "t")``
+    (:func:`curves_and_grid` without the grid)."""
+    return curves_and_grid(curves, grid, curve_dim=curve_dim, t_dim=t_dim)[0]
+
+
+def curves_and_grid(curves, grid: Grid | None = None, *, curve_dim: str | None = None,
+                    t_dim: str | None = None) -> tuple[xr.DataArray, Grid]:
+    """Normalise input curves to a DataArray with dims ``("curve", "t")`` and its grid.
 
     Parameters
     ----------
@@ -36,23 +44,24 @@ def as_curves(curves, grid: Grid | None = None, *, curve_dim: str | None = None,
 
     Returns
     -------
-    xr.DataArray
+    curves : xr.DataArray
         dims ``("curve", "t")``, ``t`` coordinate on [0, 1]; the input is not
         modified (dask arrays stay lazy).
+    grid : Grid
 
     Raises
     ------
-    ValueError
+    InputError
         Wrong number of dims, grid size mismatch, fewer than 2 curves.
     """
     if isinstance(curves, xr.DataArray):
         if curves.ndim != 2:
-            raise ValueError(f"curves must have 2 dims (records, grid), got dims {curves.dims}; "
+            raise InputError(f"curves must have 2 dims (records, grid), got dims {curves.dims}; "
                              "select one variable/slice first")
         t_dim = t_dim or curves.dims[-1]
         curve_dim = curve_dim or next(d for d in curves.dims if d != t_dim)
         if {curve_dim, t_dim} != set(curves.dims):
-            raise ValueError(f"curve_dim={curve_dim!r} / t_dim={t_dim!r} do not match dims {curves.dims}")
+            raise InputError(f"curve_dim={curve_dim!r} / t_dim={t_dim!r} do not match dims {curves.dims}")
         da = curves.transpose(curve_dim, t_dim)
         if grid is None:
             pts = da[t_dim].values if t_dim in da.coords else np.arange(da.sizes[t_dim], dtype=float)
@@ -62,17 +71,15 @@ def as_curves(curves, grid: Grid | None = None, *, curve_dim: str | None = None,
     else:
         arr = np.asarray(curves, dtype=float)
         if arr.ndim != 2:
-            raise ValueError(f"curves must be a 2-D array (n, K), got shape {arr.shape}")
+            raise InputError(f"curves must be a 2-D array (n, K), got shape {arr.shape}")
         if grid is None:
-            raise ValueError("numpy curves need a grid: pass grid=Grid.from_points(points)")
+            raise InputError("numpy curves need a grid: pass grid=Grid.from_points(points)")
         out = xr.DataArray(arr, dims=(dims.CURVE, dims.T))
     if out.sizes[dims.T] != grid.size:
-        raise ValueError(f"curves have {out.sizes[dims.T]} grid points but the grid has {grid.size}")
+        raise InputError(f"curves have {out.sizes[dims.T]} grid points but the grid has {grid.size}")
     if out.sizes[dims.CURVE] < 2:
-        raise ValueError("need at least 2 curves")
-    out = out.assign_coords({dims.T: grid.t})
-    out.attrs["grid"] = grid
-    return out
+        raise InputError("need at least 2 curves")
+    return out.assign_coords({dims.T: grid.t}), grid
 
 
 def check_finite(curves: xr.DataArray) -> None:
@@ -87,7 +94,7 @@ def check_finite(curves: xr.DataArray) -> None:
     bad = int((~np.isfinite(curves)).sum().values)
     if bad:
         n_bad = int((~np.isfinite(curves)).any(dims.T).sum().values)
-        raise ValueError(f"curves contain {bad} NaN/inf values in {n_bad} curves; drop incomplete curves "
+        raise InputError(f"curves contain {bad} NaN/inf values in {n_bad} curves; drop incomplete curves "
                          "(drop_incomplete=True / --drop-incomplete) or impute them first")
 
 
@@ -116,14 +123,6 @@ def clip_curves(curves: xr.DataArray, grid: Grid, tau: float) -> tuple[xr.DataAr
     return curves * factor, norms > tau
 
 
-class DataDerived(float):
-    """A float computed from private data (e.g. τ = max_i ‖X_i‖).
-
-    Summaries built with such a value label their sensitivity
-    ``data_dependent=True``; releases record it. Created by :func:`data_tau`.
-    """
-
-
 def data_tau(curves, grid: Grid | None = None) -> DataDerived:
     """τ = max_i ‖X_i‖ computed from the data, as Mirshani et al. (2019, Section 5) do.
 
@@ -132,8 +131,8 @@ def data_tau(curves, grid: Grid | None = None) -> DataDerived:
     :class:`DataDerived` float so that every sensitivity built on it is
     labelled ``data_dependent``. Use a public bound for real releases.
     """
-    da = as_curves(curves, grid)
-    value = float(l2_norms(da, da.attrs["grid"]).max().values)
+    da, grid = curves_and_grid(curves, grid)
+    value = float(l2_norms(da, grid).max().values)
     warnings.warn("tau computed from the private data (max curve norm): the release carries no formal "
                   "guarantee; use a public bound", PrivacyLeakWarning, stacklevel=2)
     return DataDerived(value)
@@ -149,8 +148,7 @@ def clipped_mean(curves, grid: Grid | None, tau: float, *, check: bool = True):
     n_clipped : int
     grid : Grid
     """
-    da = as_curves(curves, grid)
-    grid = da.attrs["grid"]
+    da, grid = curves_and_grid(curves, grid)
     if check:
         check_finite(da)
     clipped, was = clip_curves(da, grid, tau)
@@ -158,4 +156,4 @@ def clipped_mean(curves, grid: Grid | None, tau: float, *, check: bool = True):
     return mean, int(da.sizes[dims.CURVE]), int(was.sum().values), grid
 
 
-__all__ = ["DataDerived", "data_tau", "as_curves", "check_finite", "l2_norms", "clip_curves", "clipped_mean"]
+__all__ = ["DataDerived", "data_tau", "as_curves", "curves_and_grid", "check_finite", "l2_norms", "clip_curves", "clipped_mean"]

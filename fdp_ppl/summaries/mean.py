@@ -1,33 +1,40 @@
-"""Mean-curve summaries with their sensitivities.
+"""Mean-curve summaries: public specifications and their fitted estimates.
 
 All estimators start from the sample mean of the curves clipped to a public
 L² bound τ, expressed in the eigenbasis of the noise kernel:
 ``X̄_j = <X̄, φ_j>_w``. Then (Lin & Reimherr 2026, Theorem 12; Mirshani et al.
 2019, eq. 2):
 
-* FRL: ``X̄_j`` for ``j <= M`` (projection on the first M eigenfunctions);
-* ICLP-QR / RKHS ridge: ``λ_j^η/(λ_j^η + ψ) · X̄_j`` (eq. 11);
-* ICLP-AR: soft thresholding ``sgn(X̄_j)(|X̄_j| − ψ/(2λ_j^{η/2}))^+`` for
-  ``j < J*``, where ``J* = min{j : τ <= ψ/(2λ_j^{η/2})}`` (Remark 13) — all
-  later coefficients are zero for every dataset.
+* FRL (:class:`FRLSpec`): ``X̄_j`` for ``j <= M`` (projection on the first M eigenfunctions);
+* ICLP-QR / RKHS ridge (:class:`ICLPQRSpec`, :class:`RKHSSpec`):
+  ``λ_j^η/(λ_j^η + ψ) · X̄_j`` (eq. 11, :func:`ridge_shrinkage`);
+* ICLP-AR (:class:`ICLPARSpec`): soft thresholding
+  ``sgn(X̄_j)(|X̄_j| − ψ/(2λ_j^{η/2}))^+`` for ``j < J*``, where
+  ``J* = min{j : τ <= ψ/(2λ_j^{η/2})}`` (Remark 13) — all later coefficients
+  are zero for every dataset;
+* the plain clipped mean (:class:`SampleMeanSpec`).
 
 Privacy-safe parameter selection (PSS, Section 4.4 / Corollary 15):
 ``ψ = 1/n``, ``η_QR = 1 + 2/β``, ``η_AR = 2(1 + 2/β)``,
 ``M ∈ [n^{1/(ηβ)}, n^{1/3}]``, with β the eigen-decay exponent of the kernel.
+The ``*_mean`` functions build the spec with ``n`` = the number of records
+(public under the replace-one relation) and fit it.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import xarray as xr
 
-from ..errors import check_positive
+from .. import dims
+from ..errors import InputError, check_positive
 from ..spaces import Eigenbasis
-from .base import LinearSummary
-from .curves import DataDerived, as_curves, clipped_mean
+from .base import LinearSummary, SummarySpec
+from .curves import clipped_mean, curves_and_grid
 
 
 @dataclass(frozen=True)
@@ -76,216 +83,380 @@ def pss(n: int, beta: float) -> PSS:
         ``n < 1`` or ``beta <= 1``.
     """
     if int(n) < 1:
-        raise ValueError("n must be >= 1")
+        raise InputError("n must be >= 1")
     if not beta > 1:
-        raise ValueError(f"the eigenvalues must decay faster than 1/j (beta > 1), got beta={beta}")
+        raise InputError(f"the eigenvalues must decay faster than 1/j (beta > 1), got beta={beta}")
     eta_qr = 1.0 + 2.0 / beta
     lo = math.ceil(n ** (1.0 / (eta_qr * beta)))
     hi = max(lo, math.floor(n ** (1.0 / 3.0)))
     return PSS(psi=1.0 / n, eta_qr=eta_qr, eta_ar=2.0 * eta_qr, m_range=(lo, hi), beta=float(beta))
 
 
-def _tau(tau):
-    if isinstance(tau, DataDerived):
-        return DataDerived(check_positive(tau, "tau"))
-    return check_positive(tau, "tau", "pass a public bound on the curves' L2 norm")
+def ridge_shrinkage(eigenvalues, eta: float, psi: float) -> np.ndarray:
+    """Ridge shrinkage ``λ_j^η/(λ_j^η + ψ)`` (Lin & Reimherr 2026, eq. 11; Mirshani et al. 2019, eq. 2)."""
+    lam_eta = np.asarray(eigenvalues, dtype=float) ** float(eta)
+    return lam_eta / (lam_eta + float(psi))
 
 
-def _mean_coefficients(curves, basis: Eigenbasis, tau: float, curve_dim=None, t_dim=None):
-    if not isinstance(basis, Eigenbasis):
-        raise TypeError("basis must be an Eigenbasis, e.g. eigenbasis(Matern(rho=0.1, nu=1.5), grid)")
-    if isinstance(curves, xr.DataArray):
-        da = as_curves(curves, curve_dim=curve_dim, t_dim=t_dim)
-        if not np.allclose(da.attrs["grid"].t, basis.grid.t):
-            raise ValueError("the curves' grid differs from the basis grid; build the basis on "
-                             "Grid.from_points(curves[t_dim].values)")
-        curves = da
-    mean, n, n_clipped, _ = clipped_mean(curves, basis.grid, tau)
-    return basis.coefficients(mean), n, n_clipped
-
-
-
-def frl_mean(curves, basis: Eigenbasis, *, tau: float, M: int | None = None,
-             curve_dim=None, t_dim=None) -> LinearSummary:
-    """Sample mean projected on the first M eigenfunctions (FRL summary).
-
-    Parameters
-    ----------
-    curves : xr.DataArray (curve, t) or ndarray (n, K) on ``basis.grid``
-    basis : Eigenbasis
-    tau : float
-        Public L² bound; each curve is clipped to it.
-    M : int, optional
-        Number of components; default the upper end of the PSS range
-        ``floor(n^{1/3})``.
-
-    Returns
-    -------
-    LinearSummary
-        ``lipschitz = 1`` on j < M; natural norm ``"l1"`` with sensitivity
-        ``2Mτ/n`` (paper, Theorem 12.1) or ``2τ√M/n`` (tight).
-
-    Raises
-    ------
-    ValueError
-        NaN/inf curves, τ <= 0, M < 1 or M larger than the basis.
-    """
-    tau = _tau(tau)
-    c, n, n_clipped = _mean_coefficients(curves, basis, tau, curve_dim, t_dim)
-    if M is None:
-        M = pss(n, kernel_beta(basis)).m_range[1]
-    M = int(M)
-    if not 1 <= M <= basis.size:
-        raise ValueError(f"M must lie in 1..{basis.size} (retained eigenpairs), got {M}")
-    return LinearSummary(name="frl", coefficients=c[:M].copy(), lipschitz=np.ones(M), basis=basis, tau=tau,
-                         n=n, n_clipped=n_clipped, data_dependent=isinstance(tau, DataDerived), params={"M": M},
-                         source="Lin & Reimherr (2026), Theorem 12.1", default_norm="l1")
-
-
-def _ridge(curves, basis, tau, eta, psi, name, curve_dim, t_dim, min_eta):
-    tau = _tau(tau)
-    c, n, n_clipped = _mean_coefficients(curves, basis, tau, curve_dim, t_dim)
-    if eta is None:
-        eta = pss(n, kernel_beta(basis)).eta_qr
-    eta = float(eta)
-    psi = 1.0 / n if psi is None else check_positive(psi, "psi")
-    if eta < min_eta:
-        raise ValueError(f"eta must be >= {min_eta} for the {name} mean, got {eta}")
-    lam_eta = basis.power(eta)
-    w = lam_eta / (lam_eta + psi)
-    return LinearSummary(name=name, coefficients=w * c, lipschitz=w, basis=basis, tau=tau, n=n,
-                         n_clipped=n_clipped, data_dependent=isinstance(tau, DataDerived), params={"eta": eta, "psi": psi},
-                         source=("Lin & Reimherr (2026), eq. (11), Theorem 12.3" if name == "iclp-qr"
-                                 else "Mirshani et al. (2019), eq. (2), Theorem 4.1"),
-                         default_norm="1,C" if name == "iclp-qr" else "cameron-martin")
-
-
-def iclp_qr_mean(curves, basis: Eigenbasis, *, tau: float, eta: float | None = None,
-                 psi: float | None = None, curve_dim=None, t_dim=None) -> LinearSummary:
-    """ICLP-QR mean: ridge shrinkage ``λ_j^η/(λ_j^η+ψ) X̄_j`` of the clipped mean.
-
-    Minimises ``(1/n) Σ_i ‖X_i − θ‖² + ψ‖θ‖²_{C^η}`` (Lin & Reimherr 2026,
-    eq. 9 with QR penalty; closed form eq. 11).
-
-    Parameters
-    ----------
-    curves : xr.DataArray (curve, t) or ndarray (n, K) on ``basis.grid``
-    basis : Eigenbasis
-    tau : float
-        Public L² clipping bound.
-    eta : float, optional
-        Penalty power, default PSS ``1 + 2/β``. Must exceed 1.
-    psi : float, optional
-        Penalty weight, default PSS ``1/n``.
-
-    Returns
-    -------
-    LinearSummary
-        Natural norm ``"1,C"``: paper bound ``(2τ/n) Σ_j λ_j^{η−1/2}/(λ_j^η+ψ)``
-        (Theorem 12.3) or the tight ℓ² form (default for releases).
-
-    Raises
-    ------
-    ValueError
-        NaN/inf curves, τ <= 0, ψ <= 0, η <= 1.
-    """
-    out = _ridge(curves, basis, tau, eta, psi, "iclp-qr", curve_dim, t_dim, min_eta=1.0)
-    if out.params["eta"] <= 1.0:
-        raise ValueError("ICLP-QR needs eta > 1 (Theorem 12.3)")
-    return out
-
-
-def rkhs_mean(curves, basis: Eigenbasis, *, tau: float, eta: float = 1.0, psi: float | None = None,
-              curve_dim=None, t_dim=None) -> LinearSummary:
-    """RKHS-penalised mean of Mirshani et al. (2019), eq. (2): the same ridge
-    shrinkage as ICLP-QR with η >= 1 (default 1), natural norm Cameron–Martin
-    (Theorem 4.1).
-
-    Parameters
-    ----------
-    curves, basis, tau : see :func:`iclp_qr_mean`
-    eta : float
-        Penalty power, >= 1.
-    psi : float, optional
-        Penalty weight φ of the paper; default ``1/n``.
-
-    Raises
-    ------
-    ValueError
-        NaN/inf curves, τ <= 0, ψ <= 0, η < 1.
-    """
-    return _ridge(curves, basis, tau, eta, psi, "rkhs", curve_dim, t_dim, min_eta=1.0)
+def ar_thresholds(eigenvalues, eta: float, psi: float) -> np.ndarray:
+    """Soft thresholds ``ψ/(2λ_j^{η/2})`` of ICLP-AR (Theorem 12.2)."""
+    return float(psi) / (2.0 * np.asarray(eigenvalues, dtype=float) ** (float(eta) / 2.0))
 
 
 def ar_j_star(basis: Eigenbasis, tau: float, eta: float, psi: float) -> int:
     """``J* = min{j >= 1 : τ <= ψ/(2λ_j^{η/2})}`` (Remark 13), 1-based; returns
     ``J + 1`` if no retained eigenpair reaches the threshold."""
-    thr = psi / (2.0 * basis.power(eta / 2.0))
-    hit = np.nonzero(tau <= thr)[0]
+    hit = np.nonzero(tau <= ar_thresholds(basis.eigenvalues, eta, psi))[0]
     return int(hit[0]) + 1 if hit.size else basis.size + 1
 
 
-def iclp_ar_mean(curves, basis: Eigenbasis, *, tau: float, eta: float | None = None,
-                 psi: float | None = None, curve_dim=None, t_dim=None) -> LinearSummary:
-    """ICLP-AR mean: soft thresholding of the clipped mean's coefficients.
-
-    Minimises ``(1/n) Σ_i ‖X_i − θ‖² + ψ‖θ‖_{1,C^η}`` (Lin & Reimherr 2026,
-    Theorem 12.2): ``sgn(X̄_j)(|X̄_j| − ψ/(2λ_j^{η/2}))^+``. Since
-    ``|X̄_j| <= τ``, coefficients ``j >= J*`` vanish for every dataset
-    (Remark 13), so only ``J* − 1`` coefficients are kept.
+@dataclass(frozen=True, eq=False, repr=False, kw_only=True)
+class EigenSpec(SummarySpec):
+    """A mean summary in a kernel's eigenbasis (base of the mean specs).
 
     Parameters
     ----------
-    curves, basis, tau : see :func:`iclp_qr_mean`
-    eta : float, optional
-        Default PSS ``2(1 + 2/β)``; must be >= 1.
-    psi : float, optional
-        Default PSS ``1/n``.
-
-    Returns
-    -------
-    LinearSummary
-        ``lipschitz = 1`` (soft thresholding is 1-Lipschitz); paper bound
-        ``(2τ/n) Σ_{j<J*} λ_j^{-1/2}``.
-
-    Raises
-    ------
-    ValueError
-        NaN/inf curves, τ <= 0, ψ <= 0, η < 1, or ``J* = 1`` (every
-        coefficient is thresholded away: lower ψ or η).
+    basis : Eigenbasis
+    tau : float
+        Public L² clipping bound (grid norm).
+    n : int
+        Public number of records.
     """
-    tau = _tau(tau)
-    c, n, n_clipped = _mean_coefficients(curves, basis, tau, curve_dim, t_dim)
-    if eta is None:
-        eta = pss(n, kernel_beta(basis)).eta_ar
-    eta = float(eta)
-    psi = 1.0 / n if psi is None else check_positive(psi, "psi")
-    if eta < 1:
-        raise ValueError(f"ICLP-AR needs eta >= 1, got {eta}")
-    j_star = ar_j_star(basis, tau, eta, psi)
-    J = j_star - 1
-    if J < 1:
-        raise ValueError("ICLP-AR thresholds every coefficient away (J* = 1); lower psi or eta")
-    thr = psi / (2.0 * basis.power(eta / 2.0))[:J]
-    x = c[:J]
-    coef = np.sign(x) * np.maximum(np.abs(x) - thr, 0.0)
-    return LinearSummary(name="iclp-ar", coefficients=coef, lipschitz=np.ones(J), basis=basis, tau=tau, n=n,
-                         n_clipped=n_clipped, data_dependent=isinstance(tau, DataDerived), params={"eta": eta, "psi": psi, "J_star": j_star},
-                         source="Lin & Reimherr (2026), Theorem 12.2, Remark 13", default_norm="1,C")
+
+    basis: Eigenbasis | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not isinstance(self.basis, Eigenbasis):
+            raise InputError("basis must be an Eigenbasis", "e.g. eigenbasis(Matern(rho=0.1, nu=1.5), grid)")
+
+    @property
+    def grid(self):
+        return self.basis.grid
+
+    @property
+    def eigenvalues(self) -> np.ndarray:
+        return self.basis.eigenvalues[: self.n_components]
+
+    @property
+    def design(self) -> np.ndarray:
+        """Retained eigenfunctions on the grid, shape (K, J)."""
+        return self.basis.eigenfunctions[:, : self.n_components]
+
+    @property
+    def n_components(self) -> int:
+        return self.basis.size
+
+    def public_dataset(self) -> xr.Dataset:
+        """eigenvalues (basis), eigenfunctions (t, basis), quadrature weights (t)."""
+        return self.basis.to_dataset().isel({dims.BASIS: slice(0, self.n_components)})
+
+    def basis_attrs(self) -> dict:
+        out = dict(self.basis.kernel.params())
+        out["eigen_rel_tol"] = self.basis.rel_tol
+        return out
+
+    def _beta(self) -> float:
+        return kernel_beta(self.basis)
+
+    def _mean_coefficients(self, curves, curve_dim=None, t_dim=None):
+        grid = None
+        if isinstance(curves, xr.DataArray):
+            curves, grid = curves_and_grid(curves, curve_dim=curve_dim, t_dim=t_dim)
+            if not np.allclose(grid.t, self.basis.grid.t):
+                raise InputError("the curves' grid differs from the basis grid",
+                                 "build the basis on Grid.from_points(curves[t_dim].values)")
+        mean, n, n_clipped, _ = clipped_mean(curves, grid or self.basis.grid, self.tau)
+        return self.basis.coefficients(mean), n, n_clipped
+
+    def _transform(self, mean_coefficients: np.ndarray) -> np.ndarray:
+        return self.shrinkage * mean_coefficients[: self.n_components]
+
+    def _coefficients(self, curves, curve_dim=None, t_dim=None):
+        c, n, n_clipped = self._mean_coefficients(curves, curve_dim, t_dim)
+        return self._transform(c), n, n_clipped
 
 
-def sample_mean(curves, basis: Eigenbasis, *, tau: float, curve_dim=None, t_dim=None) -> LinearSummary:
+@dataclass(frozen=True, eq=False, repr=False, kw_only=True)
+class SampleMeanSpec(EigenSpec):
     """Clipped sample mean on all retained eigenpairs, no smoothing.
 
     Its ``‖·‖_{1,C}`` sensitivity is finite only because the grid is finite and
     grows without bound as the grid is refined (Theorem 7): use it for
     comparison, not for release.
     """
-    tau = _tau(tau)
-    c, n, n_clipped = _mean_coefficients(curves, basis, tau, curve_dim, t_dim)
-    return LinearSummary(name="sample-mean", coefficients=c, lipschitz=np.ones(c.size), basis=basis, tau=tau,
-                         n=n, n_clipped=n_clipped, data_dependent=isinstance(tau, DataDerived), source="sample mean of clipped curves", default_norm="1,C")
+
+    name: ClassVar[str] = "sample-mean"
+    source: ClassVar[str] = "sample mean of clipped curves"
+
+    @property
+    def lipschitz(self):
+        return np.ones(self.n_components)
 
 
-__all__ = ["PSS", "pss", "kernel_beta", "frl_mean", "iclp_qr_mean", "iclp_ar_mean", "rkhs_mean",
-           "sample_mean", "ar_j_star"]
+@dataclass(frozen=True, eq=False, repr=False, kw_only=True)
+class FRLSpec(EigenSpec):
+    """Sample mean projected on the first M eigenfunctions (FRL summary).
+
+    ``lipschitz = 1`` on j < M; natural norm ``"l1"`` with sensitivity
+    ``2Mτ/n`` (paper, Theorem 12.1) or ``2τ√M/n`` (tight).
+
+    Parameters
+    ----------
+    basis, tau, n : see :class:`EigenSpec`
+    M : int, optional
+        Number of components; default the upper end of the PSS range
+        ``floor(n^{1/3})``.
+
+    Raises
+    ------
+    InputError
+        τ <= 0, n < 2, M < 1 or M larger than the basis.
+    """
+
+    M: int | None = None
+    name: ClassVar[str] = "frl"
+    default_norm: ClassVar[str] = "l1"
+    source: ClassVar[str] = "Lin & Reimherr (2026), Theorem 12.1"
+
+    def __post_init__(self):
+        super().__post_init__()
+        M = pss(self.n, self._beta()).m_range[1] if self.M is None else self.M
+        if isinstance(M, bool) or not float(M).is_integer() or not 1 <= int(M) <= self.basis.size:
+            raise InputError(f"M must lie in 1..{self.basis.size} (retained eigenpairs), got {M}")
+        object.__setattr__(self, "M", int(M))
+
+    @property
+    def n_components(self):
+        return self.M
+
+    @property
+    def lipschitz(self):
+        return np.ones(self.M)
+
+    @property
+    def params(self):
+        return {"M": self.M}
+
+
+@dataclass(frozen=True, eq=False, repr=False, kw_only=True)
+class RidgeSpec(EigenSpec):
+    """Ridge (RKHS-penalised) mean ``λ_j^η/(λ_j^η+ψ) X̄_j`` (base of ICLP-QR and RKHS)."""
+
+    eta: float | None = None
+    psi: float | None = None
+    min_eta: ClassVar[float] = 1.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        eta = self._default_eta() if self.eta is None else self.eta
+        eta = float(eta)
+        if not np.isfinite(eta) or eta < self.min_eta:
+            raise InputError(f"eta must be >= {self.min_eta} for the {self.name} mean, got {eta}")
+        psi = 1.0 / self.n if self.psi is None else check_positive(self.psi, "psi")
+        object.__setattr__(self, "eta", eta)
+        object.__setattr__(self, "psi", float(psi))
+
+    def _default_eta(self) -> float:
+        return pss(self.n, self._beta()).eta_qr
+
+    @property
+    def lipschitz(self):
+        return ridge_shrinkage(self.basis.eigenvalues, self.eta, self.psi)
+
+    @property
+    def params(self):
+        return {"eta": self.eta, "psi": self.psi}
+
+    @classmethod
+    def shrinkage_from_public(cls, eigenvalues, attrs):
+        return ridge_shrinkage(eigenvalues, float(attrs["eta"]), float(attrs["psi"]))
+
+    def _closed_form(self) -> float:
+        """``(τ/n) ((2η−1)^{2−1/η} / (η² ψ^{1/η}))^{1/2}`` (Mirshani et al. 2019, Theorem 4.1, second form)."""
+        eta, psi = self.eta, self.psi
+        return (self.tau / self.n) * float(np.sqrt((2 * eta - 1) ** (2 - 1 / eta) / (eta**2 * psi ** (1 / eta))))
+
+
+@dataclass(frozen=True, eq=False, repr=False, kw_only=True)
+class ICLPQRSpec(RidgeSpec):
+    """ICLP-QR mean: minimises ``(1/n) Σ_i ‖X_i − θ‖² + ψ‖θ‖²_{C^η}``
+    (Lin & Reimherr 2026, eq. 9 with QR penalty; closed form eq. 11).
+
+    Natural norm ``"1,C"``: paper bound ``(2τ/n) Σ_j λ_j^{η−1/2}/(λ_j^η+ψ)``
+    (Theorem 12.3) or the tight ℓ² form (default for releases).
+
+    Parameters
+    ----------
+    basis, tau, n : see :class:`EigenSpec`
+    eta : float, optional
+        Penalty power, default PSS ``1 + 2/β``. Must exceed 1.
+    psi : float, optional
+        Penalty weight, default PSS ``1/n``.
+
+    Raises
+    ------
+    InputError
+        τ <= 0, ψ <= 0, η <= 1.
+    """
+
+    name: ClassVar[str] = "iclp-qr"
+    source: ClassVar[str] = "Lin & Reimherr (2026), eq. (11), Theorem 12.3"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.eta <= 1.0:
+            raise InputError("ICLP-QR needs eta > 1 (Theorem 12.3)")
+
+
+@dataclass(frozen=True, eq=False, repr=False, kw_only=True)
+class RKHSSpec(RidgeSpec):
+    """RKHS-penalised mean of Mirshani et al. (2019), eq. (2): the ridge
+    shrinkage with η >= 1 (default 1), natural norm Cameron–Martin
+    (Theorem 4.1).
+
+    Parameters
+    ----------
+    basis, tau, n : see :class:`EigenSpec`
+    eta : float
+        Penalty power, >= 1 (default 1).
+    psi : float, optional
+        Penalty weight φ of the paper; default ``1/n``.
+    """
+
+    name: ClassVar[str] = "rkhs"
+    default_norm: ClassVar[str] = "cameron-martin"
+    source: ClassVar[str] = "Mirshani et al. (2019), eq. (2), Theorem 4.1"
+
+    def _default_eta(self) -> float:
+        return 1.0
+
+
+@dataclass(frozen=True, eq=False, repr=False, kw_only=True)
+class ICLPARSpec(EigenSpec):
+    """ICLP-AR mean: soft thresholding of the clipped mean's coefficients.
+
+    Minimises ``(1/n) Σ_i ‖X_i − θ‖² + ψ‖θ‖_{1,C^η}`` (Lin & Reimherr 2026,
+    Theorem 12.2): ``sgn(X̄_j)(|X̄_j| − ψ/(2λ_j^{η/2}))^+``. Since
+    ``|X̄_j| <= τ``, coefficients ``j >= J*`` vanish for every dataset
+    (Remark 13), so only ``J* − 1`` coefficients are kept. ``lipschitz = 1``
+    (soft thresholding is 1-Lipschitz); paper bound ``(2τ/n) Σ_{j<J*} λ_j^{-1/2}``.
+
+    Parameters
+    ----------
+    basis, tau, n : see :class:`EigenSpec`
+    eta : float, optional
+        Default PSS ``2(1 + 2/β)``; must be >= 1.
+    psi : float, optional
+        Default PSS ``1/n``.
+
+    Raises
+    ------
+    InputError
+        τ <= 0, ψ <= 0, η < 1, or ``J* = 1`` (every coefficient is
+        thresholded away: lower ψ or η).
+    """
+
+    eta: float | None = None
+    psi: float | None = None
+    name: ClassVar[str] = "iclp-ar"
+    source: ClassVar[str] = "Lin & Reimherr (2026), Theorem 12.2, Remark 13"
+    linear: ClassVar[bool] = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        eta = pss(self.n, self._beta()).eta_ar if self.eta is None else float(self.eta)
+        psi = 1.0 / self.n if self.psi is None else check_positive(self.psi, "psi")
+        if not eta >= 1:
+            raise InputError(f"ICLP-AR needs eta >= 1, got {eta}")
+        object.__setattr__(self, "eta", float(eta))
+        object.__setattr__(self, "psi", float(psi))
+        if self.j_star - 1 < 1:
+            raise InputError("ICLP-AR thresholds every coefficient away (J* = 1)", "lower psi or eta")
+
+    @property
+    def j_star(self) -> int:
+        return ar_j_star(self.basis, self.tau, self.eta, self.psi)
+
+    @property
+    def n_components(self):
+        return self.j_star - 1
+
+    @property
+    def lipschitz(self):
+        return np.ones(self.n_components)
+
+    @property
+    def params(self):
+        return {"eta": self.eta, "psi": self.psi, "J_star": self.j_star}
+
+    def _transform(self, c):
+        x = c[: self.n_components]
+        thr = ar_thresholds(self.eigenvalues, self.eta, self.psi)
+        return np.sign(x) * np.maximum(np.abs(x) - thr, 0.0)
+
+
+def _n_records(curves, curve_dim=None, t_dim=None) -> int:
+    """Number of records of the input (public under the replace-one relation)."""
+    if isinstance(curves, xr.DataArray):
+        if curves.ndim != 2:
+            curves_and_grid(curves, curve_dim=curve_dim, t_dim=t_dim)  # raises the standard error
+        t = t_dim or curves.dims[-1]
+        c = curve_dim or next((d for d in curves.dims if d != t), curves.dims[0])
+        if c not in curves.dims:
+            curves_and_grid(curves, curve_dim=curve_dim, t_dim=t_dim)
+        return int(curves.sizes[c])
+    arr = np.shape(curves)
+    if len(arr) != 2:
+        raise InputError(f"curves must be a 2-D array (n, K), got shape {arr}")
+    return int(arr[0])
+
+
+def _fit(spec_cls, curves, basis, curve_dim, t_dim, **kw) -> LinearSummary:
+    if not isinstance(basis, Eigenbasis):
+        raise InputError("basis must be an Eigenbasis", "e.g. eigenbasis(Matern(rho=0.1, nu=1.5), grid)")
+    n = _n_records(curves, curve_dim, t_dim)
+    if n < 2:
+        raise InputError("need at least 2 curves")
+    return spec_cls(basis=basis, n=n, **kw).fit(curves, curve_dim=curve_dim, t_dim=t_dim)
+
+
+def frl_mean(curves, basis: Eigenbasis, *, tau: float, M: int | None = None, curve_dim=None,
+             t_dim=None) -> LinearSummary:
+    """Fit :class:`FRLSpec` (n = number of records) to ``curves`` (xr.DataArray (curve, t) or ndarray (n, K))."""
+    return _fit(FRLSpec, curves, basis, curve_dim, t_dim, tau=tau, M=M)
+
+
+def iclp_qr_mean(curves, basis: Eigenbasis, *, tau: float, eta: float | None = None, psi: float | None = None,
+                 curve_dim=None, t_dim=None) -> LinearSummary:
+    """Fit :class:`ICLPQRSpec` (n = number of records): ridge shrinkage
+    ``λ_j^η/(λ_j^η+ψ) X̄_j`` of the clipped mean (Lin & Reimherr 2026, eq. 11).
+
+    Raises
+    ------
+    InputError
+        NaN/inf curves, τ <= 0, ψ <= 0, η <= 1.
+    """
+    return _fit(ICLPQRSpec, curves, basis, curve_dim, t_dim, tau=tau, eta=eta, psi=psi)
+
+
+def rkhs_mean(curves, basis: Eigenbasis, *, tau: float, eta: float = 1.0, psi: float | None = None,
+              curve_dim=None, t_dim=None) -> LinearSummary:
+    """Fit :class:`RKHSSpec` (n = number of records): Mirshani et al. (2019), eq. (2)."""
+    return _fit(RKHSSpec, curves, basis, curve_dim, t_dim, tau=tau, eta=eta, psi=psi)
+
+
+def iclp_ar_mean(curves, basis: Eigenbasis, *, tau: float, eta: float | None = None, psi: float | None = None,
+                 curve_dim=None, t_dim=None) -> LinearSummary:
+    """Fit :class:`ICLPARSpec` (n = number of records): soft thresholding (Theorem 12.2)."""
+    return _fit(ICLPARSpec, curves, basis, curve_dim, t_dim, tau=tau, eta=eta, psi=psi)
+
+
+def sample_mean(curves, basis: Eigenbasis, *, tau: float, curve_dim=None, t_dim=None) -> LinearSummary:
+    """Fit :class:`SampleMeanSpec` (n = number of records): the clipped mean, no smoothing."""
+    return _fit(SampleMeanSpec, curves, basis, curve_dim, t_dim, tau=tau)
+
+
+__all__ = ["PSS", "pss", "kernel_beta", "ridge_shrinkage", "ar_thresholds", "ar_j_star", "EigenSpec",
+           "SampleMeanSpec", "FRLSpec", "RidgeSpec", "ICLPQRSpec", "RKHSSpec", "ICLPARSpec", "frl_mean",
+           "iclp_qr_mean", "iclp_ar_mean", "rkhs_mean", "sample_mean"]

@@ -26,8 +26,8 @@ from collections.abc import Callable
 import numpy as np
 import xarray as xr
 
-from ..errors import PrivacyLeakWarning
-from .base import LinearSummary
+from .errors import PrivacyLeakWarning
+from .summaries import LinearSummary
 
 
 def _folds(n, folds, rng):
@@ -35,16 +35,10 @@ def _folds(n, folds, rng):
     return np.array_split(perm, folds)
 
 
-def noise_energy(mechanism, summary: LinearSummary, bound: str = "tight") -> float:
-    """``E‖f̃ − f‖²`` of a release: ``Σ_j Var(ξ_j) ‖design_j‖²_w`` (Laplace variance
-    ``2b_j²``, Normal ``sd_j²``, elliptical scale mixtures ``E[W] s_j²``); for an
-    eigenbasis this is ``Σ_j Var(ξ_j)``."""
-    scale = mechanism.calibrate(summary, bound).scale
-    var = 2 * scale**2 if mechanism.noise_law == "laplace" else scale**2
-    if hasattr(mechanism, "mean_w"):
-        var = var * mechanism.mean_w(summary.n_components)
-    col = np.sum(summary.design**2 * summary.grid.weights[:, None], axis=0)
-    return float(np.sum(var * col))
+def noise_energy(mechanism, summary, bound: str = "tight") -> float:
+    """``E‖f̃ − f‖²`` of a release (:meth:`fdp_ppl.mechanisms.Mechanism.noise_energy`):
+    ``Σ_j Var(ξ_j) ‖design_j‖²_w`` with the law's variance; works on a public spec."""
+    return mechanism.noise_energy(summary, bound)
 
 
 def cv_score(curves, make_summary: Callable, *, mechanism=None, folds: int = 10, random_seed=None,
@@ -96,7 +90,7 @@ def cv_score(curves, make_summary: Callable, *, mechanism=None, folds: int = 10,
         err = float(np.mean(np.sum((values[idx] - fit) ** 2 * w, axis=1)))
         if mechanism is not None:
             if draws > 0:
-                from ..release import draw_releases
+                from .sampling import draw_releases
 
                 scale = mechanism.calibrate(s, bound).scale
                 _, rel = draw_releases(mechanism, s, scale, draws, rng)

@@ -1,0 +1,53 @@
+"""Noise laws of the mechanisms: one object owns each law's formulas (see :mod:`fdp_ppl.laws.base`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from ..errors import SchemaError
+from .base import MIXING_VARIABLE, NoiseLaw
+from .elliptical import KINDS as ELLIPTICAL_KINDS
+from .elliptical import Elliptical
+from .product import Laplace, Normal
+
+_ELLIPTICAL = re.compile(r"^elliptical-(?P<kind>[a-z]+)(\(nu=(?P<nu>[^)]+)\))?$")
+
+
+def law_from_name(name: str) -> NoiseLaw:
+    """The law recorded as ``attrs["noise_law"]``: ``"laplace"``, ``"normal"``,
+    ``"elliptical-<kind>"`` or ``"elliptical-t(nu=<ν>)"``.
+
+    Raises
+    ------
+    SchemaError
+        An unknown name.
+    """
+    name = str(name).strip().lower()
+    if name == Laplace.name:
+        return Laplace()
+    if name == Normal.name:
+        return Normal()
+    m = _ELLIPTICAL.match(name)
+    if m and m["kind"] in ELLIPTICAL_KINDS:
+        return Elliptical(m["kind"], nu=float(m["nu"]) if m["nu"] else None)
+    raise SchemaError(f"unknown noise law {name!r} in the release",
+                      "expected 'laplace', 'normal' or 'elliptical-<t(nu=...)|laplace|knorm|gaussian>'")
+
+
+def law_from_attrs(attrs: Mapping[str, Any]) -> NoiseLaw:
+    """The law of a release from its attributes (``attrs["noise_law"]``).
+
+    Raises
+    ------
+    SchemaError
+        No or an unknown ``noise_law`` attribute.
+    """
+    if "noise_law" not in attrs:
+        raise SchemaError("the tree does not record its noise law (attrs['noise_law'])",
+                          "pass a release written by fdp_ppl.release or `fdp-ppl release`")
+    return law_from_name(attrs["noise_law"])
+
+
+__all__ = ["NoiseLaw", "Laplace", "Normal", "Elliptical", "ELLIPTICAL_KINDS", "law_from_name", "law_from_attrs",
+           "MIXING_VARIABLE"]

@@ -1,0 +1,160 @@
+"""One registry of the mechanisms, summaries, kernels and noise laws.
+
+The command line's choices, plot labels and the experiments read these
+tables; adding a mechanism or a summary is one new module plus one line here
+(see ``CONTRIBUTING.md``).
+
+* :data:`MECHANISMS` — name → :class:`MechanismEntry`: how to build the
+  mechanism from (ε, δ, options) and which summary spec it releases.
+* :data:`SUMMARIES` — spec name (``attrs["summary"]``) → spec class.
+* :data:`KERNELS` — kernel names of :func:`fdp_ppl.spaces.kernel_from_name`.
+* :data:`LAWS` — noise-law classes.
+* :func:`label` — display names for plots and tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .elliptical.process import EllipticalMechanism, EllipticalProcessMechanism
+from .laws import Elliptical, Laplace, NoiseLaw, Normal
+from .mechanisms import FRL, ICLP, Bernstein, GaussianMechanism, Mechanism
+from .spaces import KERNEL_NAMES
+from .summaries import (BernsteinSpec, FRLSpec, ICLPARSpec, ICLPQRSpec, RKHSSpec, SampleMeanSpec, SummarySpec)
+
+#: summary spec classes by the name recorded in releases
+SUMMARIES: dict[str, type[SummarySpec]] = {cls.name: cls for cls in
+                                           (ICLPQRSpec, ICLPARSpec, FRLSpec, RKHSSpec, SampleMeanSpec, BernsteinSpec)}
+
+#: kernel names accepted by :func:`fdp_ppl.spaces.kernel_from_name`
+KERNELS: tuple[str, ...] = KERNEL_NAMES
+
+#: noise-law classes
+LAWS: dict[str, type[NoiseLaw]] = {"laplace": Laplace, "normal": Normal, "elliptical": Elliptical}
+
+
+@dataclass(frozen=True)
+class MechanismEntry:
+    """How a named mechanism is built and what it releases.
+
+    Attributes
+    ----------
+    name : str
+        Command-line name (``--mechanism NAME``).
+    summary : str
+        Name of the summary spec it releases (a key of :data:`SUMMARIES`).
+    build : callable
+        ``build(epsilon, delta, **options) -> Mechanism``.
+    approximate : bool
+        True for (ε, δ) mechanisms (they need δ).
+    options : tuple of str
+        Mechanism options the entry accepts beyond ε and δ (``calibration``, ``nu``).
+    summary_options : tuple of str
+        Summary options it accepts (``eta``, ``psi``, ``M``, ``k``).
+    defaults : dict
+        Summary option defaults that differ from the spec's (e.g. η = 1 for RKHS).
+    description : str
+    """
+
+    name: str
+    summary: str
+    build: Callable[..., Mechanism]
+    approximate: bool = False
+    options: tuple[str, ...] = ()
+    summary_options: tuple[str, ...] = ()
+    defaults: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+    @property
+    def spec_class(self) -> type[SummarySpec]:
+        return SUMMARIES[self.summary]
+
+    def mechanism(self, epsilon: float, delta: float | None = None, **options) -> Mechanism:
+        """Build the mechanism; options outside :attr:`options` are ignored when None."""
+        extra = {k: v for k, v in options.items() if v is not None}
+        unknown = set(extra) - set(self.options)
+        if unknown:
+            from .errors import InputError
+
+            raise InputError(f"mechanism {self.name!r} takes no option {sorted(unknown)}",
+                             f"its options are {list(self.options) or 'none'}")
+        return self.build(epsilon, delta, **extra)
+
+    def spec(self, basis_or_grid, *, tau: float, n: int, **options) -> SummarySpec:
+        """Build the public summary spec (``basis_or_grid`` is an Eigenbasis, or a Grid for Bernstein)."""
+        opts = {**self.defaults, **{k: v for k, v in options.items() if v is not None}}
+        if self.spec_class is BernsteinSpec:
+            return BernsteinSpec(lattice_grid=basis_or_grid, tau=tau, n=n, **opts)
+        return self.spec_class(basis=basis_or_grid, tau=tau, n=n, **opts)
+
+
+def _register(*entries: MechanismEntry) -> dict[str, MechanismEntry]:
+    return {e.name: e for e in entries}
+
+
+#: mechanisms by command-line name
+MECHANISMS: dict[str, MechanismEntry] = _register(
+    MechanismEntry("iclp-qr", "iclp-qr", lambda eps, delta: ICLP(eps), summary_options=("eta", "psi"),
+                   description="ICLP (Laplace on the eigenbasis), ICLP-QR mean; Lin & Reimherr (2026)"),
+    MechanismEntry("iclp-ar", "iclp-ar", lambda eps, delta: ICLP(eps), summary_options=("eta", "psi"),
+                   description="ICLP, ICLP-AR (soft-thresholded) mean; Lin & Reimherr (2026)"),
+    MechanismEntry("frl", "frl", lambda eps, delta: FRL(eps), summary_options=("M",),
+                   description="FRL: i.i.d. Laplace on the first M coefficients; Lin & Reimherr (2026)"),
+    MechanismEntry("bernstein", "bernstein", lambda eps, delta: Bernstein(eps), summary_options=("k",),
+                   description="Bernstein mechanism (tau is the sup-norm bound); Aldà & Rubinstein (2017)"),
+    MechanismEntry("gaussian", "iclp-qr",
+                   lambda eps, delta, calibration="classical": GaussianMechanism(eps, delta, calibration=calibration),
+                   approximate=True, options=("calibration",), summary_options=("eta", "psi"),
+                   description="Gaussian process noise, ridge (ICLP-QR) mean; Mirshani et al. (2019)"),
+    MechanismEntry("rkhs-gaussian", "rkhs",
+                   lambda eps, delta, calibration="classical": GaussianMechanism(eps, delta, calibration=calibration),
+                   approximate=True, options=("calibration",), summary_options=("eta", "psi"), defaults={"eta": 1.0},
+                   description="Gaussian process noise, RKHS mean (eta = 1); Mirshani et al. (2019)"),
+    MechanismEntry("t-process", "iclp-qr",
+                   lambda eps, delta, nu=None, calibration="exact": EllipticalProcessMechanism(
+                       eps, delta, family="t", nu=nu, calibration=calibration),
+                   approximate=True, options=("nu", "calibration"), summary_options=("eta", "psi"),
+                   description="t process (GP x random scale), ridge mean; Reimherr & Awan (2019)"),
+    MechanismEntry("laplace-process", "iclp-qr",
+                   lambda eps, delta, calibration="exact": EllipticalProcessMechanism(
+                       eps, delta, family="laplace", calibration=calibration),
+                   approximate=True, options=("calibration",), summary_options=("eta", "psi"),
+                   description="Laplace process (GP x exponential scale), ridge mean; Reimherr & Awan (2019)"),
+    MechanismEntry("t", "iclp-qr", lambda eps, delta, nu=None: EllipticalMechanism(eps, family="t", nu=nu),
+                   options=("nu",), summary_options=("eta", "psi"),
+                   description="multivariate t on the J coefficients (pure eps); Reimherr & Awan (2019)"),
+    MechanismEntry("knorm", "iclp-qr", lambda eps, delta: EllipticalMechanism(eps, family="knorm"),
+                   summary_options=("eta", "psi"),
+                   description="ellipsoidal K-norm on the J coefficients (pure eps); Reimherr & Awan (2019)"),
+)
+
+_LABELS = {
+    # mechanism families (attrs["mechanism"])
+    "iclp": "ICLP", "frl": "FRL", "gaussian": "Gaussian", "bernstein": "Bernstein",
+    "elliptical-process": "elliptical process", "elliptical": "elliptical",
+    # summaries (attrs["summary"])
+    "iclp-qr": "ICLP-QR mean", "iclp-ar": "ICLP-AR mean", "rkhs": "RKHS mean", "sample-mean": "sample mean",
+    # laws (attrs["noise_law"])
+    "laplace": "Laplace", "normal": "Normal",
+}
+_SUMMARY_LABELS = {"frl": "FRL mean", "bernstein": "Bernstein mean"}
+
+
+def label(name: str, kind: str = "mechanism") -> str:
+    """Display name of a mechanism family, summary (``kind="summary"``) or noise law.
+
+    Unknown names come back unchanged; an elliptical law ``elliptical-t(nu=3)``
+    reads ``t (ν = 3)``.
+    """
+    name = str(name)
+    if kind == "summary" and name in _SUMMARY_LABELS:
+        return _SUMMARY_LABELS[name]
+    if name in _LABELS:
+        return _LABELS[name]
+    if name.startswith("elliptical-"):  # an elliptical noise law
+        return name.removeprefix("elliptical-").replace("(nu=", " (ν = ")
+    return name
+
+
+__all__ = ["MECHANISMS", "MechanismEntry", "SUMMARIES", "KERNELS", "LAWS", "label"]

@@ -1,0 +1,360 @@
+"""The layout of the trees the package writes: one module, read and written only here.
+
+A **release** (:func:`fdp_ppl.release`) is an ``xr.DataTree`` with
+
+* ``posterior``: ``coefficients`` (chain, draw, basis) — the released
+  coefficients — and ``curve`` (chain, draw, t), with coordinate
+  ``t_original`` (the grid in its original units) along ``t``;
+* ``constant_data``: the public basis (``eigenvalues`` (basis),
+  ``eigenfunctions`` (t, basis), or ``bernstein_design`` (t, basis) and
+  ``lattice`` (basis)), ``quadrature_weights`` (t), ``noise_scale`` (basis)
+  and optionally ``public_offset`` (t);
+* root attributes: :class:`ReleaseMetadata` (mechanism, noise law, ε, δ,
+  sensitivity, summary, τ, n, draws, budget spent ...), plus
+  :data:`KIND_ATTR` ``= "release"`` and :data:`SCHEMA_ATTR`.
+
+An **inference result** (:func:`fdp_ppl.infer`) has :data:`KIND_ATTR`
+``= "inference"``, the posterior of the true curve in ``posterior``, and the
+release it conditioned on in ``observed_data`` (``released`` (basis)).
+
+The released draws stay where ArviZ and external readers find them
+(``posterior.coefficients``), as posterior-style draws. Files written before
+the schema was versioned (no :data:`SCHEMA_ATTR`) are read as version 1 when
+they carry the required attributes, and refused with a clear message otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import xarray as xr
+
+from . import dims
+from .errors import SchemaError
+
+SCHEMA_VERSION = 2
+#: root attribute: what the tree is
+KIND_ATTR = "fdp_ppl_kind"
+#: root attribute: schema version of the tree
+SCHEMA_ATTR = "fdp_ppl_schema_version"
+RELEASE = "release"
+INFERENCE = "inference"
+
+# groups
+POSTERIOR = "posterior"
+CONSTANT_DATA = "constant_data"
+OBSERVED_DATA = "observed_data"
+LOG_LIKELIHOOD = "log_likelihood"
+SAMPLE_STATS = "sample_stats"
+
+# variables
+COEFFICIENTS = "coefficients"
+CURVE = "curve"
+T_ORIGINAL = "t_original"
+NOISE_SCALE = "noise_scale"
+EIGENVALUES = "eigenvalues"
+EIGENFUNCTIONS = "eigenfunctions"
+BERNSTEIN_DESIGN = "bernstein_design"
+LATTICE = "lattice"
+QUADRATURE_WEIGHTS = "quadrature_weights"
+PUBLIC_OFFSET = "public_offset"
+RELEASED = "released"
+
+#: public variables of ``constant_data`` that readers may use
+CONSTANT_VARIABLES = (EIGENVALUES, EIGENFUNCTIONS, BERNSTEIN_DESIGN, LATTICE, QUADRATURE_WEIGHTS, NOISE_SCALE,
+                      PUBLIC_OFFSET)
+#: public root attributes that readers may use (a whitelist: nothing else is read)
+PUBLIC_ATTRS = ("mechanism", "noise_law", "summary", "eta", "psi", "n", "epsilon", "delta", "tau", "kernel",
+                "kernel_rho", "kernel_nu", "M", "J_star", "lattice_k", "sensitivity", "sensitivity_norm",
+                "sensitivity_bound", "draws", "budget_spent_epsilon", "budget_spent_delta", "data_source",
+                "value_units", "value_name", "t_units", "t_name", "public_offset", "tau_applies_to", "nu",
+                "elliptical_family", "calibration", "grid_size", "n_components")
+
+
+def _clean(v):
+    if v is None:
+        return "none"
+    if isinstance(v, (bool, np.bool_)):
+        return int(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    if isinstance(v, (tuple, list)):
+        return ",".join(str(x) for x in v)
+    return v
+
+
+def clean_attrs(d: Mapping[str, Any]) -> dict:
+    """Attributes netCDF can store: None → "none", bools → 0/1, numpy scalars → Python, sequences → "a,b"."""
+    return {str(k): _clean(v) for k, v in d.items()}
+
+
+@dataclass(frozen=True)
+class ReleaseMetadata:
+    """The public metadata of a release (root attributes), validated.
+
+    Attributes
+    ----------
+    mechanism, noise_law, summary : str
+    epsilon, delta : float
+        Privacy parameters of one draw.
+    sensitivity : float
+        Δ in ``sensitivity_norm``.
+    sensitivity_norm : str
+    n : int
+        Public number of records.
+    tau : float
+        Public clipping bound.
+    draws : int
+        Number of released draws (each one a publication).
+    budget_spent_epsilon, budget_spent_delta : float
+        ``draws × (ε, δ)`` by basic composition.
+    extra : dict
+        Every other public attribute (kernel, η, ψ, grid, sources ...).
+    schema_version : int
+    """
+
+    mechanism: str
+    noise_law: str
+    summary: str
+    epsilon: float
+    delta: float
+    sensitivity: float
+    sensitivity_norm: str
+    n: int
+    tau: float
+    draws: int
+    budget_spent_epsilon: float
+    budget_spent_delta: float
+    extra: dict = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    _TYPES = {"mechanism": str, "noise_law": str, "summary": str, "epsilon": float, "delta": float,
+              "sensitivity": float, "sensitivity_norm": str, "n": int, "tau": float, "draws": int,
+              "budget_spent_epsilon": float, "budget_spent_delta": float}
+
+    @property
+    def law(self):
+        """The :class:`~fdp_ppl.laws.NoiseLaw` of the release."""
+        from .laws import law_from_name
+
+        return law_from_name(self.noise_law)
+
+    def to_attrs(self) -> dict:
+        """Root attributes (with :data:`KIND_ATTR` and :data:`SCHEMA_ATTR`)."""
+        out = dict(self.extra)
+        out.update({k: getattr(self, k) for k in self._TYPES})
+        out[KIND_ATTR] = RELEASE
+        out[SCHEMA_ATTR] = self.schema_version
+        return clean_attrs(out)
+
+    @classmethod
+    def from_attrs(cls, attrs: Mapping[str, Any]) -> "ReleaseMetadata":
+        """Validate and read root attributes.
+
+        Raises
+        ------
+        SchemaError
+            An inference result, a newer schema, missing or malformed required attributes.
+        """
+        attrs = dict(attrs)
+        kind = attrs.get(KIND_ATTR, RELEASE)
+        if kind != RELEASE:
+            raise SchemaError(f"this tree is an {kind} result, not a release",
+                              "pass the release it was computed from (or read its observed_data)")
+        version = int(attrs.get(SCHEMA_ATTR, 1))
+        if version > SCHEMA_VERSION:
+            raise SchemaError(f"the release was written with schema version {version}; this fdp_ppl reads up to "
+                              f"{SCHEMA_VERSION}", "upgrade fdp_ppl")
+        missing = [k for k in cls._TYPES if k not in attrs]
+        if version == 1 and "draws" in missing:  # the first files always had one draw unless stated
+            attrs.setdefault("draws", 1)
+            missing.remove("draws")
+        if missing:
+            raise SchemaError(f"not an fdp_ppl release (schema version {version}): attributes {missing} are missing",
+                              "pass a file written by fdp_ppl.release or `fdp-ppl release`")
+        vals = {}
+        for k, t in cls._TYPES.items():
+            try:
+                vals[k] = t(attrs[k])
+            except (TypeError, ValueError) as err:
+                raise SchemaError(f"release attribute {k}={attrs[k]!r} is not a {t.__name__}") from err
+        extra = {k: v for k, v in attrs.items() if k not in cls._TYPES and k not in (KIND_ATTR, SCHEMA_ATTR)}
+        return cls(**vals, extra=extra, schema_version=version)
+
+    def public(self) -> dict:
+        """The whitelisted public attributes (:data:`PUBLIC_ATTRS`)."""
+        allattrs = {**self.extra, **{k: getattr(self, k) for k in self._TYPES}}
+        return {k: allattrs[k] for k in PUBLIC_ATTRS if k in allattrs}
+
+
+@dataclass(frozen=True)
+class ReleaseView:
+    """The public content of a release, as read by inference and plots.
+
+    Attributes
+    ----------
+    metadata : ReleaseMetadata
+    coefficients : xr.DataArray
+        Released coefficients, dims (chain, draw, basis).
+    curve : xr.DataArray
+        Released curves, dims (chain, draw, t) (with the public offset if any).
+    t, t_original : ndarray, shape (K,)
+        Grid on [0, 1] and in original units.
+    design : ndarray, shape (K, J)
+        Coefficients → curve on the grid (eigenfunctions or Bernstein design).
+    weights : ndarray, shape (K,)
+    noise_scale : ndarray, shape (J,)
+    eigenvalues : ndarray (J,) or None
+        None for a Bernstein release.
+    lattice : ndarray (J,) or None
+    public_offset : ndarray (K,) or None
+    """
+
+    metadata: ReleaseMetadata
+    coefficients: xr.DataArray
+    curve: xr.DataArray
+    t: np.ndarray
+    t_original: np.ndarray
+    design: np.ndarray
+    weights: np.ndarray
+    noise_scale: np.ndarray
+    eigenvalues: np.ndarray | None = None
+    lattice: np.ndarray | None = None
+    public_offset: np.ndarray | None = None
+    curve_attrs: dict = field(default_factory=dict)
+    t_attrs: dict = field(default_factory=dict)
+
+    @property
+    def law(self):
+        return self.metadata.law
+
+    @property
+    def n_draws(self) -> int:
+        return int(self.coefficients.sizes[dims.CHAIN] * self.coefficients.sizes[dims.DRAW])
+
+    @property
+    def n_components(self) -> int:
+        return int(self.noise_scale.size)
+
+    def released(self, draw: int = 0) -> np.ndarray:
+        """Released coefficients of one draw (chains then draws flattened), shape (J,).
+
+        Raises
+        ------
+        InputError
+            ``draw`` out of range.
+        """
+        from .errors import InputError
+
+        if not 0 <= int(draw) < self.n_draws:
+            raise InputError(f"draw must lie in 0..{self.n_draws - 1}")
+        flat = self.coefficients.stack(sample=(dims.CHAIN, dims.DRAW)).transpose("sample", dims.BASIS)
+        return np.asarray(flat.isel(sample=int(draw)).values, dtype=float)
+
+    def grid_to_coefficients(self) -> np.ndarray:
+        """Linear map ``A`` (J, K) from a curve on the grid to the release's coefficients:
+        ``A = Φᵀ W`` in an eigenbasis; linear interpolation at the lattice for Bernstein."""
+        if self.eigenvalues is not None:
+            return (self.design * self.weights[:, None]).T
+        eye = np.eye(self.t.size)
+        return np.stack([np.interp(self.lattice, self.t, eye[:, k]) for k in range(self.t.size)], axis=1)
+
+    def noise_sd(self) -> np.ndarray:
+        """Pointwise sd of the noise on the released curve, shape (K,): ``sqrt(Σ_j design_j(t)² Var_j)``
+        with the law's variance (coefficients' noises are uncorrelated for every law)."""
+        var = self.law.variance(self.noise_scale)
+        return np.sqrt(np.sum(self.design**2 * var[None, :], axis=1))
+
+
+def read_release(tree: xr.DataTree) -> ReleaseView:
+    """Read the public content of a release (never anything outside the schema).
+
+    Raises
+    ------
+    SchemaError
+        Not a release, or a release of an unknown schema or noise law.
+    """
+    if not isinstance(tree, xr.DataTree):
+        raise SchemaError(f"expected an xr.DataTree release, got {type(tree).__name__}",
+                          "pass the output of fdp_ppl.release or xr.open_datatree(path)")
+    meta = ReleaseMetadata.from_attrs(tree.attrs)
+    meta.law  # noqa: B018 - validates the noise law
+    try:
+        post = tree[POSTERIOR].to_dataset()
+        const = tree[CONSTANT_DATA].to_dataset()
+        coef = post[COEFFICIENTS]
+    except KeyError as err:
+        raise SchemaError(f"not an fdp_ppl release: {err.args[0]!r} is missing",
+                          "pass the output of fdp_ppl.release") from err
+    for name in (QUADRATURE_WEIGHTS, NOISE_SCALE):
+        if name not in const:
+            raise SchemaError(f"not an fdp_ppl release: constant_data/{name} is missing")
+    if EIGENFUNCTIONS in const:
+        design, eig, lattice = const[EIGENFUNCTIONS].values, const[EIGENVALUES].values, None
+    elif BERNSTEIN_DESIGN in const:
+        design, eig, lattice = const[BERNSTEIN_DESIGN].values, None, const[LATTICE].values
+    else:
+        raise SchemaError("not an fdp_ppl release: constant_data has neither eigenfunctions nor bernstein_design")
+    t = np.asarray(post[dims.T].values, dtype=float)
+    t_orig = np.asarray(post[T_ORIGINAL].values, dtype=float) if T_ORIGINAL in post.coords else t
+    curve = post[CURVE] if CURVE in post else None
+    return ReleaseView(
+        metadata=meta, coefficients=coef, curve=curve, t=t, t_original=t_orig,
+        design=np.asarray(design, dtype=float), weights=np.asarray(const[QUADRATURE_WEIGHTS].values, dtype=float),
+        noise_scale=np.asarray(const[NOISE_SCALE].values, dtype=float),
+        eigenvalues=None if eig is None else np.asarray(eig, dtype=float),
+        lattice=None if lattice is None else np.asarray(lattice, dtype=float),
+        public_offset=np.asarray(const[PUBLIC_OFFSET].values, dtype=float) if PUBLIC_OFFSET in const else None,
+        curve_attrs=dict(curve.attrs) if curve is not None else {},
+        t_attrs=dict(post[T_ORIGINAL].attrs) if T_ORIGINAL in post.coords else {},
+    )
+
+
+def release_tree(metadata: ReleaseMetadata, coefficients: np.ndarray, curves: np.ndarray, t: np.ndarray,
+                 t_original: np.ndarray, constant: xr.Dataset, posterior_attrs: Mapping[str, Any]) -> xr.DataTree:
+    """Assemble a release tree from its parts (the only writer of the layout).
+
+    Parameters
+    ----------
+    coefficients : ndarray, shape (draws, J)
+    curves : ndarray, shape (draws, K)
+    t, t_original : ndarray, shape (K,)
+    constant : xr.Dataset
+        Public basis and ``noise_scale``.
+    """
+    draws, J = coefficients.shape
+    coords = {dims.CHAIN: [0], dims.DRAW: np.arange(draws), dims.BASIS: np.arange(J), dims.T: t,
+              T_ORIGINAL: (dims.T, t_original)}
+    posterior = xr.Dataset(
+        {COEFFICIENTS: ((dims.CHAIN, dims.DRAW, dims.BASIS), coefficients[None]),
+         CURVE: ((dims.CHAIN, dims.DRAW, dims.T), curves[None])},
+        coords=coords, attrs=dict(posterior_attrs))
+    posterior[COEFFICIENTS].attrs["description"] = "released coefficients <f~, phi_j>_w"
+    posterior[CURVE].attrs["description"] = "released curve sum_j coefficients_j phi_j(t)"
+    tree = xr.DataTree.from_dict({POSTERIOR: posterior, CONSTANT_DATA: constant})
+    tree.attrs = metadata.to_attrs()
+    return tree
+
+
+def is_release(tree) -> bool:
+    """True for a tree whose root says it is a release (or an unversioned release file)."""
+    return isinstance(tree, xr.DataTree) and tree.attrs.get(KIND_ATTR, RELEASE) == RELEASE and "noise_law" in tree.attrs
+
+
+def is_inference(tree) -> bool:
+    """True for an inference result of :func:`fdp_ppl.infer`."""
+    return isinstance(tree, xr.DataTree) and tree.attrs.get(KIND_ATTR) == INFERENCE
+
+
+def inference_attrs() -> dict:
+    """Root attributes that mark an inference result."""
+    return {KIND_ATTR: INFERENCE, SCHEMA_ATTR: SCHEMA_VERSION}
+
+
+__all__ = [n for n in dir() if n.isupper()] + ["ReleaseMetadata", "ReleaseView", "read_release", "release_tree",
+                                                "clean_attrs", "is_release", "is_inference", "inference_attrs"]
