@@ -18,6 +18,9 @@ import numpy as np
 import xarray as xr
 
 from . import dims
+from .registry import label
+from .errors import SchemaError
+from .schema import CURVE, POSTERIOR, T_ORIGINAL, is_inference, read_release
 
 #: colours (colour-blind safe: Okabe–Ito)
 _RELEASE = "#0072B2"
@@ -25,9 +28,6 @@ _DRAWS = "#56B4E9"
 _TRUTH = "#D55E00"
 _REFERENCE = "#555555"
 
-_MECHANISM_NAMES = {"iclp": "ICLP", "frl": "FRL", "gaussian": "Gaussian"}
-_SUMMARY_NAMES = {"iclp-qr": "ICLP-QR mean", "iclp-ar": "ICLP-AR mean", "frl": "FRL mean",
-                  "rkhs": "RKHS mean", "sample-mean": "sample mean"}
 
 
 def _plt():
@@ -39,10 +39,10 @@ def _plt():
 def noise_sd(tree: xr.DataTree) -> xr.DataArray:
     """Pointwise standard deviation of a release's noise, from public metadata only.
 
-    ``sd(t) = sqrt(Σ_j φ_j(t)² Var_j)`` with ``Var_j = 2 b_j²`` for Laplace
-    noise of scale ``b_j`` (``scipy.stats.laplace(scale=b)``) and
-    ``Var_j = s_j²`` for Normal noise of sd ``s_j``
-    (``scipy.stats.norm(scale=s)``); the coefficients' noises are independent.
+    ``sd(t) = sqrt(Σ_j design_j(t)² Var_j)`` with ``Var_j`` the noise law's
+    variance of coefficient j (:meth:`fdp_ppl.laws.NoiseLaw.variance`: ``2b_j²``
+    for Laplace, ``s_j²`` for Normal, ``E[W] s_j²`` for elliptical laws, whose
+    coefficients are uncorrelated though not independent).
 
     Parameters
     ----------
@@ -56,25 +56,11 @@ def noise_sd(tree: xr.DataTree) -> xr.DataArray:
 
     Raises
     ------
-    ValueError
-        The tree lacks ``constant_data`` (eigenfunctions, noise_scale) or
-        records an unknown noise law.
+    SchemaError
+        The tree is not a release (:func:`fdp_ppl.schema.read_release`).
     """
-    try:
-        const = tree["constant_data"].to_dataset()
-        phi = const["eigenfunctions"]
-        scale = const["noise_scale"]
-    except KeyError as err:
-        raise ValueError("not a release: constant_data/eigenfunctions and noise_scale are needed "
-                         "(use the output of fdp_ppl.release)") from err
-    law = str(tree.attrs.get("noise_law", "")).lower()
-    if law == "laplace":
-        var = 2.0 * scale**2
-    elif law == "normal":
-        var = scale**2
-    else:
-        raise ValueError(f"unknown noise law {law!r} in the release attrs; expected 'laplace' or 'normal'")
-    return np.sqrt((phi**2 * var).sum(dims.BASIS))
+    view = read_release(tree)
+    return xr.DataArray(view.noise_sd(), dims=(dims.T,), coords={dims.T: view.t})
 
 
 def _fmt(x) -> str:
@@ -82,8 +68,11 @@ def _fmt(x) -> str:
 
 
 def _title(attrs: dict) -> str:
-    mech = _MECHANISM_NAMES.get(str(attrs.get("mechanism", "")), str(attrs.get("mechanism", "release")))
-    summ = _SUMMARY_NAMES.get(str(attrs.get("summary", "")), str(attrs.get("summary", "")))
+    mech = label(attrs.get("mechanism", "release"))
+    law = str(attrs.get("noise_law", ""))
+    if law.startswith("elliptical-"):
+        mech = f"{mech} ({label(law, 'law')})"
+    summ = label(attrs.get("summary", ""), "summary") if attrs.get("summary") else ""
     head = f"{mech} release of the {summ}" if summ else f"{mech} release"
     source = str(attrs.get("data_source", ""))
     if source:
@@ -198,12 +187,10 @@ def plot_release(tree: xr.DataTree, *, ax=None, band: bool = True, truth=None, r
         ``tree`` is not a release, or ``truth``/``reference`` do not match the grid.
     """
     plt = _plt()
-    try:
-        post = tree["posterior"].to_dataset()
-        curve = post["curve"]
-    except KeyError as err:
-        raise ValueError("not a release: posterior/curve is missing (use the output of fdp_ppl.release)") from err
-    x = post["t_original"] if "t_original" in post.coords else post[dims.T]
+    view = read_release(tree)
+    post = tree[POSTERIOR].to_dataset()
+    curve = post[CURVE]
+    x = post[T_ORIGINAL] if T_ORIGINAL in post.coords else post[dims.T]
     xv = np.asarray(x.values, dtype=float)
     flat = curve.stack(sample=(dims.CHAIN, dims.DRAW)).transpose("sample", dims.T).values
     if ax is None:
@@ -213,7 +200,7 @@ def plot_release(tree: xr.DataTree, *, ax=None, band: bool = True, truth=None, r
     attrs = dict(tree.attrs)
 
     if band:
-        sd = noise_sd(tree).values
+        sd = view.noise_sd()
         ax.fill_between(xv, flat[0] - 2 * sd, flat[0] + 2 * sd, color=_RELEASE, alpha=0.15, linewidth=0,
                         label="±2 sd of the privacy noise (public)", zorder=1)
     extra = flat[1 : 1 + max(int(max_draws), 0)]
@@ -352,13 +339,13 @@ def plot_inference(posterior_tree: xr.DataTree, release_tree: xr.DataTree | None
     from .inference import credible_band
 
     plt = _plt()
-    try:
-        post = posterior_tree["posterior"].to_dataset()
-        curve = post["curve"]
-    except KeyError as err:
-        raise ValueError("not an inference result: posterior/curve is missing (use fdp_ppl.inference.infer)") from err
+    if not is_inference(posterior_tree) or CURVE not in posterior_tree[POSTERIOR].data_vars:
+        raise SchemaError("not an inference result: posterior/curve is missing or the tree is not marked as one",
+                          "use the output of fdp_ppl.inference.infer")
+    post = posterior_tree[POSTERIOR].to_dataset()
+    curve = post[CURVE]
     band = credible_band(posterior_tree, ci_prob=ci_prob, ci_kind=ci_kind)
-    x = post["t_original"] if "t_original" in post.coords else post[dims.T]
+    x = post[T_ORIGINAL] if T_ORIGINAL in post.coords else post[dims.T]
     xv = np.asarray(x.values, dtype=float)
     if ax is None:
         fig, ax = plt.subplots(figsize=(8, 4.8), layout="constrained")
@@ -378,8 +365,8 @@ def plot_inference(posterior_tree: xr.DataTree, release_tree: xr.DataTree | None
                     label="posterior draws" if i == 0 else None)
     rattrs = {}
     if release_tree is not None:
-        rpost = release_tree["posterior"].to_dataset()
-        rflat = rpost["curve"].stack(sample=(dims.CHAIN, dims.DRAW)).transpose("sample", dims.T).values
+        rview = read_release(release_tree)
+        rflat = rview.curve.stack(sample=(dims.CHAIN, dims.DRAW)).transpose("sample", dims.T).values
         draw = int(pattrs.get("release_draw", 0))
         released = _as_line(rflat[draw], xv.size, "the released curve")
         ax.plot(xv, released, color=_RELEASE, lw=1.3, alpha=0.9, zorder=3, marker="o", ms=2.2,
@@ -401,7 +388,7 @@ def plot_inference(posterior_tree: xr.DataTree, release_tree: xr.DataTree | None
     ax.set_title(title, fontsize=10.5)
     tree_for_labels = release_tree if release_tree is not None else posterior_tree
     ax.set_xlabel(_x_label(tree_for_labels, x))
-    ycurve = release_tree["posterior"]["curve"] if release_tree is not None else curve
+    ycurve = rview.curve if release_tree is not None else curve
     ax.set_ylabel(_y_label(tree_for_labels, ycurve))
     _finish_axes(ax, xv)
     return fig, ax

@@ -34,18 +34,20 @@ from .settings import RELEASE_CHUNK, compile_mode
 def seed_sequence(random_seed=None) -> np.random.SeedSequence:
     """A :class:`numpy.random.SeedSequence` from ``random_seed``.
 
-    ``None`` draws 128 bits of fresh entropy from the operating system; an
-    int or a sequence of ints is a reproducible seed (for studies and tests);
-    a ``numpy.random.Generator`` contributes 128 bits of its stream; a
-    SeedSequence is used as is.
+    ``None`` draws 128 bits of fresh entropy from the operating system. An
+    int, a sequence of ints or a ``numpy.random.Generator`` is a reproducible
+    seed for studies and tests, mapped exactly as the package always has
+    (so seeded studies keep their numbers); a SeedSequence is used as is.
     """
     if isinstance(random_seed, np.random.SeedSequence):
         return random_seed
+    if random_seed is None:
+        return np.random.SeedSequence()
     if isinstance(random_seed, np.random.Generator):
-        return np.random.SeedSequence(random_seed.integers(0, 2**32, size=4, dtype=np.uint64).tolist())
-    if random_seed is None or isinstance(random_seed, numbers.Integral):
-        return np.random.SeedSequence(random_seed)
-    return np.random.SeedSequence(list(random_seed))
+        return np.random.SeedSequence(int(random_seed.integers(2**63)))
+    if isinstance(random_seed, numbers.Integral):
+        return np.random.SeedSequence(np.random.SeedSequence(int(random_seed)).generate_state(2).tolist())
+    return np.random.SeedSequence(np.random.SeedSequence(list(random_seed)).generate_state(2).tolist())
 
 
 class CompiledSampler:
@@ -71,6 +73,7 @@ class CompiledSampler:
         import pytensor.tensor as pt
         from pytensor.graph.traversal import graph_inputs
         from pytensor.graph.replace import graph_replace
+        from pymc.pytensorf import collect_default_updates
         from pytensor.tensor.random.type import RandomGeneratorType
 
         self.law = law
@@ -80,11 +83,14 @@ class CompiledSampler:
         n = pt.lscalar("n_draws")
         out = law.rv(centre, scale, n)
         shared_rngs = [v for v in graph_inputs([out]) if isinstance(v.type, RandomGeneratorType)]
+        updates = collect_default_updates(outputs=[out])
         rngs = [v.type() for v in shared_rngs]
-        out = graph_replace(out, dict(zip(shared_rngs, rngs)), strict=False)
+        replace = dict(zip(shared_rngs, rngs))
+        # outputs: the draws and the advanced generators (so chunks continue one stream per variable)
+        outs = graph_replace([out, *(updates[r] for r in shared_rngs)], replace, strict=False)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*BLAS.*")
-            self._fn = pytensor.function([*rngs, centre, scale, n], out, mode=compile_mode(),
+            self._fn = pytensor.function([*rngs, centre, scale, n], outs, mode=compile_mode(),
                                          on_unused_input="ignore")
         self.n_rngs = len(rngs)
         self._lock = threading.Lock()
@@ -121,19 +127,18 @@ class CompiledSampler:
         n_draws = int(n_draws)
         if n_draws < 1:
             raise InputError("draws must be >= 1")
+        # one PCG64 stream per random variable of the law (PyMC's reseed_rngs convention), continued across chunks
+        gens = [np.random.Generator(np.random.PCG64(c)) for c in seed_sequence(random_seed).spawn(self.n_rngs)]
         sizes = [min(RELEASE_CHUNK, n_draws - i) for i in range(0, n_draws, RELEASE_CHUNK)]
-        # independent generators for every chunk and every random variable of the law
-        children = seed_sequence(random_seed).spawn(self.n_rngs * len(sizes))
-        chunks = list(zip(sizes, (children[i * self.n_rngs:(i + 1) * self.n_rngs] for i in range(len(sizes)))))
-        if progressbar and len(chunks) > 1:
+        if progressbar and len(sizes) > 1:
             from rich.progress import track
 
-            chunks = track(chunks, description=f"{self.law.name} releases")
+            sizes = track(sizes, description=f"{self.law.name} releases")
         parts = []
-        for size, seeds in chunks:
-            gens = [np.random.default_rng(c) for c in seeds]
+        for size in sizes:
             with self._lock:
-                parts.append(np.array(self._fn(*gens, centre, scale, size), dtype=float, copy=True))
+                value, *gens = self._fn(*gens, centre, scale, size)
+                parts.append(np.array(value, dtype=float, copy=True))
         return np.concatenate(parts, axis=0)
 
     def __repr__(self):

@@ -257,18 +257,32 @@ class ReleaseView:
         return np.asarray(flat.isel(sample=int(draw)).values, dtype=float)
 
     def grid_to_coefficients(self) -> np.ndarray:
-        """Linear map ``A`` (J, K) from a curve on the grid to the release's coefficients:
-        ``A = Φᵀ W`` in an eigenbasis; linear interpolation at the lattice for Bernstein."""
-        if self.eigenvalues is not None:
-            return (self.design * self.weights[:, None]).T
-        eye = np.eye(self.t.size)
-        return np.stack([np.interp(self.lattice, self.t, eye[:, k]) for k in range(self.t.size)], axis=1)
+        """Linear map ``A`` (J, K) from a curve on the grid to the release's coefficients
+        (:func:`coefficient_map`)."""
+        return coefficient_map(self.t, self.weights, eigenfunctions=self.design if self.eigenvalues is not None
+                               else None, lattice=self.lattice)
 
     def noise_sd(self) -> np.ndarray:
         """Pointwise sd of the noise on the released curve, shape (K,): ``sqrt(Σ_j design_j(t)² Var_j)``
         with the law's variance (coefficients' noises are uncorrelated for every law)."""
         var = self.law.variance(self.noise_scale)
         return np.sqrt(np.sum(self.design**2 * var[None, :], axis=1))
+
+
+def coefficient_map(t, weights, *, eigenfunctions=None, lattice=None) -> np.ndarray:
+    """Linear map ``A`` (J, K) from a curve on the grid ``t`` (K,) to a release's coefficients.
+
+    In an eigenbasis ``A = Φᵀ W`` (``<f, φ_j>_w``, eigenfunctions (K, J),
+    quadrature weights (K,)); for a Bernstein release, linear interpolation of
+    the curve at the lattice points (J,).
+    """
+    if eigenfunctions is not None:
+        return (np.asarray(eigenfunctions) * np.asarray(weights)[:, None]).T
+    if lattice is None:
+        raise SchemaError("a release needs eigenfunctions or a Bernstein lattice")
+    t = np.asarray(t, dtype=float)
+    eye = np.eye(t.size)
+    return np.stack([np.interp(lattice, t, eye[:, k]) for k in range(t.size)], axis=1)
 
 
 def read_release(tree: xr.DataTree) -> ReleaseView:
@@ -357,4 +371,5 @@ def inference_attrs() -> dict:
 
 
 __all__ = [n for n in dir() if n.isupper()] + ["ReleaseMetadata", "ReleaseView", "read_release", "release_tree",
+                                                "coefficient_map",
                                                 "clean_attrs", "is_release", "is_inference", "inference_attrs"]

@@ -23,19 +23,12 @@ import pytensor.tensor as pt
 import xarray as xr
 
 from .. import dims
-from ..mechanisms import compile_mode
+from .. import schema as S
+from .._backend import backend
+from ..errors import InputError
+from ..settings import MAX_RHAT, MIN_ESS_PER_CHAIN, compile_mode
 from .priors import CustomPrior, GPPrior, resolve_prior
 
-
-def coefs_size(model) -> int:
-    return model._fdp_meta["ctx"]["y"].size
-
-#: names read from a release (whitelist: nothing else is ever accessed)
-RELEASE_VARIABLES = ("coefficients",)
-CONSTANT_VARIABLES = ("eigenvalues", "eigenfunctions", "bernstein_design", "lattice", "quadrature_weights",
-                      "noise_scale")
-RELEASE_ATTRS = ("mechanism", "noise_law", "summary", "eta", "psi", "n", "epsilon", "delta", "tau", "kernel",
-                 "kernel_rho", "kernel_nu", "M", "lattice_k", "sensitivity", "sensitivity_norm")
 TARGETS = ("summary", "population")
 
 
@@ -43,79 +36,54 @@ class InferenceWarning(UserWarning):
     """MCMC diagnostics failed (R-hat, ESS or divergences)."""
 
 
-def _public(tree: xr.DataTree, draw: int):
-    post = tree["posterior"]
-    if "coefficients" not in post.data_vars:
-        raise ValueError("not a fdp_ppl release: posterior.coefficients is missing")
-    coef = post["coefficients"]
-    n_draws = coef.sizes[dims.CHAIN] * coef.sizes[dims.DRAW]
-    if not 0 <= draw < n_draws:
-        raise ValueError(f"draw must lie in 0..{n_draws - 1}")
-    y = np.asarray(coef.stack(sample=(dims.CHAIN, dims.DRAW)).isel(sample=draw).values, dtype=float)
-    const = tree["constant_data"]
-    pub = {name: np.asarray(const[name].values) for name in CONSTANT_VARIABLES if name in const.data_vars}
-    attrs = {k: tree.attrs[k] for k in RELEASE_ATTRS if k in tree.attrs}
-    t = np.asarray(post[dims.T].values)
-    t_original = np.asarray(post["t_original"].values) if "t_original" in post.coords else t
-    if n_draws > 1:
-        warnings.warn(f"the release holds {n_draws} draws; inference uses draw {draw} only (each draw is a "
-                      "separate publication)", UserWarning, stacklevel=3)
-    return y, pub, attrs, t, t_original
+def coefs_size(model) -> int:
+    return model._fdp_meta["ctx"]["y"].size
 
 
 def _grid_to_basis(pub, t):
-    """Linear map A (J, K) from a curve on the grid to the release's coefficients."""
-    if "eigenfunctions" in pub:
-        return (pub["eigenfunctions"] * pub["quadrature_weights"][:, None]).T
-    lattice = pub["lattice"]
-    eye = np.eye(t.size)
-    return np.stack([np.interp(lattice, t, eye[:, k]) for k in range(t.size)], axis=1)
+    """Linear map A (J, K) from a curve on the grid to the release's coefficients
+    (:func:`fdp_ppl.schema.coefficient_map` on a dict of public arrays)."""
+    return S.coefficient_map(t, pub["quadrature_weights"], eigenfunctions=pub.get("eigenfunctions"),
+                             lattice=pub.get("lattice"))
 
 
-def _shrinkage(attrs, pub):
-    name = attrs.get("summary")
-    if name in ("iclp-qr", "rkhs"):
-        lam_eta = pub["eigenvalues"] ** float(attrs["eta"])
-        return lam_eta / (lam_eta + float(attrs["psi"]))
-    if name in ("frl", "sample-mean", "bernstein"):
-        return np.ones(pub["noise_scale"].size)
-    raise ValueError(f"target='population' needs a summary linear in the sample mean (FRL, ICLP-QR, RKHS, "
-                     f"Bernstein); got {name!r} — use target='summary'")
+def _shrinkage(view: S.ReleaseView) -> np.ndarray:
+    """Shrinkage s_j of a linear summary, rebuilt by its registered spec from public values."""
+    from ..registry import SUMMARIES
+
+    name = view.metadata.summary
+    spec_cls = SUMMARIES.get(name)
+    if spec_cls is None or not spec_cls.linear:
+        raise InputError(f"target='population' needs a summary linear in the sample mean (FRL, ICLP-QR, RKHS, "
+                         f"Bernstein); got {name!r}", "use target='summary'")
+    eig = view.eigenvalues if view.eigenvalues is not None else np.ones(view.n_components)
+    return spec_cls.shrinkage_from_public(eig, view.metadata.public())
 
 
 def normal_laplace_logp(x, g, b):
-    """Log-density of ``N(0, g²) + Laplace(0, b)`` at ``x`` (pytensor).
+    """Log-density of ``N(0, g²) + Laplace(0, b)`` at ``x`` (pytensor):
+    :meth:`fdp_ppl.laws.Laplace.convolved_logp` (``specs/iclp.md`` §4.3)."""
+    from ..laws import Laplace
 
-    ``log p = −log(4b) − x²/(2g²) + log[erfcx(z₁) + erfcx(z₂)]``,
-    ``z_{1,2} = (g²/b ∓ x)/(g√2)`` (``specs/iclp.md`` §4.3), with a stable
-    ``log erfcx`` for negative arguments.
-    """
-    z1 = (g**2 / b - x) / (g * np.sqrt(2.0))
-    z2 = (g**2 / b + x) / (g * np.sqrt(2.0))
-    return -pt.log(4 * b) - x**2 / (2 * g**2) + pt.logaddexp(_log_erfcx(z1), _log_erfcx(z2))
-
-
-def _log_erfcx(z):
-    zn = pt.minimum(z, 0.0)
-    zp = pt.maximum(z, 0.0)
-    neg = zn**2 + pt.log(2.0 - pt.exp(-(zn**2)) * pt.erfcx(-zn))
-    pos = pt.log(pt.erfcx(zp))
-    return pt.switch(z < 0, neg, pos)
+    return Laplace().convolved_logp(x, g, b, xp=backend("pt"))
 
 
 def _context(release, draw):
-    y, pub, attrs, t, t_original = _public(release, draw)
-    law = attrs.get("noise_law")
-    if law not in ("laplace", "normal"):
-        raise ValueError("the release does not record its noise law (attrs['noise_law'])")
-    design = pub.get("eigenfunctions", pub.get("bernstein_design"))
-    w = pub["quadrature_weights"]
-    released_curve = design @ y
+    view = S.read_release(release)
+    y = view.released(draw)
+    if view.n_draws > 1:
+        warnings.warn(f"the release holds {view.n_draws} draws; inference uses draw {draw} only (each draw is a "
+                      "separate publication)", UserWarning, stacklevel=4)
+    w = view.weights
+    released_curve = view.design @ y
     level = float(np.sum(w * released_curve))
     spread = float(np.sqrt(np.sum(w * (released_curve - level) ** 2))) or 1.0
     hint = {"level": level, "spread": spread, "rms": float(np.sqrt(np.sum(w * released_curve**2))) or 1.0}
-    return {"y": y, "pub": pub, "attrs": attrs, "t": t, "t_original": t_original, "law": law,
-            "A": _grid_to_basis(pub, t), "scale": pub["noise_scale"], "hint": hint}
+    pub = {"eigenfunctions": view.design if view.eigenvalues is not None else None, "eigenvalues": view.eigenvalues,
+           "quadrature_weights": w}
+    return {"view": view, "y": y, "pub": pub, "attrs": view.metadata.public(), "t": view.t,
+            "t_original": view.t_original, "law": view.law, "A": view.grid_to_coefficients(),
+            "scale": view.noise_scale, "hint": hint}
 
 
 def build_model(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: int = 0,
@@ -134,19 +102,22 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str = "summary", dr
     Laplace / Normal / Normal–Laplace likelihood.
     """
     if target not in TARGETS:
-        raise ValueError(f"target must be one of {TARGETS}")
+        raise InputError(f"target must be one of {TARGETS}, got {target!r}")
     ctx = _context(release, draw)
     prior = resolve_prior(prior)
-    y, pub, attrs, t, A, b = ctx["y"], ctx["pub"], ctx["attrs"], ctx["t"], ctx["A"], ctx["scale"]
+    y, pub, attrs, t, A, b, law = ctx["y"], ctx["pub"], ctx["attrs"], ctx["t"], ctx["A"], ctx["scale"], ctx["law"]
     J = y.size
+    if target == "population" and not law.product:
+        raise InputError(f"target='population' needs a noise law with independent coefficients; the release has "
+                         f"{law.name!r}", "use target='summary'")
     coords = {dims.BASIS: np.arange(J), dims.T: t}
     with pm.Model(coords=coords) as model:
         if target == "population":
-            shrink = _shrinkage(attrs, pub)
+            shrink = _shrinkage(ctx["view"])
             n = float(attrs["n"])
             if sampling_sd is None:
                 kappa = pm.HalfNormal("sampling_scale", sigma=2 * ctx["hint"]["spread"])
-                base = np.sqrt(pub["eigenvalues"]) if "eigenvalues" in pub else np.ones(J)
+                base = np.sqrt(pub["eigenvalues"]) if pub["eigenvalues"] is not None else np.ones(J)
                 sampling_var = (shrink * kappa * base) ** 2 / n
             else:
                 sampling_var = (shrink * np.broadcast_to(np.asarray(sampling_sd, dtype=float), (J,))) ** 2 / n
@@ -155,11 +126,7 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str = "summary", dr
         if isinstance(prior, CustomPrior):
             _direct(prior, ctx, target, shrink, sampling_var)
         else:
-            if ctx["law"] == "laplace":
-                e = pm.Exponential("noise_mixing", 1.0, dims=dims.BASIS)
-                noise_var = 2 * b**2 * e
-            else:
-                noise_var = pt.as_tensor_variable(b**2)
+            noise_var = b**2 * law.mixing(J, dims=dims.BASIS)  # the law's exact Gaussian scale mixture
             diag = noise_var + sampling_var
             if isinstance(prior, GPPrior):
                 rho, amp, m = prior.hyperparameters(ctx["hint"])
@@ -168,8 +135,8 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str = "summary", dr
                 cov = amp**2 * pt.dot(pt.dot(SA, K), SA.T) + pt.diag(diag)
                 pm.MvNormal("released", mu=m * SA.sum(axis=1), cov=cov, observed=y, dims=dims.BASIS)
             else:  # ICLPPrior
-                if "eigenvalues" not in pub:
-                    raise ValueError("the ICLP prior needs a release in an eigenbasis; use a GP prior")
+                if pub["eigenvalues"] is None:
+                    raise InputError("the ICLP prior needs a release in an eigenbasis", "use a GP prior")
                 amp_scale = prior.amplitude_scale if prior.amplitude_scale is not None else 2 * ctx["hint"]["rms"]
                 amp = pm.HalfNormal("amplitude", sigma=amp_scale) if prior.amplitude is None else prior.amplitude
                 power = (1.0 + pm.HalfNormal("smoothness_excess", sigma=2.0) if prior.smoothness is None
@@ -184,30 +151,26 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str = "summary", dr
 
 def _direct(prior, ctx, target, shrink, sampling_var):
     """Explicit-curve model for user priors: exact mechanism likelihood."""
-    y, pub, A, b = ctx["y"], ctx["pub"], ctx["A"], ctx["scale"]
+    y, pub, A, b, law = ctx["y"], ctx["pub"], ctx["A"], ctx["scale"], ctx["law"]
     curve, theta = prior.add(ctx["t"], pub.get("eigenfunctions"), pub["quadrature_weights"],
                              eigenvalues=pub.get("eigenvalues"), hint=ctx["hint"])
     if curve is None and theta is None:
-        raise ValueError("a prior must return a curve (t) or coefficients (basis)")
+        raise InputError("a prior must return a curve (t) or coefficients (basis)")
     if theta is None:
         theta = pm.Deterministic("coefficients", pt.dot(A, curve), dims=dims.BASIS)
     else:
-        if "eigenfunctions" not in pub:
-            raise ValueError("coefficient priors need a release in an eigenbasis; use a GP prior")
+        if pub["eigenfunctions"] is None:
+            raise InputError("coefficient priors need a release in an eigenbasis", "use a GP prior")
         if curve is None:
             pm.Deterministic("curve", pt.dot(pub["eigenfunctions"], theta), dims=dims.T)
         theta = pm.Deterministic("coefficients", theta, dims=dims.BASIS)
     mu = shrink * theta
     if target == "summary" or (np.ndim(sampling_var) == 0 and sampling_var == 0):
-        if ctx["law"] == "laplace":
-            pm.Laplace("released", mu=mu, b=b, observed=y, dims=dims.BASIS)
-        else:
-            pm.Normal("released", mu=mu, sigma=b, observed=y, dims=dims.BASIS)
-    elif ctx["law"] == "normal":
-        pm.Normal("released", mu=mu, sigma=pt.sqrt(sampling_var + b**2), observed=y, dims=dims.BASIS)
-    else:
-        pm.CustomDist("released", mu, pt.sqrt(sampling_var), b, observed=y, dims=dims.BASIS,
-                      logp=lambda value, mu, g, bb: normal_laplace_logp(value - mu, g, bb))
+        law.pymc(S.RELEASED, mu, b, observed=y, dims=dims.BASIS)  # the mechanism's exact likelihood
+    else:  # the law convolved with the Gaussian sampling error of the clipped mean
+        xp = backend("pt")
+        pm.CustomDist(S.RELEASED, mu, pt.sqrt(sampling_var), b, observed=y, dims=dims.BASIS,
+                      logp=lambda value, m, g, bb: law.convolved_logp(value - m, g, bb, xp=xp))
 
 
 def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator):
@@ -224,27 +187,28 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator):
             return post[name].values.reshape(n_chain * n_draw, *post[name].shape[2:])
         return np.broadcast_to(np.asarray(default, dtype=float), (n_chain * n_draw,))
 
-    S = n_chain * n_draw
-    noise = 2 * b**2 * get("noise_mixing", np.ones(J)) if ctx["law"] == "laplace" else np.broadcast_to(b**2, (S, J))
+    ns = n_chain * n_draw
+    flat = {name: post[name].values.reshape(ns, *post[name].shape[2:]) for name in post.data_vars}
+    noise = b**2 * ctx["law"].mixing_draws(flat, ns, J)
     if meta["target"] == "population":
         n = float(ctx["attrs"]["n"])
         if meta["sampling_sd"] is None:
-            base = np.sqrt(pub["eigenvalues"]) if "eigenvalues" in pub else np.ones(J)
+            base = np.sqrt(pub["eigenvalues"]) if pub["eigenvalues"] is not None else np.ones(J)
             samp = (shrink * get("sampling_scale", 0.0)[:, None] * base) ** 2 / n
         else:
-            samp = np.broadcast_to((shrink * np.asarray(meta["sampling_sd"], dtype=float)) ** 2 / n, (S, J))
+            samp = np.broadcast_to((shrink * np.asarray(meta["sampling_sd"], dtype=float)) ** 2 / n, (ns, J))
     else:
-        samp = np.zeros((S, J))
+        samp = np.zeros((ns, J))
     D = noise + samp
-    curves = np.empty((S, K))
-    coefs = np.empty((S, J))
+    curves = np.empty((ns, K))
+    coefs = np.empty((ns, J))
     if isinstance(prior, GPPrior):
         rho = get("lengthscale", prior.lengthscale)
         amp = get("amplitude", prior.amplitude)
         m = get("mean_level", prior.mean if prior.mean is not None else 0.0)
         SA = shrink[:, None] * A
         cache = {}
-        for i in range(S):
+        for i in range(ns):
             key = float(rho[i])
             if key not in cache:
                 cache = {key: prior.kernel_matrix(t, key, xp="np")}
@@ -266,7 +230,7 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator):
         var_theta = amp[:, None] ** 2 * (pub["eigenvalues"] / pub["eigenvalues"][0]) ** power[:, None] * mix
         prec = 1 / var_theta + shrink**2 / D
         mean = (shrink * y / D) / prec
-        coefs = mean + rng.standard_normal((S, J)) / np.sqrt(prec)
+        coefs = mean + rng.standard_normal((ns, J)) / np.sqrt(prec)
         curves = coefs @ pub["eigenfunctions"].T
     shape = (n_chain, n_draw)
     return (xr.DataArray(curves.reshape(*shape, K), dims=(dims.CHAIN, dims.DRAW, dims.T)),
@@ -276,46 +240,31 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator):
 def _pointwise_loglik(model, post: xr.Dataset) -> xr.DataArray:
     """log p(y_j | coefficients) per released coefficient under the mechanism
     (and the sampling error for the population target)."""
-    from scipy import special
-
     meta = model._fdp_meta
     ctx, shrink = meta["ctx"], meta["shrink"]
-    y, b = ctx["y"], ctx["scale"]
+    y, b, law = ctx["y"], ctx["scale"], ctx["law"]
     mu = shrink * post["coefficients"].values
-    x = y - mu
     if meta["target"] == "population":
         n = float(ctx["attrs"]["n"])
         if meta["sampling_sd"] is None:
-            base = np.sqrt(ctx["pub"]["eigenvalues"]) if "eigenvalues" in ctx["pub"] else np.ones(y.size)
+            eig = ctx["pub"]["eigenvalues"]
+            base = np.sqrt(eig) if eig is not None else np.ones(y.size)
             g = shrink * post["sampling_scale"].values[..., None] * base / np.sqrt(n)
         else:
             g = shrink * np.asarray(meta["sampling_sd"], dtype=float) / np.sqrt(n)
-        if ctx["law"] == "normal":
-            v = g**2 + b**2
-            ll = -0.5 * np.log(2 * np.pi * v) - x**2 / (2 * v)
-        else:
-            z1 = (g**2 / b - x) / (g * np.sqrt(2))
-            z2 = (g**2 / b + x) / (g * np.sqrt(2))
-            ll = -np.log(4 * b) - x**2 / (2 * g**2) + np.logaddexp(_np_log_erfcx(z1, special),
-                                                                  _np_log_erfcx(z2, special))
-    elif ctx["law"] == "laplace":
-        ll = -np.log(2 * b) - np.abs(x) / b
+        ll = law.convolved_logp(y - mu, g, b)
     else:
-        ll = -0.5 * np.log(2 * np.pi * b**2) - x**2 / (2 * b**2)
-    return xr.DataArray(ll, dims=(dims.CHAIN, dims.DRAW, dims.BASIS))
-
-
-def _np_log_erfcx(z, special):
-    zn = np.minimum(z, 0.0)
-    out = np.log(special.erfcx(np.maximum(z, 0.0)))
-    neg = zn**2 + np.log(2.0 - np.exp(-(zn**2)) * special.erfcx(-zn))
-    return np.where(z < 0, neg, out)
+        ll = law.logp(y, mu, b, pointwise=True)
+    if law.product:
+        return xr.DataArray(ll, dims=(dims.CHAIN, dims.DRAW, dims.BASIS))
+    # a joint law (elliptical): one log-likelihood term for the whole released vector
+    return xr.DataArray(ll, dims=(dims.CHAIN, dims.DRAW, "released_vector"))
 
 
 def diagnostics(tree: xr.DataTree, var_names=None) -> dict:
     """Max R-hat, min bulk/tail ESS and the number of divergences of a posterior."""
-    var_names = var_names or list(tree["posterior"].data_vars)
-    post = tree["posterior"].to_dataset()[var_names]
+    var_names = var_names or list(tree[S.POSTERIOR].data_vars)
+    post = tree[S.POSTERIOR].to_dataset()[var_names]
     rhat = az.rhat(post)
     ess_b = az.ess(post, method="bulk")
     ess_t = az.ess(post, method="tail")
@@ -361,13 +310,16 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
         ``posterior`` (``curve`` (chain, draw, t), ``coefficients`` (chain,
         draw, basis), hyperparameters), ``sample_stats``, ``observed_data``
         (``released``: the release), ``log_likelihood`` (``released`` per
-        basis coefficient). ``attrs`` record the prior, the target, the
-        release's public attributes and the diagnostics.
+        basis coefficient; one term per draw for elliptical laws, whose
+        coefficients are not independent). ``attrs`` mark the tree as an
+        inference result (:data:`fdp_ppl.schema.KIND_ATTR`) and record the
+        prior, the target, the release's public attributes and the diagnostics.
 
     Warns
     -----
     InferenceWarning
-        If R-hat > 1.01, bulk or tail ESS < 100 per chain, or there are divergences.
+        If R-hat > :data:`~fdp_ppl.settings.MAX_RHAT` (1.01), bulk or tail ESS below
+        :data:`~fdp_ppl.settings.MIN_ESS_PER_CHAIN` (100) per chain, or there are divergences.
 
     Raises
     ------
@@ -397,12 +349,14 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
         post = post.assign(curve=curve, coefficients=coefs)
     post = post.assign_coords({dims.T: model._fdp_meta["ctx"]["t"], dims.BASIS: np.arange(coefs_size(model)),
                                "t_original": (dims.T, model._fdp_meta["ctx"]["t_original"])})
-    loglik = _pointwise_loglik(model, post).assign_coords({dims.BASIS: post[dims.BASIS]})
-    observed = xr.Dataset({"released": ((dims.BASIS,), model._fdp_meta["ctx"]["y"])},
+    loglik = _pointwise_loglik(model, post)
+    if dims.BASIS in loglik.dims:
+        loglik = loglik.assign_coords({dims.BASIS: post[dims.BASIS]})
+    observed = xr.Dataset({S.RELEASED: ((dims.BASIS,), model._fdp_meta["ctx"]["y"])},
                           coords={dims.BASIS: post[dims.BASIS]})
-    groups = {"posterior": post, "log_likelihood": xr.Dataset({"released": loglik}), "observed_data": observed}
-    if "sample_stats" in tree.children:
-        groups["sample_stats"] = tree["sample_stats"].to_dataset()
+    groups = {S.POSTERIOR: post, S.LOG_LIKELIHOOD: xr.Dataset({S.RELEASED: loglik}), S.OBSERVED_DATA: observed}
+    if S.SAMPLE_STATS in tree.children:
+        groups[S.SAMPLE_STATS] = tree[S.SAMPLE_STATS].to_dataset()
     tree = xr.DataTree.from_dict(groups)
     meta = model._fdp_meta
     diag = diagnostics(tree)
@@ -412,10 +366,11 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
                   "privacy_cost": "none (post-processing of a release)"})
     attrs.update({f"diagnostic_{k}": v for k, v in diag.items()})
     tree.attrs.update({k: (str(v) if v is None else v) for k, v in attrs.items()})
+    tree.attrs.update(S.inference_attrs())
     problems = []
-    if diag["max_rhat"] > 1.01:
+    if diag["max_rhat"] > MAX_RHAT:
         problems.append(f"R-hat up to {diag['max_rhat']:.3f}")
-    if min(diag["min_ess_bulk"], diag["min_ess_tail"]) < 100 * chains:
+    if min(diag["min_ess_bulk"], diag["min_ess_tail"]) < MIN_ESS_PER_CHAIN * chains:
         problems.append(f"ESS down to {min(diag['min_ess_bulk'], diag['min_ess_tail']):.0f}")
     if diag["divergences"]:
         problems.append(f"{diag['divergences']} divergences")

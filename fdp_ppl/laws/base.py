@@ -35,6 +35,82 @@ from .._backend import NP
 MIXING_VARIABLE = "noise_mixing"
 
 
+def check_scale(scale) -> np.ndarray:
+    """The public noise scale as a float array, after checking it.
+
+    Parameters
+    ----------
+    scale : array_like, shape (..., J)
+        Per-coefficient scale of a noise law (Laplace ``b_j``, Normal sd
+        ``s_j``, elliptical dispersion scale).
+
+    Returns
+    -------
+    ndarray, shape (..., J)
+
+    Raises
+    ------
+    InputError
+        A 0-d scale (the law needs one scale per coefficient), or any entry
+        that is not finite and > 0 (a density with such a scale does not exist).
+    """
+    from ..errors import InputError
+
+    s = np.asarray(scale, dtype=float)
+    if s.ndim == 0:
+        raise InputError(f"the noise scale must have one entry per coefficient, shape (J,), got a scalar {scale!r}",
+                         "pass e.g. mechanism.calibrate(spec).scale")
+    if not (np.all(np.isfinite(s)) and np.all(s > 0)):
+        bad = s[~(np.isfinite(s) & (s > 0))].ravel()[:3]
+        raise InputError(f"noise scales must be finite and > 0, got {bad.tolist()}",
+                         "pass the public scale from mechanism.calibrate(spec).scale")
+    return s
+
+
+def check_coefficients(*arrays, scale) -> tuple[np.ndarray, ...]:
+    """Float arrays of coefficients ``(..., J)`` and a checked ``scale`` (..., J).
+
+    Every array with at least one dimension must end in the ``J`` coefficients
+    of ``scale``, and all must broadcast together.
+
+    Returns
+    -------
+    tuple of ndarray
+        The arrays, then the scale.
+
+    Raises
+    ------
+    InputError
+        A bad scale (:func:`check_scale`), or shapes that do not match.
+    """
+    from ..errors import InputError
+
+    s = check_scale(scale)
+    out = tuple(np.asarray(a, dtype=float) for a in arrays)
+    J = s.shape[-1]
+    shapes = [a.shape for a in out] + [s.shape]
+    if any(a.ndim and a.shape[-1] != J for a in out):
+        raise InputError(f"coefficient arrays of shapes {shapes[:-1]} do not end in the J = {J} coefficients of the "
+                         f"noise scale (shape {s.shape})", "pass arrays of shape (..., J)")
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError as err:
+        raise InputError(f"coefficient arrays of shapes {shapes} do not broadcast together",
+                         "pass arrays of shape (..., J) with matching leading dimensions") from err
+    return (*out, s)
+
+
+def check_scale_graph(logp, scale):
+    """Wrap a PyTensor log-density so that a scale that is not finite and > 0
+    gives ``-inf`` inside a PyMC model (or raises ``ParameterValueError`` when
+    evaluated directly), like PyMC's own ``check_parameters``."""
+    import pytensor.tensor as pt
+    from pymc.distributions.dist_math import check_parameters
+
+    s = pt.as_tensor_variable(scale)
+    return check_parameters(logp, pt.gt(s, 0), pt.isfinite(s), msg="noise scale must be finite and > 0")
+
+
 class NoiseLaw(ABC):
     """Law of the noise on the released coefficients (see the module docstring).
 
@@ -78,23 +154,42 @@ class NoiseLaw(ABC):
         Parameters
         ----------
         y, mu : array_like or tensor, shape (..., J)
-        scale : array_like, shape (J,)
-            Public per-coefficient scale; must be > 0.
+        scale : array_like, shape (J,) or (..., J)
+            Public per-coefficient scale; must be finite and > 0.
         xp : namespace
             :data:`fdp_ppl._backend.NP` (numpy) or ``backend("pt")`` (PyTensor).
         pointwise : bool
             True: one term per coefficient, shape (..., J) (product laws) or
             (..., 1) (joint laws); False: the joint log-density, shape (...).
+
+        Raises
+        ------
+        InputError
+            numpy: a scale that is not finite and > 0, or arrays that do not
+            end in the same J. PyTensor: such a scale gives ``-inf`` in a PyMC
+            model (``ParameterValueError`` when the graph is evaluated directly).
         """
 
     def privacy_loss(self, y, centre, centre_prime, scale) -> np.ndarray:
-        """Privacy loss ``log p_D(y) − log p_{D'}(y)`` of releases ``y`` (..., J), numpy."""
-        y, c, cp, s = (np.asarray(a, dtype=float) for a in (y, centre, centre_prime, scale))
+        """Privacy loss ``log p_D(y) − log p_{D'}(y)`` of releases ``y`` (..., J), numpy; shape (...).
+
+        Raises
+        ------
+        InputError
+            A scale that is not finite and > 0, or shapes that do not match.
+        """
+        y, c, cp, s = check_coefficients(y, centre, centre_prime, scale=scale)
         return np.asarray(self.logp(y, c, s) - self.logp(y, cp, s))
 
     @abstractmethod
     def variance(self, scale) -> np.ndarray:
-        """Variance of each coefficient's noise, shape (J,) (``inf`` where it does not exist)."""
+        """Variance of each coefficient's noise, shape (J,) (``inf`` where it does not exist).
+
+        Raises
+        ------
+        InputError
+            A scale that is not finite and > 0.
+        """
 
     # ------------------------------------------------------------------ scale mixture
     @abstractmethod
@@ -143,4 +238,4 @@ class NoiseLaw(ABC):
         return hash((type(self).__name__, tuple(sorted(self.params().items()))))
 
 
-__all__ = ["NoiseLaw", "MIXING_VARIABLE"]
+__all__ = ["NoiseLaw", "MIXING_VARIABLE", "check_scale", "check_coefficients", "check_scale_graph"]

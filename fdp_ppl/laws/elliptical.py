@@ -18,7 +18,7 @@ import numpy as np
 from .. import dims as D
 from .._backend import NP
 from ..errors import InputError
-from .base import MIXING_VARIABLE, NoiseLaw
+from .base import MIXING_VARIABLE, NoiseLaw, check_coefficients, check_scale, check_scale_graph
 
 KINDS = ("t", "laplace", "knorm", "gaussian")
 
@@ -142,17 +142,22 @@ class Elliptical(NoiseLaw):
 
     # ------------------------------------------------------------------ densities
     def logp(self, y, mu, scale, *, xp=NP, pointwise=False, d: int | None = None):
-        d = _static_dim(y, mu, scale) if d is None else int(d)
-        fam = self.family(d)
+        """J-variate log-density ``log c_J + log f(‖z‖²) − Σ_j log scale_j``,
+        ``z = (y − μ)/scale`` (see :meth:`NoiseLaw.logp`); ``d`` = J when the
+        arrays' shapes do not say it (PyTensor)."""
         if xp is NP:
-            y, mu, scale = (np.asarray(a, dtype=float) for a in (y, mu, scale))
+            y, mu, scale = check_coefficients(y, mu, scale=scale)
+        d = _static_dim(scale, y, mu) if d is None else int(d)
+        fam = self.family(d)
         z = (y - mu) / scale
         q = xp.sum(z * z, axis=-1)
         out = fam.log_norm + fam.log_generator(q, xp) - xp.sum(xp.log(scale), axis=-1)
-        return out[..., None] if pointwise else out
+        out = out[..., None] if pointwise else out
+        return out if xp is NP else check_scale_graph(out, scale)
 
     def variance(self, scale):
-        scale = np.asarray(scale, dtype=float)
+        """``E[W] scale_j²`` (``inf`` for a t law with ν <= 2), shape like ``scale``."""
+        scale = check_scale(scale)
         return self.mixing_law(scale.shape[-1]).mean * scale**2
 
     # ------------------------------------------------------------------ scale mixture

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import dims as D
 from .._backend import NP, log_erfcx
-from .base import MIXING_VARIABLE, NoiseLaw
+from .base import MIXING_VARIABLE, NoiseLaw, check_coefficients, check_scale, check_scale_graph
 
 
 def _j(mu, scale):
@@ -39,18 +39,23 @@ class Laplace(NoiseLaw):
         return pm.Laplace(name, mu=mu, b=scale, **kwargs)
 
     def logp(self, y, mu, scale, *, xp=NP, pointwise=False):
+        """``Σ_j −log(2b_j) − |y_j − μ_j|/b_j`` (see :meth:`NoiseLaw.logp`)."""
+        if xp is NP:
+            y, mu, scale = check_coefficients(y, mu, scale=scale)
         z = y - mu
         out = -xp.log(2 * scale) - xp.abs(z) / scale
-        return out if pointwise else xp.sum(out, axis=-1)
+        out = out if pointwise else xp.sum(out, axis=-1)
+        return out if xp is NP else check_scale_graph(out, scale)
 
     def privacy_loss(self, y, centre, centre_prime, scale):
         """``Σ_j (|y_j − c'_j| − |y_j − c_j|)/b_j``, computed term-wise (never as
         a difference of two large sums, ``specs/iclp.md`` pitfall 10)."""
-        y, c, cp, s = (np.asarray(a, dtype=float) for a in (y, centre, centre_prime, scale))
+        y, c, cp, s = check_coefficients(y, centre, centre_prime, scale=scale)
         return np.sum((np.abs(y - cp) - np.abs(y - c)) / s, axis=-1)
 
     def variance(self, scale):
-        return 2.0 * np.asarray(scale, dtype=float) ** 2
+        """``2b_j²``, shape like ``scale``."""
+        return 2.0 * check_scale(scale) ** 2
 
     def mixing(self, n_components, dims=D.BASIS):
         import pymc as pm
@@ -66,6 +71,8 @@ class Laplace(NoiseLaw):
     def convolved_logp(self, x, g, scale, *, xp=NP):
         """Normal–Laplace: ``−log(4b) − x²/(2g²) + log[erfcx(z₁) + erfcx(z₂)]``,
         ``z_{1,2} = (g²/b ∓ x)/(g√2)`` (``specs/iclp.md`` §4.3), stable log-erfcx."""
+        if xp is NP:
+            x, g, scale = check_coefficients(x, g, scale=scale)
         b = scale
         z1 = (g**2 / b - x) / (g * np.sqrt(2.0))
         z2 = (g**2 / b + x) / (g * np.sqrt(2.0))
@@ -97,17 +104,22 @@ class Normal(NoiseLaw):
         return pm.Normal(name, mu=mu, sigma=scale, **kwargs)
 
     def logp(self, y, mu, scale, *, xp=NP, pointwise=False):
+        """``Σ_j −½log(2π) − log s_j − (y_j − μ_j)²/(2s_j²)`` (see :meth:`NoiseLaw.logp`)."""
+        if xp is NP:
+            y, mu, scale = check_coefficients(y, mu, scale=scale)
         z = (y - mu) / scale
         out = -0.5 * np.log(2 * np.pi) - xp.log(scale) - 0.5 * z**2
-        return out if pointwise else xp.sum(out, axis=-1)
+        out = out if pointwise else xp.sum(out, axis=-1)
+        return out if xp is NP else check_scale_graph(out, scale)
 
     def privacy_loss(self, y, centre, centre_prime, scale):
         """``Σ_j ((y_j − c'_j)² − (y_j − c_j)²)/(2s_j²)``, term-wise."""
-        y, c, cp, s = (np.asarray(a, dtype=float) for a in (y, centre, centre_prime, scale))
+        y, c, cp, s = check_coefficients(y, centre, centre_prime, scale=scale)
         return np.sum(((y - cp) ** 2 - (y - c) ** 2) / (2 * s**2), axis=-1)
 
     def variance(self, scale):
-        return np.asarray(scale, dtype=float) ** 2
+        """``s_j²``, shape like ``scale``."""
+        return check_scale(scale) ** 2
 
     def mixing(self, n_components, dims=D.BASIS):
         return 1.0
@@ -117,6 +129,8 @@ class Normal(NoiseLaw):
 
     def convolved_logp(self, x, g, scale, *, xp=NP):
         """``N(0, g² + s²)`` at ``x``."""
+        if xp is NP:
+            x, g, scale = check_coefficients(x, g, scale=scale)
         v = g**2 + scale**2
         return -0.5 * xp.log(2 * np.pi * v) - x**2 / (2 * v)
 
