@@ -30,8 +30,9 @@ import numpy as np
 import xarray as xr
 
 from .. import dims
+from ..settings import DATA_DIR_ENV
 
-ENV_VAR = "FDP_PPL_DATA_DIR"
+ENV_VAR = DATA_DIR_ENV
 
 #: Accepted dataset names (aliases included) and a short description of each.
 DATASETS: dict[str, str] = {

@@ -25,18 +25,11 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
+from .._backend import backend
+from ..settings import GP_JITTER
+from ..spaces import Matern
+from ..spaces.kernels import matern_half_integer
 
-
-def _matern_pt(d, rho, nu):
-    if nu == 0.5:
-        return pt.exp(-d / rho)
-    if nu == 1.5:
-        r = np.sqrt(3.0) * d / rho
-        return (1 + r) * pt.exp(-r)
-    if nu == 2.5:
-        r = np.sqrt(5.0) * d / rho
-        return (1 + r + r**2 / 3) * pt.exp(-r)
-    raise ValueError("GPPrior supports nu in {0.5, 1.5, 2.5}")
 
 
 @dataclass(frozen=True)
@@ -83,7 +76,7 @@ class GPPrior:
     mean: float | None = None
     mean_loc: float | None = None
     mean_scale: float | None = None
-    jitter: float = 1e-6
+    jitter: float = GP_JITTER
     name: str = "gp"
 
     def hyperparameters(self, hint):
@@ -102,9 +95,8 @@ class GPPrior:
         """Matérn correlation on the grid (+ relative jitter), pytensor or numpy."""
         d = np.abs(t[:, None] - t[None, :])
         if xp == "np":
-            from ..spaces import Matern
             return Matern(rho=float(rho), nu=self.nu)(d) + self.jitter * np.eye(t.size)
-        return _matern_pt(pt.as_tensor_variable(d), rho, self.nu) + self.jitter * np.eye(t.size)
+        return matern_half_integer(pt.as_tensor_variable(d), rho, self.nu, backend("pt")) + self.jitter * np.eye(t.size)
 
     def describe(self) -> dict:
         return {"prior": self.name, "prior_nu": self.nu, "prior_lengthscale": str(self.lengthscale),

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from .._backend import NP
 from ..errors import check_positive
 
 
@@ -61,6 +62,30 @@ class Kernel:
         return {"kernel": self.name, "kernel_rho": self.rho}
 
 
+HALF_INTEGER_NU = (0.5, 1.5, 2.5)
+
+
+def matern_half_integer(d, rho, nu: float, xp=NP):
+    """Matérn correlation for ν ∈ {1/2, 3/2, 5/2} in closed form, written once for
+    numpy and PyTensor (``xp``; ``rho`` may be a PyTensor variable):
+    ``exp(−r)``, ``(1 + r) exp(−r)`` with ``r = √3 d/ρ``, ``(1 + r + r²/3) exp(−r)`` with ``r = √5 d/ρ``.
+
+    Raises
+    ------
+    ValueError
+        Another ν.
+    """
+    if nu == 0.5:
+        return xp.exp(-d / rho)
+    if nu == 1.5:
+        r = np.sqrt(3.0) * d / rho
+        return (1.0 + r) * xp.exp(-r)
+    if nu == 2.5:
+        r = np.sqrt(5.0) * d / rho
+        return (1.0 + r + r * r / 3.0) * xp.exp(-r)
+    raise ValueError(f"closed-form Matérn needs nu in {HALF_INTEGER_NU}, got {nu}")
+
+
 @dataclass(frozen=True)
 class Matern(Kernel):
     """Matérn kernel with smoothness ``nu`` and length-scale ``rho`` (standard form).
@@ -79,14 +104,8 @@ class Matern(Kernel):
     def __call__(self, d):
         d = np.abs(np.asarray(d, dtype=float))
         nu, rho = self.nu, self.rho
-        if nu == 0.5:
-            return np.exp(-d / rho)
-        if nu == 1.5:
-            r = np.sqrt(3.0) * d / rho
-            return (1.0 + r) * np.exp(-r)
-        if nu == 2.5:
-            r = np.sqrt(5.0) * d / rho
-            return (1.0 + r + r * r / 3.0) * np.exp(-r)
+        if nu in HALF_INTEGER_NU:
+            return matern_half_integer(d, rho, nu)
         r = np.sqrt(2.0 * nu) * d / rho
         with np.errstate(invalid="ignore"):
             out = (2.0 ** (1.0 - nu) / special.gamma(nu)) * r**nu * special.kv(nu, r)
