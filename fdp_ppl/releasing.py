@@ -24,7 +24,7 @@ from .summaries import LinearSummary
 
 def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, random_seed=None,
             ledger: PrivacyLedger | None = None, bound: str = "tight", progressbar: bool = False,
-            label: str = "", generator: str = "pymc") -> xr.DataTree:
+            label: str = "", generator: str = "pymc", dataset: str = "") -> xr.DataTree:
     """Release a summary privately: exact forward draws of the mechanism's noise law.
 
     Parameters
@@ -42,15 +42,19 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
     random_seed : int, sequence of int, numpy Generator or None
         None (the default): fresh OS entropy. A seed makes the noise
         reproducible by anyone who knows it.
-    ledger : PrivacyLedger, optional
-        Charged ``draws × mechanism.budget``; the release is refused before any
-        draw if it does not fit.
+    ledger : PrivacyLedger or FileLedger, optional
+        Charged ``draws × mechanism.budget`` before any draw (a failure later
+        never refunds); the release is refused, with nothing drawn, if it does
+        not fit. ``PrivacyLedger.open(path, total)`` gives a ledger shared by
+        processes and runs.
     bound : {"tight", "paper", "closed-form"}
         Which sensitivity bound calibrates the noise
         (:meth:`~fdp_ppl.summaries.SummarySpec.sensitivity`).
     progressbar : bool
     label : str
         Ledger label.
+    dataset : str
+        Identity of the dataset, recorded in the ledger.
     generator : str
         Release sampler (:func:`fdp_ppl.sampling.generators`); recorded as
         ``attrs["noise_generator"]``.
@@ -87,12 +91,11 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
     spec = summary.spec
     cal = mechanism.calibrate(spec, bound)
     cost = mechanism.budget * draws
-    if ledger is not None:
-        ledger.check(cost)
     sampler = sampler_for(mechanism.law, spec.n_components, generator)
+    if ledger is not None:  # charged before any draw: a failure after this point never refunds
+        ledger.spend(cost, label or f"{mechanism.family} release of {spec.name}", dataset=dataset,
+                     mechanism=mechanism.family)
     coef = sampler.draw(summary.coefficients, cal.scale, draws, random_seed, progressbar=progressbar)
-    if ledger is not None:
-        ledger.spend(cost, label or f"{mechanism.family} release of {spec.name}")
     curves = coef @ spec.design.T
 
     now = datetime.datetime.now(datetime.timezone.utc).isoformat()
