@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .elliptical.process import EllipticalMechanism, EllipticalProcessMechanism
-from .laws import Elliptical, Laplace, NoiseLaw, Normal
+from .laws import NoiseLaw
 from .mechanisms import FRL, ICLP, Bernstein, GaussianMechanism, Mechanism
 from .spaces import KERNEL_NAMES
 from .summaries import (BernsteinSpec, FRLSpec, ICLPARSpec, ICLPQRSpec, RKHSSpec, SampleMeanSpec, SummarySpec)
@@ -30,8 +30,8 @@ SUMMARIES: dict[str, type[SummarySpec]] = {cls.name: cls for cls in
 #: kernel names accepted by :func:`fdp_ppl.spaces.kernel_from_name`
 KERNELS: tuple[str, ...] = KERNEL_NAMES
 
-#: noise-law classes
-LAWS: dict[str, type[NoiseLaw]] = {"laplace": Laplace, "normal": Normal, "elliptical": Elliptical}
+#: noise-law classes (every subclass of NoiseLaw registers itself when its module is imported)
+LAWS: dict[str, type[NoiseLaw]] = {cls.key: cls for cls in NoiseLaw.classes}
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,6 @@ import numpy as np
 import xarray as xr
 
 from .errors import PrivacyLeakWarning
-from .summaries import LinearSummary
 
 
 def _folds(n, folds, rng):

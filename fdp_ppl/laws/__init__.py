@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping
 
 from ..errors import SchemaError
@@ -11,12 +10,10 @@ from .elliptical import KINDS as ELLIPTICAL_KINDS
 from .elliptical import Elliptical
 from .product import Laplace, Normal
 
-_ELLIPTICAL = re.compile(r"^elliptical-(?P<kind>[a-z]+)(\(nu=(?P<nu>[^)]+)\))?$")
-
-
 def law_from_name(name: str) -> NoiseLaw:
-    """The law recorded as ``attrs["noise_law"]``: ``"laplace"``, ``"normal"``,
-    ``"elliptical-<kind>"`` or ``"elliptical-t(nu=<ν>)"``.
+    """The law recorded as ``attrs["noise_law"]`` (``"laplace"``, ``"normal"``,
+    ``"elliptical-<kind>"``, ``"elliptical-t(nu=<ν>)"`` ...): the first law class
+    whose :meth:`NoiseLaw.from_name` recognises it.
 
     Raises
     ------
@@ -24,15 +21,13 @@ def law_from_name(name: str) -> NoiseLaw:
         An unknown name.
     """
     name = str(name).strip().lower()
-    if name == Laplace.name:
-        return Laplace()
-    if name == Normal.name:
-        return Normal()
-    m = _ELLIPTICAL.match(name)
-    if m and m["kind"] in ELLIPTICAL_KINDS:
-        return Elliptical(m["kind"], nu=float(m["nu"]) if m["nu"] else None)
+    for cls in NoiseLaw.classes:
+        law = cls.from_name(name)
+        if law is not None:
+            return law
+    known = ", ".join(c.name for c in NoiseLaw.classes if isinstance(c.__dict__.get("name"), str))
     raise SchemaError(f"unknown noise law {name!r} in the release",
-                      "expected 'laplace', 'normal' or 'elliptical-<t(nu=...)|laplace|knorm|gaussian>'")
+                      f"expected one of {known} or 'elliptical-<t(nu=...)|laplace|knorm|gaussian>'")
 
 
 def law_from_attrs(attrs: Mapping[str, Any]) -> NoiseLaw:

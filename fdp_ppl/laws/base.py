@@ -128,9 +128,30 @@ class NoiseLaw(ABC):
     """
 
     name: ClassVar[str] = ""
+    #: key of the law class in :data:`fdp_ppl.registry.LAWS` (defaults to :attr:`name`)
+    key: ClassVar[str] = ""
+    #: every concrete law class, in definition order (filled by ``__init_subclass__``)
+    classes: ClassVar[list[type["NoiseLaw"]]] = []
     product: ClassVar[bool] = True
     fp_safe: ClassVar[bool] = False
     source: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("key"):
+            cls.key = cls.__dict__.get("name", "") if isinstance(cls.__dict__.get("name"), str) else cls.__name__.lower()
+        NoiseLaw.classes.append(cls)
+
+    @classmethod
+    def from_name(cls, name: str) -> "NoiseLaw | None":
+        """The law whose :attr:`name` is ``name``, or None if this class does not make it.
+
+        Laws without parameters need nothing more; laws with parameters in their
+        name (e.g. ``elliptical-t(nu=3)``) override this.
+        """
+        if isinstance(cls.__dict__.get("name"), str) and name == cls.name:
+            return cls()
+        return None
 
     # ------------------------------------------------------------------ PyMC
     @abstractmethod

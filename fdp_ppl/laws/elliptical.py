@@ -13,6 +13,8 @@ mixing laws are imported lazily so that this module does not depend on the
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .. import dims as D
@@ -21,6 +23,7 @@ from ..errors import InputError
 from .base import MIXING_VARIABLE, NoiseLaw, check_coefficients, check_scale, check_scale_graph
 
 KINDS = ("t", "laplace", "knorm", "gaussian")
+_NAME = re.compile(r"^elliptical-(?P<kind>[a-z]+)(\(nu=(?P<nu>[^)]+)\))?$")
 
 
 def _static_dim(*arrays) -> int:
@@ -57,6 +60,7 @@ class Elliptical(NoiseLaw):
     (corrected, ``specs/elliptical.md``).
     """
 
+    key = "elliptical"
     product = False
     source = "Reimherr & Awan (2019), Theorems 1, 3, 5 (corrected)"
 
@@ -67,10 +71,17 @@ class Elliptical(NoiseLaw):
             if nu is None or not np.isfinite(float(nu)) or float(nu) <= 0:
                 raise InputError(f"the t law needs degrees of freedom nu > 0, got {nu!r}", "pass e.g. nu=3")
             nu = float(nu)
-        else:
-            nu = None
+        elif nu is not None:
+            raise InputError(f"nu applies only to the t law, not to {kind!r}", "drop nu")
         self.kind = kind
         self.nu = nu
+
+    @classmethod
+    def from_name(cls, name: str):
+        m = _NAME.match(name)
+        if m and m["kind"] in KINDS:
+            return cls(m["kind"], nu=float(m["nu"]) if m["nu"] else None)
+        return None
 
     @property
     def name(self) -> str:  # type: ignore[override]
