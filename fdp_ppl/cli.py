@@ -3,15 +3,24 @@
 Commands
 --------
 ``fdp-ppl release``
-    Load curves (a bundled dataset name or a netCDF path), compute a mean
-    summary clipped at a public τ, release it with one mechanism, write the
-    release (``xarray.DataTree`` as netCDF) and optionally a PNG, and print a
-    table of the public parameters.
+    Load curves (a bundled dataset name or a netCDF path), fit a public
+    summary spec clipped at a public τ, release it with one mechanism of
+    :data:`fdp_ppl.registry.MECHANISMS`, write the release
+    (``xarray.DataTree`` as netCDF, layout :mod:`fdp_ppl.schema`) and
+    optionally a PNG, and print a table of the public parameters.
 ``fdp-ppl demo``
     The end-to-end example on the bundled Berkeley growth curves.
 
+The mechanism choices, which flags each mechanism takes (δ, ``--nu``,
+``--calibration``, ``--eta``/``--psi``, ``--M``, ``--k``), the kernels and the
+labels all come from :mod:`fdp_ppl.registry`; the summary is
+``entry.spec(basis_or_grid, tau=, n=, **options).fit(curves)`` and the
+mechanism ``entry.mechanism(epsilon, delta, **options)``.
+
 Bad input ends with one line ``fdp-ppl: error: ...`` on stderr naming the fix
-and exit code 2 (argparse's own usage errors also exit with 2).
+and exit code 2 (argparse's own usage errors also exit with 2). Library errors
+(:class:`fdp_ppl.errors.FdpPplError`: message ``; `` fix) are printed
+unchanged; the command line adds its own checks only where a flag is meant.
 
 Privacy notes
 -------------
@@ -26,6 +35,7 @@ and adding it back to the release is post-processing.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 import warnings
@@ -33,42 +43,87 @@ from pathlib import Path
 
 import numpy as np
 
-PROG = "fdp-ppl"
-MECHANISMS = ("iclp-qr", "iclp-ar", "frl", "gaussian", "rkhs-gaussian")
-GAUSSIAN_MECHANISMS = ("gaussian", "rkhs-gaussian")
-
-from .datasets.references import (CDC2000_MEDIAN_HEIGHT_CM, GROWTH_DEVIATION_TAU, GROWTH_RAW_TAU,  # noqa: E402
+from . import dims, registry
+from .datasets.references import (CDC2000_MEDIAN_HEIGHT_CM, GROWTH_DEVIATION_TAU, GROWTH_RAW_TAU,
                                   GROWTH_REFERENCE_SOURCE, growth_reference)
+from .errors import FdpPplError
+from .schema import CONSTANT_DATA, CURVE, POSTERIOR, PUBLIC_OFFSET, T_ORIGINAL, read_release
 
+PROG = "fdp-ppl"
+#: command-line names of the mechanisms (``--mechanism``), from the registry
+MECHANISMS = tuple(registry.MECHANISMS)
+DEFAULT_KERNEL = "matern32"
+DEFAULT_RHO = 0.1
 
-# --------------------------------------------------------------------------- errors
-class CLIError(ValueError):
-    """Bad command-line input; the message names the fix."""
+#: ``--calibration`` values (which ones a mechanism knows is the library's business) and, for the
+#: calibrations valid only for ε <= 1 (classical Gaussian bound), the one to use above 1
+_CALIBRATIONS = {"classical": "analytic", "analytic": None, "exact": None, "theorem5": "exact"}
 
+#: registry option name -> flag
+_FLAGS = {"nu": "--nu", "calibration": "--calibration", "eta": "--eta", "psi": "--psi", "M": "--M", "k": "--k"}
 
-#: library wording -> command-line wording in error messages
-_CLI_WORDING = (
-    ("drop_incomplete=True", "--drop-incomplete"),
+#: ``load_dataset``'s keyword arguments are the flags of the same name; its messages name the
+#: keyword, the command line names the flag (applied to errors of the data-loading step only)
+_LOAD_FLAGS = (
     ("pass data_dir=... to load_dataset", "pass --data-dir DIR"),
     ("data_dir=...", "--data-dir DIR"),
-    ("calibration='analytic'", "--calibration analytic"),
+    ("drop_incomplete=True", "--drop-incomplete"),
     ("choose one with var=...", "choose one with --var NAME"),
     ("curve_dim=", "--curve-dim "),
     ("t_dim=", "--t-dim "),
-    ("M must lie in", "--M must lie in"),
 )
 
 
+# --------------------------------------------------------------------------- errors
+class CLIError(FdpPplError, ValueError):
+    """Bad command-line input: a message and the fix, both in terms of flags."""
+
+
 def _one_line(msg) -> str:
-    text = " ".join(str(msg).split())
-    for old, new in _CLI_WORDING:
-        text = text.replace(old, new)
-    return text
+    return " ".join(str(msg).split())
 
 
 def _fail(msg) -> int:
     print(f"{PROG}: error: {_one_line(msg)}", file=sys.stderr)
     return 2
+
+
+def _os_message(err: OSError) -> str:
+    msg = err.args[-1] if err.args else str(err)
+    fname = getattr(err, "filename", None)
+    return f"{msg}: {fname}" if fname and str(fname) not in str(msg) else str(msg)
+
+
+# --------------------------------------------------------------------------- registry helpers
+def _users(option: str) -> list[str]:
+    """Mechanisms whose registry entry takes ``option`` (a mechanism or a summary option)."""
+    return [name for name, e in registry.MECHANISMS.items() if option in (*e.options, *e.summary_options)]
+
+
+def _option_default(entry: registry.MechanismEntry, option: str):
+    """Default of a mechanism option of a registry entry."""
+    return entry.option_defaults.get(option)
+
+
+def _spec_default(summary: str, option: str):
+    """Default of a summary-spec field (e.g. the Bernstein lattice size k)."""
+    return {f.name: f.default for f in dataclasses.fields(registry.SUMMARIES[summary])}.get(option)
+
+
+def _uses_eigenbasis(entry: registry.MechanismEntry) -> bool:
+    from .summaries import EigenSpec
+
+    return issubclass(entry.spec_class, EigenSpec)
+
+
+def _mechanism_epilog() -> str:
+    w = max(len(n) for n in registry.MECHANISMS)
+    lines = ["mechanisms (--mechanism):"]
+    for name, e in registry.MECHANISMS.items():
+        dp = "(eps, delta)-DP" if e.approximate else "eps-DP"
+        flags = " ".join(_FLAGS[o] for o in (*e.options, *e.summary_options))
+        lines.append(f"  {name:<{w}}  {dp:<15} {e.description}" + (f" [{flags}]" if flags else ""))
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- parser
@@ -85,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     r = sub.add_parser("release", help="release a private mean curve of a dataset",
-                       description="Release a differentially private mean curve.")
+                       description="Release a differentially private mean curve.", epilog=_mechanism_epilog(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     g = r.add_argument_group("data")
     g.add_argument("--data", required=True, metavar="PATH_OR_NAME",
                    help="bundled dataset name (growth, weather, dti, electricity) or a netCDF path")
@@ -98,11 +154,16 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--t-dim", default=None, help="name of the grid dimension in the file")
     m = r.add_argument_group("mechanism")
     m.add_argument("--mechanism", required=True, choices=MECHANISMS,
-                   help="iclp-qr / iclp-ar (ICLP, ε-DP), frl (ε-DP), gaussian / rkhs-gaussian ((ε, δ)-DP)")
+                   help="the mechanism (listed below); " + ", ".join(n for n, e in registry.MECHANISMS.items()
+                                                                      if e.approximate) + " are (ε, δ)-DP")
     m.add_argument("--epsilon", required=True, type=float, help="privacy parameter ε > 0 per draw")
-    m.add_argument("--delta", type=float, default=None, help="δ in (0, 1); required by the Gaussian mechanisms")
-    m.add_argument("--calibration", choices=("classical", "analytic"), default=None,
-                   help="Gaussian noise calibration (default classical, valid for ε <= 1)")
+    m.add_argument("--delta", type=float, default=None,
+                   help="δ in (0, 1); required by the (ε, δ) mechanisms, refused by the others")
+    m.add_argument("--nu", type=float, default=None,
+                   help=f"degrees of freedom ν > 0 of the t law ({', '.join(_users('nu'))}; required there)")
+    m.add_argument("--calibration", choices=tuple(_CALIBRATIONS), default=None,
+                   help="noise calibration: classical (default, ε <= 1) or analytic for gaussian and rkhs-gaussian; "
+                        "exact (default) or theorem5 (ε <= 1) for t-process and laplace-process")
     m.add_argument("--bound", choices=("tight", "paper"), default="tight",
                    help="sensitivity bound calibrating the noise (default tight)")
     m.add_argument("--draws", type=int, default=1,
@@ -110,13 +171,20 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, default=None, help="random seed")
     s = r.add_argument_group("summary")
     s.add_argument("--tau", required=True, type=float,
-                   help="public bound on each curve's L² norm on the rescaled domain [0, 1]; curves are clipped to it")
-    s.add_argument("--kernel", default="matern32", help="noise kernel: matern12, matern32, matern52, exponential, gaussian (exp(-d²/ρ)), "
-                        "gaussian-hall (exp(-d²/(2ρ²))); default matern32")
-    s.add_argument("--rho", type=float, default=0.1, help="kernel length scale on [0, 1] (default 0.1)")
+                   help="public bound on each curve's L² norm on the rescaled domain [0, 1]; curves are clipped to "
+                        "it. For --mechanism bernstein: the sup-norm bound τ_∞ on |X(t)| (curves are clipped "
+                        "pointwise to [-τ_∞, τ_∞])")
+    s.add_argument("--kernel", default=None, metavar="NAME",
+                   help=f"noise kernel, one of {', '.join(registry.KERNELS)} (gaussian: exp(-d²/ρ), gaussian-hall: "
+                        f"exp(-d²/(2ρ²))); default {DEFAULT_KERNEL}; not for bernstein")
+    s.add_argument("--rho", type=float, default=None,
+                   help=f"kernel length scale on [0, 1] (default {DEFAULT_RHO:g}); not for bernstein")
     s.add_argument("--eta", type=float, default=None, help="penalty power η (default: privacy-safe selection)")
     s.add_argument("--psi", type=float, default=None, help="penalty weight ψ (default 1/n)")
     s.add_argument("--M", type=int, default=None, help="number of components for frl (default floor(n^(1/3)))")
+    s.add_argument("--k", type=int, default=None,
+                   help=f"Bernstein lattice size k (k + 1 lattice points) for bernstein "
+                        f"(default {_spec_default('bernstein', 'k')})")
     _add_output_args(r)
 
     d = sub.add_parser("demo", help="private mean growth curve of the Berkeley growth study",
@@ -133,43 +201,63 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # --------------------------------------------------------------------------- validation
-def _check_args(a) -> None:
-    def finite(x):
-        return x is not None and math.isfinite(x)
+def _finite(x) -> bool:
+    return x is not None and math.isfinite(x)
 
-    if not (finite(a.epsilon) and a.epsilon > 0):
-        raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon}); pass e.g. --epsilon 1")
-    if not (finite(a.tau) and a.tau > 0):
-        raise CLIError(f"--tau must be a finite number > 0 (got {a.tau}); pass a public bound on the curves' "
-                       "L2 norm, e.g. --tau 1 for curves with values in [-1, 1]")
-    if not (finite(a.rho) and a.rho > 0):
-        raise CLIError(f"--rho must be > 0 (got {a.rho}); e.g. --rho 0.1")
+
+def _check_args(a):
+    """Check the flags and build the mechanism (before any data is read).
+
+    Returns
+    -------
+    Mechanism
+        ``entry.mechanism(epsilon, delta, **options)``.
+
+    Raises
+    ------
+    CLIError
+        A flag out of range or one that does not apply to the mechanism.
+    FdpPplError
+        The library refuses the mechanism's parameters (printed unchanged).
+    """
+    entry = registry.MECHANISMS[a.mechanism]
+    if not (_finite(a.epsilon) and a.epsilon > 0):
+        raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon})", "pass e.g. --epsilon 1")
+    if not (_finite(a.tau) and a.tau > 0):
+        what = "sup-norm bound on |X(t)|" if not _uses_eigenbasis(entry) else "bound on the curves' L2 norm"
+        raise CLIError(f"--tau must be a finite number > 0 (got {a.tau})",
+                       f"pass a public {what}, e.g. --tau 1 for curves with values in [-1, 1]")
+    if a.rho is not None and not (_finite(a.rho) and a.rho > 0):
+        raise CLIError(f"--rho must be > 0 (got {a.rho})", "e.g. --rho 0.1")
     if a.draws < 1:
         raise CLIError(f"--draws must be >= 1 (got {a.draws})")
-    gaussian = a.mechanism in GAUSSIAN_MECHANISMS
-    if gaussian:
+    if entry.approximate:
         if a.delta is None:
-            raise CLIError(f"--mechanism {a.mechanism} is (epsilon, delta)-DP and needs --delta, e.g. --delta 1e-5")
-        if not (finite(a.delta) and 0 < a.delta < 1):
-            raise CLIError(f"--delta must lie strictly between 0 and 1 (got {a.delta}); pass e.g. --delta 1e-5")
-        if (a.calibration or "classical") == "classical" and a.epsilon > 1:
-            raise CLIError(f"the classical Gaussian calibration is valid only for epsilon <= 1 (got {a.epsilon:g}); "
-                           "pass --calibration analytic or a smaller --epsilon")
-    else:
-        if a.delta is not None:
-            raise CLIError(f"--mechanism {a.mechanism} is pure epsilon-DP and takes no --delta; drop --delta or "
-                           "use --mechanism gaussian")
-        if a.calibration is not None:
-            raise CLIError(f"--calibration applies only to the Gaussian mechanisms, not to {a.mechanism}; drop it")
-    if a.M is not None and a.mechanism != "frl":
-        raise CLIError("--M applies only to --mechanism frl; drop --M or use --eta/--psi")
-    if a.mechanism == "frl" and (a.eta is not None or a.psi is not None):
-        raise CLIError("--eta/--psi do not apply to --mechanism frl; use --M")
-    if a.psi is not None and not (finite(a.psi) and a.psi > 0):
-        raise CLIError(f"--psi must be > 0 (got {a.psi}); omit it for the privacy-safe default 1/n")
-    if a.eta is not None and not finite(a.eta):
-        raise CLIError(f"--eta must be a finite number (got {a.eta})")
+            raise CLIError(f"--mechanism {a.mechanism} is (epsilon, delta)-DP and needs --delta", "e.g. --delta 1e-5")
+        if not (_finite(a.delta) and 0 < a.delta < 1):
+            raise CLIError(f"--delta must lie strictly between 0 and 1 (got {a.delta})", "pass e.g. --delta 1e-5")
+    elif a.delta is not None:
+        approx = ", ".join(n for n, e in registry.MECHANISMS.items() if e.approximate)
+        raise CLIError(f"--mechanism {a.mechanism} is pure epsilon-DP and takes no --delta",
+                       f"drop --delta or use an (epsilon, delta) mechanism ({approx})")
+    accepted = (*entry.options, *entry.summary_options)
+    for opt, flag in _FLAGS.items():
+        if getattr(a, opt, None) is not None and opt not in accepted:
+            raise CLIError(f"{flag} applies only to --mechanism {', '.join(_users(opt))}, not to {a.mechanism}",
+                           f"drop {flag}")
+    if not _uses_eigenbasis(entry) and (a.kernel is not None or a.rho is not None):
+        raise CLIError(f"--kernel/--rho do not apply to --mechanism {a.mechanism} (a polynomial basis on a lattice, "
+                       "no kernel)", "drop them; --k sets the lattice size")
+    if a.kernel is not None and a.kernel not in registry.KERNELS:
+        raise CLIError(f"unknown kernel {a.kernel!r}", f"choose --kernel from {', '.join(registry.KERNELS)}")
+    if "calibration" in entry.options:
+        cal = a.calibration or _option_default(entry, "calibration")
+        alternative = _CALIBRATIONS.get(cal)
+        if alternative and a.epsilon > 1:
+            raise CLIError(f"the {cal} calibration of --mechanism {a.mechanism} is valid only for epsilon <= 1 "
+                           f"(got {a.epsilon:g})", f"pass --calibration {alternative} or a smaller --epsilon")
     _check_out(a)
+    return entry.mechanism(a.epsilon, a.delta, **{o: getattr(a, o) for o in entry.options})
 
 
 def _check_out(a) -> None:
@@ -178,34 +266,32 @@ def _check_out(a) -> None:
             continue
         parent = Path(path).expanduser().resolve().parent
         if not parent.is_dir():
-            raise CLIError(f"the directory of {flag} {path} does not exist; create it or choose another path")
+            raise CLIError(f"the directory of {flag} {path} does not exist", "create it or choose another path")
+
+
+def _load(name, var=None, **kw):
+    """``load_dataset`` with its messages in terms of the flags of the same name.
+
+    Raises
+    ------
+    CLIError
+        The data cannot be loaded (missing file or directory, unknown
+        variable, NaN curves without --drop-incomplete ...).
+    """
+    from .datasets import load_dataset
+
+    try:
+        with warnings.catch_warnings():  # the count of dropped curves is printed with the table instead
+            warnings.filterwarnings("ignore", message=".*incomplete curves.*", category=UserWarning)
+            return load_dataset(name, var, **kw)
+    except (ValueError, FileNotFoundError) as err:
+        text = _os_message(err) if isinstance(err, OSError) else str(err)
+        for old, new in _LOAD_FLAGS:
+            text = text.replace(old, new)
+        raise CLIError(text) from err
 
 
 # --------------------------------------------------------------------------- core
-def _summary_and_mechanism(kind, curves, basis, a):
-    import fdp_ppl as fp
-
-    if kind == "iclp-qr":
-        return fp.iclp_qr_mean(curves, basis, tau=a.tau, eta=a.eta, psi=a.psi), fp.ICLP(a.epsilon)
-    if kind == "iclp-ar":
-        return fp.iclp_ar_mean(curves, basis, tau=a.tau, eta=a.eta, psi=a.psi), fp.ICLP(a.epsilon)
-    if kind == "frl":
-        return fp.frl_mean(curves, basis, tau=a.tau, M=a.M), fp.FRL(a.epsilon)
-    cal = a.calibration or "classical"
-    mech = fp.GaussianMechanism(a.epsilon, a.delta, calibration=cal)
-    if kind == "gaussian":
-        return fp.iclp_qr_mean(curves, basis, tau=a.tau, eta=a.eta, psi=a.psi), mech
-    eta = 1.0 if a.eta is None else a.eta
-    return fp.rkhs_mean(curves, basis, tau=a.tau, eta=eta, psi=a.psi), mech
-
-
-def _noise_energy(tree) -> float:
-    """E‖ξ‖² of the noise on the released curve (grid L² norm), from public metadata."""
-    scale = np.asarray(tree["constant_data"]["noise_scale"].values, dtype=float)
-    var = 2.0 * scale**2 if tree.attrs.get("noise_law") == "laplace" else scale**2
-    return float(np.sum(var))
-
-
 def _annotate(tree, curves, labels: dict, offset=None, offset_source: str = ""):
     """Public descriptive metadata (names, units) and an optional public offset added back to the curve."""
     ca = curves.attrs
@@ -215,25 +301,25 @@ def _annotate(tree, curves, labels: dict, offset=None, offset_source: str = ""):
     v_attrs.update(labels.get("value", {}))
     t_attrs = {k: str(v) for k, v in t_attrs.items() if v}
     v_attrs = {k: str(v) for k, v in v_attrs.items() if v}
-    post = tree["posterior"].to_dataset()
-    curve = post["curve"]
+    post = tree[POSTERIOR].to_dataset()
+    curve = post[CURVE]
     if offset is not None:
         curve = curve + _xr_line(offset, post)
         curve.attrs["description"] = ("released curve: public_offset(t) + sum_j coefficients_j phi_j(t); the "
                                       "coefficients are those of the released deviation from the public offset")
     else:
-        curve.attrs["description"] = post["curve"].attrs.get("description", "")
+        curve.attrs["description"] = post[CURVE].attrs.get("description", "")
     curve.attrs.update(v_attrs)
-    post = post.assign(curve=curve)
-    post["t_original"].attrs.update(t_attrs)
-    tree["posterior"].dataset = post
+    post = post.assign({CURVE: curve})
+    post[T_ORIGINAL].attrs.update(t_attrs)
+    tree[POSTERIOR].dataset = post
     if offset is not None:
-        const = tree["constant_data"].to_dataset()
-        const["public_offset"] = (("t",), np.asarray(offset, dtype=float))
-        const["public_offset"].attrs.update({"description": "public reference curve subtracted before clipping "
-                                             "and added back to the released curve", "source": offset_source,
-                                             **{k: v for k, v in v_attrs.items() if k == "units"}})
-        tree["constant_data"].dataset = const
+        const = tree[CONSTANT_DATA].to_dataset()
+        const[PUBLIC_OFFSET] = ((dims.T,), np.asarray(offset, dtype=float))
+        const[PUBLIC_OFFSET].attrs.update({"description": "public reference curve subtracted before clipping "
+                                           "and added back to the released curve", "source": offset_source,
+                                           **{k: v for k, v in v_attrs.items() if k == "units"}})
+        tree[CONSTANT_DATA].dataset = const
         tree.attrs["public_offset"] = offset_source
         tree.attrs["tau_applies_to"] = "deviation of each curve from public_offset"
     if "units" in v_attrs:
@@ -246,19 +332,38 @@ def _annotate(tree, curves, labels: dict, offset=None, offset_source: str = ""):
 def _xr_line(values, post):
     import xarray as xr
 
-    return xr.DataArray(np.asarray(values, dtype=float), dims=("t",), coords={"t": post["t"].values})
+    return xr.DataArray(np.asarray(values, dtype=float), dims=(dims.T,), coords={dims.T: post[dims.T].values})
 
 
-def _run(curves, kind, a, *, source: str, labels: dict | None = None, offset=None, offset_source: str = "",
+def _fit_summary(entry, curves, a):
+    """``entry.spec(basis_or_grid, tau=, n=, **summary options).fit(curves)`` (non-private).
+
+    The public side (basis or lattice grid, τ, n, options) is built first; n is
+    the number of curves.
+    """
+    import fdp_ppl as fp
+
+    grid = fp.Grid.from_points(np.asarray(curves[dims.T].values, dtype=float))
+    public = grid
+    if _uses_eigenbasis(entry):
+        public = fp.eigenbasis(fp.kernel_from_name(a.kernel or DEFAULT_KERNEL, DEFAULT_RHO if a.rho is None else a.rho), grid)
+        if a.M is not None and not 1 <= a.M <= public.size:
+            raise CLIError(f"--M must lie in 1..{public.size} (the eigenpairs retained for this kernel and grid), "
+                           f"got {a.M}", "pass a smaller --M or omit it for floor(n^(1/3))")
+    spec = entry.spec(public, tau=a.tau, n=int(curves.sizes[dims.CURVE]),
+                      **{o: getattr(a, o) for o in entry.summary_options})
+    return spec.fit(curves)
+
+
+def _run(curves, mech, a, *, source: str, labels: dict | None = None, offset=None, offset_source: str = "",
          show_nonprivate: bool = False) -> int:
     """Summary -> release -> files -> table. Returns the exit code."""
     import fdp_ppl as fp
 
     labels = labels or {}
-    grid = fp.Grid.from_points(np.asarray(curves["t"].values, dtype=float))
-    basis = fp.eigenbasis(fp.kernel_from_name(a.kernel, a.rho), grid)
+    entry = registry.MECHANISMS[a.mechanism]
     x = curves if offset is None else curves - _xr_line(offset, curves)
-    summary, mech = _summary_and_mechanism(kind, x, basis, a)
+    summary = _fit_summary(entry, x, a)
     tree = fp.release(summary, mech, draws=a.draws, random_seed=a.seed, bound=a.bound)
     tree.attrs["data_source"] = source
     _annotate(tree, curves, labels, offset, offset_source)
@@ -287,32 +392,46 @@ def _write_plot(tree, path, *, offset=None, offset_source="", nonprivate=None):
     plt.close(fig)
 
 
-_NAMES = {"iclp": "ICLP", "frl": "FRL", "gaussian": "Gaussian", "iclp-qr": "ICLP-QR", "iclp-ar": "ICLP-AR",
-          "rkhs": "RKHS"}
+#: display of the sensitivity norms recorded in releases
+_NORMS = {"1,C": "‖·‖_{1,C}", "cameron-martin": "Cameron–Martin ‖·‖_C", "l1": "ℓ¹ of coefficients"}
 
 
 def _print_table(tree, summary, out, plot, n_dropped: int = 0):
-    at = tree.attrs
-    energy = _noise_energy(tree)
+    view = read_release(tree)
+    meta = view.metadata
+    at = meta.public()
+    # E‖ξ‖² on the grid (L², quadrature weights) from the release's public noise scale and its law
+    energy = float(np.sum(view.weights * view.noise_sd() ** 2))
     units = at.get("value_units")
     if units and (" " in str(units) or len(str(units)) > 12):
         units = None  # long descriptive units stay in the file and the plot labels
     u = f" {units}" if units else ""
-    delta = float(at.get("delta", 0.0))
-    norm = {"1,C": "‖·‖_{1,C}", "cameron-martin": "Cameron–Martin ‖·‖_C", "l1": "ℓ¹ of coefficients"}.get(
-        at.get("sensitivity_norm"), at.get("sensitivity_norm"))
+    sup = meta.extra.get("tau_norm") == "sup"
+    calibration = f"; {at['calibration']} calibration" if at.get("calibration") not in (None, "none") else ""
     tuning = ", ".join(f"{k}={summary.params[k]:.4g}" for k in ("eta", "psi", "M", "J_star") if k in summary.params)
-    draws = int(at.get("draws", 1))
+    if view.lattice is not None:
+        k = int(view.lattice.size) - 1
+        basis_row = ("basis", f"Bernstein polynomials of degree k = {k} on {k + 1} lattice points")
+    else:
+        basis_row = ("kernel", f"{at['kernel']}, rho = {float(at['kernel_rho']):g}" + (f"; {tuning}" if tuning else ""))
+    norm = _NORMS.get(meta.sensitivity_norm, meta.sensitivity_norm)
+    if view.lattice is not None and meta.sensitivity_norm == "l1":
+        norm = "ℓ¹ of the lattice values"
+    tau_note = " (sup-norm bound τ_∞ on |X(t)|)" if sup else ""
+    if "public_offset" in at:
+        tau_note += " (deviation from the public reference)"
     rows = [
-        ("mechanism", f"{_NAMES.get(at['mechanism'], at['mechanism'])} ({at['noise_law']} noise) on the "
-                      f"{_NAMES.get(at['summary'], at['summary'])} mean"),
-        ("epsilon", f"{float(at['epsilon']):g} per draw; spent {float(at['budget_spent_epsilon']):g} "
-                    f"({draws} draw{'s' if draws > 1 else ''})"),
-        ("delta", f"{delta:g}" + (f" per draw; spent {float(at['budget_spent_delta']):g}" if delta > 0 else " (pure ε-DP)")),
-        ("sensitivity", f"{float(at['sensitivity']):.4g} in {norm} ({at['sensitivity_bound']} bound)"),
-        ("tau", f"{float(at['tau']):g}{u}" + (" (deviation from the public reference)" if "public_offset" in at else "")),
-        ("n", f"{int(at['n'])} curves × {int(at['grid_size'])} grid points"),
-        ("kernel", f"{at['kernel']}, rho = {float(at['kernel_rho']):g}" + (f"; {tuning}" if tuning else "")),
+        ("mechanism", f"{registry.label(meta.mechanism)} ({registry.label(meta.noise_law, 'law')} noise) on the "
+                      f"{registry.label(meta.summary, 'summary')}{calibration}"),
+        ("epsilon", f"{meta.epsilon:g} per draw; spent {meta.budget_spent_epsilon:g} "
+                    f"({meta.draws} draw{'s' if meta.draws > 1 else ''})"),
+        ("delta", f"{meta.delta:g}" + (f" per draw; spent {meta.budget_spent_delta:g}" if meta.delta > 0
+                                        else " (pure ε-DP)")),
+        ("sensitivity", f"{meta.sensitivity:.4g} in {norm} "
+                        f"({at['sensitivity_bound']} bound)"),
+        ("tau", f"{meta.tau:g}{u}{tau_note}"),
+        ("n", f"{meta.n} curves × {int(at['grid_size'])} grid points"),
+        basis_row,
         ("J components", f"{int(at['n_components'])}"),
         ("noise E‖ξ‖²", f"{energy:.4g}" + (f" {units}²" if units else "") + f"  (rms ‖ξ‖ = {math.sqrt(energy):.3g}{u})"),
         ("release", str(out)),
@@ -323,7 +442,8 @@ def _print_table(tree, summary, out, plot, n_dropped: int = 0):
     print(f"{PROG} {at.get('data_source', '')}".rstrip())
     for k, v in rows:
         print(f"  {k:<{w}}  {v}")
-    print(f"data holder only (not written to the file): {summary.n_clipped} of {summary.n} curves had L2 norm "
+    bound = "sup norm" if sup else "L2 norm"
+    print(f"data holder only (not written to the file): {summary.n_clipped} of {summary.n} curves had {bound} "
           f"above tau and were clipped")
     if n_dropped:
         print(f"data holder only: {n_dropped} incomplete curves were dropped before the release (n = {summary.n} "
@@ -332,27 +452,22 @@ def _print_table(tree, summary, out, plot, n_dropped: int = 0):
 
 # --------------------------------------------------------------------------- commands
 def _cmd_release(a) -> int:
-    _check_args(a)
-    from .datasets import load_dataset
-
-    with warnings.catch_warnings():  # the count of dropped curves is printed with the table instead
-        warnings.filterwarnings("ignore", message=".*incomplete curves.*", category=UserWarning)
-        curves = load_dataset(a.data, a.var, data_dir=a.data_dir, drop_incomplete=a.drop_incomplete,
-                              curve_dim=a.curve_dim, t_dim=a.t_dim)
+    mech = _check_args(a)
+    curves = _load(a.data, a.var, data_dir=a.data_dir, drop_incomplete=a.drop_incomplete, curve_dim=a.curve_dim,
+                   t_dim=a.t_dim)
     name = Path(str(a.data)).name
     source = f"{name}" + (f" / {a.var}" if a.var else "")
-    return _run(curves, a.mechanism, a, source=source)
+    return _run(curves, mech, a, source=source)
 
 
 def _cmd_demo(a) -> int:
     _check_out(a)
-    from .datasets import load_dataset
-
-    curves = load_dataset("growth", data_dir=a.data_dir)
-    ages = np.asarray(curves["t"].values, dtype=float)
-    ns = argparse.Namespace(epsilon=1.0, delta=None, calibration=None, bound="tight", draws=1, seed=a.seed,
-                            kernel="matern32", rho=0.1, eta=None, psi=None, M=None, out=a.out, plot=a.plot,
-                            tau=GROWTH_RAW_TAU if a.raw else GROWTH_DEVIATION_TAU)
+    curves = _load("growth", data_dir=a.data_dir)
+    ages = np.asarray(curves[dims.T].values, dtype=float)
+    ns = argparse.Namespace(mechanism="iclp-qr", epsilon=1.0, delta=None, nu=None, calibration=None, bound="tight",
+                            draws=1, seed=a.seed, kernel=DEFAULT_KERNEL, rho=DEFAULT_RHO, eta=None, psi=None, M=None,
+                            k=None, out=a.out, plot=a.plot, tau=GROWTH_RAW_TAU if a.raw else GROWTH_DEVIATION_TAU)
+    mech = registry.MECHANISMS[ns.mechanism].mechanism(ns.epsilon)
     labels = {"t": {"long_name": "age", "units": "years"}, "value": {"long_name": "mean height", "units": "cm"}}
     if a.raw:
         offset, src = None, ""
@@ -363,7 +478,7 @@ def _cmd_demo(a) -> int:
         print("demo: Berkeley growth heights, ICLP-QR, epsilon = 1; deviations from the public CDC 2000 median "
               f"height clipped at the public tau = {GROWTH_DEVIATION_TAU:g} cm (run with --raw for tau = "
               f"{GROWTH_RAW_TAU:g} cm on raw heights: about 5x more noise)")
-    return _run(curves, "iclp-qr", ns, source="growth (Berkeley growth study, fdars)", labels=labels,
+    return _run(curves, mech, ns, source="growth (Berkeley growth study, fdars)", labels=labels,
                 offset=offset, offset_source=src, show_nonprivate=a.show_nonprivate)
 
 
@@ -378,12 +493,10 @@ def main(argv=None) -> int:
         if args.command == "release":
             return _cmd_release(args)
         return _cmd_demo(args)
-    except CLIError as e:
+    except FdpPplError as e:  # library and command-line errors: message; fix — printed unchanged
         return _fail(e)
     except FileNotFoundError as e:
-        msg = e.args[-1] if e.args else str(e)
-        fname = getattr(e, "filename", None)
-        return _fail(f"{msg}: {fname}" if fname and str(fname) not in str(msg) else msg)
+        return _fail(_os_message(e))
     except (ValueError, TypeError, KeyError) as e:
         return _fail(e.args[0] if e.args else repr(e))
     except OSError as e:

@@ -50,6 +50,8 @@ class MechanismEntry:
         True for (ε, δ) mechanisms (they need δ).
     options : tuple of str
         Mechanism options the entry accepts beyond ε and δ (``calibration``, ``nu``).
+    option_defaults : dict
+        Defaults of those options (passed to ``build`` when an option is None).
     summary_options : tuple of str
         Summary options it accepts (``eta``, ``psi``, ``M``, ``k``).
     defaults : dict
@@ -62,6 +64,7 @@ class MechanismEntry:
     build: Callable[..., Mechanism]
     approximate: bool = False
     options: tuple[str, ...] = ()
+    option_defaults: dict[str, Any] = field(default_factory=dict)
     summary_options: tuple[str, ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict)
     description: str = ""
@@ -79,7 +82,7 @@ class MechanismEntry:
 
             raise InputError(f"mechanism {self.name!r} takes no option {sorted(unknown)}",
                              f"its options are {list(self.options) or 'none'}")
-        return self.build(epsilon, delta, **extra)
+        return self.build(epsilon, delta, **{**self.option_defaults, **extra})
 
     def spec(self, basis_or_grid, *, tau: float, n: int, **options) -> SummarySpec:
         """Build the public summary spec (``basis_or_grid`` is an Eigenbasis, or a Grid for Bernstein)."""
@@ -104,22 +107,26 @@ MECHANISMS: dict[str, MechanismEntry] = _register(
     MechanismEntry("bernstein", "bernstein", lambda eps, delta: Bernstein(eps), summary_options=("k",),
                    description="Bernstein mechanism (tau is the sup-norm bound); Aldà & Rubinstein (2017)"),
     MechanismEntry("gaussian", "iclp-qr",
-                   lambda eps, delta, calibration="classical": GaussianMechanism(eps, delta, calibration=calibration),
-                   approximate=True, options=("calibration",), summary_options=("eta", "psi"),
+                   lambda eps, delta, calibration: GaussianMechanism(eps, delta, calibration=calibration),
+                   approximate=True, options=("calibration",), option_defaults={"calibration": "classical"},
+                   summary_options=("eta", "psi"),
                    description="Gaussian process noise, ridge (ICLP-QR) mean; Mirshani et al. (2019)"),
     MechanismEntry("rkhs-gaussian", "rkhs",
-                   lambda eps, delta, calibration="classical": GaussianMechanism(eps, delta, calibration=calibration),
-                   approximate=True, options=("calibration",), summary_options=("eta", "psi"), defaults={"eta": 1.0},
+                   lambda eps, delta, calibration: GaussianMechanism(eps, delta, calibration=calibration),
+                   approximate=True, options=("calibration",), option_defaults={"calibration": "classical"},
+                   summary_options=("eta", "psi"), defaults={"eta": 1.0},
                    description="Gaussian process noise, RKHS mean (eta = 1); Mirshani et al. (2019)"),
     MechanismEntry("t-process", "iclp-qr",
-                   lambda eps, delta, nu=None, calibration="exact": EllipticalProcessMechanism(
+                   lambda eps, delta, calibration, nu=None: EllipticalProcessMechanism(
                        eps, delta, family="t", nu=nu, calibration=calibration),
-                   approximate=True, options=("nu", "calibration"), summary_options=("eta", "psi"),
+                   approximate=True, options=("nu", "calibration"), option_defaults={"calibration": "exact"},
+                   summary_options=("eta", "psi"),
                    description="t process (GP x random scale), ridge mean; Reimherr & Awan (2019)"),
     MechanismEntry("laplace-process", "iclp-qr",
-                   lambda eps, delta, calibration="exact": EllipticalProcessMechanism(
+                   lambda eps, delta, calibration: EllipticalProcessMechanism(
                        eps, delta, family="laplace", calibration=calibration),
-                   approximate=True, options=("calibration",), summary_options=("eta", "psi"),
+                   approximate=True, options=("calibration",), option_defaults={"calibration": "exact"},
+                   summary_options=("eta", "psi"),
                    description="Laplace process (GP x exponential scale), ridge mean; Reimherr & Awan (2019)"),
     MechanismEntry("t", "iclp-qr", lambda eps, delta, nu=None: EllipticalMechanism(eps, family="t", nu=nu),
                    options=("nu",), summary_options=("eta", "psi"),
@@ -139,6 +146,7 @@ _LABELS = {
     "laplace": "Laplace", "normal": "Normal",
 }
 _SUMMARY_LABELS = {"frl": "FRL mean", "bernstein": "Bernstein mean"}
+_ELLIPTICAL_LABELS = {"t": "t", "laplace": "Laplace-process", "knorm": "K-norm", "gaussian": "Gaussian"}
 
 
 def label(name: str, kind: str = "mechanism") -> str:
@@ -152,8 +160,10 @@ def label(name: str, kind: str = "mechanism") -> str:
         return _SUMMARY_LABELS[name]
     if name in _LABELS:
         return _LABELS[name]
-    if name.startswith("elliptical-"):  # an elliptical noise law
-        return name.removeprefix("elliptical-").replace("(nu=", " (ν = ")
+    if name.startswith("elliptical-"):  # an elliptical noise law: elliptical-<kind>[(nu=ν)]
+        kind, _, nu = name.removeprefix("elliptical-").partition("(nu=")
+        text = _ELLIPTICAL_LABELS.get(kind, kind)
+        return f"{text} (ν = {nu.rstrip(')')})" if nu else text
     return name
 
 

@@ -263,3 +263,112 @@ def test_argparse_errors_exit_2(capsys):
     err = capsys.readouterr().err
     assert "Traceback" not in err and "usage:" in err
     assert main(["--help"]) == 0
+
+
+# ----------------------------------------------------------------------------- every registered mechanism
+@pytest.mark.parametrize("mechanism, extra, family, law, summary", [
+    ("bernstein", ["--tau", "5000"], "bernstein", "laplace", "bernstein"),
+    ("t-process", ["--tau", "4000", "--nu", "5", "--delta", "1e-5"], "elliptical-process", "elliptical-t(nu=5)",
+     "iclp-qr"),
+    ("laplace-process", ["--tau", "4000", "--delta", "1e-5"], "elliptical-process", "elliptical-laplace", "iclp-qr"),
+    ("t", ["--tau", "4000", "--nu", "5"], "elliptical", "elliptical-t(nu=5)", "iclp-qr"),
+    ("knorm", ["--tau", "4000"], "elliptical", "elliptical-knorm", "iclp-qr"),
+])
+def test_release_bernstein_and_elliptical_mechanisms(tmp_path, capsys, mechanism, extra, family, law, summary):
+    from fdp_ppl import registry
+    from fdp_ppl.schema import read_release
+
+    rc, out = _release(tmp_path, "--data", "electricity", "--var", "demand", "--mechanism", mechanism,
+                       "--epsilon", "1", *extra, plot=True)
+    std = capsys.readouterr()
+    assert rc == 0, std.err
+    tree = xr.open_datatree(out)
+    at = tree.attrs
+    assert at["mechanism"] == family and at["noise_law"] == law and at["summary"] == summary
+    assert at["epsilon"] == 1.0 and at["n"] == 508
+    entry = registry.MECHANISMS[mechanism]
+    assert entry.summary == summary
+    assert at["delta"] == (1e-5 if entry.approximate else 0.0)
+    view = read_release(tree)
+    assert view.law.name == law
+    assert view.curve.sizes["t"] == 48 and np.all(np.isfinite(view.curve.values))
+    if mechanism == "bernstein":
+        assert at["sensitivity_norm"] == "l1" and at["lattice_k"] == 20 and at["tau"] == 5000.0
+        assert view.lattice is not None and view.coefficients.sizes["basis"] == 21
+        assert "sup-norm" in std.out and "kernel" not in at
+    else:
+        assert at["sensitivity_norm"] == "cameron-martin" and at["kernel"] == "matern32"
+    if mechanism in ("t-process", "t"):
+        assert at["nu"] == 5.0
+    if entry.approximate:
+        assert at["calibration"] == "exact"
+    assert (tmp_path / "release.png").read_bytes()[:8] == PNG_MAGIC
+    for key in ("mechanism", "epsilon", "delta", "sensitivity", "tau", "J components", "noise E‖ξ‖²", str(out)):
+        assert key in std.out
+    assert "MW" in std.out and std.err == ""
+
+
+def test_bernstein_lattice_size_and_growth(tmp_path, capsys):
+    rc, out = _release(tmp_path, "--data", "growth", "--mechanism", "bernstein", "--epsilon", "1", "--tau", "200",
+                       "--k", "10")
+    assert rc == 0, capsys.readouterr().err
+    tree = xr.open_datatree(out)
+    assert tree.attrs["lattice_k"] == 10 and tree["posterior"].sizes["basis"] == 11
+    assert tree.attrs["sensitivity"] == pytest.approx(11 * 2 * 200 / tree.attrs["n"])
+
+
+def test_release_help_lists_every_registered_mechanism(capsys):
+    from fdp_ppl import registry
+
+    assert main(["release", "--help"]) == 0
+    out = capsys.readouterr().out
+    for name in registry.MECHANISMS:
+        assert any(line.split()[:1] == [name] for line in out.splitlines()), name
+    for flag in ("--nu", "--k", "--calibration", "sup-norm"):
+        assert flag in out
+    for kernel in registry.KERNELS:
+        assert kernel in out
+
+
+NEW_BAD = {
+    "t without nu": (_replace(ELEC, "--mechanism", "t"), "nu"),
+    "t-process without delta": (_replace(ELEC, "--mechanism", "t-process") + ["--nu", "5"], "needs --delta"),
+    "laplace-process without delta": (_replace(ELEC, "--mechanism", "laplace-process"), "needs --delta"),
+    "knorm with delta": (_replace(ELEC, "--mechanism", "knorm") + ["--delta", "1e-5"], "--delta"),
+    "nu with iclp": (ELEC + ["--nu", "3"], "--nu"),
+    "k with iclp": (ELEC + ["--k", "5"], "--k"),
+    "kernel with bernstein": (_replace(ELEC, "--mechanism", "bernstein") + ["--kernel", "matern12"], "--kernel"),
+    "calibration with frl": (_replace(ELEC, "--mechanism", "frl") + ["--calibration", "analytic"], "--calibration"),
+    "theorem5 eps > 1": (_replace(_replace(ELEC, "--mechanism", "t-process"), "--epsilon", "2")
+                         + ["--nu", "5", "--delta", "1e-5", "--calibration", "theorem5"], "--calibration exact"),
+    "gaussian calibration for t-process": (_replace(ELEC, "--mechanism", "t-process")
+                                           + ["--nu", "5", "--delta", "1e-5", "--calibration", "analytic"],
+                                           "calibration"),
+    "bernstein k zero": (_replace(ELEC, "--mechanism", "bernstein") + ["--k", "0"], "k"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NEW_BAD))
+def test_bad_mechanism_options_one_line_exit_2(tmp_path, capsys, case):
+    argv, fix = NEW_BAD[case]
+    out = tmp_path / "x.nc"
+    rc = main(["release", *argv, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("fdp-ppl: error: ") and "Traceback" not in err
+    assert fix in lines[0], lines[0]
+    assert not out.exists()
+
+
+def test_library_errors_printed_unchanged(tmp_path, capsys):
+    from fdp_ppl import ICLPQRSpec, Grid, Matern, eigenbasis
+    from fdp_ppl.errors import FdpPplError
+
+    basis = eigenbasis(Matern(rho=0.1, nu=1.5), Grid.from_points(np.linspace(0, 1, 48)))
+    with pytest.raises(FdpPplError) as info:
+        ICLPQRSpec(basis=basis, tau=1.0, n=508, eta=0.5)
+    rc = main(["release", *ELEC, "--eta", "0.5", "--out", str(tmp_path / "x.nc")])
+    assert rc == 2
+    assert capsys.readouterr().err.strip() == f"fdp-ppl: error: {' '.join(str(info.value).split())}"
