@@ -17,7 +17,8 @@ mechanism and its noise law (:mod:`fdp_ppl.mechanisms`, :mod:`fdp_ppl.laws`)
 from ._version import __version__
 from . import datasets, dims, elliptical, inference, laws, schema
 from .accounting import PrivacyBudget, PrivacyLedger, analytic_sigma, classical_sigma, gaussian_delta
-from .errors import BudgetExceededError, CompatibilityError, FdpPplError, InputError, PrivacyLeakWarning, SchemaError
+from .errors import (BudgetExceededError, CompatibilityError, FdpPplError, InputError, PrivacyLeakWarning,
+                     SchemaError, SeededReleaseWarning)
 from .mechanisms import FRL, ICLP, Bernstein, GaussianMechanism, Mechanism
 from .inference import infer
 from .releasing import release
@@ -32,7 +33,7 @@ __all__ = [
     "eigenbasis", "LinearSummary", "Sensitivity", "frl_mean", "iclp_qr_mean", "iclp_ar_mean", "rkhs_mean",
     "sample_mean", "pss", "data_tau", "ICLP", "FRL", "Bernstein", "bernstein_mean", "GaussianMechanism", "Mechanism", "PrivacyBudget",
     "PrivacyLedger", "gaussian_delta", "classical_sigma", "analytic_sigma", "release", "BudgetExceededError",
-    "CompatibilityError", "PrivacyLeakWarning", "FdpPplError", "InputError", "SchemaError", "laws", "schema",
+    "CompatibilityError", "PrivacyLeakWarning", "FdpPplError", "InputError", "SchemaError", "SeededReleaseWarning", "laws", "schema",
     "CompiledSampler", "SummarySpec", "ICLPQRSpec", "ICLPARSpec", "FRLSpec", "RKHSSpec", "SampleMeanSpec",
     "BernsteinSpec",
 ]

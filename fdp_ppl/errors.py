@@ -42,6 +42,12 @@ class PrivacyLeakWarning(UserWarning):
     """
 
 
+class SeededReleaseWarning(UserWarning):
+    """A release drew its noise from a caller's seed: anyone who learns the seed can
+    regenerate the noise and subtract it, so the release is private only while
+    the seed stays secret. For studies and tests; real releases pass no seed."""
+
+
 class BudgetExceededError(FdpPplError, ValueError):
     """A release would spend more privacy budget than the ledger has left."""
 
@@ -107,6 +113,7 @@ __all__ = [
     "InputError",
     "SchemaError",
     "PrivacyLeakWarning",
+    "SeededReleaseWarning",
     "BudgetExceededError",
     "CompatibilityError",
     "check_epsilon",

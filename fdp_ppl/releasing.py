@@ -9,13 +9,14 @@ metadata (DESIGN invariants 5 and 6).
 from __future__ import annotations
 
 import datetime
+import warnings
 
 import numpy as np
 import xarray as xr
 
 from ._version import __version__
 from .accounting import PrivacyLedger
-from .errors import CompatibilityError, InputError
+from .errors import CompatibilityError, InputError, SeededReleaseWarning
 from .mechanisms import Mechanism
 from .sampling import sampler_for
 from .schema import NOISE_SCALE, ReleaseMetadata, release_tree
@@ -40,8 +41,10 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
         draws cost ``k × (ε, δ)`` by basic composition (recorded in attrs and
         charged to the ledger). ``k > 1`` is for studying the mechanism.
     random_seed : int, sequence of int, numpy Generator or None
-        None (the default): fresh OS entropy. A seed makes the noise
-        reproducible by anyone who knows it.
+        None (the default): fresh OS entropy (128 bits), ``attrs["noise_seeded"] = 0``.
+        A seed makes the noise reproducible by anyone who knows it: for studies
+        and tests; the release records ``noise_seeded = 1`` and a
+        :class:`~fdp_ppl.errors.SeededReleaseWarning` is emitted.
     ledger : PrivacyLedger or FileLedger, optional
         Charged ``draws × mechanism.budget`` before any draw (a failure later
         never refunds); the release is refused, with nothing drawn, if it does
@@ -88,6 +91,11 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
     draws = int(draws)
     if draws < 1:
         raise InputError("draws must be >= 1")
+    seeded = random_seed is not None
+    if seeded:
+        warnings.warn("the release noise is drawn from the given random_seed: anyone who learns the seed can "
+                      "regenerate the noise and remove it, so the release is private only while the seed stays "
+                      "secret; pass no seed for a real release (fresh OS entropy)", SeededReleaseWarning, stacklevel=2)
     spec = summary.spec
     cal = mechanism.calibrate(spec, bound)
     cost = mechanism.budget * draws
@@ -109,6 +117,7 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
     extra.update({
         "noise_multiplier": cal.sigma,
         "noise_generator": sampler.generator,
+        "noise_seeded": int(seeded),
         "fdp_ppl_version": __version__,
         "created_at": now,
         "sampling": "exact forward draws (compiled PyMC sampler), not MCMC",
