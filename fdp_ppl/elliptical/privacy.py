@@ -30,7 +30,7 @@ import numpy as np
 from scipy import integrate, optimize, special, stats
 
 from ..accounting import gaussian_delta
-from ..errors import check_delta, check_epsilon, check_positive
+from ..errors import InputError, check_delta, check_epsilon, check_positive
 from .families import (EllipsoidalKNorm, EllipticalFamily, MixingLaw, MultivariateLaplace, MultivariateNormal,
                        MultivariateT, PowerExponential, _PointMass, mixing_law)
 from .theorem3 import EpsilonResult, NoPureDPError, calibrate_sigma, epsilon_from_family, epsilon_from_generator
@@ -41,6 +41,8 @@ __all__ = ["EpsilonResult", "NoPureDPError", "epsilon_from_generator", "epsilon_
            "mahalanobis_sensitivity"]
 
 _TINY = 1e-300
+#: largest σ/Δ searched by :func:`sigma_for_delta` (beyond it δ is at its numerical floor)
+_SIGMA_CEILING = 1e12
 
 
 def privacy_epsilon(family: EllipticalFamily, sensitivity: float, sigma: float, method: str = "auto") -> EpsilonResult:
@@ -158,6 +160,9 @@ def sigma_for_delta(epsilon: float, delta: float, sensitivity: float, law, metho
     ------
     ValueError
         Bad ε, δ, Δ; unknown method; ε > 1 with "theorem5".
+    InputError
+        δ below the numerical floor of the exact δ (about 2e-17, the tail
+        tolerance of :meth:`MixingLaw.expect`).
     """
     eps, dl = check_epsilon(epsilon), check_delta(delta)
     dsens = check_positive(sensitivity, "sensitivity")
@@ -180,6 +185,11 @@ def sigma_for_delta(epsilon: float, delta: float, sensitivity: float, law, metho
     def g(ls):
         return math.log(max(delta_exact(eps, dsens, math.exp(ls), law), 1e-320)) - math.log(dl)
 
+    floor = delta_exact(eps, dsens, dsens * _SIGMA_CEILING, law)
+    if floor > dl:
+        raise InputError(f"delta={dl:g} is below what the exact delta of the {law.name} process can resolve "
+                         f"(about {floor:.1g}: the numerical integration over W has that tail tolerance)",
+                         "use delta >= 1e-15, or method='theorem5' (epsilon <= 1)")
     lo, hi = math.log(dsens) - 3, math.log(dsens) + 3
     while g(lo) < 0:
         lo -= 3
