@@ -231,3 +231,20 @@ def test_sensitivity_depends_on_public_quantities_only(name, curves, matern_basi
         for bound in ("tight", "paper"):
             assert a.sensitivity(norm, bound).value == b.sensitivity(norm, bound).value
     assert not a.sensitivity().data_dependent
+
+
+def test_clipping_uses_the_basis_quadrature_for_dataarrays():
+    """Curves given as a DataArray are clipped in the norm of the basis grid (here uniform weights),
+    not in a grid rebuilt from their coordinate: the norm the sensitivity is stated in."""
+    import xarray as xr
+
+    grid = fp.Grid.uniform(30, quadrature="uniform")
+    basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), grid)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((20, grid.size))
+    tau = float(np.median(grid.norm(x)))
+    da = xr.DataArray(x, dims=("curve", "t"), coords={"t": grid.t})
+    a = fp.sample_mean(da, basis, tau=tau)
+    b = fp.sample_mean(x, basis, tau=tau)
+    np.testing.assert_allclose(a.coefficients, b.coefficients, rtol=1e-12, atol=1e-15)
+    assert a.n_clipped == b.n_clipped == int(np.sum(grid.norm(x) > tau))

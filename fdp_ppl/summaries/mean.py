@@ -160,13 +160,13 @@ class EigenSpec(SummarySpec):
         return kernel_beta(self.basis)
 
     def _mean_coefficients(self, curves, curve_dim=None, t_dim=None):
-        grid = None
         if isinstance(curves, xr.DataArray):
             curves, grid = curves_and_grid(curves, curve_dim=curve_dim, t_dim=t_dim)
             if not np.allclose(grid.t, self.basis.grid.t):
                 raise InputError("the curves' grid differs from the basis grid",
                                  "build the basis on Grid.from_points(curves[t_dim].values)")
-        mean, n, n_clipped, _ = clipped_mean(curves, grid or self.basis.grid, self.tau)
+        # clip in the basis grid's norm (its quadrature), the norm every sensitivity is stated in
+        mean, n, n_clipped, _ = clipped_mean(curves, self.basis.grid, self.tau)
         return self.basis.coefficients(mean), n, n_clipped
 
     def _transform(self, mean_coefficients: np.ndarray) -> np.ndarray:
