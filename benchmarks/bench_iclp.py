@@ -19,9 +19,11 @@ noisy while a ratio measured back to back is not:
   GP comparator: per draw the Gram matrix, its Cholesky factor and one
   multivariate-normal draw.
 * ``ours cold``  ``eigenbasis`` + summary + ``fdp_ppl.release(draws=...)``
-  right after clearing the package's caches (the compiled-sampler dict of
-  ``fdp_ppl.release`` and the eigenbasis LRU cache): includes the
-  eigendecomposition (once) and building/compiling the PyTensor sampler.
+  right after clearing the package's caches (the compiled samplers,
+  :func:`fdp_ppl.sampling.clear_cache`, and the eigenbasis LRU cache; shared
+  with the Table 1 notebook as :func:`fdp_ppl.experiments.timing.clear_caches`):
+  includes the eigendecomposition (once) and building/compiling the PyTensor
+  sampler (a :class:`fdp_ppl.CompiledSampler`).
 * ``ours warm``  the same call with both caches filled.
 
 Timings are medians over ``--repeats`` (``time.perf_counter``); the baseline
@@ -43,7 +45,6 @@ import argparse
 import atexit
 import csv
 import datetime
-import importlib
 import json
 import os
 import platform
@@ -237,17 +238,12 @@ def machine_info(args, fp):
 def bench_cell(fp, K, kname, args, state):
     import numpy as np
 
-    release_mod = importlib.import_module("fdp_ppl.release")
-    eig_mod = importlib.import_module("fdp_ppl.spaces.eigenbasis")
-
-    def clear_caches():
-        release_mod._SAMPLERS.clear()
-        eig_mod._cached.cache_clear()
+    from fdp_ppl.experiments.timing import clear_caches  # fdp_ppl.sampling.clear_cache() + the eigenbasis cache
+    from fdp_ppl.spaces import DEFAULT_REL_TOL as rel_tol
 
     kernel = make_kernel(fp, kname)
     grid = fp.Grid.uniform(K)
     curves = make_curves(grid, N_CURVES, args.seed + K)
-    rel_tol = eig_mod.DEFAULT_REL_TOL
     rows = []
 
     mechanisms = [("iclp", fp.ICLP(EPSILON), fp.iclp_qr_mean)]

@@ -20,76 +20,22 @@ possible where the prior shrinks a real feature, which is why the fast test asse
 
 from __future__ import annotations
 
-import warnings
-
-import numpy as np
 import pytest
-from scipy import stats
 
-import fdp_ppl as fp
-from fdp_ppl.inference import GPPrior, ICLPPrior, credible_band, infer
-
-CI_PROB = 0.9
-POINTS = np.array([0.1, 0.3, 0.5, 0.7, 0.9])
-EPSILON = 1.0
-N = 500
-
-
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    a = 1 - level
-    lo = stats.beta.ppf(a / 2, k, n - k + 1) if k > 0 else 0.0
-    hi = stats.beta.ppf(1 - a / 2, k + 1, n - k) if k < n else 1.0
-    return float(lo), float(hi)
-
-
-def _gp_mean(grid, seed):
-    """A smooth random truth: one draw of a Matérn-5/2 GP (ρ = 0.2, sd 1)."""
-    rng = np.random.default_rng(seed)
-    K = fp.Matern(rho=0.2, nu=2.5).gram(grid.t)
-    w, V = np.linalg.eigh(K)
-    return V @ (np.sqrt(np.clip(w, 0, None)) * rng.standard_normal(grid.size))
-
-
-def simulate_release(design, grid, basis, seed):
-    """(release, truth) for one replicate: truth = the non-private ICLP-QR summary."""
-    rng = np.random.default_rng(seed)
-    s_data, s_rel = (int(v) for v in rng.integers(2**31, size=2))
-    if design == "GP":
-        ds = fp.datasets.simulate_iclp("S-1", N, grid, random_seed=s_data)
-        mean = _gp_mean(grid, 777)
-        curves = ds["curves"] - ds["mean"] + mean
-    else:
-        ds = fp.datasets.simulate_iclp(design, N, grid, random_seed=s_data)
-        curves, mean = ds["curves"], ds["mean"].values
-    tau = float(np.sqrt(np.sum(grid.weights * mean**2))) + 2.0  # public: the design's ‖μ0‖ + 2 (errors have E‖e‖² = 1)
-    summary = fp.iclp_qr_mean(curves, basis, tau=tau)
-    release = fp.release(summary, fp.ICLP(EPSILON), random_seed=s_rel)
-    return release, summary.curve().values
+from fdp_ppl.experiments.coverage import clopper_pearson, run_coverage, summarise_coverage
+from fdp_ppl.inference import GPPrior
 
 
 def run_replicates(design, n_rep, *, grid_size=30, prior=None, draws=200, tune=200, chains=2, seed=0):
-    """Per replicate: covered indicators at POINTS, pointwise coverage on the whole grid, error ratio."""
-    grid = fp.Grid.uniform(grid_size)
-    basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), grid)
-    prior = prior or ICLPPrior()
-    hits, grid_cov, ratios = [], [], []
-    for r in range(n_rep):
-        release, truth = simulate_release(design, grid, basis, seed * 1000 + r)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # diagnostics are checked in tests/test_inference.py
-            post = infer(release, prior, draws=draws, tune=tune, chains=chains, random_seed=r, progressbar=False)
-        band = credible_band(post, ci_prob=CI_PROB, ci_kind="eti")
-        lo, hi, mean = band["lower"].values, band["upper"].values, band["mean"].values
-        inside = (lo <= truth) & (truth <= hi)
-        at = [np.interp(p, grid.t, truth) for p in POINTS]
-        hits.extend(bool(np.interp(p, grid.t, lo) <= v <= np.interp(p, grid.t, hi)) for p, v in zip(POINTS, at))
-        grid_cov.append(inside.mean())
-        rel = release["posterior"]["curve"].values[0, 0]
-        ratios.append(np.sum(grid.weights * (mean - truth) ** 2) / np.sum(grid.weights * (rel - truth) ** 2))
-    k, n = int(np.sum(hits)), len(hits)
-    return {"design": design, "k": k, "n": n, "coverage": k / n, "interval": clopper_pearson(k, n),
-            "grid_coverage": float(np.mean(grid_cov)), "ratio": float(np.mean(ratios)),
-            "ratio_se": float(np.std(ratios, ddof=1) / np.sqrt(len(ratios))) if len(ratios) > 1 else np.nan}
+    """Per replicate: covered indicators at POINTS, pointwise coverage on the whole grid, error ratio
+    (:func:`fdp_ppl.experiments.coverage.run_coverage`, shared with notebook 06)."""
+    reps = run_coverage(design, n_rep, prior=prior, seeds=[seed * 1000 + r for r in range(n_rep)],
+                        grid_size=grid_size, draws=draws, tune=tune, chains=chains)
+    row = summarise_coverage(reps).iloc[0]
+    return {"design": design, "k": int(row["covered"]), "n": int(row["points"]), "coverage": float(row["coverage"]),
+            "interval": (float(row["cp_lower"]), float(row["cp_upper"])),
+            "grid_coverage": float(row["grid_coverage"]), "ratio": float(row["ratio"]),
+            "ratio_se": float(row["ratio_se"])}
 
 
 def _report(res):

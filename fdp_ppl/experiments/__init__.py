@@ -1,5 +1,8 @@
 """Reproductions of the papers' experiments (import the submodules directly).
 
-Each submodule holds the computations behind one notebook in ``notebooks/``;
-the notebooks only orchestrate, tabulate and plot.
+Each computation submodule holds what one notebook in ``notebooks/`` computes
+(``timing``: notebook 01, ``iclp_simulation``: 02, ``real_data``: 03,
+``mirshani``: 04, ``coverage``: 06); the notebooks only orchestrate, tabulate
+and plot. Figures drawn by the package live in ``plotting``, the only
+submodule that uses matplotlib.
 """

@@ -12,7 +12,8 @@ errors are computed in the grid's weighted L² norm on [0, 1]:
 with independent zero-mean ``ξ_j`` (Laplace or Normal) independent of the
 data and public design columns ``g_j`` (eigenfunctions, or Bernstein
 polynomials). Hence ``E‖μ̃ − μ̂‖² = Σ_j Var(ξ_j)‖g_j‖²`` exactly — this is
-:func:`fdp_ppl.summaries.noise_energy` — and the cross term vanishes, so
+:meth:`mechanism.noise_energy(spec) <fdp_ppl.mechanisms.Mechanism.noise_energy>`
+— and the cross term vanishes, so
 
     ``E‖μ̃ − μ0‖² = ‖μ̂ − μ0‖² + noise_energy``   (exact, not an approximation).
 
@@ -20,7 +21,7 @@ The paper averages 1000 Monte Carlo releases per dataset; the formula above is
 the limit of that average (infinitely many releases), so the only Monte Carlo
 error left is over datasets (replicates), reported as standard errors.
 :func:`monte_carlo_check` verifies the identity with exact forward draws of the
-library's compiled PyMC samplers (:func:`fdp_ppl.release.draw_releases`).
+library's compiled PyMC samplers (:func:`fdp_ppl.sampling.draw_releases`).
 
 **Mechanisms** (Section 6.1.2): FRL, ICLP-AR, ICLP-QR, Bernstein (cover size
 k = 20, sup-norm clipping bound τ_∞) at ε = 1 and GP-ADP (Gaussian mechanism,
@@ -52,12 +53,17 @@ Cameron–Martin sensitivity of that summary (Mirshani et al. 2019, Thm 4.1).
 ``bound="tight"`` uses the exact ℓ²-type bounds of ``specs/iclp.md`` §2.2,
 what the library deploys by default. Both are valid (ε-DP either way).
 
-The computation is vectorised in coefficient space; the summaries are
-re-implemented here for speed (all folds and all candidate parameters at
-once) and are tested against the library's builders (:func:`iclp_qr_mean`,
-:func:`iclp_ar_mean`, :func:`frl_mean`, :func:`bernstein_mean`) and
-:func:`cv_score`. Noise energies come from the library's mechanisms and
-:func:`noise_energy` on summaries built from public quantities only.
+The computation is vectorised in coefficient space: the clipped means of
+all folds are computed at once and the library's shrinkage
+(:func:`~fdp_ppl.summaries.ridge_shrinkage`), thresholds
+(:func:`~fdp_ppl.summaries.ar_thresholds`, :func:`~fdp_ppl.summaries.ar_j_star`)
+and Bernstein lattice (:class:`~fdp_ppl.summaries.BernsteinSpec`) are applied
+to them for all candidate parameters; the result is tested against the
+library's builders (:func:`iclp_qr_mean`, :func:`iclp_ar_mean`,
+:func:`frl_mean`, :func:`bernstein_mean`) and :func:`cv_score`. Mechanisms and
+summary specs come from :data:`fdp_ppl.registry.MECHANISMS`; noise energies
+are ``mechanism.noise_energy(spec)`` on public specs (no data), the same
+objects the brute-force sensitivity tests check.
 """
 
 from __future__ import annotations
@@ -70,11 +76,12 @@ import numpy as np
 import pandas as pd
 
 from ..datasets import simulate_iclp
-from ..mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
+from ..mechanisms import Mechanism
+from ..registry import MECHANISMS as REGISTRY
+from ..sampling import draw_releases
 from ..spaces import Eigenbasis, Grid, Matern, eigenbasis
-from ..summaries import (LinearSummary, ar_j_star, bernstein_mean, frl_mean, iclp_ar_mean, iclp_qr_mean,
-                         noise_energy, pss)
-from ..summaries.bernstein import BernsteinSummary, bernstein_design
+from ..summaries import (SummarySpec, ar_j_star, ar_thresholds, bernstein_design, bernstein_mean, frl_mean,
+                         iclp_ar_mean, iclp_qr_mean, pss, ridge_shrinkage)
 
 DESIGNS = ("S-1", "S-2", "S-3", "S-4")
 MECHANISMS = ("FRL", "ICLP-AR", "ICLP-QR", "Bernstein", "GP-ADP")
@@ -293,54 +300,76 @@ def public_bounds(variant: Variant, design: str, config: Config, random_seed=Non
 
 
 # ---------------------------------------------------------------------- public summaries and noise energies
+#: paper label -> name in :data:`fdp_ppl.registry.MECHANISMS` (GP-ADP: the Gaussian mechanism on the ICLP-QR summary)
+REGISTRY_NAMES = {"FRL": "frl", "ICLP-AR": "iclp-ar", "ICLP-QR": "iclp-qr", "Bernstein": "bernstein",
+                  "GP-ADP": "gaussian"}
+#: paper label -> the summary it releases (the registry entry's summary spec name)
+_KIND = {label: REGISTRY[name].summary for label, name in REGISTRY_NAMES.items()}
+
+
 def public_summary(kind: str, basis: Eigenbasis, *, tau: float, n: int, eta: float | None = None,
-                   psi: float | None = None, M: int | None = None, k: int = 20) -> LinearSummary:
-    """A summary object carrying only public quantities (zero coefficients).
+                   psi: float | None = None, M: int | None = None, k: int = 20) -> SummarySpec:
+    """The public summary spec (no data) of one of the paper's summaries.
 
     Calibration depends only on τ, n, the kernel and the tuning parameters,
-    so the noise of a release can be computed without data; the Lipschitz
-    weights are those of the library's builders (Theorem 12).
+    so the noise of a release is computed without data, from the same spec
+    classes (:class:`~fdp_ppl.summaries.ICLPQRSpec`,
+    :class:`~fdp_ppl.summaries.ICLPARSpec`, :class:`~fdp_ppl.summaries.FRLSpec`,
+    :class:`~fdp_ppl.summaries.BernsteinSpec`) that the library's builders fit
+    and the brute-force sensitivity tests check (Lin & Reimherr 2026, Theorem 12).
 
     Parameters
     ----------
     kind : {"iclp-qr", "iclp-ar", "frl", "bernstein"}
+    basis : Eigenbasis
+        ICLP eigenbasis on the curves' grid (Bernstein uses only its grid).
+    tau : float
+        Public clipping bound: L² for the eigenbasis summaries, sup norm (τ_∞) for Bernstein.
+    n : int
+        Public number of records.
+    eta, psi : float, optional
+        ICLP-QR / ICLP-AR tuning (default PSS).
+    M : int, optional
+        FRL truncation (default ``floor(n^{1/3})``).
+    k : int
+        Bernstein lattice size.
+
+    Returns
+    -------
+    SummarySpec
+
+    Raises
+    ------
+    ValueError
+        Unknown ``kind``.
+    InputError
+        Invalid parameters (e.g. ICLP-AR with ``J* = 1``).
     """
-    if kind == "iclp-qr":
-        le = basis.power(eta)
-        w = le / (le + psi)
-        return LinearSummary(name=kind, coefficients=np.zeros(basis.size), lipschitz=w, basis=basis, tau=tau, n=n,
-                             n_clipped=0, params={"eta": eta, "psi": psi}, default_norm="1,C")
-    if kind == "iclp-ar":
-        j_star = ar_j_star(basis, tau, eta, psi)
-        J = j_star - 1
-        if J < 1:
-            raise ValueError("ICLP-AR thresholds every coefficient away (J* = 1)")
-        return LinearSummary(name=kind, coefficients=np.zeros(J), lipschitz=np.ones(J), basis=basis, tau=tau, n=n,
-                             n_clipped=0, params={"eta": eta, "psi": psi, "J_star": j_star}, default_norm="1,C")
-    if kind == "frl":
-        return LinearSummary(name=kind, coefficients=np.zeros(M), lipschitz=np.ones(M), basis=basis, tau=tau, n=n,
-                             n_clipped=0, params={"M": M}, default_norm="l1")
+    if kind not in ("iclp-qr", "iclp-ar", "frl", "bernstein"):
+        raise ValueError(f"unknown summary kind {kind!r}")
+    entry = REGISTRY[kind]
     if kind == "bernstein":
-        return BernsteinSummary(name=kind, coefficients=np.zeros(k + 1), lipschitz=np.ones(k + 1), basis=None,
-                                tau=tau, n=n, n_clipped=0, params={"lattice_k": k}, default_norm="l1",
-                                lattice_grid=basis.grid, k=k)
-    raise ValueError(f"unknown summary kind {kind!r}")
+        return entry.spec(basis.grid, tau=tau, n=n, k=k)
+    return entry.spec(basis, tau=tau, n=n, eta=eta, psi=psi, M=M)
 
 
-def mechanism_for(name: str, config: Config):
-    """The library mechanism behind a mechanism label of the paper."""
-    if name in ("ICLP-QR", "ICLP-AR"):
-        return ICLP(config.epsilon)
-    if name == "FRL":
-        return FRL(config.epsilon)
-    if name == "Bernstein":
-        return Bernstein(config.epsilon)
-    if name == "GP-ADP":
-        return GaussianMechanism(config.epsilon, config.delta, calibration="classical")
-    raise ValueError(f"unknown mechanism {name!r}; use one of {MECHANISMS}")
+def mechanism_for(name: str, config: Config) -> Mechanism:
+    """The library mechanism behind a mechanism label of the paper (from :data:`fdp_ppl.registry.MECHANISMS`).
 
+    ICLP-QR / ICLP-AR: ``ICLP(ε)``; FRL: ``FRL(ε)``; Bernstein: ``Bernstein(ε)``;
+    GP-ADP: ``GaussianMechanism(ε, δ, calibration="classical")``.
 
-_KIND = {"ICLP-QR": "iclp-qr", "GP-ADP": "iclp-qr", "ICLP-AR": "iclp-ar", "FRL": "frl", "Bernstein": "bernstein"}
+    Raises
+    ------
+    ValueError
+        Unknown label.
+    """
+    if name not in REGISTRY_NAMES:
+        raise ValueError(f"unknown mechanism {name!r}; use one of {MECHANISMS}")
+    entry = REGISTRY[REGISTRY_NAMES[name]]
+    if entry.approximate:
+        return entry.mechanism(config.epsilon, config.delta, calibration="classical")
+    return entry.mechanism(config.epsilon)
 
 
 @functools.lru_cache(maxsize=200_000)
@@ -348,8 +377,8 @@ def _energy_cached(mech_name, basis, tau, n, eta, psi, M, k, bound, epsilon, del
     cfg = _MechConfig(epsilon, delta)
     if mech_name == "ICLP-AR" and ar_j_star(basis, tau, eta, psi) <= 1:
         return 0.0  # every coefficient is thresholded away for every dataset: nothing random is released
-    summary = public_summary(_KIND[mech_name], basis, tau=tau, n=n, eta=eta, psi=psi, M=M, k=k)
-    return noise_energy(mechanism_for(mech_name, cfg), summary, bound)
+    spec = public_summary(_KIND[mech_name], basis, tau=tau, n=n, eta=eta, psi=psi, M=M, k=k)
+    return mechanism_for(mech_name, cfg).noise_energy(spec, bound)
 
 
 @dataclass(frozen=True)
@@ -362,8 +391,9 @@ def privacy_error(mech_name: str, basis: Eigenbasis, config: Config, *, tau: flo
                   eta: float | None = None, psi: float | None = None, M: int | None = None) -> float:
     """Exact privacy error ``E‖μ̃ − μ̂‖²`` of a mechanism (data-independent).
 
-    :func:`fdp_ppl.summaries.noise_energy` of the library mechanism on a
-    public summary; cached.
+    ``mechanism.noise_energy(spec, bound)`` of the library mechanism on the
+    public spec (:func:`public_summary`); cached. ICLP-AR with ``J* = 1``
+    releases nothing random and has privacy error 0.
     """
     return _energy_cached(mech_name, basis, float(tau), int(n), None if eta is None else float(eta),
                           None if psi is None else float(psi), None if M is None else int(M),
@@ -375,23 +405,25 @@ def _soft(x, thr):
     return np.sign(x) * np.maximum(np.abs(x) - thr, 0.0)
 
 
-def _ar_fit(c, lam, tau, eta, psi):
+def _ar_fit(c, basis, tau, eta, psi):
     """ICLP-AR coefficients (Theorem 12.2) for ψ of shape (P,) and clipped-mean
-    coefficients c (..., J); returns (..., P, J). Coefficients ``j >= J*``
-    (1-based) are set to 0, as in :func:`fdp_ppl.iclp_ar_mean` (Remark 13)."""
+    coefficients c (..., J); returns (..., P, J). Thresholds
+    :func:`~fdp_ppl.summaries.ar_thresholds`; coefficients ``j >= J*``
+    (:func:`~fdp_ppl.summaries.ar_j_star`, 1-based) are set to 0, as in
+    :func:`fdp_ppl.iclp_ar_mean` (Remark 13)."""
     psi = np.atleast_1d(psi)
-    thr = psi[:, None] / (2.0 * lam[None, :] ** (eta / 2.0))  # (P, J)
-    hit = tau <= thr
-    n_keep = np.where(hit.any(1), np.argmax(hit, axis=1), lam.size)  # = J* - 1
+    lam = basis.eigenvalues
+    thr = np.stack([ar_thresholds(lam, eta, p) for p in psi])  # (P, J)
+    n_keep = np.array([ar_j_star(basis, tau, eta, p) - 1 for p in psi])
     keep = np.arange(lam.size)[None, :] < n_keep[:, None]
     return _soft(c[..., None, :], thr) * keep
 
 
 def _qr_fit(c, lam, eta, psi):
-    """ICLP-QR ridge coefficients ``λ^η/(λ^η+ψ) c`` (eq. 11); (..., J) -> (..., P, J)."""
-    psi = np.atleast_1d(psi)
-    le = lam**eta
-    return c[..., None, :] * (le / (le + psi[:, None]))
+    """ICLP-QR ridge coefficients ``s_j c_j`` with the shrinkage
+    :func:`~fdp_ppl.summaries.ridge_shrinkage` (eq. 11); (..., J) -> (..., P, J)."""
+    shrink = np.stack([ridge_shrinkage(lam, eta, p) for p in np.atleast_1d(psi)])  # (P, J)
+    return c[..., None, :] * shrink
 
 
 def _frl_fit(c, Ms):
@@ -469,9 +501,8 @@ def _prepare(curves, mu0, setting: _Setting, random_seed) -> _Prepared:
     c_total = c_fold.sum(0)
     n_train = n - sizes
     m0 = (mu0 * w) @ phi
-    # Bernstein: pointwise clipping to [-tau_inf, tau_inf], lattice nu/k, Bernstein polynomial
-    k = cfg.bernstein_k
-    lattice = np.interp(np.arange(k + 1) / k, grid.t, np.clip(x, -setting.tau_inf, setting.tau_inf).mean(0))
+    # Bernstein: the library's spec (pointwise clipping to [-tau_inf, tau_inf], lattice nu/k)
+    lattice = public_summary("bernstein", basis, tau=setting.tau_inf, n=n, k=cfg.bernstein_k).fit(x).coefficients
     return _Prepared(
         n=n, pss=pss(n, basis.kernel.eigen_decay), c=c_total / n,
         c_train=(c_total[None, :] - c_fold) / n_train[:, None],
@@ -502,7 +533,7 @@ def _fit_and_energy(mech, coef, prep, setting, params, n, bound):
         kw = [{"M": int(m)} for m in params]
     else:
         eta = p.eta_ar if mech == "ICLP-AR" else p.eta_qr
-        fit = _ar_fit(coef, lam, setting.tau, eta, params) if mech == "ICLP-AR" else _qr_fit(coef, lam, eta, params)
+        fit = _ar_fit(coef, basis, setting.tau, eta, params) if mech == "ICLP-AR" else _qr_fit(coef, lam, eta, params)
         kw = [{"eta": eta, "psi": float(s)} for s in params]
     if n is None:
         return fit, None
@@ -580,7 +611,7 @@ def replicate_errors(curves, mu0, setting: _Setting, *, random_seed=None) -> lis
         return privacy_error(name, basis, cfg, tau=setting.tau, n=n, bound=bound, **kw)
 
     e_qr = float(prep.est(_qr_fit(c, lam, p.eta_qr, p.psi)[0]))
-    e_ar = float(prep.est(_ar_fit(c, lam, setting.tau, p.eta_ar, p.psi)[0]))
+    e_ar = float(prep.est(_ar_fit(c, basis, setting.tau, p.eta_ar, p.psi)[0]))
     e_frl = prep.est(_frl_fit(c, m_pss))
     i_oracle = int(np.argmin(e_frl))  # the paper's FRL "PSS": smallest estimation error over M (uses mu0)
 
@@ -730,7 +761,7 @@ def monte_carlo_check(curves, mu0, setting: _Setting, *, mechanisms=MECHANISMS, 
     """Exact decomposition against Monte Carlo releases on one dataset.
 
     Builds each PSS summary with the library (FRL with ``M = max 𝓜``), draws
-    ``draws`` exact releases with :func:`fdp_ppl.release.draw_releases` (the
+    ``draws`` exact releases with :func:`fdp_ppl.sampling.draw_releases` (the
     compiled PyMC forward sampler) and compares the Monte Carlo averages of
     ``‖μ̃ − μ0‖²`` and ``‖μ̃ − μ̂‖²`` with ``‖μ̂ − μ0‖² + noise_energy`` and
     ``noise_energy``.
@@ -743,9 +774,6 @@ def monte_carlo_check(curves, mu0, setting: _Setting, *, mechanisms=MECHANISMS, 
         ``exact_privacy``, ``z`` (standardised difference of the
         privacy-estimation errors).
     """
-    import importlib
-
-    draw_releases = importlib.import_module("fdp_ppl.release").draw_releases
     cfg = setting.config
     w = cfg.grid.weights
     summaries = library_summaries(curves, setting)
@@ -759,7 +787,7 @@ def monte_carlo_check(curves, mu0, setting: _Setting, *, mechanisms=MECHANISMS, 
         fit = s.design @ s.coefficients
         d0 = np.sum((rel - mu0) ** 2 * w, axis=1)
         d1 = np.sum((rel - fit) ** 2 * w, axis=1)
-        ne = noise_energy(mech, s, bound)
+        ne = mech.noise_energy(s, bound)
         exact = float(np.sum((fit - mu0) ** 2 * w)) + ne
         rows.append({"mechanism": name, "mc_privacy_estimation": d0.mean(), "mc_se": d0.std(ddof=1) / np.sqrt(draws),
                      "exact_privacy_estimation": exact, "mc_privacy": d1.mean(),
@@ -770,5 +798,5 @@ def monte_carlo_check(curves, mu0, setting: _Setting, *, mechanisms=MECHANISMS, 
 
 __all__ = ["Config", "Variant", "VARIANTS", "DESIGNS", "MECHANISMS", "SELECTIONS", "METRICS", "BOUNDS",
            "TABLE_COLUMNS", "full_config", "fast_config", "iclp_basis", "simulate_dataset", "public_bounds",
-           "public_summary", "mechanism_for", "privacy_error", "make_setting", "replicate_errors", "run_simulation",
+           "public_summary", "REGISTRY_NAMES", "mechanism_for", "privacy_error", "make_setting", "replicate_errors", "run_simulation",
            "summarise", "library_summaries", "monte_carlo_check"]

@@ -63,10 +63,12 @@ from .. import dims
 from ..accounting import gaussian_delta
 from ..errors import PrivacyLeakWarning
 from ..mechanisms import GaussianMechanism
-from ..release import release
+from ..releasing import release
+from ..schema import read_release
 from ..spaces import Eigenbasis, Exponential, Gaussian, Grid, Kernel, Matern, eigenbasis
-from ..summaries import LinearSummary, cv_grid, noise_energy, rkhs_mean
+from ..summaries import LinearSummary, RKHSSpec, rkhs_mean
 from ..summaries.curves import data_tau
+from ..tuning import cv_grid
 
 PAPER = "Mirshani, Reimherr & Slavkovic (2019), ICML, PMLR 97:4595-4604"
 
@@ -189,14 +191,23 @@ def rkhs_summary(curves, basis: Eigenbasis, *, tau: float, psi: float, eta: floa
     return rkhs_mean(curves, basis, tau=tau, eta=eta, psi=psi)
 
 
-def public_summary(basis: Eigenbasis, *, tau: float, n: int, psi: float, eta: float = 1.0) -> LinearSummary:
-    """An RKHS-mean summary with zero coefficients: carries only public quantities
-    (basis, τ, n, ψ, η), enough for sensitivities and noise scales."""
-    lam_eta = basis.power(eta)
-    w = lam_eta / (lam_eta + float(psi))
-    return LinearSummary(name="rkhs", coefficients=np.zeros(basis.size), lipschitz=w, basis=basis,
-                         tau=float(tau), n=int(n), n_clipped=0, params={"eta": float(eta), "psi": float(psi)},
-                         source="Mirshani et al. (2019), eq. (2), Theorem 4.1", default_norm="cameron-martin")
+def public_summary(basis: Eigenbasis, *, tau: float, n: int, psi: float, eta: float = 1.0) -> RKHSSpec:
+    """The public spec of the RKHS mean (eq. 2): basis, τ, n, ψ, η and no data.
+
+    Gives the Cameron–Martin sensitivity (Theorem 4.1), the shrinkage
+    ``λ_j^η/(λ_j^η + ψ)`` and the noise scales of a release without the curves;
+    :func:`rkhs_summary` fits the same spec to data.
+
+    Returns
+    -------
+    RKHSSpec
+
+    Raises
+    ------
+    InputError
+        τ <= 0, n < 2, ψ <= 0 or η < 1.
+    """
+    return RKHSSpec(basis=basis, tau=tau, n=int(n), eta=float(eta), psi=float(psi))
 
 
 def noise_table(basis: Eigenbasis, *, tau: float, n: int, psis, mech: GaussianMechanism | None = None,
@@ -225,7 +236,7 @@ def noise_table(basis: Eigenbasis, *, tau: float, n: int, psis, mech: GaussianMe
         ``sigma2_closed_form`` / ``sigma2_tight``,
         ``sigma_analytic`` (Balle–Wang σ for the closed-form Δ),
         ``noise_energy_closed_form`` / ``noise_energy_tight``
-        (``E‖σZ‖² = σ² Σ_j λ_j``, squared curve units).
+        (``E‖σZ‖² = σ² Σ_j λ_j``, ``mech.noise_energy(spec)``, squared curve units).
     """
     mech = mech or mechanism()
     psis = np.asarray(list(psis), dtype=float)
@@ -239,7 +250,7 @@ def noise_table(basis: Eigenbasis, *, tau: float, n: int, psis, mech: GaussianMe
             cal = mech.calibrate(s, bound)
             out[f"delta_{tag}"][i] = cal.sensitivity.value
             out[f"sigma_{tag}"][i] = cal.sigma
-            out[f"noise_energy_{tag}"][i] = noise_energy(mech, s, bound)
+            out[f"noise_energy_{tag}"][i] = mech.noise_energy(s, bound)
         out["sigma_analytic"][i] = analytic.calibrate(s, "closed-form").sigma
     ds = xr.Dataset({k: (("psi",), v) for k, v in out.items()}, coords={"psi": psis})
     ds["sigma2_closed_form"] = ds["sigma_closed_form"] ** 2
@@ -332,7 +343,6 @@ def simulation_risk(data: xr.Dataset, basis: Eigenbasis, psis, *, tau: float, me
     mu = np.asarray(data["mean"].values, dtype=float)
     x = np.asarray(data["curves"].values, dtype=float)
     n, p, m = int(data.attrs["n"]), float(data.attrs["p"]), int(data.attrs["m"])
-    lam = basis.eigenvalues
     mu_c = basis.coefficients(mu)
     resid_mu = float(grid.norm(mu) ** 2 - np.sum(mu_c**2))
     j = np.arange(1, m + 1, dtype=float)
@@ -341,14 +351,13 @@ def simulation_risk(data: xr.Dataset, basis: Eigenbasis, psis, *, tau: float, me
     psis = np.asarray(list(psis), dtype=float)
     rows = {k: np.empty(psis.size) for k in ("bias2", "variance", "privacy_cost", "stat_error_sample", "sigma")}
     for i, psi in enumerate(psis):
-        lam_eta = lam**eta
-        w = lam_eta / (lam_eta + psi)
+        s = public_summary(basis, tau=tau, n=n, psi=psi, eta=eta)
+        w = s.shrinkage
         rows["bias2"][i] = max(resid_mu, 0.0) + float(np.sum((1 - w) ** 2 * mu_c**2))
         rows["variance"][i] = float(np.sum(w[:m] ** 2 * j ** (-p) * var_u / n))
-        s = public_summary(basis, tau=tau, n=n, psi=psi, eta=eta)
         cal = mech.calibrate(s, bound)
         rows["sigma"][i] = cal.sigma
-        rows["privacy_cost"][i] = noise_energy(mech, s, bound)
+        rows["privacy_cost"][i] = mech.noise_energy(s, bound)
         rows["stat_error_sample"][i] = float(np.sum((w * xbar_c - mu_c) ** 2) + max(resid_mu, 0.0))
     ds = xr.Dataset({k: (("psi",), v) for k, v in rows.items()}, coords={"psi": psis})
     ds["stat_error"] = ds["bias2"] + ds["variance"]
@@ -449,7 +458,8 @@ def run_simulation(psis=SIM_PSI_PANELS, *, risk_psis=None, n: int = SIM_N, rho: 
         Sensitivity form calibrating the releases (paper: the closed form of
         Theorem 4.2).
     tau_choices : subset of {"data", "a_priori"}
-        ``"data"`` is the paper's τ (not DP; warns).
+        ``"data"`` is the paper's τ (not DP; warns; released with
+        ``allow_nonprivate=True``, so those trees record ``private = 0``).
     random_seed : int, sequence or Generator
         Data, then release noise (independent streams).
     progressbar : bool
@@ -493,17 +503,19 @@ def run_simulation(psis=SIM_PSI_PANELS, *, risk_psis=None, n: int = SIM_N, rho: 
         for a, b in _track(work, progressbar, "Section 5 releases", len(work)):
             tau = taus[choices[a]]
             s = rkhs_summary(curves, basis, tau=tau, psi=psis[b])
-            tree = release(s, mech, random_seed=seed_noise, bound=bound)
+            # the paper's data-derived tau is a study, not a private release: the tree records private = 0
+            tree = release(s, mech, random_seed=seed_noise, bound=bound, allow_nonprivate=s.spec.data_dependent)
+            cal = mech.calibrate(s.spec, bound)  # the calibration the release used (public)
             smoothed[a, b] = s.design @ s.coefficients
-            private[a, b] = tree["posterior"]["curve"].values[0, 0]
+            private[a, b] = read_release(tree).curve.values[0, 0]
             noise["tau"][a, b] = float(tau)
-            noise["sigma"][a, b] = tree.attrs["noise_multiplier"]
-            noise["sigma2"][a, b] = tree.attrs["noise_multiplier"] ** 2
-            noise["sensitivity"][a, b] = tree.attrs["sensitivity"]
-            noise["sigma2_closed_form"][a, b] = mech.calibrate(s, "closed-form").sigma ** 2
-            noise["sigma2_tight"][a, b] = mech.calibrate(s, "tight").sigma ** 2
-            noise["noise_energy"][a, b] = noise_energy(mech, s, bound)
-            noise["privacy_safe"][a, b] = 1 - int(tree.attrs["sensitivity_data_dependent"])
+            noise["sigma"][a, b] = cal.sigma
+            noise["sigma2"][a, b] = cal.sigma**2
+            noise["sensitivity"][a, b] = cal.sensitivity.value
+            noise["sigma2_closed_form"][a, b] = mech.calibrate(s.spec, "closed-form").sigma ** 2
+            noise["sigma2_tight"][a, b] = mech.calibrate(s.spec, "tight").sigma ** 2
+            noise["noise_energy"][a, b] = mech.noise_energy(s.spec, bound)
+            noise["privacy_safe"][a, b] = 1 - int(cal.sensitivity.data_dependent)
             noise["n_clipped"][a, b] = s.n_clipped
     coords = {"tau_choice": choices, "psi": psis}
     curves_ds = xr.Dataset({"smoothed": (("tau_choice", "psi", dims.T), smoothed),
@@ -849,10 +861,10 @@ def dti_releases(curves: xr.DataArray, table: pd.DataFrame, *, tau: float = DTI_
         s = rkhs_summary(values, basis, tau=tau, psi=float(row["psi"]))
         tree = release(s, mech, random_seed=seed, bound=bound)
         sm.append(s.design @ s.coefficients)
-        pr.append(tree["posterior"]["curve"].values[0, 0])
+        pr.append(read_release(tree).curve.values[0, 0])
         meta.append({"kernel": row["kernel"], "method": row["method"], "psi": float(row["psi"]),
-                     "rho": float(row["rho"]), "sigma": float(tree.attrs["noise_multiplier"]),
-                     "noise_energy": noise_energy(mech, s, bound), "n_components": s.n_components})
+                     "rho": float(row["rho"]), "sigma": mech.calibrate(s.spec, bound).sigma,
+                     "noise_energy": mech.noise_energy(s.spec, bound), "n_components": s.n_components})
     idx = np.arange(len(meta))
     ds = xr.Dataset({"smoothed": (("choice", dims.T), np.array(sm).reshape(len(meta), grid.size)),
                      "private": (("choice", dims.T), np.array(pr).reshape(len(meta), grid.size)),

@@ -12,8 +12,8 @@ over 100 replicates (Section 7.1, Table 2).
 Everything needed is computed exactly: ``E‖μ̃ − X̄‖² = ‖μ̂ − X̄‖² +
 E‖ξ‖²`` (zero-mean noise, so the cross term vanishes), with
 ``‖μ̂ − X̄‖²`` the bias of the non-private summary against the sample mean
-and ``E‖ξ‖²`` :func:`fdp_ppl.summaries.noise_energy`. Monte Carlo releases
-from the package's exact sampler (:func:`fdp_ppl.release.draw_releases`)
+and ``E‖ξ‖²`` ``mechanism.noise_energy(spec)``. Monte Carlo releases
+from the package's exact sampler (:func:`fdp_ppl.sampling.draw_releases`)
 give the standard errors. The noise of every mechanism is a scale family in
 ε (``ξ(ε) = ξ(1)/ε``), so one set of draws serves all ε (common random
 numbers; each cell's estimate stays unbiased).
@@ -364,19 +364,18 @@ def summary_curve(summary) -> np.ndarray:
 
 def exact_error(summary, mechanism, xbar, bound: str = "tight") -> tuple[float, float]:
     """``(‖μ̂ − X̄‖², E‖ξ‖²)``: squared bias against the sample mean and the
-    exact noise energy; their sum is ``E‖μ̃ − X̄‖²``."""
-    from ..summaries import noise_energy
-
+    exact noise energy ``mechanism.noise_energy(spec, bound)`` (from the
+    public spec); their sum is ``E‖μ̃ − X̄‖²``."""
     grid = summary.grid
     bias2 = float(grid.norm(summary_curve(summary) - xbar) ** 2)
-    return bias2, float(noise_energy(mechanism, summary, bound))
+    return bias2, float(mechanism.noise_energy(summary.spec, bound))
 
 
 def mc_errors(summary, mech_cls, xbar, epsilons, *, bound: str = "tight", replicates: int = 100,
               draws: int = 1000, random_seed=0) -> dict:
     """Monte Carlo ``E‖μ̃ − X̄‖²`` for several ε from the package's exact sampler.
 
-    ``replicates × draws`` releases at ε = 1 (``draw_releases`` with the
+    ``replicates × draws`` releases at ε = 1 (:func:`fdp_ppl.sampling.draw_releases` with the
     calibrated scale); the release at ε is ``μ̂ + ξ/ε`` (the noise is a
     scale family), so ``‖μ̃_ε − X̄‖² = ‖d‖² + 2<d, ξ>/ε + ‖ξ‖²/ε²`` with
     ``d = μ̂ − X̄``.
@@ -391,9 +390,8 @@ def mc_errors(summary, mech_cls, xbar, epsilons, *, bound: str = "tight", replic
         estimate); each an array over ``epsilons``; ``replicate_means``
         (replicates, len(epsilons)); ``replicates`` and ``draws``.
     """
-    import importlib
+    from ..sampling import draw_releases
 
-    rel = importlib.import_module("fdp_ppl.release")
     mech = mech_cls(1.0)
     scale = mech.calibrate(summary, bound).scale
     w = summary.grid.weights
@@ -405,7 +403,7 @@ def mc_errors(summary, mech_cls, xbar, epsilons, *, bound: str = "tight", replic
     sq_sum = np.zeros(eps.size)
     ss = np.random.SeedSequence(random_seed)
     for r, child in enumerate(ss.spawn(replicates)):
-        _, curves = rel.draw_releases(mech, summary, scale, draws, child.generate_state(2).tolist())
+        _, curves = draw_releases(mech, summary, scale, draws, child.generate_state(2).tolist())
         xi = curves - fhat
         dot = xi @ (w * d)
         sq = (xi * xi) @ w
@@ -714,156 +712,9 @@ def se_comparison(df: pd.DataFrame, setting: str = "paper-reading", reading: str
                 "paper_se_e3", "paper_over_ours_se"]]
 
 
-# ----------------------------------------------------------------------------- figures
-MECH_STYLE = {"frl": ("tab:blue", "FRL"), "iclp-ar": ("tab:orange", "ICLP-AR"), "iclp-qr": ("tab:green", "ICLP-QR"),
-              "bernstein": ("tab:red", "Bernstein")}
-
-
-def plot_error_vs_epsilon(df: pd.DataFrame, setting: str = "paper-reading", reading: str | None = "cyclic",
-                          dti_epsilon_reading: str = "doubling", show_printed: bool = False,
-                          other_bound: bool = True):
-    """Error vs ε on log–log axes, one panel per (dataset, kernel): our exact
-    values (lines) with ±2 SE Monte Carlo bars, the paper's values under
-    ``reading`` (filled markers; None: no paper values) and, optionally, as
-    printed (hollow markers). ``other_bound`` adds ICLP-AR / ICLP-QR with the
-    setting's other sensitivity bound (dashed, exact).
-
-    Returns
-    -------
-    (fig, axes)
-    """
-    import matplotlib.pyplot as plt
-
-    bound = SETTINGS[setting].primary_bound
-    alt = "tight" if bound == "paper" else "paper"
-    every = df[df.setting == setting]
-    sub = every[every.bound == bound]
-    dss = [d for d in DATASETS if d in set(sub.dataset)]
-    ks = [k for k in KERNELS if k in set(sub.kernel)]
-    fig, axes = plt.subplots(len(dss), len(ks), figsize=(5.4 * len(ks), 3.9 * len(dss) + 1.3), squeeze=False,
-                             constrained_layout=True)
-    for i, ds in enumerate(dss):
-        for j, k in enumerate(ks):
-            ax = axes[i, j]
-            g = sub[(sub.dataset == ds) & (sub.kernel == k)]
-            if ds == "dti":
-                g = g[g.epsilon_reading == dti_epsilon_reading]
-            for m in MECHANISMS:
-                col, lab = MECH_STYLE[m]
-                h = g[g.mechanism == m].sort_values("epsilon")
-                if h.empty:
-                    continue
-                ax.plot(h.epsilon, h.exact, "-", color=col, lw=1.8, label=f"{lab}: ours")
-                if h.mc_se.notna().any():
-                    ax.errorbar(h.epsilon, h.mc_mean, yerr=2 * h.mc_se, fmt="none", ecolor=col, elinewidth=1)
-                if other_bound and m in ("iclp-ar", "iclp-qr"):
-                    a = every[(every.dataset == ds) & (every.kernel == k) & (every.mechanism == m)
-                              & (every.bound == alt) & (every.epsilon_reading.isin(h.epsilon_reading.unique()))]
-                    a = a.sort_values("epsilon")
-                    ax.plot(a.epsilon, a.exact, "--", color=col, lw=1.1, alpha=0.8, label=f"{lab}: ours, {alt} bound")
-                if reading is None:
-                    continue
-                ax.plot(h.epsilon, h[f"paper_{reading}"], "o", color=col, ms=5,
-                        label=f"{lab}: paper (printed as {MECH_STYLE[COLUMN_READINGS[reading][m]][1]})")
-                if show_printed and reading != "printed":
-                    ax.plot(h.epsilon, h["paper_printed"], "o", mfc="none", color=col, ms=9, mew=0.8)
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ticks = sorted(set(g.epsilon))
-            ax.set_xticks(ticks)
-            ax.set_xticklabels([f"1/{1 / e:g}" if e < 1 else f"{e:g}" for e in ticks])
-            ax.minorticks_off()
-            ax.tick_params(axis="y", which="minor", left=True)
-            eps_note = "" if ds != "dti" else (" (printed labels 2..7 read as 2^(label-5))"
-                                               if dti_epsilon_reading == "doubling" else " (printed labels)")
-            ax.set_title(f"{ds}, Matérn {k}{eps_note}", fontsize=10)
-            ax.set_xlabel("ε")
-            ax.set_ylabel("E‖μ̃ − X̄‖²  (standardised units)" if setting == "paper-reading"
-                          else "E‖μ̃ − X̄‖²  (units of the public bound²)")
-            ax.grid(True, which="both", alpha=0.3)
-    from matplotlib.lines import Line2D
-
-    found = dict(zip(*reversed(axes[0, 0].get_legend_handles_labels())))
-    rows_per_mech = max(sum(lab.startswith(MECH_STYLE[m][1] + ":") for lab in found) for m in MECHANISMS)
-    handles, labels = [], []
-    for m in MECHANISMS:  # one legend column per mechanism (legends fill column by column)
-        mine = [lab for lab in found if lab.startswith(MECH_STYLE[m][1] + ":")]
-        mine.sort(key=lambda lab: (": paper" in lab, "bound" in lab))
-        for lab in mine + [None] * (rows_per_mech - len(mine)):
-            handles.append(found[lab] if lab else Line2D([], [], alpha=0))
-            labels.append(lab or " ")
-    fig.legend(handles, labels, loc="outside lower center", ncol=len(MECHANISMS), fontsize=8, frameon=False)
-    note = f"solid lines: ours ({setting} setting, {bound} sensitivity bound, exact); bars: ±2 Monte Carlo SE"
-    if other_bound:
-        note += f"; dashed: ICLP with the {alt} bound"
-    if reading is not None:
-        note += f"\ndots: the paper's values, printed columns assigned to mechanisms by the '{reading}' reading"
-    if reading is not None and show_printed and reading != "printed":
-        note += "; hollow circles: the value printed under the mechanism's own name"
-    fig.suptitle(f"Lin & Reimherr (2026), Table 2: E‖μ̃ − X̄‖² against ε\n{note}", fontsize=9)
-    return fig, axes
-
-
-def plot_private_curves(setting: Setting = PUBLIC, epsilon: dict | None = None, kernel: str = "C1.5",
-                        n_releases: int = 3, n_background: int = 80, random_seed: int = 7, data_dir=None):
-    """Sample private mean curves against the sample mean, one panel per
-    (dataset, mechanism), in physical units (paper Figure 5 analogue).
-
-    Each release is one draw of :func:`fdp_ppl.release` (one publication at
-    ε each); grey lines are a subset of the data curves.
-
-    Returns
-    -------
-    (fig, axes)
-    """
-    import matplotlib.pyplot as plt
-
-    import fdp_ppl as fp
-
-    epsilon = epsilon or {"electricity": 1.0, "dti": 2.0}
-    fig, axes = plt.subplots(len(DATASETS), len(MECHANISMS), figsize=(16, 7.2), squeeze=False,
-                             constrained_layout=True, sharey="row")
-    rng = np.random.default_rng(random_seed)
-    for i, ds in enumerate(DATASETS):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            prep = prepare(ds, setting, data_dir)
-        summaries = build_summaries(prep, KERNELS[kernel], setting)
-        t = prep.curves["t"].values
-        x = prep.curves.values * prep.divisor
-        sel = rng.choice(x.shape[0], size=min(n_background, x.shape[0]), replace=False)
-        eps = epsilon[ds]
-        for j, m in enumerate(MECHANISMS):
-            ax = axes[i, j]
-            ax.plot(t, x[sel].T, color="0.82", lw=0.5, zorder=1)
-            summary, mech_cls = summaries[m]
-            tree = fp.release(summary, mech_cls(eps), draws=n_releases, bound=setting.primary_bound,
-                              random_seed=[random_seed, i, j])
-            rel = tree["posterior"]["curve"].values[0] * prep.divisor
-            col, lab = MECH_STYLE[m]
-            for r in rel:
-                ax.plot(t, r, color=col, lw=1.1, alpha=0.85, zorder=2)
-            ax.plot(t, prep.xbar * prep.divisor, color="k", lw=2, zorder=3, label="sample mean")
-            rmse = np.sqrt(np.mean([prep.grid.norm(r / prep.divisor - prep.xbar) ** 2 for r in rel])) * prep.divisor
-            unit = "MW" if ds == "electricity" else "FA"
-            ax.set_title(f"{ds}: {lab}, ε = {eps:g}\n{n_releases} releases, RMS L² distance to mean {rmse:.3g} {unit}",
-                         fontsize=9)
-            ax.set_xlabel("half-hour of the day" if ds == "electricity" else "tract location")
-            if j == 0:
-                ax.set_ylabel("demand (MW)" if ds == "electricity" else "fractional anisotropy")
-            lo, hi = np.percentile(x, [0.5, 99.5])
-            pad = 0.35 * (hi - lo)
-            ax.set_ylim(lo - pad, hi + pad)
-        axes[i, 0].legend(fontsize=8, loc="upper left")
-    fig.suptitle(f"Private mean curves ({setting.name} setting, Matérn {kernel}, ρ = 0.1): coloured = releases, "
-                 "black = sample mean, grey = data", fontsize=10)
-    return fig, axes
-
-
 __all__ = ["PAPER_TABLE2", "PAPER_TABLE2_SOURCE", "PAPER_TABLE2_ERRATA", "PAPER_EPSILONS", "COLUMN_READINGS",
            "EPSILON_READINGS", "MECHANISMS", "KERNELS", "DATASETS", "Setting", "PAPER_READING", "PUBLIC", "SETTINGS",
            "ELECTRICITY_BOUND_MW", "standardise_curves", "dti_subjects", "Prepared", "prepare", "build_summaries",
            "summary_curve", "exact_error", "mc_errors", "table2", "compare", "paper_table", "paper_value",
            "paper_difference_ratios", "paper_floor_kernel_dependence", "column_reading_scores",
-           "frl_floor_identification", "discrepancies", "se_comparison", "REASONS", "plot_error_vs_epsilon",
-           "plot_private_curves"]
+           "frl_floor_identification", "discrepancies", "se_comparison", "REASONS"]

@@ -22,7 +22,7 @@ This module measures, **in one process, back to back**:
     ``O(K·J)``.
 ``ours cold``
     The same call right after clearing the package's two in-process caches
-    (compiled samplers, eigenbases): one eigendecomposition, building the
+    (compiled samplers, :func:`fdp_ppl.sampling.clear_cache`; eigenbases): one eigendecomposition, building the
     PyMC model and loading/compiling its PyTensor function. The very first
     call of the process (which may compile C code) is reported separately.
 
@@ -43,7 +43,6 @@ measured in the same process are the comparable quantity.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import statistics
 import time
 
@@ -178,10 +177,14 @@ def literal_gp(kernel, grid, f_hat, sigma: float, draws: int, rng, jitter: float
 
 # --------------------------------------------------------------------------- helpers
 def clear_caches() -> None:
-    """Empty the package's in-process caches: compiled release samplers and
-    eigenbases (the on-disk PyTensor compile cache is kept)."""
-    importlib.import_module("fdp_ppl.release")._SAMPLERS.clear()
-    importlib.import_module("fdp_ppl.spaces.eigenbasis")._cached.cache_clear()
+    """Empty the package's in-process caches: compiled release samplers
+    (:func:`fdp_ppl.sampling.clear_cache`) and eigenbases (the on-disk
+    PyTensor compile cache is kept)."""
+    from ..sampling import clear_cache
+    from ..spaces.eigenbasis import _cached  # the eigenbasis LRU cache has no public clear
+
+    clear_cache()
+    _cached.cache_clear()
 
 
 def _timed(fn) -> float:
@@ -250,9 +253,8 @@ def time_table1(kernels=KERNELS, grid_sizes=GRID_SIZES, *, draws: int = 100, rep
         the process), machine notes and the source of the paper values.
     """
     import fdp_ppl as fp
+    from ..spaces import DEFAULT_REL_TOL as rel_tol
 
-    eig_mod = importlib.import_module("fdp_ppl.spaces.eigenbasis")
-    rel_tol = eig_mod.DEFAULT_REL_TOL
     draws, repeats = int(draws), int(repeats)
     if draws < 1 or repeats < 1:
         raise ValueError("draws and repeats must be >= 1")
@@ -362,53 +364,6 @@ def to_xarray(df: pd.DataFrame):
     return ds
 
 
-def plot_timing(df: pd.DataFrame):
-    """Seconds per 100 draws against K (log–log), one panel per kernel: the
-    paper's Table 1 (ICLP, GP), the literal per-draw algorithms measured here,
-    and ``fdp_ppl`` warm (compiled sampler, cached eigenbasis) and cold.
-
-    Returns
-    -------
-    (fig, axes)
-    """
-    import matplotlib.pyplot as plt
-
-    kernels = [k for k in KERNELS if k in set(df.kernel)]
-    ncol = min(2, len(kernels))
-    nrow = int(np.ceil(len(kernels) / ncol))
-    fig, axes = plt.subplots(nrow, ncol, figsize=(5.6 * ncol, 3.9 * nrow + 1.2), squeeze=False, sharey=True,
-                             constrained_layout=True)
-    style = {"iclp": "tab:green", "gp": "tab:purple"}
-    for ax, k in zip(axes.flat, kernels):
-        g = df[df.kernel == k]
-        for proc, col in style.items():
-            h = g[g.process == proc].sort_values("K")
-            name = "ICLP" if proc == "iclp" else "GP"
-            ax.plot(h.K, h.paper_s, "s--", color=col, mfc="none", label=f"{name}: paper Table 1")
-            ax.plot(h.K, h.literal_per100_s, "o-", color=col, label=f"{name}: literal per-draw, this machine")
-            ax.plot(h.K, h.ours_warm_per100_s, "^-", color=col, alpha=0.6, label=f"{name}: fdp_ppl warm")
-            ax.plot(h.K, h.ours_cold_s, "x:", color=col, alpha=0.6, label=f"{name}: fdp_ppl cold (one call)")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ks = sorted(set(g.K))
-        ax.set_xticks(ks)
-        ax.set_xticklabels([str(x) for x in ks])
-        ax.minorticks_off()
-        ax.set_xlabel("grid size K")
-        ax.set_title(KERNEL_LABELS[k], fontsize=9)
-        ax.grid(True, which="both", alpha=0.3)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("seconds per 100 draws")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8, frameon=False)
-    draws = int(df.draws.iloc[0])
-    fig.suptitle(f"Lin & Reimherr (2026) Table 1: seconds for 100 ICLP / GP draws, paper vs this machine\n"
-                 f"({draws} draws timed{', scaled to 100' if draws != 100 else ''}; literal = Gram matrix + "
-                 "eigh (ICLP) / Cholesky (GP) per draw; cold = one call after clearing the package caches)",
-                 fontsize=9)
-    return fig, axes
-
-
 __all__ = ["PAPER_TABLE1", "PAPER_TABLE1_SOURCE", "KERNELS", "GRID_SIZES", "make_kernel", "make_curves",
            "literal_iclp", "literal_gp", "gp_jitter", "clear_caches", "time_table1", "compare_with_paper",
-           "to_xarray", "plot_timing"]
+           "to_xarray"]
