@@ -10,6 +10,8 @@ Commands
     optionally a PNG, and print a table of the public parameters.
 ``fdp-ppl demo``
     The end-to-end example on the bundled Berkeley growth curves.
+``fdp-ppl ledger FILE``
+    The total, every charge and what remains of a persistent privacy ledger.
 
 The mechanism choices, which flags each mechanism takes (δ, ``--nu``,
 ``--calibration``, ``--eta``/``--psi``, ``--M``, ``--k``), the kernels and the
@@ -26,10 +28,30 @@ Privacy notes
 -------------
 Everything written to the output file is public: released draws, the public
 basis and noise scales, and the parameters. The number of curves clipped at τ
-is printed for the data holder only and never written to the file. A public
-reference curve subtracted before clipping (the demo's growth reference) is
-fixed in advance from published growth charts, not computed from the data,
-and adding it back to the release is post-processing.
+and the number of imputed points are printed for the data holder only and
+never written to the file. A public reference curve subtracted before
+clipping (the demo's growth reference) is fixed in advance from published
+growth charts, not computed from the data, and adding it back to the release
+is post-processing.
+
+* **Noise entropy.** Without ``--seed`` the noise comes from fresh OS entropy
+  (``noise_seeded = 0``). A seeded release (``noise_seeded = 1``) can be
+  regenerated and subtracted by anyone who learns the seed: it is private only
+  while the seed stays secret.
+* **Missing values.** n is the number of records and is public.
+  ``--missing error`` (default) stops before anything is drawn;
+  ``--missing impute`` sets each missing point to 0 (the record contributes 0
+  there) and keeps every record, so every public parameter is the same for a
+  record with a missing value and for its complete neighbour. The rule is the
+  release's ``missing_rule``. There is no ``--drop-incomplete``: the count of
+  complete curves would become n (and ψ, the sensitivity and the noise scales
+  with it), a count that depends on the data; and requiring a public n to pad
+  or truncate to would only be a cruder imputation (whole records instead of
+  points).
+* **Budget across runs.** ``--ledger FILE --budget E[,D]`` charges every
+  release to a persistent ledger (SQLite, shared by concurrent runs) before
+  any noise is drawn or file written; a release that does not fit is refused
+  and writes nothing. ``--draws N`` is charged N × (ε, δ).
 """
 
 from __future__ import annotations
@@ -37,6 +59,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import sqlite3
 import sys
 import warnings
 from pathlib import Path
@@ -46,7 +69,7 @@ import numpy as np
 from . import dims, registry
 from .datasets.references import (CDC2000_MEDIAN_HEIGHT_CM, GROWTH_DEVIATION_TAU, GROWTH_RAW_TAU,
                                   GROWTH_REFERENCE_SOURCE, growth_reference)
-from .errors import FdpPplError
+from .errors import FdpPplError, SeededReleaseWarning
 from .schema import CONSTANT_DATA, CURVE, POSTERIOR, PUBLIC_OFFSET, T_ORIGINAL, read_release
 
 PROG = "fdp-ppl"
@@ -67,7 +90,6 @@ _FLAGS = {"nu": "--nu", "calibration": "--calibration", "eta": "--eta", "psi": "
 _LOAD_FLAGS = (
     ("pass data_dir=... to load_dataset", "pass --data-dir DIR"),
     ("data_dir=...", "--data-dir DIR"),
-    ("drop_incomplete=True", "--drop-incomplete"),
     ("choose one with var=...", "choose one with --var NAME"),
     ("curve_dim=", "--curve-dim "),
     ("t_dim=", "--t-dim "),
@@ -133,10 +155,26 @@ def _add_output_args(p, default_out=None):
     p.add_argument("--plot", default=None, metavar="PNG", help="also write a PNG of the release")
 
 
+_SEED_HELP = ("seed the noise (tests and reproducible studies only): anyone who learns the seed can regenerate the "
+              "noise and subtract it, so the release is then private only while the seed stays secret; default: "
+              "fresh OS entropy")
+
+
+def _add_ledger_args(p):
+    g = p.add_argument_group("privacy budget")
+    g.add_argument("--ledger", default=None, metavar="FILE",
+                   help="persistent privacy ledger (SQLite; created if missing, shared by concurrent runs): the "
+                        "release is charged draws × (epsilon, delta) before any noise is drawn or file written, and "
+                        "refused, writing nothing, if it does not fit the budget")
+    g.add_argument("--budget", default=None, metavar="E[,D]",
+                   help="total budget epsilon[,delta] of a new --ledger (needed only when the file is new; if given "
+                        "for an existing ledger it must equal the recorded total)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Differentially private releases of functional data (mean curves).")
-    sub = parser.add_subparsers(dest="command", metavar="{release,demo}")
+    sub = parser.add_subparsers(dest="command", metavar="{release,demo,ledger}")
     sub.required = True
 
     r = sub.add_parser("release", help="release a private mean curve of a dataset",
@@ -148,8 +186,16 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--var", default=None, help="variable to use (e.g. cca for dti, demand for electricity)")
     g.add_argument("--data-dir", default=None, metavar="DIR",
                    help="directory with the data files (default: $FDP_PPL_DATA_DIR or ../shared/data)")
-    g.add_argument("--drop-incomplete", action="store_true",
-                   help="drop curves with missing values (n then counts complete curves)")
+    g.add_argument("--missing", choices=("error", "impute"), default="error",
+                   help="missing (NaN/inf) values: error (default) stops before anything is drawn; impute sets each "
+                        "missing point to 0 (the record contributes 0 there) and keeps every record, so n stays the "
+                        "number of records and no public parameter depends on which values are missing (the rule "
+                        "is written to the release as missing_rule; the counts only to the terminal). Choose it "
+                        "before looking at the data. There is no --drop-incomplete: it made the count of complete "
+                        "curves the public n, so a record with a missing value and its complete neighbour got "
+                        "different n, psi, sensitivity and noise scales; padding or truncating to a declared n would "
+                        "only be a cruder imputation")
+    g.add_argument("--drop-incomplete", action="store_true", help=argparse.SUPPRESS)  # removed: explained if used
     g.add_argument("--curve-dim", default=None, help="name of the record dimension in the file")
     g.add_argument("--t-dim", default=None, help="name of the grid dimension in the file")
     m = r.add_argument_group("mechanism")
@@ -168,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sensitivity bound calibrating the noise (default tight)")
     m.add_argument("--draws", type=int, default=1,
                    help="number of independent releases; N draws spend N × ε (default 1)")
-    m.add_argument("--seed", type=int, default=None, help="random seed")
+    m.add_argument("--seed", type=int, default=None, help=_SEED_HELP)
     s = r.add_argument_group("summary")
     s.add_argument("--tau", required=True, type=float,
                    help="public bound on each curve's L² norm on the rescaled domain [0, 1]; curves are clipped to "
@@ -186,17 +232,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"Bernstein lattice size k (k + 1 lattice points) for bernstein "
                         f"(default {_spec_default('bernstein', 'k')})")
     _add_output_args(r)
+    _add_ledger_args(r)
 
     d = sub.add_parser("demo", help="private mean growth curve of the Berkeley growth study",
                        description="ICLP-QR release (ε = 1, Matérn 3/2, ρ = 0.1) of the mean height curve of "
                                    "the 93 Berkeley growth-study children, around a public growth reference.")
     _add_output_args(d, default_out="release.nc")
-    d.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    d.add_argument("--seed", type=int, default=None, help=_SEED_HELP)
     d.add_argument("--raw", action="store_true",
                    help=f"no public reference: clip raw heights at tau = {GROWTH_RAW_TAU:g} cm (much noisier)")
     d.add_argument("--show-nonprivate", action="store_true",
                    help="draw the non-private estimate in the PNG (data holder only: do not publish that PNG)")
     d.add_argument("--data-dir", default=None, metavar="DIR", help=argparse.SUPPRESS)
+    _add_ledger_args(d)
+
+    lg = sub.add_parser("ledger", help="show what a privacy ledger has spent and what remains",
+                        description="Print the total budget of a ledger written by --ledger, one row per charge "
+                                    "(time, dataset, mechanism, epsilon, delta, label) and what remains.")
+    lg.add_argument("file", metavar="FILE", help="the ledger file")
     return parser
 
 
@@ -221,6 +274,10 @@ def _check_args(a):
         The library refuses the mechanism's parameters (printed unchanged).
     """
     entry = registry.MECHANISMS[a.mechanism]
+    if getattr(a, "drop_incomplete", False):
+        raise CLIError("--drop-incomplete was removed: the count of complete curves became the public n, so a record "
+                       "with a missing value and its complete neighbour got different n, psi, sensitivity and noise "
+                       "scales", "pass --missing impute (each missing point set to 0, every record kept)")
     if not (_finite(a.epsilon) and a.epsilon > 0):
         raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon})", "pass e.g. --epsilon 1")
     if not (_finite(a.tau) and a.tau > 0):
@@ -257,6 +314,7 @@ def _check_args(a):
             raise CLIError(f"the {cal} calibration of --mechanism {a.mechanism} is valid only for epsilon <= 1 "
                            f"(got {a.epsilon:g})", f"pass --calibration {alternative} or a smaller --epsilon")
     _check_out(a)
+    _check_ledger_args(a)
     return entry.mechanism(a.epsilon, a.delta, **{o: getattr(a, o) for o in entry.options})
 
 
@@ -269,6 +327,76 @@ def _check_out(a) -> None:
             raise CLIError(f"the directory of {flag} {path} does not exist", "create it or choose another path")
 
 
+def _parse_budget(text: str):
+    """``E`` or ``E,D`` -> :class:`~fdp_ppl.accounting.PrivacyBudget`.
+
+    Raises
+    ------
+    CLIError
+        Not two numbers, or ε <= 0, δ outside [0, 1).
+    """
+    from .accounting import PrivacyBudget
+
+    parts = [p.strip() for p in str(text).split(",")]
+    try:
+        if len(parts) not in (1, 2):
+            raise ValueError
+        eps = float(parts[0])
+        delta = float(parts[1]) if len(parts) == 2 else 0.0
+        if not (_finite(eps) and eps > 0 and _finite(delta) and 0 <= delta < 1):
+            raise ValueError
+        return PrivacyBudget(eps, delta)
+    except ValueError:
+        raise CLIError(f"--budget must be EPSILON or EPSILON,DELTA with epsilon > 0 and 0 <= delta < 1 "
+                       f"(got {text!r})", "e.g. --budget 2 or --budget 2,1e-5") from None
+
+
+def _check_ledger_args(a) -> None:
+    """``--budget`` needs ``--ledger``; the ledger's directory must exist; ``a.budget`` becomes a PrivacyBudget."""
+    if a.budget is not None and a.ledger is None:
+        raise CLIError("--budget applies to a ledger", "pass --ledger FILE too (or drop --budget)")
+    if a.ledger is None:
+        return
+    a.budget = _parse_budget(a.budget) if a.budget is not None and not hasattr(a.budget, "epsilon") else a.budget
+    path = Path(a.ledger).expanduser()
+    if path.is_dir():
+        raise CLIError(f"--ledger {a.ledger} is a directory", "pass a file name, e.g. --ledger ledger.sqlite")
+    if not path.resolve().parent.is_dir():
+        raise CLIError(f"the directory of --ledger {a.ledger} does not exist", "create it or choose another path")
+    if a.budget is None and not path.is_file():
+        raise CLIError(f"the ledger {a.ledger} does not exist yet and needs a total budget",
+                       "pass --budget EPSILON[,DELTA] the first time")
+
+
+def _open_ledger(a, cost):
+    """The :class:`~fdp_ppl.accounting.FileLedger` of ``--ledger`` (None without it), checked to fit ``cost``.
+
+    The check here only refuses early, before the data are read; the charge
+    itself is made by :func:`fdp_ppl.release` under the ledger's write lock.
+
+    Raises
+    ------
+    BudgetExceededError
+        ``cost`` does not fit what remains.
+    InputError
+        A ``--budget`` that differs from the recorded total.
+    """
+    if a.ledger is None:
+        return None
+    from .accounting import PrivacyLedger
+
+    ledger = PrivacyLedger.open(Path(a.ledger).expanduser(), a.budget)
+    ledger.check(cost)
+    return ledger
+
+
+def _dataset_identity(curves) -> str:
+    """Dataset name, variable and file of loaded curves: the ledger's record of what was spent on."""
+    at = curves.attrs
+    ident = f"{at.get('dataset', 'data')}/{at.get('variable') or curves.name or ''}".rstrip("/")
+    return ident + (f" ({at['data_path']})" if at.get("data_path") else "")
+
+
 def _load(name, var=None, **kw):
     """``load_dataset`` with its messages in terms of the flags of the same name.
 
@@ -276,14 +404,18 @@ def _load(name, var=None, **kw):
     ------
     CLIError
         The data cannot be loaded (missing file or directory, unknown
-        variable, NaN curves without --drop-incomplete ...).
+        variable, NaN curves with --missing error ...).
     """
     from .datasets import load_dataset
+    from .datasets.loaders import MissingValuesError
 
     try:
-        with warnings.catch_warnings():  # the count of dropped curves is printed with the table instead
-            warnings.filterwarnings("ignore", message=".*incomplete curves.*", category=UserWarning)
-            return load_dataset(name, var, **kw)
+        return load_dataset(name, var, **kw)
+    except MissingValuesError as err:
+        raise CLIError(f"{err.dataset!r} variable {err.variable!r}: {err.n_incomplete} of {err.n_records} curves "
+                       "contain NaN/inf values",
+                       "pass --missing impute to set each missing point to 0 and keep every record (n stays the "
+                       "number of records; --drop-incomplete was removed: it made n depend on the data)") from err
     except (ValueError, FileNotFoundError) as err:
         text = _os_message(err) if isinstance(err, OSError) else str(err)
         for old, new in _LOAD_FLAGS:
@@ -355,17 +487,35 @@ def _fit_summary(entry, curves, a):
     return spec.fit(curves)
 
 
-def _run(curves, mech, a, *, source: str, labels: dict | None = None, offset=None, offset_source: str = "",
-         show_nonprivate: bool = False) -> int:
-    """Summary -> release -> files -> table. Returns the exit code."""
+#: ``missing_rule`` of a release made with ``--missing error`` (nothing imputed, nothing dropped)
+_NO_MISSING_RULE = "none: a record with a missing (NaN/inf) value stops the release before any noise is drawn"
+
+
+def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = None, offset=None,
+         offset_source: str = "", show_nonprivate: bool = False) -> int:
+    """Summary -> ledger charge -> release -> files -> table. Returns the exit code.
+
+    The ledger (if any) is charged by :func:`fdp_ppl.release` before any noise
+    is drawn, so a refused release writes nothing and a crash later leaves the
+    budget charged.
+    """
     import fdp_ppl as fp
 
     labels = labels or {}
     entry = registry.MECHANISMS[a.mechanism]
     x = curves if offset is None else curves - _xr_line(offset, curves)
     summary = _fit_summary(entry, x, a)
-    tree = fp.release(summary, mech, draws=a.draws, random_seed=a.seed, bound=a.bound)
+    missing = getattr(a, "missing", "error")
+    cost = f"{a.draws} draw{'s' if a.draws > 1 else ''} x epsilon {a.epsilon:g}" + (
+        f", delta {a.delta:g}" if a.delta else "")
+    with warnings.catch_warnings():  # a seeded release is stated in the table instead
+        warnings.simplefilter("ignore", SeededReleaseWarning)
+        tree = fp.release(summary, mech, draws=a.draws, random_seed=a.seed, bound=a.bound, ledger=ledger,
+                          dataset=_dataset_identity(curves), label=f"{a.mechanism} ({cost}) -> {a.out}")
     tree.attrs["data_source"] = source
+    tree.attrs["missing"] = missing
+    tree.attrs["missing_rule"] = curves.attrs.get("missing_rule", _NO_MISSING_RULE) if missing == "impute" \
+        else _NO_MISSING_RULE
     _annotate(tree, curves, labels, offset, offset_source)
     out = Path(a.out).expanduser()
     tree.to_netcdf(out)
@@ -373,7 +523,11 @@ def _run(curves, mech, a, *, source: str, labels: dict | None = None, offset=Non
         _write_plot(tree, a.plot, offset=offset, offset_source=offset_source,
                     nonprivate=(summary.curve().values + (0 if offset is None else np.asarray(offset)))
                     if show_nonprivate else None)
-    _print_table(tree, summary, out, a.plot, n_dropped=int(curves.attrs.get("n_dropped", 0) or 0))
+    _print_table(tree, summary, out, a.plot, seed=a.seed, ledger=ledger)
+    if missing == "impute":
+        print(f"data holder only (not written to the file): {int(curves.attrs.get('n_imputed_points', 0))} missing "
+              f"points in {int(curves.attrs.get('n_imputed_curves', 0))} of {summary.n} curves were set to 0 "
+              "(--missing impute)", file=sys.stderr)
     return 0
 
 
@@ -396,7 +550,7 @@ def _write_plot(tree, path, *, offset=None, offset_source="", nonprivate=None):
 _NORMS = {"1,C": "‖·‖_{1,C}", "cameron-martin": "Cameron–Martin ‖·‖_C", "l1": "ℓ¹ of coefficients"}
 
 
-def _print_table(tree, summary, out, plot, n_dropped: int = 0):
+def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
     view = read_release(tree)
     meta = view.metadata
     at = meta.public()
@@ -423,8 +577,8 @@ def _print_table(tree, summary, out, plot, n_dropped: int = 0):
     rows = [
         ("mechanism", f"{registry.label(meta.mechanism)} ({registry.label(meta.noise_law, 'law')} noise) on the "
                       f"{registry.label(meta.summary, 'summary')}{calibration}"),
-        ("epsilon", f"{meta.epsilon:g} per draw; spent {meta.budget_spent_epsilon:g} "
-                    f"({meta.draws} draw{'s' if meta.draws > 1 else ''})"),
+        ("epsilon", f"{meta.epsilon:g} per draw; spent {meta.draws} × {meta.epsilon:g} = "
+                    f"{meta.budget_spent_epsilon:g} ({meta.draws} draw{'s' if meta.draws > 1 else ''})"),
         ("delta", f"{meta.delta:g}" + (f" per draw; spent {meta.budget_spent_delta:g}" if meta.delta > 0
                                         else " (pure ε-DP)")),
         ("sensitivity", f"{meta.sensitivity:.4g} in {norm} "
@@ -434,8 +588,21 @@ def _print_table(tree, summary, out, plot, n_dropped: int = 0):
         basis_row,
         ("J components", f"{int(at['n_components'])}"),
         ("noise E‖ξ‖²", f"{energy:.4g}" + (f" {units}²" if units else "") + f"  (rms ‖ξ‖ = {math.sqrt(energy):.3g}{u})"),
+        ("noise seed", "fresh OS entropy (not seeded)" if not int(meta.extra.get("noise_seeded", seed is not None))
+         else f"SEEDED with --seed {seed}: private only while the seed stays secret"),
+        ("missing", "imputed by a public rule (--missing impute): a missing point is set to 0"
+         if meta.extra.get("missing") == "impute" else "none allowed (--missing error)"),
         ("release", str(out)),
     ]
+    if ledger is not None:
+        spent, total, rem = ledger.spent, ledger.total, ledger.remaining
+        rows.append(("ledger", f"{ledger.path}: charged {meta.draws} × epsilon {meta.epsilon:g} = "
+                               f"{meta.budget_spent_epsilon:g}" + (f", delta {meta.budget_spent_delta:g}"
+                                                                 if meta.delta > 0 else "")
+                               + f"; spent epsilon {spent.epsilon:g} of {total.epsilon:g}"
+                               + (f", delta {spent.delta:g} of {total.delta:g}" if total.delta > 0 else "")
+                               + f"; remaining epsilon {rem.epsilon:g}"
+                               + (f", delta {rem.delta:g}" if total.delta > 0 else "")))
     if plot:
         rows.append(("plot", str(plot)))
     w = max(len(k) for k, _ in rows)
@@ -445,29 +612,28 @@ def _print_table(tree, summary, out, plot, n_dropped: int = 0):
     bound = "sup norm" if sup else "L2 norm"
     print(f"data holder only (not written to the file): {summary.n_clipped} of {summary.n} curves had {bound} "
           f"above tau and were clipped")
-    if n_dropped:
-        print(f"data holder only: {n_dropped} incomplete curves were dropped before the release (n = {summary.n} "
-              "counts complete curves)")
 
 
 # --------------------------------------------------------------------------- commands
 def _cmd_release(a) -> int:
     mech = _check_args(a)
-    curves = _load(a.data, a.var, data_dir=a.data_dir, drop_incomplete=a.drop_incomplete, curve_dim=a.curve_dim,
-                   t_dim=a.t_dim)
+    ledger = _open_ledger(a, mech.budget * a.draws)
+    curves = _load(a.data, a.var, data_dir=a.data_dir, missing=a.missing, curve_dim=a.curve_dim, t_dim=a.t_dim)
     name = Path(str(a.data)).name
     source = f"{name}" + (f" / {a.var}" if a.var else "")
-    return _run(curves, mech, a, source=source)
+    return _run(curves, mech, a, source=source, ledger=ledger)
 
 
 def _cmd_demo(a) -> int:
     _check_out(a)
-    curves = _load("growth", data_dir=a.data_dir)
-    ages = np.asarray(curves[dims.T].values, dtype=float)
+    _check_ledger_args(a)
     ns = argparse.Namespace(mechanism="iclp-qr", epsilon=1.0, delta=None, nu=None, calibration=None, bound="tight",
                             draws=1, seed=a.seed, kernel=DEFAULT_KERNEL, rho=DEFAULT_RHO, eta=None, psi=None, M=None,
                             k=None, out=a.out, plot=a.plot, tau=GROWTH_RAW_TAU if a.raw else GROWTH_DEVIATION_TAU)
     mech = registry.MECHANISMS[ns.mechanism].mechanism(ns.epsilon)
+    ledger = _open_ledger(a, mech.budget)
+    curves = _load("growth", data_dir=a.data_dir)
+    ages = np.asarray(curves[dims.T].values, dtype=float)
     labels = {"t": {"long_name": "age", "units": "years"}, "value": {"long_name": "mean height", "units": "cm"}}
     if a.raw:
         offset, src = None, ""
@@ -478,8 +644,44 @@ def _cmd_demo(a) -> int:
         print("demo: Berkeley growth heights, ICLP-QR, epsilon = 1; deviations from the public CDC 2000 median "
               f"height clipped at the public tau = {GROWTH_DEVIATION_TAU:g} cm (run with --raw for tau = "
               f"{GROWTH_RAW_TAU:g} cm on raw heights: about 5x more noise)")
-    return _run(curves, mech, ns, source="growth (Berkeley growth study, fdars)", labels=labels,
+    return _run(curves, mech, ns, source="growth (Berkeley growth study, fdars)", ledger=ledger, labels=labels,
                 offset=offset, offset_source=src, show_nonprivate=a.show_nonprivate)
+
+
+def _short_time(iso: str) -> str:
+    return str(iso or "")[:19].replace("T", " ")
+
+
+def _cmd_ledger(a) -> int:
+    """Print a ledger: total, one row per charge, spent and remaining."""
+    from .accounting import PrivacyLedger
+
+    path = Path(a.file).expanduser()
+    if not path.is_file():
+        raise CLIError(f"no ledger at {a.file}", "a ledger is created by the first release with --ledger FILE "
+                                                   "--budget EPSILON[,DELTA]")
+    ledger = PrivacyLedger.open(path)
+    records = ledger.records()
+    total, spent, rem = ledger.total, ledger.spent, ledger.remaining
+
+    def budget(b):
+        return f"epsilon {b.epsilon:g}" + (f", delta {b.delta:g}" if total.delta > 0 or b.delta > 0 else "")
+
+    print(f"{PROG} ledger {path}")
+    print(f"  total      {budget(total)}")
+    print(f"  spent      {budget(spent)} in {len(records)} release{'s' if len(records) != 1 else ''}")
+    print(f"  remaining  {budget(rem)}")
+    if records:
+        head = ("#", "time (UTC)", "dataset", "mechanism", "epsilon", "delta", "label")
+        rows = [(str(i), _short_time(r["created_at"]), r["dataset"] or "", r["mechanism"] or "",
+                 f"{r['epsilon']:g}", f"{r['delta']:g}", r["label"] or "") for i, r in enumerate(records, 1)]
+        widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+        print()
+        for row in (head, *rows):
+            print("  " + "  ".join(v.ljust(w) for v, w in zip(row[:-1], widths[:-1])) + "  " + row[-1])
+        print("\nepsilon and delta are what each release was charged: a release of N draws (--draws N) is charged "
+              "N × its per-draw epsilon and delta (basic composition).")
+    return 0
 
 
 def main(argv=None) -> int:
@@ -492,6 +694,8 @@ def main(argv=None) -> int:
     try:
         if args.command == "release":
             return _cmd_release(args)
+        if args.command == "ledger":
+            return _cmd_ledger(args)
         return _cmd_demo(args)
     except FdpPplError as e:  # library and command-line errors: message; fix — printed unchanged
         return _fail(e)
@@ -501,6 +705,8 @@ def main(argv=None) -> int:
         return _fail(e.args[0] if e.args else repr(e))
     except OSError as e:
         return _fail(f"cannot read or write a file: {e}")
+    except sqlite3.Error as e:
+        return _fail(f"cannot use the ledger file: {e}; pass a ledger written by --ledger, or a new file name")
 
 
 __all__ = ["main", "build_parser", "growth_reference", "CDC2000_MEDIAN_HEIGHT_CM"]

@@ -18,14 +18,15 @@ from ._version import __version__
 from .accounting import PrivacyLedger
 from .errors import CompatibilityError, InputError, SeededReleaseWarning
 from .mechanisms import Mechanism
-from .sampling import sampler_for
+from .sampling import generator_attrs, resolve_generator, sampler_for
 from .schema import NOISE_SCALE, ReleaseMetadata, release_tree
 from .summaries import LinearSummary
 
 
 def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, random_seed=None,
             ledger: PrivacyLedger | None = None, bound: str = "tight", progressbar: bool = False,
-            label: str = "", generator: str = "pymc", dataset: str = "") -> xr.DataTree:
+            label: str = "", generator: str | None = None, dataset: str = "",
+            allow_nonprivate: bool = False) -> xr.DataTree:
     """Release a summary privately: exact forward draws of the mechanism's noise law.
 
     Parameters
@@ -58,9 +59,22 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
         Ledger label.
     dataset : str
         Identity of the dataset, recorded in the ledger.
-    generator : str
-        Release sampler (:func:`fdp_ppl.sampling.generators`); recorded as
-        ``attrs["noise_generator"]``.
+    allow_nonprivate : bool
+        Release a summary whose public parameters were computed from the
+        private data (τ from :func:`~fdp_ppl.summaries.data_tau`), for
+        reproducing papers; the release records ``private = 0``. Every other
+        release records ``private = 1``.
+    generator : {None, "opendp", "pymc"}
+        Release sampler (:func:`fdp_ppl.sampling.generators`), recorded as
+        ``attrs["noise_generator"]``. None (the default): ``"opendp"`` when
+        ``random_seed`` is None and the law is floating-point safe (Laplace:
+        ICLP, FRL, Bernstein; Normal: Gaussian mechanism), else ``"pymc"``.
+        ``"opendp"``: exact discrete noise on a lattice (OpenDP), never seeded;
+        the Gaussian σ is raised if OpenDP's privacy map needs it.
+        ``"pymc"``: the compiled float64 sampler, seedable and fast, **not
+        floating-point safe** (its noise reaches a centre-dependent set of
+        floats, Mironov 2012). Elliptical releases are always ``"pymc"``:
+        they are not floating-point safe.
 
     Returns
     -------
@@ -71,17 +85,23 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
         ``attrs`` (:class:`~fdp_ppl.schema.ReleaseMetadata`) record the
         mechanism, noise law, ε, δ, sensitivity, its norm and bound, the
         neighbouring relation, τ, n, kernel and its parameters, η, ψ, M,
-        quadrature, package version and the budget spent. The non-private
-        summary is never included.
+        quadrature, package version and the budget spent; the generator:
+        ``noise_generator``, ``fp_safe`` (1/0), ``epsilon_guaranteed`` and
+        ``delta_guaranteed`` (per draw: OpenDP's privacy map on the
+        ``"opendp"`` path, the nominal ε, δ otherwise), ``fp_safety`` and
+        ``privacy_guarantee`` (sentences), ``noise_sigma_source``. The
+        non-private summary is never included.
 
     Raises
     ------
     CompatibilityError
-        Summary or mechanism of the wrong type.
+        Summary or mechanism of the wrong type; ``generator="opendp"`` for a
+        law without a floating-point-safe sampler (elliptical laws).
     BudgetExceededError
         The ledger cannot pay for the release.
     InputError
-        draws < 1.
+        draws < 1; a data-derived τ without ``allow_nonprivate=True``; an
+        unknown generator, or ``generator="opendp"`` with a seed.
     """
     if not isinstance(mechanism, Mechanism):
         raise CompatibilityError("mechanism must be an fdp_ppl Mechanism", "e.g. ICLP(epsilon=1)")
@@ -97,13 +117,20 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
                       "regenerate the noise and remove it, so the release is private only while the seed stays "
                       "secret; pass no seed for a real release (fresh OS entropy)", SeededReleaseWarning, stacklevel=2)
     spec = summary.spec
-    cal = mechanism.calibrate(spec, bound)
+    private = not spec.data_dependent  # τ from the data: no formal guarantee
+    if not private and not allow_nonprivate:
+        raise InputError("tau was computed from the private data (data_tau): the release would carry no privacy "
+                         "guarantee", "pass a public tau, or allow_nonprivate=True for a study (the release then "
+                         "records private = 0)")
+    generator = resolve_generator(mechanism.law, generator, random_seed)
+    cal = mechanism.calibrate(spec, bound, generator=generator)
     cost = mechanism.budget * draws
     sampler = sampler_for(mechanism.law, spec.n_components, generator)
     if ledger is not None:  # charged before any draw: a failure after this point never refunds
         ledger.spend(cost, label or f"{mechanism.family} release of {spec.name}", dataset=dataset,
                      mechanism=mechanism.family)
-    coef = sampler.draw(summary.coefficients, cal.scale, draws, random_seed, progressbar=progressbar)
+    coef = sampler.draw(summary.coefficients, cal.scale, draws, random_seed, progressbar=progressbar,
+                        calibration=cal)
     curves = coef @ spec.design.T
 
     now = datetime.datetime.now(datetime.timezone.utc).isoformat()
@@ -116,12 +143,14 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
     extra.update(mechanism.release_attrs(spec))
     extra.update({
         "noise_multiplier": cal.sigma,
-        "noise_generator": sampler.generator,
         "noise_seeded": int(seeded),
+        "private": int(private),
         "fdp_ppl_version": __version__,
         "created_at": now,
-        "sampling": "exact forward draws (compiled PyMC sampler), not MCMC",
+        "sampling": ("exact forward draws (OpenDP lattice sampler), not MCMC" if getattr(sampler, "fp_safe", False)
+                     else "exact forward draws (compiled PyMC sampler), not MCMC"),
     })
+    extra.update(generator_attrs(sampler, cal, mechanism.epsilon, mechanism.delta))
     if ledger is not None:
         extra.update(ledger.attrs())
     meta = ReleaseMetadata(

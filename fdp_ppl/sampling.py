@@ -13,9 +13,18 @@ earlier calls.
 compiled once per process; benchmarks can also build one directly to time
 the compilation.
 
-Generators: ``"pymc"`` (the default, the PyMC graph of the law compiled with
-PyTensor) is the only one today; :func:`register_generator` is the seam for a
-floating-point-safe generator (OpenDP) per law.
+Generators (:func:`register_generator`, :func:`generators`):
+
+* ``"pymc"``: the PyMC graph of the law compiled with PyTensor; fast and
+  seedable (studies, tests), but its float64 noise is **not floating-point
+  safe** (numpy's ``loc + b·log(2U)`` reaches a centre-dependent set of
+  floats; Mironov 2012).
+* ``"opendp"``: :class:`fdp_ppl.sampling_opendp.OpenDPSampler`, exact discrete
+  noise on a lattice with OpenDP's privacy map (Laplace and Normal laws,
+  ``law.fp_safe``); fresh OS entropy only, never seeded.
+
+:func:`resolve_generator` picks the default of a release: ``"opendp"`` for an
+unseeded release of a floating-point-safe law, ``"pymc"`` otherwise.
 """
 
 from __future__ import annotations
@@ -67,6 +76,8 @@ class CompiledSampler:
     """
 
     generator = "pymc"
+    #: float64 noise from numpy: not floating-point safe (see the module docstring)
+    fp_safe = False
 
     def __init__(self, law: NoiseLaw, n_components: int):
         import pytensor
@@ -95,7 +106,8 @@ class CompiledSampler:
         self.n_rngs = len(rngs)
         self._lock = threading.Lock()
 
-    def draw(self, centre, scale, n_draws: int = 1, random_seed=None, *, progressbar: bool = False) -> np.ndarray:
+    def draw(self, centre, scale, n_draws: int = 1, random_seed=None, *, progressbar: bool = False,
+             calibration=None) -> np.ndarray:
         """``n_draws`` exact draws of ``centre + ξ``, shape (n_draws, J).
 
         Parameters
@@ -109,6 +121,8 @@ class CompiledSampler:
             None: fresh OS entropy (128 bits).
         progressbar : bool
             Show progress over chunks of :data:`~fdp_ppl.settings.RELEASE_CHUNK` draws.
+        calibration : Calibration, optional
+            Accepted for the common generator interface; not needed (the scale says it all).
 
         Raises
         ------
@@ -141,6 +155,11 @@ class CompiledSampler:
                 parts.append(np.array(value, dtype=float, copy=True))
         return np.concatenate(parts, axis=0)
 
+    def guarantee(self, calibration, delta: float = 0.0):
+        """None: this sampler adds nothing to the mechanism's nominal (ε, δ), which
+        hold for continuous noise, not for its float64 rounding."""
+        return None
+
     def __repr__(self):
         return f"CompiledSampler({self.law!r}, n_components={self.n_components})"
 
@@ -151,16 +170,108 @@ _CACHE_LOCK = threading.Lock()
 
 
 def register_generator(name: str, factory: Callable[[NoiseLaw, int], object]) -> None:
-    """Register a sampler factory ``factory(law, J)`` under ``name`` (e.g. a
-    floating-point-safe generator). The object it returns must have
-    ``draw(centre, scale, n_draws, random_seed, progressbar=)`` and a
-    ``generator`` attribute."""
+    """Register a sampler factory ``factory(law, J)`` under ``name``.
+
+    The object it returns must have ``draw(centre, scale, n_draws, random_seed,
+    progressbar=, calibration=)`` (``calibration`` is the mechanism's
+    :class:`~fdp_ppl.mechanisms.Calibration`, or None), ``guarantee(calibration,
+    delta)`` (the privacy one draw actually has, or None for the nominal one),
+    and the attributes ``generator`` (its name) and ``fp_safe``. A factory may
+    have ``calibrate_sigma(law, sensitivity, epsilon, delta, J, sigma)``
+    returning the σ' >= σ its guarantee needs (:func:`generator_sigma`). A
+    floating-point-safe factory (``fp_safe = True``) samples only laws with
+    ``law.fp_safe`` and is never seeded (:func:`resolve_generator`)."""
     _GENERATORS[str(name)] = factory
 
 
 def generators() -> tuple[str, ...]:
     """Names of the registered release generators."""
     return tuple(_GENERATORS)
+
+
+def _factory(generator: str):
+    from .errors import InputError
+
+    if generator not in _GENERATORS:
+        raise InputError(f"unknown release generator {generator!r}", f"use one of {generators()}")
+    return _GENERATORS[generator]
+
+
+def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=None) -> str:
+    """The release generator for ``law``: the caller's choice, checked, or the default.
+
+    Default (``generator=None``): ``"opendp"`` (floating-point safe) when
+    ``random_seed is None`` and the law has an OpenDP sampler (``law.fp_safe``);
+    ``"pymc"`` when a seed is given (seeded studies keep their numbers) or the
+    law is not floating-point safe (elliptical laws).
+
+    Raises
+    ------
+    InputError
+        An unknown generator, or ``"opendp"`` with a seed (OpenDP cannot be seeded).
+    CompatibilityError
+        A generator that cannot sample this law (``"opendp"`` with an elliptical law).
+    """
+    from .errors import CompatibilityError, InputError
+
+    if generator is None:
+        return OPENDP if random_seed is None and law.fp_safe and OPENDP in _GENERATORS else "pymc"
+    factory = _factory(generator)
+    if getattr(factory, "fp_safe", False):
+        if random_seed is not None:
+            raise InputError(f"the {generator!r} release generator draws fresh OS entropy and cannot be seeded",
+                             "pass random_seed=None, or generator='pymc' for a reproducible study (its noise is "
+                             "not floating-point safe)")
+        if not law.fp_safe:
+            raise CompatibilityError(f"the {law.name!r} noise law has no floating-point-safe sampler",
+                                     "release it with generator='pymc' (not floating-point safe)")
+    return generator
+
+
+def generator_sigma(generator: str, law: NoiseLaw, sensitivity, epsilon: float, delta: float, n_components: int,
+                    sigma: float) -> float:
+    """σ' >= σ that ``generator`` needs for its own guarantee to be within (ε, δ)
+    (its factory's ``calibrate_sigma``; σ itself for generators without one).
+
+    Raises
+    ------
+    InputError
+        An unknown generator.
+    """
+    hook = getattr(_factory(generator), "calibrate_sigma", None)
+    return float(sigma) if hook is None else float(hook(law, sensitivity, epsilon, delta, n_components, sigma))
+
+
+def generator_attrs(sampler, calibration, epsilon: float, delta: float) -> dict:
+    """Release attributes about the noise generator.
+
+    ``noise_generator``; ``fp_safe`` (1/0); ``epsilon_guaranteed`` and
+    ``delta_guaranteed`` (per draw: OpenDP's map for a floating-point-safe
+    generator, else the nominal ε, δ); ``noise_sigma_source`` (which σ:
+    the mechanism's calibration or the generator's); ``privacy_guarantee``
+    and ``fp_safety`` (one sentence each); ``rho_guaranteed`` (zCDP ρ of
+    one draw, Normal law on the OpenDP path).
+    """
+    guarantee = getattr(sampler, "guarantee", None)
+    g = guarantee(calibration, delta) if guarantee is not None else None
+    safe = bool(getattr(sampler, "fp_safe", False)) and g is not None
+    out = {"noise_generator": sampler.generator, "fp_safe": int(safe),
+           "epsilon_guaranteed": float(g.epsilon) if safe else float(epsilon),
+           "delta_guaranteed": float(g.delta) if safe else float(delta),
+           "noise_sigma_source": getattr(calibration, "sigma_source", "mechanism")}
+    if safe:
+        out["privacy_guarantee"] = g.measurement
+        out["fp_safety"] = ("floating-point safe: exact discrete noise on the lattice 2^-1074 Z of the whitened "
+                            "coefficients (OpenDP), rescaled by public weights (post-processing)")
+        if g.rho is not None:
+            out["rho_guaranteed"] = float(g.rho)
+    else:
+        out["privacy_guarantee"] = "nominal (epsilon, delta) of the mechanism for continuous noise"
+        reason = ("the law has no floating-point-safe sampler" if not sampler.law.fp_safe
+                  else "drawn by the compiled float64 sampler")
+        out["fp_safety"] = (f"NOT floating-point safe ({reason}): float64 noise reaches a centre-dependent set of "
+                            "values (Mironov 2012), so the guarantee holds for the continuous law only")
+    return out
 
 
 def sampler_for(law: NoiseLaw, n_components: int, generator: str = "pymc"):
@@ -171,14 +282,11 @@ def sampler_for(law: NoiseLaw, n_components: int, generator: str = "pymc"):
     InputError
         An unknown generator.
     """
-    from .errors import InputError
-
-    if generator not in _GENERATORS:
-        raise InputError(f"unknown release generator {generator!r}", f"use one of {generators()}")
+    factory = _factory(generator)
     key = (generator, law, int(n_components))
     with _CACHE_LOCK:
         if key not in _CACHE:
-            _CACHE[key] = _GENERATORS[generator](law, int(n_components))
+            _CACHE[key] = factory(law, int(n_components))
         return _CACHE[key]
 
 
@@ -189,10 +297,12 @@ def clear_cache() -> None:
 
 
 def draw_releases(mechanism, summary, scale, draws: int = 1, random_seed=None, progressbar: bool = False,
-                  generator: str = "pymc") -> tuple[np.ndarray, np.ndarray]:
+                  generator: str = "pymc", calibration=None) -> tuple[np.ndarray, np.ndarray]:
     """Exact i.i.d. draws of released coefficients and curves (no bookkeeping, no ledger).
 
-    For simulation studies; a publication goes through :func:`fdp_ppl.release`.
+    For simulation studies (default generator ``"pymc"``: fast, seedable, not
+    floating-point safe); a publication goes through :func:`fdp_ppl.release`.
+    ``calibration`` is passed to the sampler (the ``"opendp"`` generator takes σ from it).
 
     Returns
     -------
@@ -200,9 +310,17 @@ def draw_releases(mechanism, summary, scale, draws: int = 1, random_seed=None, p
     curves : ndarray, shape (draws, K)
     """
     sampler = sampler_for(mechanism.law, summary.n_components, generator)
-    coef = sampler.draw(summary.coefficients, scale, draws, random_seed, progressbar=progressbar)
+    coef = sampler.draw(summary.coefficients, scale, draws, random_seed, progressbar=progressbar,
+                        calibration=calibration)
     return coef, coef @ summary.design.T
 
 
-__all__ = ["CompiledSampler", "sampler_for", "draw_releases", "seed_sequence", "register_generator", "generators",
+# the floating-point-safe generator (it does not import this module, and imports opendp only when used)
+from .sampling_opendp import NAME as OPENDP  # noqa: E402
+from .sampling_opendp import OpenDPSampler  # noqa: E402
+
+register_generator(OPENDP, OpenDPSampler)
+
+__all__ = ["CompiledSampler", "OpenDPSampler", "OPENDP", "sampler_for", "draw_releases", "seed_sequence",
+           "register_generator", "generators", "resolve_generator", "generator_sigma", "generator_attrs",
            "clear_cache"]

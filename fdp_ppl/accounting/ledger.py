@@ -121,6 +121,9 @@ class FileLedger:
         self.path = Path(path).expanduser()
         if self.path.is_dir():
             raise InputError(f"the ledger path {self.path} is a directory", "pass a file name, e.g. ledger.sqlite")
+        if total is None and not self.path.exists():  # refuse before sqlite creates an empty file
+            raise InputError(f"the ledger {self.path} is new and has no budget",
+                             "pass the total budget (--budget EPSILON[,DELTA] or total=PrivacyBudget(...))")
         with self._session() as con:
             con.executescript(_SCHEMA)
             row = con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()

@@ -15,6 +15,14 @@ id, visit, station ...) are kept along ``curve``. The ``curve`` coordinate is
 the 0-based row index in the source, so rows dropped as incomplete stay
 traceable.
 
+Missing values (NaN/inf) stop the load by default (``missing="error"``).
+``missing="impute"`` keeps every record and sets each missing point to a
+public value (:func:`fdp_ppl.summaries.curves.impute_missing`), so n stays the
+number of records and every public parameter of a release is the same for a
+record with a missing value and its complete neighbour. ``drop_incomplete``
+is for studies that reproduce a paper only: n then counts the complete
+records, which depends on the data, so a release built on it is not private.
+
 The data directory is resolved in this order: the ``data_dir`` argument, the
 environment variable ``FDP_PPL_DATA_DIR``, ``../shared/data`` next to the
 repository checkout, ``../shared/data`` relative to the working directory.
@@ -30,7 +38,9 @@ import numpy as np
 import xarray as xr
 
 from .. import dims
+from ..errors import InputError
 from ..settings import DATA_DIR_ENV
+from ..summaries.curves import MISSING_POLICIES, impute_missing
 
 ENV_VAR = DATA_DIR_ENV
 
@@ -116,8 +126,26 @@ def _missing_file_error(path: Path, data_dir) -> FileNotFoundError:
 
 
 # ---------------------------------------------------------------------- public loader
-def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, drop_incomplete: bool = False,
-                 curve_dim: str | None = None, t_dim: str | None = None) -> xr.DataArray:
+class MissingValuesError(InputError):
+    """Curves with missing (NaN/inf) values and ``missing="error"``.
+
+    Attributes
+    ----------
+    dataset, variable : str
+    n_incomplete, n_records : int
+        Data-holder information (for the message; never part of a release).
+    """
+
+    def __init__(self, message: str, fix: str = "", *, dataset: str = "", variable: str = "",
+                 n_incomplete: int = 0, n_records: int = 0):
+        super().__init__(message, fix)
+        self.dataset, self.variable = dataset, variable
+        self.n_incomplete, self.n_records = int(n_incomplete), int(n_records)
+
+
+def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, missing: str = "error", reference=None,
+                 reference_name: str | None = None, drop_incomplete: bool = False, curve_dim: str | None = None,
+                 t_dim: str | None = None) -> xr.DataArray:
     """Load a real functional dataset as curves on their original grid.
 
     Parameters
@@ -135,9 +163,27 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, drop_in
         when the file holds more than one 2-D variable.
     data_dir : str or os.PathLike, optional
         Directory of the file datasets; see :func:`data_directory`.
+    missing : {"error", "impute"}
+        What to do with missing (NaN/inf) values. ``"error"`` (default):
+        raise :class:`MissingValuesError`. ``"impute"``: keep every record
+        and set each missing point to the public ``reference`` (default 0)
+        with :func:`~fdp_ppl.summaries.curves.impute_missing`; n stays the
+        number of records. The rule is ``attrs["missing_rule"]`` (public);
+        the counts ``attrs["n_imputed_curves"]`` and
+        ``attrs["n_imputed_points"]`` are for the data holder only.
+    reference : float, array_like (K,) or callable, optional
+        Public value of a missing point with ``missing="impute"``, in the
+        units of the curves and on their original grid; a callable receives
+        the original grid points. Default 0 (the record contributes 0 there).
+    reference_name : str, optional
+        Name of ``reference`` for the rule's text.
     drop_incomplete : bool
         Drop curves containing NaN or inf (with a :class:`UserWarning` giving
-        the count) instead of raising.
+        the count) instead of raising. For studies only: n then counts the
+        complete curves, which depends on the data (a record with a missing
+        value and its complete neighbour give different n, ψ, sensitivity
+        and noise scales), so a release built on it is not private; use
+        ``missing="impute"`` for releases.
     curve_dim, t_dim : str, optional
         Names of the record and grid dims in a file. By default the last dim
         of the variable is the grid and the other indexes curves; give one or
@@ -162,8 +208,12 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, drop_in
         Unknown dataset name or variable (the message lists the available
         ones); a ``.nc`` file with several 2-D variables and no ``var``; a
         variable that is not 2-D; ``curve_dim`` / ``t_dim`` not among the
-        variable's dims; curves with NaN/inf when ``drop_incomplete=False``
-        (pass ``drop_incomplete=True``); no complete curve left.
+        variable's dims; no complete curve left with ``drop_incomplete``;
+        an unknown ``missing`` or ``missing="impute"`` with
+        ``drop_incomplete=True``.
+    MissingValuesError
+        Curves with NaN/inf and ``missing="error"`` (a ValueError; the
+        message names ``missing="impute"`` and ``drop_incomplete=True``).
     FileNotFoundError
         The data file is missing; the message names the directory searched
         and the fix (``data_dir=...`` or ``FDP_PPL_DATA_DIR``).
@@ -188,12 +238,21 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, drop_in
         raise TypeError(f"name_or_path must be a dataset name or a path, got {type(name_or_path).__name__}")
     key = raw.strip().lower().replace("-", "_")
     key = _ALIASES.get(key, key)
+    if missing not in MISSING_POLICIES:
+        raise InputError(f"unknown missing={missing!r}", f"use one of {', '.join(map(repr, MISSING_POLICIES))}")
+    if missing == "impute" and drop_incomplete:
+        raise InputError("missing='impute' and drop_incomplete=True contradict each other",
+                         "pass one of them (missing='impute' for a release)")
+    if missing == "error" and (reference is not None or reference_name is not None):
+        raise InputError("reference applies only with missing='impute'", "pass missing='impute' or drop reference")
+    policy = dict(missing=missing, reference=reference, reference_name=reference_name,
+                  drop_incomplete=drop_incomplete)
 
     if key in ("growth", "canadian_weather"):
         if curve_dim is not None or t_dim is not None:
             raise ValueError(f"curve_dim / t_dim apply to NetCDF files only, not to the embedded {key!r} dataset")
         da = _load_growth(var) if key == "growth" else _load_weather(var)
-        return _finish(da, drop_incomplete)
+        return _finish(da, **policy)
 
     if key in _FILES:
         spec = _FILES[key]
@@ -205,7 +264,7 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, drop_in
             raise ValueError(f"unknown variable {v!r} for dataset {key!r}; available: {', '.join(spec['variables'])}")
         da = _load_nc(path, v, curve_dim=curve_dim, t_dim=t_dim)
         da.attrs.update(dataset=key, units=spec["units"], t_units=spec["t_units"])
-        return _finish(da, drop_incomplete)
+        return _finish(da, **policy)
 
     if raw.lower().endswith(".nc") or Path(raw).expanduser().is_file():
         path = Path(raw).expanduser()
@@ -217,7 +276,7 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, drop_in
                 f"name together with data_dir=... or the environment variable {ENV_VAR}")
         da = _load_nc(path, var, curve_dim=curve_dim, t_dim=t_dim)
         da.attrs.setdefault("dataset", path.stem)
-        return _finish(da, drop_incomplete)
+        return _finish(da, **policy)
 
     names = ", ".join(sorted(DATASETS))
     raise ValueError(f"unknown dataset {raw!r}; use one of {names}, or a path to a NetCDF (.nc) file")
@@ -331,22 +390,33 @@ def _load_nc(path: Path, var, *, curve_dim, t_dim) -> xr.DataArray:
 
 
 # ---------------------------------------------------------------------- missing values
-def _finish(da: xr.DataArray, drop_incomplete: bool) -> xr.DataArray:
+def _finish(da: xr.DataArray, *, missing: str = "error", reference=None, reference_name=None,
+            drop_incomplete: bool = False) -> xr.DataArray:
     complete = np.isfinite(da.values).all(axis=1)
     n_bad = int((~complete).sum())
     name = da.attrs.get("dataset", "dataset")
+    variable = da.attrs.get("variable")
+    da.attrs["n_dropped"] = 0
+    if missing == "impute":
+        out = impute_missing(da, reference, reference_name=reference_name, t_dim=dims.T)
+        out.name = da.name
+        return out
     if n_bad and not drop_incomplete:
-        raise ValueError(f"{name!r} variable {da.attrs.get('variable')!r}: {n_bad} of {da.sizes[dims.CURVE]} "
-                         "curves contain NaN/inf values; pass drop_incomplete=True to drop them "
-                         "(or impute them with a public rule first)")
+        raise MissingValuesError(
+            f"{name!r} variable {variable!r}: {n_bad} of {da.sizes[dims.CURVE]} curves contain NaN/inf values",
+            "pass missing='impute' to set the missing points to a public value and keep every record (n stays the "
+            "number of records), or, for a study only, drop_incomplete=True to drop them (n then depends on the "
+            "data: not private)",
+            dataset=str(name), variable=str(variable), n_incomplete=n_bad, n_records=da.sizes[dims.CURVE])
     if n_bad:
         if n_bad == da.sizes[dims.CURVE]:
             raise ValueError(f"{name!r}: every curve contains NaN/inf values; nothing is left to analyse")
-        warnings.warn(f"{name!r} variable {da.attrs.get('variable')!r}: dropped {n_bad} incomplete curves "
-                      f"(NaN/inf); {int(complete.sum())} curves remain", UserWarning, stacklevel=3)
+        warnings.warn(f"{name!r} variable {variable!r}: dropped {n_bad} incomplete curves "
+                      f"(NaN/inf); {int(complete.sum())} curves remain (n now depends on the data: for a study "
+                      "only; use missing='impute' for a release)", UserWarning, stacklevel=3)
         da = da.isel({dims.CURVE: np.flatnonzero(complete)})
     da.attrs["n_dropped"] = n_bad
     return da
 
 
-__all__ = ["load_dataset", "data_directory", "DATASETS", "ENV_VAR"]
+__all__ = ["load_dataset", "data_directory", "DATASETS", "ENV_VAR", "MissingValuesError"]

@@ -26,6 +26,8 @@ class Laplace(NoiseLaw):
 
     name = "laplace"
     product = True
+    #: OpenDP samples it exactly on a lattice (:class:`fdp_ppl.sampling_opendp.OpenDPSampler`)
+    fp_safe = True
     source = "Laplace mechanism (Dwork et al. 2006); ICLP: Lin & Reimherr (2026), Theorem 8"
 
     def rv(self, mu, scale, n_draws):
@@ -91,6 +93,8 @@ class Normal(NoiseLaw):
 
     name = "normal"
     product = True
+    #: OpenDP samples it exactly on a lattice (:class:`fdp_ppl.sampling_opendp.OpenDPSampler`)
+    fp_safe = True
     source = "Gaussian mechanism: Mirshani et al. (2019), Theorems 3.2-3.3; Hall et al. (2013), Corollary 9"
 
     def rv(self, mu, scale, n_draws):

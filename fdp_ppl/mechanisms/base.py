@@ -43,11 +43,19 @@ class Calibration:
     sigma : float
         The mechanism's global multiplier (Δ/ε for ICLP and FRL; the
         Gaussian σ for the Gaussian mechanism).
+    generator : str
+        The release generator the calibration is for (:mod:`fdp_ppl.sampling`).
+    sigma_source : {"mechanism", "opendp", ...}
+        Which σ was used: the mechanism's own calibration, or the larger σ that
+        the generator's privacy map needs to guarantee the claimed (ε, δ)
+        (e.g. OpenDP's zCDP → approximate-DP conversion for Gaussian noise).
     """
 
     sensitivity: Sensitivity
     scale: np.ndarray
     sigma: float
+    generator: str = "pymc"
+    sigma_source: str = "mechanism"
 
 
 class Mechanism(ABC):
@@ -93,7 +101,8 @@ class Mechanism(ABC):
     def _scale(self, sigma: float, spec: SummarySpec) -> np.ndarray:
         return sigma * np.sqrt(spec.eigenvalues)
 
-    def calibrate(self, summary: SummarySpec | LinearSummary, bound: str = "tight") -> Calibration:
+    def calibrate(self, summary: SummarySpec | LinearSummary, bound: str = "tight", *,
+                  generator: str = "pymc") -> Calibration:
         """Noise scale per retained coefficient from the public sensitivity.
 
         Parameters
@@ -102,6 +111,13 @@ class Mechanism(ABC):
             A public spec (no data needed) or a fitted summary.
         bound : {"tight", "paper", "closed-form"}
             Which sensitivity bound (:meth:`~fdp_ppl.summaries.SummarySpec.sensitivity`).
+        generator : str
+            Release generator (:func:`fdp_ppl.sampling.generators`). ``"pymc"``:
+            the mechanism's own σ. ``"opendp"``: ``max(σ_mechanism, σ_opendp)``
+            with ``σ_opendp`` the smallest σ for which OpenDP's privacy map
+            guarantees the claimed (ε, δ) (Gaussian: its zCDP → approximate-DP
+            conversion, a short root search; Laplace: σ up to OpenDP's upward
+            rounding); ``sigma_source`` records which one was used.
 
         Returns
         -------
@@ -111,13 +127,24 @@ class Mechanism(ABC):
         Raises
         ------
         CompatibilityError
-            A summary the mechanism cannot release.
+            A summary the mechanism cannot release, or a generator that cannot
+            sample the mechanism's law (``"opendp"`` with an elliptical law).
+        InputError
+            An unknown generator.
         """
         spec = as_spec(summary)
         self._check_spec(spec)
         sens = spec.sensitivity(self.norm, bound)
         sigma = float(self._sigma(sens.value, spec))
-        return Calibration(sensitivity=sens, scale=np.asarray(self._scale(sigma, spec), dtype=float), sigma=sigma)
+        source = "mechanism"
+        if generator != "pymc":
+            from ..sampling import generator_sigma
+
+            needed = generator_sigma(generator, self.law, sens, self.epsilon, self.delta, spec.n_components, sigma)
+            if needed > sigma:
+                sigma, source = needed, generator
+        return Calibration(sensitivity=sens, scale=np.asarray(self._scale(sigma, spec), dtype=float), sigma=sigma,
+                           generator=generator, sigma_source=source)
 
     def noise_energy(self, summary: SummarySpec | LinearSummary, bound: str = "tight") -> float:
         """``E‖f̃ − f‖²`` of one release (grid L² norm): ``Σ_j Var(ξ_j) ‖design_j‖²_w``

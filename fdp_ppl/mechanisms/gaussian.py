@@ -32,6 +32,19 @@ class GaussianMechanism(Mechanism):
     ValueError
         ε <= 0, δ outside (0, 1), unknown calibration, or ε > 1 with the
         classical calibration.
+
+    Notes
+    -----
+    On the floating-point-safe release path (``calibrate(spec, bound,
+    generator="opendp")``, the default of an unseeded :func:`fdp_ppl.release`)
+    the noise is OpenDP's discrete Gaussian, whose privacy map gives
+    zero-concentrated DP ``ρ = Δ²/(2σ²)``; OpenDP's conversion to
+    approximate DP (``make_zCDP_to_approxDP``) is looser than the exact
+    Gaussian profile, so σ becomes ``max(σ_calibration, σ_opendp)`` with
+    ``σ_opendp`` the smallest σ whose converted ε at δ is at most the claimed ε
+    (``Calibration.sigma_source`` says which). Example: (ε = 1, δ = 10⁻⁵,
+    Δ = 1) has analytic σ = 3.73, for which OpenDP's map guarantees only
+    ε = 1.092; the classical σ = 4.94 is already within it (ε = 0.80).
     """
 
     family = "gaussian"

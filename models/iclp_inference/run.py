@@ -4,7 +4,7 @@ Written only against the public API of ``fdp_ppl``. See README.md (model card).
 
 Usage::
 
-    python models/iclp_inference/run.py [--out-dir DIR] [--epsilon 1] [--seed 1] [--data-dir DIR]
+    python models/iclp_inference/run.py [--out-dir DIR] [--epsilon 1] [--seed S] [--data-dir DIR]
                                         [--draws 1000] [--tune 1000] [--chains 2]
 
 Releases the ICLP-QR mean **once**, then infers the underlying summary curve with two priors (GP and
@@ -25,6 +25,7 @@ import pandas as pd
 import fdp_ppl as fp
 from fdp_ppl.datasets import load_dataset
 from fdp_ppl.inference import GPPrior, ICLPPrior, compare, functionals, infer, summarize_functionals
+from fdp_ppl.schema import CURVE, POSTERIOR, T_ORIGINAL, read_release
 
 EPSILON = 1.0
 TAU = 1.0                               # FA in [0, 1] on the domain [0, 1]: ||X||_L2 <= 1, a public bound
@@ -37,30 +38,28 @@ PRIORS = {
 }
 
 
-def run(out_dir: Path = Path("."), epsilon: float = EPSILON, seed: int = 1, data_dir=None, draws: int = 1000,
+def run(out_dir: Path = Path("."), epsilon: float = EPSILON, seed: int | None = None, data_dir=None, draws: int = 1000,
         tune: int = 1000, chains: int = 2, plot: bool = True) -> dict:
     """Release once, infer with both priors, compare; returns {"release", "posteriors", "compare", "functionals"}."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)   # dropped incomplete scans: the data holder's business
-        curves = load_dataset("dti", "cca", data_dir=data_dir, drop_incomplete=True)
+    curves = load_dataset("dti", "cca", data_dir=data_dir, missing="impute")   # public rule: n = 382 records
     grid = fp.Grid.from_points(curves["t"].values)
     basis = fp.eigenbasis(KERNEL, grid)
     summary = fp.iclp_qr_mean(curves, basis, tau=TAU)        # PSS: eta = 1 + 2/beta, psi = 1/n
     release = fp.release(summary, fp.ICLP(epsilon), random_seed=seed)
     del summary, curves                                       # from here on: the release only
     release.attrs.update({"data_source": "DTI corpus callosum FA", "model": "models/iclp_inference"})
-    post = release["posterior"].to_dataset()
-    post["curve"].attrs.update(long_name="mean fractional anisotropy (FA)", units="1")
-    post["t_original"].attrs.update(long_name="position along the corpus callosum tract", units="0-1")
-    release["posterior"].dataset = post
+    post = release[POSTERIOR].to_dataset()
+    post[CURVE].attrs.update(long_name="mean fractional anisotropy (FA)", units="1")
+    post[T_ORIGINAL].attrs.update(long_name="position along the corpus callosum tract", units="0-1")
+    release[POSTERIOR].dataset = post
     release.to_netcdf(out_dir / "release.nc")
 
     posteriors = {}
     for i, (name, prior) in enumerate(PRIORS.items()):
         post = infer(release, prior, target="summary", draws=draws, tune=tune, chains=chains,
-                     random_seed=seed + 1 + i, progressbar=False)
+                     random_seed=None if seed is None else seed + 1 + i, progressbar=False)
         post.to_netcdf(out_dir / f"posterior_{name}.nc")
         posteriors[name] = post
 
@@ -69,7 +68,7 @@ def run(out_dir: Path = Path("."), epsilon: float = EPSILON, seed: int = 1, data
         cmp = compare(posteriors)
     cmp.to_csv(out_dir / "compare.csv")
 
-    t_orig = release["posterior"]["t_original"].values
+    t_orig = read_release(release).t_original
     rows = []
     for name, post in posteriors.items():
         fun = functionals(post, points=(0.5,), t_original=t_orig)
@@ -115,7 +114,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out-dir", default=".", type=Path, help="output directory (default: current directory)")
     p.add_argument("--epsilon", default=EPSILON, type=float, help="privacy parameter per scan (default 1)")
-    p.add_argument("--seed", default=1, type=int, help="random seed of the release and of MCMC (default 1)")
+    p.add_argument("--seed", default=None, type=int,
+                   help="random seed of the release and of MCMC for a reproducible study; default: fresh OS entropy "
+                        "(a seeded release is private only while the seed stays secret)")
     p.add_argument("--data-dir", default=None, help="directory holding dti.nc (default: FDP_PPL_DATA_DIR or "
                                                     "../shared/data)")
     p.add_argument("--draws", default=1000, type=int, help="posterior draws per chain (default 1000)")

@@ -4,7 +4,7 @@ Written only against the public API of ``fdp_ppl``. See README.md (model card).
 
 Usage::
 
-    python models/iclp_mean/run.py [--out-dir DIR] [--epsilon 1] [--seed 1] [--data-dir DIR]
+    python models/iclp_mean/run.py [--out-dir DIR] [--epsilon 1] [--seed S] [--data-dir DIR]
 
 Writes ``release.nc`` (the release, an ``xarray.DataTree``) and ``release.png``
 into ``--out-dir`` (default: the current directory) and prints the public
@@ -14,7 +14,7 @@ parameters, plus a few lines meant for the data holder only.
 from __future__ import annotations
 
 import argparse
-import warnings
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +22,7 @@ import xarray as xr
 
 import fdp_ppl as fp
 from fdp_ppl.datasets import data_directory, load_dataset
+from fdp_ppl.schema import CURVE, POSTERIOR, T_ORIGINAL
 
 EPSILON = 1.0
 TAU = 1.0  # FA lies in [0, 1] on the domain [0, 1]: ||X||_L2 <= sup|X| <= 1, a public bound
@@ -34,18 +35,16 @@ def scans_per_subject(subject_id) -> int:
     return int(counts.max())
 
 
-def run(out_dir: Path = Path("."), epsilon: float = EPSILON, seed: int | None = 1, data_dir=None,
+def run(out_dir: Path = Path("."), epsilon: float = EPSILON, seed: int | None = None, data_dir=None,
         plot: bool = True) -> xr.DataTree:
     """Load DTI cca, release its ICLP-QR mean, write release.nc (+ release.png); returns the release."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():  # the dropped count is reported below
-        warnings.simplefilter("ignore", UserWarning)
-        curves = load_dataset("dti", "cca", data_dir=data_dir, drop_incomplete=True)
-    n_dropped = int(curves.attrs.get("n_dropped", 0))
+    # missing points are set to 0 by a public rule, so n = 382 records whatever is missing (never dropped)
+    curves = load_dataset("dti", "cca", data_dir=data_dir, missing="impute")
+    n_imputed = int(curves.attrs.get("n_imputed_curves", 0))
 
     # group privacy: several scans per subject (public study design, see the model card)
-    k_released = scans_per_subject(curves["subject_id"].values)
     with xr.open_dataset(data_directory(data_dir) / "dti.nc") as ds:
         k_file = scans_per_subject(ds["subject_id"].values)
         n_subjects = int(np.unique(ds["subject_id"].values).size)
@@ -56,16 +55,16 @@ def run(out_dir: Path = Path("."), epsilon: float = EPSILON, seed: int | None = 
     summary = fp.iclp_qr_mean(curves, basis, tau=TAU)  # PSS: eta = 1 + 2/beta, psi = 1/n
     tree = fp.release(summary, fp.ICLP(epsilon), random_seed=seed)
     tree.attrs.update({
-        "data_source": "DTI corpus callosum FA (refund::DTI), complete scans",
+        "data_source": "DTI corpus callosum FA (refund::DTI), all scans; missing points set to 0",
         "model": "models/iclp_mean",
         "privacy_unit": "one scan (record-level); person-level epsilon by group privacy is k*epsilon",
         "group_privacy_k": k_file,
         "group_privacy_epsilon": k_file * epsilon,
     })
-    post = tree["posterior"].to_dataset()
-    post["curve"].attrs.update(long_name="mean fractional anisotropy (FA)", units="1")
-    post["t_original"].attrs.update(long_name="position along the corpus callosum tract", units="0-1")
-    tree["posterior"].dataset = post
+    post = tree[POSTERIOR].to_dataset()
+    post[CURVE].attrs.update(long_name="mean fractional anisotropy (FA)", units="1")
+    post[T_ORIGINAL].attrs.update(long_name="position along the corpus callosum tract", units="0-1")
+    tree[POSTERIOR].dataset = post
     tree.to_netcdf(out_dir / "release.nc")
 
     if plot:
@@ -85,9 +84,9 @@ def run(out_dir: Path = Path("."), epsilon: float = EPSILON, seed: int | None = 
     scale = tree["constant_data"]["noise_scale"].values
     print("ICLP-QR mean of DTI cca (fractional anisotropy), models/iclp_mean")
     print(f"  epsilon            {epsilon:g} per scan (pure epsilon-DP, replace one scan, n public)")
-    print(f"  person level       k = {k_file} scans at most per subject in the file ({k_released} among "
-          f"complete scans): epsilon_person = k * epsilon = {k_file * epsilon:g}")
-    print(f"  n                  {summary.n} complete scans of {n_file} ({n_subjects} subjects)")
+    print(f"  person level       k = {k_file} scans at most per subject: epsilon_person = k * epsilon = "
+          f"{k_file * epsilon:g}")
+    print(f"  n                  {summary.n} scans of {n_file} ({n_subjects} subjects; missing points set to 0)")
     print(f"  tau                {TAU:g} (FA in [0, 1] on [0, 1])")
     print(f"  kernel             Matern nu=1.5, rho=0.1; eta={summary.params['eta']:.4g}, "
           f"psi={summary.params['psi']:.4g}; J={summary.n_components}")
@@ -95,7 +94,8 @@ def run(out_dir: Path = Path("."), epsilon: float = EPSILON, seed: int | None = 
     print(f"  noise              Laplace, b_j = Delta sqrt(lambda_j)/epsilon; E||xi||^2 = "
           f"{float(np.sum(2 * scale**2)):.3g}")
     print(f"  wrote              {out_dir / 'release.nc'}" + (f", {out_dir / 'release.png'}" if plot else ""))
-    print(f"data holder only: {n_dropped} incomplete scans dropped; {summary.n_clipped} scans clipped at tau")
+    print(f"data holder only: {n_imputed} scans had missing points set to 0; {summary.n_clipped} scans clipped at tau",
+          file=sys.stderr)
     return tree
 
 
@@ -103,7 +103,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out-dir", default=".", type=Path, help="output directory (default: current directory)")
     p.add_argument("--epsilon", default=EPSILON, type=float, help="privacy parameter per scan (default 1)")
-    p.add_argument("--seed", default=1, type=int, help="random seed (default 1)")
+    p.add_argument("--seed", default=None, type=int,
+                   help="random seed for a reproducible study; default: fresh OS entropy (a seeded release is "
+                        "private only while the seed stays secret)")
     p.add_argument("--data-dir", default=None, help="directory holding dti.nc (default: FDP_PPL_DATA_DIR or "
                                                     "../shared/data)")
     p.add_argument("--no-plot", action="store_true", help="do not write release.png")

@@ -1,0 +1,364 @@
+"""Floating-point-safe release noise from OpenDP (the ``"opendp"`` generator of :mod:`fdp_ppl.sampling`).
+
+Continuous noise drawn in float64 (``loc + b·log(2U)`` with ``U`` on the
+2⁻⁵³ grid, as numpy's ``Generator.laplace`` does) leaks the centre through
+the set of values it can reach: given a released value, its public scale and
+a candidate centre, an exact search over the grid of ``U`` decides whether
+the value is reachable at all (Mironov 2012, "On significance of the least
+significant bits for differential privacy", CCS). OpenDP's float
+measurements instead add **exact discrete** Laplace / Gaussian noise on the
+lattice ``2^k ℤ`` (Canonne, Kamath & Steinke 2020) to the input rounded to
+that lattice, and their privacy maps account for the rounding.
+
+The product laws of the package have per-coefficient scales
+``scale_j = σ·w_j`` (ICLP: ``w_j = √λ_j``, FRL and Bernstein: ``w_j = 1``,
+Gaussian mechanism: ``w_j = √λ_j``), and the mechanism's sensitivity ``Δ``
+is measured in the whitened norm of ``c_j/w_j`` (``"1,C"`` and ``"l1"``:
+ℓ¹; ``"cameron-martin"``: ℓ²). :class:`OpenDPSampler` therefore releases
+
+``ỹ = w ⊙ M(c ⊘ w)``,  ``M = make_laplace`` (ℓ¹) or ``make_gaussian`` (ℓ²) of scale σ,
+
+i.e. OpenDP noise of scale σ on the whitened centre, rescaled by ``w``
+(post-processing, which costs no privacy). The lattice is ``k = −1074``
+(:data:`LATTICE_K`): every float64 is a multiple of 2⁻¹⁰⁷⁴, so the input is
+not rounded at all, the rounding term of the privacy map is 0, the exact
+lattice output is rounded to the nearest float (post-processing), and every
+float is reachable from every centre.
+
+Guarantees (per draw, :meth:`OpenDPSampler.guarantee`): Laplace, pure
+``ε = M.map(Δ)`` (OpenDP rounds it up; ``Δ/σ`` up to that rounding);
+Normal, OpenDP's zero-concentrated DP ``ρ = M.map(Δ) = Δ²/(2σ²)`` converted
+to approximate DP by ``make_zCDP_to_approxDP`` at the mechanism's δ. That
+conversion is looser than the exact Gaussian privacy profile (Balle & Wang
+2018): the analytic σ for (ε = 1, δ = 10⁻⁵, Δ = 1) gets only ε = 1.092 from
+it, so :meth:`OpenDPSampler.calibrate_sigma` raises σ until OpenDP's own map
+guarantees the claimed (ε, δ).
+
+What the guarantee does not cover: it treats the whitened centre ``c ⊘ w``
+as the exact input, i.e. the float rounding of the summary's own computation
+and of the division by ``w`` (relative 2⁻⁵³ per coefficient) is outside the
+sensitivity ``Δ``, as for any library that takes a float summary as given.
+
+OpenDP draws from the operating system's entropy and cannot be seeded: a
+seeded call raises :class:`~fdp_ppl.errors.InputError` (studies that need
+reproducible noise use the ``"pymc"`` generator, which is not
+floating-point safe).
+
+Only the laws with ``fp_safe = True`` (:class:`~fdp_ppl.laws.Laplace`,
+:class:`~fdp_ppl.laws.Normal`) have this sampler; the elliptical laws (one
+shared continuous mixing variable, no exact discrete analogue in OpenDP) are
+not floating-point safe.
+
+This module does not import :mod:`fdp_ppl.sampling` (which registers it) and
+imports ``opendp`` only when a sampler is used.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import CompatibilityError, InputError
+from .laws import NoiseLaw
+
+#: the generator's name in :func:`fdp_ppl.sampling.generators`
+NAME = "opendp"
+#: OpenDP lattice exponent: noise on 2^k ℤ; −1074 makes every float64 a lattice point (no input rounding)
+LATTICE_K = -1074
+#: sensitivity norms (of the whitened centre c ⊘ w) that each law's OpenDP measurement accepts
+NORMS = {"laplace": ("1,C", "l1"), "normal": ("cameron-martin", "l2")}
+#: norms in which the whitening is the identity (scale_j = σ for every j)
+_UNWHITENED = ("l1", "l2")
+#: relative tolerance of the σ root search on OpenDP's map
+_SIGMA_RTOL = 1e-10
+
+_FEATURES_LOCK = threading.Lock()
+
+
+def _dp():
+    """``opendp.prelude`` with the ``contrib`` feature enabled.
+
+    Raises
+    ------
+    CompatibilityError
+        OpenDP is not installed.
+    """
+    try:
+        import opendp.prelude as dp
+    except ImportError as err:  # pragma: no cover - a declared dependency
+        raise CompatibilityError("the floating-point-safe release generator needs OpenDP",
+                                 "pip install 'opendp>=0.16', or pass generator='pymc'") from err
+    with _FEATURES_LOCK:
+        dp.enable_features("contrib")
+    return dp
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """The privacy of one draw as OpenDP's privacy map states it.
+
+    Attributes
+    ----------
+    epsilon : float
+        ε guaranteed for one released vector (pure for Laplace; at :attr:`delta` for Normal).
+    delta : float
+        0 for Laplace; the mechanism's δ for Normal.
+    rho : float or None
+        zero-concentrated DP ρ of one draw (Normal only).
+    measurement : str
+        The OpenDP measurement and conversion that gave the numbers.
+    """
+
+    epsilon: float
+    delta: float
+    rho: float | None
+    measurement: str
+
+
+def _check_law(law: NoiseLaw) -> str:
+    if not getattr(law, "fp_safe", False) or law.name not in NORMS:
+        raise CompatibilityError(f"the {law.name!r} noise law has no floating-point-safe (OpenDP) sampler",
+                                 "release it with generator='pymc' (not floating-point safe), or use a Laplace or "
+                                 "Gaussian mechanism")
+    return law.name
+
+
+def _check_norm(law_name: str, norm: str) -> None:
+    if norm not in NORMS[law_name]:
+        raise CompatibilityError(f"OpenDP's {law_name} measurement needs a sensitivity in one of {NORMS[law_name]} "
+                                 f"(of the whitened coefficients), got {norm!r}",
+                                 "calibrate with the mechanism of this law")
+
+
+@functools.lru_cache(maxsize=256)
+def _measurement(law_name: str, n_components: int, sigma: float):
+    """The OpenDP measurement of scale σ on float vectors of length J (cached; measurements are immutable)."""
+    dp = _dp()
+    if law_name == "laplace":
+        space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=n_components), dp.l1_distance(T=float)
+        return dp.m.make_laplace(*space, scale=float(sigma), k=LATTICE_K)
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=n_components), dp.l2_distance(T=float)
+    return dp.m.make_gaussian(*space, scale=float(sigma), k=LATTICE_K)
+
+
+@functools.lru_cache(maxsize=1024)
+def _guarantee(law_name: str, n_components: int, sigma: float, sensitivity: float, delta: float) -> Guarantee:
+    meas = _measurement(law_name, n_components, sigma)
+    k = f"k={LATTICE_K}"
+    if law_name == "laplace":
+        return Guarantee(epsilon=float(meas.map(sensitivity)), delta=0.0, rho=None,
+                         measurement=f"opendp make_laplace(scale={sigma!r}, {k}) on l1; pure epsilon = map(Delta)")
+    dp = _dp()
+    rho = float(meas.map(sensitivity))
+    eps = float(dp.c.make_zCDP_to_approxDP(meas).map(sensitivity).epsilon(float(delta)))
+    return Guarantee(epsilon=eps, delta=float(delta), rho=rho,
+                     measurement=f"opendp make_gaussian(scale={sigma!r}, {k}) on l2: zCDP rho = map(Delta), "
+                                 f"converted by make_zCDP_to_approxDP to epsilon at delta")
+
+
+class OpenDPSampler:
+    """Floating-point-safe release sampler of a product law (see the module docstring).
+
+    Parameters
+    ----------
+    law : NoiseLaw
+        :class:`~fdp_ppl.laws.Laplace` or :class:`~fdp_ppl.laws.Normal` (``law.fp_safe``).
+    n_components : int
+        Number J of released coefficients.
+
+    Raises
+    ------
+    CompatibilityError
+        A law without an OpenDP sampler (elliptical laws), or OpenDP missing.
+    InputError
+        J < 1.
+
+    Examples
+    --------
+    >>> s = OpenDPSampler(Laplace(), 3)                                       # doctest: +SKIP
+    >>> s.draw(np.zeros(3), np.ones(3), 5).shape                              # doctest: +SKIP
+    (5, 3)
+    """
+
+    generator = NAME
+    fp_safe = True
+
+    def __init__(self, law: NoiseLaw, n_components: int):
+        self._law_name = _check_law(law)
+        self.law = law
+        self.n_components = int(n_components)
+        if self.n_components < 1:
+            raise InputError(f"the number of coefficients must be >= 1, got {n_components!r}")
+        _dp()  # fail at construction if OpenDP is missing
+
+    # ------------------------------------------------------------------ calibration
+    @staticmethod
+    def calibrate_sigma(law: NoiseLaw, sensitivity, epsilon: float, delta: float, n_components: int,
+                        sigma: float) -> float:
+        """The smallest σ' >= σ whose OpenDP guarantee is within the claimed (ε, δ).
+
+        Laplace: σ itself unless OpenDP's rounded-up ``map(Δ)`` exceeds ε (then σ
+        is raised by a few ulps). Normal: if the zCDP → approximate-DP conversion
+        of ``make_gaussian(σ)`` gives more than ε at δ, a bisection on OpenDP's
+        map (relative tolerance 1e-10, ending on the safe side) finds σ'.
+
+        Parameters
+        ----------
+        law : NoiseLaw
+        sensitivity : Sensitivity
+            Δ and its norm (must be a whitened ℓ¹ norm for Laplace, ℓ² for Normal).
+        epsilon, delta : float
+            The mechanism's claimed privacy of one draw.
+        n_components : int
+        sigma : float
+            The mechanism's own σ (e.g. Δ/ε, the classical or analytic Gaussian σ).
+
+        Returns
+        -------
+        float
+            σ' >= σ.
+
+        Raises
+        ------
+        CompatibilityError
+            A law without an OpenDP sampler or a sensitivity in another norm.
+        """
+        name = _check_law(law)
+        _check_norm(name, sensitivity.norm)
+        return _calibrate_sigma(name, int(n_components), float(sensitivity.value), float(epsilon), float(delta),
+                                float(sigma))
+
+    def guarantee(self, calibration, delta: float = 0.0) -> Guarantee:
+        """OpenDP's privacy map for one draw at the calibration's σ and Δ.
+
+        Parameters
+        ----------
+        calibration : Calibration
+            From ``mechanism.calibrate(spec, bound, generator="opendp")``.
+        delta : float
+            The mechanism's δ (Normal: the δ at which ε is read off the
+            zCDP → approximate-DP profile; ignored for Laplace).
+
+        Returns
+        -------
+        Guarantee
+
+        Raises
+        ------
+        CompatibilityError
+            A sensitivity in a norm the measurement does not take.
+        InputError
+            Normal law with δ outside (0, 1).
+        """
+        _check_norm(self._law_name, calibration.sensitivity.norm)
+        if self._law_name == "normal" and not 0 < float(delta) < 1:
+            raise InputError(f"the Gaussian guarantee needs delta in (0, 1), got {delta!r}")
+        return _guarantee(self._law_name, self.n_components, float(calibration.sigma),
+                          float(calibration.sensitivity.value), float(delta) if self._law_name == "normal" else 0.0)
+
+    # ------------------------------------------------------------------ sampling
+    def draw(self, centre, scale, n_draws: int = 1, random_seed=None, *, progressbar: bool = False,
+             calibration=None) -> np.ndarray:
+        """``n_draws`` independent floating-point-safe draws of ``centre + ξ``, shape (n_draws, J).
+
+        Each draw is one call of the OpenDP measurement of scale σ on the
+        whitened centre ``centre / w`` with ``w = scale / σ``, multiplied back by ``w``.
+
+        Parameters
+        ----------
+        centre : array_like, shape (J,)
+            The (non-private) summary coefficients; not kept after the call.
+        scale : array_like, shape (J,)
+            Public per-coefficient scale (> 0): Laplace ``b_j``, Normal sd ``s_j``.
+        n_draws : int
+        random_seed : None
+            Must be None: OpenDP draws from the operating system and cannot be seeded.
+        progressbar : bool
+            Show progress over the draws.
+        calibration : Calibration, optional
+            The mechanism's calibration (gives σ, and must have ``scale``);
+            without it σ = 1 (``w = scale``), the same law of the noise.
+
+        Raises
+        ------
+        InputError
+            A seed; shapes that do not match J; scales that are not finite and
+            > 0; a whitened centre that is not finite; n_draws < 1; a scale
+            different from the calibration's.
+        """
+        if random_seed is not None:
+            raise InputError("the OpenDP release generator draws from the operating system's entropy and cannot be "
+                             "seeded", "pass random_seed=None, or generator='pymc' for a reproducible study (its noise "
+                                       "is not floating-point safe)")
+        centre = np.asarray(centre, dtype=float)
+        scale = np.asarray(scale, dtype=float)
+        J = self.n_components
+        if centre.shape != (J,) or scale.shape != (J,):
+            raise InputError(f"centre and scale must have shape ({J},), got {centre.shape} and {scale.shape}")
+        if not (np.all(np.isfinite(scale)) and np.all(scale > 0)):
+            raise InputError("noise scales must be finite and > 0")
+        n_draws = int(n_draws)
+        if n_draws < 1:
+            raise InputError("draws must be >= 1")
+        if calibration is None:
+            sigma = 1.0
+        else:
+            sigma = float(calibration.sigma)
+            if not np.array_equal(np.asarray(calibration.scale, dtype=float), scale):
+                raise InputError("the scale differs from the calibration's scale",
+                                 "pass calibration.scale with its calibration")
+        w = scale / sigma
+        x = centre / w
+        if not np.all(np.isfinite(x)):
+            raise InputError("the whitened centre centre/w is not finite",
+                             "check the summary coefficients and the noise scale")
+        meas = _measurement(self._law_name, J, sigma)
+        xs = x.tolist()
+        steps = range(n_draws)
+        if progressbar and n_draws > 1:
+            from rich.progress import track
+
+            steps = track(steps, description=f"{self.law.name} releases (OpenDP)")
+        out = np.empty((n_draws, J))
+        for i in steps:
+            out[i] = np.asarray(meas(xs), dtype=float)
+        return out * w
+
+    def __repr__(self):
+        return f"OpenDPSampler({self.law!r}, n_components={self.n_components})"
+
+
+@functools.lru_cache(maxsize=256)
+def _calibrate_sigma(name: str, J: int, sensitivity: float, epsilon: float, delta: float, sigma: float) -> float:
+    def eps_at(s: float) -> float:
+        return _guarantee(name, J, s, sensitivity, delta if name == "normal" else 0.0).epsilon
+
+    if eps_at(sigma) <= epsilon:
+        return sigma
+    if name == "laplace":  # only OpenDP's upward rounding of Δ/σ: a few ulps
+        s = sigma
+        for _ in range(64):
+            s = math.nextafter(s, math.inf)
+            if eps_at(s) <= epsilon:
+                return s
+        s = sigma * (1 + 1e-12)
+        while eps_at(s) > epsilon:  # pragma: no cover - not reached for finite inputs
+            s *= 1 + 1e-12
+        return s
+    lo, hi = sigma, 2.0 * sigma
+    while eps_at(hi) > epsilon:
+        lo, hi = hi, 2.0 * hi
+    while hi - lo > _SIGMA_RTOL * hi:
+        mid = 0.5 * (lo + hi)
+        if eps_at(mid) <= epsilon:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+__all__ = ["OpenDPSampler", "Guarantee", "NAME", "LATTICE_K", "NORMS"]
