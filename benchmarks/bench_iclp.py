@@ -248,7 +248,7 @@ def bench_cell(fp, K, kname, args, state):
 
     mechanisms = [("iclp", fp.ICLP(EPSILON), fp.iclp_qr_mean)]
     if not args.no_gp:
-        mechanisms.append(("gp", fp.GaussianMechanism(*GP_BUDGET), fp.rkhs_mean))
+        mechanisms.append(("gp", fp.GaussianMechanism(*GP_BUDGET, calibration="classical"), fp.rkhs_mean))
 
     for mname, mech, summarise in mechanisms:
         def ours():

@@ -208,7 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--nu", type=float, default=None,
                    help=f"degrees of freedom ν > 0 of the t law ({', '.join(_users('nu'))}; required there)")
     m.add_argument("--calibration", choices=tuple(_CALIBRATIONS), default=None,
-                   help="noise calibration: classical (default, ε <= 1) or analytic for gaussian and rkhs-gaussian; "
+                   help="noise calibration: analytic (default, exact for any ε) or classical (the papers', ε <= 1) for "
+                        "gaussian and rkhs-gaussian; "
                         "exact (default) or theorem5 (ε <= 1) for t-process and laplace-process")
     m.add_argument("--bound", choices=("tight", "paper"), default="tight",
                    help="sensitivity bound calibrating the noise (default tight)")

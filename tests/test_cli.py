@@ -223,8 +223,8 @@ BAD = {
     "delta one": (_replace(ELEC, "--mechanism", "gaussian") + ["--delta", "1"], "--delta"),
     "delta zero": (_replace(ELEC, "--mechanism", "rkhs-gaussian") + ["--delta", "0"], "--delta"),
     "delta with laplace": (ELEC + ["--delta", "1e-5"], "--delta"),
-    "classical eps > 1": (_replace(_replace(ELEC, "--mechanism", "gaussian"), "--epsilon", "2") + ["--delta", "1e-5"],
-                          "--calibration analytic"),
+    "classical eps > 1": (_replace(_replace(ELEC, "--mechanism", "gaussian"), "--epsilon", "2")
+                          + ["--delta", "1e-5", "--calibration", "classical"], "--calibration analytic"),
     "missing file": (_replace(ELEC, "--data", "/nonexistent/curves.nc"), "not found"),
     "missing data dir": (ELEC + ["--data-dir", "/nonexistent"], "--data-dir"),
     "M too large": (_replace(ELEC, "--mechanism", "frl") + ["--M", "1000"], "--M"),

@@ -99,8 +99,10 @@ def test_gaussian_calibration_values_and_refusals():
     assert fp.classical_sigma(1.0, 0.1, 1.0) == pytest.approx(np.sqrt(2 * np.log(20)))
     assert fp.analytic_sigma(1.0, 0.1, 1.0) == pytest.approx(1.0859, abs=1e-4)
     assert gaussian_delta(1.0, 1.0, fp.classical_sigma(1.0, 0.1, 1.0)) == pytest.approx(1.56e-3, rel=0.01)
+    # issue 10: the default calibration is the analytic one; the classical one is still refused for ε > 1
     with pytest.raises(ValueError, match="analytic"):
-        fp.GaussianMechanism(2.0, 0.01)
+        fp.GaussianMechanism(2.0, 0.01, calibration="classical")
+    assert fp.GaussianMechanism(2.0, 0.01).calibration == "analytic"
     assert fp.GaussianMechanism(2.0, 0.01, calibration="analytic").epsilon == 2.0
     # Thm 4.1 closed-form sensitivity also accepted
     for bad in [(0.0, 0.1), (-1, 0.1), (1.0, 0.0), (1.0, 1.0), (1.0, -0.1), (np.nan, 0.1)]:
