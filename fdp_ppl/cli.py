@@ -70,7 +70,7 @@ from . import dims, registry
 from .datasets.references import (CDC2000_MEDIAN_HEIGHT_CM, GROWTH_DEVIATION_TAU, GROWTH_RAW_TAU,
                                   GROWTH_REFERENCE_SOURCE, growth_reference)
 from .errors import FdpPplError, SeededReleaseWarning
-from .schema import CONSTANT_DATA, CURVE, POSTERIOR, PUBLIC_OFFSET, T_ORIGINAL, read_release
+from .schema import read_release
 
 PROG = "fdp-ppl"
 #: command-line names of the mechanisms (``--mechanism``), from the registry
@@ -425,54 +425,23 @@ def _load(name, var=None, **kw):
 
 
 # --------------------------------------------------------------------------- core
-def _annotate(tree, curves, labels: dict, offset=None, offset_source: str = ""):
-    """Public descriptive metadata (names, units) and an optional public offset added back to the curve."""
-    ca = curves.attrs
-    t_attrs = {"long_name": ca.get("t_name"), "units": ca.get("t_units")}
-    t_attrs.update(labels.get("t", {}))
-    v_attrs = {"long_name": ca.get("long_name") or ca.get("variable") or curves.name, "units": ca.get("units")}
-    v_attrs.update(labels.get("value", {}))
-    t_attrs = {k: str(v) for k, v in t_attrs.items() if v}
-    v_attrs = {k: str(v) for k, v in v_attrs.items() if v}
-    post = tree[POSTERIOR].to_dataset()
-    curve = post[CURVE]
-    if offset is not None:
-        curve = curve + _xr_line(offset, post)
-        curve.attrs["description"] = ("released curve: public_offset(t) + sum_j coefficients_j phi_j(t); the "
-                                      "coefficients are those of the released deviation from the public offset")
-    else:
-        curve.attrs["description"] = post[CURVE].attrs.get("description", "")
-    curve.attrs.update(v_attrs)
-    post = post.assign({CURVE: curve})
-    post[T_ORIGINAL].attrs.update(t_attrs)
-    tree[POSTERIOR].dataset = post
-    if offset is not None:
-        const = tree[CONSTANT_DATA].to_dataset()
-        const[PUBLIC_OFFSET] = ((dims.T,), np.asarray(offset, dtype=float))
-        const[PUBLIC_OFFSET].attrs.update({"description": "public reference curve subtracted before clipping "
-                                           "and added back to the released curve", "source": offset_source,
-                                           **{k: v for k, v in v_attrs.items() if k == "units"}})
-        tree[CONSTANT_DATA].dataset = const
-        tree.attrs["public_offset"] = offset_source
-        tree.attrs["tau_applies_to"] = "deviation of each curve from public_offset"
-    if "units" in v_attrs:
-        tree.attrs["value_units"] = v_attrs["units"]
-    if "units" in t_attrs:
-        tree.attrs["t_units"] = t_attrs["units"]
-    return tree
+def _labelled(curves, labels: dict):
+    """A copy of ``curves`` whose attrs carry the public names and units of ``labels``
+    (``{"t": {"long_name", "units"}, "value": {...}}``); the library carries them to the release."""
+    out = curves.copy(deep=False)
+    out.attrs = dict(curves.attrs)
+    t, v = labels.get("t", {}), labels.get("value", {})
+    out.attrs.update({k: val for k, val in (("t_name", t.get("long_name")), ("t_units", t.get("units")),
+                                             ("long_name", v.get("long_name")), ("units", v.get("units"))) if val})
+    return out
 
 
-def _xr_line(values, post):
-    import xarray as xr
-
-    return xr.DataArray(np.asarray(values, dtype=float), dims=(dims.T,), coords={dims.T: post[dims.T].values})
-
-
-def _fit_summary(entry, curves, a):
-    """``entry.spec(basis_or_grid, tau=, n=, **summary options).fit(curves)`` (non-private).
+def _fit_summary(entry, curves, a, offset=None, offset_source: str = ""):
+    """``entry.spec(basis_or_grid, tau=, n=, **summary options).fit(curves, offset=)`` (non-private).
 
     The public side (basis or lattice grid, τ, n, options) is built first; n is
-    the number of curves.
+    the number of curves; a public offset is subtracted before clipping and
+    added back to the release by the library.
     """
     import fdp_ppl as fp
 
@@ -485,7 +454,7 @@ def _fit_summary(entry, curves, a):
                            f"got {a.M}", "pass a smaller --M or omit it for floor(n^(1/3))")
     spec = entry.spec(public, tau=a.tau, n=int(curves.sizes[dims.CURVE]),
                       **{o: getattr(a, o) for o in entry.summary_options})
-    return spec.fit(curves)
+    return spec.fit(curves, offset=offset, offset_source=offset_source)
 
 
 #: ``missing_rule`` of a release made with ``--missing error`` (nothing imputed, nothing dropped)
@@ -502,10 +471,9 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
     """
     import fdp_ppl as fp
 
-    labels = labels or {}
+    curves = _labelled(curves, labels or {})
     entry = registry.MECHANISMS[a.mechanism]
-    x = curves if offset is None else curves - _xr_line(offset, curves)
-    summary = _fit_summary(entry, x, a)
+    summary = _fit_summary(entry, curves, a, offset, offset_source)
     missing = getattr(a, "missing", "error")
     cost = f"{a.draws} draw{'s' if a.draws > 1 else ''} x epsilon {a.epsilon:g}" + (
         f", delta {a.delta:g}" if a.delta else "")
@@ -517,13 +485,11 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
     tree.attrs["missing"] = missing
     tree.attrs["missing_rule"] = curves.attrs.get("missing_rule", _NO_MISSING_RULE) if missing == "impute" \
         else _NO_MISSING_RULE
-    _annotate(tree, curves, labels, offset, offset_source)
     out = Path(a.out).expanduser()
     tree.to_netcdf(out)
     if a.plot:
         _write_plot(tree, a.plot, offset=offset, offset_source=offset_source,
-                    nonprivate=(summary.curve().values + (0 if offset is None else np.asarray(offset)))
-                    if show_nonprivate else None)
+                    nonprivate=summary.curve().values if show_nonprivate else None)
     _print_table(tree, summary, out, a.plot, seed=a.seed, ledger=ledger)
     if missing == "impute":
         print(f"data holder only (not written to the file): {int(curves.attrs.get('n_imputed_points', 0))} missing "

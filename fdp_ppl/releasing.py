@@ -163,7 +163,8 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
     grid = spec.grid
     return release_tree(meta, coef, curves, grid.t, grid.points, constant,
                         {"created_at": now, "creation_library": "fdp_ppl", "creation_library_version": __version__,
-                         "sampling": "exact forward draws"})
+                         "sampling": "exact forward draws"},
+                        labels=summary.labels, offset=summary.offset, offset_source=summary.offset_source)
 
 
 __all__ = ["release"]

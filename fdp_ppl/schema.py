@@ -3,12 +3,15 @@
 A **release** (:func:`fdp_ppl.release`) is an ``xr.DataTree`` with
 
 * ``posterior``: ``coefficients`` (chain, draw, basis) — the released
-  coefficients — and ``curve`` (chain, draw, t), with coordinate
-  ``t_original`` (the grid in its original units) along ``t``;
+  coefficients — and ``curve`` (chain, draw, t); the ``t`` coordinate is the
+  grid in its **original units** (ages, tract positions ...), so ArviZ labels
+  rows and axes with it (``az.summary(tree)`` works unchanged);
 * ``constant_data``: the public basis (``eigenvalues`` (basis),
   ``eigenfunctions`` (t, basis), or ``bernstein_design`` (t, basis) and
-  ``lattice`` (basis)), ``quadrature_weights`` (t), ``noise_scale`` (basis)
-  and optionally ``public_offset`` (t);
+  ``lattice`` (basis)), ``quadrature_weights`` (t), ``t_unit`` (t: the grid
+  rescaled to [0, 1], the kernels' domain), ``noise_scale`` (basis) and
+  optionally ``public_offset`` (t: a public curve subtracted before clipping
+  and added back to ``curve``);
 * root attributes: :class:`ReleaseMetadata` (mechanism, noise law, ε, δ,
   sensitivity, summary, τ, n, draws, budget spent ...), plus
   :data:`KIND_ATTR` ``= "release"`` and :data:`SCHEMA_ATTR`.
@@ -21,6 +24,9 @@ The released draws stay where ArviZ and external readers find them
 (``posterior.coefficients``), as posterior-style draws. Files written before
 the schema was versioned (no :data:`SCHEMA_ATTR`) are read as version 1 when
 they carry the required attributes, and refused with a clear message otherwise.
+Versions 1–2 had the rescaled grid as the ``t`` index and the original grid
+as a ``t_original`` coordinate (which ArviZ's ``summary`` cannot combine
+across variables); they are still read.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import xarray as xr
 from . import dims
 from .errors import SchemaError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: root attribute: what the tree is
 KIND_ATTR = "fdp_ppl_kind"
 #: root attribute: schema version of the tree
@@ -53,7 +59,8 @@ SAMPLE_STATS = "sample_stats"
 # variables
 COEFFICIENTS = "coefficients"
 CURVE = "curve"
-T_ORIGINAL = "t_original"
+T_ORIGINAL = "t_original"  #: (schema <= 2) coordinate of the original grid
+T_UNIT = "t_unit"  #: (schema >= 3) constant_data variable: the grid rescaled to [0, 1]
 NOISE_SCALE = "noise_scale"
 EIGENVALUES = "eigenvalues"
 EIGENFUNCTIONS = "eigenfunctions"
@@ -65,13 +72,15 @@ RELEASED = "released"
 
 #: public variables of ``constant_data`` that readers may use
 CONSTANT_VARIABLES = (EIGENVALUES, EIGENFUNCTIONS, BERNSTEIN_DESIGN, LATTICE, QUADRATURE_WEIGHTS, NOISE_SCALE,
-                      PUBLIC_OFFSET)
+                      PUBLIC_OFFSET, T_UNIT)
 #: public root attributes that readers may use (a whitelist: nothing else is read)
 PUBLIC_ATTRS = ("mechanism", "noise_law", "summary", "eta", "psi", "n", "epsilon", "delta", "tau", "kernel",
                 "kernel_rho", "kernel_nu", "M", "J_star", "lattice_k", "sensitivity", "sensitivity_norm",
                 "sensitivity_bound", "draws", "budget_spent_epsilon", "budget_spent_delta", "data_source",
                 "value_units", "value_name", "t_units", "t_name", "public_offset", "tau_applies_to", "nu",
-                "elliptical_family", "calibration", "grid_size", "n_components")
+                "elliptical_family", "calibration", "grid_size", "n_components", "private", "noise_seeded",
+                "noise_generator", "fp_safe", "epsilon_guaranteed", "delta_guaranteed", "missing", "missing_rule",
+                "tau_norm")
 
 
 def _clean(v):
@@ -314,8 +323,12 @@ def read_release(tree: xr.DataTree) -> ReleaseView:
         design, eig, lattice = const[BERNSTEIN_DESIGN].values, None, const[LATTICE].values
     else:
         raise SchemaError("not an fdp_ppl release: constant_data has neither eigenfunctions nor bernstein_design")
-    t = np.asarray(post[dims.T].values, dtype=float)
-    t_orig = np.asarray(post[T_ORIGINAL].values, dtype=float) if T_ORIGINAL in post.coords else t
+    if T_UNIT in const:  # schema >= 3: t is the original grid
+        t_orig = np.asarray(post[dims.T].values, dtype=float)
+        t = np.asarray(const[T_UNIT].values, dtype=float)
+    else:  # schema <= 2: t is the rescaled grid, t_original a coordinate
+        t = np.asarray(post[dims.T].values, dtype=float)
+        t_orig = np.asarray(post[T_ORIGINAL].values, dtype=float) if T_ORIGINAL in post.coords else t
     curve = post[CURVE] if CURVE in post else None
     return ReleaseView(
         metadata=meta, coefficients=coef, curve=curve, t=t, t_original=t_orig,
@@ -325,33 +338,73 @@ def read_release(tree: xr.DataTree) -> ReleaseView:
         lattice=None if lattice is None else np.asarray(lattice, dtype=float),
         public_offset=np.asarray(const[PUBLIC_OFFSET].values, dtype=float) if PUBLIC_OFFSET in const else None,
         curve_attrs=dict(curve.attrs) if curve is not None else {},
-        t_attrs=dict(post[T_ORIGINAL].attrs) if T_ORIGINAL in post.coords else {},
+        t_attrs=dict(post[T_ORIGINAL].attrs) if T_ORIGINAL in post.coords else dict(post[dims.T].attrs),
     )
 
 
 def release_tree(metadata: ReleaseMetadata, coefficients: np.ndarray, curves: np.ndarray, t: np.ndarray,
-                 t_original: np.ndarray, constant: xr.Dataset, posterior_attrs: Mapping[str, Any]) -> xr.DataTree:
+                 t_original: np.ndarray, constant: xr.Dataset, posterior_attrs: Mapping[str, Any], *,
+                 labels: Mapping[str, str] | None = None, offset: np.ndarray | None = None,
+                 offset_source: str = "") -> xr.DataTree:
     """Assemble a release tree from its parts (the only writer of the layout).
 
     Parameters
     ----------
     coefficients : ndarray, shape (draws, J)
     curves : ndarray, shape (draws, K)
+        Released curves without the offset.
     t, t_original : ndarray, shape (K,)
+        Grid on [0, 1] and in original units (the ``t`` coordinate).
     constant : xr.Dataset
-        Public basis and ``noise_scale``.
+        Public basis and ``noise_scale`` (its ``t`` coordinate is replaced).
+    labels : dict, optional
+        Public descriptions: ``value_name``, ``value_units``, ``t_name``, ``t_units``.
+    offset : ndarray (K,), optional
+        Public curve subtracted before clipping; added back to ``curve`` and
+        stored as ``constant_data/public_offset``.
+    offset_source : str
+        Where the offset comes from (recorded in attrs).
     """
+    labels = {k: str(v) for k, v in (labels or {}).items() if v}
     draws, J = coefficients.shape
-    coords = {dims.CHAIN: [0], dims.DRAW: np.arange(draws), dims.BASIS: np.arange(J), dims.T: t,
-              T_ORIGINAL: (dims.T, t_original)}
+    if offset is not None:
+        curves = curves + np.asarray(offset, dtype=float)[None, :]
+    coords = {dims.CHAIN: [0], dims.DRAW: np.arange(draws), dims.BASIS: np.arange(J), dims.T: t_original}
     posterior = xr.Dataset(
         {COEFFICIENTS: ((dims.CHAIN, dims.DRAW, dims.BASIS), coefficients[None]),
          CURVE: ((dims.CHAIN, dims.DRAW, dims.T), curves[None])},
         coords=coords, attrs=dict(posterior_attrs))
     posterior[COEFFICIENTS].attrs["description"] = "released coefficients <f~, phi_j>_w"
-    posterior[CURVE].attrs["description"] = "released curve sum_j coefficients_j phi_j(t)"
+    if offset is not None:
+        posterior[CURVE].attrs["description"] = ("released curve: public_offset(t) + sum_j coefficients_j phi_j(t); "
+                                                 "the coefficients are those of the deviation from the public offset")
+    else:
+        posterior[CURVE].attrs["description"] = "released curve sum_j coefficients_j phi_j(t)"
+    if "value_name" in labels:
+        posterior[CURVE].attrs["long_name"] = labels["value_name"]
+    if "value_units" in labels:
+        posterior[CURVE].attrs["units"] = labels["value_units"]
+    t_attrs = {"long_name": labels.get("t_name", "t"), "description": "grid in its original units"}
+    if "t_units" in labels:
+        t_attrs["units"] = labels["t_units"]
+    posterior[dims.T].attrs.update(t_attrs)
+    constant = constant.assign_coords({dims.T: t_original}).assign({T_UNIT: ((dims.T,), np.asarray(t, dtype=float))})
+    constant[T_UNIT].attrs["description"] = "grid rescaled to [0, 1] (the domain of the kernels and norms)"
+    constant[dims.T].attrs.update(t_attrs)
+    if offset is not None:
+        constant[PUBLIC_OFFSET] = ((dims.T,), np.asarray(offset, dtype=float))
+        constant[PUBLIC_OFFSET].attrs.update({"description": "public reference curve subtracted before clipping and "
+                                                             "added back to the released curve",
+                                              "source": offset_source or "public offset given by the caller"})
+        if "value_units" in labels:
+            constant[PUBLIC_OFFSET].attrs["units"] = labels["value_units"]
     tree = xr.DataTree.from_dict({POSTERIOR: posterior, CONSTANT_DATA: constant})
-    tree.attrs = metadata.to_attrs()
+    attrs = metadata.to_attrs()
+    attrs.update(clean_attrs(labels))
+    if offset is not None:
+        attrs["public_offset"] = offset_source or "public offset given by the caller"
+        attrs["tau_applies_to"] = "deviation of each curve from public_offset"
+    tree.attrs = attrs
     return tree
 
 

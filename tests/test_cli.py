@@ -51,7 +51,7 @@ def test_release_dti_iclp_qr_roundtrip_plot_and_table(tmp_path, capsys):
     post = tree["posterior"]
     assert post["curve"].shape == (1, 1, 93) and np.all(np.isfinite(post["curve"].values))
     with xr.open_dataset(DATA_DIR / "dti.nc") as ds:
-        np.testing.assert_allclose(post["t_original"].values, ds["cca_location"].values)
+        np.testing.assert_allclose(post["t"].values, ds["cca_location"].values)  # t: original grid (schema 3)
     assert set(tree["constant_data"].data_vars) >= {"eigenvalues", "eigenfunctions", "noise_scale"}
     assert (tmp_path / "release.png").read_bytes()[:8] == PNG_MAGIC
     # the printed table
@@ -154,7 +154,7 @@ def test_demo_in_process(tmp_path, capsys):
     assert at["mechanism"] == "iclp" and at["summary"] == "iclp-qr" and at["epsilon"] == 1.0
     assert at["tau"] == GROWTH_DEVIATION_TAU and at["n"] == 93 and at["kernel"] == "matern32"
     assert "CDC 2000" in at["public_offset"]
-    ages = tree["posterior"]["t_original"].values
+    ages = tree["posterior"]["t"].values
     ref = tree["constant_data"]["public_offset"].values
     np.testing.assert_allclose(ref, growth_reference(ages))
     # the released curve is the public reference plus the released deviation

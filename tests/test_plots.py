@@ -59,7 +59,7 @@ def test_plot_release_band_is_first_draw_pm_2sd(request, which):
     fig, ax = plot_release(tree)
     assert fig is ax.figure
     verts = _band(ax).get_paths()[0].vertices
-    x = tree["posterior"]["t_original"].values
+    x = tree["posterior"]["t"].values  # schema 3: the t coordinate is the original grid
     y0 = tree["posterior"]["curve"].values[0, 0]
     sd = noise_sd(tree).values
     # vertices contain the lower and the upper edge; compare the envelope at each grid point

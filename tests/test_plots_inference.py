@@ -46,7 +46,7 @@ def test_plot_inference_draws_band_release_mean_and_truth(fitted):
         np.testing.assert_allclose(lines["posterior mean"].get_ydata(), band["mean"].values)
         np.testing.assert_allclose(lines["private release"].get_ydata(),
                                    rel["posterior"]["curve"].values[0, 0])
-        np.testing.assert_allclose(lines["posterior mean"].get_xdata(), rel["posterior"]["t_original"].values)
+        np.testing.assert_allclose(lines["posterior mean"].get_xdata(), rel["posterior"]["t"].values)
         # the band polygon spans exactly the credible band
         poly = ax.collections[0].get_paths()[0].vertices
         assert poly[:, 1].min() == pytest.approx(float(band["lower"].min()))

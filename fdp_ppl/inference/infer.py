@@ -347,14 +347,27 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
     if not isinstance(model._fdp_meta["prior"], CustomPrior):
         curve, coefs = _conditional_draws(model, post, rng)
         post = post.assign(curve=curve, coefficients=coefs)
-    post = post.assign_coords({dims.T: model._fdp_meta["ctx"]["t"], dims.BASIS: np.arange(coefs_size(model)),
-                               "t_original": (dims.T, model._fdp_meta["ctx"]["t_original"])})
+    view = model._fdp_meta["ctx"]["view"]
+    # the original grid is the coordinate (ArviZ labels with it); the public offset goes back onto the curve
+    post = post.assign_coords({dims.T: view.t_original, dims.BASIS: np.arange(coefs_size(model))})
+    post[dims.T].attrs.update(view.t_attrs)
+    if view.public_offset is not None:
+        post[S.CURVE] = post[S.CURVE] + xr.DataArray(view.public_offset, dims=(dims.T,))
+    post[S.CURVE].attrs.update({k: v for k, v in view.curve_attrs.items() if k in ("long_name", "units")})
+    post[S.CURVE].attrs["description"] = ("posterior of the true " + ("summary" if target == "summary" else
+                                          "population mean") + (" (public offset added back)"
+                                                                if view.public_offset is not None else ""))
+    constant = xr.Dataset({S.T_UNIT: ((dims.T,), view.t), S.QUADRATURE_WEIGHTS: ((dims.T,), view.weights)},
+                          coords={dims.T: view.t_original})
+    if view.public_offset is not None:
+        constant[S.PUBLIC_OFFSET] = ((dims.T,), view.public_offset)
     loglik = _pointwise_loglik(model, post)
     if dims.BASIS in loglik.dims:
         loglik = loglik.assign_coords({dims.BASIS: post[dims.BASIS]})
     observed = xr.Dataset({S.RELEASED: ((dims.BASIS,), model._fdp_meta["ctx"]["y"])},
                           coords={dims.BASIS: post[dims.BASIS]})
-    groups = {S.POSTERIOR: post, S.LOG_LIKELIHOOD: xr.Dataset({S.RELEASED: loglik}), S.OBSERVED_DATA: observed}
+    groups = {S.POSTERIOR: post, S.LOG_LIKELIHOOD: xr.Dataset({S.RELEASED: loglik}), S.OBSERVED_DATA: observed,
+              S.CONSTANT_DATA: constant}
     if S.SAMPLE_STATS in tree.children:
         groups[S.SAMPLE_STATS] = tree[S.SAMPLE_STATS].to_dataset()
     tree = xr.DataTree.from_dict(groups)
@@ -363,7 +376,8 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
     attrs = {f"release_{k}": v for k, v in meta["ctx"]["attrs"].items()}
     attrs.update(meta["prior"].describe())
     attrs.update({"target": target, "release_draw": draw, "inference": f"NUTS ({nuts_sampler}), MCMC",
-                  "privacy_cost": "none (post-processing of a release)"})
+                  "privacy_cost": "none (post-processing of a release)",
+                  "public_offset_added": int(view.public_offset is not None)})
     attrs.update({f"diagnostic_{k}": v for k, v in diag.items()})
     tree.attrs.update({k: (str(v) if v is None else v) for k, v in attrs.items()})
     tree.attrs.update(S.inference_attrs())

@@ -269,31 +269,54 @@ class SummarySpec:
         """(non-private coefficients (J,), number of records, number clipped)."""
         raise NotImplementedError
 
-    def fit(self, curves, *, curve_dim: str | None = None, t_dim: str | None = None) -> "LinearSummary":
-        """Clip ``curves`` to τ and compute the summary (non-private).
+    def fit(self, curves, *, curve_dim: str | None = None, t_dim: str | None = None, offset=None,
+            offset_source: str = "") -> "LinearSummary":
+        """Clip ``curves`` (minus a public ``offset``) to τ and compute the summary (non-private).
 
         Parameters
         ----------
         curves : xr.DataArray (curve, t) or ndarray (n, K) on :attr:`grid`
+            A DataArray's ``units`` / ``long_name`` (and ``t_units`` / ``t_name``,
+            or its grid coordinate's attrs) are public descriptions carried to the
+            release.
         curve_dim, t_dim : str, optional
             Names of the record and grid dims of a DataArray.
+        offset : array_like, shape (K,), optional
+            A **public** curve (e.g. a published reference chart, never computed
+            from these records) subtracted from every record before clipping; τ
+            then bounds the deviations, and releases add the offset back.
+        offset_source : str
+            Where the offset comes from (recorded in releases).
 
         Returns
         -------
         LinearSummary
-            This spec with the coefficients and a data-holder report.
+            This spec with the coefficients, the public offset and labels, and a
+            data-holder report.
 
         Raises
         ------
         InputError
-            NaN/inf curves, a grid that differs from the spec's, or a number of
-            records different from the public n.
+            NaN/inf curves or offset, an offset of the wrong length, a grid that
+            differs from the spec's, or a number of records different from the public n.
         """
+        labels = curve_labels(curves, t_dim)
+        if offset is not None:
+            from .curves import curves_and_grid
+
+            offset = np.asarray(offset, dtype=float).ravel()
+            if offset.shape != (self.grid.size,) or not np.all(np.isfinite(offset)):
+                raise InputError(f"offset must be {self.grid.size} finite values (one per grid point), got shape "
+                                 f"{offset.shape}", "pass a public curve on the curves' grid")
+            da, _ = curves_and_grid(curves, self.grid if not hasattr(curves, "dims") else None,
+                                    curve_dim=curve_dim, t_dim=t_dim)
+            curves, curve_dim, t_dim = da - xr.DataArray(offset, dims=(dims.T,)), None, None
         coef, n, n_clipped = self._coefficients(curves, curve_dim, t_dim)
         if n != self.n:
             raise InputError(f"the data have {n} records but the spec was built for the public n={self.n}",
                              "n is public: build the spec with the number of records the release is for")
-        return LinearSummary(self, np.asarray(coef, dtype=float), DataHolderReport(n_records=n, n_clipped=n_clipped))
+        return LinearSummary(self, np.asarray(coef, dtype=float), DataHolderReport(n_records=n, n_clipped=n_clipped),
+                             offset=offset, offset_source=str(offset_source), labels=labels)
 
     @classmethod
     def shrinkage_from_public(cls, eigenvalues: np.ndarray, attrs: dict) -> np.ndarray:
@@ -335,14 +358,23 @@ class LinearSummary:
     coefficients : ndarray, shape (J,)
         Non-private coefficients.
     report : DataHolderReport
+    offset : ndarray (K,) or None
+        Public curve subtracted before clipping (added back by releases).
+    offset_source : str
+    labels : dict
+        Public descriptions of the curves (``value_name``, ``value_units``,
+        ``t_name``, ``t_units``) from the input's attributes.
     """
 
     spec: SummarySpec
     coefficients: np.ndarray
     report: DataHolderReport = field(default_factory=lambda: DataHolderReport(0, 0))
+    offset: np.ndarray | None = None
+    offset_source: str = ""
+    labels: dict = field(default_factory=dict)
 
     def __getattr__(self, name):  # the public side is the spec's
-        if name.startswith("__") or name in ("spec", "coefficients", "report"):
+        if name.startswith("__") or name in ("spec", "coefficients", "report", "offset", "offset_source", "labels"):
             raise AttributeError(name)
         return getattr(self.spec, name)
 
@@ -361,9 +393,10 @@ class LinearSummary:
         return self.spec.design
 
     def curve(self) -> xr.DataArray:
-        """The non-private summary as a curve over ``t`` (never released)."""
-        return xr.DataArray(self.spec.design @ self.coefficients, dims=(dims.T,),
-                            coords={dims.T: self.spec.grid.t}, name=f"{self.spec.name}_nonprivate")
+        """The non-private summary as a curve over ``t`` (plus the public offset; never released)."""
+        values = self.spec.design @ self.coefficients + (0.0 if self.offset is None else self.offset)
+        return xr.DataArray(values, dims=(dims.T,), coords={dims.T: self.spec.grid.t},
+                            name=f"{self.spec.name}_nonprivate")
 
     def sensitivity(self, norm: str | None = None, bound: str = "tight") -> Sensitivity:
         """The spec's sensitivity (:meth:`SummarySpec.sensitivity`)."""
@@ -371,6 +404,21 @@ class LinearSummary:
 
     def __repr__(self) -> str:
         return f"LinearSummary({self.spec!r}; non-private coefficients hidden)"
+
+
+def curve_labels(curves, t_dim: str | None = None) -> dict:
+    """Public descriptions of curves from a DataArray's attributes: ``value_name``,
+    ``value_units``, ``t_name``, ``t_units`` (empty for numpy input)."""
+    attrs = getattr(curves, "attrs", None)
+    if attrs is None:
+        return {}
+    grid_dim = t_dim or (dims.T if dims.T in curves.dims else curves.dims[-1])
+    coord_attrs = curves[grid_dim].attrs if grid_dim in curves.coords else {}
+    out = {"value_name": attrs.get("long_name") or attrs.get("variable") or curves.name,
+           "value_units": attrs.get("units"),
+           "t_name": attrs.get("t_name") or coord_attrs.get("long_name") or (grid_dim if grid_dim != dims.T else None),
+           "t_units": attrs.get("t_units") or coord_attrs.get("units")}
+    return {k: str(v) for k, v in out.items() if v}
 
 
 def as_spec(summary) -> SummarySpec:
@@ -391,5 +439,5 @@ def as_spec(summary) -> SummarySpec:
                              "e.g. iclp_qr_mean(curves, basis, tau=1) or ICLPQRSpec(basis, tau=1, n=100)")
 
 
-__all__ = ["Sensitivity", "SummarySpec", "LinearSummary", "DataHolderReport", "DataDerived", "NORMS",
+__all__ = ["Sensitivity", "SummarySpec", "LinearSummary", "DataHolderReport", "DataDerived", "curve_labels", "NORMS",
            "NEIGHBOURING", "as_spec", "public_tau", "public_n"]
