@@ -15,25 +15,42 @@ mechanism and its noise law (:mod:`fdp_ppl.mechanisms`, :mod:`fdp_ppl.laws`)
 """
 
 from ._version import __version__
-from . import datasets, dims, elliptical, inference, laws, schema
-from .accounting import PrivacyBudget, PrivacyLedger, analytic_sigma, classical_sigma, gaussian_delta
-from .errors import (BudgetExceededError, CompatibilityError, FdpPplError, InputError, PrivacyLeakWarning,
-                     SchemaError, SeededReleaseWarning)
-from .mechanisms import FRL, ICLP, Bernstein, GaussianMechanism, Mechanism
-from .inference import infer
-from .releasing import release
-from .sampling import CompiledSampler
-from .spaces import Eigenbasis, Exponential, Gaussian, Grid, Matern, eigenbasis, kernel_from_name
-from .summaries import (BernsteinSpec, FRLSpec, ICLPARSpec, ICLPQRSpec, LinearSummary, RKHSSpec, SampleMeanSpec,
-                        Sensitivity, SummarySpec, bernstein_mean, data_tau, frl_mean, iclp_ar_mean, iclp_qr_mean, pss,
-                        rkhs_mean, sample_mean)
 
-__all__ = [
-    "__version__", "datasets", "dims", "elliptical", "inference", "infer", "Grid", "Matern", "Exponential", "Gaussian", "kernel_from_name", "Eigenbasis",
-    "eigenbasis", "LinearSummary", "Sensitivity", "frl_mean", "iclp_qr_mean", "iclp_ar_mean", "rkhs_mean",
-    "sample_mean", "pss", "data_tau", "ICLP", "FRL", "Bernstein", "bernstein_mean", "GaussianMechanism", "Mechanism", "PrivacyBudget",
-    "PrivacyLedger", "gaussian_delta", "classical_sigma", "analytic_sigma", "release", "BudgetExceededError",
-    "CompatibilityError", "PrivacyLeakWarning", "FdpPplError", "InputError", "SchemaError", "SeededReleaseWarning", "laws", "schema",
-    "CompiledSampler", "SummarySpec", "ICLPQRSpec", "ICLPARSpec", "FRLSpec", "RKHSSpec", "SampleMeanSpec",
-    "BernsteinSpec",
-]
+# Names are imported on first use (PEP 562), so ``import fdp_ppl`` and ``fdp-ppl --help`` / ``--version``
+# do not load PyMC; ``fp.release`` etc. import their modules when asked for.
+_SUBMODULES = ("datasets", "dims", "elliptical", "inference", "laws", "schema", "registry", "sampling", "settings",
+               "summaries", "spaces", "mechanisms", "accounting", "errors", "tuning", "releasing")
+_NAMES = {
+    "accounting": ("PrivacyBudget", "PrivacyLedger", "analytic_sigma", "classical_sigma", "gaussian_delta"),
+    "errors": ("BudgetExceededError", "CompatibilityError", "FdpPplError", "InputError", "PrivacyLeakWarning",
+               "SchemaError", "SeededReleaseWarning"),
+    "mechanisms": ("FRL", "ICLP", "Bernstein", "GaussianMechanism", "Mechanism"),
+    "inference": ("infer",),
+    "releasing": ("release",),
+    "sampling": ("CompiledSampler",),
+    "spaces": ("Eigenbasis", "Exponential", "Gaussian", "Grid", "Matern", "eigenbasis", "kernel_from_name"),
+    "summaries": ("BernsteinSpec", "FRLSpec", "ICLPARSpec", "ICLPQRSpec", "LinearSummary", "RKHSSpec",
+                  "SampleMeanSpec", "Sensitivity", "SummarySpec", "bernstein_mean", "data_tau", "frl_mean",
+                  "iclp_ar_mean", "iclp_qr_mean", "pss", "rkhs_mean", "sample_mean"),
+}
+_WHERE = {name: module for module, names in _NAMES.items() for name in names}
+
+
+def __getattr__(name):
+    import importlib
+
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WHERE) | set(_SUBMODULES))
+
+
+__all__ = ["__version__", *_SUBMODULES, *_WHERE]

@@ -27,12 +27,18 @@ unchanged; the command line adds its own checks only where a flag is meant.
 Privacy notes
 -------------
 Everything written to the output file is public: released draws, the public
-basis and noise scales, and the parameters. The number of curves clipped at τ
-and the number of imputed points are printed for the data holder only and
-never written to the file. A public reference curve subtracted before
-clipping (the demo's growth reference) is fixed in advance from published
-growth charts, not computed from the data, and adding it back to the release
-is post-processing.
+basis and noise scales, and the parameters. The public table goes to stdout.
+The number of curves clipped at τ (with a warning when more than half were:
+τ is then far too small for the data) and the number of imputed points are
+printed for the data holder only, on stderr, and never written to the file.
+A public reference curve subtracted before clipping (the demo's growth
+reference) is fixed in advance from published growth charts, not computed
+from the data, and adding it back to the release is post-processing.
+
+* **Privacy unit.** n is the size of the record dimension, which comes from
+  names (``--record-dim NAME``, else the dim named ``curve``, else the other
+  dim of the grid dim ``--t-dim`` or ``t``), never from position: a file
+  whose dims say neither is refused.
 
 * **Noise entropy.** Without ``--seed`` the noise comes from fresh OS entropy
   (``noise_seeded = 0``). A seeded release (``noise_seeded = 1``) can be
@@ -66,15 +72,37 @@ from pathlib import Path
 
 import numpy as np
 
-from . import dims, registry
+from . import dims
 from .datasets.references import (CDC2000_MEDIAN_HEIGHT_CM, GROWTH_DEVIATION_TAU, GROWTH_RAW_TAU,
                                   GROWTH_REFERENCE_SOURCE, growth_reference)
 from .errors import FdpPplError, SeededReleaseWarning
 from .schema import read_release
+from .summaries.curves import TauTooSmallWarning
 
 PROG = "fdp-ppl"
-#: command-line names of the mechanisms (``--mechanism``), from the registry
-MECHANISMS = tuple(registry.MECHANISMS)
+
+
+class _Lazy:
+    """A module imported on first attribute access: ``fdp-ppl --version`` needs no mechanism, so the
+    registry (and PyMC, which the mechanisms import) load only when a command uses them."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr):
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attr)
+
+
+registry = _Lazy("fdp_ppl.registry")
+
+
+def __getattr__(name):  # MECHANISMS: command-line names of the mechanisms (``--mechanism``), from the registry
+    if name == "MECHANISMS":
+        return tuple(registry.MECHANISMS)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 DEFAULT_KERNEL = "matern32"
 DEFAULT_RHO = 0.1
 
@@ -91,7 +119,8 @@ _LOAD_FLAGS = (
     ("pass data_dir=... to load_dataset", "pass --data-dir DIR"),
     ("data_dir=...", "--data-dir DIR"),
     ("choose one with var=...", "choose one with --var NAME"),
-    ("curve_dim=", "--curve-dim "),
+    ("record_dim=", "--record-dim "),
+    ("curve_dim=", "--record-dim "),
     ("t_dim=", "--t-dim "),
 )
 
@@ -174,6 +203,8 @@ def _add_ledger_args(p):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Differentially private releases of functional data (mean curves).")
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}",
+                        help="print the package version and exit")
     sub = parser.add_subparsers(dest="command", metavar="{release,demo,ledger}")
     sub.required = True
 
@@ -182,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     g = r.add_argument_group("data")
     g.add_argument("--data", required=True, metavar="PATH_OR_NAME",
-                   help="bundled dataset name (growth, weather, dti, electricity) or a netCDF path")
+                   help="bundled dataset name (growth, weather, dti, electricity) or the path of a netCDF file "
+                        "with one 2-D variable of curves (records x grid)")
     g.add_argument("--var", default=None, help="variable to use (e.g. cca for dti, demand for electricity)")
     g.add_argument("--data-dir", default=None, metavar="DIR",
                    help="directory with the data files (default: $FDP_PPL_DATA_DIR or ../shared/data)")
@@ -196,10 +228,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "different n, psi, sensitivity and noise scales; padding or truncating to a declared n would "
                         "only be a cruder imputation")
     g.add_argument("--drop-incomplete", action="store_true", help=argparse.SUPPRESS)  # removed: explained if used
-    g.add_argument("--curve-dim", default=None, help="name of the record dimension in the file")
-    g.add_argument("--t-dim", default=None, help="name of the grid dimension in the file")
+    g.add_argument("--record-dim", "--curve-dim", dest="record_dim", default=None, metavar="NAME",
+                   help="name of the record dimension of the variable in the file: the privacy unit, n is its size "
+                        "(default: the dim named curve, else the other dim of the grid dim; a file whose dims say "
+                        "neither is refused, never read by position; --curve-dim is an alias)")
+    g.add_argument("--t-dim", default=None, metavar="NAME",
+                   help="name of the grid dimension of the variable in the file (default: the other dim)")
     m = r.add_argument_group("mechanism")
-    m.add_argument("--mechanism", required=True, choices=MECHANISMS,
+    m.add_argument("--mechanism", required=True, choices=tuple(registry.MECHANISMS),
                    help="the mechanism (listed below); " + ", ".join(n for n, e in registry.MECHANISMS.items()
                                                                       if e.approximate) + " are (ε, δ)-DP")
     m.add_argument("--epsilon", required=True, type=float, help="privacy parameter ε > 0 per draw")
@@ -473,7 +509,9 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
 
     curves = _labelled(curves, labels or {})
     entry = registry.MECHANISMS[a.mechanism]
-    summary = _fit_summary(entry, curves, a, offset, offset_source)
+    with warnings.catch_warnings():  # stated on stderr below, with the other data-holder lines
+        warnings.simplefilter("ignore", TauTooSmallWarning)
+        summary = _fit_summary(entry, curves, a, offset, offset_source)
     missing = getattr(a, "missing", "error")
     cost = f"{a.draws} draw{'s' if a.draws > 1 else ''} x epsilon {a.epsilon:g}" + (
         f", delta {a.delta:g}" if a.delta else "")
@@ -491,6 +529,7 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
         _write_plot(tree, a.plot, offset=offset, offset_source=offset_source,
                     nonprivate=summary.curve().values if show_nonprivate else None)
     _print_table(tree, summary, out, a.plot, seed=a.seed, ledger=ledger)
+    _print_data_holder(summary, sup=tree.attrs.get("tau_norm") == "sup")
     if missing == "impute":
         print(f"data holder only (not written to the file): {int(curves.attrs.get('n_imputed_points', 0))} missing "
               f"points in {int(curves.attrs.get('n_imputed_curves', 0))} of {summary.n} curves were set to 0 "
@@ -576,16 +615,27 @@ def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
     print(f"{PROG} {at.get('data_source', '')}".rstrip())
     for k, v in rows:
         print(f"  {k:<{w}}  {v}")
+
+
+def _print_data_holder(summary, *, sup: bool = False) -> None:
+    """The data holder's lines, on stderr (the public table is on stdout): how many curves were clipped,
+    and a warning when more than half were (τ far too small). Never written to the file."""
+    from .summaries.curves import CLIPPED_SHARE_WARNING, clipped_warning_text
+
     bound = "sup norm" if sup else "L2 norm"
-    print(f"data holder only (not written to the file): {summary.n_clipped} of {summary.n} curves had {bound} "
-          f"above tau and were clipped")
+    n, n_clipped = int(summary.n), int(summary.n_clipped)
+    print(f"data holder only (not written to the file): {n_clipped} of {n} curves had {bound} above tau and were "
+          "clipped", file=sys.stderr)
+    if n_clipped > CLIPPED_SHARE_WARNING * n:
+        print(f"{PROG}: warning: {clipped_warning_text(n_clipped, n, float(summary.tau), norm=bound)}",
+              file=sys.stderr)
 
 
 # --------------------------------------------------------------------------- commands
 def _cmd_release(a) -> int:
     mech = _check_args(a)
     ledger = _open_ledger(a, mech.budget * a.draws)
-    curves = _load(a.data, a.var, data_dir=a.data_dir, missing=a.missing, curve_dim=a.curve_dim, t_dim=a.t_dim)
+    curves = _load(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim, t_dim=a.t_dim)
     name = Path(str(a.data)).name
     source = f"{name}" + (f" / {a.var}" if a.var else "")
     return _run(curves, mech, a, source=source, ledger=ledger)
@@ -651,8 +701,18 @@ def _cmd_ledger(a) -> int:
     return 0
 
 
+def _version() -> str:
+    from ._version import __version__
+
+    return __version__
+
+
 def main(argv=None) -> int:
     """Entry point of ``fdp-ppl`` and ``python -m fdp_ppl``; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--version"]:  # before the parser, which lists the registry's mechanisms
+        print(f"{PROG} {_version()}")
+        return 0
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

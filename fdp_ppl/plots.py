@@ -289,8 +289,8 @@ def _prior_label(attrs: dict) -> str:
     return label + (f" ({', '.join(bits)})" if bits else "")
 
 
-def plot_inference(posterior_tree: xr.DataTree, release_tree: xr.DataTree | None = None, *, ci_prob: float,
-                   ci_kind: str, truth=None, ax=None, truth_label: str = "truth", n_curves: int = 0,
+def plot_inference(posterior_tree: xr.DataTree, release_tree: xr.DataTree | None = None, *,
+                   ci_prob: float | None = None, ci_kind: str | None = None, truth=None, ax=None, truth_label: str = "truth", n_curves: int = 0,
                    random_seed=0):
     """Plot the posterior of a curve given a private release, with its credible band.
 
@@ -313,10 +313,12 @@ def plot_inference(posterior_tree: xr.DataTree, release_tree: xr.DataTree | None
         (default 0) is plotted. Without it the released curve is
         reconstructed from ``observed_data`` only when the posterior's basis
         can be recovered, so pass it whenever available.
-    ci_prob : float
-        Probability of the pointwise band, in (0, 1); always explicit.
-    ci_kind : {"eti", "hdi"}
-        Equal-tailed or highest-density interval.
+    ci_prob : float, optional
+        Probability of the pointwise band, in (0, 1); default ArviZ's
+        ``rcParams["stats.ci_prob"]`` (as :func:`~fdp_ppl.inference.credible_band`).
+    ci_kind : {"eti", "hdi"}, optional
+        Equal-tailed or highest-density interval; default ArviZ's
+        ``rcParams["stats.ci_kind"]``.
     truth : array_like or xr.DataArray, shape (t,), optional
         Reference curve on the same grid (e.g. a simulation's true summary).
     ax : matplotlib Axes, optional
@@ -345,6 +347,7 @@ def plot_inference(posterior_tree: xr.DataTree, release_tree: xr.DataTree | None
     post = posterior_tree[POSTERIOR].to_dataset()
     curve = post[CURVE]
     band = credible_band(posterior_tree, ci_prob=ci_prob, ci_kind=ci_kind)
+    ci_prob, ci_kind = band.attrs["ci_prob"], band.attrs["ci_kind"]
     x = post[T_ORIGINAL] if T_ORIGINAL in post.coords else post[dims.T]
     xv = np.asarray(x.values, dtype=float)
     if ax is None:

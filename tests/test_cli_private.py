@@ -24,7 +24,8 @@ def _values(n: int = 6) -> np.ndarray:
 
 def _write(path, values):
     path.parent.mkdir(parents=True, exist_ok=True)
-    xr.Dataset({"y": (("unit", "s"), values)}, coords={"s": np.linspace(0.0, 1.0, K)}).to_netcdf(path)
+    # the record dim is named "curve" (issue 15: a file whose dims do not say which is the record is refused)
+    xr.Dataset({"y": (("curve", "s"), values)}, coords={"s": np.linspace(0.0, 1.0, K)}).to_netcdf(path)
     return path
 
 

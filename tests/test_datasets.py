@@ -174,18 +174,21 @@ def test_nc_path_with_var_and_errors(tmp_path):
         load_dataset(str(path), "w")
     with pytest.raises(ValueError, match="exactly 2 dims"):
         load_dataset(path, "scalar_per_unit")
-    da = load_dataset(path, "y")
+    # issue 15: the record dim (the privacy unit) comes from names: "unit" is neither "curve" nor the other dim of "t"
+    with pytest.raises(ValueError, match=r"\('unit', 's'\).*record_dim=s or record_dim=unit"):
+        load_dataset(path, "y")
+    da = load_dataset(path, "y", record_dim="unit")
     assert da.dims == (dims.CURVE, dims.T) and da.shape == (6, 8)
     np.testing.assert_allclose(da.values, src["y"].values)
     np.testing.assert_allclose(da[dims.T].values, np.linspace(10.0, 17.0, 8))  # original grid
     assert list(da["group"].values) == list("aabbcc")
     assert da.attrs["dataset"] == "toy" and da.attrs["variable"] == "y" and da.attrs["n_dropped"] == 0
     assert da.attrs["data_path"] == str(path.resolve())
-    # default for "z" (dims (s, unit)): the LAST dim is the grid -> 8 curves of 6 points
-    z = load_dataset(path, "z")
-    assert z.shape == (8, 6)
-    # overriding: curves along "unit", grid along "s"
-    for kw in ({"t_dim": "s"}, {"curve_dim": "unit"}, {"curve_dim": "unit", "t_dim": "s"}):
+    # "z" (dims (s, unit)): no name says which dim is the record (issue 15: never by position) -> refused
+    with pytest.raises(ValueError, match=r"\('s', 'unit'\).*record_dim=unit or record_dim=s"):
+        load_dataset(path, "z")
+    # naming it: curves along "unit", grid along "s" (curve_dim is an alias of record_dim)
+    for kw in ({"t_dim": "s"}, {"record_dim": "unit"}, {"curve_dim": "unit"}, {"curve_dim": "unit", "t_dim": "s"}):
         zz = load_dataset(path, "z", **kw)
         assert zz.dims == (dims.CURVE, dims.T) and zz.shape == (6, 8)
         np.testing.assert_allclose(zz.values, src["z"].values.T)
@@ -199,16 +202,16 @@ def test_nc_single_variable_and_incomplete(tmp_path):
     path = tmp_path / "one.nc"
     _write_nc(path, with_nan=True, two_vars=False)
     with pytest.raises(ValueError, match="1 of 6 curves.*drop_incomplete=True"):
-        load_dataset(path)  # var not needed: a single 2-D variable
+        load_dataset(path, record_dim="unit")  # var not needed: a single 2-D variable
     with pytest.warns(UserWarning, match="dropped 1"):
-        da = load_dataset(path, drop_incomplete=True)
+        da = load_dataset(path, drop_incomplete=True, record_dim="unit")
     assert da.shape == (5, 8) and da.attrs["n_dropped"] == 1
     assert 2 not in da[dims.CURVE].values
 
 
 def test_data_dir_relative_nc_name(tmp_path):
     _write_nc(tmp_path / "toy.nc")
-    da = load_dataset("toy.nc", "y", data_dir=tmp_path)
+    da = load_dataset("toy.nc", "y", data_dir=tmp_path, record_dim="unit")
     assert da.shape == (6, 8)
 
 

@@ -26,7 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 def _toy_nc(path: Path, n: int = 6, k: int = 8) -> Path:
     rng = np.random.default_rng(0)
     values = np.sin(np.linspace(0, 3, k))[None, :] + 0.1 * rng.standard_normal((n, k))
-    xr.Dataset({"y": (("unit", "s"), values)}, coords={"s": np.linspace(0.0, 1.0, k)}).to_netcdf(path)
+    # the record dim is named "curve" (issue 15: a file whose dims do not say which is the record is refused)
+    xr.Dataset({"y": (("curve", "s"), values)}, coords={"s": np.linspace(0.0, 1.0, k)}).to_netcdf(path)
     return path
 
 

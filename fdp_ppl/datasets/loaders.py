@@ -6,7 +6,14 @@ Two kinds of source:
   lazily): Berkeley growth heights and Canadian weather;
 * **file** datasets, NetCDF files in a data directory (never copied into the
   repository): DTI tract profiles and Adelaide Monday electricity demand; any
-  path ending in ``.nc`` works too.
+  path to a NetCDF file works too (other formats such as CSV are refused with
+  a message saying what is expected).
+
+The record dimension of a file (the privacy unit: n is its size) comes from
+names, never from position: ``record_dim=`` (``--record-dim``), else the dim
+named ``curve``, else the other dim of the grid dim (``t_dim=`` or a dim
+named ``t``); otherwise the load is refused and the message names both dims.
+The bundled files declare theirs (``scan`` for DTI, ``day`` for electricity).
 
 The ``t`` coordinate of the result holds the *original* grid points (ages in
 years, half-hours, tract locations ...); rescaling to [0, 1] happens later in
@@ -40,7 +47,7 @@ import xarray as xr
 from .. import dims
 from ..errors import InputError
 from ..settings import DATA_DIR_ENV
-from ..summaries.curves import MISSING_POLICIES, impute_missing
+from ..summaries.curves import MISSING_POLICIES, impute_missing, record_and_grid_dims
 
 ENV_VAR = DATA_DIR_ENV
 
@@ -61,13 +68,21 @@ DATASETS: dict[str, str] = {
 
 _ALIASES = {"weather": "canadian_weather", "electricity": "electricity_monday"}
 
-# file datasets: file name, default variable, allowed variables, units, curve dim, units of t
+# file datasets: file name, default variable, allowed variables, units, record dim (the privacy unit), units of t
 _FILES = {
-    "dti": dict(file="dti.nc", default="cca", variables=("cca", "rcst"),
+    "dti": dict(file="dti.nc", default="cca", variables=("cca", "rcst"), record_dim="scan",
                 units="fractional anisotropy (dimensionless, in [0, 1])", t_units="tract location (0-1)"),
     "electricity_monday": dict(file="electricity_monday.nc", default="demand", variables=("demand",),
-                               units="MW", t_units="half-hour of the day (1-48)"),
+                               record_dim="day", units="MW", t_units="half-hour of the day (1-48)"),
 }
+
+#: first bytes of the NetCDF formats xarray reads here: classic / 64-bit offset / CDF-5, and NetCDF-4 (HDF5)
+_NETCDF_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n")
+
+#: what a data file must be, and how to make one (the messages that refuse a file)
+_EXPECTED_FILE = ("expected a NetCDF file (.nc) with one 2-D variable of curves, records x grid, e.g. y(curve, t) with "
+                  "the grid points as the t coordinate")
+_CONVERT = "convert with xarray: xr.DataArray(values, dims=('curve', 't'), coords={'t': points}).to_netcdf('curves.nc')"
 
 
 # ---------------------------------------------------------------------- data directory
@@ -144,8 +159,8 @@ class MissingValuesError(InputError):
 
 
 def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, missing: str = "error", reference=None,
-                 reference_name: str | None = None, drop_incomplete: bool = False, curve_dim: str | None = None,
-                 t_dim: str | None = None) -> xr.DataArray:
+                 reference_name: str | None = None, drop_incomplete: bool = False, record_dim: str | None = None,
+                 t_dim: str | None = None, curve_dim: str | None = None) -> xr.DataArray:
     """Load a real functional dataset as curves on their original grid.
 
     Parameters
@@ -154,7 +169,8 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, missing
         A name from :data:`DATASETS` (``"growth"``, ``"weather"`` /
         ``"canadian_weather"``, ``"dti"``, ``"electricity"`` /
         ``"electricity_monday"``; case-insensitive) or a path to a NetCDF
-        file (``.nc``).
+        file (``.nc``; other formats are refused with a message saying what
+        is expected).
     var : str, optional
         Variable to load. ``growth``: ``"height"`` (the only one; may be
         omitted). ``weather``: ``"temperature"`` (default, degC) or
@@ -184,10 +200,16 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, missing
         value and its complete neighbour give different n, ψ, sensitivity
         and noise scales), so a release built on it is not private; use
         ``missing="impute"`` for releases.
-    curve_dim, t_dim : str, optional
-        Names of the record and grid dims in a file. By default the last dim
-        of the variable is the grid and the other indexes curves; give one or
-        both to override.
+    record_dim : str, optional
+        Name of the record dim in a file: the privacy unit (n is its size).
+        Default: the other dim of ``t_dim`` if given, else the dim named
+        ``curve``, else the other dim of a dim named ``t``; a variable whose
+        dims say neither is refused (never read by position). The bundled
+        files declare theirs (``scan``, ``day``).
+    t_dim : str, optional
+        Name of the grid dim in a file (default: the other dim).
+    curve_dim : str, optional
+        Alias of ``record_dim`` (kept for older code).
 
     Returns
     -------
@@ -207,10 +229,12 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, missing
     ValueError
         Unknown dataset name or variable (the message lists the available
         ones); a ``.nc`` file with several 2-D variables and no ``var``; a
-        variable that is not 2-D; ``curve_dim`` / ``t_dim`` not among the
-        variable's dims; no complete curve left with ``drop_incomplete``;
-        an unknown ``missing`` or ``missing="impute"`` with
-        ``drop_incomplete=True``.
+        variable that is not 2-D; ``record_dim`` / ``t_dim`` not among the
+        variable's dims, or a record dim not named (an
+        :class:`~fdp_ppl.errors.InputError`, whose message names both dims
+        and ``record_dim=``); a file that is empty or not NetCDF (CSV ...);
+        no complete curve left with ``drop_incomplete``; an unknown
+        ``missing`` or ``missing="impute"`` with ``drop_incomplete=True``.
     MissingValuesError
         Curves with NaN/inf and ``missing="error"`` (a ValueError; the
         message names ``missing="impute"`` and ``drop_incomplete=True``).
@@ -235,7 +259,13 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, missing
     if isinstance(name_or_path, (str, os.PathLike)):
         raw = os.fspath(name_or_path)
     else:
-        raise TypeError(f"name_or_path must be a dataset name or a path, got {type(name_or_path).__name__}")
+        raise TypeError(f"name_or_path must be a dataset name or a path to a NetCDF file, got "
+                        f"{type(name_or_path).__name__}; curves already in memory (an xr.DataArray (curve, t) or an "
+                        "array (n, K) with a Grid) go to a summary directly, e.g. iclp_qr_mean(curves, basis, tau=...)")
+    if record_dim is not None and curve_dim is not None and record_dim != curve_dim:
+        raise InputError(f"record_dim={record_dim!r} and curve_dim={curve_dim!r} (its alias) differ",
+                         "pass only record_dim")
+    record_dim = record_dim if record_dim is not None else curve_dim
     key = raw.strip().lower().replace("-", "_")
     key = _ALIASES.get(key, key)
     if missing not in MISSING_POLICIES:
@@ -249,8 +279,8 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, missing
                   drop_incomplete=drop_incomplete)
 
     if key in ("growth", "canadian_weather"):
-        if curve_dim is not None or t_dim is not None:
-            raise ValueError(f"curve_dim / t_dim apply to NetCDF files only, not to the embedded {key!r} dataset")
+        if record_dim is not None or t_dim is not None:
+            raise ValueError(f"record_dim / t_dim apply to NetCDF files only, not to the embedded {key!r} dataset")
         da = _load_growth(var) if key == "growth" else _load_weather(var)
         return _finish(da, **policy)
 
@@ -262,7 +292,9 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, missing
         v = spec["default"] if var is None else var
         if v not in spec["variables"]:
             raise ValueError(f"unknown variable {v!r} for dataset {key!r}; available: {', '.join(spec['variables'])}")
-        da = _load_nc(path, v, curve_dim=curve_dim, t_dim=t_dim)
+        if record_dim is None and t_dim is None:
+            record_dim = spec["record_dim"]
+        da = _load_nc(path, v, record_dim=record_dim, t_dim=t_dim)
         da.attrs.update(dataset=key, units=spec["units"], t_units=spec["t_units"])
         return _finish(da, **policy)
 
@@ -274,7 +306,8 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, missing
             raise FileNotFoundError(
                 f"NetCDF file {raw!r} not found (looked at {path.resolve()}); pass an existing path, or a file "
                 f"name together with data_dir=... or the environment variable {ENV_VAR}")
-        da = _load_nc(path, var, curve_dim=curve_dim, t_dim=t_dim)
+        _check_netcdf(path)
+        da = _load_nc(path, var, record_dim=record_dim, t_dim=t_dim)
         da.attrs.setdefault("dataset", path.stem)
         return _finish(da, **policy)
 
@@ -338,14 +371,42 @@ def _load_weather(var) -> xr.DataArray:
 
 
 # ---------------------------------------------------------------------- NetCDF files
-def _load_nc(path: Path, var, *, curve_dim, t_dim) -> xr.DataArray:
-    """Read one 2-D variable from a NetCDF file (read-only) and rename its dims."""
-    with xr.open_dataset(path) as ds:
+def _check_netcdf(path: Path) -> None:
+    """Refuse, with what is expected, a file that is empty or not NetCDF (read-only: its first bytes).
+
+    Raises
+    ------
+    InputError
+        An empty file, or a file whose first bytes are not a NetCDF signature
+        (a CSV, a spreadsheet ...).
+    """
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if not head:
+        raise InputError(f"{path.name} is empty: {_EXPECTED_FILE}")
+    if not head.startswith(_NETCDF_MAGIC):
+        kind = f" ({path.suffix.lstrip('.').upper()} is not read yet)" if path.suffix else ""
+        raise InputError(f"{path.name} is not a NetCDF file{kind}: {_EXPECTED_FILE}", _CONVERT)
+
+
+def _load_nc(path: Path, var, *, record_dim, t_dim) -> xr.DataArray:
+    """Read one 2-D variable from a NetCDF file (read-only) and name its dims ``(curve, t)``.
+
+    The record dim comes from names (:func:`~fdp_ppl.summaries.curves.record_and_grid_dims`).
+    """
+    try:
+        ds = xr.open_dataset(path)
+    except ValueError:  # xarray's "no IO backend": a file that is not NetCDF after all
+        raise InputError(f"{path.name} cannot be read as NetCDF: {_EXPECTED_FILE}", _CONVERT) from None
+    with ds:
         two_d = sorted(str(k) for k, v in ds.data_vars.items() if v.ndim == 2)
         if var is None:
+            if not two_d:
+                found = ", ".join(f"{k}({', '.join(str(d) for d in v.dims)})" for k, v in ds.data_vars.items())
+                raise InputError(f"{path.name} holds no 2-D variable (its variables: {found or 'none'}): "
+                                 f"{_EXPECTED_FILE}")
             if len(two_d) != 1:
-                listed = ", ".join(two_d) if two_d else "none"
-                raise ValueError(f"{path.name} holds {len(two_d)} 2-D variables ({listed}); "
+                raise ValueError(f"{path.name} holds {len(two_d)} 2-D variables ({', '.join(two_d)}); "
                                  "choose one with var=...")
             var = two_d[0]
         if var not in ds.data_vars:
@@ -355,16 +416,8 @@ def _load_nc(path: Path, var, *, curve_dim, t_dim) -> xr.DataArray:
         if src.ndim != 2:
             raise ValueError(f"variable {var!r} in {path.name} has dims {src.dims}; curves need exactly 2 dims "
                              f"(records, grid); 2-D variables: {', '.join(two_d) or 'none'}")
-        d0, d1 = (str(d) for d in src.dims)
-        for label, d in (("curve_dim", curve_dim), ("t_dim", t_dim)):
-            if d is not None and d not in src.dims:
-                raise ValueError(f"{label}={d!r} is not a dim of {var!r}; its dims are {src.dims}")
-        if t_dim is None:
-            t_dim = d0 if curve_dim == d1 else d1
-        if curve_dim is None:
-            curve_dim = d0 if t_dim == d1 else d1
-        if curve_dim == t_dim:
-            raise ValueError(f"curve_dim and t_dim must differ, both are {t_dim!r}")
+        curve_dim, t_dim = record_and_grid_dims(src.dims, record_dim=record_dim, t_dim=t_dim,
+                                                what=f"variable {var!r} in {path.name}")
         src = src.transpose(curve_dim, t_dim).load()
         file_attrs = {k: ds.attrs[k] for k in ("title", "source", "license", "note") if k in ds.attrs}
 

@@ -7,8 +7,31 @@ import numpy as np
 import xarray as xr
 
 from .. import dims
+from ..schema import CONSTANT_DATA, T_UNIT
 
 CI_KINDS = ("eti", "hdi")
+
+
+def ci_defaults(ci_prob: float | None = None, ci_kind: str | None = None) -> tuple[float, str]:
+    """``(ci_prob, ci_kind)`` with ArviZ's defaults filled in.
+
+    Parameters
+    ----------
+    ci_prob : float, optional
+        Default ``arviz.rcParams["stats.ci_prob"]`` (0.89 unless changed).
+    ci_kind : {"eti", "hdi"}, optional
+        Default ``arviz.rcParams["stats.ci_kind"]`` (``"eti"`` unless changed).
+
+    Returns
+    -------
+    (float, str)
+        Read at call time, so a change of ``az.rcParams`` applies.
+    """
+    if ci_prob is None:
+        ci_prob = float(az.rcParams["stats.ci_prob"])
+    if ci_kind is None:
+        ci_kind = str(az.rcParams["stats.ci_kind"])
+    return ci_prob, ci_kind
 
 
 def _interval(da: xr.DataArray, ci_prob: float, ci_kind: str) -> xr.DataArray:
@@ -21,24 +44,34 @@ def _interval(da: xr.DataArray, ci_prob: float, ci_kind: str) -> xr.DataArray:
     raise ValueError(f"ci_kind must be one of {CI_KINDS}")
 
 
-def credible_band(tree: xr.DataTree, *, ci_prob: float, ci_kind: str, var: str = "curve") -> xr.Dataset:
+def credible_band(tree: xr.DataTree, *, ci_prob: float | None = None, ci_kind: str | None = None,
+                  var: str = "curve") -> xr.Dataset:
     """Pointwise credible band of a posterior curve.
 
     Parameters
     ----------
     tree : xr.DataTree
         Result of :func:`~fdp_ppl.inference.infer`.
-    ci_prob : float
-        Probability in (0, 1), always explicit.
-    ci_kind : {"eti", "hdi"}
+    ci_prob : float, optional
+        Probability in (0, 1). Default ArviZ's ``rcParams["stats.ci_prob"]``
+        (0.89 unless changed); the value used is in the result's attrs.
+    ci_kind : {"eti", "hdi"}, optional
         Equal-tailed or highest-density interval (ArviZ ``eti`` / ``hdi``).
+        Default ArviZ's ``rcParams["stats.ci_kind"]`` (``"eti"`` unless changed).
     var : str
 
     Returns
     -------
     xr.Dataset
-        ``mean``, ``lower``, ``upper`` over ``t``; attrs ci_prob, ci_kind.
+        ``mean``, ``lower``, ``upper`` over ``t``; attrs ci_prob, ci_kind
+        (the values used).
+
+    Raises
+    ------
+    ValueError
+        ``ci_prob`` outside (0, 1) or an unknown ``ci_kind``.
     """
+    ci_prob, ci_kind = ci_defaults(ci_prob, ci_kind)
     da = tree["posterior"][var]
     iv = _interval(da, ci_prob, ci_kind)
     ci_dim = next(d for d in iv.dims if d not in da.dims)
@@ -54,23 +87,35 @@ def functionals(tree: xr.DataTree, *, points=(), var: str = "curve", weights=Non
     Parameters
     ----------
     tree : xr.DataTree
+        Result of :func:`~fdp_ppl.inference.infer` (or any tree with
+        ``posterior/<var>`` over ``t``).
     points : sequence of float
         Locations (original units if ``t_original`` is given, else [0, 1]) for
         point values, by linear interpolation.
     weights : array (t,), optional
-        Quadrature weights for the integral over [0, 1]; default trapezoid.
+        Quadrature weights for the integral over [0, 1]; default trapezoid on
+        the grid rescaled to [0, 1].
     t_original : array (t,), optional
         Original-unit grid, used for point locations and for the location of
-        the maximum.
+        the maximum (e.g. ``tree["posterior"]["t"].values``).
 
     Returns
     -------
     xr.Dataset
         Over (chain, draw): ``integral`` (∫₀¹ f), ``argmax`` (location of the
         maximum), ``max`` and ``value_at_<p>`` for each point.
+
+    Notes
+    -----
+    From schema 3 on, the ``t`` coordinate of a release or inference result
+    is the grid in original units and ``constant_data/t_unit`` the grid on
+    [0, 1]; older trees have the [0, 1] grid as ``t``. Both are read.
     """
     da = tree["posterior"][var]
-    t = da[dims.T].values
+    t = np.asarray(da[dims.T].values, dtype=float)
+    const = tree[CONSTANT_DATA].dataset if CONSTANT_DATA in tree.children else None
+    if const is not None and T_UNIT in const.data_vars:  # schema >= 3: t is the original grid
+        t = np.asarray(const[T_UNIT].values, dtype=float)
     x = t if t_original is None else np.asarray(t_original)
     if weights is None:
         d = np.diff(t)
@@ -88,8 +133,14 @@ def functionals(tree: xr.DataTree, *, points=(), var: str = "curve", weights=Non
     return xr.Dataset(out)
 
 
-def summarize_functionals(fun: xr.Dataset, *, ci_prob: float, ci_kind: str) -> xr.Dataset:
-    """Posterior mean and credible interval of each functional from :func:`functionals`."""
+def summarize_functionals(fun: xr.Dataset, *, ci_prob: float | None = None, ci_kind: str | None = None) -> xr.Dataset:
+    """Posterior mean and credible interval of each functional from :func:`functionals`.
+
+    ``ci_prob`` / ``ci_kind`` default to ArviZ's ``rcParams["stats.ci_prob"]`` /
+    ``rcParams["stats.ci_kind"]`` as in :func:`credible_band`; the values used
+    are in the result's attrs.
+    """
+    ci_prob, ci_kind = ci_defaults(ci_prob, ci_kind)
     rows = {}
     for name, da in fun.data_vars.items():
         iv = _interval(da, ci_prob, ci_kind)
@@ -118,4 +169,4 @@ def compare(results: dict, **kwargs):
     return az.compare(results, **kwargs)
 
 
-__all__ = ["credible_band", "functionals", "summarize_functionals", "compare", "CI_KINDS"]
+__all__ = ["credible_band", "functionals", "summarize_functionals", "compare", "ci_defaults", "CI_KINDS"]

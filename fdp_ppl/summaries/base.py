@@ -28,6 +28,7 @@ import xarray as xr
 
 from .. import dims
 from ..errors import InputError, check_positive
+from .curves import DataDerived, curves_and_grid, record_and_grid_dims
 
 #: Sensitivity norms understood by :meth:`SummarySpec.sensitivity`.
 NORMS = ("1,C", "cameron-martin", "l1")
@@ -77,15 +78,6 @@ class Sensitivity:
             "sensitivity_source": self.source,
             "sensitivity_data_dependent": int(self.data_dependent),
         }
-
-
-class DataDerived(float):
-    """A float computed from private data (e.g. τ = max_i ‖X_i‖).
-
-    Specs built with such a value label their sensitivity
-    ``data_dependent=True``; releases record it. Created by
-    :func:`fdp_ppl.summaries.data_tau`.
-    """
 
 
 def public_tau(tau, name: str = "tau", fix: str = "pass a public bound on the curves' L2 norm") -> float:
@@ -269,8 +261,8 @@ class SummarySpec:
         """(non-private coefficients (J,), number of records, number clipped)."""
         raise NotImplementedError
 
-    def fit(self, curves, *, curve_dim: str | None = None, t_dim: str | None = None, offset=None,
-            offset_source: str = "") -> "LinearSummary":
+    def fit(self, curves, *, record_dim: str | None = None, t_dim: str | None = None, offset=None,
+            offset_source: str = "", curve_dim: str | None = None) -> "LinearSummary":
         """Clip ``curves`` (minus a public ``offset``) to τ and compute the summary (non-private).
 
         Parameters
@@ -279,8 +271,10 @@ class SummarySpec:
             A DataArray's ``units`` / ``long_name`` (and ``t_units`` / ``t_name``,
             or its grid coordinate's attrs) are public descriptions carried to the
             release.
-        curve_dim, t_dim : str, optional
-            Names of the record and grid dims of a DataArray.
+        record_dim, t_dim : str, optional
+            Names of the record and grid dims of a DataArray (see
+            :func:`~fdp_ppl.summaries.curves.record_and_grid_dims`); ``curve_dim``
+            is an alias of ``record_dim``.
         offset : array_like, shape (K,), optional
             A **public** curve (e.g. a published reference chart, never computed
             from these records) subtracted from every record before clipping; τ
@@ -300,10 +294,9 @@ class SummarySpec:
             NaN/inf curves or offset, an offset of the wrong length, a grid that
             differs from the spec's, or a number of records different from the public n.
         """
-        labels = curve_labels(curves, t_dim)
+        curve_dim = record_dim or curve_dim
+        labels = curve_labels(curves, curve_dim, t_dim)
         if offset is not None:
-            from .curves import curves_and_grid
-
             offset = np.asarray(offset, dtype=float).ravel()
             if offset.shape != (self.grid.size,) or not np.all(np.isfinite(offset)):
                 raise InputError(f"offset must be {self.grid.size} finite values (one per grid point), got shape "
@@ -406,13 +399,16 @@ class LinearSummary:
         return f"LinearSummary({self.spec!r}; non-private coefficients hidden)"
 
 
-def curve_labels(curves, t_dim: str | None = None) -> dict:
+def curve_labels(curves, record_dim: str | None = None, t_dim: str | None = None) -> dict:
     """Public descriptions of curves from a DataArray's attributes: ``value_name``,
-    ``value_units``, ``t_name``, ``t_units`` (empty for numpy input)."""
-    attrs = getattr(curves, "attrs", None)
-    if attrs is None:
+    ``value_units``, ``t_name``, ``t_units`` (empty for anything else, e.g. numpy input)."""
+    if not isinstance(curves, xr.DataArray) or curves.ndim != 2:
         return {}
-    grid_dim = t_dim or (dims.T if dims.T in curves.dims else curves.dims[-1])
+    attrs = curves.attrs
+    try:
+        _, grid_dim = record_and_grid_dims(curves.dims, record_dim=record_dim, t_dim=t_dim)
+    except InputError:
+        return {}  # the fit raises the one-line error
     coord_attrs = curves[grid_dim].attrs if grid_dim in curves.coords else {}
     out = {"value_name": attrs.get("long_name") or attrs.get("variable") or curves.name,
            "value_units": attrs.get("units"),

@@ -26,7 +26,7 @@ from .. import dims
 from ..errors import InputError
 from ..spaces import Grid
 from .base import LinearSummary, Sensitivity, SummarySpec, public_tau
-from .curves import check_finite, curves_and_grid
+from .curves import check_finite, curves_and_grid, warn_if_mostly_clipped
 
 
 def bernstein_design(t, k: int) -> np.ndarray:
@@ -139,6 +139,7 @@ class BernsteinSpec(SummarySpec):
         tau = float(self.tau)
         mean = np.asarray(da.clip(-tau, tau).mean(dims.CURVE).values, dtype=float)
         n_clipped = int((np.abs(da) > tau).any(dims.T).sum().values)
+        warn_if_mostly_clipped(n_clipped, int(da.sizes[dims.CURVE]), tau, norm="sup norm")
         values = np.interp(np.arange(self.k + 1) / self.k, grid.t, mean)
         return values, int(da.sizes[dims.CURVE]), n_clipped
 

@@ -34,7 +34,7 @@ from .. import dims
 from ..errors import InputError, check_positive
 from ..spaces import Eigenbasis
 from .base import LinearSummary, SummarySpec
-from .curves import clipped_mean, curves_and_grid
+from .curves import as_record_array, clipped_mean, curves_and_grid, record_and_grid_dims
 
 
 @dataclass(frozen=True)
@@ -397,24 +397,25 @@ class ICLPARSpec(EigenSpec):
 
 
 def _n_records(curves, curve_dim=None, t_dim=None) -> int:
-    """Number of records of the input (public under the replace-one relation)."""
+    """Number of records of the input (public under the replace-one relation).
+
+    A DataArray's record dim comes from names (:func:`~fdp_ppl.summaries.curves.record_and_grid_dims`);
+    the rows of an array are records.
+    """
     if isinstance(curves, xr.DataArray):
-        if curves.ndim != 2:
-            curves_and_grid(curves, curve_dim=curve_dim, t_dim=t_dim)  # raises the standard error
-        t = t_dim or curves.dims[-1]
-        c = curve_dim or next((d for d in curves.dims if d != t), curves.dims[0])
-        if c not in curves.dims:
-            curves_and_grid(curves, curve_dim=curve_dim, t_dim=t_dim)
-        return int(curves.sizes[c])
-    arr = np.shape(curves)
-    if len(arr) != 2:
-        raise InputError(f"curves must be a 2-D array (n, K), got shape {arr}")
-    return int(arr[0])
+        rec, _ = record_and_grid_dims(curves.dims, curve_dim=curve_dim, t_dim=t_dim)
+        return int(curves.sizes[rec])
+    return int(as_record_array(curves).shape[0])
 
 
-def _fit(spec_cls, curves, basis, curve_dim, t_dim, **kw) -> LinearSummary:
+def _fit(spec_cls, curves, basis, curve_dim, t_dim, record_dim=None, **kw) -> LinearSummary:
     if not isinstance(basis, Eigenbasis):
         raise InputError("basis must be an Eigenbasis", "e.g. eigenbasis(Matern(rho=0.1, nu=1.5), grid)")
+    if record_dim is not None:
+        if curve_dim is not None and curve_dim != record_dim:
+            raise InputError(f"record_dim={record_dim!r} and curve_dim={curve_dim!r} (its alias) differ",
+                             "pass only record_dim")
+        curve_dim = record_dim
     n = _n_records(curves, curve_dim, t_dim)
     if n < 2:
         raise InputError("need at least 2 curves")
@@ -422,13 +423,13 @@ def _fit(spec_cls, curves, basis, curve_dim, t_dim, **kw) -> LinearSummary:
 
 
 def frl_mean(curves, basis: Eigenbasis, *, tau: float, M: int | None = None, curve_dim=None,
-             t_dim=None) -> LinearSummary:
+             t_dim=None, record_dim=None) -> LinearSummary:
     """Fit :class:`FRLSpec` (n = number of records) to ``curves`` (xr.DataArray (curve, t) or ndarray (n, K))."""
-    return _fit(FRLSpec, curves, basis, curve_dim, t_dim, tau=tau, M=M)
+    return _fit(FRLSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau, M=M)
 
 
 def iclp_qr_mean(curves, basis: Eigenbasis, *, tau: float, eta: float | None = None, psi: float | None = None,
-                 curve_dim=None, t_dim=None) -> LinearSummary:
+                 curve_dim=None, t_dim=None, record_dim=None) -> LinearSummary:
     """Fit :class:`ICLPQRSpec` (n = number of records): ridge shrinkage
     ``λ_j^η/(λ_j^η+ψ) X̄_j`` of the clipped mean (Lin & Reimherr 2026, eq. 11).
 
@@ -437,24 +438,25 @@ def iclp_qr_mean(curves, basis: Eigenbasis, *, tau: float, eta: float | None = N
     InputError
         NaN/inf curves, τ <= 0, ψ <= 0, η <= 1.
     """
-    return _fit(ICLPQRSpec, curves, basis, curve_dim, t_dim, tau=tau, eta=eta, psi=psi)
+    return _fit(ICLPQRSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau, eta=eta, psi=psi)
 
 
 def rkhs_mean(curves, basis: Eigenbasis, *, tau: float, eta: float = 1.0, psi: float | None = None,
-              curve_dim=None, t_dim=None) -> LinearSummary:
+              curve_dim=None, t_dim=None, record_dim=None) -> LinearSummary:
     """Fit :class:`RKHSSpec` (n = number of records): Mirshani et al. (2019), eq. (2)."""
-    return _fit(RKHSSpec, curves, basis, curve_dim, t_dim, tau=tau, eta=eta, psi=psi)
+    return _fit(RKHSSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau, eta=eta, psi=psi)
 
 
 def iclp_ar_mean(curves, basis: Eigenbasis, *, tau: float, eta: float | None = None, psi: float | None = None,
-                 curve_dim=None, t_dim=None) -> LinearSummary:
+                 curve_dim=None, t_dim=None, record_dim=None) -> LinearSummary:
     """Fit :class:`ICLPARSpec` (n = number of records): soft thresholding (Theorem 12.2)."""
-    return _fit(ICLPARSpec, curves, basis, curve_dim, t_dim, tau=tau, eta=eta, psi=psi)
+    return _fit(ICLPARSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau, eta=eta, psi=psi)
 
 
-def sample_mean(curves, basis: Eigenbasis, *, tau: float, curve_dim=None, t_dim=None) -> LinearSummary:
+def sample_mean(curves, basis: Eigenbasis, *, tau: float, curve_dim=None, t_dim=None,
+                record_dim=None) -> LinearSummary:
     """Fit :class:`SampleMeanSpec` (n = number of records): the clipped mean, no smoothing."""
-    return _fit(SampleMeanSpec, curves, basis, curve_dim, t_dim, tau=tau)
+    return _fit(SampleMeanSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau)
 
 
 __all__ = ["PSS", "pss", "kernel_beta", "ridge_shrinkage", "ar_thresholds", "ar_j_star", "EigenSpec",

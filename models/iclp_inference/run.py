@@ -25,7 +25,8 @@ import pandas as pd
 import fdp_ppl as fp
 from fdp_ppl.datasets import load_dataset
 from fdp_ppl.inference import GPPrior, ICLPPrior, compare, functionals, infer, summarize_functionals
-from fdp_ppl.schema import CURVE, POSTERIOR, T_ORIGINAL, read_release
+from fdp_ppl.dims import T
+from fdp_ppl.schema import CURVE, POSTERIOR, read_release
 
 EPSILON = 1.0
 TAU = 1.0                               # FA in [0, 1] on the domain [0, 1]: ||X||_L2 <= 1, a public bound
@@ -52,7 +53,7 @@ def run(out_dir: Path = Path("."), epsilon: float = EPSILON, seed: int | None = 
     release.attrs.update({"data_source": "DTI corpus callosum FA", "model": "models/iclp_inference"})
     post = release[POSTERIOR].to_dataset()
     post[CURVE].attrs.update(long_name="mean fractional anisotropy (FA)", units="1")
-    post[T_ORIGINAL].attrs.update(long_name="position along the corpus callosum tract", units="0-1")
+    post[T].attrs.update(long_name="position along the corpus callosum tract", units="0-1")
     release[POSTERIOR].dataset = post
     release.to_netcdf(out_dir / "release.nc")
 

@@ -22,7 +22,8 @@ import xarray as xr
 
 import fdp_ppl as fp
 from fdp_ppl.datasets import data_directory, load_dataset
-from fdp_ppl.schema import CURVE, POSTERIOR, T_ORIGINAL
+from fdp_ppl.dims import T
+from fdp_ppl.schema import CURVE, POSTERIOR
 
 EPSILON = 1.0
 TAU = 1.0  # FA lies in [0, 1] on the domain [0, 1]: ||X||_L2 <= sup|X| <= 1, a public bound
@@ -63,7 +64,7 @@ def run(out_dir: Path = Path("."), epsilon: float = EPSILON, seed: int | None = 
     })
     post = tree[POSTERIOR].to_dataset()
     post[CURVE].attrs.update(long_name="mean fractional anisotropy (FA)", units="1")
-    post[T_ORIGINAL].attrs.update(long_name="position along the corpus callosum tract", units="0-1")
+    post[T].attrs.update(long_name="position along the corpus callosum tract", units="0-1")
     tree[POSTERIOR].dataset = post
     tree.to_netcdf(out_dir / "release.nc")
 

@@ -1,0 +1,23 @@
+"""The exponential mechanism with a base measure, and ε-DP functional PCA (Awan, Kenney, Reimherr &
+Slavković 2019).
+
+* :mod:`.general` — Prop. 3.1 as a PyMC model (``pm.Potential``), Example 3.5 and its CLT (Thms 3.2–3.3).
+* :mod:`.samplers` — exact vector Bingham (Kent et al. 2018), column-wise Gibbs (Hoff 2009), exact
+  rejection from the GP base (Thm 4.1).
+* :mod:`.fpca` — public :class:`FPCASpec`, data-holder :class:`FPCAFit`, :func:`fpca_release`, and the
+  Section 6 utility measures.
+"""
+
+from .fpca import (FORMS, SAMPLERS, FPCAFit, FPCASpec, fourier_basis, fpca_pymc_model, fpca_release,
+                   subspace_distance, variance_ratio)
+from .general import (GaussianProcessBase, UniformBase, exponential_mechanism_model, penalised_mean_clt_covariance,
+                      penalised_mean_estimate, penalised_mean_gaussian, penalised_mean_model)
+from .samplers import (SamplerBudgetError, gibbs_matrix_bingham, random_frame, rejection_from_gp_base,
+                       sample_vector_bingham)
+
+__all__ = ["FPCASpec", "FPCAFit", "fpca_release", "fpca_pymc_model", "fourier_basis", "variance_ratio",
+           "subspace_distance", "FORMS", "SAMPLERS", "GaussianProcessBase", "UniformBase",
+           "exponential_mechanism_model", "penalised_mean_model",
+           "penalised_mean_gaussian", "penalised_mean_estimate", "penalised_mean_clt_covariance",
+           "sample_vector_bingham", "gibbs_matrix_bingham", "rejection_from_gp_base", "random_frame",
+           "SamplerBudgetError"]

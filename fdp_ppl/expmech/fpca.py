@@ -1,0 +1,587 @@
+"""ε-DP functional PCA by the exponential mechanism (Awan, Kenney, Reimherr & Slavković 2019, §4–6).
+
+Public spec → data-holder fit → one private frame per ε.
+
+* :class:`FPCASpec` — public choices only: grid, basis (Fourier on the grid or a
+  kernel eigenbasis), m, k, ε, τ (public L² bound) and the rule that builds Σ.
+* :meth:`FPCASpec.fit` — clips each curve to ‖X_i‖ ≤ τ, divides by τ (so
+  ‖X_i‖ ≤ 1; never rescaled by the data's largest norm), takes coefficients by
+  quadrature, clips the coefficient rows to norm ≤ 1 (spec §2.3d) and returns the
+  **uncentred** scatter matrix G = XᵀX (m×m) in a :class:`FPCAFit` (data holder only).
+* Two targets on orthonormal m×k frames V, named distinctly:
+
+  - ``form="bingham"`` — the paper's §5 density ``∝ etr(ε/(2Δ) Vᵀ(G − Σ⁻¹)V)``
+    w.r.t. the uniform law on frames (matrix Bingham). Its base measure
+    ``∝ etr(−(ε/2)VᵀΣ⁻¹V)`` is data-independent, so it is ε-DP if sampled
+    exactly, but it depends on the **scale** of Σ (spec §2.3b–c).
+  - ``form="gp-base"`` — Theorem 4.1: ``∝ exp(ε/(2Δ) tr(VᵀGV))`` w.r.t. the law
+    of span(Z), Z with k i.i.d. N(0, Σ) columns; w.r.t. the uniform law this is
+    ``etr(ε/(2Δ) VᵀGV) det(VᵀΣ⁻¹V)^{-m/2}`` and does not depend on the scale of Σ.
+
+* Sensitivity: ξ_X(P) = Σ_i ‖P X_i‖² (uncentred) with ‖X_i‖ ≤ 1 has Δ = 1 under
+  replace-one adjacency (Awan et al. 2019, §4). Centring with the empirical mean
+  would change Δ (4(1 − 1/n) for k = 1, ≤ 6(1 − 1/n) for any k; spec §5.2); this
+  module does **not** centre, and :attr:`FPCASpec.sensitivity` is 1.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import xarray as xr
+
+from ..accounting import PrivacyBudget
+from ..errors import InputError, SeededReleaseWarning, check_epsilon
+from ..sampling import seed_sequence
+from ..spaces import Eigenbasis, Grid
+from .samplers import gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
+
+FORMS = ("bingham", "gp-base")
+SAMPLERS = ("exact", "gibbs")
+KIND = "expmech_fpca"
+
+
+def fourier_basis(grid: Grid, m: int) -> np.ndarray:
+    """First m Fourier functions 1, √2 sin 2πrt, √2 cos 2πrt, … on ``grid``,
+    orthonormalised in the grid's quadrature inner product (Gram–Schmidt in order,
+    so each function is changed only by the quadrature error).
+
+    Parameters
+    ----------
+    grid : Grid
+    m : int
+        1 ≤ m ≤ K (grid size).
+
+    Returns
+    -------
+    ndarray, shape (K, m)
+        ``B[t, j]``, with ``Bᵀ diag(w) B = I_m``.
+
+    Raises
+    ------
+    InputError
+        m < 1 or m > K.
+    """
+    K = grid.size
+    if not 1 <= m <= K:
+        raise InputError(f"m = {m} basis functions need 1 <= m <= {K} (the grid size)",
+                         "choose m no larger than the number of grid points")
+    t = grid.t
+    cols = [np.ones_like(t)]
+    r = 1
+    while len(cols) < m:
+        cols.append(np.sqrt(2) * np.sin(2 * np.pi * r * t))
+        if len(cols) < m:
+            cols.append(np.sqrt(2) * np.cos(2 * np.pi * r * t))
+        r += 1
+    B = np.stack(cols, axis=1)
+    sw = np.sqrt(grid.weights)[:, None]
+    q, rr = np.linalg.qr(sw * B)
+    q = q * np.sign(np.diag(rr))
+    if np.min(np.abs(np.diag(rr))) < 1e-8:
+        raise InputError(f"the grid cannot resolve {m} Fourier functions", "choose a smaller m")
+    return q / sw
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class FPCASpec:
+    """Public settings of the ε-DP FPCA mechanism (nothing here may depend on the data).
+
+    Parameters
+    ----------
+    grid : Grid
+        Evaluation grid (K points) with quadrature weights.
+    m : int
+        Number of orthonormal basis functions (1 ≤ k ≤ m ≤ K).
+    k : int
+        Number of components released jointly as one frame (one ε per frame).
+    epsilon : float
+        Privacy budget per released frame, > 0.
+    tau : float
+        Public L² bound: curves are clipped to ‖X_i‖ ≤ τ and divided by τ.
+    basis : "fourier" or Eigenbasis
+        Fourier functions on the grid (:func:`fourier_basis`) or the first m
+        eigenfunctions of a kernel's :class:`~fdp_ppl.spaces.Eigenbasis` on the same grid.
+    sigma : None or ndarray, shape (m, m)
+        Base covariance Σ in basis coordinates. ``None``: the public rule
+        ``Σ = sigma_scale · diag(i^{-sigma_power})``, i = 1..m, for the Fourier
+        basis (paper §6.1: Σ_ii = i⁻³), and ``sigma_scale · diag(λ_1..λ_m)`` (the
+        kernel's operator eigenvalues) for an eigenbasis (paper §6.2).
+    sigma_power : float
+        Exponent of the Fourier rule (default 3).
+    sigma_scale : float
+        Multiplier of Σ (> 0). Irrelevant for ``gp-base``; changes the ``bingham`` law.
+    form : {"bingham", "gp-base"}
+        Which target (module docstring).
+
+    Raises
+    ------
+    InputError
+        k > m, m larger than the grid or the eigenbasis, ε ≤ 0, τ ≤ 0, bad Σ, unknown form.
+    """
+
+    grid: Grid
+    m: int
+    k: int
+    epsilon: float
+    tau: float
+    basis: object = "fourier"
+    sigma: np.ndarray | None = None
+    sigma_power: float = 3.0
+    sigma_scale: float = 1.0
+    form: str = "bingham"
+    _basis_values: np.ndarray = field(init=False, repr=False, compare=False)
+    _sigma: np.ndarray = field(init=False, repr=False, compare=False)
+    _sigma_rule: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        if not isinstance(self.grid, Grid):
+            raise InputError("grid must be an fdp_ppl.spaces.Grid",
+                             "build one with Grid.uniform(K) or Grid.from_points(t)")
+        eps = check_epsilon(self.epsilon)
+        object.__setattr__(self, "epsilon", eps)
+        tau = float(self.tau)
+        if not np.isfinite(tau) or tau <= 0:
+            raise InputError(f"tau must be a finite public bound > 0, got {self.tau!r}",
+                             "pass the public L2 bound of the curves, e.g. tau=1.0")
+        object.__setattr__(self, "tau", tau)
+        m, k = int(self.m), int(self.k)
+        if k < 1 or m < 1:
+            raise InputError(f"need m >= 1 and k >= 1, got m = {m}, k = {k}", "pass e.g. m=5, k=1")
+        if k > m:
+            raise InputError(f"k = {k} components cannot exceed m = {m} basis functions", "choose k <= m")
+        if m > self.grid.size:
+            raise InputError(f"m = {m} basis functions exceed the {self.grid.size} grid points",
+                             "choose m no larger than the grid")
+        if self.form not in FORMS:
+            raise InputError(f"unknown form {self.form!r}", f"choose one of {FORMS}")
+        scale = float(self.sigma_scale)
+        if not np.isfinite(scale) or scale <= 0:
+            raise InputError("sigma_scale must be > 0", "pass e.g. sigma_scale=1.0")
+        if isinstance(self.basis, Eigenbasis):
+            if self.basis.grid != self.grid:
+                raise InputError("the eigenbasis was built on another grid", "build it on spec.grid")
+            if m > self.basis.size:
+                raise InputError(f"m = {m} exceeds the {self.basis.size} retained eigenfunctions",
+                                 "choose a smaller m")
+            B = np.asarray(self.basis.eigenfunctions[:, :m])
+            default_sigma = np.diag(np.asarray(self.basis.eigenvalues[:m]))
+            rule = f"{scale:g} * diag(kernel operator eigenvalues 1..{m}) of {self.basis.kernel!r}"
+        elif self.basis == "fourier":
+            B = fourier_basis(self.grid, m)
+            default_sigma = np.diag(np.arange(1, m + 1, dtype=float) ** (-float(self.sigma_power)))
+            rule = f"{scale:g} * diag(i^-{float(self.sigma_power):g}), i = 1..{m}"
+        else:
+            raise InputError(f"unknown basis {self.basis!r}", "pass 'fourier' or an fdp_ppl.spaces.Eigenbasis")
+        if self.sigma is not None:
+            S = np.array(self.sigma, dtype=float)
+            if S.shape != (m, m) or not np.all(np.isfinite(S)) or not np.allclose(S, S.T):
+                raise InputError(f"sigma must be a finite symmetric ({m}, {m}) matrix",
+                                 "pass a public covariance")
+            rule = f"{scale:g} * user-supplied public matrix"
+        else:
+            S = default_sigma
+        S = scale * 0.5 * (S + S.T)
+        if np.linalg.eigvalsh(S)[0] <= 0:
+            raise InputError("sigma must be positive definite", "pass a positive-definite public covariance")
+        object.__setattr__(self, "m", m)
+        object.__setattr__(self, "k", k)
+        object.__setattr__(self, "_basis_values", B)
+        object.__setattr__(self, "_sigma", S)
+        object.__setattr__(self, "_sigma_rule", rule)
+
+    # ---------------------------------------------------------------- public quantities
+    @property
+    def basis_values(self) -> np.ndarray:
+        """The public basis on the grid, shape (K, m), orthonormal in the quadrature inner product."""
+        return self._basis_values
+
+    @property
+    def Sigma(self) -> np.ndarray:
+        """Base covariance Σ in basis coordinates, shape (m, m)."""
+        return self._sigma
+
+    @property
+    def sigma_rule(self) -> str:
+        """How Σ was built (recorded in the release attrs)."""
+        return self._sigma_rule
+
+    @property
+    def basis_name(self) -> str:
+        return "fourier" if isinstance(self.basis, str) else f"eigenbasis {self.basis.kernel!r}"
+
+    @property
+    def sensitivity(self) -> float:
+        """Δ = 1: sensitivity of the uncentred objective Σ‖PX_i‖² with ‖X_i‖ ≤ 1
+        (Awan et al. 2019, §4; replace-one adjacency)."""
+        return 1.0
+
+    @property
+    def scale(self) -> float:
+        """ε/(2Δ), the factor multiplying the objective (Prop. 3.1)."""
+        return self.epsilon / (2.0 * self.sensitivity)
+
+    def bingham_parameter(self, gram) -> np.ndarray:
+        """The matrix A of the target ``etr(VᵀAV)`` of the Bingham form: ``ε/(2Δ)(G − Σ⁻¹)``, shape (m, m)."""
+        return self.scale * (np.asarray(gram, dtype=float) - np.linalg.inv(self._sigma))
+
+    def log_density(self, V, gram) -> np.ndarray:
+        """Unnormalised log-density of the spec's form w.r.t. the uniform law on frames.
+
+        Parameters
+        ----------
+        V : ndarray, shape (..., m, k)
+            Orthonormal frames.
+        gram : ndarray, shape (m, m)
+
+        Returns
+        -------
+        ndarray, shape (...)
+            ``bingham``: tr(VᵀAV); ``gp-base``: (ε/2Δ) tr(VᵀGV) − (m/2) log det(VᵀΣ⁻¹V) (spec §2.3b).
+        """
+        V = np.asarray(V, dtype=float)
+        if self.form == "bingham":
+            return np.einsum("...ik,ij,...jk->...", V, self.bingham_parameter(gram), V)
+        Si = np.linalg.inv(self._sigma)
+        M = np.einsum("...ik,ij,...jl->...kl", V, Si, V)
+        return self.scale * np.einsum("...ik,ij,...jk->...", V, np.asarray(gram, float), V) \
+            - 0.5 * self.m * np.linalg.slogdet(M)[1]
+
+    def attrs(self) -> dict:
+        """Public metadata of the mechanism (numbers and strings only)."""
+        return {"epsilon": self.epsilon, "tau": self.tau, "m": self.m, "k": self.k, "basis": self.basis_name,
+                "sigma_rule": self.sigma_rule, "form": self.form, "sensitivity": self.sensitivity,
+                "objective": "uncentred sum_i ||P X_i||^2, ||X_i|| <= 1 (Awan et al. 2019, Sec. 4)",
+                "centring": "none", "adjacency": "replace-one", **self.grid.attrs()}
+
+    # ---------------------------------------------------------------- data holder
+    def coefficients(self, curves) -> tuple[np.ndarray, int]:
+        """Clipped, τ-scaled basis coefficients of the curves (data holder only).
+
+        Parameters
+        ----------
+        curves : array_like, shape (n, K)
+            Curves on the grid (same units as τ).
+
+        Returns
+        -------
+        coefficients : ndarray, shape (n, m)
+            Rows with norm ≤ 1.
+        n_clipped : int
+            Number of curves with ‖X_i‖ > τ.
+
+        Raises
+        ------
+        InputError
+            Wrong shape, fewer than 1 curve, or non-finite values.
+        """
+        x = np.asarray(curves, dtype=float)
+        if x.ndim != 2 or x.shape[1] != self.grid.size or x.shape[0] < 1:
+            raise InputError(f"curves must have shape (n, {self.grid.size}), got {x.shape}",
+                             "pass one row per curve evaluated on spec.grid")
+        if not np.all(np.isfinite(x)):
+            raise InputError("curves contain NaN or infinite values", "remove or impute them before the release")
+        norms = self.grid.norm(x)
+        over = norms > self.tau
+        x = x * np.where(over, self.tau / np.where(norms > 0, norms, 1.0), 1.0)[:, None] / self.tau
+        c = (x * self.grid.weights) @ self._basis_values
+        cn = np.linalg.norm(c, axis=1)
+        c = c / np.maximum(cn, 1.0)[:, None]
+        return c, int(over.sum())
+
+    def fit(self, curves) -> "FPCAFit":
+        """The non-private scatter matrix G = XᵀX of the clipped coefficients (data holder only).
+
+        Parameters
+        ----------
+        curves : array_like, shape (n, K)
+
+        Returns
+        -------
+        FPCAFit
+        """
+        c, n_clipped = self.coefficients(curves)
+        return FPCAFit(spec=self, gram=c.T @ c, n=c.shape[0], n_clipped=n_clipped)
+
+
+@dataclass(frozen=True, eq=False)
+class FPCAFit:
+    """Fitted (confidential) summary of ε-DP FPCA: ``gram`` = XᵀX, shape (m, m).
+
+    Attributes
+    ----------
+    spec : FPCASpec
+    gram : ndarray, shape (m, m)
+        Uncentred scatter matrix of the clipped coefficients (data holder only).
+    n : int
+        Number of curves (public under replace-one adjacency).
+    n_clipped : int
+        Curves clipped to τ (data holder only; not released).
+    """
+
+    spec: FPCASpec
+    gram: np.ndarray
+    n: int
+    n_clipped: int = 0
+
+    def nonprivate_frame(self) -> np.ndarray:
+        """Top-k eigenvectors of G, shape (m, k) (evaluation only; not private)."""
+        w, U = np.linalg.eigh(self.gram)
+        return U[:, ::-1][:, : self.spec.k]
+
+
+# ---------------------------------------------------------------------- utility (Section 6)
+def _proj(Q):
+    Q = np.asarray(Q, dtype=float)
+    return Q @ np.swapaxes(Q, -1, -2)
+
+
+def variance_ratio(Q_private, gram, k: int | None = None, *, reading: str = "trace") -> np.ndarray:
+    """Section 6 "variance ratio" of a private frame against the non-private one.
+
+    Parameters
+    ----------
+    Q_private : ndarray, shape (..., m, k)
+        Orthonormal private frames.
+    gram : ndarray, shape (m, m)
+        G = XᵀX (evaluation only).
+    k : int, optional
+        Defaults to ``Q_private.shape[-1]``.
+    reading : {"trace", "frobenius"}
+        The paper's formula ‖XᵀP̃X‖²_F / ‖XᵀP̂X‖²_F is dimensionally inconsistent
+        (spec §3.2). ``"trace"`` (default, spec reading i): tr(P̃G)/tr(P̂G);
+        ``"frobenius"`` (reading ii): ‖P̃GP̃‖²_F / ‖P̂GP̂‖²_F = ‖XP̃Xᵀ‖²_F / ‖XP̂Xᵀ‖²_F.
+
+    Returns
+    -------
+    ndarray, shape (...)
+        In [0, 1].
+    """
+    G = np.asarray(gram, dtype=float)
+    Q = np.asarray(Q_private, dtype=float)
+    k = Q.shape[-1] if k is None else k
+    w, U = np.linalg.eigh(G)
+    Qh = U[:, ::-1][:, :k]
+    if reading == "trace":
+        return np.einsum("...ik,ij,...jk->...", Q, G, Q) / np.trace(Qh.T @ G @ Qh)
+    if reading == "frobenius":
+        P = _proj(Q)
+        num = np.sum((P @ G @ P) ** 2, axis=(-2, -1))
+        Ph = Qh @ Qh.T
+        return num / np.sum((Ph @ G @ Ph) ** 2)
+    raise InputError(f"unknown reading {reading!r}", "choose 'trace' or 'frobenius'")
+
+
+def subspace_distance(Q_private, Q_reference) -> np.ndarray:
+    """Section 6 subspace norm ½‖P̃ − P̂‖²_F = k − ‖Q̃ᵀQ̂‖²_F, in [0, k].
+
+    Parameters
+    ----------
+    Q_private : ndarray, shape (..., m, k)
+    Q_reference : ndarray, shape (m, k)
+
+    Returns
+    -------
+    ndarray, shape (...)
+    """
+    Q = np.asarray(Q_private, dtype=float)
+    R = np.asarray(Q_reference, dtype=float)
+    return Q.shape[-1] - np.sum((np.swapaxes(Q, -1, -2) @ R) ** 2, axis=(-2, -1))
+
+
+# ---------------------------------------------------------------------- release
+def _rhat_ess(traces: np.ndarray) -> tuple[float, float]:
+    """Max split-R̂ and min bulk ESS over the scalar traces, shape (chains, iterations, p)."""
+    import arviz as az
+
+    traces = np.asarray(traces, dtype=float)
+    if traces.ndim == 2:
+        traces = traces[..., None]
+    rh, es = [], []
+    for j in range(traces.shape[-1]):
+        x = traces[..., j]
+        if np.ptp(x) == 0:
+            continue
+        rh.append(float(az.rhat(x)))
+        es.append(float(az.ess(x)))
+    return (max(rh) if rh else 1.0), (min(es) if es else float(traces.shape[0] * traces.shape[1]))
+
+
+def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, iterations: int = 200,
+                 random_seed=None, ledger=None, label: str = "", dataset: str = "",
+                 diagnostics: bool = False, max_proposals: int = 2_000_000) -> xr.DataTree:
+    """Release ε-DP principal components: ``draws`` frames, each spending ε.
+
+    Parameters
+    ----------
+    fitted : FPCAFit
+        From :meth:`FPCASpec.fit` (data holder only).
+    sampler : {"exact", "gibbs"}
+        ``"exact"``: Bingham form with k = 1 by ACG rejection (Kent et al. 2018);
+        GP-base form (any k) by rejection from the base measure (Thm 4.1).
+        ``"gibbs"``: Bingham form, any k, ``iterations`` column-wise Gibbs scans
+        (Hoff 2009) from a uniform random start; each released draw is the last
+        state of its own chain. Not exact for k > 1 (the guarantee is then
+        (ε, (1 + e^ε)γ) with γ the unknown TV distance to the target, spec §4.2).
+    draws : int
+        Number of released frames; the ledger is charged ``draws × ε``.
+    iterations : int
+        Gibbs scans per chain (fixed in advance; ignored by ``"exact"``).
+    random_seed : None, int, sequence or Generator
+        None (default): fresh OS entropy. A seed warns :class:`~fdp_ppl.errors.SeededReleaseWarning`.
+    ledger : PrivacyLedger or FileLedger, optional
+        Charged before any draw; a later failure never refunds.
+    label, dataset : str
+        Ledger entry details.
+    diagnostics : bool
+        For ``"gibbs"``: record max split-R̂ and min ESS of the traces of the
+        rotation/sign-invariant quantities (explained-variance ratio tr(VᵀGV)/tr(G)
+        and the entries of VVᵀ) in attrs. These are computed on the confidential
+        data and are **not covered by ε** (``diagnostics_private = 1``), so they are
+        off by default: turn them on only for a release that stays with the data
+        holder, or diagnose on public data with the same (n, m, ε, Σ).
+    max_proposals : int
+        Data-independent cap for the GP-base rejection sampler.
+
+    Returns
+    -------
+    xr.DataTree
+        ``posterior``: ``components`` (chain, draw, component, t) — the released
+        functions on the grid (in units of the clipped, τ-divided curves: unit
+        L² norm) — and ``frame`` (chain, draw, basis, component);
+        ``constant_data``: ``basis_functions`` (t, basis), ``quadrature_weights`` (t),
+        ``sigma`` (basis, basis2); root attrs: ε, τ, n, m, k, basis, sigma_rule,
+        form, sampler, iterations, exact (1/0), fp_safe = 0, noise_seeded,
+        budget_spent_epsilon, acceptance (exact samplers), rhat/ess (Gibbs).
+
+    Raises
+    ------
+    InputError
+        Unknown sampler, a sampler that does not serve the form, draws < 1, iterations < 1.
+    BudgetExceededError
+        From the ledger; nothing is drawn.
+    SamplerBudgetError
+        The GP-base rejection sampler hit ``max_proposals`` (after the ledger was charged).
+    """
+    spec = fitted.spec
+    if sampler not in SAMPLERS:
+        raise InputError(f"unknown sampler {sampler!r}", f"choose one of {SAMPLERS}")
+    draws, iterations = int(draws), int(iterations)
+    if draws < 1:
+        raise InputError("draws must be >= 1", "pass draws=1 for one release")
+    if sampler == "gibbs" and iterations < 1:
+        raise InputError("iterations must be >= 1", "pass e.g. iterations=200")
+    if spec.form == "bingham" and sampler == "exact" and spec.k > 1:
+        raise InputError("no exact sampler for the Bingham form with k > 1",
+                         "use sampler='gibbs', or form='gp-base' (exact by rejection)")
+    if spec.form == "gp-base" and sampler != "exact":
+        raise InputError("the GP-base form is sampled by exact rejection only", "use sampler='exact'")
+    seeded = random_seed is not None
+    if seeded:
+        warnings.warn("the release is drawn from the given random_seed: anyone who learns the seed can "
+                      "regenerate the draw, so the release is private only while the seed stays secret; pass no "
+                      "seed for a real release (fresh OS entropy)", SeededReleaseWarning, stacklevel=2)
+    cost = PrivacyBudget(spec.epsilon * draws, 0.0)
+    mech_name = f"expmech-fpca-{spec.form}-{sampler}"
+    if ledger is not None:
+        ledger.spend(cost, label or mech_name, dataset=dataset, mechanism=mech_name)
+    rng = np.random.default_rng(seed_sequence(random_seed))
+    G = np.asarray(fitted.gram, dtype=float)
+    m, k = spec.m, spec.k
+    extra: dict = {}
+    if spec.form == "gp-base":
+        frames, st = rejection_from_gp_base(G, spec.Sigma, k, spec.scale, draws, rng,
+                                            max_proposals=max_proposals, return_stats=True)
+        exact, its = 1, 0
+        extra["acceptance"] = st["acceptance"]
+    elif sampler == "exact":
+        v, st = sample_vector_bingham(spec.bingham_parameter(G), draws, rng, return_stats=True)
+        frames = v[:, :, None]
+        exact, its = 1, 0
+        extra["acceptance"] = st["acceptance"]
+    else:
+        A = spec.bingham_parameter(G)
+        iu = np.triu_indices(m)
+        trG = max(np.trace(G), 1e-300)
+
+        def invariant(V):
+            P = V @ V.T
+            return np.concatenate([[np.trace(V.T @ G @ V) / trG], P[iu]])
+
+        frames, tr = gibbs_matrix_bingham(A, k, iterations, rng, chains=draws,
+                                          trace=invariant if diagnostics else None)
+        exact, its = int(k == 1), iterations
+        if diagnostics and iterations >= 4:
+            rhat, ess = _rhat_ess(tr)
+            extra.update(rhat_invariant=rhat, ess_invariant=ess, diagnostics_private=1,
+                         diagnostics_on="explained-variance ratio and entries of V V^T")
+    frames = frames.reshape(1, draws, m, k)
+    B = spec.basis_values
+    comps = np.einsum("tb,cdbk->cdkt", B, frames)
+    t = spec.grid.points
+    post = xr.Dataset(
+        {"components": (("chain", "draw", "component", "t"), comps),
+         "frame": (("chain", "draw", "basis", "component"), frames)},
+        coords={"chain": [0], "draw": np.arange(draws), "component": np.arange(k), "basis": np.arange(m),
+                "t": t})
+    const = xr.Dataset(
+        {"basis_functions": (("t", "basis"), B), "quadrature_weights": (("t",), spec.grid.weights),
+         "sigma": (("basis", "basis2"), spec.Sigma)},
+        coords={"t": t, "basis": np.arange(m), "basis2": np.arange(m)})
+    attrs = {**spec.attrs(), "fdp_ppl_kind": KIND, "mechanism": mech_name, "n": int(fitted.n),
+             "sampler": sampler if spec.form == "bingham" else "rejection-from-gp-base",
+             "sampler_reference": ("Kent, Ganeiber & Mardia 2018 (ACG rejection)" if (sampler == "exact" and
+                                   spec.form == "bingham") else "Hoff 2009 (column-wise Gibbs)" if sampler == "gibbs"
+                                   else "rejection from the base measure (Awan et al. 2019, Thm 4.1)"),
+             "iterations": its, "exact": exact, "fp_safe": 0, "noise_seeded": int(seeded), "draws": draws,
+             "budget_spent_epsilon": cost.epsilon, "budget_spent_delta": 0.0, "private": 1,
+             "initialisation": "uniform random frame (data-independent)" if sampler == "gibbs" else "none",
+             **extra}
+    if ledger is not None and hasattr(ledger, "attrs"):
+        attrs.update(ledger.attrs())
+    tree = xr.DataTree.from_dict({"/posterior": post, "/constant_data": const})
+    tree.attrs = attrs
+    return tree
+
+
+def fpca_pymc_model(fitted: FPCAFit):
+    """PyMC model of the spec's FPCA target on a Euclidean auxiliary variable (spec §4.1), for NUTS.
+
+    PyMC has no Stiefel transform, so the frame is the span of ``Z`` (m×k):
+    ``bingham``: Z i.i.d. N(0, 1) entries (span uniform) and potential tr(A P),
+    A = ε/(2Δ)(G − Σ⁻¹); ``gp-base``: k i.i.d. N(0, Σ) columns (Thm 4.2) and
+    potential ε/(2Δ) tr(G P); P = Z(ZᵀZ)⁻¹Zᵀ depends only on span(Z), so span(Z)
+    has exactly the target law. Draws are not exact (MCMC); compute diagnostics on
+    ``explained`` = tr(GP)/tr(G) or on P, never on Z. A release takes an orthonormal
+    basis of span(Z) of ONE draw (each released draw costs ε).
+
+    Parameters
+    ----------
+    fitted : FPCAFit
+
+    Returns
+    -------
+    pm.Model
+        Variables ``Z`` (m, k) for ``bingham`` or (k, m) for ``gp-base``; potential
+        ``expmech``; deterministics ``projection`` (m, m) and ``explained``.
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    spec = fitted.spec
+    m, k = spec.m, spec.k
+    G = np.asarray(fitted.gram, dtype=float)
+    with pm.Model() as model:
+        if spec.form == "bingham":
+            Z = pm.Normal("Z", 0.0, 1.0, shape=(m, k))
+            A = spec.bingham_parameter(G)
+        else:
+            Z = pm.MvNormal("Z", mu=np.zeros(m), cov=spec.Sigma, shape=(k, m)).T
+            A = spec.scale * G
+        P = pt.dot(Z, pt.linalg.solve(pt.dot(Z.T, Z), Z.T, assume_a="pos"))
+        pm.Deterministic("projection", P)
+        pm.Potential("expmech", pt.sum(A * P))
+        pm.Deterministic("explained", pt.sum(G * P) / max(float(np.trace(G)), 1e-300))
+    return model
