@@ -217,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "with one 2-D variable of curves (records x grid)")
     g.add_argument("--var", default=None, help="variable to use (e.g. cca for dti, demand for electricity)")
     g.add_argument("--data-dir", default=None, metavar="DIR",
-                   help="directory with the data files (default: $FDP_PPL_DATA_DIR or ../shared/data)")
+                   help="directory with the data files (default: $FDP_PPL_DATA_DIR or the datasets shipped with the package)")
     g.add_argument("--missing", choices=("error", "impute"), default="error",
                    help="missing (NaN/inf) values: error (default) stops before anything is drawn; impute sets each "
                         "missing point to 0 (the record contributes 0 there) and keeps every record, so n stays the "

@@ -215,13 +215,29 @@ def test_data_dir_relative_nc_name(tmp_path):
     assert da.shape == (6, 8)
 
 
-def test_default_data_directory_is_next_to_checkout(monkeypatch):
+def test_default_data_directory_is_the_package_data(monkeypatch):
+    """Issue 14: the real datasets ship with the package; no directory beside the checkout is needed."""
     monkeypatch.delenv("FDP_PPL_DATA_DIR", raising=False)
     import fdp_ppl
 
-    expected = Path(fdp_ppl.__file__).resolve().parents[1].parent / "shared" / "data"
-    if expected.is_dir():
-        assert data_directory() == expected.resolve()
+    expected = Path(fdp_ppl.__file__).resolve().parent / "datasets" / "data"
+    assert data_directory() == expected
+    assert {p.name for p in expected.glob("*.nc")} == {"dti.nc", "electricity_monday.nc", "growth.nc"}
+    assert (expected / "README.md").is_file() and "GNU General Public License" in (expected / "LICENSE").read_text()
+    assert load_dataset("dti", "cca", missing="impute").sizes["curve"] == 382
+
+
+def test_no_tracked_file_points_outside_the_repository():
+    """Nothing in the repository refers to the workplace's folders (a user's checkout has neither)."""
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[1]
+    patterns = ["..", "/shared"], ["/wor", "k/"]
+    for parts in patterns:
+        res = subprocess.run(["git", "grep", "-n", "-F", "".join(parts)], cwd=repo, capture_output=True, text=True)
+        if res.returncode == 128:
+            pytest.skip("not a git checkout")
+        assert res.stdout == "", res.stdout
 
 
 # ---------------------------------------------------------------------- ICLP simulation designs

@@ -4,9 +4,10 @@ Two kinds of source:
 
 * **embedded** datasets shipped offline by the ``fdars`` package (imported
   lazily): Berkeley growth heights and Canadian weather;
-* **file** datasets, NetCDF files in a data directory (never copied into the
-  repository): DTI tract profiles and Adelaide Monday electricity demand; any
-  path to a NetCDF file works too (other formats such as CSV are refused with
+* **file** datasets, NetCDF files shipped with the package
+  (``fdp_ppl/datasets/data``, provenance and licence in its README) or in a
+  data directory of the user's: DTI tract profiles and Adelaide Monday
+  electricity demand; any path to a NetCDF file works too (other formats such as CSV are refused with
   a message saying what is expected).
 
 The record dimension of a file (the privacy unit: n is its size) comes from
@@ -31,8 +32,7 @@ is for studies that reproduce a paper only: n then counts the complete
 records, which depends on the data, so a release built on it is not private.
 
 The data directory is resolved in this order: the ``data_dir`` argument, the
-environment variable ``FDP_PPL_DATA_DIR``, ``../shared/data`` next to the
-repository checkout, ``../shared/data`` relative to the working directory.
+environment variable ``FDP_PPL_DATA_DIR``, the package's own data folder.
 """
 
 from __future__ import annotations
@@ -86,24 +86,16 @@ _CONVERT = "convert with xarray: xr.DataArray(values, dims=('curve', 't'), coord
 
 
 # ---------------------------------------------------------------------- data directory
-def _default_dirs() -> list[Path]:
-    repo_root = Path(__file__).resolve().parents[2]
-    out = [repo_root.parent / "shared" / "data", Path.cwd() / ".." / "shared" / "data"]
-    # a checkout nested deeper (e.g. a CI clone) still finds a `shared/data` next to an ancestor
-    out += [p / "shared" / "data" for p in repo_root.parents[1:]]
-    out.append(Path("/work/shared/data"))  # the workplace's shared folder
-    return out
+#: the real datasets shipped with the package (see ``fdp_ppl/datasets/data/README.md`` for provenance and licence)
+PACKAGE_DATA = Path(__file__).resolve().parent / "data"
 
 
 def data_directory(data_dir=None) -> Path:
     """Directory that holds the file datasets.
 
     Resolution order: ``data_dir`` if given; else the environment variable
-    ``FDP_PPL_DATA_DIR`` if set and non-empty; else ``../shared/data`` next to
-    the repository checkout (``Path(fdp_ppl.__file__).parents[1].parent /
-    "shared" / "data"``) if it exists; else ``../shared/data`` relative to the
-    current working directory; else ``shared/data`` next to any ancestor of
-    the checkout; else ``/work/shared/data``.
+    ``FDP_PPL_DATA_DIR`` if set and non-empty; else the datasets shipped with
+    the package (:data:`PACKAGE_DATA`: DTI, electricity demand, Berkeley growth).
 
     Parameters
     ----------
@@ -120,11 +112,7 @@ def data_directory(data_dir=None) -> Path:
     env = os.environ.get(ENV_VAR, "").strip()
     if env:
         return Path(env).expanduser()
-    candidates = _default_dirs()
-    for c in candidates:
-        if c.is_dir():
-            return c.resolve()
-    return candidates[0]
+    return PACKAGE_DATA
 
 
 def _missing_file_error(path: Path, data_dir) -> FileNotFoundError:
@@ -133,7 +121,7 @@ def _missing_file_error(path: Path, data_dir) -> FileNotFoundError:
     elif os.environ.get(ENV_VAR, "").strip():
         how = f"the environment variable {ENV_VAR}"
     else:
-        how = "the default locations " + ", ".join(str(c) for c in _default_dirs())
+        how = f"the package's data folder {PACKAGE_DATA}"
     return FileNotFoundError(
         f"data file {path.name!r} not found in {path.parent} (directory taken from {how}); "
         f"pass data_dir=... to load_dataset or set the environment variable {ENV_VAR} to the directory "
@@ -472,4 +460,4 @@ def _finish(da: xr.DataArray, *, missing: str = "error", reference=None, referen
     return da
 
 
-__all__ = ["load_dataset", "data_directory", "DATASETS", "ENV_VAR", "MissingValuesError"]
+__all__ = ["load_dataset", "data_directory", "DATASETS", "ENV_VAR", "MissingValuesError", "PACKAGE_DATA"]

@@ -118,8 +118,8 @@ def main(argv=None) -> int:
     p.add_argument("--seed", default=None, type=int,
                    help="random seed of the release and of MCMC for a reproducible study; default: fresh OS entropy "
                         "(a seeded release is private only while the seed stays secret)")
-    p.add_argument("--data-dir", default=None, help="directory holding dti.nc (default: FDP_PPL_DATA_DIR or "
-                                                    "../shared/data)")
+    p.add_argument("--data-dir", default=None, help="directory holding dti.nc (default: FDP_PPL_DATA_DIR or the "
+                                                    "datasets shipped with the package)")
     p.add_argument("--draws", default=1000, type=int, help="posterior draws per chain (default 1000)")
     p.add_argument("--tune", default=1000, type=int, help="tuning steps per chain (default 1000)")
     p.add_argument("--chains", default=2, type=int, help="chains (default 2)")

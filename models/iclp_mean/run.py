@@ -107,8 +107,8 @@ def main(argv=None) -> int:
     p.add_argument("--seed", default=None, type=int,
                    help="random seed for a reproducible study; default: fresh OS entropy (a seeded release is "
                         "private only while the seed stays secret)")
-    p.add_argument("--data-dir", default=None, help="directory holding dti.nc (default: FDP_PPL_DATA_DIR or "
-                                                    "../shared/data)")
+    p.add_argument("--data-dir", default=None, help="directory holding dti.nc (default: FDP_PPL_DATA_DIR or the "
+                                                    "datasets shipped with the package)")
     p.add_argument("--no-plot", action="store_true", help="do not write release.png")
     a = p.parse_args(argv)
     run(a.out_dir, a.epsilon, a.seed, a.data_dir, plot=not a.no_plot)
