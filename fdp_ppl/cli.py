@@ -609,6 +609,9 @@ def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
                                + (f", delta {spent.delta:g} of {total.delta:g}" if total.delta > 0 else "")
                                + f"; remaining epsilon {rem.epsilon:g}"
                                + (f", delta {rem.delta:g}" if total.delta > 0 else "")))
+    else:
+        rows.append(("ledger", "none: this spending is not recorded across runs (pass --ledger FILE --budget "
+                               "EPSILON[,DELTA] to keep the total and refuse overspending)"))
     if plot:
         rows.append(("plot", str(plot)))
     w = max(len(k) for k, _ in rows)
