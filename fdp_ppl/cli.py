@@ -596,6 +596,10 @@ def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
         ("noise E‖ξ‖²", f"{energy:.4g}" + (f" {units}²" if units else "") + f"  (rms ‖ξ‖ = {math.sqrt(energy):.3g}{u})"),
         ("noise seed", "fresh OS entropy (not seeded)" if not int(meta.extra.get("noise_seeded", seed is not None))
          else f"SEEDED with --seed {seed}: private only while the seed stays secret"),
+        ("noise generator", ("OpenDP lattice sampler, floating-point safe" if int(meta.extra.get("fp_safe", 0))
+                             else "compiled float64 sampler, NOT floating-point safe")
+         + f"; guaranteed epsilon {float(meta.extra.get('epsilon_guaranteed', meta.epsilon)):.6g}"
+         + (f", delta {float(meta.extra.get('delta_guaranteed', meta.delta)):.3g}" if meta.delta > 0 else "")),
         ("missing", "imputed by a public rule (--missing impute): a missing point is set to 0"
          if meta.extra.get("missing") == "impute" else "none allowed (--missing error)"),
         ("release", str(out)),

@@ -146,11 +146,13 @@ class Mechanism(ABC):
         return Calibration(sensitivity=sens, scale=np.asarray(self._scale(sigma, spec), dtype=float), sigma=sigma,
                            generator=generator, sigma_source=source)
 
-    def noise_energy(self, summary: SummarySpec | LinearSummary, bound: str = "tight") -> float:
+    def noise_energy(self, summary: SummarySpec | LinearSummary, bound: str = "tight", *,
+                     generator: str = "pymc") -> float:
         """``E‖f̃ − f‖²`` of one release (grid L² norm): ``Σ_j Var(ξ_j) ‖design_j‖²_w``
-        with the law's variance; for an eigenbasis ``‖φ_j‖_w = 1``."""
+        with the law's variance; for an eigenbasis ``‖φ_j‖_w = 1``. ``generator="opendp"``
+        uses the σ of the floating-point-safe path (larger for some Gaussian calibrations)."""
         spec = as_spec(summary)
-        var = self.law.variance(self.calibrate(spec, bound).scale)
+        var = self.law.variance(self.calibrate(spec, bound, generator=generator).scale)
         col = np.sum(spec.design**2 * spec.grid.weights[:, None], axis=0)
         return float(np.sum(var * col))
 
