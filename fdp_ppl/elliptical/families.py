@@ -160,14 +160,23 @@ class EllipticalFamily:
 
     @property
     def mixing(self):
-        """Frozen scipy law of ``W = V²`` (Gaussian scale mixture), or None if not a GSM here."""
-        return None
+        """Frozen scipy law of ``W = V²`` (Gaussian scale mixture), or None if not a GSM here:
+        :attr:`MixingLaw.dist` of the family's mixing law (one definition of each law of W)."""
+        law = self.mixing_law
+        return None if law is None else law.dist
+
+    @property
+    def mixing_law(self):
+        """The :class:`MixingLaw` of ``W`` in dimension :attr:`d`, or None if not a GSM here."""
+        if self.name not in ("gaussian", "t", "laplace", "knorm"):
+            return None
+        return mixing_law(self.name, nu=getattr(self, "nu", None), d=self.d)
 
     @property
     def mean_mixing(self) -> float:
         """``E[W]``, so that ``Cov X = σ² E[W] Σ`` (inf if the covariance does not exist)."""
-        w = self.mixing
-        return float(w.mean()) if w is not None else float("nan")
+        law = self.mixing_law
+        return float(law.mean) if law is not None else float("nan")
 
     # ------------------------------------------------------------------ densities
     def logpdf(self, x, loc=None, sigma: float = 1.0, dispersion=None) -> np.ndarray:
@@ -314,14 +323,6 @@ class MultivariateNormal(EllipticalFamily):
     def log_norm(self):
         return -0.5 * self.d * math.log(2 * math.pi)
 
-    @property
-    def mixing(self):
-        return _PointMass(1.0)
-
-    @property
-    def mean_mixing(self):
-        return 1.0
-
     def radius_cdf(self, r):
         return stats.chi.cdf(np.asarray(r, dtype=float), self.d)
 
@@ -378,14 +379,6 @@ class MultivariateT(EllipticalFamily):
         nu, d = self.nu, self.d
         return float(special.gammaln(0.5 * (nu + d)) - special.gammaln(0.5 * nu) - 0.5 * d * math.log(nu * math.pi))
 
-    @property
-    def mixing(self):
-        return stats.invgamma(0.5 * self.nu, scale=0.5 * self.nu)
-
-    @property
-    def mean_mixing(self):
-        return self.nu / (self.nu - 2) if self.nu > 2 else float("inf")
-
     def radius_cdf(self, r):
         r = np.asarray(r, dtype=float)
         return stats.f.cdf(r * r / self.d, self.d, self.nu)
@@ -431,14 +424,6 @@ class MultivariateLaplace(EllipticalFamily):
     def log_norm(self):
         return math.log(2.0) - 0.5 * self.d * math.log(2 * math.pi)
 
-    @property
-    def mixing(self):
-        return stats.expon()
-
-    @property
-    def mean_mixing(self):
-        return 1.0
-
     def _standard(self, n, rng):
         return np.sqrt(rng.exponential(1.0, n))[:, None] * rng.standard_normal((n, self.d))
 
@@ -474,14 +459,6 @@ class EllipsoidalKNorm(EllipticalFamily):
     def log_norm(self):
         d = self.d
         return -float(log_sphere_area(d) + special.gammaln(d))
-
-    @property
-    def mixing(self):
-        return stats.chi2(self.d + 1)
-
-    @property
-    def mean_mixing(self):
-        return float(self.d + 1)
 
     def radius_cdf(self, r):
         return stats.gamma.cdf(np.asarray(r, dtype=float), self.d)
