@@ -438,3 +438,15 @@ def test_draw_releases_with_the_opendp_generator(curves, matern_basis):
     assert coef.shape == (4, s.n_components) and curves_out.shape == (4, s.grid.size)
     with pytest.raises(InputError, match="differs"):
         draw_releases(mech, s, cal.scale * 2, 1, generator="opendp", calibration=cal)
+
+
+@pytest.mark.parametrize("law, dist", [(Laplace(), stats.laplace), (Normal(), stats.norm)],
+                         ids=["laplace", "normal"])
+def test_opendp_noise_test_would_see_a_scale_sqrt2_too_small(law, dist):
+    """The KS check above has power: noise drawn at scale/√2 is rejected against the calibrated law."""
+    J = 50
+    centre = np.zeros(J)
+    scale = np.linspace(0.5, 2.0, J)
+    y = OpenDPSampler(law, J).draw(centre, scale / math.sqrt(2.0), 40)
+    z = (y / scale).ravel()
+    assert stats.kstest(z, dist.cdf).pvalue < 1e-6

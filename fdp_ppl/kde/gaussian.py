@@ -479,7 +479,7 @@ def release_kde(summary: KDESummary, mechanism: GaussianMechanism, *, draws: int
         "sigma": sigma,
         "noise_covariance": "sigma^2 K(x, y) on the retained eigenpairs",
         "noise_seeded": int(random_seed is not None),
-        "generator": "numpy",
+        "noise_generator": "numpy",
         "fp_safe": 0,  # continuous numpy Gaussian draws; no discrete/OpenDP sampler for this path yet
         "releases": k,
         "source": KDE_SOURCE,
