@@ -205,7 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG, description="Differentially private releases of functional data (mean curves).")
     parser.add_argument("--version", action="version", version=f"{PROG} {_version()}",
                         help="print the package version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="{release,demo,ledger}")
+    names = ["release", "demo", "ledger", *(n for n, _ in _SUBCOMMANDS)]
+    sub = parser.add_subparsers(dest="command", metavar="{" + ",".join(names) + "}")
     sub.required = True
 
     r = sub.add_parser("release", help="release a private mean curve of a dataset",
@@ -287,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Print the total budget of a ledger written by --ledger, one row per charge "
                                     "(time, dataset, mechanism, epsilon, delta, label) and what remains.")
     lg.add_argument("file", metavar="FILE", help="the ledger file")
+    _add_extra_subparsers(sub)
     return parser
 
 
@@ -708,6 +710,18 @@ def _cmd_ledger(a) -> int:
     return 0
 
 
+#: further subcommands, each in its own module: ``(name, module)``; the module defines
+#: ``add_subparser(sub)`` (cheap: no heavy imports at module level) and ``run(args) -> int``
+_SUBCOMMANDS: list[tuple[str, str]] = []
+
+
+def _add_extra_subparsers(sub) -> None:
+    import importlib
+
+    for _, mod in _SUBCOMMANDS:
+        importlib.import_module(mod).add_subparser(sub)
+
+
 def _version() -> str:
     from ._version import __version__
 
@@ -730,6 +744,11 @@ def main(argv=None) -> int:
             return _cmd_release(args)
         if args.command == "ledger":
             return _cmd_ledger(args)
+        for name, mod in _SUBCOMMANDS:
+            if args.command == name:
+                import importlib
+
+                return importlib.import_module(mod).run(args)
         return _cmd_demo(args)
     except FdpPplError as e:  # library and command-line errors: message; fix — printed unchanged
         return _fail(e)
