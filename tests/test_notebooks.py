@@ -17,6 +17,11 @@ def test_notebook_runs_in_fast_mode(path, tmp_path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("PYTHONPATH", str(path.parents[1]) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     nb = nbformat.read(path, as_version=4)
+    # every figure must name its axes and keep its legend entries apart (tests/figure_checks.py)
+    checks = Path(__file__).with_name("figure_checks.py")
+    nb.cells.insert(0, nbformat.v4.new_code_cell(
+        f"import importlib.util as _u\n_s = _u.spec_from_file_location('figure_checks', {str(checks)!r})\n"
+        "_m = _u.module_from_spec(_s); _s.loader.exec_module(_m); _m.install()"))
     client = nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()
