@@ -39,6 +39,7 @@ from ..errors import InputError, SeededReleaseWarning
 from ..mechanisms.gaussian import GaussianMechanism
 from ..sampling import seed_sequence
 from ..schema import CONSTANT_DATA, POSTERIOR
+from ..spaces.eigenbasis import _sign_convention
 from ..summaries.base import Sensitivity
 
 DEFAULT_REL_TOL = 1e-12
@@ -152,8 +153,9 @@ class ProductEigenbasis:
             order = np.argsort(lam)[::-1]
             lam, v = lam[order], v[:, order]
             keep = lam > rel_tol * lam[0]
+            v = v[:, keep]
             self.axis_values.append(lam[keep])
-            self.axis_functions.append(v[:, keep] / sw[:, None])
+            self.axis_functions.append(v * _sign_convention(v) / sw[:, None])
         lam = self.axis_values[0]
         for extra in self.axis_values[1:]:
             lam = np.multiply.outer(lam, extra)

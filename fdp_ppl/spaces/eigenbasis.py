@@ -36,6 +36,22 @@ from .kernels import Kernel
 DEFAULT_REL_TOL = 1e-12
 
 
+def _sign_convention(u: np.ndarray) -> np.ndarray:
+    """Signs (J,) that make the largest-magnitude entry of each column of ``u`` (K, J) positive.
+
+    Entries within a relative 1e-9 of a column's largest magnitude count as
+    tied and the first of them along the grid decides: on a symmetric grid the
+    two peaks of an odd eigenfunction agree to rounding, and ``argmax`` alone
+    would pick one by the last bits of the BLAS (different signs on different
+    machines).
+    """
+    a = np.abs(u)
+    top = a.max(axis=0)
+    idx = np.argmax(a >= top * (1.0 - 1e-9), axis=0)
+    s = np.sign(u[idx, np.arange(u.shape[1])])
+    return np.where(s == 0, 1.0, s)
+
+
 class Eigenbasis:
     """Operator eigenpairs of ``kernel`` on ``grid``; build with :func:`eigenbasis`.
 
@@ -47,7 +63,10 @@ class Eigenbasis:
         Operator eigenvalues λ_j, descending, all ``> rel_tol · λ_1``.
     eigenfunctions : ndarray, shape (K, J)
         ``eigenfunctions[k, j] = φ_j(t_k)``, orthonormal in ``<·,·>_w``; the
-        sign of each is fixed so its largest-magnitude value is positive.
+        sign of each is fixed so its largest-magnitude value is positive (the
+        first such value along the grid where several agree to 1e-9, as the
+        symmetric peaks of an odd eigenfunction do, so that the sign does not
+        depend on rounding in the BLAS of the machine).
     rel_tol : float
     n_dropped : int
         Number of eigenpairs dropped as numerically zero.
@@ -67,8 +86,7 @@ class Eigenbasis:
         lam, u = lam[::-1], u[:, ::-1]
         keep = lam > rel_tol * lam[0]
         lam, u = lam[keep], u[:, keep]
-        idx = np.argmax(np.abs(u), axis=0)
-        u = u * np.sign(u[idx, np.arange(u.shape[1])])
+        u = u * _sign_convention(u)
         self.eigenvalues = lam
         self.eigenfunctions = u / sw[:, None]
         self._u = u
