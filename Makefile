@@ -7,7 +7,7 @@ PYTHON312 ?= $(shell for c in python3.12 "env PYENV_VERSION=3.12 python3.12" $$H
 export PYTENSOR_FLAGS ?= mode=CVM
 export MPLBACKEND ?= Agg
 
-.PHONY: demo test test-slow bench venv clean
+.PHONY: demo test test-slow bench bench-quick venv clean
 
 $(VENV)/.installed: pyproject.toml
 	@if [ -z "$(PYTHON312)" ]; then echo "Python 3.12 not found: install it (pyenv install 3.12) or pass PYTHON312=/path/to/python3.12"; exit 1; fi
@@ -28,7 +28,10 @@ test-slow: $(VENV)/.installed
 	FDP_PPL_SLOW=1 $(PY) -m pytest -q -n 2
 
 bench: $(VENV)/.installed
-	$(PY) benchmarks/bench_iclp.py
+	$(PY) benchmarks/bench_suite.py $(BENCH_ARGS)
+
+bench-quick: $(VENV)/.installed
+	$(PY) benchmarks/bench_suite.py --quick
 
 clean:
 	rm -rf $(VENV) release.nc release.png

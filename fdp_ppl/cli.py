@@ -235,6 +235,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "neither is refused, never read by position; --curve-dim is an alias)")
     g.add_argument("--t-dim", default=None, metavar="NAME",
                    help="name of the grid dimension of the variable in the file (default: the other dim)")
+    g.add_argument("--chunks", type=int, default=None, metavar="N",
+                   help="read the data lazily, N records per chunk, and reduce it chunk by chunk on a dask cluster "
+                        "(curves larger than memory; a Zarr store is always read this way; needs "
+                        "pip install 'fdp-ppl[dask]'); n is the length of the record dim in the file's metadata")
+    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="address of a dask.distributed scheduler (tcp://host:8786) for --chunks; default: a local "
+                        "cluster of 2 worker processes")
     m = r.add_argument_group("mechanism")
     m.add_argument("--mechanism", required=True, choices=tuple(registry.MECHANISMS),
                    help="the mechanism (listed below); " + ", ".join(n for n, e in registry.MECHANISMS.items()
@@ -644,6 +651,10 @@ def _print_data_holder(summary, *, sup: bool = False) -> None:
 def _cmd_release(a) -> int:
     mech = _check_args(a)
     ledger = _open_ledger(a, mech.budget * a.draws)
+    if getattr(a, "chunks", None) is not None or getattr(a, "scheduler", None) or str(a.data).endswith(".zarr"):
+        from .distributed import run_release_cli  # out of core: lazy store, dask cluster
+
+        return run_release_cli(a, mech, ledger, _run)
     curves = _load(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim, t_dim=a.t_dim)
     name = Path(str(a.data)).name
     source = f"{name}" + (f" / {a.var}" if a.var else "")

@@ -9,7 +9,9 @@ metadata (DESIGN invariants 5 and 6).
 from __future__ import annotations
 
 import datetime
+import threading
 import warnings
+import weakref
 
 import numpy as np
 import xarray as xr
@@ -19,7 +21,7 @@ from .accounting import PrivacyLedger
 from .errors import CompatibilityError, InputError, SeededReleaseWarning
 from .mechanisms import Mechanism
 from .sampling import generator_attrs, resolve_generator, sampler_for
-from .schema import NOISE_SCALE, ReleaseMetadata, release_tree
+from .schema import NOISE_SCALE, ReleaseMetadata, ReleaseTemplate, release_tree
 from .summaries import LinearSummary
 
 
@@ -158,13 +160,40 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
         delta=mechanism.delta, sensitivity=cal.sensitivity.value, sensitivity_norm=cal.sensitivity.norm, n=spec.n,
         tau=float(spec.tau), draws=draws, budget_spent_epsilon=cost.epsilon, budget_spent_delta=cost.delta,
         extra={k: v for k, v in extra.items() if k not in ReleaseMetadata._TYPES})
-    constant = spec.public_dataset().assign({NOISE_SCALE: (("basis",), np.asarray(cal.scale))})
-    constant[NOISE_SCALE].attrs["description"] = mechanism.law.describe_scale()
-    grid = spec.grid
-    return release_tree(meta, coef, curves, grid.t, grid.points, constant,
+    template = _template(summary, np.asarray(cal.scale, dtype=float), mechanism.law.describe_scale())
+    return release_tree(meta, coef, curves, None, None, None,
                         {"created_at": now, "creation_library": "fdp_ppl", "creation_library_version": __version__,
-                         "sampling": "exact forward draws"},
-                        labels=summary.labels, offset=summary.offset, offset_source=summary.offset_source)
+                         "sampling": "exact forward draws"}, template=template)
+
+
+#: public parts of release trees (:class:`~fdp_ppl.schema.ReleaseTemplate`), per public spec (weakly held) and
+#: per (noise scales, their description, labels, public offset): nothing non-private is kept
+_TEMPLATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_TEMPLATES_LOCK = threading.Lock()
+_TEMPLATES_PER_SPEC = 8
+
+
+def _template(summary: LinearSummary, scale: np.ndarray, scale_description: str) -> ReleaseTemplate:
+    """The release template of a summary's public parts, built once per spec and noise scales."""
+    spec = summary.spec
+    offset = summary.offset
+    key = (scale.tobytes(), scale_description, tuple(sorted(summary.labels.items())),
+           None if offset is None else np.asarray(offset, dtype=float).tobytes(), summary.offset_source)
+    with _TEMPLATES_LOCK:
+        per_spec = _TEMPLATES.get(spec)
+        template = None if per_spec is None else per_spec.get(key)
+    if template is None:
+        constant = spec.public_dataset().assign({NOISE_SCALE: (("basis",), scale.copy())})
+        constant[NOISE_SCALE].attrs["description"] = scale_description
+        grid = spec.grid
+        template = ReleaseTemplate(constant, grid.t, grid.points, labels=summary.labels, offset=offset,
+                                   offset_source=summary.offset_source)
+        with _TEMPLATES_LOCK:
+            per_spec = _TEMPLATES.setdefault(spec, {})
+            if len(per_spec) >= _TEMPLATES_PER_SPEC:
+                per_spec.pop(next(iter(per_spec)))
+            per_spec[key] = template
+    return template
 
 
 __all__ = ["release"]

@@ -257,8 +257,9 @@ class SummarySpec:
         return out
 
     # ------------------------------------------------------------------ data
-    def _coefficients(self, curves, curve_dim=None, t_dim=None) -> tuple[np.ndarray, int, int]:
-        """(non-private coefficients (J,), number of records, number clipped)."""
+    def _coefficients(self, curves, curve_dim=None, t_dim=None, offset=None) -> tuple[np.ndarray, int, int]:
+        """(non-private coefficients (J,), number of records, number clipped); a public ``offset`` (K,)
+        is subtracted from every record before clipping."""
         raise NotImplementedError
 
     def fit(self, curves, *, record_dim: str | None = None, t_dim: str | None = None, offset=None,
@@ -303,8 +304,9 @@ class SummarySpec:
                                  f"{offset.shape}", "pass a public curve on the curves' grid")
             da, _ = curves_and_grid(curves, self.grid if not hasattr(curves, "dims") else None,
                                     curve_dim=curve_dim, t_dim=t_dim)
-            curves, curve_dim, t_dim = da - xr.DataArray(offset, dims=(dims.T,)), None, None
-        coef, n, n_clipped = self._coefficients(curves, curve_dim, t_dim)
+            curves, curve_dim, t_dim = da, None, None
+        # the offset is subtracted block by block inside the one pass over the data (no copy of the curves)
+        coef, n, n_clipped = self._coefficients(curves, curve_dim, t_dim, offset=offset)
         if n != self.n:
             raise InputError(f"the data have {n} records but the spec was built for the public n={self.n}",
                              "n is public: build the spec with the number of records the release is for")

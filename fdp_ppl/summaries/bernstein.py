@@ -26,7 +26,7 @@ from .. import dims
 from ..errors import InputError
 from ..spaces import Grid
 from .base import LinearSummary, Sensitivity, SummarySpec, public_tau
-from .curves import check_finite, curves_and_grid, warn_if_mostly_clipped
+from .curves import clip_pass, curves_and_grid, warn_if_mostly_clipped
 
 
 def bernstein_design(t, k: int) -> np.ndarray:
@@ -129,19 +129,17 @@ class BernsteinSpec(SummarySpec):
         out["tau_norm"] = "sup"
         return out
 
-    def _coefficients(self, curves, curve_dim=None, t_dim=None):
+    def _coefficients(self, curves, curve_dim=None, t_dim=None, offset=None):
         da, grid = curves_and_grid(curves, None if isinstance(curves, xr.DataArray) else self.lattice_grid,
                                    curve_dim=curve_dim, t_dim=t_dim)
         if not np.allclose(grid.t, self.lattice_grid.t):
             raise InputError("the curves' grid differs from the spec's grid",
                              "build the spec on Grid.from_points(curves[t_dim].values)")
-        check_finite(da)
         tau = float(self.tau)
-        mean = np.asarray(da.clip(-tau, tau).mean(dims.CURVE).values, dtype=float)
-        n_clipped = int((np.abs(da) > tau).any(dims.T).sum().values)
-        warn_if_mostly_clipped(n_clipped, int(da.sizes[dims.CURVE]), tau, norm="sup norm")
-        values = np.interp(np.arange(self.k + 1) / self.k, grid.t, mean)
-        return values, int(da.sizes[dims.CURVE]), n_clipped
+        res = clip_pass(da, grid, tau, norm="sup", offset=offset)  # pointwise clip and sum, one pass
+        warn_if_mostly_clipped(res.n_clipped, res.n, tau, norm="sup norm")
+        values = np.interp(np.arange(self.k + 1) / self.k, grid.t, res.mean)
+        return values, res.n, res.n_clipped
 
 
 #: kept for code written against the first release of the package

@@ -3,10 +3,17 @@
 Curves are an ``xr.DataArray`` with two dims, records × grid, or a numpy
 array of shape ``(n, K)`` on a known grid (rows are records). Which dim of a
 DataArray indexes the records (the privacy unit: n is its size) comes from
-names, never from position (:func:`record_and_grid_dims`). Operations are
-written as xarray reductions, so a dask-backed DataArray (curves in chunks,
-larger than memory) is reduced lazily and only scalars and length-K vectors
-are computed.
+names, never from position (:func:`record_and_grid_dims`).
+
+Every summary reads the curves **once** (:func:`clip_pass`): block by block
+along the records (:data:`CHUNK_BYTES` at a time in memory, or one dask
+chunk at a time), each block gives its grid norms (one ``einsum``), clip
+factors, the finiteness check (read off the norms: a NaN or inf value makes
+its norm non-finite) and its share of the clipped sum (one matrix-vector
+product); the blocks' sums are added. No temporary of the data's size is
+made, so the peak memory stays close to the data's, and a dask-backed
+DataArray (curves in chunks, larger than memory, or on a ``dask.distributed``
+cluster) is reduced lazily: only length-K vectors and counts are computed.
 """
 
 from __future__ import annotations
@@ -248,7 +255,7 @@ def curves_and_grid(curves, grid: Grid | None = None, *, record_dim: str | None 
 
 
 def check_finite(curves: xr.DataArray) -> None:
-    """Raise if any value is NaN or infinite (one reduction; works with dask).
+    """Raise if any value is NaN or infinite (one pass, block by block; lazy reductions for dask).
 
     Raises
     ------
@@ -257,14 +264,191 @@ def check_finite(curves: xr.DataArray) -> None:
         (:func:`impute_missing`, ``load_dataset(..., missing="impute")``,
         ``--missing impute``), which keeps n the number of records.
     """
-    bad = int((~np.isfinite(curves)).sum().values)
+    if _is_dask(curves.data):
+        bad_cells = ~np.isfinite(curves)
+        bad, n_bad = (int(v) for v in _compute(bad_cells.sum().data, bad_cells.any(dims.T).sum().data))
+    else:
+        bad = n_bad = 0
+        x = curves.transpose(..., dims.T).values if dims.T in curves.dims else np.asarray(curves.values)
+        for block in _row_blocks(x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)):
+            # a row sum is non-finite if the row holds NaN/inf (or if finite values overflow: then count exactly)
+            rows = ~np.isfinite(np.sum(block, axis=1))
+            if rows.any():
+                per_row = np.count_nonzero(~np.isfinite(block[rows]), axis=1)
+                bad += int(per_row.sum())
+                n_bad += int(np.count_nonzero(per_row))
+    _raise_if_nonfinite(bad, n_bad)
+
+
+def _raise_if_nonfinite(bad: int, n_bad: int) -> None:
     if bad:
-        n_bad = int((~np.isfinite(curves)).any(dims.T).sum().values)
         raise InputError(f"curves contain {bad} NaN/inf values in {n_bad} curves",
                          "impute them with a public rule (impute_missing(curves), load_dataset(..., "
                          "missing='impute') or --missing impute), which keeps n the number of records; "
                          "drop incomplete curves only for a study, never for a release (n would then "
                          "depend on the data)")
+
+
+#: bytes of curves an in-memory summary processes at once (a block of rows along the records): small enough
+#: for the cache, so the norms, the clip factors and the clipped sum read each block from the cache
+CHUNK_BYTES = 1 << 21
+
+
+def _is_dask(data) -> bool:
+    return type(data).__module__.split(".")[0] == "dask"
+
+
+def _compute(*arrays):
+    """Compute dask arrays together (on the active ``dask.distributed`` client, if any)."""
+    import dask
+
+    return dask.compute(*arrays)
+
+
+def _row_blocks(x: np.ndarray):
+    """Consecutive blocks of rows of ``x`` of about :data:`CHUNK_BYTES` each (views, no copies)."""
+    n, k = x.shape
+    step = max(1, int(CHUNK_BYTES) // (8 * max(k, 1)))
+    for i in range(0, n, step):
+        yield x[i:i + step]
+
+
+#: what :func:`_block_stats` returns after the K sums: clipped records, NaN/inf values, curves with NaN/inf,
+#: largest norm
+_N_STATS = 4
+
+
+def _block_stats(x, norm: str, tau: float, weights, offset) -> np.ndarray:
+    """One block of records ``x`` (m, K) → ``[Σ_i clipped X_i (K), n_clipped, n_bad_values, n_bad_curves, max_norm]``.
+
+    ``norm="l2"``: ``X_i · min(1, τ/‖X_i‖_w)`` (grid L² norm with quadrature
+    ``weights``); ``norm="sup"``: pointwise clipping to ``[−τ, τ]``; a public
+    ``offset`` (K,) is subtracted first. Rows are processed in blocks of
+    :data:`CHUNK_BYTES`; nothing of the block's size is kept.
+    """
+    x = np.asarray(x)
+    k = x.shape[1]
+    out = np.zeros(k + _N_STATS)
+    out[k + 3] = -np.inf
+    step = max(1, int(CHUNK_BYTES) // (8 * max(k, 1)))
+    scratch = (np.empty((min(step, x.shape[0]), k)), np.ones(min(step, x.shape[0]))) if norm == "sup" else None
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf rows are counted and refused by the caller
+        for c in _row_blocks(x):
+            _add_block(out, np.asarray(c, dtype=float), norm, tau, weights, offset, scratch)
+    return out
+
+
+def _add_block(out, c, norm, tau, weights, offset, scratch) -> None:
+    """Add one cache-sized block of records ``c`` to the statistics ``out`` (see :func:`_block_stats`)."""
+    k = c.shape[1]
+    if offset is not None:
+        c = c - offset
+    if norm == "l2":
+        sq = np.einsum("ij,ij,j->i", c, c, weights)
+        norms = np.sqrt(sq)
+        ok = np.isfinite(sq)
+        clipped = norms > tau
+        factor = np.minimum(1.0, tau / np.maximum(norms, np.finfo(float).tiny))
+        out[:k] += factor @ c
+        top = norms
+    else:
+        b, ones = scratch[0][: c.shape[0]], scratch[1][: c.shape[0]]
+        top = np.max(np.abs(c, out=b), axis=1)  # sup norm of each row; NaN propagates, inf shows
+        ok = np.isfinite(top)
+        clipped = top > tau
+        out[:k] += ones @ np.clip(c, -tau, tau, out=b)
+    if top.size:
+        out[k + 3] = max(out[k + 3], float(np.fmax.reduce(top)))
+    out[k] += np.count_nonzero(clipped)
+    if not ok.all():  # NaN/inf values (or, for L2, finite values whose squares overflow): count exactly
+        per_row = np.count_nonzero(~np.isfinite(c[~ok]), axis=1)
+        out[k + 1] += per_row.sum()
+        out[k + 2] += np.count_nonzero(per_row)
+
+
+def _dask_block_stats(block, norm, tau, weights, offset):
+    return _block_stats(block, norm, tau, weights, offset)[None, :]
+
+
+class ClipPass:
+    """What one pass over the curves gives (:func:`clip_pass`).
+
+    Attributes
+    ----------
+    total : ndarray, shape (K,)
+        Sum over records of the clipped curves.
+    n : int
+        Number of records: the size of the record dim (from the array's
+        shape, or a store's metadata), never a count of records read.
+    n_clipped : int
+        Records clipped at τ (data holder only).
+    max_norm : float
+        Largest norm of a record (L² or sup; data holder only).
+    """
+
+    __slots__ = ("total", "n", "n_clipped", "max_norm")
+
+    def __init__(self, total, n, n_clipped, max_norm):
+        self.total, self.n, self.n_clipped, self.max_norm = total, int(n), int(n_clipped), float(max_norm)
+
+    @property
+    def mean(self) -> np.ndarray:
+        """Mean of the clipped curves, ``total / n``, shape (K,)."""
+        return self.total / self.n
+
+
+def clip_pass(curves: xr.DataArray, grid: Grid | None, tau: float, *, norm: str = "l2", offset=None,
+              check: bool = True) -> ClipPass:
+    """Clip every record to τ and sum them, reading the curves once.
+
+    Parameters
+    ----------
+    curves : xr.DataArray, dims ``("curve", "t")``
+        numpy- or dask-backed (:func:`curves_and_grid` gives this form). A
+        dask-backed array is reduced chunk by chunk along the records (chunks
+        along ``t`` are merged first) with ``dask.compute``, which runs on the
+        active ``dask.distributed`` client if there is one.
+    grid : Grid
+        Quadrature weights of the L² norm (unused for ``norm="sup"``).
+    tau : float
+        Public bound (L² norm on the grid, or sup norm).
+    norm : {"l2", "sup"}
+        ``"l2"``: ``X_i · min(1, τ/‖X_i‖)`` (Lin & Reimherr 2026,
+        Assumption 10); ``"sup"``: pointwise clipping to ``[−τ, τ]``
+        (Bernstein).
+    offset : array_like, shape (K,), optional
+        Public curve subtracted from every record before clipping (block by
+        block: no copy of the data).
+    check : bool
+        Raise :class:`~fdp_ppl.errors.InputError` on NaN/inf values (the same
+        message as :func:`check_finite`; read off the same pass).
+
+    Returns
+    -------
+    ClipPass
+    """
+    tau = check_positive(tau, "tau", "pass a public bound on the curves' norm, e.g. --tau 1")
+    if norm not in ("l2", "sup"):
+        raise InputError(f"unknown norm {norm!r}", "use 'l2' or 'sup'")
+    da = curves.transpose(dims.CURVE, dims.T)
+    n, k = da.shape
+    weights = np.asarray(grid.weights, dtype=float) if norm == "l2" else None
+    off = None if offset is None else np.asarray(offset, dtype=float).reshape(k)
+    data = da.data
+    if _is_dask(data):
+        if data.numblocks[1] > 1:
+            data = data.rechunk({1: -1})
+        stats = data.map_blocks(_dask_block_stats, norm, tau, weights, off, dtype=float,
+                                chunks=((1,) * data.numblocks[0], (k + _N_STATS,)))
+        (blocks,) = _compute(stats)
+        blocks = np.asarray(blocks)
+        s = blocks.sum(axis=0)
+        s[k + 3] = np.fmax.reduce(blocks[:, k + 3]) if blocks.shape[0] else -np.inf
+    else:
+        s = _block_stats(np.asarray(data), norm, tau, weights, off)
+    if check:
+        _raise_if_nonfinite(int(s[k + 1]), int(s[k + 2]))
+    return ClipPass(s[:k], n, int(s[k]), s[k + 3])
 
 
 #: values of the ``missing`` option of :func:`~fdp_ppl.datasets.load_dataset` and ``--missing``
@@ -384,10 +568,34 @@ def impute_missing(curves, reference=None, *, reference_name: str | None = None,
     return out
 
 
+def _norms_block(x, weights):
+    x = np.asarray(x)
+    out = np.empty(x.shape[0])
+    i = 0
+    for c in _row_blocks(x):
+        c = np.asarray(c, dtype=float)
+        out[i:i + c.shape[0]] = np.sqrt(np.einsum("ij,ij,j->i", c, c, weights))
+        i += c.shape[0]
+    return out
+
+
 def l2_norms(curves: xr.DataArray, grid: Grid) -> xr.DataArray:
-    """Grid L² norm of each curve, ``sqrt(Σ_k w_k X_i(t_k)²)``; dims (curve,)."""
-    w = xr.DataArray(grid.weights, dims=(dims.T,))
-    return np.sqrt((curves * curves * w).sum(dims.T))
+    """Grid L² norm of each curve, ``sqrt(Σ_k w_k X_i(t_k)²)``; dims (curve,).
+
+    Computed block by block (no temporary of the data's size); lazy for a
+    dask-backed input.
+    """
+    w = np.asarray(grid.weights, dtype=float)
+    da = curves.transpose(dims.CURVE, dims.T)
+    data = da.data
+    if _is_dask(data):
+        if data.numblocks[1] > 1:
+            data = data.rechunk({1: -1})
+        out = data.map_blocks(_norms_block, w, drop_axis=1, dtype=float)
+    else:
+        out = _norms_block(np.asarray(data), w)
+    return xr.DataArray(out, dims=(dims.CURVE,), coords={c: v for c, v in da.coords.items()
+                                                         if v.dims == (dims.CURVE,)})
 
 
 def clip_curves(curves: xr.DataArray, grid: Grid, tau: float) -> tuple[xr.DataArray, xr.DataArray]:
@@ -395,7 +603,9 @@ def clip_curves(curves: xr.DataArray, grid: Grid, tau: float) -> tuple[xr.DataAr
 
     This enforces the boundedness assumption ``‖X_i‖ <= τ`` (Lin & Reimherr
     2026, Assumption 10; Mirshani et al. 2019, Section 4) in the grid norm
-    actually used by the sensitivities. τ must be public.
+    actually used by the sensitivities. τ must be public. The summaries do
+    not call it (they clip and sum in one pass, :func:`clip_pass`); it is for
+    looking at the clipped curves.
 
     Returns
     -------
@@ -426,11 +636,24 @@ def data_tau(curves, grid: Grid | None = None) -> DataDerived:
     return DataDerived(value)
 
 
-def clipped_mean(curves, grid: Grid | None, tau: float, *, check: bool = True):
-    """Sample mean of the clipped curves.
+def clipped_mean(curves, grid: Grid | None, tau: float, *, check: bool = True, offset=None):
+    """Sample mean of the clipped curves, in one pass over the data (:func:`clip_pass`).
 
     Warns :class:`TauTooSmallWarning` (data holder only) when more than half
     of the curves were clipped.
+
+    Parameters
+    ----------
+    curves : xr.DataArray or array_like
+        As for :func:`curves_and_grid`; a dask-backed DataArray stays lazy
+        and is reduced chunk by chunk.
+    grid : Grid or None
+    tau : float
+        Public L² bound.
+    check : bool
+        Refuse NaN/inf values.
+    offset : array_like, shape (K,), optional
+        Public curve subtracted from every record before clipping.
 
     Returns
     -------
@@ -440,16 +663,12 @@ def clipped_mean(curves, grid: Grid | None, tau: float, *, check: bool = True):
     grid : Grid
     """
     da, grid = curves_and_grid(curves, grid)
-    if check:
-        check_finite(da)
-    clipped, was = clip_curves(da, grid, tau)
-    mean = np.asarray(clipped.mean(dims.CURVE).values, dtype=float)
-    n, n_clipped = int(da.sizes[dims.CURVE]), int(was.sum().values)
-    warn_if_mostly_clipped(n_clipped, n, tau)
-    return mean, n, n_clipped, grid
+    res = clip_pass(da, grid, tau, offset=offset, check=check)
+    warn_if_mostly_clipped(res.n_clipped, res.n, tau)
+    return res.mean, res.n, res.n_clipped, grid
 
 
 __all__ = ["DataDerived", "data_tau", "as_curves", "curves_and_grid", "record_and_grid_dims", "check_finite",
-           "l2_norms", "clip_curves", "clipped_mean", "impute_missing", "missing_rule", "MISSING_POLICIES",
-           "IMPUTATION_COUNTS", "TauTooSmallWarning", "warn_if_mostly_clipped", "clipped_warning_text",
+           "l2_norms", "clip_curves", "clipped_mean", "clip_pass", "ClipPass", "CHUNK_BYTES", "impute_missing",
+           "missing_rule", "MISSING_POLICIES", "IMPUTATION_COUNTS", "TauTooSmallWarning", "warn_if_mostly_clipped", "clipped_warning_text",
            "CLIPPED_SHARE_WARNING"]

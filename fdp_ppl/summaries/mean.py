@@ -159,21 +159,21 @@ class EigenSpec(SummarySpec):
     def _beta(self) -> float:
         return kernel_beta(self.basis)
 
-    def _mean_coefficients(self, curves, curve_dim=None, t_dim=None):
+    def _mean_coefficients(self, curves, curve_dim=None, t_dim=None, offset=None):
         if isinstance(curves, xr.DataArray):
             curves, grid = curves_and_grid(curves, curve_dim=curve_dim, t_dim=t_dim)
             if not np.allclose(grid.t, self.basis.grid.t):
                 raise InputError("the curves' grid differs from the basis grid",
                                  "build the basis on Grid.from_points(curves[t_dim].values)")
-        # clip in the basis grid's norm (its quadrature), the norm every sensitivity is stated in
-        mean, n, n_clipped, _ = clipped_mean(curves, self.basis.grid, self.tau)
+        # clip in the basis grid's norm (its quadrature), the norm every sensitivity is stated in; one pass
+        mean, n, n_clipped, _ = clipped_mean(curves, self.basis.grid, self.tau, offset=offset)
         return self.basis.coefficients(mean), n, n_clipped
 
     def _transform(self, mean_coefficients: np.ndarray) -> np.ndarray:
         return self.shrinkage * mean_coefficients[: self.n_components]
 
-    def _coefficients(self, curves, curve_dim=None, t_dim=None):
-        c, n, n_clipped = self._mean_coefficients(curves, curve_dim, t_dim)
+    def _coefficients(self, curves, curve_dim=None, t_dim=None, offset=None):
+        c, n, n_clipped = self._mean_coefficients(curves, curve_dim, t_dim, offset)
         return self._transform(c), n, n_clipped
 
 
