@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import xarray as xr
 
@@ -34,3 +35,15 @@ def test_iclp_inference_model(tmp_path):
     for name in ("release.nc", "posterior_gp.nc", "posterior_iclp.nc", "compare.csv", "functionals.csv"):
         assert (tmp_path / name).is_file()
     assert xr.open_datatree(tmp_path / "release.nc").attrs["noise_seeded"] == 1
+
+
+def test_private_fpca_model(tmp_path):
+    res = _run("private_fpca", "--out-dir", str(tmp_path), "--no-plot")
+    assert res.returncode == 0, res.stderr
+    tree = xr.open_datatree(tmp_path / "release.nc")
+    a = tree.attrs
+    assert a["noise_seeded"] == 0 and a["exact"] == 1 and a["form"] == "gp-base" and a["budget_spent_epsilon"] == 1.0
+    assert tree["posterior"]["components"].dims == ("chain", "draw", "component", "t")
+    frame = tree["posterior"]["frame"].values[0, 0]
+    assert frame.shape == (5, 2) and abs(frame.T @ frame - np.eye(2)).max() < 1e-10
+    assert "curves clipped" in res.stderr and "curves clipped" not in res.stdout  # data-holder line only
