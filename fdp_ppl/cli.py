@@ -723,7 +723,7 @@ def _cmd_ledger(a) -> int:
 
 #: further subcommands, each in its own module: ``(name, module)``; the module defines
 #: ``add_subparser(sub)`` (cheap: no heavy imports at module level) and ``run(args) -> int``
-_SUBCOMMANDS: list[tuple[str, str]] = []
+_SUBCOMMANDS: list[tuple[str, str]] = [("fpca", "fdp_ppl.cli_fpca")]
 
 
 def _add_extra_subparsers(sub) -> None:

@@ -264,7 +264,62 @@ def plot_eigenbasis(basis, n: int = 6):
     return fig, (ax0, ax1)
 
 
-__all__ = ["plot_release", "plot_eigenbasis", "noise_sd"]
+def plot_fpca(tree: xr.DataTree, *, draw: int = 0, ax=None, max_draws: int = 30):
+    """The released principal subspace of an ε-DP FPCA release (:func:`fdp_ppl.expmech.fpca_release`).
+
+    Parameters
+    ----------
+    tree : xr.DataTree
+        The release: ``posterior/components`` (chain, draw, component, t).
+    draw : int
+        Which released frame to draw in colour.
+    ax : matplotlib Axes, optional
+    max_draws : int
+        Other released frames (each cost ε) drawn as thin grey lines, up to this many; their columns are
+        aligned in sign with the chosen frame's for display only.
+
+    Returns
+    -------
+    fig, ax
+        Component functions against ``t`` in its original units. The columns of a frame are an
+        orthonormal basis of the private subspace: unordered, signs arbitrary (said in the title).
+    """
+    plt = _plt()
+    post = tree[POSTERIOR]
+    comps = post["components"]
+    values = np.asarray(comps.values[0], dtype=float)  # (draw, component, t)
+    if not 0 <= draw < values.shape[0]:
+        raise ValueError(f"draw {draw} is outside the {values.shape[0]} released frames")
+    x = np.asarray(post[dims.T].values, dtype=float)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    else:
+        fig = ax.figure
+    colours = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+    k = values.shape[1]
+    main = values[draw]
+    others = [d for d in range(values.shape[0]) if d != draw][: max(0, int(max_draws))]
+    for d in others:
+        for j in range(k):
+            sign = np.sign(np.sum(values[d, j] * main[j])) or 1.0
+            ax.plot(x, sign * values[d, j], color="0.75", lw=0.7, zorder=1,
+                    label="other released frames" if (d == others[0] and j == 0) else None)
+    for j in range(k):
+        ax.plot(x, main[j], color=colours[j % len(colours)], lw=2.0, zorder=3, label=f"released direction {j + 1}")
+    ax.axhline(0, color="0.6", lw=0.8, zorder=0)
+    a = tree.attrs
+    ax.set_xlabel(_x_label(tree, post[dims.T]))
+    ax.set_ylabel(_label(comps.attrs.get("long_name") or "component (unit L² norm on the rescaled grid)",
+                         comps.attrs.get("units")))
+    exact = "exact draw" if int(a.get("exact", 0)) else "MCMC draw (not exact)"
+    ax.set_title(f"ε-DP principal subspace: k = {a.get('k', k)}, ε = {_fmt(a.get('epsilon'))}, "
+                 f"{a.get('form', '')} form, {a.get('sampler', '')} ({exact})\n"
+                 "columns are unordered with arbitrary signs", fontsize=10)
+    _finish_axes(ax, x)
+    return fig, ax
+
+
+__all__ = ["plot_release", "plot_eigenbasis", "plot_fpca", "noise_sd"]
 
 
 _POSTERIOR = "#009E73"

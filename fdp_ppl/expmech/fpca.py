@@ -36,10 +36,10 @@ from ..accounting import PrivacyBudget
 from ..errors import InputError, SeededReleaseWarning, check_epsilon
 from ..sampling import seed_sequence
 from ..spaces import Eigenbasis, Grid
-from .samplers import gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
+from .samplers import gibbs_matrix_bingham, random_frame, rejection_from_gp_base, sample_vector_bingham
 
 FORMS = ("bingham", "gp-base")
-SAMPLERS = ("exact", "gibbs")
+SAMPLERS = ("exact", "gibbs", "nuts")
 KIND = "expmech_fpca"
 
 
@@ -411,24 +411,32 @@ def _rhat_ess(traces: np.ndarray) -> tuple[float, float]:
 
 def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, iterations: int = 200,
                  random_seed=None, ledger=None, label: str = "", dataset: str = "",
-                 diagnostics: bool = False, max_proposals: int = 2_000_000) -> xr.DataTree:
+                 diagnostics: bool = False, max_proposals: int = 2_000_000,
+                 progressbar: bool = False) -> xr.DataTree:
     """Release ε-DP principal components: ``draws`` frames, each spending ε.
 
     Parameters
     ----------
     fitted : FPCAFit
         From :meth:`FPCASpec.fit` (data holder only).
-    sampler : {"exact", "gibbs"}
+    sampler : {"exact", "gibbs", "nuts"}
         ``"exact"``: Bingham form with k = 1 by ACG rejection (Kent et al. 2018);
         GP-base form (any k) by rejection from the base measure (Thm 4.1).
         ``"gibbs"``: Bingham form, any k, ``iterations`` column-wise Gibbs scans
         (Hoff 2009) from a uniform random start; each released draw is the last
         state of its own chain. Not exact for k > 1 (the guarantee is then
         (ε, (1 + e^ε)γ) with γ the unknown TV distance to the target, spec §4.2).
+        ``"nuts"``: either form, any k: PyMC's NUTS on the Euclidean
+        parametrisation of :func:`fpca_pymc_model` (k Gaussian vectors whose
+        span is the frame; the exponential-mechanism term as a potential), one
+        chain per released draw from a data-independent random start,
+        ``iterations`` tuning steps, the frame of the chain's last state
+        (orthonormalised). Never exact (``exact = 0``): the same (ε, (1 + e^ε)γ)
+        caveat as Gibbs.
     draws : int
         Number of released frames; the ledger is charged ``draws × ε``.
     iterations : int
-        Gibbs scans per chain (fixed in advance; ignored by ``"exact"``).
+        Gibbs scans, or NUTS tuning steps, per chain (fixed in advance; ignored by ``"exact"``).
     random_seed : None, int, sequence or Generator
         None (default): fresh OS entropy. A seed warns :class:`~fdp_ppl.errors.SeededReleaseWarning`.
     ledger : PrivacyLedger or FileLedger, optional
@@ -444,6 +452,8 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
         holder, or diagnose on public data with the same (n, m, ε, Σ).
     max_proposals : int
         Data-independent cap for the GP-base rejection sampler.
+    progressbar : bool
+        Show progress of the Gibbs scans or of PyMC's NUTS chains.
 
     Returns
     -------
@@ -472,13 +482,14 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
     draws, iterations = int(draws), int(iterations)
     if draws < 1:
         raise InputError("draws must be >= 1", "pass draws=1 for one release")
-    if sampler == "gibbs" and iterations < 1:
+    if sampler in ("gibbs", "nuts") and iterations < 1:
         raise InputError("iterations must be >= 1", "pass e.g. iterations=200")
     if spec.form == "bingham" and sampler == "exact" and spec.k > 1:
         raise InputError("no exact sampler for the Bingham form with k > 1",
                          "use sampler='gibbs', or form='gp-base' (exact by rejection)")
-    if spec.form == "gp-base" and sampler != "exact":
-        raise InputError("the GP-base form is sampled by exact rejection only", "use sampler='exact'")
+    if spec.form == "gp-base" and sampler == "gibbs":
+        raise InputError("the Gibbs sampler serves the Bingham form only; the GP-base form is sampled by exact "
+                         "rejection (or NUTS)", "use sampler='exact'")
     seeded = random_seed is not None
     if seeded:
         warnings.warn("the release is drawn from the given random_seed: anyone who learns the seed can "
@@ -492,7 +503,14 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
     G = np.asarray(fitted.gram, dtype=float)
     m, k = spec.m, spec.k
     extra: dict = {}
-    if spec.form == "gp-base":
+    if sampler == "nuts":
+        frames, tr = _nuts_frames(fitted, draws, iterations, rng, diagnostics=diagnostics, progressbar=progressbar)
+        exact, its = 0, iterations
+        if diagnostics:
+            rhat, ess = _rhat_ess(tr["invariant"])
+            extra.update(rhat_invariant=rhat, ess_invariant=ess, diagnostics_private=1, divergences=tr["divergences"],
+                         diagnostics_on="explained-variance ratio and entries of V V^T (NUTS draws after tuning)")
+    elif spec.form == "gp-base":
         frames, st = rejection_from_gp_base(G, spec.Sigma, k, spec.scale, draws, rng,
                                             max_proposals=max_proposals, return_stats=True)
         exact, its = 1, 0  # the acceptance rate depends on the data: never written to the release
@@ -510,7 +528,9 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
             return np.concatenate([[np.trace(V.T @ G @ V) / trG], P[iu]])
 
         frames, tr = gibbs_matrix_bingham(A, k, iterations, rng, chains=draws,
-                                          trace=invariant if diagnostics else None)
+                                          trace=invariant if diagnostics else None,
+                                          progress=_progress(draws * iterations, "Gibbs scans") if progressbar
+                                          else None)
         exact, its = int(k == 1), iterations
         if diagnostics and iterations >= 4:
             rhat, ess = _rhat_ess(tr)
@@ -530,13 +550,15 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
          "sigma": (("basis", "basis2"), spec.Sigma)},
         coords={"t": t, "basis": np.arange(m), "basis2": np.arange(m)})
     attrs = {**spec.attrs(), "fdp_ppl_kind": KIND, "mechanism": mech_name, "n": int(fitted.n),
-             "sampler": sampler if spec.form == "bingham" else "rejection-from-gp-base",
-             "sampler_reference": ("Kent, Ganeiber & Mardia 2018 (ACG rejection)" if (sampler == "exact" and
-                                   spec.form == "bingham") else "Hoff 2009 (column-wise Gibbs)" if sampler == "gibbs"
-                                   else "rejection from the base measure (Awan et al. 2019, Thm 4.1)"),
+             "sampler": _SAMPLER_NAMES[(spec.form, sampler)], "sampler_reference": _SAMPLER_REFERENCES[sampler, spec.form],
              "iterations": its, "exact": exact, "fp_safe": 0, "noise_seeded": int(seeded), "draws": draws,
              "budget_spent_epsilon": cost.epsilon, "budget_spent_delta": 0.0, "private": 1,
-             "initialisation": "uniform random frame (data-independent)" if sampler == "gibbs" else "none",
+             "initialisation": {"gibbs": "uniform random frame (data-independent)",
+                                "nuts": "random Gaussian Z drawn from the base law (data-independent)"}.get(sampler,
+                                                                                                          "none"),
+             "draws_exact": ("yes: exact draws from the mechanism" if exact else
+                             "no: MCMC after a fixed number of steps; the privacy guarantee holds only up to the "
+                             "chain's distance to the target"),
              **extra}
     if ledger is not None and hasattr(ledger, "attrs"):
         attrs.update(ledger.attrs())
@@ -545,16 +567,131 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
     return tree
 
 
+_SAMPLER_NAMES = {("bingham", "exact"): "exact", ("bingham", "gibbs"): "gibbs", ("bingham", "nuts"): "nuts",
+                  ("gp-base", "exact"): "rejection-from-gp-base", ("gp-base", "nuts"): "nuts"}
+_SAMPLER_REFERENCES = {
+    ("exact", "bingham"): "Kent, Ganeiber & Mardia 2018 (ACG rejection)",
+    ("exact", "gp-base"): "rejection from the base measure (Awan et al. 2019, Thm 4.1)",
+    ("gibbs", "bingham"): "Hoff 2009 (column-wise Gibbs)",
+    ("nuts", "bingham"): "PyMC NUTS on span(Z), Z = L W with an angular-central-Gaussian base and the density "
+                         "ratio as a potential (fpca_pymc_model; target: Awan et al. 2019, Sec. 5)",
+    ("nuts", "gp-base"): "PyMC NUTS on span(Z), Z = L W with an angular-central-Gaussian base and the density "
+                         "ratio as a potential (fpca_pymc_model; target: Awan et al. 2019, Thm 4.1-4.2)",
+}
+
+
+def _progress(total: int, description: str):
+    """A callable advancing a rich progress bar by one step per call (closes itself at ``total``)."""
+    from rich.progress import Progress
+
+    bar = Progress(transient=True)
+    task = bar.add_task(description, total=total)
+    bar.start()
+    state = {"done": 0}
+
+    def step():
+        state["done"] += 1
+        bar.advance(task)
+        if state["done"] >= total:
+            bar.stop()
+
+    return step
+
+
+def _frames_from_z(Z: np.ndarray) -> np.ndarray:
+    """Orthonormal frames (..., m, k) spanning the columns of Z (..., m, k); signs fixed by diag R > 0."""
+    Q, R = np.linalg.qr(Z)
+    return Q * np.sign(np.diagonal(R, axis1=-2, axis2=-1))[..., None, :]
+
+
+def _nuts_frames(fitted: FPCAFit, chains: int, tune: int, rng: np.random.Generator, *, diagnostics: bool,
+                 progressbar: bool):
+    """NUTS on :func:`fpca_pymc_model`: one chain per released frame, the last state of each (orthonormalised).
+
+    Returns
+    -------
+    frames : ndarray, shape (chains, m, k)
+    traces : dict
+        With ``diagnostics``: ``invariant`` (chains, tune, 1 + m(m+1)/2) — explained-variance ratio and
+        the upper triangle of VVᵀ over ``tune`` draws after tuning — and ``divergences`` (int).
+    """
+    import pymc as pm
+
+    spec = fitted.spec
+    m, k = spec.m, spec.k
+    model = fpca_pymc_model(fitted)
+    L, _ = nuts_parametrisation(fitted)
+    # start from a uniformly random frame (data-independent law of the starting span): W = L⁻¹ Z0
+    inits = [{"W": np.linalg.solve(L, random_frame(m, k, rng))} for _ in range(chains)]
+    seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=chains)]
+    keep = tune if diagnostics else 1
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*(divergen|rhat|effective sample|chain).*")
+        idata = pm.sample(model=model, draws=keep, tune=tune, chains=chains, cores=1, random_seed=seeds,
+                          initvals=inits, init="adapt_diag", progressbar=progressbar,
+                          compute_convergence_checks=False, var_names=["W", "explained", "projection"]
+                          if diagnostics else ["W"])
+    Z = L @ np.asarray(idata["posterior"]["W"].values[:, -1], dtype=float)
+    out = {}
+    if diagnostics:
+        iu = np.triu_indices(m)
+        P = np.asarray(idata["posterior"]["projection"].values)
+        out["invariant"] = np.concatenate([np.asarray(idata["posterior"]["explained"].values)[..., None],
+                                           P[..., iu[0], iu[1]]], axis=-1)
+        out["divergences"] = int(np.asarray(idata["sample_stats"]["diverging"].values).sum())
+    return _frames_from_z(Z), out
+
+
+def nuts_parametrisation(fitted: FPCAFit) -> tuple[np.ndarray, np.ndarray]:
+    """The Gaussian base of the NUTS parametrisation: ``Z = L W``, W with i.i.d. N(0, 1) entries.
+
+    The columns of Z are i.i.d. N(0, C), so span(Z) has the matrix angular
+    central Gaussian law ACG(C), density ``det(VᵀC⁻¹V)^{-m/2}`` w.r.t. the
+    uniform law on frames (Chikuse 2003, §2.4). C is the ACG envelope of
+    Kent, Ganeiber & Mardia (2018) for ``etr(VᵀMV)``, with M = A (Bingham form)
+    or M = ε/(2Δ)G − ½Σ⁻¹ (GP-base form): ``C⁻¹ = I + 2Λ/b`` in the
+    eigenvectors of −M (:func:`~fdp_ppl.expmech.samplers.acg_envelope`). The
+    potential corrects ACG(C) to the target exactly, so the choice of C only
+    changes how well NUTS mixes: the W-space looks nearly standard normal
+    instead of a funnel (the target depends on span(Z) alone).
+
+    Returns
+    -------
+    L : ndarray, shape (m, m)
+        ``C = L Lᵀ``.
+    C_inv : ndarray, shape (m, m)
+    """
+    from .samplers import acg_envelope
+
+    spec = fitted.spec
+    G = np.asarray(fitted.gram, dtype=float)
+    if spec.form == "bingham":
+        M = spec.bingham_parameter(G)
+    else:
+        M = spec.scale * G - 0.5 * np.linalg.inv(spec.Sigma)
+    env = acg_envelope(M)
+    U, omega = env["U"], env["omega"]
+    return U / np.sqrt(omega), (U * omega) @ U.T
+
+
 def fpca_pymc_model(fitted: FPCAFit):
     """PyMC model of the spec's FPCA target on a Euclidean auxiliary variable (spec §4.1), for NUTS.
 
-    PyMC has no Stiefel transform, so the frame is the span of ``Z`` (m×k):
-    ``bingham``: Z i.i.d. N(0, 1) entries (span uniform) and potential tr(A P),
-    A = ε/(2Δ)(G − Σ⁻¹); ``gp-base``: k i.i.d. N(0, Σ) columns (Thm 4.2) and
-    potential ε/(2Δ) tr(G P); P = Z(ZᵀZ)⁻¹Zᵀ depends only on span(Z), so span(Z)
-    has exactly the target law. Draws are not exact (MCMC); compute diagnostics on
-    ``explained`` = tr(GP)/tr(G) or on P, never on Z. A release takes an orthonormal
-    basis of span(Z) of ONE draw (each released draw costs ε).
+    PyMC has no Stiefel transform, so the frame is the span of ``Z = L W``
+    (m×k), W with i.i.d. N(0, 1) entries (:func:`nuts_parametrisation`): span(Z)
+    has the ACG(C) law, and the potential
+
+    ``log f(V) + (m/2) log det(VᵀC⁻¹V)``,  V an orthonormal basis of span(Z),
+
+    with ``log f`` the target's log-density w.r.t. the uniform law on frames
+    (:meth:`FPCASpec.log_density`: ``tr(VᵀAV)``, A = ε/(2Δ)(G − Σ⁻¹), for
+    ``bingham``; ``ε/(2Δ) tr(VᵀGV) − (m/2) log det(VᵀΣ⁻¹V)`` for ``gp-base``,
+    Thm 4.1–4.2) turns it into the target: span(Z) has exactly the target law.
+    Log-determinants use ``log det(VᵀMV) = log det(ZᵀMZ) − log det(ZᵀZ)``.
+    Draws are not exact (MCMC); compute diagnostics on ``explained`` =
+    tr(GP)/tr(G) or on the projection P = Z(ZᵀZ)⁻¹Zᵀ, never on W. A release
+    takes an orthonormal basis of span(Z) of ONE draw per chain (each released
+    draw costs ε).
 
     Parameters
     ----------
@@ -563,8 +700,8 @@ def fpca_pymc_model(fitted: FPCAFit):
     Returns
     -------
     pm.Model
-        Variables ``Z`` (m, k) for ``bingham`` or (k, m) for ``gp-base``; potential
-        ``expmech``; deterministics ``projection`` (m, m) and ``explained``.
+        Variable ``W`` (m, k); potential ``expmech``; deterministics
+        ``projection`` (m, m) and ``explained``.
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -572,15 +709,23 @@ def fpca_pymc_model(fitted: FPCAFit):
     spec = fitted.spec
     m, k = spec.m, spec.k
     G = np.asarray(fitted.gram, dtype=float)
+    L, C_inv = nuts_parametrisation(fitted)
+
+    def logdet(Z, M):  # log det(Zᵀ M Z), a k×k positive-definite matrix
+        return 2.0 * pt.sum(pt.log(pt.diag(pt.linalg.cholesky(pt.dot(Z.T, pt.dot(M, Z))))))
+
     with pm.Model() as model:
-        if spec.form == "bingham":
-            Z = pm.Normal("Z", 0.0, 1.0, shape=(m, k))
-            A = spec.bingham_parameter(G)
-        else:
-            Z = pm.MvNormal("Z", mu=np.zeros(m), cov=spec.Sigma, shape=(k, m)).T
-            A = spec.scale * G
-        P = pt.dot(Z, pt.linalg.solve(pt.dot(Z.T, Z), Z.T, assume_a="pos"))
+        W = pm.Normal("W", 0.0, 1.0, shape=(m, k))
+        Z = pt.dot(L, W)
+        ZtZ = pt.dot(Z.T, Z)
+        P = pt.dot(Z, pt.linalg.solve(ZtZ, Z.T, assume_a="pos"))
         pm.Deterministic("projection", P)
-        pm.Potential("expmech", pt.sum(A * P))
+        ld_gram = logdet(Z, np.eye(m))
+        if spec.form == "bingham":
+            log_f = pt.sum(spec.bingham_parameter(G) * P)
+        else:
+            log_f = spec.scale * pt.sum(G * P) - 0.5 * m * (logdet(Z, np.linalg.inv(spec.Sigma)) - ld_gram)
+        log_acg = -0.5 * m * (logdet(Z, C_inv) - ld_gram)
+        pm.Potential("expmech", log_f - log_acg)
         pm.Deterministic("explained", pt.sum(G * P) / max(float(np.trace(G)), 1e-300))
     return model

@@ -169,7 +169,7 @@ def gibbs_scan(V: np.ndarray, A: np.ndarray, rng: np.random.Generator) -> np.nda
 
 
 def gibbs_matrix_bingham(A, k: int, iterations: int, rng: np.random.Generator, *, chains: int = 1,
-                         trace=None, init=None):
+                         trace=None, init=None, progress=None):
     """Run ``chains`` independent Gibbs chains for ``etr(VᵀAV)`` on m×k frames.
 
     Each chain starts from a uniformly random frame (data-independent, spec §5.6)
@@ -188,6 +188,8 @@ def gibbs_matrix_bingham(A, k: int, iterations: int, rng: np.random.Generator, *
         are returned as an array of shape (chains, iterations, ...).
     init : ndarray, shape (chains, m, k), optional
         Starting frames (default: uniform random).
+    progress : callable, optional
+        Called with no argument after every scan (a progress bar).
 
     Returns
     -------
@@ -204,6 +206,8 @@ def gibbs_matrix_bingham(A, k: int, iterations: int, rng: np.random.Generator, *
         tr = []
         for _ in range(iterations):
             V = gibbs_scan(V, A, rng)
+            if progress is not None:
+                progress()
             if trace is not None:
                 tr.append(trace(V))
         frames[c] = V

@@ -72,15 +72,9 @@ def run(out_dir: Path = Path("."), epsilon: float = EPSILON, k: int = K, form: s
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        comps = post["components"].values[0, 0]        # (component, t)
-        fig, ax = plt.subplots(figsize=(6.5, 4))
-        for j, colour in zip(range(k), ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")):
-            ax.plot(ages, comps[j], color=colour, label=f"released direction {j + 1}")
-        ax.axhline(0, color="0.6", lw=0.8)
-        ax.set_xlabel("age (years)")
-        ax.set_ylabel("component value (unit L2 norm, dimensionless)")
-        ax.set_title(f"eps-DP principal subspace of growth deviations (k = {k}, eps = {epsilon:g}, {form})", fontsize=9)
-        ax.legend(fontsize=8)
+        from fdp_ppl.plots import plot_fpca
+
+        fig, _ = plot_fpca(tree)
         fig.savefig(out_dir / "release.png", dpi=150, bbox_inches="tight")
         plt.close(fig)
 
@@ -106,9 +100,11 @@ def main(argv=None) -> int:
     p.add_argument("--k", default=K, type=int, help=f"components released jointly (default {K})")
     p.add_argument("--form", default="gp-base", choices=("gp-base", "bingham"),
                    help="gp-base: Theorem 4.1, exact for any k (default); bingham: the paper's Section 5 density")
-    p.add_argument("--sampler", default="exact", choices=("exact", "gibbs"),
-                   help="exact (default; bingham needs k = 1) or gibbs (bingham, any k; not exact for k > 1)")
-    p.add_argument("--iterations", default=200, type=int, help="Gibbs scans (sampler gibbs only; default 200)")
+    p.add_argument("--sampler", default="exact", choices=("exact", "gibbs", "nuts"),
+                   help="exact (default; bingham needs k = 1), gibbs (bingham, any k; not exact for k > 1) or nuts "
+                        "(either form; never exact)")
+    p.add_argument("--iterations", default=200, type=int,
+                   help="Gibbs scans or NUTS tuning steps (not used by exact; default 200)")
     p.add_argument("--seed", default=None, type=int,
                    help="random seed for a reproducible study; default: fresh OS entropy (a seeded release is "
                         "private only while the seed stays secret)")

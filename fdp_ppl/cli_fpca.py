@@ -1,0 +1,219 @@
+"""``fdp-ppl fpca``: ε-DP principal components by the exponential mechanism (Awan, Kenney, Reimherr &
+Slavković 2019).
+
+Loads curves like ``fdp-ppl release`` (a bundled dataset name or a file; the record dim from names;
+``--missing``), builds the public :class:`~fdp_ppl.expmech.FPCASpec` (grid from the file's grid, m basis
+functions: Fourier on the grid or a kernel's first m eigenfunctions, Σ by a stated public rule), clips
+each curve to the public ``--tau`` in L² norm and divides by it (never by the data's largest norm),
+charges the ledger ``draws × ε`` and releases ``--draws`` frames with the chosen sampler
+(:func:`~fdp_ppl.expmech.fpca_release`). The file holds ``posterior/components`` (chain, draw,
+component, t) and ``posterior/frame`` (chain, draw, basis, component); ``constant_data`` the public
+basis on the grid, its quadrature weights and Σ; root attrs ε, τ, n, m, k, basis, ``sigma_rule``, form,
+sampler, iterations, exact.
+
+This module imports only :mod:`argparse` at import time, so ``fdp-ppl --help`` stays fast; the
+library is imported when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+NAME = "fpca"
+FORMS = ("bingham", "gp-base")
+SAMPLERS = ("exact", "gibbs", "nuts")
+DEFAULT_RHO = 0.1
+
+
+def add_subparser(sub) -> None:
+    """Add ``fpca`` to the sub-command parsers of ``fdp-ppl``."""
+    from .cli import _SEED_HELP, _add_ledger_args, _add_output_args
+
+    p = sub.add_parser(
+        NAME, help="release epsilon-DP principal components (exponential mechanism)",
+        description="Release an epsilon-DP k-dimensional principal subspace of curves: the exponential mechanism "
+                    "with a Gaussian-process base measure (Awan, Kenney, Reimherr & Slavkovic 2019). Curves are "
+                    "clipped to the public --tau in L2 norm and divided by it; the objective is the uncentred "
+                    "sum_i ||P X_i||^2 with sensitivity 1 (replace one curve).",
+        epilog="forms: bingham = the paper's Section 5 density etr(eps/2 V'(X'X - Sigma^-1)V) w.r.t. the uniform law "
+               "on frames (depends on the scale of Sigma); gp-base = Theorem 4.1, exp(eps/2 tr(V'X'XV)) w.r.t. the "
+               "law of the span of k Gaussian vectors N(0, Sigma) (scale-free). samplers: exact = ACG rejection "
+               "(bingham, k = 1) or rejection from the base (gp-base, any k); gibbs = column-wise Gibbs (bingham, "
+               "any k; not exact for k > 1); nuts = PyMC NUTS on a Euclidean parametrisation (either form; never "
+               "exact). A release that is not exact says so in its attrs (exact = 0).")
+    g = p.add_argument_group("data")
+    g.add_argument("--data", required=True, metavar="PATH_OR_NAME",
+                   help="bundled dataset name (growth, weather, dti, electricity) or the path of a netCDF file "
+                        "with one 2-D variable of curves (records x grid)")
+    g.add_argument("--var", default=None, metavar="NAME", help="variable in the file (needed if it holds several)")
+    g.add_argument("--data-dir", default=None, metavar="DIR", help="directory of the named datasets")
+    g.add_argument("--missing", choices=("error", "impute"), default="error",
+                   help="error (default): a record with a NaN/inf value stops the release; impute: set each missing "
+                        "point to 0 and keep every record (n stays the number of records)")
+    g.add_argument("--record-dim", "--curve-dim", dest="record_dim", default=None, metavar="NAME",
+                   help="name of the record dimension (the privacy unit)")
+    g.add_argument("--t-dim", default=None, metavar="NAME", help="name of the grid dimension")
+    m = p.add_argument_group("mechanism")
+    m.add_argument("--k", type=int, required=True, help="number of components released jointly (one frame, one epsilon)")
+    m.add_argument("--m", type=int, required=True, help="number of basis functions (k <= m <= grid size)")
+    m.add_argument("--basis", default="fourier", metavar="NAME",
+                   help="fourier (default; Sigma_ii = i^-3 as in the paper's Section 6.1) or a kernel name "
+                        "(matern32, matern12, matern52, exponential, gaussian): its first m eigenfunctions on the "
+                        "grid, Sigma = diag of its operator eigenvalues")
+    m.add_argument("--rho", type=float, default=None, help=f"kernel length-scale (kernel bases; default {DEFAULT_RHO})")
+    m.add_argument("--epsilon", type=float, required=True, help="privacy budget per released frame")
+    m.add_argument("--tau", type=float, required=True,
+                   help="public bound on the curves' L2 norm (curves are clipped to it and divided by it)")
+    m.add_argument("--form", choices=FORMS, default="gp-base",
+                   help="gp-base (default; Theorem 4.1, exact by rejection for any k) or bingham (Section 5)")
+    m.add_argument("--sampler", choices=SAMPLERS, default="exact", help="exact (default), gibbs or nuts")
+    m.add_argument("--iterations", type=int, default=200,
+                   help="Gibbs scans or NUTS tuning steps per released frame (default 200; ignored by exact)")
+    m.add_argument("--draws", type=int, default=1, help="number of released frames; the ledger is charged draws x epsilon")
+    m.add_argument("--seed", type=int, default=None, help=_SEED_HELP)
+    _add_output_args(p)
+    _add_ledger_args(p)
+
+
+def _check(a):
+    from .cli import CLIError, _check_ledger_args, _check_out, _finite
+
+    if not (_finite(a.epsilon) and a.epsilon > 0):
+        raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon})", "pass e.g. --epsilon 1")
+    if not (_finite(a.tau) and a.tau > 0):
+        raise CLIError(f"--tau must be a finite number > 0 (got {a.tau})",
+                       "pass a public bound on the curves' L2 norm, e.g. --tau 1")
+    if a.k < 1 or a.m < 1:
+        raise CLIError(f"--k and --m must be >= 1 (got k = {a.k}, m = {a.m})", "e.g. --k 2 --m 5")
+    if a.k > a.m:
+        raise CLIError(f"--k {a.k} components cannot exceed --m {a.m} basis functions", "choose k <= m")
+    if a.draws < 1:
+        raise CLIError(f"--draws must be >= 1 (got {a.draws})", "pass --draws 1 for one release")
+    if a.iterations < 1:
+        raise CLIError(f"--iterations must be >= 1 (got {a.iterations})", "e.g. --iterations 200")
+    if a.rho is not None and not (_finite(a.rho) and a.rho > 0):
+        raise CLIError(f"--rho must be > 0 (got {a.rho})", "e.g. --rho 0.1")
+    from .spaces.kernels import KERNEL_NAMES
+
+    if a.basis != "fourier" and a.basis not in KERNEL_NAMES:
+        raise CLIError(f"unknown --basis {a.basis!r}", f"choose fourier or a kernel: {', '.join(KERNEL_NAMES)}")
+    if a.basis == "fourier" and a.rho is not None:
+        raise CLIError("--rho applies to a kernel basis, not to --basis fourier", "drop --rho or pass --basis matern32")
+    if a.form == "bingham" and a.sampler == "exact" and a.k > 1:
+        raise CLIError("no exact sampler for --form bingham with k > 1",
+                       "pass --sampler gibbs or --sampler nuts (not exact), or --form gp-base (exact for any k)")
+    if a.form == "gp-base" and a.sampler == "gibbs":
+        raise CLIError("the Gibbs sampler serves --form bingham only",
+                       "pass --sampler exact (rejection from the base measure) or --sampler nuts")
+    _check_out(a)
+    _check_ledger_args(a)
+
+
+def _spec(a, curves):
+    import numpy as np
+
+    from . import dims
+    from .expmech import FPCASpec
+    from .spaces import Grid, eigenbasis, kernel_from_name
+
+    grid = Grid.from_points(np.asarray(curves[dims.T].values, dtype=float))
+    basis = "fourier"
+    if a.basis != "fourier":
+        basis = eigenbasis(kernel_from_name(a.basis, a.rho if a.rho is not None else DEFAULT_RHO), grid)
+    return FPCASpec(grid=grid, m=a.m, k=a.k, epsilon=a.epsilon, tau=a.tau, basis=basis, form=a.form)
+
+
+def run(a) -> int:
+    """Run ``fdp-ppl fpca`` with parsed arguments; returns the exit code."""
+    from . import dims
+    from .accounting import PrivacyBudget
+    from .cli import _dataset_identity, _load, _open_ledger
+    from .errors import SeededReleaseWarning
+    from .expmech import fpca_release
+
+    _check(a)
+    ledger = _open_ledger(a, PrivacyBudget(a.epsilon * a.draws, 0.0))
+    curves = _load(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim, t_dim=a.t_dim)
+    spec = _spec(a, curves)
+    fit = spec.fit(curves.transpose(dims.CURVE, dims.T).values)
+    source = Path(str(a.data)).name + (f" / {a.var}" if a.var else "")
+    with warnings.catch_warnings():  # a seeded release is stated in the table instead
+        warnings.simplefilter("ignore", SeededReleaseWarning)
+        tree = fpca_release(fit, sampler=a.sampler, draws=a.draws, iterations=a.iterations, random_seed=a.seed,
+                            ledger=ledger, dataset=_dataset_identity(curves),
+                            label=f"fpca {a.form}/{a.sampler} k={a.k} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}",
+                            progressbar=a.sampler != "exact" and sys.stderr.isatty())
+    tree.attrs["data_source"] = source
+    tree.attrs["missing"] = a.missing
+    for key in ("long_name", "units"):
+        if curves["t"].attrs.get(key):
+            tree["posterior"]["t"].attrs[key] = str(curves["t"].attrs[key])
+    out = Path(a.out).expanduser()
+    tree.to_netcdf(out)
+    if a.plot:
+        _plot(tree, a.plot)
+    _print_table(tree, out, a, ledger)
+    print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.n} curves had L2 norm above tau "
+          "and were clipped", file=sys.stderr)
+    return 0
+
+
+def _plot(tree, path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .plots import plot_fpca
+
+    fig, _ = plot_fpca(tree)
+    fig.savefig(Path(path).expanduser(), dpi=150)
+    plt.close(fig)
+
+
+def _print_table(tree, out, a, ledger) -> None:
+    from .cli import PROG
+
+    at = tree.attrs
+    exact = int(at["exact"])
+    rows = [
+        ("mechanism", f"exponential mechanism, ε-DP FPCA, {at['form']} form (Awan et al. 2019)"),
+        ("epsilon", f"{at['epsilon']:g} per frame; spent {at['draws']} × {at['epsilon']:g} = "
+                    f"{at['budget_spent_epsilon']:g} ({at['draws']} frame{'s' if at['draws'] > 1 else ''}); pure ε-DP"
+                    + ("" if exact else " only up to the sampler's distance to the target")),
+        ("sensitivity", f"{at['sensitivity']:g} (uncentred sum_i ||P X_i||^2, ||X_i|| <= 1)"),
+        ("tau", f"{at['tau']:g} (L2 bound; curves clipped to it and divided by it)"),
+        ("n", f"{at['n']} curves × {at['grid_size']} grid points"),
+        ("basis", f"{at['basis']}, m = {at['m']}"),
+        ("Sigma", str(at["sigma_rule"])),
+        ("k", f"{at['k']} components (an orthonormal frame: unordered, signs arbitrary)"),
+        ("sampler", f"{at['sampler']} ({at['sampler_reference']})"
+                    + (f", {at['iterations']} iterations" if at["iterations"] else "")),
+        ("exact", "yes: exact draws from the mechanism" if exact else
+         "NO: MCMC after a fixed number of steps; the guarantee is (epsilon, (1 + e^epsilon) gamma) with gamma the "
+         "chain's unknown distance to the target"),
+        ("noise seed", "fresh OS entropy (not seeded)" if not int(at["noise_seeded"])
+         else f"SEEDED with --seed {a.seed}: private only while the seed stays secret"),
+        ("noise generator", "float64 computation on the data, NOT floating-point safe (no such sampler exists for "
+                            "this law)"),
+        ("release", str(out)),
+    ]
+    if ledger is not None:
+        spent, total, rem = ledger.spent, ledger.total, ledger.remaining
+        rows.append(("ledger", f"{ledger.path}: charged {at['budget_spent_epsilon']:g}; spent epsilon "
+                               f"{spent.epsilon:g} of {total.epsilon:g}; remaining epsilon {rem.epsilon:g}"))
+    else:
+        rows.append(("ledger", "none: this spending is not recorded across runs (pass --ledger FILE --budget "
+                               "EPSILON to keep the total and refuse overspending)"))
+    if a.plot:
+        rows.append(("plot", str(a.plot)))
+    w = max(len(k) for k, _ in rows)
+    print(f"{PROG} fpca {at.get('data_source', '')}".rstrip())
+    for k, v in rows:
+        print(f"  {k:<{w}}  {v}")
+
+
+__all__ = ["add_subparser", "run"]
