@@ -48,6 +48,8 @@ KIND_ATTR = "fdp_ppl_kind"
 SCHEMA_ATTR = "fdp_ppl_schema_version"
 RELEASE = "release"
 INFERENCE = "inference"
+#: kind of an ε-DP FPCA release (:func:`fdp_ppl.expmech.fpca_release`): a frame, not a curve
+EXPMECH_FPCA = "expmech_fpca"
 
 # groups
 POSTERIOR = "posterior"
@@ -69,6 +71,12 @@ LATTICE = "lattice"
 QUADRATURE_WEIGHTS = "quadrature_weights"
 PUBLIC_OFFSET = "public_offset"
 RELEASED = "released"
+# ε-DP FPCA releases: posterior ``components`` (chain, draw, component, t) and ``frame`` (chain, draw, basis,
+# component); constant_data ``basis_functions`` (t, basis), ``quadrature_weights`` (t), ``sigma`` (basis, basis2)
+COMPONENTS = "components"
+FRAME = "frame"
+BASIS_FUNCTIONS = "basis_functions"
+SIGMA = "sigma"
 
 #: public variables of ``constant_data`` that readers may use
 CONSTANT_VARIABLES = (EIGENVALUES, EIGENFUNCTIONS, BERNSTEIN_DESIGN, LATTICE, QUADRATURE_WEIGHTS, NOISE_SCALE,
@@ -177,6 +185,10 @@ class ReleaseMetadata:
         """
         attrs = dict(attrs)
         kind = attrs.get(KIND_ATTR, RELEASE)
+        if kind == EXPMECH_FPCA:
+            raise SchemaError("this tree is an epsilon-DP FPCA release (a frame of principal components), not a "
+                              "mean-curve release", "read its posterior 'components' and 'frame' directly "
+                              "(fdp_ppl.plots.plot_fpca); inference and plot_release take mean-curve releases")
         if kind != RELEASE:
             raise SchemaError(f"this tree is an {kind} result, not a release",
                               "pass the release it was computed from (or read its observed_data)")
@@ -587,6 +599,16 @@ def is_inference(tree) -> bool:
     return isinstance(tree, xr.DataTree) and tree.attrs.get(KIND_ATTR) == INFERENCE
 
 
+def is_fpca_release(tree) -> bool:
+    """True for an ε-DP FPCA release (:func:`fdp_ppl.expmech.fpca_release`)."""
+    return isinstance(tree, xr.DataTree) and tree.attrs.get(KIND_ATTR) == EXPMECH_FPCA
+
+
+def fpca_attrs() -> dict:
+    """Root attributes that mark an ε-DP FPCA release."""
+    return {KIND_ATTR: EXPMECH_FPCA, SCHEMA_ATTR: SCHEMA_VERSION}
+
+
 def inference_attrs() -> dict:
     """Root attributes that mark an inference result."""
     return {KIND_ATTR: INFERENCE, SCHEMA_ATTR: SCHEMA_VERSION}
@@ -595,4 +617,5 @@ def inference_attrs() -> dict:
 __all__ = [n for n in dir() if n.isupper()] + ["ReleaseMetadata", "ReleaseView", "read_release", "release_tree",
                                                 "ReleaseTemplate",
                                                 "coefficient_map",
-                                                "clean_attrs", "is_release", "is_inference", "inference_attrs"]
+                                                "clean_attrs", "is_release", "is_inference", "inference_attrs",
+                                                "is_fpca_release", "fpca_attrs"]

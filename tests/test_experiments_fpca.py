@@ -136,3 +136,31 @@ def test_glance_from_committed_results():
     assert v[gp].startswith("differs")
     main = [k for k in v if "Sigma reading grid-size" in k][0]
     assert v[main].startswith("consistent")
+
+
+def test_clt_study_shows_the_limit_and_the_pitfall():
+    """Thms 3.2–3.3 on Example 3.5: n·Cov → (2Δ/ε)Σ (exactly computed error falls like 1/n), while the
+    mechanism's spread stays a constant multiple of the sampling spread (the pitfall)."""
+    df = F.clt_study(ns=(25, 400, 6400), draws=2000)
+    g = df.cov_error_gaussian.to_numpy()
+    assert g[0] > 0.1 and g[-1] < 0.005 and np.all(np.diff(np.log(g)) < -0.8 * np.log(16))
+    assert df.ks_stat.iloc[-1] < 0.05 and df.bias.iloc[-1] < 0.05
+    r = df.noise_to_sampling.to_numpy()
+    assert r.min() > 1 and r.max() / r.min() < 1.2
+
+
+def test_penalised_mean_draws_are_the_truncated_gaussian():
+    from fdp_ppl.expmech import penalised_mean_draws, penalised_mean_gaussian
+
+    rng = np.random.default_rng(3)
+    X = F.clt_data(15, 3, rng=rng)
+    C = np.diag([1.0, 0.25, 0.1])
+    b = penalised_mean_draws(X, C, 0.2, 1.0, 4000, rng)
+    assert b.shape == (4000, 3) and np.all(np.sum(b * b, axis=1) <= 1.0)
+    free = penalised_mean_draws(X, C, 0.2, 1.0, 4000, rng, restrict_to_unit_ball=False)
+    mean, cov = penalised_mean_gaussian(X, C, 0.2, 1.0)
+    assert np.sum(np.sum(free ** 2, axis=1) > 1) > 0  # the restriction is active at this n
+    z = np.linalg.solve(np.linalg.cholesky(cov), (free - mean).T).ravel()
+    from scipy import stats
+
+    assert stats.kstest(z, "norm").pvalue > 1e-3

@@ -531,3 +531,19 @@ def test_nuts_release():
     assert a["draws_exact"].startswith("no") and "rhat_invariant" not in a  # diagnostics are private: off by default
     F = tree.posterior["frame"].values[0]
     assert F.shape == (2, 4, 2) and np.allclose(np.einsum("dbk,dbl->dkl", F, F), np.eye(2), atol=1e-10)
+
+
+def test_fpca_release_follows_the_schema():
+    import fdp_ppl as fp
+    from fdp_ppl import schema
+    from fdp_ppl.errors import SchemaError
+
+    spec = small_spec(4, k=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededReleaseWarning)
+        tree = fpca_release(spec.fit(_toy_curves(10, 20, 45)), random_seed=46)
+    assert schema.is_fpca_release(tree) and not schema.is_release(tree)
+    assert tree.attrs[schema.SCHEMA_ATTR] == schema.SCHEMA_VERSION
+    assert set(tree[schema.POSTERIOR].data_vars) == {schema.COMPONENTS, schema.FRAME}
+    with pytest.raises(SchemaError, match="FPCA release"):
+        fp.infer(tree)

@@ -11,13 +11,14 @@ Slavković 2019).
 from .fpca import (FORMS, SAMPLERS, FPCAFit, FPCASpec, fourier_basis, fpca_pymc_model, fpca_release, nuts_parametrisation,
                    subspace_distance, variance_ratio)
 from .general import (GaussianProcessBase, UniformBase, exponential_mechanism_model, penalised_mean_clt_covariance,
-                      penalised_mean_estimate, penalised_mean_gaussian, penalised_mean_model)
+                      penalised_mean_draws, penalised_mean_estimate, penalised_mean_gaussian,
+                      penalised_mean_model)
 from .samplers import (SamplerBudgetError, gibbs_matrix_bingham, random_frame, rejection_from_gp_base,
                        sample_vector_bingham)
 
 __all__ = ["FPCASpec", "FPCAFit", "fpca_release", "fpca_pymc_model", "nuts_parametrisation", "fourier_basis", "variance_ratio",
            "subspace_distance", "FORMS", "SAMPLERS", "GaussianProcessBase", "UniformBase",
            "exponential_mechanism_model", "penalised_mean_model",
-           "penalised_mean_gaussian", "penalised_mean_estimate", "penalised_mean_clt_covariance",
+           "penalised_mean_gaussian", "penalised_mean_estimate", "penalised_mean_draws", "penalised_mean_clt_covariance",
            "sample_vector_bingham", "gibbs_matrix_bingham", "rejection_from_gp_base", "random_frame",
            "SamplerBudgetError"]

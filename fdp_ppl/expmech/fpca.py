@@ -35,12 +35,14 @@ import xarray as xr
 from ..accounting import PrivacyBudget
 from ..errors import InputError, SeededReleaseWarning, check_epsilon
 from ..sampling import seed_sequence
+from ..schema import (BASIS_FUNCTIONS, COMPONENTS, CONSTANT_DATA, EXPMECH_FPCA, FRAME, POSTERIOR, QUADRATURE_WEIGHTS,
+                      SIGMA, fpca_attrs)
 from ..spaces import Eigenbasis, Grid
 from .samplers import gibbs_matrix_bingham, random_frame, rejection_from_gp_base, sample_vector_bingham
 
 FORMS = ("bingham", "gp-base")
 SAMPLERS = ("exact", "gibbs", "nuts")
-KIND = "expmech_fpca"
+KIND = EXPMECH_FPCA
 
 
 def fourier_basis(grid: Grid, m: int) -> np.ndarray:
@@ -541,15 +543,15 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
     comps = np.einsum("tb,cdbk->cdkt", B, frames)
     t = spec.grid.points
     post = xr.Dataset(
-        {"components": (("chain", "draw", "component", "t"), comps),
-         "frame": (("chain", "draw", "basis", "component"), frames)},
+        {COMPONENTS: (("chain", "draw", "component", "t"), comps),
+         FRAME: (("chain", "draw", "basis", "component"), frames)},
         coords={"chain": [0], "draw": np.arange(draws), "component": np.arange(k), "basis": np.arange(m),
                 "t": t})
     const = xr.Dataset(
-        {"basis_functions": (("t", "basis"), B), "quadrature_weights": (("t",), spec.grid.weights),
-         "sigma": (("basis", "basis2"), spec.Sigma)},
+        {BASIS_FUNCTIONS: (("t", "basis"), B), QUADRATURE_WEIGHTS: (("t",), spec.grid.weights),
+         SIGMA: (("basis", "basis2"), spec.Sigma)},
         coords={"t": t, "basis": np.arange(m), "basis2": np.arange(m)})
-    attrs = {**spec.attrs(), "fdp_ppl_kind": KIND, "mechanism": mech_name, "n": int(fitted.n),
+    attrs = {**spec.attrs(), **fpca_attrs(), "mechanism": mech_name, "n": int(fitted.n),
              "sampler": _SAMPLER_NAMES[(spec.form, sampler)], "sampler_reference": _SAMPLER_REFERENCES[sampler, spec.form],
              "iterations": its, "exact": exact, "fp_safe": 0, "noise_seeded": int(seeded), "draws": draws,
              "budget_spent_epsilon": cost.epsilon, "budget_spent_delta": 0.0, "private": 1,
@@ -562,7 +564,8 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
              **extra}
     if ledger is not None and hasattr(ledger, "attrs"):
         attrs.update(ledger.attrs())
-    tree = xr.DataTree.from_dict({"/posterior": post, "/constant_data": const})
+    post[COMPONENTS].attrs.update(long_name="private principal component (unit L2 norm on the rescaled grid)")
+    tree = xr.DataTree.from_dict({POSTERIOR: post, CONSTANT_DATA: const})
     tree.attrs = attrs
     return tree
 

@@ -215,6 +215,55 @@ def penalised_mean_gaussian(coefs, C, lam: float, epsilon: float,
     return cov @ (s * X.sum(axis=0)), cov
 
 
+def penalised_mean_draws(coefs, C, lam: float, epsilon: float, size: int, rng: np.random.Generator, *,
+                         restrict_to_unit_ball: bool = True, max_proposals: int = 10_000_000) -> np.ndarray:
+    """Exact draws of Example 3.5's mechanism (the law of :func:`penalised_mean_model`), without MCMC.
+
+    Without the ball restriction the law is the Gaussian of
+    :func:`penalised_mean_gaussian`; with it, that Gaussian truncated to
+    ‖b‖ ≤ 1, drawn exactly by rejection from the Gaussian.
+
+    Parameters
+    ----------
+    coefs : ndarray, shape (n, d)
+        Coefficient rows with ‖X_i‖ ≤ 1 (data holder only).
+    C, lam, epsilon
+        As for :func:`penalised_mean_model`.
+    size : int
+    rng : numpy.random.Generator
+    restrict_to_unit_ball : bool
+    max_proposals : int
+        Data-independent cap on Gaussian proposals.
+
+    Returns
+    -------
+    ndarray, shape (size, d)
+
+    Raises
+    ------
+    SamplerBudgetError
+        More than ``max_proposals`` proposals were needed.
+    """
+    from .samplers import SamplerBudgetError
+
+    mean, cov = penalised_mean_gaussian(coefs, C, lam, epsilon)
+    L = np.linalg.cholesky(cov)
+    out, got, proposed = np.empty((int(size), mean.size)), 0, 0
+    while got < size:
+        batch = max(64, 2 * (int(size) - got))
+        b = mean + rng.standard_normal((batch, mean.size)) @ L.T
+        proposed += batch
+        if restrict_to_unit_ball:
+            b = b[np.sum(b * b, axis=1) <= 1.0]
+        take = b[: int(size) - got]
+        out[got: got + take.shape[0]] = take
+        got += take.shape[0]
+        if got < size and proposed >= max_proposals:
+            raise SamplerBudgetError(f"more than {max_proposals} proposals for the unit-ball restriction",
+                                     "raise max_proposals")
+    return out
+
+
 def penalised_mean_estimate(coefs, C, lam: float) -> np.ndarray:
     """Non-private maximiser b̂ = (I + λC⁻¹)⁻¹ X̄ of Example 3.5's ξ_X, shape (d,)."""
     X, C, lam = _check_mean_inputs(coefs, C, lam)
