@@ -1,17 +1,22 @@
 # Two commands for a fresh clone:  `make demo`  and  `make test`.
-# Both create .venv with Python 3.12 (found through pyenv if needed) and install the package.
+# Both create .venv with Python >= 3.12 (3.12 preferred: the version CI runs; then 3.13 ...), found on PATH or
+# through pyenv; pass PYTHON=/path/to/python3.x to choose another. The chosen interpreter is printed.
 VENV := .venv
 PY := $(VENV)/bin/python
-PYTHON312 ?= $(shell for c in python3.12 "env PYENV_VERSION=3.12 python3.12" $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12; do \
-	if $$c -c 'import sys; assert sys.version_info[:2]==(3,12)' >/dev/null 2>&1; then echo $$c; break; fi; done)
+PYTHON ?= $(shell for v in 3.12 3.13 3.14; do for c in python$$v "env PYENV_VERSION=$$v python$$v" \
+	$$HOME/.pyenv/versions/$$v*/bin/python$$v /usr/bin/python$$v /usr/local/bin/python$$v; do \
+	if $$c -c 'import sys; assert sys.version_info[:2] >= (3, 12)' >/dev/null 2>&1; then echo $$c; exit 0; fi; done; done; \
+	for c in python3 python; do if $$c -c 'import sys; assert sys.version_info[:2] >= (3, 12)' >/dev/null 2>&1; then \
+	echo $$c; exit 0; fi; done)
 export PYTENSOR_FLAGS ?= mode=CVM
 export MPLBACKEND ?= Agg
 
 .PHONY: demo test test-slow bench bench-quick venv clean
 
 $(VENV)/.installed: pyproject.toml
-	@if [ -z "$(PYTHON312)" ]; then echo "Python 3.12 not found: install it (pyenv install 3.12) or pass PYTHON312=/path/to/python3.12"; exit 1; fi
-	$(PYTHON312) -m venv $(VENV)
+	@if [ -z "$(PYTHON)" ]; then echo "Python >= 3.12 not found: install it (pyenv install 3.12) or pass PYTHON=/path/to/python3.12"; exit 1; fi
+	@echo "creating $(VENV) with $$($(PYTHON) -c 'import sys; print(f"Python {sys.version.split()[0]} at {sys.executable}")')"
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[test]"
 	touch $@
