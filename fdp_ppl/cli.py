@@ -214,8 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     g = r.add_argument_group("data")
     g.add_argument("--data", required=True, metavar="PATH_OR_NAME",
-                   help="bundled dataset name (growth, weather, dti, electricity) or the path of a netCDF file "
-                        "with one 2-D variable of curves (records x grid)")
+                   help="bundled dataset name (growth, weather, dti, electricity) or the path of a NetCDF file or "
+                        "Zarr store with one 2-D variable of curves (records x grid), or of a CSV / Parquet table "
+                        "(wide: one row per record, grid points as column headers, ids in the first column; long: "
+                        "columns id, t, value)")
     g.add_argument("--var", default=None, help="variable to use (e.g. cca for dti, demand for electricity)")
     g.add_argument("--data-dir", default=None, metavar="DIR",
                    help="directory with the data files (default: $FDP_PPL_DATA_DIR or the datasets shipped with the package)")

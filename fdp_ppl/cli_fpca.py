@@ -46,8 +46,10 @@ def add_subparser(sub) -> None:
                "exact). A release that is not exact says so in its attrs (exact = 0).")
     g = p.add_argument_group("data")
     g.add_argument("--data", required=True, metavar="PATH_OR_NAME",
-                   help="bundled dataset name (growth, weather, dti, electricity) or the path of a netCDF file "
-                        "with one 2-D variable of curves (records x grid)")
+                   help="bundled dataset name (growth, weather, dti, electricity) or the path of a NetCDF file or "
+                        "Zarr store with one 2-D variable of curves (records x grid), or of a CSV / Parquet table "
+                        "(wide: one row per record, grid points as column headers, ids in the first column; long: "
+                        "columns id, t, value)")
     g.add_argument("--var", default=None, metavar="NAME", help="variable in the file (needed if it holds several)")
     g.add_argument("--data-dir", default=None, metavar="DIR", help="directory of the named datasets")
     g.add_argument("--missing", choices=("error", "impute"), default="error",

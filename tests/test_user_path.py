@@ -174,17 +174,21 @@ def _fdatagrid():
     return skfda.FDataGrid(np.zeros((3, 5)), np.linspace(0, 1, 5))
 
 
-@pytest.mark.parametrize("name, content", [("mine.csv", b"id,t1,t2\n1,0.5,0.7\n2,0.4,0.6\n"), ("empty.nc", b""),
-                                           ("empty.csv", b"")])
-def test_csv_and_empty_files_say_what_is_expected(tmp_path, capsys, name, content):
+# issue 14 reads CSV tables (wide or long); a table whose headers are not grid points, and empty files, still
+# end with one line that says what is expected
+@pytest.mark.parametrize("name, content, expected", [
+    ("mine.csv", b"id,t1,t2\n1,0.5,0.7\n2,0.4,0.6\n", "not grid points"),
+    ("empty.nc", b"", "expected a NetCDF file (.nc) or Zarr store"),
+    ("empty.csv", b"", "expected curves as an xr.DataArray")])
+def test_csv_and_empty_files_say_what_is_expected(tmp_path, capsys, name, content, expected):
     path = tmp_path / name
     path.write_bytes(content)
     assert main(["release", "--data", str(path), *ARGS, "--tau", "1", "--out", str(tmp_path / "r.nc")]) == 2
     line = _one_line_error(capsys.readouterr().err)
-    assert "expected a NetCDF file (.nc) with one 2-D variable of curves" in line
+    assert expected in line
     assert "IO backend" not in line and "engine" not in line
     assert ("is empty" in line) == (not content)
-    with pytest.raises(InputError, match="expected a NetCDF file") as info:
+    with pytest.raises(InputError, match=expected.replace("(", r"\(").replace(")", r"\)")) as info:
         load_dataset(path)
     assert "IO backend" not in str(info.value)
 
@@ -201,16 +205,20 @@ def test_one_dimensional_variable_says_what_is_expected(tmp_path, capsys):
     assert "exactly 2 dims (records, grid)" in _one_line_error(capsys.readouterr().err)
 
 
-def test_scikit_fda_object_says_what_is_expected():
-    fd = _fdatagrid()
+def test_scikit_fda_object_is_read():
+    """issue 14: an FDataGrid is read by the one converter (it was refused before)."""
+    skfda = pytest.importorskip("skfda")
+    fd = skfda.FDataGrid(np.arange(15.0).reshape(3, 5) / 20, np.linspace(0, 1, 5))
     basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(5))
-    for call in (lambda: fp.iclp_qr_mean(fd, basis, tau=1.0), lambda: fp.ICLPQRSpec(basis=basis, tau=1.0, n=3).fit(fd)):
-        with pytest.raises(InputError) as info:
-            call()
-        msg = str(info.value)
-        assert "scikit-fda" in msg and "data_matrix" in msg and "(curve, t)" in msg and "\n" not in msg
+    a = fp.iclp_qr_mean(fd, basis, tau=1.0)
+    b = fp.ICLPQRSpec(basis=basis, tau=1.0, n=3).fit(fd)
+    c = fp.iclp_qr_mean(fd.data_matrix[..., 0], basis, tau=1.0)
+    assert np.array_equal(a.coefficients, c.coefficients) and np.array_equal(b.coefficients, c.coefficients)
     with pytest.raises(TypeError, match="already in memory"):
         load_dataset(fd)
+    fake = FDataGrid()  # same module and type name, no data: one line saying what is expected
+    with pytest.raises(InputError, match="expected a scikit-fda FDataGrid"):
+        fp.iclp_qr_mean(fake, basis, tau=1.0)
 
 
 # ============================================================================ point 7: small things

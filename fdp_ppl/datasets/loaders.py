@@ -80,8 +80,9 @@ _FILES = {
 _NETCDF_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n")
 
 #: what a data file must be, and how to make one (the messages that refuse a file)
-_EXPECTED_FILE = ("expected a NetCDF file (.nc) with one 2-D variable of curves, records x grid, e.g. y(curve, t) with "
-                  "the grid points as the t coordinate")
+_EXPECTED_FILE = ("expected a NetCDF file (.nc) or Zarr store (.zarr) with one 2-D variable of curves, records x grid, "
+                  "e.g. y(curve, t) with the grid points as the t coordinate, or a CSV / Parquet table (wide: one row "
+                  "per record, grid points as column headers; long: columns id, t, value)")
 _CONVERT = "convert with xarray: xr.DataArray(values, dims=('curve', 't'), coords={'t': points}).to_netcdf('curves.nc')"
 
 
@@ -157,8 +158,11 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, missing
         A name from :data:`DATASETS` (``"growth"``, ``"weather"`` /
         ``"canadian_weather"``, ``"dti"``, ``"electricity"`` /
         ``"electricity_monday"``; case-insensitive) or a path to a NetCDF
-        file (``.nc``; other formats are refused with a message saying what
-        is expected).
+        file (``.nc``), a Zarr store (``.zarr``, read into memory; for
+        curves larger than memory see :mod:`fdp_ppl.distributed`) or a CSV /
+        Parquet table (:func:`fdp_ppl.containers.read_curves_file`: wide or
+        long; other formats are refused with a message saying what is
+        expected).
     var : str, optional
         Variable to load. ``growth``: ``"height"`` (the only one; may be
         omitted). ``weather``: ``"temperature"`` (default, degC) or
@@ -286,6 +290,20 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, missing
         da.attrs.update(dataset=key, units=spec["units"], t_units=spec["t_units"])
         return _finish(da, **policy)
 
+    from ..containers import TABLE_SUFFIXES, read_curves_file
+    from ..distributed import is_store
+
+    if Path(raw).suffix.lower() in TABLE_SUFFIXES:
+        if record_dim is not None or t_dim is not None:
+            raise InputError("record_dim / t_dim name the dims of NetCDF and Zarr files; a table has one row per "
+                             "record", "drop them")
+        da = read_curves_file(_resolve(raw, data_dir, "table"), var)
+        return _finish(da, **policy)
+    if is_store(Path(raw).expanduser()):
+        path = _resolve(raw, data_dir, "Zarr store", directory=True)
+        da = _load_nc(path, var, record_dim=record_dim, t_dim=t_dim, zarr=True)
+        da.attrs.setdefault("dataset", path.stem)
+        return _finish(da, **policy)
     if raw.lower().endswith(".nc") or Path(raw).expanduser().is_file():
         path = Path(raw).expanduser()
         if not path.is_absolute() and not path.is_file() and (data_dir is not None or os.environ.get(ENV_VAR)):
@@ -301,6 +319,19 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, missing
 
     names = ", ".join(sorted(DATASETS))
     raise ValueError(f"unknown dataset {raw!r}; use one of {names}, or a path to a NetCDF (.nc) file")
+
+
+def _resolve(raw: str, data_dir, what: str, *, directory: bool = False) -> Path:
+    """An existing path: as given, or under the data directory when one is set."""
+    path = Path(raw).expanduser()
+    exists = path.is_dir() if directory else path.is_file()
+    if not exists and not path.is_absolute() and (data_dir is not None or os.environ.get(ENV_VAR)):
+        path = data_directory(data_dir) / path
+        exists = path.is_dir() if directory else path.is_file()
+    if not exists:
+        raise FileNotFoundError(f"{what} {raw!r} not found (looked at {path.resolve()}); pass an existing path, or a "
+                                f"name together with data_dir=... or the environment variable {ENV_VAR}")
+    return path
 
 
 # ---------------------------------------------------------------------- embedded (fdars)
@@ -377,13 +408,22 @@ def _check_netcdf(path: Path) -> None:
         raise InputError(f"{path.name} is not a NetCDF file{kind}: {_EXPECTED_FILE}", _CONVERT)
 
 
-def _load_nc(path: Path, var, *, record_dim, t_dim) -> xr.DataArray:
-    """Read one 2-D variable from a NetCDF file (read-only) and name its dims ``(curve, t)``.
+def _open_zarr(path: Path) -> xr.Dataset:
+    try:
+        import zarr  # noqa: F401
+    except ImportError:
+        raise InputError(f"reading the Zarr store {path.name} needs the package 'zarr'",
+                         "pip install 'fdp-ppl[dask]'") from None
+    return xr.open_zarr(path, chunks=None)
+
+
+def _load_nc(path: Path, var, *, record_dim, t_dim, zarr: bool = False) -> xr.DataArray:
+    """Read one 2-D variable from a NetCDF file or a Zarr store (read-only) and name its dims ``(curve, t)``.
 
     The record dim comes from names (:func:`~fdp_ppl.summaries.curves.record_and_grid_dims`).
     """
     try:
-        ds = xr.open_dataset(path)
+        ds = _open_zarr(path) if zarr else xr.open_dataset(path)
     except ValueError:  # xarray's "no IO backend": a file that is not NetCDF after all
         raise InputError(f"{path.name} cannot be read as NetCDF: {_EXPECTED_FILE}", _CONVERT) from None
     with ds:

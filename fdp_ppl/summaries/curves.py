@@ -157,16 +157,19 @@ def _not_curves(curves) -> InputError:
     kind = type(curves)
     name = f"{kind.__module__}.{kind.__qualname__}"
     if kind.__module__.split(".")[0] == "skfda":
-        return InputError(f"scikit-fda objects ({kind.__qualname__}) are not read directly; curves must be an "
-                          "xr.DataArray with dims (curve, t) or a numeric array of shape (n, K)",
-                          "pass fd.data_matrix[..., 0] with grid=Grid.from_points(fd.grid_points[0]), or "
-                          "xr.DataArray(fd.data_matrix[..., 0], dims=('curve', 't'), "
-                          "coords={'t': fd.grid_points[0]})")
+        return InputError(f"scikit-fda {kind.__qualname__} objects other than FDataGrid are not curves on a grid",
+                          "convert to an FDataGrid (fd.to_grid(points)) or pass an xr.DataArray (curve, t)")
     if isinstance(curves, xr.Dataset):
         return InputError(f"curves must be one variable, got an xr.Dataset with {list(curves.data_vars)}",
                           "pass ds['name'], a DataArray with dims (records, grid)")
     return InputError(f"curves must be an xr.DataArray with dims (curve, t) or a numeric array of shape (n, K), "
                       f"got {name}")
+
+
+def _is_table_or_fdata(obj) -> bool:
+    kind = type(obj)
+    return (kind.__module__.split(".")[0] == "pandas" and kind.__name__ == "DataFrame") or (
+        kind.__module__.split(".")[0] == "skfda" and kind.__name__ == "FDataGrid")
 
 
 def as_record_array(curves) -> np.ndarray:
@@ -178,6 +181,10 @@ def as_record_array(curves) -> np.ndarray:
         A scikit-fda object, an ``xr.Dataset``, anything numpy cannot read as
         numbers, or not 2-D.
     """
+    if _is_table_or_fdata(curves):  # one converter for tables and FDataGrid (fdp_ppl.containers)
+        from ..containers import to_curves
+
+        return np.asarray(to_curves(curves).values)
     if isinstance(curves, xr.Dataset) or type(curves).__module__.split(".")[0] == "skfda":
         raise _not_curves(curves)
     try:
@@ -235,6 +242,10 @@ def curves_and_grid(curves, grid: Grid | None = None, *, record_dim: str | None 
         an ``xr.Dataset``); wrong number of dims; record dim not given by
         name; grid size mismatch; fewer than 2 curves.
     """
+    if _is_table_or_fdata(curves):  # a pandas table or a scikit-fda FDataGrid: one converter (fdp_ppl.containers)
+        from ..containers import to_curves
+
+        curves = to_curves(curves)
     if isinstance(curves, xr.DataArray):
         rec, t_name = record_and_grid_dims(curves.dims, record_dim=record_dim, t_dim=t_dim, curve_dim=curve_dim)
         da = curves.transpose(rec, t_name)
