@@ -11,6 +11,17 @@ import time
 import tracemalloc
 
 
+def write_results(name: str, res: dict, *, quick: bool = False, out=None) -> None:
+    """Write ``{"machine": machine_info(), **res}`` to ``out`` or ``results/<name>[_quick].json``; say where."""
+    import json
+    from pathlib import Path
+
+    path = Path(out) if out else Path(__file__).resolve().parent / "results" / f"{name}{'_quick' if quick else ''}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"machine": machine_info(), **res}, indent=2, default=str))
+    print(f"wrote {path}")
+
+
 def machine_info() -> dict:
     """Python, library versions, CPU, BLAS and load average (for the JSON of a benchmark)."""
     import numpy as np

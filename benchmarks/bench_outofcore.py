@@ -21,7 +21,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -33,7 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import RSSSampler, machine_info  # noqa: E402
+from _common import write_results, RSSSampler  # noqa: E402
 
 K = 100
 TAU = 1.0
@@ -155,10 +154,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None)
     a = p.parse_args(argv)
     res = run(a.quick, int(a.n) if a.n else None, a.chunks, a.dir, a.keep)
-    out = Path(a.out) if a.out else HERE / "results" / f"bench_outofcore{'_quick' if a.quick else ''}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": machine_info(), **res}, indent=2, default=str))
-    print(f"wrote {out}")
+    write_results("bench_outofcore", res, quick=a.quick, out=a.out)
     return 0
 
 

@@ -19,7 +19,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import warnings
@@ -28,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import machine_info, paired_times  # noqa: E402
+from _common import write_results, paired_times  # noqa: E402
 
 DRAWS = (1, 100, 10_000)
 TARGET = 1.5
@@ -82,10 +81,7 @@ def main(argv=None) -> int:
     res = run(a.quick, a.repeats)
     print(f"worst release/sampler ratio at 100 and 10,000 draws: {res['worst_ratio']:.2f} (target <= {TARGET}): "
           f"{'MET' if res['met'] else 'NOT MET'}")
-    out = Path(a.out) if a.out else HERE / "results" / f"bench_release{'_quick' if a.quick else ''}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": machine_info(), **res}, indent=2, default=str))
-    print(f"wrote {out}")
+    write_results("bench_release", res, quick=a.quick, out=a.out)
     return 0
 
 

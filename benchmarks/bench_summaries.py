@@ -21,7 +21,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import warnings
@@ -30,7 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import best_time, machine_info, paired_times, peak_traced_bytes  # noqa: E402
+from _common import write_results, paired_times, peak_traced_bytes  # noqa: E402
 
 K = 100
 TAU = 1.0
@@ -132,10 +131,7 @@ def main(argv=None) -> int:
     res = run(a.quick, sizes, a.repeats)
     print(f"worst time ratio {res['worst_time_ratio']:.2f} (target <= {TARGET_TIME}), worst peak memory "
           f"{res['worst_memory_ratio']:.2f}x data (target <= {TARGET_MEMORY}): {'MET' if res['met'] else 'NOT MET'}")
-    out = Path(a.out) if a.out else HERE / "results" / f"bench_summaries{'_quick' if a.quick else ''}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": machine_info(), **res}, indent=2, default=str))
-    print(f"wrote {out}")
+    write_results("bench_summaries", res, quick=a.quick, out=a.out)
     return 0
 
 
