@@ -5,9 +5,11 @@ Parts (each also runs alone, see its script):
 
 * ``iclp``       100 ICLP releases against the paper's Algorithm 1 (``bench_iclp.py``, run as a subprocess:
   it sets BLAS threads for its whole process);
-* ``inference``  curve-ESS per second of the posterior methods (``bench_inference.run``, when present);
+* ``inference``  curve-ESS per second of ``fp.infer``'s exact / marginal posteriors against the old dense NUTS
+  model on DTI (``bench_inference.py``);
 * ``summaries``  every summary against a fused numpy pass, time and peak memory (``bench_summaries.py``);
 * ``release``    ``fp.release`` against its raw sampler at 100 and 10,000 draws (``bench_release.py``);
+* ``cli``        ``fdp-ppl --help`` and every subcommand's ``--help`` as fresh processes (``bench_cli.py``);
 * ``outofcore``  the mean of 10^7 curves × 100 points from a Zarr store on a 2-worker dask LocalCluster
   (``bench_outofcore.py``; ``--quick``: 2·10^5 curves).
 
@@ -39,7 +41,7 @@ sys.path.insert(0, str(HERE))
 
 from _common import machine_info  # noqa: E402
 
-PARTS = ("iclp", "inference", "summaries", "release", "outofcore")
+PARTS = ("iclp", "inference", "summaries", "release", "outofcore", "cli")
 
 
 def run_iclp(quick: bool) -> dict:
@@ -73,7 +75,7 @@ def run_part(name: str, quick: bool) -> dict:
     if name == "inference":
         return run_inference(quick)
     mod = importlib.import_module({"summaries": "bench_summaries", "release": "bench_release",
-                                   "outofcore": "bench_outofcore"}[name])
+                                   "outofcore": "bench_outofcore", "cli": "bench_cli"}[name])
     return mod.run(quick=quick)
 
 
@@ -102,7 +104,14 @@ def summary_lines(results: dict) -> list[tuple]:
                      ("MET" if r["worst_ratio"] >= 100 else "NOT MET") if r["K"] >= 500 else ""))
     r = results.get("inference")
     if r and "skipped" not in r and "error" not in r:
-        rows.extend(_inference_lines(r))
+        if "met" in r and "ratios" in r:   # bench_inference.run: curve-ESS/s of fp.infer against the old model
+            for config, target in r.get("targets", {}).items():
+                if config in r["ratios"]:
+                    rows.append((f"inference DTI, GP prior, {config} hyperparameters: curve-ESS/s, default / old",
+                                 f"{r['ratios'][config]['ratio_c_over_a']:.1f}x", f">= {target:g}x",
+                                 "MET" if r["met"][config] else "NOT MET"))
+        else:
+            rows.extend(_inference_lines(r))
     r = results.get("summaries")
     if r and "rows" in r:
         big = max(x["n"] for x in r["rows"])
@@ -128,6 +137,10 @@ def summary_lines(results: dict) -> list[tuple]:
                      "MET" if r["met"] else "NOT MET"))
         rows.append((f"out of core time per curve / in memory at {r['in_memory_n']:.0e}",
                      f"{r['ratio_per_curve_vs_memory']:.2f}", "", ""))
+    r = results.get("cli")
+    if r and "worst_s" in r:
+        rows.append(("fdp-ppl --help and every subcommand's --help: slowest, seconds", f"{r['worst_s']:.2f}",
+                     "< 0.5", "MET" if r["met"] else "NOT MET"))
     for name, res in results.items():
         if isinstance(res, dict) and ("error" in res or "skipped" in res):
             rows.append((f"{name}", "-", "", res.get("skipped") or "ERROR: " + res["error"].splitlines()[-1]))

@@ -70,14 +70,12 @@ import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
 
 from . import dims
+from ._names import BERNSTEIN_DEFAULT_K
 from .datasets.references import (CDC2000_MEDIAN_HEIGHT_CM, GROWTH_DEVIATION_TAU, GROWTH_RAW_TAU,
                                   GROWTH_REFERENCE_SOURCE, growth_reference)
 from .errors import FdpPplError, SeededReleaseWarning
-from .schema import read_release
-from .summaries.curves import TauTooSmallWarning
 
 PROG = "fdp-ppl"
 
@@ -96,6 +94,7 @@ class _Lazy:
 
 
 registry = _Lazy("fdp_ppl.registry")
+np = _Lazy("numpy")  # numpy alone takes about 0.2 s to import: --help and --version do without it
 
 
 def __getattr__(name):  # MECHANISMS: command-line names of the mechanisms (``--mechanism``), from the registry
@@ -154,11 +153,6 @@ def _users(option: str) -> list[str]:
 def _option_default(entry: registry.MechanismEntry, option: str):
     """Default of a mechanism option of a registry entry."""
     return entry.option_defaults.get(option)
-
-
-def _spec_default(summary: str, option: str):
-    """Default of a summary-spec field (e.g. the Bernstein lattice size k)."""
-    return {f.name: f.default for f in dataclasses.fields(registry.SUMMARIES[summary])}.get(option)
 
 
 def _uses_eigenbasis(entry: registry.MechanismEntry) -> bool:
@@ -277,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--M", type=int, default=None, help="number of components for frl (default floor(n^(1/3)))")
     s.add_argument("--k", type=int, default=None,
                    help=f"Bernstein lattice size k (k + 1 lattice points) for bernstein "
-                        f"(default {_spec_default('bernstein', 'k')})")
+                        f"(default {BERNSTEIN_DEFAULT_K})")
     _add_output_args(r)
     _add_ledger_args(r)
 
@@ -521,6 +515,8 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
     curves = _labelled(curves, labels or {})
     entry = registry.MECHANISMS[a.mechanism]
     with warnings.catch_warnings():  # stated on stderr below, with the other data-holder lines
+        from .summaries.curves import TauTooSmallWarning
+
         warnings.simplefilter("ignore", TauTooSmallWarning)
         summary = _fit_summary(entry, curves, a, offset, offset_source)
     missing = getattr(a, "missing", "error")
@@ -568,6 +564,8 @@ _NORMS = {"1,C": "‖·‖_{1,C}", "cameron-martin": "Cameron–Martin ‖·‖_
 
 
 def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
+    from .schema import read_release
+
     view = read_release(tree)
     meta = view.metadata
     at = meta.public()
@@ -725,7 +723,7 @@ def _cmd_ledger(a) -> int:
 
 #: further subcommands, each in its own module: ``(name, module)``; the module defines
 #: ``add_subparser(sub)`` (cheap: no heavy imports at module level) and ``run(args) -> int``
-_SUBCOMMANDS: list[tuple[str, str]] = [("fpca", "fdp_ppl.cli_fpca")]
+_SUBCOMMANDS: list[tuple[str, str]] = [("fpca", "fdp_ppl.cli_fpca"), ("kde", "fdp_ppl.cli_kde"), ("svm", "fdp_ppl.cli_erm")]
 
 
 def _add_extra_subparsers(sub) -> None:

@@ -3,8 +3,8 @@
 One converter (:func:`to_curves`) serves the Python API (every summary accepts what it accepts) and the
 command line (:func:`read_curves_file` for CSV and Parquet files):
 
-* ``xr.DataArray`` with two dims: the record dim is chosen by name (:func:`~fdp_ppl.summaries.curves.
-  record_and_grid_dims`), never by position;
+* ``xr.DataArray`` with two dims: the record dim is chosen by name (:func:`record_and_grid_dims`), never by
+  position;
 * a numpy array (n, K) whose rows are records, with the grid points ``t`` (K,);
 * a **wide** ``pandas.DataFrame``: one row per record, one column per grid point, the column labels being the
   grid points (numbers, or strings that read as numbers); the index is kept as the record labels;
@@ -37,6 +37,73 @@ VALUE_COLUMNS = ("value", "y", "values")
 
 _EXPECTED = ("expected curves as an xr.DataArray (records x grid), a numeric array (n, K) with t=grid points, a "
              "wide table (one row per record, one column per grid point) or a long table (id, t, value)")
+
+
+def record_and_grid_dims(dim_names, *, record_dim: str | None = None, t_dim: str | None = None,
+                         curve_dim: str | None = None, what: str = "the curves") -> tuple[str, str]:
+    """Which of two dims indexes the records and which is the grid, from their names.
+
+    The record dim is the privacy unit (n is its size), so it is never taken
+    from position. In order: an explicit ``record_dim`` (``curve_dim`` is an
+    alias); else the other dim of an explicit ``t_dim``; else the dim named
+    ``"curve"``; else the other dim of a dim named ``"t"``; otherwise a
+    refusal.
+
+    Parameters
+    ----------
+    dim_names : sequence of str
+        The two dims (e.g. ``DataArray.dims``), in any order.
+    record_dim, curve_dim : str, optional
+        Name of the record dim (``curve_dim`` is the older name; both may be
+        given only if equal).
+    t_dim : str, optional
+        Name of the grid dim.
+    what : str
+        What the dims belong to, for messages (e.g. ``"variable 'y' in a.nc"``).
+
+    Returns
+    -------
+    (record_dim, grid_dim) : tuple of str
+
+    Raises
+    ------
+    InputError
+        Not exactly two dims; a given name that is not one of them; record
+        and grid dims equal; or no name tells which dim is which (the message
+        names both dims and the fix: ``record_dim=NAME``).
+    """
+    names = tuple(str(d) for d in dim_names)
+    if len(names) != 2:
+        raise InputError(f"{what} must have 2 dims (records, grid), got dims {names}",
+                         "select one variable/slice first")
+    if record_dim is not None and curve_dim is not None and record_dim != curve_dim:
+        raise InputError(f"record_dim={record_dim!r} and curve_dim={curve_dim!r} (its alias) differ",
+                         "pass only record_dim")
+    rec = record_dim if record_dim is not None else curve_dim
+    for label, d in (("record_dim", rec), ("t_dim", t_dim)):
+        if d is not None and d not in names:
+            raise InputError(f"{label}={d!r} is not a dim of {what}; its dims are {names}")
+
+    def other(d):
+        return names[1] if d == names[0] else names[0]
+
+    if rec is None:
+        if t_dim is not None:
+            rec = other(t_dim)
+        elif dims.CURVE in names:
+            rec = dims.CURVE
+        elif dims.T in names:
+            rec = other(dims.T)
+        else:
+            a, b = names
+            raise InputError(f"cannot tell which dim of {what} {names} indexes the records (the privacy unit: n is "
+                             f"its size)", f"pass record_dim={b} or record_dim={a} (the other dim is the grid), or "
+                             f"name the record dim '{dims.CURVE}'")
+    grid_dim = t_dim if t_dim is not None else other(rec)
+    if rec == grid_dim:
+        raise InputError(f"the record dim and the grid dim must differ, both are {rec!r}")
+    return rec, grid_dim
+
 
 
 def _is_pandas(obj, kind: str) -> bool:
@@ -187,8 +254,6 @@ def to_curves(obj, t=None, *, record_dim: str | None = None, t_dim: str | None =
         An unsupported container, or what :func:`from_wide` / :func:`from_long` refuse; a numpy array without
         ``t``; a FDataGrid with more than one domain or codomain dimension.
     """
-    from .summaries.curves import record_and_grid_dims
-
     if isinstance(obj, xr.DataArray):
         rec, tn = record_and_grid_dims(obj.dims, record_dim=record_dim, t_dim=t_dim)
         da = obj.transpose(rec, tn)
@@ -278,4 +343,4 @@ def read_curves_file(path, var: str | None = None, *, id_col: str | None = None,
 
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 
-__all__ = ["to_curves", "from_wide", "from_long", "read_curves_file", "TABLE_SUFFIXES"]
+__all__ = ["record_and_grid_dims", "to_curves", "from_wide", "from_long", "read_curves_file", "TABLE_SUFFIXES"]

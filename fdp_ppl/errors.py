@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 
-import numpy as np
+import math
 
 
 class FdpPplError(Exception):
@@ -67,7 +67,7 @@ def check_epsilon(epsilon) -> float:
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
         raise InputError(f"epsilon must be a positive number, got {epsilon!r}", "pass e.g. epsilon=1.0")
     eps = float(epsilon)
-    if not np.isfinite(eps) or eps <= 0:
+    if not math.isfinite(eps) or eps <= 0:
         raise InputError(f"epsilon must be finite and > 0, got {epsilon!r}", "pass e.g. epsilon=1.0")
     return eps
 
@@ -86,7 +86,7 @@ def check_delta(delta, *, allow_zero: bool = False) -> float:
         raise InputError(f"delta must be a number in (0, 1), got {delta!r}", "pass e.g. delta=1e-5")
     d = float(delta)
     lo_ok = d >= 0 if allow_zero else d > 0
-    if not (np.isfinite(d) and lo_ok and d < 1):
+    if not (math.isfinite(d) and lo_ok and d < 1):
         rng = "[0, 1)" if allow_zero else "(0, 1)"
         raise InputError(f"delta must lie in {rng}, got {delta!r}", "pass e.g. delta=1e-5")
     return d
@@ -103,7 +103,7 @@ def check_positive(value, name: str, fix: str = "") -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InputError(f"{name} must be a positive number, got {value!r}", fix)
     v = float(value)
-    if not np.isfinite(v) or v <= 0:
+    if not math.isfinite(v) or v <= 0:
         raise InputError(f"{name} must be finite and > 0, got {value!r}", fix)
     return v
 

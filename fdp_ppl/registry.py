@@ -17,21 +17,84 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .elliptical.process import EllipticalMechanism, EllipticalProcessMechanism
-from .laws import NoiseLaw
-from .mechanisms import FRL, ICLP, Bernstein, GaussianMechanism, Mechanism
-from .spaces import KERNEL_NAMES
-from .summaries import (BernsteinSpec, FRLSpec, ICLPARSpec, ICLPQRSpec, RKHSSpec, SampleMeanSpec, SummarySpec)
+from ._names import KERNEL_NAMES
 
-#: summary spec classes by the name recorded in releases
-SUMMARIES: dict[str, type[SummarySpec]] = {cls.name: cls for cls in
-                                           (ICLPQRSpec, ICLPARSpec, FRLSpec, RKHSSpec, SampleMeanSpec, BernsteinSpec)}
+# The entries name their classes; the classes (and PyMC, which the mechanisms import) are imported when an entry
+# builds something or when SUMMARIES / LAWS are first read (PEP 562), so `fdp-ppl --help` stays fast.
 
 #: kernel names accepted by :func:`fdp_ppl.spaces.kernel_from_name`
 KERNELS: tuple[str, ...] = KERNEL_NAMES
 
-#: noise-law classes (every subclass of NoiseLaw registers itself when its module is imported)
-LAWS: dict[str, type[NoiseLaw]] = {cls.key: cls for cls in NoiseLaw.classes}
+
+def _summaries() -> dict:
+    from .summaries import BernsteinSpec, FRLSpec, ICLPARSpec, ICLPQRSpec, RKHSSpec, SampleMeanSpec
+
+    return {cls.name: cls for cls in (ICLPQRSpec, ICLPARSpec, FRLSpec, RKHSSpec, SampleMeanSpec, BernsteinSpec)}
+
+
+def _laws() -> dict:
+    from .elliptical import process  # noqa: F401  (registers the elliptical laws)
+    from .laws import NoiseLaw
+
+    return {cls.key: cls for cls in NoiseLaw.classes}
+
+
+#: SUMMARIES: summary spec classes by the name recorded in releases; LAWS: noise-law classes by key
+_LAZY = {"SUMMARIES": _summaries, "LAWS": _laws}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = globals()[name] = _LAZY[name]()
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _lazy(name: str):
+    return globals()[name] if name in globals() else __getattr__(name)
+
+
+def _iclp(eps, delta):
+    from .mechanisms import ICLP
+
+    return ICLP(eps)
+
+
+def _frl(eps, delta):
+    from .mechanisms import FRL
+
+    return FRL(eps)
+
+
+def _bernstein(eps, delta):
+    from .mechanisms import Bernstein
+
+    return Bernstein(eps)
+
+
+def _gaussian(eps, delta, calibration):
+    from .mechanisms import GaussianMechanism
+
+    return GaussianMechanism(eps, delta, calibration=calibration)
+
+
+def _elliptical_process(family):
+    def build(eps, delta, calibration, nu=None):
+        from .elliptical.process import EllipticalProcessMechanism
+
+        return EllipticalProcessMechanism(eps, delta, family=family, **({"nu": nu} if family == "t" else {}),
+                                          calibration=calibration)
+
+    return build
+
+
+def _elliptical(family):
+    def build(eps, delta, nu=None):
+        from .elliptical.process import EllipticalMechanism
+
+        return EllipticalMechanism(eps, family=family, **({"nu": nu} if family == "t" else {}))
+
+    return build
 
 
 @dataclass(frozen=True)
@@ -71,7 +134,7 @@ class MechanismEntry:
 
     @property
     def spec_class(self) -> type[SummarySpec]:
-        return SUMMARIES[self.summary]
+        return _lazy("SUMMARIES")[self.summary]
 
     def mechanism(self, epsilon: float, delta: float | None = None, **options) -> Mechanism:
         """Build the mechanism; options outside :attr:`options` are ignored when None."""
@@ -86,6 +149,8 @@ class MechanismEntry:
 
     def spec(self, basis_or_grid, *, tau: float, n: int, **options) -> SummarySpec:
         """Build the public summary spec (``basis_or_grid`` is an Eigenbasis, or a Grid for Bernstein)."""
+        from .summaries import BernsteinSpec
+
         opts = {**self.defaults, **{k: v for k, v in options.items() if v is not None}}
         if self.spec_class is BernsteinSpec:
             return BernsteinSpec(lattice_grid=basis_or_grid, tau=tau, n=n, **opts)
@@ -98,40 +163,38 @@ def _register(*entries: MechanismEntry) -> dict[str, MechanismEntry]:
 
 #: mechanisms by command-line name
 MECHANISMS: dict[str, MechanismEntry] = _register(
-    MechanismEntry("iclp-qr", "iclp-qr", lambda eps, delta: ICLP(eps), summary_options=("eta", "psi"),
+    MechanismEntry("iclp-qr", "iclp-qr", _iclp, summary_options=("eta", "psi"),
                    description="ICLP (Laplace on the eigenbasis), ICLP-QR mean; Lin & Reimherr (2026)"),
-    MechanismEntry("iclp-ar", "iclp-ar", lambda eps, delta: ICLP(eps), summary_options=("eta", "psi"),
+    MechanismEntry("iclp-ar", "iclp-ar", _iclp, summary_options=("eta", "psi"),
                    description="ICLP, ICLP-AR (soft-thresholded) mean; Lin & Reimherr (2026)"),
-    MechanismEntry("frl", "frl", lambda eps, delta: FRL(eps), summary_options=("M",),
+    MechanismEntry("frl", "frl", _frl, summary_options=("M",),
                    description="FRL: i.i.d. Laplace on the first M coefficients; Lin & Reimherr (2026)"),
-    MechanismEntry("bernstein", "bernstein", lambda eps, delta: Bernstein(eps), summary_options=("k",),
+    MechanismEntry("bernstein", "bernstein", _bernstein, summary_options=("k",),
                    description="Bernstein mechanism (tau is the sup-norm bound); Aldà & Rubinstein (2017)"),
     MechanismEntry("gaussian", "iclp-qr",
-                   lambda eps, delta, calibration: GaussianMechanism(eps, delta, calibration=calibration),
+                   _gaussian,
                    approximate=True, options=("calibration",), option_defaults={"calibration": "analytic"},
                    summary_options=("eta", "psi"),
                    description="Gaussian process noise, ridge (ICLP-QR) mean; Mirshani et al. (2019)"),
     MechanismEntry("rkhs-gaussian", "rkhs",
-                   lambda eps, delta, calibration: GaussianMechanism(eps, delta, calibration=calibration),
+                   _gaussian,
                    approximate=True, options=("calibration",), option_defaults={"calibration": "analytic"},
                    summary_options=("eta", "psi"), defaults={"eta": 1.0},
                    description="Gaussian process noise, RKHS mean (eta = 1); Mirshani et al. (2019)"),
     MechanismEntry("t-process", "iclp-qr",
-                   lambda eps, delta, calibration, nu=None: EllipticalProcessMechanism(
-                       eps, delta, family="t", nu=nu, calibration=calibration),
+                   _elliptical_process("t"),
                    approximate=True, options=("nu", "calibration"), option_defaults={"calibration": "exact"},
                    summary_options=("eta", "psi"),
                    description="t process (GP x random scale), ridge mean; Reimherr & Awan (2019)"),
     MechanismEntry("laplace-process", "iclp-qr",
-                   lambda eps, delta, calibration: EllipticalProcessMechanism(
-                       eps, delta, family="laplace", calibration=calibration),
+                   _elliptical_process("laplace"),
                    approximate=True, options=("calibration",), option_defaults={"calibration": "exact"},
                    summary_options=("eta", "psi"),
                    description="Laplace process (GP x exponential scale), ridge mean; Reimherr & Awan (2019)"),
-    MechanismEntry("t", "iclp-qr", lambda eps, delta, nu=None: EllipticalMechanism(eps, family="t", nu=nu),
+    MechanismEntry("t", "iclp-qr", _elliptical("t"),
                    options=("nu",), summary_options=("eta", "psi"),
                    description="multivariate t on the J coefficients (pure eps); Reimherr & Awan (2019)"),
-    MechanismEntry("knorm", "iclp-qr", lambda eps, delta: EllipticalMechanism(eps, family="knorm"),
+    MechanismEntry("knorm", "iclp-qr", _elliptical("knorm"),
                    summary_options=("eta", "psi"),
                    description="ellipsoidal K-norm on the J coefficients (pure eps); Reimherr & Awan (2019)"),
 )

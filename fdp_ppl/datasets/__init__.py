@@ -9,10 +9,28 @@
 * :func:`simulate_mirshani` — Mirshani, Reimherr & Slavković (2019), Section 5.
 """
 
-from .loaders import DATASETS, ENV_VAR, data_directory, load_dataset
 from .references import CDC2000_MEDIAN_HEIGHT_CM, GROWTH_DEVIATION_TAU, growth_reference
-from .simulations import (DEFAULT_ERROR_KERNEL, ICLP_DESIGNS, ICLP_KERNEL, iclp_mean_function, simulate_iclp,
-                          simulate_mirshani)
 
-__all__ = ["growth_reference", "CDC2000_MEDIAN_HEIGHT_CM", "GROWTH_DEVIATION_TAU", "load_dataset", "data_directory", "DATASETS", "ENV_VAR", "iclp_mean_function", "simulate_iclp",
-           "simulate_mirshani", "ICLP_DESIGNS", "ICLP_KERNEL", "DEFAULT_ERROR_KERNEL"]
+#: names loaded on first use (PEP 562): the references are light, the loaders import xarray and scipy
+_WHERE = {"DATASETS": "loaders", "ENV_VAR": "loaders", "data_directory": "loaders", "load_dataset": "loaders",
+          "DEFAULT_ERROR_KERNEL": "simulations", "ICLP_DESIGNS": "simulations", "ICLP_KERNEL": "simulations",
+          "iclp_mean_function": "simulations", "simulate_iclp": "simulations", "simulate_mirshani": "simulations"}
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WHERE))
+
+
+__all__ = ["growth_reference", "CDC2000_MEDIAN_HEIGHT_CM", "GROWTH_DEVIATION_TAU", "load_dataset", "data_directory",
+           "DATASETS", "ENV_VAR", "iclp_mean_function", "simulate_iclp", "simulate_mirshani", "ICLP_DESIGNS",
+           "ICLP_KERNEL", "DEFAULT_ERROR_KERNEL"]

@@ -5,7 +5,6 @@ data-independent: the release is of the deviations, and the reference is
 added back afterwards.
 """
 
-import numpy as np
 
 #: Median height (cm) at whole years of age 1..18, (boys, girls), from the CDC 2000 growth charts
 #: (Kuczmarski et al. 2002): age 1 from the infant length-for-age table (lenageinf, 12 months),
@@ -29,9 +28,11 @@ GROWTH_DEVIATION_TAU = 40.0
 GROWTH_RAW_TAU = 200.0
 
 
-def growth_reference(ages) -> np.ndarray:
+def growth_reference(ages) -> "np.ndarray":
     """Public reference height (cm) at ``ages`` (years, within [1, 18]); see
     :data:`CDC2000_MEDIAN_HEIGHT_CM`."""
+    import numpy as np  # here, not at import: the command line lists these constants without numpy
+
     a = np.asarray(sorted(CDC2000_MEDIAN_HEIGHT_CM), dtype=float)
     m = np.array([np.mean(CDC2000_MEDIAN_HEIGHT_CM[int(k)]) for k in a])
     ages = np.asarray(ages, dtype=float)

@@ -23,6 +23,7 @@ import xarray as xr
 from scipy import stats
 
 from .. import dims
+from .._names import BERNSTEIN_DEFAULT_K
 from ..errors import InputError
 from ..spaces import Grid
 from .base import LinearSummary, Sensitivity, SummarySpec, public_tau
@@ -57,7 +58,7 @@ class BernsteinSpec(SummarySpec):
     """
 
     lattice_grid: Grid | None = None
-    k: int = 20
+    k: int = BERNSTEIN_DEFAULT_K
     name: ClassVar[str] = "bernstein"
     default_norm: ClassVar[str] = "l1"
     norms: ClassVar[tuple[str, ...]] = ("l1",)

@@ -26,6 +26,7 @@ import xarray as xr
 
 from .. import dims
 from ..errors import InputError, PrivacyLeakWarning, check_positive
+from ..containers import record_and_grid_dims, to_curves  # noqa: F401  (re-exported: the one rule for dims)
 from ..spaces import Grid
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -86,72 +87,6 @@ def clipped_warning_text(n_clipped: int, n: int, tau: float, *, norm: str = "L2 
             "this count is not written to the release")
 
 
-def record_and_grid_dims(dim_names, *, record_dim: str | None = None, t_dim: str | None = None,
-                         curve_dim: str | None = None, what: str = "the curves") -> tuple[str, str]:
-    """Which of two dims indexes the records and which is the grid, from their names.
-
-    The record dim is the privacy unit (n is its size), so it is never taken
-    from position. In order: an explicit ``record_dim`` (``curve_dim`` is an
-    alias); else the other dim of an explicit ``t_dim``; else the dim named
-    ``"curve"``; else the other dim of a dim named ``"t"``; otherwise a
-    refusal.
-
-    Parameters
-    ----------
-    dim_names : sequence of str
-        The two dims (e.g. ``DataArray.dims``), in any order.
-    record_dim, curve_dim : str, optional
-        Name of the record dim (``curve_dim`` is the older name; both may be
-        given only if equal).
-    t_dim : str, optional
-        Name of the grid dim.
-    what : str
-        What the dims belong to, for messages (e.g. ``"variable 'y' in a.nc"``).
-
-    Returns
-    -------
-    (record_dim, grid_dim) : tuple of str
-
-    Raises
-    ------
-    InputError
-        Not exactly two dims; a given name that is not one of them; record
-        and grid dims equal; or no name tells which dim is which (the message
-        names both dims and the fix: ``record_dim=NAME``).
-    """
-    names = tuple(str(d) for d in dim_names)
-    if len(names) != 2:
-        raise InputError(f"{what} must have 2 dims (records, grid), got dims {names}",
-                         "select one variable/slice first")
-    if record_dim is not None and curve_dim is not None and record_dim != curve_dim:
-        raise InputError(f"record_dim={record_dim!r} and curve_dim={curve_dim!r} (its alias) differ",
-                         "pass only record_dim")
-    rec = record_dim if record_dim is not None else curve_dim
-    for label, d in (("record_dim", rec), ("t_dim", t_dim)):
-        if d is not None and d not in names:
-            raise InputError(f"{label}={d!r} is not a dim of {what}; its dims are {names}")
-
-    def other(d):
-        return names[1] if d == names[0] else names[0]
-
-    if rec is None:
-        if t_dim is not None:
-            rec = other(t_dim)
-        elif dims.CURVE in names:
-            rec = dims.CURVE
-        elif dims.T in names:
-            rec = other(dims.T)
-        else:
-            a, b = names
-            raise InputError(f"cannot tell which dim of {what} {names} indexes the records (the privacy unit: n is "
-                             f"its size)", f"pass record_dim={b} or record_dim={a} (the other dim is the grid), or "
-                             f"name the record dim '{dims.CURVE}'")
-    grid_dim = t_dim if t_dim is not None else other(rec)
-    if rec == grid_dim:
-        raise InputError(f"the record dim and the grid dim must differ, both are {rec!r}")
-    return rec, grid_dim
-
-
 def _not_curves(curves) -> InputError:
     """The error for an object that is not a DataArray or a numeric array."""
     kind = type(curves)
@@ -182,8 +117,6 @@ def as_record_array(curves) -> np.ndarray:
         numbers, or not 2-D.
     """
     if _is_table_or_fdata(curves):  # one converter for tables and FDataGrid (fdp_ppl.containers)
-        from ..containers import to_curves
-
         return np.asarray(to_curves(curves).values)
     if isinstance(curves, xr.Dataset) or type(curves).__module__.split(".")[0] == "skfda":
         raise _not_curves(curves)
@@ -243,8 +176,6 @@ def curves_and_grid(curves, grid: Grid | None = None, *, record_dim: str | None 
         name; grid size mismatch; fewer than 2 curves.
     """
     if _is_table_or_fdata(curves):  # a pandas table or a scikit-fda FDataGrid: one converter (fdp_ppl.containers)
-        from ..containers import to_curves
-
         curves = to_curves(curves)
     if isinstance(curves, xr.DataArray):
         rec, t_name = record_and_grid_dims(curves.dims, record_dim=record_dim, t_dim=t_dim, curve_dim=curve_dim)
