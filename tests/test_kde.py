@@ -8,7 +8,7 @@ from fdp_ppl.accounting import gaussian_delta
 from fdp_ppl.accounting.calibration import gaussian_sigma
 from fdp_ppl.accounting.budget import PrivacyBudget
 from fdp_ppl.accounting.ledger import PrivacyLedger
-from fdp_ppl.errors import BudgetExceededError, SeededReleaseWarning
+from fdp_ppl.errors import BudgetExceededError, CompatibilityError, InputError, SeededReleaseWarning
 from fdp_ppl.kde import CartesianGrid, KDESpec, bandwidth_rule, cameron_martin_difference, release_kde
 from fdp_ppl.kde.gaussian import realised_delta
 from fdp_ppl.mechanisms.gaussian import GaussianMechanism
@@ -142,7 +142,10 @@ def test_release_tree_2d_clipping_ledger(tmp_path):
     assert np.max(np.abs(fit.density - fit.values)) < 1e-6 * np.max(fit.values)
     assert 0.3 < s.grid.integrate(fit.values) <= 1.0  # mass of the clipped KDE inside the box
     tree = release_kde(fit, m, ledger=ledger)  # unseeded: no warning
-    assert tree.attrs["noise_seeded"] == 0 and tree.attrs["fp_safe"] == 0
+    # unseeded: OpenDP's floating-point-safe sampler (was numpy, fp_safe = 0, before the release went through
+    # mechanism.calibrate / sampler_for like fp.release)
+    assert tree.attrs["noise_seeded"] == 0 and tree.attrs["fp_safe"] == 1
+    assert tree.attrs["noise_generator"] == "opendp"
     tree.to_netcdf(tmp_path / "kde.nc")
     with pytest.raises(BudgetExceededError):
         release_kde(fit, m, ledger=ledger)
@@ -219,3 +222,138 @@ def test_baselines_frl_bernstein_public_bounds_and_ise():
         out[name] = float(np.mean(((curve - truth) ** 2) @ w))
     print(f"\nISE baselines (n = 100, h = 0.1, eps = 1): FRL {out['FRL']:.4f}, Bernstein {out['Bernstein']:.4f}")
     assert all(np.isfinite(v) for v in out.values())
+
+
+# ----------------------------------------------------------------------------- Sobolev route (Hall §4.2)
+from fdp_ppl.kde import ICLPKDESpec, SobolevKDESpec, one_c_difference, private_bandwidth  # noqa: E402
+from fdp_ppl.mechanisms import ICLP  # noqa: E402
+
+
+def test_sobolev_sensitivity_formula_and_brute_force():
+    s = SobolevKDESpec(grid=CartesianGrid.uniform((0.0, 1.0), 100), bandwidth=0.1, n=100)
+    delta = s.sensitivity().value
+    assert delta == pytest.approx(2 / ((2 * np.pi) ** 0.25 * 100 * 0.1))
+    cand = np.linspace(0, 1, 41)[:, None]
+    worst = brute_force_max(s, cand)
+    ratio = worst / delta
+    print(f"\nSobolev 1-D brute force / bound = {ratio:.3f}")
+    assert worst <= delta  # RKHS bound never exceeded by the grid Cameron-Martin norm
+    assert 0.4 < ratio < 0.75  # max ||phi||^2 h^2 ~ 0.21 against the bound's 0.40 (specs §3.4)
+    # 2-D, diagonal H: product of 1-D bounds; data outside the box are clipped first
+    s2 = SobolevKDESpec(grid=CartesianGrid.uniform([(0.0, 1.0), (0.0, 2.0)], [20, 24]), bandwidth=(0.15, 0.3), n=50)
+    assert s2.sensitivity().value == pytest.approx(2 / (np.sqrt(2 * np.pi) * 50 * 0.15 * 0.3))
+    xs = np.array([(u, v) for u in np.linspace(-0.2, 1.2, 5) for v in np.linspace(0, 2, 5)])
+    assert brute_force_max(s2, xs) <= s2.sensitivity().value
+    # the noise is the L1-exponential kernel, not the Gaussian one
+    x = np.array([[0.0, 0.0], [0.3, 0.5]])
+    assert s2.noise_kernel(x, x)[0, 1] == pytest.approx(np.exp(-0.3 / 0.15 - 0.5 / 0.3))
+
+
+def test_sobolev_release_noise_covariance_is_ou_and_privacy():
+    s = SobolevKDESpec(grid=CartesianGrid.uniform((0.0, 1.0), 40), bandwidth=0.15, n=30)
+    m = GaussianMechanism(1.0, 1e-3)
+    fit = s.fit(np.linspace(0.1, 0.9, 30))
+    with pytest.warns(SeededReleaseWarning):
+        tree = release_kde(fit, m, draws=20000, random_seed=5)
+    noise = tree["posterior"]["density"].values[0] - fit.density
+    emp = noise.T @ noise / noise.shape[0]
+    x = s.grid.axes[0][:, None]
+    target = tree.attrs["sigma"] ** 2 * s.noise_kernel(x, x)
+    assert np.linalg.norm(emp - target) / np.linalg.norm(target) < 0.03
+    assert tree.attrs["kernel"] == "gaussian" and "L1-exponential" in tree.attrs["noise_kernel"]
+    # rough paths: increments scale like sqrt(step) (OU), not like step (Gaussian-kernel noise)
+    inc = np.mean(np.diff(noise, axis=1) ** 2)
+    assert inc == pytest.approx(tree.attrs["sigma"] ** 2 * 2 * (1 - np.exp(-s.grid.axes[0][1] / 0.15)), rel=0.05)
+    # (eps, delta) on adversarial neighbours: exact Gaussian privacy-loss profile
+    cand = np.linspace(0, 1, 21)[:, None]
+    a, b = np.repeat(cand, 21, 0), np.tile(cand, (21, 1))
+    assert realised_delta(s, m, a, b) <= 1e-3 * (1 + 1e-9)
+
+
+# ----------------------------------------------------------------------------- ICLP-QR KDE (Lin & Reimherr §4.3)
+def iclp_spec_1d(eta=1.25):
+    return ICLPKDESpec(grid=CartesianGrid.uniform((0.0, 1.0), 100), bandwidth=0.1, n=100, eta=eta)
+
+
+def test_iclp_kde_sensitivity_exact_on_grid():
+    s = iclp_spec_1d()
+    nodes = s.grid.axes[0][:, None]
+    a, b = np.repeat(nodes, 100, 0), np.tile(nodes, (100, 1))
+    delta = s.sensitivity().value
+    worst = one_c_difference(s, a, b).max()
+    assert worst == pytest.approx(delta, rel=1e-12)  # exact: attained by a pair of nodes
+    # off-grid records are snapped to nodes: never above
+    off = np.random.default_rng(0).uniform(-0.1, 1.1, (300, 1))
+    assert one_c_difference(s, off, off[::-1]).max() <= delta * (1 + 1e-12)
+    cs = s.sensitivity(bound="grid-cs").value
+    corrected = s.sensitivity(bound="corrected").value
+    print(f"\nICLP KDE 1-D: exact {delta:.4f} <= grid-CS {cs:.4f} <= 2 sqrt(M_K) {corrected:.4f}; "
+          f"printed 2 M_K {s.printed_bound():.4f}")
+    assert delta <= cs * (1 + 1e-9) <= corrected * (1 + 1e-9)
+    assert s.printed_bound() < delta  # the erratum: the printed 2 M_K under-states the sensitivity here
+    with pytest.raises(InputError):
+        s.sensitivity(bound="paper")
+    with pytest.raises(InputError):
+        ICLPKDESpec(grid=s.grid, bandwidth=0.1, n=100, eta=1.0)
+    # eta = 1 limit of the estimator is the Gaussian KDE of the snapped records
+    s1 = ICLPKDESpec(grid=s.grid, bandwidth=0.1, n=100, eta=1.0 + 1e-12)
+    obs = s.grid.axes[0][np.random.default_rng(1).integers(0, 100, 100)]
+    kde = KDESpec(grid=s.grid, bandwidth=0.1, n=100).fit(obs)
+    assert np.max(np.abs(s1.fit(obs).values - kde.values)) < 1e-6 * kde.values.max()
+
+
+def test_iclp_kde_privacy_loss_within_epsilon_and_release():
+    s = iclp_spec_1d()
+    m = ICLP(1.0)
+    rng = np.random.default_rng(4)
+    base = rng.uniform(0.2, 0.8, 99)
+    fd, fd2 = s.fit(np.append(base, 0.0)), s.fit(np.append(base, 1.0))
+    with pytest.warns(SeededReleaseWarning):
+        tree = release_kde(fd, m, draws=3000, random_seed=2)
+    b = tree["constant_data"]["noise_scale"].values
+    assert b == pytest.approx(s.sensitivity().value * np.sqrt(s.eigenvalues) / 1.0)
+    c = s.basis.coefficients(tree["posterior"]["density"].values[0])
+    loss = m.privacy_loss(c, fd.coefficients, fd2.coefficients, b)
+    bound = np.sum(np.abs(fd.coefficients - fd2.coefficients) / b)
+    print(f"\nICLP KDE realised privacy loss: max {loss.max():.4f} (bound {bound:.4f}, eps 1)")
+    assert np.all(loss <= bound + 1e-9) and bound <= 1.0 + 1e-9
+    assert bound > 0.5  # an adversarial pair uses a good part of epsilon (the test can fail)
+    # worst pair over all grid nodes uses exactly epsilon
+    nodes = s.grid.axes[0][:, None]
+    worst = one_c_difference(s, np.repeat(nodes, 100, 0), np.tile(nodes, (100, 1))).max()
+    assert worst / s.sensitivity().value * m.epsilon == pytest.approx(1.0)
+    assert tree.attrs["sensitivity_norm"] == "1,C" and tree.attrs["eta"] == 1.25
+    # unseeded: OpenDP Laplace, ledger charged before drawing
+    ledger = PrivacyLedger(total=PrivacyBudget(1.5, 0.0))
+    t2 = release_kde(fd, m, ledger=ledger)
+    assert t2.attrs["fp_safe"] == 1 and t2.attrs["noise_generator"] == "opendp"
+    with pytest.raises(BudgetExceededError):
+        release_kde(fd, m, ledger=ledger)
+    with pytest.raises(CompatibilityError, match="iclp mechanism"):
+        release_kde(fd, GaussianMechanism(1.0, 1e-5))
+
+
+def test_iclp_kde_2d_kronecker():
+    s = ICLPKDESpec(grid=CartesianGrid.uniform([(-5.0, 5.0), (-5.0, 5.0)], [15, 16]), bandwidth=1.5, n=60, eta=1.05)
+    xs = np.array([(u, v) for u in s.grid.axes[0][::2] for v in s.grid.axes[1][::3]])
+    a, b = np.repeat(xs, len(xs), 0), np.tile(xs, (len(xs), 1))
+    assert one_c_difference(s, a, b).max() <= s.sensitivity().value * (1 + 1e-12)
+    fit = s.fit(np.random.default_rng(0).normal(0, 2, (60, 2)))
+    with pytest.warns(SeededReleaseWarning):
+        tree = release_kde(fit, ICLP(2.0), draws=3, random_seed=1)
+    assert tree["posterior"]["density"].dims == ("chain", "draw", "x1", "x2")
+    assert tree["posterior"]["density"].shape == (1, 3, 15, 16)
+
+
+def test_private_bandwidth_charges_ledger_and_is_sensible():
+    rng = np.random.default_rng(0)
+    x = rng.normal(0.5, 0.1, 2000)
+    ledger = PrivacyLedger(total=PrivacyBudget(1.0, 0.0))
+    with pytest.warns(SeededReleaseWarning):
+        h = private_bandwidth(x, 0.5, (0.0, 1.0), ledger=ledger, random_seed=3)
+    iqr = np.subtract(*np.percentile(x, [75, 25]))
+    target = (4 / (2 * 2000)) ** 0.2 * iqr / 1.34
+    assert h[0] == pytest.approx(target, rel=0.15)
+    assert ledger.spent.epsilon == pytest.approx(0.5)
+    with pytest.raises(BudgetExceededError):
+        private_bandwidth(x, 0.6, (0.0, 1.0), ledger=ledger)

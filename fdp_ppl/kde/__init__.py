@@ -1,11 +1,17 @@
-"""Private kernel density estimation (Hall, Rinaldo & Wasserman 2013, §4.1).
+"""Private kernel density estimation (Hall, Rinaldo & Wasserman 2013, §4.1–4.2; Lin & Reimherr 2026, §4.3).
 
-A Gaussian-kernel KDE on a public Cartesian grid in d = 1 or 2 is a public
-summary spec (:class:`KDESpec`); it is released with the package's Gaussian
-mechanism on the eigenbasis of the noise kernel on the grid
-(:func:`release_kde`).
+KDEs on a public Cartesian grid in d = 1 or 2 are public summary specs
+(:class:`~fdp_ppl.summaries.SummarySpec` subclasses) released by
+:func:`release_kde` through the package's mechanisms and samplers:
+
+* :class:`KDESpec`: Gaussian kernel, GP noise with the same Gaussian kernel (Hall §4.1);
+* :class:`SobolevKDESpec`: Gaussian kernel, L¹-exponential (OU) GP noise (Hall §4.2);
+* :class:`ICLPKDESpec`: estimator kernel ``K^η``, ICLP Laplace noise (Lin & Reimherr §4.3);
+* FRL / Bernstein baselines in :mod:`fdp_ppl.kde.baselines`;
+* bandwidths: :func:`bandwidth_rule` (public) and :func:`private_bandwidth` (Hall §4.1.2).
 """
 
+from .bandwidth import private_bandwidth, private_quantile
 from .gaussian import (
     CartesianGrid,
     KDESpec,
@@ -17,15 +23,22 @@ from .gaussian import (
     realised_delta,
     release_kde,
 )
+from .iclp import ICLPKDESpec, one_c_difference
+from .sobolev import SobolevKDESpec
 
 __all__ = [
     "CartesianGrid",
+    "ICLPKDESpec",
     "KDESpec",
     "KDESummary",
     "ProductEigenbasis",
+    "SobolevKDESpec",
     "bandwidth_rule",
     "cameron_martin_difference",
     "gaussian_kde_values",
+    "one_c_difference",
+    "private_bandwidth",
+    "private_quantile",
     "release_kde",
     "realised_delta",
 ]

@@ -29,18 +29,17 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import xarray as xr
 
-from ..accounting.budget import PrivacyBudget
-from ..accounting.calibration import gaussian_delta, gaussian_sigma
+from ..accounting.calibration import gaussian_delta
 from ..errors import InputError, SeededReleaseWarning
 from ..mechanisms.gaussian import GaussianMechanism
-from ..sampling import seed_sequence
 from ..schema import CONSTANT_DATA, POSTERIOR
 from ..spaces.eigenbasis import _sign_convention
-from ..summaries.base import Sensitivity
+from ..summaries.base import Sensitivity, SummarySpec, public_n
 
 DEFAULT_REL_TOL = 1e-12
 KDE_SOURCE = "Hall, Rinaldo & Wasserman (2013), Section 4.1 (Delta), 4.1.1 (matrix H), Corollary 9"
@@ -125,8 +124,34 @@ def gaussian_kernel_1d(x, y, h: float) -> np.ndarray:
     return np.exp(-0.5 * ((x - y) / h) ** 2)
 
 
+#: 1-D factors of the product noise kernels on a Cartesian grid (the package's kernel classes)
+AXIS_KERNELS = ("gaussian", "l1-exponential")
+
+
+def axis_kernel(kind: str, h: float):
+    """The 1-D factor of a product kernel, a :mod:`fdp_ppl.spaces.kernels` object with ``.gram``.
+
+    ``"gaussian"``: ``exp(-(x − y)²/(2h²))`` (:class:`~fdp_ppl.spaces.kernels.Gaussian`, Hall convention);
+    ``"l1-exponential"``: ``exp(-|x − y|/h)`` (:class:`~fdp_ppl.spaces.kernels.Exponential`, ρ = h = 1/γ);
+    their products over the axes are ``exp(-½ Σ_k (x_k − y_k)²/h_k²)`` and
+    ``exp(-Σ_k |x_k − y_k|/h_k)`` (= ``exp(-γ‖x − y‖₁)`` for equal h; Hall et al. 2013, §4.1 and §4.2, eq. 10).
+
+    Raises
+    ------
+    InputError
+        Unknown kind.
+    """
+    from ..spaces.kernels import Exponential, Gaussian
+
+    if kind == "gaussian":
+        return Gaussian(rho=float(h), convention="hall")
+    if kind == "l1-exponential":
+        return Exponential(rho=float(h))
+    raise InputError(f"unknown product-kernel factor {kind!r}", f"use one of {AXIS_KERNELS}")
+
+
 class ProductEigenbasis:
-    """Eigenbasis of a product Gaussian kernel on a :class:`CartesianGrid` (Kronecker of 1-D eigenpairs).
+    """Eigenbasis of a product kernel (Gaussian or L¹-exponential) on a :class:`CartesianGrid` (Kronecker of 1-D eigenpairs).
 
     For each axis ``k``: ``W_k^{1/2} K_k W_k^{1/2} = V_k diag(λ_k) V_kᵀ`` and
     ``e_{k,i} = W_k^{-1/2} v_{k,i}``. The d-dimensional eigenpairs are
@@ -139,17 +164,33 @@ class ProductEigenbasis:
     bandwidths : sequence of float, shape (d,)
         Kernel bandwidths ``h_k`` (diagonal of ``H^{1/2}``).
     rel_tol : float
-        Relative eigenvalue cut-off (no eigenvalue clipping: smaller pairs are dropped).
+        Relative eigenvalue cut-off (no eigenvalue clipping: smaller pairs are
+        dropped from the estimate and the noise alike, DESIGN invariant 2).
+    kernel : {"gaussian", "l1-exponential"}
+        1-D factor (:func:`axis_kernel`).
+    axis_variance : float
+        Each 1-D factor is multiplied by it (``1/√(2π)`` makes the Gaussian
+        factor the standard normal density, the ICLP KDE kernel).
+
+    Notes
+    -----
+    Nothing of size (Π K_k)² is formed: the eigenpairs, the coefficients and
+    the reconstruction act axis by axis (Kronecker structure), so noise on a
+    2-D grid is drawn through the 1-D factors.
     """
 
-    def __init__(self, grid: CartesianGrid, bandwidths, rel_tol: float = DEFAULT_REL_TOL):
+    def __init__(self, grid: CartesianGrid, bandwidths, rel_tol: float = DEFAULT_REL_TOL, kernel: str = "gaussian",
+                 axis_variance: float = 1.0):
         self.grid = grid
         self.bandwidths = np.asarray(bandwidths, dtype=float)
         self.rel_tol = float(rel_tol)
+        self.kernel = kernel
+        self.axis_variance = float(axis_variance)
         self.axis_values, self.axis_functions = [], []
         for a, w, h in zip(grid.axes, grid.weights, self.bandwidths):
             sw = np.sqrt(w)
-            lam, v = np.linalg.eigh(sw[:, None] * gaussian_kernel_1d(a, a, h) * sw[None, :])
+            gram = self.axis_variance * axis_kernel(kernel, h).gram(a, a)
+            lam, v = np.linalg.eigh(sw[:, None] * gram * sw[None, :])
             order = np.argsort(lam)[::-1]
             lam, v = lam[order], v[:, order]
             keep = lam > rel_tol * lam[0]
@@ -198,6 +239,15 @@ class ProductEigenbasis:
             out = np.moveaxis(out, -1, axis)
         return out
 
+    def functions_at(self, indices) -> np.ndarray:
+        """Retained eigenfunctions at grid nodes; ``indices`` (m, d) integer node indices -> (m, J)."""
+        idx = np.atleast_2d(np.asarray(indices, dtype=int))
+        rows = self.axis_functions[0][idx[:, 0]]
+        for k in range(1, self.grid.d):
+            f = self.axis_functions[k][idx[:, k]]
+            rows = (rows[:, :, None] * f[:, None, :]).reshape(idx.shape[0], -1)
+        return rows[:, self.index]
+
     def norm_cameron_martin(self, coefficients) -> np.ndarray:
         """``(Σ_j c_j²/λ_j)^{1/2}``, shape (...)."""
         c = np.asarray(coefficients, dtype=float)
@@ -240,8 +290,13 @@ def bandwidth_rule(n: int, d: int = 1, scale=1.0, constant: float = 1.06) -> np.
     return constant * np.broadcast_to(np.asarray(scale, dtype=float), (d,)) * float(n) ** (-1.0 / (4 + d))
 
 
-class KDESpec:
-    """Public spec of a Gaussian-kernel KDE on a Cartesian grid.
+class KDESpec(SummarySpec):
+    """Public spec of a Gaussian-kernel KDE on a Cartesian grid, released with GP noise (no data).
+
+    A :class:`~fdp_ppl.summaries.SummarySpec`: :meth:`sensitivity`,
+    :attr:`eigenvalues`, :attr:`n_components` and :meth:`attrs` come from
+    public quantities only, so ``mechanism.calibrate(spec)`` plans the noise
+    before the data are seen (the same path as mean releases).
 
     Parameters
     ----------
@@ -249,12 +304,24 @@ class KDESpec:
         Public evaluation grid; its box is the public domain (observations
         are clipped to it).
     bandwidth : float or array of shape (d,), or None
-        ``h`` (isotropic) or the diagonal of ``H^{1/2}`` (per-axis ``h_k``).
-        None: :func:`bandwidth_rule` with the domain width / 4 as public scale.
+        ``h`` (isotropic) or the diagonal of ``H^{1/2}`` (per-axis ``h_k``), in
+        the data's units. None: :func:`bandwidth_rule` with the domain width / 4
+        as public scale.
     n : int
-        Public number of observations.
+        Public number of observations (>= 2).
     rel_tol : float
         Eigenvalue cut-off of the noise-kernel eigenbasis.
+
+    Attributes
+    ----------
+    tau : float
+        Public bound on one record's contribution in the sensitivity norm
+        (here the RKHS norm of one kernel bump, ``n × normaliser``).
+
+    Raises
+    ------
+    InputError
+        n < 2, h not finite and > 0.
 
     Notes
     -----
@@ -264,20 +331,38 @@ class KDESpec:
     """
 
     kind = "kde"
+    name: ClassVar[str] = "kde"
     kernel = "gaussian"
+    noise_kernel_kind = "gaussian"
+    noise_kernel_formula = "exp(-0.5 (x-y)^T H^-1 (x-y)), H = diag(bandwidth^2)"
+    default_norm: ClassVar[str] = "cameron-martin"
+    norms: ClassVar[tuple] = ("cameron-martin",)
+    source: ClassVar[str] = KDE_SOURCE
+    #: mechanism families that can release this spec
+    mechanism_families: ClassVar[tuple] = ("gaussian",)
+    axis_variance = 1.0
 
     def __init__(self, *, grid: CartesianGrid, bandwidth=None, n: int, rel_tol: float = DEFAULT_REL_TOL):
-        if int(n) < 1:
-            raise InputError(f"n must be positive (got {n})", "pass the public number of observations")
-        self.grid = grid
-        self.n = int(n)
+        n = public_n(n)
+        object.__setattr__(self, "n", n)
+        self._grid = grid
         if bandwidth is None:
-            bandwidth = bandwidth_rule(self.n, grid.d, np.diff(grid.domain, axis=1)[:, 0] / 4)
+            bandwidth = bandwidth_rule(n, grid.d, np.diff(grid.domain, axis=1)[:, 0] / 4)
         h = np.broadcast_to(np.asarray(bandwidth, dtype=float), (grid.d,)).copy()
-        if np.any(h <= 0) or not np.all(np.isfinite(h)):
+        if np.any(~np.isfinite(h)) or np.any(h <= 0):
             raise InputError(f"bandwidths must be positive and finite (got {h})", "pass h > 0")
         self.bandwidths = h
-        self.basis = ProductEigenbasis(grid, h, rel_tol)
+        self.basis = ProductEigenbasis(grid, h, rel_tol, kernel=self.noise_kernel_kind,
+                                       axis_variance=self.axis_variance)
+        object.__setattr__(self, "tau", float(self._record_norm_bound()))
+
+    def _record_norm_bound(self) -> float:
+        return float(self.n * self.normaliser)
+
+    @property
+    def grid(self) -> CartesianGrid:
+        """The public Cartesian grid."""
+        return self._grid
 
     @property
     def d(self) -> int:
@@ -296,52 +381,72 @@ class KDESpec:
         """``1/(n (2π)^{d/2} Π h_k)``: the weight of one observation's kernel bump."""
         return 1.0 / (self.n * (2 * np.pi) ** (self.d / 2) * np.prod(self.bandwidths))
 
-    def sensitivity(self, norm: str = "cameron-martin", bound: str = "tight") -> Sensitivity:
-        """``Δ = √2 / (n (2π)^{d/2} Π h_k)`` in the Cameron–Martin norm.
+    def sensitivity(self, norm: str | None = None, bound: str = "tight") -> Sensitivity:
+        """``Δ = √2 / (n (2π)^{d/2} Π h_k)`` in the Cameron–Martin norm (Hall et al. 2013, §4.1, §4.1.1).
 
         Raises
         ------
         InputError
-            Another norm (FRL / ICLP KDE are not implemented yet).
+            Another norm.
         """
+        norm = norm or self.default_norm
         if norm != "cameron-martin":
-            raise InputError(f"the Gaussian KDE spec has no {norm!r} sensitivity yet",
-                             "use norm='cameron-martin' (GaussianMechanism)")
+            raise InputError(f"the Gaussian KDE spec has no {norm!r} sensitivity",
+                             "use norm='cameron-martin' (GaussianMechanism), or ICLPKDESpec for the ICLP")
         return Sensitivity(value=float(np.sqrt(2.0) * self.normaliser), norm=norm, bound=bound,
                            assumptions="any observations (clipping not needed for privacy); h fixed a priori",
                            source=KDE_SOURCE)
 
     def noise_kernel(self, x, y) -> np.ndarray:
-        """Noise covariance kernel ``K(x, y)``; ``x`` (m, d), ``y`` (p, d) -> (m, p)."""
+        """Noise covariance kernel ``K(x, y)`` (product of :func:`axis_kernel`); ``x`` (m, d), ``y`` (p, d) -> (m, p)."""
         x = np.atleast_2d(np.asarray(x, dtype=float))
         y = np.atleast_2d(np.asarray(y, dtype=float))
-        z = (x[:, None, :] - y[None, :, :]) / self.bandwidths
-        return np.exp(-0.5 * np.sum(z ** 2, axis=-1))
+        out = 1.0
+        for k in range(self.d):
+            out = out * self.axis_variance * axis_kernel(self.noise_kernel_kind, self.bandwidths[k]).gram(
+                x[:, k], y[:, k])
+        return out
+
+    @property
+    def params(self) -> dict:
+        return {}
+
+    def noise_covariance_text(self) -> str:
+        """The noise law on the grid, in words (release attrs)."""
+        return "sigma^2 K(x, y) on the retained eigenpairs (K = noise_kernel, sigma = attrs sigma)"
+
+    def basis_attrs(self) -> dict:
+        return {"noise_kernel": self.noise_kernel_formula, "n_components": self.n_components,
+                "eigen_rel_tol": self.basis.rel_tol}
+
+    def public_dataset(self) -> xr.Dataset:
+        """Public grid weights and eigenvalues (``constant_data`` of a release)."""
+        dims = self.grid.dims
+        coords = {dim: ax for dim, ax in zip(dims, self.grid.axes)}
+        return xr.Dataset({**{f"weights_{dim}": ((dim,), w) for dim, w in zip(dims, self.grid.weights)},
+                           "eigenvalues": (("component",), self.eigenvalues)}, coords=coords)
 
     def attrs(self) -> dict:
         out = {
-            "summary": "kde",
-            "kernel": "gaussian",
+            "summary": self.name,
+            "kernel": self.kernel,
             "n": self.n,
             "d": self.d,
             "bandwidth": [float(v) for v in self.bandwidths],
             "h": float(self.bandwidths[0]) if np.allclose(self.bandwidths, self.bandwidths[0]) else "diagonal H",
             "domain": [float(v) for v in self.grid.domain.ravel()],
             "grid_shape": list(self.grid.shape),
-            "noise_kernel": "exp(-0.5 (x-y)^T H^-1 (x-y)), H = diag(bandwidth^2)",
+            "noise_kernel": self.noise_kernel_formula,
             "n_components": self.n_components,
             "eigen_rel_tol": self.basis.rel_tol,
+            "tau": float(self.tau),
+            "summary_source": self.source,
         }
+        out.update(self.params)
         return out
 
-    def fit(self, observations) -> "KDESummary":
-        """Clip ``observations`` (n, d) or (n,) to the public domain and compute the KDE.
-
-        Raises
-        ------
-        InputError
-            Wrong shape, non-finite values or a count different from the public n.
-        """
+    # ------------------------------------------------------------------ data
+    def _check_observations(self, observations) -> tuple[np.ndarray, int]:
         obs = np.asarray(observations, dtype=float)
         obs = obs[:, None] if obs.ndim == 1 else obs
         if obs.ndim != 2 or obs.shape[1] != self.d:
@@ -353,14 +458,44 @@ class KDESpec:
             raise InputError("observations must be finite", "drop or impute missing values before release")
         dom = self.grid.domain
         clipped = np.clip(obs, dom[:, 0], dom[:, 1])
-        n_clipped = int(np.sum(np.any(clipped != obs, axis=1)))
+        return clipped, int(np.sum(np.any(clipped != obs, axis=1)))
+
+    def record_values(self, x) -> np.ndarray:
+        """One record's contribution to the estimate on the grid, ``normaliser × bump(x)``; ``x`` (d,)."""
+        vals = None
+        for k in range(self.d):
+            f = np.exp(-0.5 * ((self.grid.axes[k] - x[k]) / self.bandwidths[k]) ** 2)
+            vals = f if vals is None else np.multiply.outer(vals, f)
+        return self.normaliser * vals
+
+    def record_coefficients(self, x) -> np.ndarray:
+        """Coefficients (J,) of one record's contribution."""
+        return self.basis.coefficients(self.record_values(np.asarray(x, dtype=float)))
+
+    def fit(self, observations) -> "KDESummary":
+        """Clip ``observations`` (n, d) or (n,) to the public domain and compute the KDE (non-private).
+
+        Raises
+        ------
+        InputError
+            Wrong shape, non-finite values or a count different from the public n.
+        """
+        clipped, n_clipped = self._check_observations(observations)
         values = gaussian_kde_values(self.grid.axes, clipped, self.bandwidths)
         return KDESummary(self, self.basis.coefficients(values), values, n_clipped)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(n={self.n}, h={[round(float(v), 4) for v in self.bandwidths]}, "
+                f"grid={self.grid.shape}, J={self.n_components})")
 
 
 @dataclass(eq=False)
 class KDESummary:
-    """A fitted KDE: coefficients (J,) in the spec's eigenbasis and the grid values (data holder only)."""
+    """A fitted KDE: coefficients (J,) in the spec's eigenbasis and the grid values (data holder only).
+
+    Never part of a release; ``n_clipped`` (observations outside the public
+    domain) is for the data holder only.
+    """
 
     spec: KDESpec
     coefficients: np.ndarray
@@ -373,16 +508,24 @@ class KDESummary:
         return self.spec.basis.reconstruct(self.coefficients)
 
     def __getattr__(self, name):
-        if name == "spec":
+        if name.startswith("__") or name in ("spec", "coefficients", "values", "n_clipped"):
             raise AttributeError(name)
         return getattr(self.spec, name)
+
+    def __repr__(self) -> str:
+        return f"KDESummary({self.spec!r}; non-private coefficients hidden)"
 
 
 def cameron_martin_difference(spec: KDESpec, x, x_prime) -> np.ndarray:
     """Discrete Cameron–Martin norm of ``f_D − f_{D'}`` when observation ``x`` is replaced by ``x'``.
 
+    ``(Σ_{j retained} (c_j − c'_j)²/λ_j)^{1/2}``, which equals the grid
+    Mahalanobis norm ``‖K^{-1/2}(f_D − f_{D'})‖`` when every eigenpair is
+    retained (Hall et al. 2013, Prop. 3 and 8).
+
     Parameters
     ----------
+    spec : KDESpec or SobolevKDESpec
     x, x_prime : ndarray, shape (m, d)
         Pairs of replaced observations.
 
@@ -390,111 +533,145 @@ def cameron_martin_difference(spec: KDESpec, x, x_prime) -> np.ndarray:
     -------
     ndarray, shape (m,)
     """
+    return _pair_norms(spec, x, x_prime, spec.basis.norm_cameron_martin)
+
+
+def _pair_norms(spec, x, x_prime, norm) -> np.ndarray:
     x = np.atleast_2d(np.asarray(x, dtype=float))
     xp = np.atleast_2d(np.asarray(x_prime, dtype=float))
-    out = np.empty(x.shape[0])
-    for i in range(x.shape[0]):
-        diff = spec.normaliser * (_bump(spec, x[i]) - _bump(spec, xp[i]))
-        out[i] = spec.basis.norm_cameron_martin(spec.basis.coefficients(diff))
-    return out
+    cache: dict = {}
+
+    def coef(point):
+        key = tuple(point)
+        if key not in cache:
+            cache[key] = spec.record_coefficients(point)
+        return cache[key]
+
+    return np.array([float(norm(coef(a) - coef(b))) for a, b in zip(x, xp)])
 
 
-def _bump(spec: KDESpec, centre) -> np.ndarray:
-    vals = None
-    for k in range(spec.d):
-        f = np.exp(-0.5 * ((spec.grid.axes[k] - centre[k]) / spec.bandwidths[k]) ** 2)
-        vals = f if vals is None else np.multiply.outer(vals, f)
-    return vals
+def release_kde(summary: KDESummary, mechanism, *, draws: int = 1, chains: int = 1, random_seed=None,
+                ledger=None, label: str = "", dataset: str = "", bound: str = "tight",
+                generator: str | None = None) -> xr.DataTree:
+    """Release a fitted KDE through the package's release path (calibrate, ledger, sampler).
 
-
-def release_kde(summary: KDESummary, mechanism: GaussianMechanism, *, draws: int = 1, chains: int = 1,
-                random_seed=None, ledger=None, label: str = "kde") -> xr.DataTree:
-    """Release a fitted KDE with Gaussian-process noise (Hall et al. 2013, Corollary 9, §5 batch).
-
-    Coefficient ``j`` of the release is ``N(c_j, σ² λ_j)`` with
-    ``σ = mechanism σ(Δ)`` and ``Δ`` the spec's sensitivity; on the grid the
-    noise is ``GP(0, σ² K)`` on the retained eigenpairs.
+    The same steps as :func:`fdp_ppl.release`: the mechanism calibrates the
+    noise from the spec's public sensitivity (``mechanism.calibrate(spec)``),
+    the ledger is charged ``chains × draws × (ε, δ)`` before any draw, and the
+    coefficients are drawn by the release generator of
+    :mod:`fdp_ppl.sampling`: OpenDP's floating-point-safe sampler when
+    unseeded (default), the compiled PyMC sampler when seeded. The noise is
+    ``N(c_j, σ² λ_j)`` (GP noise, Hall et al. 2013, Corollary 9, batch
+    release ``s² K`` of ``specs/gp-mechanism-hall.md`` errata) or
+    ``Laplace(c_j, Δ√λ_j/ε)`` (ICLP, Lin & Reimherr 2026, Theorem 8) on the
+    retained eigenpairs of the noise kernel; on the grid it is the process
+    restricted to their span, reconstructed through the Kronecker factors.
+    Only the density layout differs from :func:`fdp_ppl.release` (a grid in
+    d dimensions instead of a curve on [0, 1]).
 
     Parameters
     ----------
     summary : KDESummary
-    mechanism : GaussianMechanism
+        From ``spec.fit(observations)`` (KDESpec, SobolevKDESpec, ICLPKDESpec).
+    mechanism : GaussianMechanism or ICLP
+        GaussianMechanism for KDESpec / SobolevKDESpec; ICLP for ICLPKDESpec.
     draws, chains : int
-        Independent releases, arranged (chain, draw). One draw is one
-        publication; the ledger is charged ``chains × draws × (ε, δ)`` (basic
-        composition) before any draw.
-    random_seed : None or int or SeedSequence
+        Independent releases, arranged (chain, draw). One draw is one publication.
+    random_seed : None or int or SeedSequence or Generator
         None: fresh OS entropy (real releases). Anything else warns
-        :class:`~fdp_ppl.errors.SeededReleaseWarning`.
+        :class:`~fdp_ppl.errors.SeededReleaseWarning` and uses the
+        compiled PyMC sampler (not floating-point safe).
     ledger : PrivacyLedger or FileLedger, optional
         Charged before sampling.
+    label, dataset : str
+        Ledger label and dataset identity.
+    bound : str
+        Sensitivity bound (the spec's :meth:`sensitivity`).
+    generator : {None, "opendp", "pymc"}
+        See :func:`fdp_ppl.release`.
 
     Returns
     -------
     xarray.DataTree
-        ``posterior/density`` (chain, draw, x) or (chain, draw, x1, x2);
-        ``constant_data``: the grid axes (coords), quadrature weights,
-        eigenvalues and noise sd per coefficient (never the non-private
-        estimate nor the clipping count). Attrs: ε, δ, n, h, kernel,
-        sensitivity and its norm, the noise kernel and σ.
+        ``posterior/density`` (chain, draw, x) or (chain, draw, x1, x2) in
+        the data's density units (1/unit^d); ``constant_data``: the grid axes
+        (coords), quadrature weights, eigenvalues and noise scale per
+        coefficient (never the non-private estimate nor the clipping count).
+        Attrs: ε, δ, n, h, kernel, sensitivity and its norm, the noise
+        kernel, σ, ``noise_generator``, ``fp_safe`` and the budget spent.
 
     Raises
     ------
+    CompatibilityError
+        A mechanism that cannot release this spec.
     InputError
-        A mechanism other than :class:`GaussianMechanism`.
+        draws or chains < 1; a seed with ``generator="opendp"``.
     BudgetExceededError
-        From the ledger.
+        From the ledger (nothing is drawn).
     """
-    if not isinstance(mechanism, GaussianMechanism):
-        raise InputError("the Gaussian KDE is released with GaussianMechanism",
-                         "use fdp_ppl.mechanisms.GaussianMechanism(epsilon, delta)")
+    from ..errors import CompatibilityError
+    from ..mechanisms import Mechanism
+    from ..sampling import generator_attrs, resolve_generator, sampler_for
+
     spec = summary.spec
-    sens = spec.sensitivity("cameron-martin", "tight")
-    sigma = float(gaussian_sigma(mechanism.epsilon, mechanism.delta, sens.value, mechanism.calibration))
-    scale = sigma * np.sqrt(spec.eigenvalues)
-    k = int(chains) * int(draws)
-    if ledger is not None:
-        ledger.spend(PrivacyBudget(k * mechanism.epsilon, k * mechanism.delta), label=label)
-    if random_seed is not None:
-        warnings.warn("seeded KDE release: private only while the seed stays secret", SeededReleaseWarning,
-                      stacklevel=2)
-    rng = np.random.default_rng(seed_sequence(random_seed))
-    coef = summary.coefficients + scale * rng.standard_normal((k, spec.n_components))
-    density = spec.basis.reconstruct(coef).reshape((int(chains), int(draws)) + spec.grid.shape)
+    if not isinstance(mechanism, Mechanism) or mechanism.family not in spec.mechanism_families:
+        raise CompatibilityError(f"the {spec.name} summary is released with a {'/'.join(spec.mechanism_families)} "
+                                 f"mechanism, got {type(mechanism).__name__}",
+                                 "GaussianMechanism(epsilon, delta) for KDESpec / SobolevKDESpec, ICLP(epsilon) for "
+                                 "ICLPKDESpec")
+    chains, draws = int(chains), int(draws)
+    if chains < 1 or draws < 1:
+        raise InputError("draws and chains must be >= 1", "pass draws=1 for one release")
+    k = chains * draws
+    seeded = random_seed is not None
+    if seeded:
+        warnings.warn("seeded KDE release: anyone who learns the seed can regenerate the noise; private only while "
+                      "the seed stays secret", SeededReleaseWarning, stacklevel=2)
+    gen = resolve_generator(mechanism.law, generator, random_seed)
+    cal = mechanism.calibrate(spec, bound, generator=gen)
+    sampler = sampler_for(mechanism.law, spec.n_components, gen)
+    cost = mechanism.budget * k
+    if ledger is not None:  # charged before any draw: a failure after this point never refunds
+        ledger.spend(cost, label or f"{mechanism.family} KDE release ({spec.name})", dataset=dataset,
+                     mechanism=mechanism.family)
+    coef = sampler.draw(summary.coefficients, cal.scale, k, random_seed, calibration=cal)
+    density = spec.basis.reconstruct(coef).reshape((chains, draws) + spec.grid.shape)
     dims = spec.grid.dims
     coords = {dim: ax for dim, ax in zip(dims, spec.grid.axes)}
     post = xr.Dataset({"density": (("chain", "draw") + dims, density)},
                       coords={"chain": np.arange(chains), "draw": np.arange(draws), **coords})
-    const = xr.Dataset(
-        {**{f"weights_{dim}": ((dim,), w) for dim, w in zip(dims, spec.grid.weights)},
-         "eigenvalues": (("component",), spec.eigenvalues),
-         "noise_scale": (("component",), scale)},
-        coords=coords)
+    post["density"].attrs["long_name"] = "private density estimate"
+    const = spec.public_dataset().assign(noise_scale=(("component",), np.asarray(cal.scale, dtype=float)))
+    const["noise_scale"].attrs["description"] = mechanism.law.describe_scale()
     attrs = {
         **spec.attrs(),
-        **sens.attrs(),
-        "mechanism": "gaussian",
-        "noise_law": mechanism.noise_law,
-        "calibration": mechanism.calibration,
+        **cal.sensitivity.attrs(),
+        **mechanism.attrs(),
         "epsilon": float(mechanism.epsilon),
         "delta": float(mechanism.delta),
-        "sigma": sigma,
-        "noise_covariance": "sigma^2 K(x, y) on the retained eigenpairs",
-        "noise_seeded": int(random_seed is not None),
-        "noise_generator": "numpy",
-        "fp_safe": 0,  # continuous numpy Gaussian draws; no discrete/OpenDP sampler for this path yet
+        "sigma": float(cal.sigma),
+        "noise_covariance": spec.noise_covariance_text(),
+        "noise_seeded": int(seeded),
         "releases": k,
-        "source": KDE_SOURCE,
+        "budget_spent_epsilon": float(cost.epsilon),
+        "budget_spent_delta": float(cost.delta),
+        "sampling": "exact forward draws, not MCMC",
+        "source": spec.source,
     }
-    attrs = {key: (str(v) if isinstance(v, (list, tuple)) else v) for key, v in attrs.items()}
+    attrs.update(generator_attrs(sampler, cal, mechanism.epsilon, mechanism.delta))
+    if ledger is not None and hasattr(ledger, "attrs"):
+        attrs.update(ledger.attrs())
+    attrs = {key: (str(v) if isinstance(v, (list, tuple, dict)) or v is None else v) for key, v in attrs.items()}
     tree = xr.DataTree.from_dict({POSTERIOR: post, CONSTANT_DATA: const})
     tree.attrs.update(attrs)
     return tree
 
 
 def realised_delta(spec: KDESpec, mechanism: GaussianMechanism, x, x_prime) -> float:
-    """Exact δ(ε) of the release between neighbours differing by ``x → x'`` (Gaussian privacy-loss distribution)."""
-    sens = spec.sensitivity().value
-    sigma = gaussian_sigma(mechanism.epsilon, mechanism.delta, sens, mechanism.calibration)
+    """Exact δ(ε) of the release between neighbours differing by ``x → x'`` (Gaussian privacy-loss distribution).
+
+    The worst pair among the given ones, at the mechanism's own σ (``"pymc"`` calibration).
+    """
+    sigma = mechanism.calibrate(spec).sigma
     r = float(np.max(cameron_martin_difference(spec, x, x_prime)))
     return gaussian_delta(mechanism.epsilon, r, sigma)

@@ -42,7 +42,8 @@ class ICLP(Mechanism):
         self.delta = 0.0
 
     def _check_spec(self, spec):
-        if not isinstance(spec, EigenSpec):
+        # EigenSpec, or another spec whose coefficients are in its noise kernel's eigenbasis (ICLP KDE)
+        if not (isinstance(spec, EigenSpec) or getattr(spec, "eigenbasis_summary", False)):
             raise CompatibilityError(f"ICLP needs a summary in a kernel's eigenbasis, got {spec.name!r}",
                                      "use iclp_qr_mean / iclp_ar_mean, or the Bernstein mechanism for bernstein_mean")
 
