@@ -450,3 +450,65 @@ def plot_inference(posterior_tree: xr.DataTree, release_tree: xr.DataTree | None
     ax.set_ylabel(_y_label(tree_for_labels, ycurve))
     _finish_axes(ax, xv)
     return fig, ax
+
+
+def plot_decision(tree: xr.DataTree, *, draw: int = 0, ax=None, points=None, labels=None):
+    """Plot a released kernel-machine decision function (:func:`fdp_ppl.erm.release_erm`).
+
+    One feature: every released draw as a line, with the zero level (the private classifier
+    is the sign). Two features: the chosen draw as a filled contour with its zero contour.
+    Only public content is drawn, plus ``points`` / ``labels`` if the caller passes them
+    (the data holder's own records: label them as such before publishing a figure).
+
+    Parameters
+    ----------
+    tree : xarray.DataTree
+        With ``posterior/decision`` (chain, draw, x) or (chain, draw, x1, x2).
+    draw : int
+        Draw shown for two features (chain 0).
+
+    Returns
+    -------
+    (fig, ax)
+
+    Raises
+    ------
+    SchemaError
+        No ``posterior/decision`` variable.
+    """
+    plt = _plt()
+    try:
+        dec = tree[POSTERIOR]["decision"]
+    except KeyError:
+        raise SchemaError("the tree has no posterior/decision variable", "pass a tree from fdp_ppl.erm.release_erm") \
+            from None
+    grid_dims = [d for d in dec.dims if d not in ("chain", "draw")]
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6, 4.5))
+    at = tree.attrs
+    title = f"private decision function ({at.get('mechanism', '')}, epsilon = {at.get('epsilon', float('nan')):g})"
+    if len(grid_dims) == 1:
+        x = dec[grid_dims[0]].values
+        vals = dec.values.reshape(-1, x.size)
+        for k, v in enumerate(vals[:30]):
+            ax.plot(x, v, color=_DRAWS if k else _RELEASE, lw=1.5 if k == 0 else 0.8, alpha=1.0 if k == 0 else 0.6,
+                    label="released" if k == 0 else None)
+        ax.axhline(0.0, color=_REFERENCE, lw=0.8, ls="--")
+        if points is not None and labels is not None:
+            ax.scatter(np.ravel(points), np.ravel(labels), s=12, color=_TRUTH, label="data holder's records")
+        ax.set_xlabel(grid_dims[0])
+        ax.set_ylabel("decision value (label = sign)")
+        ax.legend(loc="best", fontsize=8)
+    else:
+        x1, x2 = (dec[d].values for d in grid_dims)
+        z = dec.isel(chain=0, draw=draw).transpose(*grid_dims).values
+        lim = float(np.max(np.abs(z))) or 1.0
+        cs = ax.contourf(x1, x2, z.T, levels=21, cmap="RdBu_r", vmin=-lim, vmax=lim)
+        ax.contour(x1, x2, z.T, levels=[0.0], colors="k", linewidths=1.2)
+        fig.colorbar(cs, ax=ax, label="decision value (label = sign)")
+        if points is not None and labels is not None:
+            p = np.asarray(points)
+            ax.scatter(p[:, 0], p[:, 1], c=np.asarray(labels), cmap="RdBu_r", edgecolors="k", s=14)
+        ax.set_xlabel(grid_dims[0])
+        ax.set_ylabel(grid_dims[1])
+    ax.set_title(title, fontsize=9)
+    return fig, ax

@@ -1,0 +1,342 @@
+"""Public specification and fit of a regularised kernel machine (kernel SVM, ridge, logistic).
+
+Sources: Hall, Rinaldo & Wasserman (2013), §4.3 (eq. 11, Def. 10, the bound
+``Δ = M √(sup_x K(x, x)) / (λ n)``; Bousquet & Elisseeff 2002); Lin & Reimherr (2026),
+§4.3, eq. 13 with the squared penalty and Theorem 18 (``specs/iclp.md`` §2.4).
+
+Two function spaces, fixed by the public spec before any data are seen:
+
+* ``eta=None`` (Hall): the RKHS of the kernel ``K`` itself on ``R^d`` (d = 1 or 2),
+  ``K(x, y) = k(‖x − y‖₂)`` with the package's stationary kernels
+  (:mod:`fdp_ppl.spaces.kernels`; e.g. ``Gaussian(h, convention="hall")`` is
+  ``exp(−‖x − y‖²/(2h²))``). Released with Gaussian-process noise of covariance
+  ``σ² K`` (:class:`~fdp_ppl.mechanisms.GaussianMechanism`); Δ is in the RKHS
+  (= Cameron–Martin) norm.
+* ``eta > 1`` (Lin & Reimherr): d = 1, the domain rescaled to [0, 1] and the grid's
+  eigenbasis of ``C`` (:func:`fdp_ppl.spaces.eigenbasis`, weighted convention of
+  DESIGN.md); the machine is fitted in the RKHS of the operator power ``C^η``
+  (kernel ``Σ_j λ_j^η φ_j(s) φ_j(t)``), features rounded to the nearest grid point
+  (a public, record-by-record map: neighbours stay neighbours). Released with ICLP
+  noise; ``Δ_{1,C} = Δ_{C^η} √tr(C^{η−1})`` (Theorem 18 via ``‖h‖_{1,C} <= ‖h‖_{C^η}
+  √tr(C^{η−1})``).
+
+Losses and their admissibility constant M (Lipschitz constant in the prediction):
+hinge ``(1 − y g)_+``, M = 1; logistic ``log(1 + e^{−y g})``, M = 1 (labels ±1);
+squared ``(y − g)²`` with labels clipped to ``[−B, B]``: on the ball
+``‖g‖_H <= B/√λ`` that contains every minimiser (``λ‖f_D‖² <= P(0) <= B²``),
+``|∂ℓ/∂g| <= 2(B + κB/√λ)``, so M = ``2B(1 + κ/√λ)``, κ = √sup K(x, x) [D].
+
+Solver slack: the fit is certified within ``ρ = solver_slack · Δ_0/2`` of the exact
+minimiser (:mod:`fdp_ppl.erm.solvers`: hinge by its duality gap, smooth losses by
+``‖∇P‖_H/(2λ)``), with ``Δ_0`` the paper's bound; the released sensitivity is
+``Δ = Δ_0 + 2ρ = (1 + solver_slack) Δ_0`` (both neighbours' fits are within ρ of
+their minimisers). The target is public; the observed accuracy is never used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+from ..errors import InputError, check_positive
+from ..spaces import Grid, eigenbasis
+from ..spaces.kernels import Exponential, Kernel, Matern
+from ..summaries.base import Sensitivity, public_n
+from .solvers import LOSSES, Solution, solve_erm
+
+HALL_SOURCE = "Hall, Rinaldo & Wasserman (2013), Section 4.3 (eq. 11), Corollary 9; Bousquet & Elisseeff (2002)"
+ICLP_SOURCE = "Lin & Reimherr (2026), Section 4.3, eq. 13 (squared penalty), Theorem 18"
+DIMS = {1: ("x",), 2: ("x1", "x2")}
+NEIGHBOURING = "replace one labelled record (x, y); n public"
+
+
+@dataclass(frozen=True, eq=False)
+class ERMSpec:
+    """Public spec of a regularised kernel machine (no data); see the module docstring.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        Stationary kernel ``k`` on the Euclidean distance of features, in the
+        features' units (``rho`` is the bandwidth h).
+    lam : float
+        Penalty λ > 0 of ``λ‖g‖²_H`` (Hall eq. 11; ψ of Lin & Reimherr eq. 13).
+    n : int
+        Public number of labelled records.
+    loss : {"hinge", "logistic", "squared"}
+    domain : array_like, shape (d, 2) or (2,)
+        Public box ``[lo_k, hi_k]``; features are clipped to it; it is also the grid's box.
+    grid_size : int or sequence of int
+        Grid points per axis of the released decision function.
+    eta : float or None
+        None: Hall's RKHS of ``K`` (GP noise). ``> 1``: the RKHS of ``C^η`` on the
+        grid's eigenbasis (ICLP noise; d = 1 only).
+    label_bound : float
+        B: squared-loss labels are clipped to ``[−B, B]``.
+    solver_slack : float
+        Relative inflation of Δ paying for the solver's certified accuracy (default 1 %).
+    rel_tol : float
+        Eigenvalue cut-off of the eigenbasis (``eta`` only).
+
+    Raises
+    ------
+    InputError
+        λ <= 0, n < 2, unknown loss, a bad domain or grid, d not 1 or 2, η <= 1,
+        ``eta`` with d > 1, solver_slack outside (0, 1).
+    """
+
+    kernel: Kernel
+    lam: float
+    n: int
+    loss: str = "hinge"
+    domain: np.ndarray = dataclasses.field(default_factory=lambda: np.array([[0.0, 1.0]]))
+    grid_size: int | tuple = 50
+    eta: float | None = None
+    label_bound: float = 1.0
+    solver_slack: float = 1e-2
+    rel_tol: float = 1e-12
+
+    def __post_init__(self):
+        if not isinstance(self.kernel, Kernel):
+            raise InputError("kernel must be an fdp_ppl kernel", "e.g. Gaussian(rho=0.2, convention='hall')")
+        object.__setattr__(self, "lam", check_positive(self.lam, "lam", "pass a public penalty, e.g. lam=0.1"))
+        object.__setattr__(self, "n", public_n(self.n))
+        if self.loss not in LOSSES:
+            raise InputError(f"unknown loss {self.loss!r}", f"use one of {LOSSES}")
+        dom = np.atleast_2d(np.asarray(self.domain, dtype=float))
+        if dom.ndim != 2 or dom.shape[1] != 2 or dom.shape[0] not in (1, 2) or not np.all(np.isfinite(dom)) \
+                or np.any(dom[:, 1] <= dom[:, 0]):
+            raise InputError(f"domain must be 1 or 2 intervals lo < hi (got {self.domain!r})",
+                             "pass e.g. domain=[[0, 1], [0, 1]]")
+        object.__setattr__(self, "domain", dom)
+        sizes = np.broadcast_to(np.asarray(self.grid_size), (dom.shape[0],)).astype(int)
+        if np.any(sizes < 2):
+            raise InputError(f"grid_size must be >= 2 per axis (got {self.grid_size})", "e.g. grid_size=50")
+        object.__setattr__(self, "grid_size", tuple(int(s) for s in sizes))
+        object.__setattr__(self, "label_bound", check_positive(self.label_bound, "label_bound"))
+        if not 0 < float(self.solver_slack) < 1:
+            raise InputError(f"solver_slack must lie in (0, 1) (got {self.solver_slack})", "e.g. solver_slack=0.01")
+        if self.eta is not None:
+            if not float(self.eta) > 1:
+                raise InputError(f"eta must be > 1 (got {self.eta})", "e.g. eta=2 (Lin & Reimherr eq. 13)")
+            if self.d != 1:
+                raise InputError("the ICLP (eta) kernel machine is implemented for one feature",
+                                 "use eta=None (Gaussian-process noise) for two features")
+            lo, hi = dom[0]
+            grid = Grid.from_points(self.axes[0])
+            unit_kernel = dataclasses.replace(self.kernel, rho=self.kernel.rho / (hi - lo))
+            basis = eigenbasis(unit_kernel, grid, self.rel_tol)
+            object.__setattr__(self, "_basis", basis)
+            object.__setattr__(self, "_power_gram", basis.power_kernel(float(self.eta)))
+
+    # ------------------------------------------------------------------ public geometry
+    @property
+    def d(self) -> int:
+        return int(self.domain.shape[0])
+
+    @property
+    def dims(self) -> tuple:
+        return DIMS[self.d]
+
+    @property
+    def axes(self) -> tuple:
+        """Grid axes, one (G_k,) array per feature, in data units."""
+        return tuple(np.linspace(lo, hi, g) for (lo, hi), g in zip(self.domain, self.grid_size))
+
+    @property
+    def points(self) -> np.ndarray:
+        """Grid points (Π G_k, d), C order (the last axis fastest)."""
+        mesh = np.meshgrid(*self.axes, indexing="ij")
+        return np.stack([m.ravel() for m in mesh], axis=-1)
+
+    @property
+    def basis(self):
+        """The eigenbasis of ``C`` on the grid (``eta`` only)."""
+        if self.eta is None:
+            raise InputError("this spec has no eigenbasis (eta=None)", "pass eta > 1 for ICLP noise")
+        return self._basis
+
+    @property
+    def eigenvalues(self) -> np.ndarray:
+        return self.basis.eigenvalues
+
+    @property
+    def ou_rho(self) -> float | None:
+        """Length-scale if the kernel is exponential (OU) in d = 1 (Markov online updates)."""
+        k = self.kernel
+        if self.d == 1 and (type(k) is Exponential or (type(k) is Matern and k.nu == 0.5)):
+            return float(k.rho)
+        return None
+
+    # ------------------------------------------------------------------ kernels
+    def kernel_matrix(self, a, b) -> np.ndarray:
+        """``K(a_i, b_j) = k(‖a_i − b_j‖₂)`` (Hall space), shapes (m, d), (p, d) -> (m, p)."""
+        a = np.asarray(a, dtype=float).reshape(-1, self.d)
+        b = np.asarray(b, dtype=float).reshape(-1, self.d)
+        return self.kernel(cdist(a, b))
+
+    def grid_index(self, x) -> np.ndarray:
+        """Nearest grid index of each 1-D feature (``eta`` spaces), shape (m,)."""
+        ax = self.axes[0]
+        x = np.asarray(x, dtype=float).reshape(-1)
+        return np.clip(np.rint((x - ax[0]) / (ax[-1] - ax[0]) * (ax.size - 1)).astype(int), 0, ax.size - 1)
+
+    def gram(self, a, b) -> np.ndarray:
+        """Reproducing kernel of the spec's space between feature sets (m, d) and (p, d)."""
+        if self.eta is None:
+            return self.kernel_matrix(a, b)
+        return self._power_gram[np.ix_(self.grid_index(a), self.grid_index(b))]
+
+    @property
+    def kappa(self) -> float:
+        """``√sup_x K(x, x)`` (Hall: ``√k(0)``; ICLP: ``√max_t C^η(t, t)`` on the grid)."""
+        if self.eta is None:
+            return float(np.sqrt(self.kernel(np.zeros(1))[0]))
+        return float(np.sqrt(np.max(np.diag(self._power_gram))))
+
+    # ------------------------------------------------------------------ sensitivity
+    @property
+    def admissibility(self) -> float:
+        """M of the loss (module docstring)."""
+        if self.loss == "squared":
+            return 2.0 * self.label_bound * (1.0 + self.kappa / np.sqrt(self.lam))
+        return 1.0
+
+    @property
+    def delta_rkhs_exact(self) -> float:
+        """``Δ_0 = M κ/(λ n)``: bound on ``‖f_D − f_{D'}‖_H`` for exact minimisers (Hall §4.3)."""
+        return self.admissibility * self.kappa / (self.lam * self.n)
+
+    @property
+    def rho_target(self) -> float:
+        """Public solver accuracy ``ρ = solver_slack · Δ_0 / 2`` in RKHS norm."""
+        return float(self.solver_slack) * self.delta_rkhs_exact / 2.0
+
+    @property
+    def delta_rkhs(self) -> float:
+        """``Δ = Δ_0 + 2ρ``: RKHS sensitivity of the fitted (approximate) decision functions."""
+        return self.delta_rkhs_exact + 2.0 * self.rho_target
+
+    def sensitivity(self, norm: str | None = None) -> Sensitivity:
+        """Sensitivity of the fitted decision function.
+
+        ``"cameron-martin"`` (= RKHS norm of K, Hall §4.3): ``(1 + slack) M κ/(λ n)``;
+        ``"1,C"`` (``eta`` spaces, Lin & Reimherr Theorem 18): that bound in ``‖·‖_{C^η}``
+        times ``√tr(C^{η−1})``.
+
+        Raises
+        ------
+        InputError
+            A norm this space has no bound in.
+        """
+        norm = norm or ("cameron-martin" if self.eta is None else "1,C")
+        assumptions = (f"{self.loss} loss is M-admissible with M = {self.admissibility:g}"
+                       + ("" if self.loss != "squared" else f" (labels clipped to [-{self.label_bound:g}, "
+                                                            f"{self.label_bound:g}])")
+                       + f"; kernel bounded, kappa^2 = {self.kappa**2:g}; no unpenalised intercept; solver certified "
+                         f"within {self.rho_target:.3g} of the minimiser in RKHS norm (adds 2x that)")
+        if self.eta is None and norm == "cameron-martin":
+            return Sensitivity(self.delta_rkhs, norm, "paper+solver", NEIGHBOURING, assumptions, HALL_SOURCE)
+        if self.eta is not None and norm == "1,C":
+            value = self.delta_rkhs * np.sqrt(self.basis.trace(float(self.eta) - 1.0))
+            return Sensitivity(float(value), norm, "paper+solver", NEIGHBOURING, assumptions, ICLP_SOURCE)
+        raise InputError(f"no {norm!r} sensitivity for this kernel machine (eta={self.eta})",
+                         "eta=None: 'cameron-martin' (GaussianMechanism); eta > 1: '1,C' (ICLP)")
+
+    def attrs(self) -> dict:
+        out = {"summary": f"kernel-machine-{self.loss}", "loss": self.loss, "lam": self.lam, "n": self.n,
+               "d": self.d, "domain": [float(v) for v in self.domain.ravel()], "grid_size": list(self.grid_size),
+               **self.kernel.params(), "kernel_distance": "euclidean (features in data units)",
+               "admissibility_M": self.admissibility, "kappa": self.kappa,
+               "sensitivity_exact_minimiser": self.delta_rkhs_exact, "solver_slack": float(self.solver_slack),
+               "solver_rho_target": self.rho_target, "intercept": "none (not covered by the bound)",
+               "space": "RKHS of K (Hall 2013)" if self.eta is None else "RKHS of C^eta on the grid eigenbasis"}
+        if self.loss == "squared":
+            out["label_bound"] = self.label_bound
+        if self.eta is not None:
+            out.update(eta=float(self.eta), n_components=int(self.basis.size), eigen_rel_tol=self.rel_tol)
+        return out
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, features, labels) -> ERMFit:
+        """Clip features to the domain (and squared-loss labels to ±B), then solve the ERM.
+
+        Parameters
+        ----------
+        features : array_like, shape (n, d) or (n,) for d = 1
+        labels : array_like, shape (n,)
+            ±1 (hinge, logistic), real (squared).
+
+        Raises
+        ------
+        InputError
+            Wrong shapes, non-finite values, a count other than the public n, labels not ±1.
+        """
+        X = np.asarray(features, dtype=float)
+        X = X[:, None] if X.ndim == 1 else X
+        y = np.asarray(labels, dtype=float).reshape(-1)
+        if X.ndim != 2 or X.shape[1] != self.d:
+            raise InputError(f"features must have shape (n, {self.d}) (got {X.shape})", "pass one column per feature")
+        if X.shape[0] != self.n or y.size != self.n:
+            raise InputError(f"the spec says n = {self.n} but {X.shape[0]} features and {y.size} labels were given",
+                             "build the spec with the public n")
+        if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+            raise InputError("features and labels must be finite", "drop or impute missing values before release")
+        if self.loss in ("hinge", "logistic") and not np.all(np.isin(y, (-1.0, 1.0))):
+            raise InputError(f"{self.loss} loss needs labels -1 or +1", "recode the label column to -1/+1")
+        Xc = np.clip(X, self.domain[:, 0], self.domain[:, 1])
+        n_clipped = int(np.sum(np.any(Xc != X, axis=1)))
+        yc = np.clip(y, -self.label_bound, self.label_bound) if self.loss == "squared" else y
+        sol = solve_erm(self.gram(Xc, Xc), yc, loss=self.loss, lam=self.lam, rho_target=self.rho_target)
+        return ERMFit(self, Xc, sol, n_clipped)
+
+
+@dataclass(eq=False)
+class ERMFit:
+    """A fitted kernel machine (data holder only: never written to a release).
+
+    Attributes
+    ----------
+    spec : ERMSpec
+    support : ndarray, shape (n, d)
+        The clipped features.
+    solution : Solution
+        Representer coefficients and the certificate.
+    n_clipped : int
+        Records with a feature outside the domain (reported to the data holder only).
+    """
+
+    spec: ERMSpec
+    support: np.ndarray
+    solution: Solution
+    n_clipped: int
+
+    @property
+    def coefficients(self) -> np.ndarray:
+        return self.solution.coefficients
+
+    def decision(self, points) -> np.ndarray:
+        """Non-private ``f_D(x) = Σ_i c_i K(x_i, x)`` at points (m, d) -> (m,)."""
+        return self.spec.gram(points, self.support) @ self.coefficients
+
+    def rkhs_norm(self) -> float:
+        """``‖f_D‖_H = √(cᵀ K c)``."""
+        c = self.coefficients
+        return float(np.sqrt(max(c @ self.spec.gram(self.support, self.support) @ c, 0.0)))
+
+    def eigen_coefficients(self) -> np.ndarray:
+        """``h_j = <f_D, φ_j>_w`` (J,) on the grid eigenbasis (``eta`` specs)."""
+        return self.spec.basis.coefficients(self.decision(self.spec.points))
+
+
+def rkhs_distance(spec: ERMSpec, fit_a: ERMFit, fit_b: ERMFit) -> float:
+    """``‖f_a − f_b‖_H`` of two fits (RKHS of the spec's space), from their representers."""
+    pts = np.vstack([fit_a.support, fit_b.support])
+    c = np.concatenate([fit_a.coefficients, -fit_b.coefficients])
+    return float(np.sqrt(max(c @ spec.gram(pts, pts) @ c, 0.0)))
+
+
+__all__ = ["DIMS", "ERMFit", "ERMSpec", "rkhs_distance"]

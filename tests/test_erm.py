@@ -1,0 +1,268 @@
+"""Private kernel machines and online GP release (fdp_ppl.erm): sensitivity, privacy, noise, online updates."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
+from fdp_ppl.accounting.calibration import gaussian_delta
+from fdp_ppl.erm import (
+    ERMSpec,
+    GPPath,
+    OnlineRelease,
+    chol_jitter,
+    gaussian_conditional,
+    ou_conditional,
+    predict_labels,
+    release_erm,
+    rkhs_distance,
+)
+from fdp_ppl.errors import (
+    BudgetExceededError,
+    CompatibilityError,
+    InputError,
+    SeededReleaseWarning,
+)
+from fdp_ppl.laws import Laplace
+from fdp_ppl.mechanisms import ICLP, GaussianMechanism
+from fdp_ppl.spaces import Exponential, Gaussian, Matern
+
+pytestmark = pytest.mark.filterwarnings("ignore::fdp_ppl.errors.SeededReleaseWarning")
+HALL = Gaussian(0.3, convention="hall")
+
+
+def _data(n, d, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, (n, d))
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(n) > 0.5, 1.0, -1.0)
+    return X, y
+
+
+def _neighbour(X, y, i, x_new, y_new):
+    X2, y2 = X.copy(), y.copy()
+    X2[i], y2[i] = x_new, y_new
+    return X2, y2
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic", "squared"])
+@pytest.mark.parametrize("d", [1, 2])
+def test_sensitivity_brute_force_random_neighbours(loss, d):
+    n, lam = 8, 0.05
+    X, y = _data(n, d, 1)
+    spec = ERMSpec(HALL, lam=lam, n=n, loss=loss, domain=[[0, 1]] * d, grid_size=5)
+    fit = spec.fit(X, y)
+    rng = np.random.default_rng(2)
+    worst = 0.0
+    for _ in range(40):
+        i = rng.integers(n)
+        X2, y2 = _neighbour(X, y, i, rng.uniform(0, 1, d), rng.choice([-1.0, 1.0]))
+        worst = max(worst, rkhs_distance(spec, fit, spec.fit(X2, y2)))
+    assert worst <= spec.sensitivity().value
+    assert worst <= spec.delta_rkhs_exact * (1 + 1e-6) + 2 * spec.rho_target
+    assert worst > 0.02 * spec.delta_rkhs_exact  # the search moves the fit (the squared-loss M is loose)
+
+
+def test_hinge_sensitivity_attained_by_adversarial_search():
+    # λ = 1: every point stays inside the margin, a_i = C for all i, and flipping the label
+    # of one point at the same x changes f_D by 2C K(x, .): RKHS norm 1/(λn) = Δ_0.
+    n = 8
+    X, y = _data(n, 2, 3)
+    spec = ERMSpec(HALL, lam=1.0, n=n, domain=[[0, 1], [0, 1]], grid_size=5)
+    fit = spec.fit(X, y)
+    cands = [(i, X[i], -y[i]) for i in range(n)] + [(0, np.array([u, v]), s) for u in (0, 1) for v in (0, 1)
+                                                     for s in (-1.0, 1.0)]
+    worst = max(rkhs_distance(spec, fit, spec.fit(*_neighbour(X, y, i, x, s))) for i, x, s in cands)
+    assert worst >= 0.99 * spec.delta_rkhs_exact
+    assert worst <= spec.sensitivity().value
+
+
+def test_iclp_space_sensitivity_brute_force():
+    n = 8
+    X, y = _data(n, 1, 4)
+    spec = ERMSpec(Matern(0.2, nu=1.5), lam=0.5, n=n, grid_size=40, eta=2.0)
+    fit = spec.fit(X, y)
+    h = fit.eigen_coefficients()
+    worst_1c, worst_h = 0.0, 0.0
+    for i in range(n):
+        for x_new in (0.0, 0.37, 1.0, X[i, 0]):
+            f2 = spec.fit(*_neighbour(X, y, i, [x_new], -y[i]))
+            worst_1c = max(worst_1c, float(spec.basis.norm_1c(h - f2.eigen_coefficients())))
+            worst_h = max(worst_h, rkhs_distance(spec, fit, f2))
+    assert worst_h <= spec.delta_rkhs and worst_h >= 0.95 * spec.delta_rkhs_exact
+    assert worst_1c <= spec.sensitivity("1,C").value
+    # ICLP privacy loss (Laplace, exact log-density ratio) at a far point: Σ|Δh_j|/b_j <= ε
+    eps = 1.0
+    tree = release_erm(fit, ICLP(eps), random_seed=0)
+    b = tree["constant_data"]["noise_scale"].values
+    f2 = spec.fit(*_neighbour(X, y, 0, [1.0], -y[0]))
+    h2 = f2.eigen_coefficients()
+    far = h + 1e6 * np.sign(h - h2) * b
+    loss = float(Laplace().privacy_loss(far, h, h2, b))
+    assert 0.2 * eps < loss <= eps * (1 + 1e-9)
+    assert np.isclose(loss, eps * spec.basis.norm_1c(h - h2) / spec.sensitivity("1,C").value)
+
+
+def _adversarial_pair_1d(loss="hinge"):
+    n = 8
+    X, y = _data(n, 1, 5)
+    spec = ERMSpec(HALL, lam=1.0, n=n, loss=loss, grid_size=30)
+    return spec, spec.fit(X, y), spec.fit(*_neighbour(X, y, 0, X[0], -y[0]))
+
+
+@pytest.mark.parametrize("calibration", ["analytic", "classical"])
+def test_grid_release_privacy_loss_within_epsilon_delta(calibration):
+    eps, delta = 1.0, 1e-3
+    spec, fa, fb = _adversarial_pair_1d()
+    mech = GaussianMechanism(eps, delta, calibration)
+    tree = release_erm(fa, mech, draws=300, random_seed=7)
+    sigma = tree.attrs["sigma"]
+    pts = spec.points
+    cov = spec.kernel_matrix(pts, pts) + tree.attrs["noise_jitter"] * np.eye(len(pts))
+    dmu = fa.decision(pts) - fb.decision(pts)
+    r = float(np.sqrt(dmu @ np.linalg.solve(cov, dmu)))
+    assert r <= rkhs_distance(spec, fa, fb) * (1 + 1e-6) <= spec.sensitivity().value
+    # exact Gaussian privacy-loss distribution L ~ N(r²/2σ², r²/σ²): δ(ε) = E[(1 − e^{ε−L})_+]
+    m, s = r**2 / (2 * sigma**2), r / sigma
+    pld = integrate.quad(lambda l: -np.expm1(eps - l) * stats.norm.pdf(l, m, s), eps, m + 40 * s)[0]
+    assert np.isclose(pld, gaussian_delta(eps, r, sigma), rtol=1e-6, atol=1e-15)
+    assert pld <= delta
+    if calibration == "analytic":  # the adversarial pair nearly spends the whole δ
+        assert pld >= 0.3 * delta
+    # the drawn releases have that privacy-loss law (noise covariance σ²(K + jI))
+    y = tree["posterior"]["decision"].values.reshape(-1, len(pts))
+    ch = np.linalg.cholesky(cov)
+    wa = np.linalg.solve(ch, (y - fa.decision(pts)).T)
+    wb = np.linalg.solve(ch, (y - fb.decision(pts)).T)
+    L = (np.sum(wb**2, axis=0) - np.sum(wa**2, axis=0)) / (2 * sigma**2)
+    assert abs(L.mean() - m) < 4 * s / np.sqrt(len(L))
+    assert 0.8 < L.std() / s < 1.2
+
+
+def test_noise_covariance_matches_kernel():
+    spec = ERMSpec(HALL, lam=0.1, n=8, grid_size=12)
+    pts = spec.points
+    xi = np.array([GPPath(spec.kernel_matrix, 1, np.random.default_rng(s)).sample(pts) for s in range(3000)])
+    emp = np.cov(xi.T)
+    assert np.max(np.abs(emp - spec.kernel_matrix(pts, pts))) < 0.1
+    ou = ERMSpec(Exponential(0.3), lam=0.1, n=8, grid_size=12)  # Markov (AR(1)) sampler, no jitter
+    xi = np.array([GPPath(ou.kernel_matrix, 1, np.random.default_rng(s), ou_rho=ou.ou_rho).sample(pts)
+                   for s in range(3000)])
+    assert np.max(np.abs(np.cov(xi.T) - ou.kernel_matrix(pts, pts))) < 0.1
+    # deterministic: the sequential sampler is ξ = chol(K + jI) z with z the generator's normals in order
+    path = GPPath(spec.kernel_matrix, 1, np.random.default_rng(11))
+    extra = np.array([[0.013], [0.5013], [0.9]])
+    xi_all = np.concatenate([path.sample(pts), path.sample(extra[:1]), path.sample(extra[1:])])
+    P = np.vstack([pts, extra])
+    Lfull = np.linalg.cholesky(spec.kernel_matrix(P, P) + path.jitter * np.eye(len(P)))
+    z = np.random.default_rng(11).standard_normal(len(P))
+    assert np.allclose(xi_all, Lfull @ z, atol=1e-8)
+
+
+def test_chol_jitter_adds_noise_never_clips():
+    spec = ERMSpec(Gaussian(0.5, convention="hall"), lam=0.1, n=8, grid_size=200)
+    K = spec.kernel_matrix(spec.points, spec.points)
+    L, j = chol_jitter(K)
+    assert j > 0
+    assert np.allclose(L @ L.T, K + j * np.eye(len(K)), atol=1e-10)
+    assert np.min(np.linalg.eigvalsh(L @ L.T - K)) > -1e-10  # covariance ⪰ K
+
+
+def test_ou_markov_update_equals_generic_conditioning():
+    rho = 0.3
+    kern = Exponential(rho)
+    kfn = lambda a, b: kern(np.abs(np.asarray(a).reshape(-1, 1) - np.asarray(b).reshape(1, -1)))
+    rng = np.random.default_rng(0)
+    path = GPPath(kfn, 1, rng, ou_rho=rho)
+    pts = rng.uniform(-0.5, 1.5, 25)
+    path.sample(pts)
+    P, xi = path.released()
+    P = P[:, 0]
+    assert np.all(np.diff(P) > 0) and len(P) == 25
+    for x in np.concatenate([rng.uniform(-1, 2, 30), [P[0] - 0.1, P[-1] + 0.2]]):
+        i = np.searchsorted(P, x)
+        left = (P[i - 1], xi[i - 1]) if i > 0 else None
+        right = (P[i], xi[i]) if i < len(P) else None
+        m1, v1 = ou_conditional(x, left, right, rho)
+        m2, v2 = gaussian_conditional(kfn, P[:, None], xi, [[x]])
+        assert abs(m1 - m2[0]) < 1e-10 and abs(v1 - v2[0, 0]) < 1e-10
+
+
+def test_online_release_repeat_queries_and_grid_consistency():
+    X, y = _data(20, 1, 6)
+    mech = GaussianMechanism(1.0, 1e-5)
+    for kernel in (Exponential(0.2), HALL):
+        spec = ERMSpec(kernel, lam=0.1, n=20, grid_size=25)
+        fit = spec.fit(X, y)
+        online = OnlineRelease(fit, mech, grid=True, random_seed=1)
+        assert online.path.markov == isinstance(kernel, Exponential)
+        first = online.query([0.1234, 0.77, 0.1234])
+        assert first[0] == first[2]
+        assert np.array_equal(online.query([0.77, 0.1234]), first[[1, 0]])
+        g = online.query(spec.points[:, 0])
+        assert np.array_equal(g, online.query(spec.points))
+        assert online.n_released == 25 + 2
+        assert set(np.unique(online.predict([0.1234, 0.5]))) <= {-1.0, 1.0}
+        again = OnlineRelease(fit, mech, grid=True, random_seed=1)
+        assert np.array_equal(again.query(spec.points), g)
+
+
+def test_release_tree_ledger_and_predictions(tmp_path):
+    X, y = _data(30, 2, 8)
+    spec = ERMSpec(HALL, lam=0.05, n=30, domain=[[0, 1], [0, 1]], grid_size=(8, 9))
+    fit = spec.fit(X, y)
+    ledger = PrivacyLedger(PrivacyBudget(1.5, 1e-4))
+    tree = release_erm(fit, GaussianMechanism(0.5, 1e-5), draws=3, random_seed=0, ledger=ledger)
+    dec = tree["posterior"]["decision"]
+    assert dec.dims == ("chain", "draw", "x1", "x2") and dec.shape == (1, 3, 8, 9)
+    at = tree.attrs
+    assert at["budget_spent_epsilon"] == pytest.approx(1.5) and ledger.spent.epsilon == pytest.approx(1.5)
+    assert at["fp_safe"] == 0 and at["noise_seeded"] == 1 and at["lam"] == 0.05 and at["n"] == 30
+    assert at["sensitivity"] == pytest.approx(1.01 / (0.05 * 30))
+    assert "n_clipped" not in at
+    with pytest.raises(BudgetExceededError):  # charged before any draw: nothing is released
+        release_erm(fit, GaussianMechanism(0.5, 1e-5), ledger=ledger, random_seed=0)
+    assert ledger.spent.epsilon == pytest.approx(1.5)
+    path = tmp_path / "svm.nc"
+    tree.to_netcdf(path)
+    import xarray as xr
+
+    back = xr.open_datatree(path)
+    assert np.allclose(back["posterior"]["decision"].values, dec.values)
+    labels = predict_labels(tree, X)
+    assert labels.shape == (1, 3, 30)
+    with pytest.warns(SeededReleaseWarning):
+        release_erm(fit, GaussianMechanism(0.5, 1e-5), random_seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a = release_erm(fit, GaussianMechanism(0.5, 1e-5))  # fresh OS entropy, no warning
+        b = release_erm(fit, GaussianMechanism(0.5, 1e-5))
+    assert not np.array_equal(a["posterior"]["decision"].values, b["posterior"]["decision"].values)
+
+
+def test_bad_inputs_refused():
+    X, y = _data(10, 1, 9)
+    spec = ERMSpec(HALL, lam=0.1, n=10)
+    with pytest.raises(InputError):
+        spec.fit(X, y * 2)  # labels must be ±1
+    with pytest.raises(InputError):
+        spec.fit(X[:5], y[:5])
+    with pytest.raises(InputError):
+        spec.fit(np.where(np.arange(10)[:, None] == 0, np.nan, X), y)
+    with pytest.raises(InputError):
+        ERMSpec(HALL, lam=0.0, n=10)
+    with pytest.raises(InputError):
+        ERMSpec(HALL, lam=0.1, n=10, eta=1.0)
+    with pytest.raises(InputError):
+        GaussianMechanism(2.0, 1e-5, "classical")
+    fit = spec.fit(X, y)
+    with pytest.raises(CompatibilityError):
+        release_erm(fit, ICLP(1.0))
+    ispec = ERMSpec(Matern(0.2), lam=0.1, n=10, eta=2.0)
+    with pytest.raises(CompatibilityError):
+        release_erm(ispec.fit(X, y), GaussianMechanism(1.0, 1e-5))
+    # clipping to the public domain
+    Xo = X.copy()
+    Xo[0] = 3.0
+    assert spec.fit(Xo, y).n_clipped == 1
