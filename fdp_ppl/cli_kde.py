@@ -153,7 +153,7 @@ def run(a) -> int:
     at = tree.attrs
     priv = (f"({at['budget_spent_epsilon']:g}, {at['budget_spent_delta']:g})-DP" if a.delta
             else f"{at['budget_spent_epsilon']:g}-DP")
-    print(f"fdp-ppl kde: wrote {a.draws} private density draw(s) ({a.mechanism}, n = {n}, h = {at['h']}) to {out}"
+    print(f"fdp-ppl kde: wrote {a.draws} private density draw(s) ({a.mechanism}, n = {n}, h = {at['h'] if isinstance(at['h'], str) else format(float(at['h']), '.4g')}) to {out}"
           + (f" and a plot to {a.plot}" if a.plot else ""))
     print(f"  privacy spent: {priv} ({a.draws} x epsilon {a.epsilon:g}"
           + (f", delta {a.delta:g}" if a.delta else "") + "); sensitivity "
