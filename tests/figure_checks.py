@@ -25,6 +25,8 @@ def figure_problems(fig) -> list[str]:
         handles, labels = ax.get_legend_handles_labels()
         seen_style, seen_label = {}, set()
         for h, lab in zip(handles, labels):
+            if not hasattr(h, "get_alpha") and hasattr(h, "__getitem__") and len(h):
+                h = h[0]  # a container (bars, error bars): judge it by its first artist
             if lab in seen_label:
                 problems.append(f"{name!r}: legend label {lab!r} used twice")
             seen_label.add(lab)
@@ -41,7 +43,7 @@ def figure_problems(fig) -> list[str]:
                         continue
             style = (colour, repr(getattr(h, "get_linestyle", lambda: None)()),
                      repr(getattr(h, "get_marker", lambda: None)()),
-                     repr(getattr(h, "get_linewidth", lambda: None)()), repr(h.get_alpha()))
+                     repr(getattr(h, "get_linewidth", lambda: None)()), repr(getattr(h, "get_alpha", lambda: None)()))
             if colour is not None and style in seen_style:
                 problems.append(f"{name!r}: legend entries {seen_style[style]!r} and {lab!r} share colour and style")
             seen_style.setdefault(style, lab)

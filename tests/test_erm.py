@@ -266,3 +266,12 @@ def test_bad_inputs_refused():
     Xo = X.copy()
     Xo[0] = 3.0
     assert spec.fit(Xo, y).n_clipped == 1
+
+
+def test_many_draws_compose_even_when_k_delta_reaches_one():
+    """Basic composition of 20 draws at δ = 0.1 is (20ε, 2): vacuous but valid; it must not raise."""
+    from fdp_ppl.erm.release import _charge
+    from fdp_ppl.mechanisms import GaussianMechanism
+
+    cost = _charge(None, GaussianMechanism(1.0, 0.1, calibration="classical"), 20, "test")
+    assert cost.epsilon == pytest.approx(20.0) and cost.delta == pytest.approx(2.0)

@@ -47,3 +47,27 @@ def test_private_fpca_model(tmp_path):
     frame = tree["posterior"]["frame"].values[0, 0]
     assert frame.shape == (5, 2) and abs(frame.T @ frame - np.eye(2)).max() < 1e-10
     assert "curves clipped" in res.stderr and "curves clipped" not in res.stdout  # data-holder line only
+
+
+def test_private_kde_model(tmp_path):
+    res = _run("private_kde", "--out-dir", str(tmp_path), "--no-plot")
+    assert res.returncode == 0, res.stderr
+    tree = xr.open_datatree(tmp_path / "release.nc")
+    a = tree.attrs
+    # an unseeded release by default, through OpenDP's floating-point-safe sampler
+    assert a["noise_seeded"] == 0 and a["fp_safe"] == 1 and a["noise_generator"] == "opendp"
+    assert a["n"] == 93 and a["epsilon"] == 1.0 and a["delta"] == 1e-5 and a["budget_spent_epsilon"] == 1.0
+    assert a["sensitivity_norm"] == "cameron-martin"
+    h = 1.06 * 15.0 * 93 ** -0.2
+    assert a["sensitivity"] == pytest.approx(np.sqrt(2) / (93 * np.sqrt(2 * np.pi) * h))
+    dens = tree["posterior"]["density"]
+    assert dens.dims == ("chain", "draw", "x") and dens.shape == (1, 1, 200)
+    assert dens["x"].values[0] == 140.0 and dens["x"].values[-1] == 200.0
+    assert "n_clipped" not in a and "heights clipped" in res.stderr and "clipped" not in res.stdout
+    # ICLP: pure eps-DP, the private bandwidth charged to the same ledger
+    res = _run("private_kde", "--out-dir", str(tmp_path / "iclp"), "--no-plot", "--mechanism", "iclp",
+               "--private-bandwidth", "0.5")
+    assert res.returncode == 0, res.stderr
+    b = xr.open_datatree(tmp_path / "iclp" / "release.nc").attrs
+    assert b["delta"] == 0 and b["sensitivity_norm"] == "1,C" and b["noise_seeded"] == 0
+    assert "budget spent 1.5, 0" in res.stdout
