@@ -1,7 +1,7 @@
 """Array namespaces so that a formula is written once for numpy and PyTensor.
 
 ``xp = backend("np")`` or ``backend("pt")`` exposes the handful of functions
-the log-densities need (``log``, ``log1p``, ``sqrt``, ``exp``, ``abs``,
+the log-densities need (``log``, ``log1p``, ``expm1``, ``sqrt``, ``exp``, ``abs``,
 ``minimum``, ``maximum``, ``where``, ``logaddexp``, ``sum``, ``erfcx``,
 ``kve``). PyTensor is imported only when its namespace is asked for.
 """
@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import numpy as np
 from scipy import special
 
-NP = SimpleNamespace(name="np", log=np.log, log1p=np.log1p, sqrt=np.sqrt, exp=np.exp, abs=np.abs,
+NP = SimpleNamespace(name="np", log=np.log, log1p=np.log1p, expm1=np.expm1, sqrt=np.sqrt, exp=np.exp, abs=np.abs,
                      minimum=np.minimum, maximum=np.maximum, where=np.where, logaddexp=np.logaddexp, sum=np.sum,
                      erfcx=special.erfcx, kve=special.kve)
 
@@ -30,7 +30,7 @@ def backend(name: str = "np") -> SimpleNamespace:
     if _PT is None:
         import pytensor.tensor as pt
 
-        _PT = SimpleNamespace(name="pt", log=pt.log, log1p=pt.log1p, sqrt=pt.sqrt, exp=pt.exp, abs=pt.abs,
+        _PT = SimpleNamespace(name="pt", log=pt.log, log1p=pt.log1p, expm1=pt.expm1, sqrt=pt.sqrt, exp=pt.exp, abs=pt.abs,
                               minimum=pt.minimum, maximum=pt.maximum, where=pt.switch, logaddexp=pt.logaddexp,
                               sum=pt.sum, erfcx=pt.erfcx, kve=pt.kve)
     return _PT

@@ -13,6 +13,8 @@ environment variable           meaning
 ``FDP_PPL_DATA_DIR``           directory of the NetCDF datasets (see
                                :func:`fdp_ppl.datasets.data_directory`)
 ``FDP_PPL_FAST``               ``1``: notebooks and experiments run in their fast mode
+``FDP_PPL_BLAS_THREADS``       BLAS threads while :func:`fdp_ppl.infer` runs (default 1;
+                               ``0``: leave the library's own setting)
 =============================  ==========================================================
 """
 
@@ -26,6 +28,8 @@ DATA_DIR_ENV = "FDP_PPL_DATA_DIR"
 PYTENSOR_MODE_ENV = "FDP_PPL_PYTENSOR_MODE"
 #: environment variable of the fast mode of notebooks and experiments
 FAST_ENV = "FDP_PPL_FAST"
+#: environment variable of the number of BLAS threads during inference
+BLAS_THREADS_ENV = "FDP_PPL_BLAS_THREADS"
 
 #: MCMC diagnostics: warn above this R-hat (Vehtari et al. 2021)
 MAX_RHAT = 1.01
@@ -35,6 +39,9 @@ MIN_ESS_PER_CHAIN = 100
 RELEASE_CHUNK = 1000
 #: relative jitter added to GP kernel matrices for a stable Cholesky
 GP_JITTER = 1e-6
+#: inference: a prior covariance of the release's coefficients counts as diagonal when the Kullback-Leibler
+#: divergence KL(N(0, P) || N(0, diag P)) = -log det(corr P)/2 is at most this (nats)
+DIAGONAL_KL_TOL = 1e-6
 
 
 def compile_mode() -> str | None:
@@ -52,10 +59,25 @@ def compile_mode() -> str | None:
     return "CVM"
 
 
+def inference_blas_threads() -> int | None:
+    """BLAS threads while :func:`fdp_ppl.infer` runs: ``FDP_PPL_BLAS_THREADS`` or 1; None (``0``) leaves
+    the BLAS library's own setting.
+
+    One thread by default: NUTS makes thousands of calls on small (J ≤ a few hundred) matrices, where
+    OpenBLAS's threads only synchronise, and on a machine whose cores are busy with other work two
+    threads made each dense 93 × 93 log-density gradient 30–50 times slower (1.1–1.8 ms against
+    30–58 ms, DTI ``cca``, ``benchmarks/bench_inference.py``).
+    """
+    value = os.environ.get(BLAS_THREADS_ENV, "1").strip() or "1"
+    n = int(value)
+    return None if n <= 0 else n
+
+
 def fast_mode() -> bool:
     """True when ``FDP_PPL_FAST=1`` (notebooks and experiments in their fast mode)."""
     return os.environ.get(FAST_ENV, "0") == "1"
 
 
-__all__ = ["compile_mode", "fast_mode", "DATA_DIR_ENV", "PYTENSOR_MODE_ENV", "FAST_ENV", "MAX_RHAT",
-           "MIN_ESS_PER_CHAIN", "RELEASE_CHUNK", "GP_JITTER"]
+__all__ = ["compile_mode", "fast_mode", "inference_blas_threads", "DATA_DIR_ENV", "PYTENSOR_MODE_ENV", "FAST_ENV",
+           "BLAS_THREADS_ENV", "MAX_RHAT",
+           "MIN_ESS_PER_CHAIN", "RELEASE_CHUNK", "GP_JITTER", "DIAGONAL_KL_TOL"]

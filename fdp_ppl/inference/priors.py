@@ -26,6 +26,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from .._backend import backend
+from ..laws import Laplace, Normal
 from ..settings import GP_JITTER
 from ..spaces import Matern
 from ..spaces.kernels import matern_half_integer
@@ -91,12 +92,40 @@ class GPPrior:
         m = pm.Normal("mean_level", loc, mscale) if self.mean is None else self.mean
         return rho, amp, m
 
+    #: the law of a coefficient's prior in a basis where the prior is diagonal
+    law = Normal()
+
     def kernel_matrix(self, t, rho, xp="pt"):
         """Matérn correlation on the grid (+ relative jitter), pytensor or numpy."""
         d = np.abs(t[:, None] - t[None, :])
         if xp == "np":
             return Matern(rho=float(rho), nu=self.nu)(d) + self.jitter * np.eye(t.size)
         return matern_half_integer(pt.as_tensor_variable(d), rho, self.nu, backend("pt")) + self.jitter * np.eye(t.size)
+
+    def kernel_matrices(self, t, rhos) -> np.ndarray:
+        """:meth:`kernel_matrix` (numpy) for several length-scales at once.
+
+        Parameters
+        ----------
+        t : ndarray, shape (K,)
+        rhos : array_like, shape (R,)
+
+        Returns
+        -------
+        ndarray, shape (R, K, K)
+        """
+        rhos = np.atleast_1d(np.asarray(rhos, dtype=float))
+        d = np.abs(t[:, None] - t[None, :])
+        if self.nu in (0.5, 1.5, 2.5):
+            out = matern_half_integer(d[None], rhos[:, None, None], self.nu)
+        else:
+            out = np.stack([Matern(rho=float(r), nu=self.nu)(d) for r in rhos])
+        return out + self.jitter * np.eye(t.size)
+
+    def coefficient_covariance(self, A, t, rho) -> np.ndarray:
+        """Prior covariance ``A K_ρ Aᵀ`` (J, J) of the release's coefficients ``θ = A f`` for unit
+        amplitude at a fixed length-scale ``ρ`` (``A`` (J, K): grid → coefficients)."""
+        return A @ self.kernel_matrix(t, rho, xp="np") @ A.T
 
     def describe(self) -> dict:
         return {"prior": self.name, "prior_nu": self.nu, "prior_lengthscale": str(self.lengthscale),
@@ -129,6 +158,27 @@ class ICLPPrior:
     amplitude_scale: float | None = None
     smoothness: float | None = None
     name: str = "iclp"
+
+    #: the law of a coefficient's prior (diagonal in the release's eigenbasis)
+    law = Laplace()
+
+    def hyperparameters(self, hint):
+        """Add the hyperpriors (or constants) to the current model: amplitude ``a`` and power ``s``."""
+        amp_scale = self.amplitude_scale if self.amplitude_scale is not None else 2 * (hint or {"rms": 1.0})["rms"]
+        amp = pm.HalfNormal("amplitude", sigma=amp_scale) if self.amplitude is None else self.amplitude
+        power = 1.0 + pm.HalfNormal("smoothness_excess", sigma=2.0) if self.smoothness is None else self.smoothness
+        return amp, power
+
+    @staticmethod
+    def ratio(eigenvalues, power):
+        """``r_j = (λ_j/λ_1)^s``, shape ``(..., J)`` for ``power`` of shape ``(..., 1)`` or scalar
+        (numpy or PyTensor)."""
+        eigenvalues = np.asarray(eigenvalues, dtype=float)
+        return (eigenvalues / eigenvalues[0]) ** power
+
+    def laplace_scale(self, eigenvalues, amplitude, power):
+        """Laplace scale ``a √(r_j/2)`` of ``θ_j`` (variance ``a² r_j``), numpy or PyTensor."""
+        return amplitude * (self.ratio(eigenvalues, power) / 2.0) ** 0.5
 
     def describe(self) -> dict:
         return {"prior": self.name, "prior_amplitude": str(self.amplitude), "prior_smoothness": str(self.smoothness)}

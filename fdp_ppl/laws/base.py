@@ -235,6 +235,41 @@ class NoiseLaw(ABC):
         raise NotImplementedError(f"the {self.name} law has no closed-form convolution with Gaussian sampling error; "
                                   "use target='summary' or a GP / ICLP prior")
 
+    # ------------------------------------------------------------------ one coefficient under a prior
+    def marginal_logp(self, y, scale, prior: "NoiseLaw", prior_mean, prior_scale, *, xp=NP):
+        """Pointwise log-density of ``y = c + ξ`` with ``c ~ prior(prior_mean, prior_scale)`` and
+        ``ξ ~ self(0, scale)`` independent (the marginal likelihood of one released coefficient
+        whose centre has a :class:`Normal` or :class:`Laplace` prior), shape (..., J).
+
+        Raises
+        ------
+        NotImplementedError
+            Joint laws, or a prior family without a closed form.
+        """
+        raise NotImplementedError(f"the {self.name} law has no closed-form marginal under a {prior.name} prior")
+
+    def centre_posterior_draws(self, y, scale, prior: "NoiseLaw", prior_mean, prior_scale, rng) -> np.ndarray:
+        """Exact draws of the centre ``c`` given ``y ~ self(c, scale)`` and ``c ~ prior(prior_mean,
+        prior_scale)``, independently per element of the broadcast arrays (..., J) (numpy).
+
+        Raises
+        ------
+        NotImplementedError
+            Joint laws, or a prior family without an exact sampler.
+        """
+        raise NotImplementedError(f"the {self.name} law has no exact posterior under a {prior.name} prior")
+
+    def mixing_conditional_draws(self, noise, scale, rng) -> np.ndarray | None:
+        """Exact draws of the mixing variable :data:`MIXING_VARIABLE` of :meth:`mixing` given the
+        noise value ``ξ`` (..., J) (numpy); None when the law has no mixing variable.
+
+        Raises
+        ------
+        NotImplementedError
+            Laws whose mixing variable is shared by all coefficients (elliptical laws).
+        """
+        raise NotImplementedError(f"the {self.name} law has no per-coefficient mixing conditional")
+
     # ------------------------------------------------------------------ metadata
     def params(self) -> dict[str, Any]:
         """Parameters beyond the scale (e.g. ν of a t law)."""

@@ -70,15 +70,118 @@ class Laplace(NoiseLaw):
             raise KeyError(f"the posterior has no {MIXING_VARIABLE!r} draws of the Laplace scale mixture")
         return 2.0 * np.asarray(e, dtype=float).reshape(n_samples, n_components)
 
+    @staticmethod
+    def _normal_terms(x, g, b, xp=NP):
+        """The two halves of the Normal–Laplace convolution at ``x``: ``log erfcx(z₁)``,
+        ``log erfcx(z₂)`` with ``z_{1,2} = (g²/b ∓ x)/(g√2)``. ``½e^{−x²/(2g²)} erfcx(z₁)`` is
+        ``∫_{u<x} N(u; 0, g²) e^{−(x−u)/b} du`` and the second term the integral over ``u > x``."""
+        z1 = (g**2 / b - x) / (g * np.sqrt(2.0))
+        z2 = (g**2 / b + x) / (g * np.sqrt(2.0))
+        return log_erfcx(z1, xp), log_erfcx(z2, xp), z1, z2
+
     def convolved_logp(self, x, g, scale, *, xp=NP):
         """Normal–Laplace: ``−log(4b) − x²/(2g²) + log[erfcx(z₁) + erfcx(z₂)]``,
         ``z_{1,2} = (g²/b ∓ x)/(g√2)`` (``specs/iclp.md`` §4.3), stable log-erfcx."""
         if xp is NP:
             x, g, scale = check_coefficients(x, g, scale=scale)
-        b = scale
-        z1 = (g**2 / b - x) / (g * np.sqrt(2.0))
-        z2 = (g**2 / b + x) / (g * np.sqrt(2.0))
-        return -xp.log(4 * b) - x**2 / (2 * g**2) + xp.logaddexp(log_erfcx(z1, xp), log_erfcx(z2, xp))
+        t1, t2, _, _ = self._normal_terms(x, g, scale, xp)
+        return -xp.log(4 * scale) - x**2 / (2 * g**2) + xp.logaddexp(t1, t2)
+
+    @staticmethod
+    def _laplace_pieces(x, c, b, xp=NP):
+        """``log ∫ e^{−|u|/c − |x−u|/b} du`` split at ``u = 0`` and ``u = |x|``: the log-masses
+        ``(M₁, M₂, M₃)`` of ``u < 0``, ``0 ≤ u ≤ |x|``, ``u > |x|`` (for ``|x|``; mirror for x < 0).
+
+        ``M₁ = e^{−|x|/b}/r``, ``M₃ = e^{−|x|/c}/r`` with ``r = 1/c + 1/b``, and
+        ``M₂ = e^{−|x|/max(b, c)} (1 − e^{−|x||κ|})/|κ|``, ``κ = 1/b − 1/c`` (→ ``|x| e^{−|x|/b}``
+        as ``c → b``; ``|κ|`` is nudged by ``1e-12 r`` so that the formula has no 0/0)."""
+        ax = xp.abs(x)
+        r = 1.0 / c + 1.0 / b
+        k = xp.abs(1.0 / b - 1.0 / c) + 1e-12 * r
+        m1 = -ax / b - xp.log(r)
+        m3 = -ax / c - xp.log(r)
+        h = -xp.expm1(-ax * k) / k
+        m2 = -ax / xp.maximum(b, c) + xp.log(xp.maximum(h, 1e-300))
+        return m1, m2, m3
+
+    def convolved_laplace_logp(self, x, c, scale, *, xp=NP):
+        """Log-density of ``Laplace(0, c) + ξ_j`` at ``x`` (..., J): the Laplace–Laplace
+        convolution ``(c e^{−|x|/c} − b e^{−|x|/b}) / (2(c² − b²))`` (``(b + |x|) e^{−|x|/b}/(4b²)``
+        at ``c = b``), computed as ``log(M₁ + M₂ + M₃) − log(4bc)`` from :meth:`_laplace_pieces`,
+        stable for ``c ≈ b`` and large ``|x|``.
+
+        Raises
+        ------
+        InputError
+            numpy: ``c`` or ``scale`` not finite and > 0, or shapes that do not match.
+        """
+        if xp is NP:
+            x, c, scale = check_coefficients(x, check_scale(c), scale=scale)
+        m1, m2, m3 = self._laplace_pieces(x, c, scale, xp)
+        return xp.logaddexp(xp.logaddexp(m1, m2), m3) - xp.log(4 * c * scale)
+
+    def marginal_logp(self, y, scale, prior, prior_mean, prior_scale, *, xp=NP):
+        """``y = c + ξ``: Normal prior → :meth:`convolved_logp`; Laplace prior →
+        :meth:`convolved_laplace_logp` (see :meth:`NoiseLaw.marginal_logp`)."""
+        if isinstance(prior, Normal):
+            return self.convolved_logp(y - prior_mean, prior_scale, scale, xp=xp)
+        if isinstance(prior, Laplace):
+            return self.convolved_laplace_logp(y - prior_mean, prior_scale, scale, xp=xp)
+        return super().marginal_logp(y, scale, prior, prior_mean, prior_scale, xp=xp)
+
+    def centre_posterior_draws(self, y, scale, prior, prior_mean, prior_scale, rng):
+        """Exact draws of ``c`` given ``y ~ Laplace(c, b)`` (see :meth:`NoiseLaw.centre_posterior_draws`).
+
+        * Normal prior ``N(m, g²)``: the posterior is a mixture of two truncated normals,
+          ``N(m + g²/b, g²)`` on ``c < y`` and ``N(m − g²/b, g²)`` on ``c > y``, with weights the two
+          halves of the Normal–Laplace convolution (:meth:`_normal_terms`); each piece is drawn by
+          its inverse CDF in log space (``ndtri_exp(log U + log_ndtr(·))``), exact to rounding in
+          any tail.
+        * Laplace prior ``Laplace(m, β)``: the posterior of ``u = c − m`` is piecewise exponential
+          on ``(−∞, 0)``, ``[0, x]``, ``(x, ∞)`` (``x = y − m``) with the masses of
+          :meth:`_laplace_pieces`; each piece is drawn by its closed-form inverse CDF.
+        """
+        from scipy.special import expit, log_ndtr, ndtri_exp
+
+        y, m, p, b = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, prior_mean, prior_scale, scale))
+        check_scale(b), check_scale(p)
+        x = y - m
+        if isinstance(prior, Normal):
+            t1, t2, z1, z2 = self._normal_terms(x, p, b)
+            lower = rng.random(x.shape) < expit(t1 - t2)                    # the piece c < y
+            alpha = np.sqrt(2.0) * np.where(lower, z1, z2)                  # standardised truncation point
+            z = -ndtri_exp(np.log(rng.random(x.shape)) + log_ndtr(-alpha))  # N(0, 1) truncated to (alpha, ∞)
+            shift = p**2 / b
+            return np.where(lower, m + shift - p * z, m - shift + p * z)
+        if isinstance(prior, Laplace):
+            m1, m2, m3 = self._laplace_pieces(x, p, b)
+            logs = np.stack([m1, m2, m3])
+            w = np.exp(logs - logs.max(axis=0))
+            cum = np.cumsum(w, axis=0) / w.sum(axis=0)
+            piece = (rng.random(x.shape)[None] > cum[:2]).sum(axis=0)       # 0, 1 or 2
+            u = rng.random(x.shape)
+            ax = np.abs(x)
+            r = 1.0 / p + 1.0 / b
+            e = -np.log1p(-u) / r                                            # Exp(r) for the outer pieces
+            k = 1.0 / b - 1.0 / p                                            # density ∝ e^{κv} on [0, |x|]
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                from_top = ax + np.log1p((1.0 - u) * np.expm1(-k * ax)) / k   # κ > 0
+                from_bottom = np.log1p(u * np.expm1(k * ax)) / k             # κ < 0
+            inner = np.where(np.abs(k) * ax < 1e-12, u * ax, np.where(k > 0, from_top, from_bottom))
+            v = np.choose(piece, [-e, inner, ax + e])
+            return m + np.where(x < 0, -v, v)
+        return super().centre_posterior_draws(y, scale, prior, prior_mean, prior_scale, rng)
+
+    def mixing_conditional_draws(self, noise, scale, rng):
+        """``E_j | ξ_j`` of the scale mixture ``ξ_j | E_j ~ N(0, 2b_j² E_j)``, ``E_j ~ Exp(1)``: a
+        generalised inverse Gaussian ``GIG(½, 2, ξ²/(2b²))``, drawn as ``1/E ~ Wald(2b/|ξ|, 2)``
+        (``Gamma(½, 1)`` at ``ξ = 0``). Shape of ``noise``."""
+        xi, b = np.broadcast_arrays(np.asarray(noise, dtype=float), check_scale(scale))
+        a = np.abs(xi)
+        with np.errstate(divide="ignore"):
+            mean = np.where(a > 0, 2.0 * b / np.where(a > 0, a, 1.0), 1.0)
+        e = 1.0 / rng.wald(mean, 2.0)
+        return np.where(a > 0, e, rng.gamma(0.5, 1.0, size=a.shape))
 
     def describe_scale(self):
         return "Laplace scale b_j of each coefficient's noise (variance 2 b_j^2)"
@@ -137,6 +240,33 @@ class Normal(NoiseLaw):
             x, g, scale = check_coefficients(x, g, scale=scale)
         v = g**2 + scale**2
         return -0.5 * xp.log(2 * np.pi * v) - x**2 / (2 * v)
+
+    def marginal_logp(self, y, scale, prior, prior_mean, prior_scale, *, xp=NP):
+        """``y = c + ξ``: Normal prior → ``N(m, g² + s²)`` (:meth:`convolved_logp`); Laplace prior →
+        the Normal–Laplace convolution of :meth:`Laplace.convolved_logp` with the roles swapped."""
+        if isinstance(prior, Normal):
+            return self.convolved_logp(y - prior_mean, prior_scale, scale, xp=xp)
+        if isinstance(prior, Laplace):
+            return prior.convolved_logp(y - prior_mean, scale, prior_scale, xp=xp)
+        return super().marginal_logp(y, scale, prior, prior_mean, prior_scale, xp=xp)
+
+    def centre_posterior_draws(self, y, scale, prior, prior_mean, prior_scale, rng):
+        """Exact draws of ``c`` given ``y ~ N(c, s²)`` (see :meth:`NoiseLaw.centre_posterior_draws`):
+        Normal prior ``N(m, g²)``: conjugate ``N((y/s² + m/g²)/P, 1/P)``, ``P = 1/s² + 1/g²``;
+        Laplace prior ``Laplace(m, β)``: ``p(c | y) ∝ N(c; y, s²) e^{−|m − c|/β}``, which is
+        :meth:`Laplace.centre_posterior_draws` of an observation ``m`` with a ``N(y, s²)`` prior."""
+        if isinstance(prior, Normal):
+            y, m, g, s = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, prior_mean, prior_scale, scale))
+            check_scale(s), check_scale(g)
+            prec = 1.0 / s**2 + 1.0 / g**2
+            return (y / s**2 + m / g**2) / prec + rng.standard_normal(y.shape) / np.sqrt(prec)
+        if isinstance(prior, Laplace):
+            return prior.centre_posterior_draws(prior_mean, prior_scale, Normal(), y, scale, rng)
+        return super().centre_posterior_draws(y, scale, prior, prior_mean, prior_scale, rng)
+
+    def mixing_conditional_draws(self, noise, scale, rng):
+        """None: Normal noise has no mixing variable."""
+        return None
 
     def describe_scale(self):
         return "standard deviation s_j of each coefficient's Normal noise"
