@@ -13,7 +13,7 @@ environment variable           meaning
 ``FDP_PPL_DATA_DIR``           directory of the NetCDF datasets (see
                                :func:`fdp_ppl.datasets.data_directory`)
 ``FDP_PPL_FAST``               ``1``: notebooks and experiments run in their fast mode
-``FDP_PPL_BLAS_THREADS``       BLAS threads while :func:`fdp_ppl.infer` runs (default 1;
+``FDP_PPL_BLAS_THREADS``       BLAS threads in :func:`fdp_ppl.infer` and :func:`fdp_ppl.release` (default 1;
                                ``0``: leave the library's own setting)
 =============================  ==========================================================
 """
@@ -60,8 +60,8 @@ def compile_mode() -> str | None:
 
 
 def inference_blas_threads() -> int | None:
-    """BLAS threads while :func:`fdp_ppl.infer` runs: ``FDP_PPL_BLAS_THREADS`` or 1; None (``0``) leaves
-    the BLAS library's own setting.
+    """BLAS threads while :func:`fdp_ppl.infer` runs and while :func:`fdp_ppl.release` maps its draws to
+    curves: ``FDP_PPL_BLAS_THREADS`` or 1; None (``0``) leaves the BLAS library's own setting.
 
     One thread by default: NUTS makes thousands of calls on small (J ≤ a few hundred) matrices, where
     OpenBLAS's threads only synchronise, and on a machine whose cores are busy with other work two
