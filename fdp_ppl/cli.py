@@ -63,7 +63,6 @@ from the data, and adding it back to the release is post-processing.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import sqlite3
 import sys
@@ -542,6 +541,20 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
               f"points in {int(curves.attrs.get('n_imputed_curves', 0))} of {summary.n} curves were set to 0 "
               "(--missing impute)", file=sys.stderr)
     return 0
+
+
+def save_plot(plot_name: str, tree, path, **kwargs) -> None:
+    """Draw ``fdp_ppl.plots.<plot_name>(tree, **kwargs)`` off-screen and save it as a PNG at ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from . import plots
+
+    fig, _ = getattr(plots, plot_name)(tree, **kwargs)
+    fig.savefig(Path(path).expanduser(), dpi=150)
+    plt.close(fig)
 
 
 def _write_plot(tree, path, *, offset=None, offset_source="", nonprivate=None):

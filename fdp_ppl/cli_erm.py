@@ -216,16 +216,9 @@ def run(a) -> int:
 
 
 def _plot(tree, path) -> None:
-    import matplotlib
+    from .cli import save_plot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from .plots import plot_decision
-
-    fig, _ = plot_decision(tree)
-    fig.savefig(Path(path).expanduser(), dpi=150)
-    plt.close(fig)
+    save_plot("plot_decision", tree, path)
 
 
 def _print_table(tree, out, a, ledger) -> None:

@@ -17,7 +17,6 @@ library is imported when the command runs.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import warnings
 from pathlib import Path
@@ -164,16 +163,9 @@ def run(a) -> int:
 
 
 def _plot(tree, path) -> None:
-    import matplotlib
+    from .cli import save_plot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from .plots import plot_fpca
-
-    fig, _ = plot_fpca(tree)
-    fig.savefig(Path(path).expanduser(), dpi=150)
-    plt.close(fig)
+    save_plot("plot_fpca", tree, path)
 
 
 def _print_table(tree, out, a, ledger) -> None:
