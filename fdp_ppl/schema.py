@@ -31,7 +31,6 @@ across variables); they are still read.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -50,6 +49,8 @@ RELEASE = "release"
 INFERENCE = "inference"
 #: kind of an ε-DP FPCA release (:func:`fdp_ppl.expmech.fpca_release`): a frame, not a curve
 EXPMECH_FPCA = "expmech_fpca"
+#: kind of a private kernel-machine release (:func:`fdp_ppl.erm.release_erm`): a decision function on a grid
+ERM_RELEASE = "erm_release"
 
 # groups
 POSTERIOR = "posterior"
@@ -185,6 +186,10 @@ class ReleaseMetadata:
         """
         attrs = dict(attrs)
         kind = attrs.get(KIND_ATTR, RELEASE)
+        if kind == ERM_RELEASE:
+            raise SchemaError("this tree is a private kernel-machine release (a decision function), not a "
+                              "mean-curve release", "read its posterior 'decision' directly "
+                              "(fdp_ppl.plots.plot_decision); inference and plot_release take mean-curve releases")
         if kind == EXPMECH_FPCA:
             raise SchemaError("this tree is an epsilon-DP FPCA release (a frame of principal components), not a "
                               "mean-curve release", "read its posterior 'components' and 'frame' directly "
@@ -604,6 +609,11 @@ def is_fpca_release(tree) -> bool:
     return isinstance(tree, xr.DataTree) and tree.attrs.get(KIND_ATTR) == EXPMECH_FPCA
 
 
+def erm_attrs() -> dict:
+    """Root attributes that mark a private kernel-machine release."""
+    return {KIND_ATTR: ERM_RELEASE, SCHEMA_ATTR: SCHEMA_VERSION}
+
+
 def fpca_attrs() -> dict:
     """Root attributes that mark an ε-DP FPCA release."""
     return {KIND_ATTR: EXPMECH_FPCA, SCHEMA_ATTR: SCHEMA_VERSION}
@@ -618,4 +628,4 @@ __all__ = [n for n in dir() if n.isupper()] + ["ReleaseMetadata", "ReleaseView",
                                                 "ReleaseTemplate",
                                                 "coefficient_map",
                                                 "clean_attrs", "is_release", "is_inference", "inference_attrs",
-                                                "is_fpca_release", "fpca_attrs"]
+                                                "is_fpca_release", "fpca_attrs", "erm_attrs"]

@@ -75,3 +75,22 @@ def test_kde_cli_module_imports_only_argparse():
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     names = {a.name for n in top for a in n.names}
     assert names <= {"annotations", "argparse"}
+
+
+def test_kde_cli_private_bandwidth_is_charged(tmp_path, csv_file, capsys):
+    led = tmp_path / "led.sqlite"
+    out = tmp_path / "pb.nc"
+    args = ["kde", "--data", str(csv_file), "--var", "x", "--mechanism", "iclp", "--epsilon", "0.5",
+            "--bandwidth-epsilon", "0.25", "--domain", "0", "1", "--grid-size", "40", "--ledger", str(led),
+            "--budget", "1", "--out", str(out)]
+    assert main(args) == 0
+    cap = capsys.readouterr()
+    tree = xr.open_datatree(out)
+    assert tree.attrs["bandwidth_epsilon"] == 0.25 and tree.attrs["bandwidth_rule"].startswith("private")
+    assert 0.005 < float(tree.attrs["h"]) < 1 and "total epsilon 0.75" in cap.out
+    from fdp_ppl.accounting import PrivacyLedger
+
+    assert PrivacyLedger.open(led).spent.epsilon == pytest.approx(0.75)
+    assert main(args) == 2  # 0.75 more does not fit in what remains (0.25): refused before any draw
+    assert main([*args[:-2], "--bandwidth", "0.1", "--out", str(tmp_path / "x.nc")]) == 2
+    assert "exclude each other" in capsys.readouterr().err

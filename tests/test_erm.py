@@ -275,3 +275,21 @@ def test_many_draws_compose_even_when_k_delta_reaches_one():
 
     cost = _charge(None, GaussianMechanism(1.0, 0.1, calibration="classical"), 20, "test")
     assert cost.epsilon == pytest.approx(20.0) and cost.delta == pytest.approx(2.0)
+
+
+def test_erm_release_follows_the_schema():
+    import fdp_ppl as fp
+    from fdp_ppl import schema
+    from fdp_ppl.errors import SchemaError
+    from fdp_ppl.erm import ERMSpec, release_erm
+    from fdp_ppl.mechanisms import GaussianMechanism
+
+    X, y = _data(30, 1, 5)
+    spec = ERMSpec(HALL, lam=0.1, n=30, domain=[[0, 1]], grid_size=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = release_erm(spec.fit(X, y), GaussianMechanism(1.0, 1e-3), random_seed=6)
+    assert tree.attrs[schema.KIND_ATTR] == schema.ERM_RELEASE
+    assert tree.attrs[schema.SCHEMA_ATTR] == schema.SCHEMA_VERSION
+    with pytest.raises(SchemaError, match="kernel-machine release"):
+        fp.infer(tree)

@@ -27,11 +27,11 @@ from ..errors import CompatibilityError, InputError, SeededReleaseWarning
 from ..mechanisms.gaussian import GaussianMechanism
 from ..mechanisms.laplace import ICLP
 from ..sampling import seed_sequence
-from ..schema import CONSTANT_DATA, KIND_ATTR, POSTERIOR, clean_attrs
+from ..schema import CONSTANT_DATA, ERM_RELEASE, POSTERIOR, clean_attrs, erm_attrs
 from .gp import GPPath
 from .machine import ERMFit, ERMSpec
 
-KIND = "erm_release"
+KIND = ERM_RELEASE
 #: largest grid released with a dense Cholesky factor of the noise kernel
 MAX_GRID_POINTS = 6000
 FP_SAFE_REASON = ("0: the noise is drawn as float64 numpy normals (a Cholesky factor of the kernel matrix) or "
@@ -146,7 +146,7 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
     post = xr.Dataset({"decision": (("chain", "draw") + spec.dims, decision)},
                       coords={"chain": np.arange(chains), "draw": np.arange(draws), **coords})
     cdata = xr.Dataset(const, coords=coords)
-    attrs = {KIND_ATTR: KIND, **spec.attrs(), **sens.attrs(), **noise_attrs,
+    attrs = {**erm_attrs(), **spec.attrs(), **sens.attrs(), **noise_attrs,
              "epsilon": float(mechanism.epsilon), "delta": float(mechanism.delta),
              "draws": int(draws), "chains": int(chains), "releases": k,
              "budget_spent_epsilon": cost.epsilon, "budget_spent_delta": cost.delta,
