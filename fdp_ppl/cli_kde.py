@@ -2,7 +2,8 @@
 
 Mechanisms: ``gp`` (Gaussian KDE + Gaussian-kernel GP noise, Hall et al. 2013 §4.1), ``sobolev``
 (Gaussian KDE + L1-exponential GP noise, Hall §4.2), ``iclp`` (K^eta estimator + ICLP Laplace noise,
-Lin & Reimherr 2026 §4.3), ``frl`` and ``bernstein`` (1-D baselines). The data are one column (``--var``)
+Lin & Reimherr 2026 §4.3), ``frl`` and ``bernstein`` (baselines; in 2-D a tensor eigenbasis and a tensor Bernstein
+lattice, :mod:`fdp_ppl.kde.baselines`). The data are one column (``--var``)
 or two (``--var2``) of a NetCDF or CSV file; observations outside the public ``--domain`` are clipped to it
 and counted for the data holder only (stderr). The file holds ``posterior/density`` (chain, draw, x) or
 (chain, draw, x1, x2) and ``constant_data`` the grid; root attrs ε, δ, n, h, kernel, sensitivity, noise.
@@ -33,7 +34,8 @@ def add_subparser(sub) -> None:
     m = p.add_argument_group("mechanism")
     m.add_argument("--mechanism", required=True, choices=MECHANISMS,
                    help="gp: (eps, delta), Gaussian-kernel GP noise; sobolev: (eps, delta), L1-exponential (rough) "
-                        "GP noise; iclp: eps-DP, K^eta estimator + ICLP noise; frl, bernstein: eps-DP baselines (1-D)")
+                        "GP noise; iclp: eps-DP, K^eta estimator + ICLP noise; frl, bernstein: eps-DP baselines "
+                        "(2-D: tensor eigenbasis / tensor Bernstein lattice, records snapped to the grid)")
     m.add_argument("--epsilon", type=float, required=True, help="privacy budget per released draw")
     m.add_argument("--delta", type=float, default=None, help="delta per draw (gp and sobolev only)")
     m.add_argument("--bandwidth", type=float, default=None,
@@ -80,8 +82,6 @@ def _check(a):
         raise CLIError(f"--grid-size must be >= 3 (got {a.grid_size})", "pass e.g. --grid-size 200")
     if a.draws < 1:
         raise CLIError(f"--draws must be >= 1 (got {a.draws})", "pass --draws 1 for one release")
-    if a.var2 is not None and a.mechanism in ("frl", "bernstein"):
-        raise CLIError(f"--mechanism {a.mechanism} is 1-D only", "drop --var2, or use gp, sobolev or iclp")
     if a.mechanism == "iclp" and not (_finite(a.eta) and a.eta > 1):
         raise CLIError(f"--eta must be > 1 (got {a.eta})", "pass e.g. --eta 1.25")
     _check_out(a)
@@ -160,7 +160,7 @@ def run(a) -> int:
     label = f"kde {a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
     with warnings.catch_warnings():  # a seeded release is stated in the summary lines instead
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        if a.mechanism in ("frl", "bernstein"):
+        if a.mechanism in ("frl", "bernstein") and d == 1:
             tree = _baseline(a, obs, n, size, ledger, label)
         else:
             tree = _grid_release(a, obs, n, d, size, ledger, label)
@@ -194,10 +194,15 @@ def run(a) -> int:
 
 def _grid_release(a, obs, n, d, size, ledger, label):
     from .kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec, release_kde
-    from .mechanisms import ICLP, GaussianMechanism
+    from .kde.baselines import BernsteinKDESpec, FRLKDESpec
+    from .mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
 
     grid = CartesianGrid.uniform([tuple(a.domain)] * d, size)
-    if a.mechanism == "iclp":
+    if a.mechanism == "frl":  # 2-D: first floor(n^(1/3)) tensor-eigenbasis coefficients, exact l1 sensitivity
+        spec, mech = FRLKDESpec(grid=grid, bandwidth=a.bandwidth, n=n), FRL(a.epsilon)
+    elif a.mechanism == "bernstein":  # 2-D: (k + 1)^2 lattice values, k = 10, exact l1 sensitivity
+        spec, mech = BernsteinKDESpec(grid=grid, bandwidth=a.bandwidth, n=n), Bernstein(a.epsilon)
+    elif a.mechanism == "iclp":
         spec = ICLPKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, eta=a.eta)
         mech = ICLP(a.epsilon)
     else:

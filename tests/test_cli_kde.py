@@ -49,11 +49,25 @@ def test_kde_cli_2d_ledger_and_plot(tmp_path, csv_file, capsys):
     assert "error" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("mech", ["frl", "bernstein"])
+def test_kde_cli_2d_baselines(tmp_path, csv_file, capsys, mech):
+    out = tmp_path / f"{mech}2.nc"
+    code = main(["kde", "--data", str(csv_file), "--var", "x", "--var2", "y", "--mechanism", mech, "--epsilon", "1",
+                 "--domain", "0", "1", "--grid-size", "14", "--draws", "2", "--out", str(out)])
+    cap = capsys.readouterr()
+    assert code == 0, cap.err
+    tree = xr.open_datatree(out)
+    dens = tree["posterior"]["density"]
+    assert dens.dims == ("chain", "draw", "x1", "x2") and dens.shape == (1, 2, 14, 14)
+    assert tree.attrs["mechanism"] == mech and tree.attrs["sensitivity_norm"] == "l1"
+    assert tree.attrs["noise_generator"] == "opendp" and tree.attrs["n"] == 60
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--mechanism", "gp", "--epsilon", "1"], "--delta"),
     (["--mechanism", "iclp", "--epsilon", "1", "--delta", "0.1"], "no --delta"),
     (["--mechanism", "iclp", "--epsilon", "-1"], "--epsilon"),
-    (["--mechanism", "frl", "--epsilon", "1", "--var2", "y"], "1-D only"),
+    (["--mechanism", "bernstein", "--epsilon", "1", "--var2", "y", "--delta", "0.1"], "no --delta"),
     (["--mechanism", "iclp", "--epsilon", "1", "--var", "nope"], "nope"),
 ])
 def test_kde_cli_bad_input(tmp_path, csv_file, capsys, args, msg):

@@ -357,3 +357,81 @@ def test_private_bandwidth_charges_ledger_and_is_sensible():
     assert ledger.spent.epsilon == pytest.approx(0.5)
     with pytest.raises(BudgetExceededError):
         private_bandwidth(x, 0.6, (0.0, 1.0), ledger=ledger)
+
+
+# ----------------------------------------------------------------------------- 2-D FRL / Bernstein baselines
+def _baselines_2d(n=40):
+    from fdp_ppl.kde.baselines import BernsteinKDESpec, FRLKDESpec
+
+    g = CartesianGrid.uniform([(-5.0, 5.0), (-5.0, 5.0)], 16)
+    return (FRLKDESpec(grid=g, bandwidth=1.2, n=n, M=6), BernsteinKDESpec(grid=g, bandwidth=1.2, n=n, k=5))
+
+
+def test_baselines_2d_sensitivity_brute_force():
+    """Replace one record (fit two neighbouring data sets) over a grid of off-node pairs: the change never
+    exceeds the exact bound, the exact bound is attained by node pairs and lies below the paper's bounds."""
+    rng = np.random.default_rng(5)
+    ax = np.linspace(-5.0, 5.0, 9)
+    cand = np.stack(np.meshgrid(ax, ax, indexing="ij"), -1).reshape(-1, 2) + rng.uniform(-0.2, 0.2, (81, 2))
+    base = rng.uniform(-5, 5, size=(40, 2))
+    for spec in _baselines_2d():
+        tight = spec.sensitivity().value
+        v = np.stack([spec.record_coefficients(p) for p in cand])
+        worst = np.abs(v[:, None, :] - v[None, :, :]).sum(-1).max()
+        # the record map agrees with the fit: a neighbouring pair of data sets moves the vector by v(a) - v(b)
+        d1, d2 = base.copy(), base.copy()
+        d1[0], d2[0] = cand[0], cand[-1]
+        diff = np.abs(spec.fit(d1).coefficients - spec.fit(d2).coefficients).sum()
+        assert diff == pytest.approx(np.abs(v[0] - v[-1]).sum(), rel=1e-9)
+        nodes = spec._node_vectors()
+        corners = nodes[[0, -1]]
+        print(f"\n{spec.name} 2-D: brute force / exact = {worst / tight:.3f}; "
+              + ", ".join(f"{b} / exact = {spec.sensitivity(bound=b).value / tight:.2f}" for b in spec._bounds[1:]))
+        assert worst <= tight * (1 + 1e-12)
+        assert worst >= 0.9 * tight  # nearly attained off the nodes
+        assert np.abs(corners[0] - corners[1]).sum() <= tight * (1 + 1e-12)
+        for b in spec._bounds[1:]:
+            assert spec.sensitivity(bound=b).value >= tight
+    frl, bern = _baselines_2d()
+    # FRL: the paper's 2 M tau / n and 2 tau sqrt(M) / n, tau the largest grid L2 norm of one bump
+    assert frl.sensitivity(bound="paper").value == pytest.approx(2 * 6 * frl.tau / 40)
+    assert frl.sensitivity(bound="cs").value == pytest.approx(2 * np.sqrt(6) * frl.tau / 40)
+    assert frl.tau == pytest.approx(1 / (2 * np.sqrt(np.pi) * 1.2), rel=0.02)  # int phi_h^2 = (2 sqrt(pi) h)^-2 in 2-D
+    # Bernstein: diffpriv's (k + 1)^2 2 tau_inf / n with tau_inf = 1 / (2 pi h^2)
+    assert bern.sensitivity(bound="paper").value == pytest.approx(36 * 2 / (2 * np.pi * 1.2 ** 2) / 40)
+    with pytest.raises(InputError):
+        frl.sensitivity(bound="nope")
+    with pytest.raises(InputError):
+        type(frl)(grid=frl.grid, bandwidth=1.2, n=40, M=10 ** 6)
+
+
+def test_baselines_2d_privacy_loss_and_release():
+    from fdp_ppl.mechanisms import FRL, Bernstein
+
+    rng = np.random.default_rng(8)
+    obs = rng.uniform(-5, 5, size=(40, 2))
+    for spec, mech in zip(_baselines_2d(), (FRL(1.0), Bernstein(1.0))):
+        nodes = spec._node_vectors()
+        l1 = np.abs(nodes[:, None, :] - nodes[None, :, :]).sum(-1)
+        a, b = np.unravel_index(l1.argmax(), l1.shape)
+        pa = np.array([ax[i] for ax, i in zip(spec.grid.axes, np.unravel_index(a, spec.grid.shape))])
+        pb = np.array([ax[i] for ax, i in zip(spec.grid.axes, np.unravel_index(b, spec.grid.shape))])
+        d1, d2 = obs.copy(), obs.copy()
+        d1[0], d2[0] = pa, pb
+        c1, c2 = spec.fit(d1).coefficients, spec.fit(d2).coefficients
+        scale = mech.calibrate(spec).scale
+        with pytest.warns(SeededReleaseWarning):
+            tree = release_kde(spec.fit(d1), mech, draws=200, random_seed=3)
+        dens = tree["posterior"]["density"]
+        assert dens.dims == ("chain", "draw", "x1", "x2") and dens.shape == (1, 200, 16, 16)
+        assert tree.attrs["mechanism"] == mech.family and tree.attrs["sensitivity_norm"] == "l1"
+        y = c1 + rng.laplace(0.0, scale, size=(4000, c1.size))
+        loss = mech.privacy_loss(y, c1, c2, scale)
+        far = c1 + 1e3 * np.sign(c1 - c2) * scale  # beyond both centres on every coordinate: the loss is attained
+        assert np.max(np.abs(loss)) <= 1.0 + 1e-9
+        assert mech.privacy_loss(far, c1, c2, scale) == pytest.approx(1.0, rel=1e-6)
+        # unseeded: OpenDP draws the noise
+        tree = release_kde(spec.fit(obs), mech)
+        assert tree.attrs["noise_generator"] == "opendp"
+    with pytest.raises(CompatibilityError):
+        release_kde(_baselines_2d()[1].fit(obs), FRL(1.0))

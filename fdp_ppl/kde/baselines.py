@@ -1,4 +1,4 @@
-"""FRL and Bernstein KDE baselines in d = 1 through the package's mean-curve specs.
+"""FRL and Bernstein KDE baselines: d = 1 through the mean-curve specs, d = 2 as grid KDE specs.
 
 A Gaussian-kernel KDE is the mean of the records' kernel bumps,
 ``f_D = (1/n) Σ_i φ_h(· − x_i)`` with ``φ_h(u) = exp(-u²/(2h²))/(√(2π) h)``.
@@ -15,9 +15,38 @@ the existing specs release the mean:
 
 Both bounds are properties of the kernel, never of the data; the specs clip to
 them anyway, so a quadrature norm slightly above τ only shrinks that bump.
+
+On a 2-D (or any) :class:`~fdp_ppl.kde.CartesianGrid` the baselines are KDE
+specs released by :func:`~fdp_ppl.kde.release_kde` (posterior ``density``
+(chain, draw, x1, x2)) with the package's :class:`~fdp_ppl.mechanisms.FRL` and
+:class:`~fdp_ppl.mechanisms.Bernstein` mechanisms (Lin & Reimherr 2026, §6.2,
+Figure 4; ``specs/iclp.md`` §1.7, §3.3):
+
+* :class:`FRLKDESpec`: the first M coefficients of the tensor (Kronecker)
+  eigenbasis of the Gaussian product kernel of bandwidth h (orthonormal in the
+  grid's quadrature, :class:`~fdp_ppl.kde.ProductEigenbasis`), i.i.d.
+  ``Laplace(0, Δ/ε)``;
+* :class:`BernsteinKDESpec`: the KDE on the ``(k + 1)^d`` lattice
+  ``lo + (hi − lo) ν/k`` of the box, i.i.d. ``Laplace(0, Δ/ε)`` on the lattice
+  values, reconstructed with the tensor Bernstein basis (Aldà & Rubinstein 2017;
+  diffpriv's ``DPMechBernstein``).
+
+Like :class:`~fdp_ppl.kde.ICLPKDESpec`, each record is clipped to the box and
+snapped to its nearest grid node (a public, record-wise map); one record
+contributes ``g_a = φ_H(· − a)/n`` (``φ_H`` the product Gaussian density) for a
+node ``a``. Replacing a record moves the released vector by ``v(a) − v(b)``, so
+the exact global ℓ¹ sensitivity is ``max_{a, b nodes} ‖v(a) − v(b)‖₁``
+(``bound="tight"``, attained). The paper's bounds are also available:
+FRL ``2Mτ/n`` (Theorem 12.1, τ = the largest grid L² norm of one bump) and
+``2τ√M/n`` (its Cauchy–Schwarz form, ``specs/iclp.md`` §2.2); Bernstein
+``(k + 1)^d 2τ_∞/n`` with ``τ_∞ = (2π)^{-d/2}/Π h_k`` the sup of one bump
+(diffpriv's calibration, §1.7; ``(k + 1)^d τ_∞/n`` as the bumps are ≥ 0). Every bound is ≥ the
+tight one.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 import numpy as np
 
@@ -25,6 +54,18 @@ from ..errors import InputError
 from ..spaces import Eigenbasis, Grid
 from ..spaces.kernels import Gaussian
 from ..summaries import BernsteinSpec, FRLSpec
+from ..summaries.base import Sensitivity
+from ..summaries.bernstein import bernstein_design
+from .gaussian import (
+    DEFAULT_REL_TOL,
+    CartesianGrid,
+    KDESpec,
+    KDESummary,
+    gaussian_kde_values,
+)
+
+BASELINE_2D_SOURCE = ("Lin & Reimherr (2026), Section 6.2, Figure 4; FRL: Theorem 12.1; Bernstein: Alda & "
+                      "Rubinstein (2017) via diffpriv; specs/iclp.md 1.7, 3.3")
 
 
 def kde_bumps(observations, points, h: float, domain=None) -> np.ndarray:
@@ -61,4 +102,334 @@ def bernstein_kde_spec(points, h: float, n: int, k: int = 20) -> BernsteinSpec:
                          n=int(n), k=int(k))
 
 
-__all__ = ["kde_bumps", "frl_kde_spec", "bernstein_kde_spec"]
+# ----------------------------------------------------------------------------- grid (2-D) baselines
+class _SnappedGridKDE(KDESpec):
+    """Shared part of the grid baselines: records clipped to the box, snapped to nodes, one row per node."""
+
+    noise_kernel_kind = "gaussian"
+    default_norm: ClassVar[str] = "l1"
+    norms: ClassVar[tuple] = ("l1",)
+    source: ClassVar[str] = BASELINE_2D_SOURCE
+    _bounds: ClassVar[tuple] = ("tight",)
+
+    def _nodes(self) -> np.ndarray:
+        """Every grid node's index, shape (Π K_k, d), C order."""
+        return np.stack(np.meshgrid(*[np.arange(k) for k in self.grid.shape], indexing="ij"), -1).reshape(-1, self.d)
+
+    def snap(self, points) -> np.ndarray:
+        """Nearest grid-node indices of ``points`` (m, d) (already in the box), shape (m, d)."""
+        pts = np.atleast_2d(np.asarray(points, dtype=float))
+        return np.stack([np.abs(pts[:, k, None] - a[None, :]).argmin(1) for k, a in enumerate(self.grid.axes)], -1)
+
+    def _snapped(self, observations) -> tuple[np.ndarray, int]:
+        clipped, n_clipped = self._check_observations(observations)
+        idx = self.snap(clipped)
+        return np.stack([a[idx[:, k]] for k, a in enumerate(self.grid.axes)], -1), n_clipped
+
+    def _node_vectors(self) -> np.ndarray:
+        """The released vector ``v(a)`` of one record at every node a, shape (Π K_k, J)."""
+        raise NotImplementedError
+
+    def _exact_delta(self) -> float:
+        if getattr(self, "_delta", None) is None:
+            rows = self._node_vectors()
+            best = 0.0
+            for start in range(0, rows.shape[0], 32):
+                block = rows[start:start + 32]
+                best = max(best, float(np.abs(block[:, None, :] - rows[None, :, :]).sum(-1).max()))
+            self._delta = best
+        return self._delta
+
+    def record_coefficients(self, x) -> np.ndarray:
+        """Released vector (J,) of one record ``x`` (d,) (clipped, snapped)."""
+        x = np.clip(np.asarray(x, dtype=float), self.grid.domain[:, 0], self.grid.domain[:, 1])
+        node = self.snap(x[None, :])[0]
+        return self._node_vectors()[int(np.ravel_multi_index(tuple(node), self.grid.shape))]
+
+    def _sensitivity(self, value, bound, src) -> Sensitivity:
+        return Sensitivity(value=float(value), norm="l1", bound=bound,
+                           assumptions="records clipped to the public box and snapped to the nearest grid node; "
+                                       "h, grid and the truncation fixed a priori",
+                           source=f"{self.source}; {src}")
+
+    def noise_covariance_text(self) -> str:
+        return "i.i.d. Laplace(0, sensitivity/epsilon) on every released component"
+
+
+def _truncated_product_basis(grid: CartesianGrid, h, M: int, rel_tol: float):
+    from .gaussian import ProductEigenbasis
+
+    basis = ProductEigenbasis(grid, h, rel_tol, kernel="gaussian")
+    if isinstance(M, bool) or not float(M).is_integer() or not 1 <= int(M) <= basis.size:
+        raise InputError(f"M must lie in 1..{basis.size} (retained tensor eigenpairs), got {M!r}",
+                         "pass a public M, e.g. floor(n^(1/3))")
+    basis.index, basis.eigenvalues = basis.index[: int(M)], basis.eigenvalues[: int(M)]
+    return basis
+
+
+class FRLKDESpec(_SnappedGridKDE):
+    """FRL Gaussian KDE on a Cartesian grid (d = 1 or 2): Laplace on the first M tensor-eigenbasis coefficients.
+
+    Parameters
+    ----------
+    grid : CartesianGrid
+        Public grid; its box is the public domain (records clipped to it and snapped to the nearest node).
+    bandwidth : float or array (d,), or None
+        Estimator bandwidth ``h`` (data units), also the bandwidth of the Gaussian product kernel whose
+        eigenbasis is the FRL basis (as in 1-D); None: :func:`~fdp_ppl.kde.bandwidth_rule`.
+    n : int
+        Public number of records.
+    M : int, optional
+        Number of coefficients (public); default ``floor(n^{1/3})``, the upper end of the PSS range (as
+        :class:`~fdp_ppl.summaries.FRLSpec`).
+
+    Raises
+    ------
+    InputError
+        M outside ``1..J`` (retained eigenpairs), n < 2, h not finite and > 0.
+
+    Notes
+    -----
+    Estimate ``f̂ = Σ_{j<=M} <f_D, e_j>_w e_j`` with ``f_D`` the Gaussian KDE (density units, 1/unit^d) of the
+    snapped records and ``e_j`` the product eigenfunctions of ``Π_k exp(-(x_k − y_k)²/(2h_k²))`` sorted by
+    eigenvalue. Sensitivity bounds (ℓ¹ of the M coefficients): ``"tight"`` exact over node pairs;
+    ``"cs"`` ``2τ√M/n``; ``"paper"`` ``2Mτ/n`` (Theorem 12.1).
+    """
+
+    name: ClassVar[str] = "kde-frl"
+    kernel = "gaussian"
+    noise_kernel_formula = "none (FRL basis: eigenfunctions of exp(-0.5 (x-y)^T H^-1 (x-y)))"
+    mechanism_families: ClassVar[tuple] = ("frl",)
+    _bounds: ClassVar[tuple] = ("tight", "cs", "paper")
+
+    def __init__(self, *, grid: CartesianGrid, bandwidth=None, n: int, M: int | None = None,
+                 rel_tol: float = DEFAULT_REL_TOL):
+        self._delta = None
+        super().__init__(grid=grid, bandwidth=bandwidth, n=n, rel_tol=rel_tol)
+        self.M = int(np.floor(self.n ** (1.0 / 3.0) + 1e-9)) if M is None else M
+        self.basis = _truncated_product_basis(grid, self.bandwidths, self.M, rel_tol)
+        self.M = int(self.M)
+        object.__setattr__(self, "tau", self._record_l2())
+
+    @property
+    def params(self) -> dict:
+        return {"M": self.M}
+
+    def _record_l2(self) -> float:
+        """τ: the largest grid L² norm of one record's bump ``n g_a`` over nodes a (public)."""
+        per_axis = []  # separable: ‖g_a‖² = Π_k ‖g_{a_k}‖², maximised axis by axis
+        for k in range(self.d):
+            ax, w, h = self.grid.axes[k], self.grid.weights[k], self.bandwidths[k]
+            g = np.exp(-0.5 * ((ax[None, :] - ax[:, None]) / h) ** 2) / (np.sqrt(2 * np.pi) * h)
+            per_axis.append(float(np.max((g ** 2) @ w)))
+        return float(np.sqrt(np.prod(per_axis)))
+
+    def _node_vectors(self) -> np.ndarray:
+        if getattr(self, "_rows", None) is None:
+            vals = np.stack([self.record_values(np.array([a[i] for a, i in zip(self.grid.axes, node)]))
+                             for node in self._nodes()])
+            self._rows = self.basis.coefficients(vals)
+        return self._rows
+
+    def sensitivity(self, norm: str | None = None, bound: str = "tight") -> Sensitivity:
+        """ℓ¹ sensitivity of the M coefficients.
+
+        Parameters
+        ----------
+        norm : {"l1"}
+        bound : {"tight", "cs", "paper"}
+            exact over node pairs; ``2τ√M/n``; ``2Mτ/n`` (Theorem 12.1).
+
+        Raises
+        ------
+        InputError
+            Another norm or bound.
+        """
+        if (norm or "l1") != "l1" or bound not in self._bounds:
+            raise InputError(f"the FRL KDE has an l1 sensitivity with bound in {self._bounds} (got {norm!r}, "
+                             f"{bound!r})", "use the FRL mechanism")
+        if bound == "tight":
+            return self._sensitivity(self._exact_delta(), bound, "exact over pairs of grid nodes")
+        if bound == "cs":
+            return self._sensitivity(2 * self.tau * np.sqrt(self.M) / self.n, bound, "2 tau sqrt(M)/n")
+        return self._sensitivity(2 * self.M * self.tau / self.n, bound, "Theorem 12.1, 2 M tau/n")
+
+    def fit(self, observations) -> KDESummary:
+        """Clip, snap and project the Gaussian KDE on the first M coefficients (non-private).
+
+        Raises
+        ------
+        InputError
+            Wrong shape, non-finite values or a count different from the public n.
+        """
+        pts, n_clipped = self._snapped(observations)
+        values = gaussian_kde_values(self.grid.axes, pts, self.bandwidths)
+        coef = self.basis.coefficients(values)
+        return KDESummary(self, coef, self.basis.reconstruct(coef), n_clipped)
+
+
+class TensorBernsteinBasis:
+    """Tensor Bernstein basis ``Π_k B_{ν_k,k}((x_k − lo_k)/(hi_k − lo_k))`` on a Cartesian grid.
+
+    ``reconstruct`` maps ``(k + 1)^d`` lattice values (C order over ν) to grid values; ``coefficients`` is the
+    lattice evaluation (done by the spec, not a projection).
+    """
+
+    def __init__(self, grid: CartesianGrid, k: int):
+        self.grid, self.k = grid, int(k)
+        dom = grid.domain
+        self.lattice = [lo + (hi - lo) * np.arange(self.k + 1) / self.k for lo, hi in dom]
+        self.designs = [bernstein_design((ax - lo) / (hi - lo), self.k) for ax, (lo, hi) in zip(grid.axes, dom)]
+        self.eigenvalues = np.ones((self.k + 1) ** grid.d)  # no eigenstructure: unit placeholders
+        self.rel_tol = 0.0  # no cut-off: every lattice value is released
+
+    @property
+    def size(self) -> int:
+        return (self.k + 1) ** self.grid.d
+
+    def reconstruct(self, coefficients) -> np.ndarray:
+        """``Σ_ν y_ν Π_k B_{ν_k}`` on the grid; (..., (k+1)^d) -> (..., *grid.shape)."""
+        c = np.asarray(coefficients, dtype=float)
+        d = self.grid.d
+        out = c.reshape(c.shape[:-1] + (self.k + 1,) * d)
+        for j in range(d):
+            axis = out.ndim - d + j
+            out = np.moveaxis(np.moveaxis(out, axis, -1) @ self.designs[j].T, -1, axis)
+        return out
+
+
+class BernsteinKDESpec(_SnappedGridKDE, BernsteinSpec):
+    """Bernstein Gaussian KDE on a Cartesian grid (d = 1 or 2): Laplace on the ``(k + 1)^d`` lattice values.
+
+    Parameters
+    ----------
+    grid : CartesianGrid
+        Public grid; its box is the public domain, the Bernstein lattice is ``lo + (hi − lo) ν/k``.
+    bandwidth : float or array (d,), or None
+        ``h`` (data units); None: :func:`~fdp_ppl.kde.bandwidth_rule`.
+    n : int
+        Public number of records.
+    k : int
+        Lattice number (``k + 1`` points per axis); the paper's Figure 4 uses 5 and 10.
+
+    Raises
+    ------
+    InputError
+        k < 1, n < 2, h not finite and > 0.
+
+    Notes
+    -----
+    Released vector: the Gaussian KDE of the snapped records at the lattice points (density units). Sensitivity
+    bounds (ℓ¹): ``"tight"`` exact over node pairs; ``"sup"`` and ``"paper"`` from the sup norm
+    ``τ_∞ = (2π)^{-d/2}/Π h_k`` of one bump (:meth:`sensitivity`). A subclass of :class:`~fdp_ppl.summaries.BernsteinSpec` so the package's
+    :class:`~fdp_ppl.mechanisms.Bernstein` mechanism accepts it.
+    """
+
+    name: ClassVar[str] = "kde-bernstein"
+    kernel = "gaussian"
+    noise_kernel_formula = "none (tensor Bernstein basis on the lattice lo + (hi - lo) nu/k)"
+    mechanism_families: ClassVar[tuple] = ("bernstein",)
+    _bounds: ClassVar[tuple] = ("tight", "sup", "paper")
+
+    def __init__(self, *, grid: CartesianGrid, bandwidth=None, n: int, k: int = 10):
+        if isinstance(k, bool) or not float(k).is_integer() or int(k) < 1:
+            raise InputError(f"k (lattice number) must be an integer >= 1, got {k!r}", "pass e.g. k=10")
+        self._delta = None
+        super().__init__(grid=grid, bandwidth=bandwidth, n=n, rel_tol=DEFAULT_REL_TOL)
+        object.__setattr__(self, "k", int(k))
+        self.basis = TensorBernsteinBasis(grid, int(k))
+        object.__setattr__(self, "tau", float(self.n * self.normaliser))  # τ_∞, sup of one bump
+
+    # BernsteinSpec's properties read lattice_grid; the grid spec overrides them
+    @property
+    def grid(self) -> CartesianGrid:
+        return self._grid
+
+    @property
+    def n_components(self) -> int:
+        return self.basis.size
+
+    @property
+    def eigenvalues(self) -> np.ndarray:
+        return self.basis.eigenvalues
+
+    @property
+    def params(self) -> dict:
+        return {"lattice_k": self.k}
+
+    def public_dataset(self):
+        out = super().public_dataset().drop_vars("eigenvalues")
+        for j, lat in enumerate(self.basis.lattice):
+            out[f"lattice_{self.grid.dims[j]}"] = ((f"lattice_{j}",), lat)
+        return out
+
+    def basis_attrs(self) -> dict:
+        return {"basis": "tensor bernstein", "lattice_k": self.k}
+
+    def lattice_values(self, points) -> np.ndarray:
+        """Gaussian KDE of ``points`` (m, d) (no clipping, no snapping) at the lattice, C order; shape ((k+1)^d,)."""
+        return gaussian_kde_values(self.basis.lattice, points, self.bandwidths).ravel()
+
+    def _node_vectors(self) -> np.ndarray:
+        if getattr(self, "_rows", None) is None:
+            per = []
+            for ax, lat, h in zip(self.grid.axes, self.basis.lattice, self.bandwidths):
+                per.append(np.exp(-0.5 * ((lat[None, :] - ax[:, None]) / h) ** 2))  # (K_k, k+1)
+            rows = per[0]
+            for f in per[1:]:
+                rows = (rows[:, None, :, None] * f[None, :, None, :]).reshape(rows.shape[0] * f.shape[0], -1)
+            self._rows = rows * self.normaliser
+        return self._rows
+
+    def sensitivity(self, norm: str | None = None, bound: str = "tight") -> Sensitivity:
+        """ℓ¹ sensitivity of the lattice values.
+
+        Parameters
+        ----------
+        norm : {"l1"}
+        bound : {"tight", "sup", "paper"}
+            exact over node pairs; ``(k + 1)^d τ_∞/n`` (the bumps are ≥ 0); ``(k + 1)^d 2τ_∞/n`` (diffpriv's
+            ``Δ_∞ = 2τ_∞/n``, ``specs/iclp.md`` §1.7, the calibration of the 1-D
+            :class:`~fdp_ppl.summaries.BernsteinSpec`).
+
+        Raises
+        ------
+        InputError
+            Another norm or bound.
+        """
+        if (norm or "l1") != "l1" or bound not in self._bounds:
+            raise InputError(f"the Bernstein KDE has an l1 sensitivity with bound in {self._bounds} (got {norm!r}, "
+                             f"{bound!r})", "use the Bernstein mechanism")
+        if bound == "tight":
+            return self._sensitivity(self._exact_delta(), bound, "exact over pairs of grid nodes")
+        if bound == "sup":
+            return self._sensitivity(self.n_components * self.tau / self.n, bound,
+                                     "(k+1)^d tau_inf/n (bumps >= 0, so each lattice value moves <= tau_inf/n)")
+        return self._sensitivity(self.n_components * 2 * self.tau / self.n, bound,
+                                 "diffpriv DPMechBernstein, (k+1)^d 2 tau_inf/n")
+
+    def fit(self, observations) -> KDESummary:
+        """Clip, snap, evaluate the KDE on the lattice and reconstruct the Bernstein polynomial (non-private).
+
+        Raises
+        ------
+        InputError
+            Wrong shape, non-finite values or a count different from the public n.
+        """
+        pts, n_clipped = self._snapped(observations)
+        coef = self.lattice_values(pts)
+        return KDESummary(self, coef, self.basis.reconstruct(coef), n_clipped)
+
+    def __repr__(self) -> str:
+        return f"BernsteinKDESpec(n={self.n}, h={[round(float(v), 4) for v in self.bandwidths]}, grid={self.grid.shape}, k={self.k})"
+
+
+__all__ = [
+    "BASELINE_2D_SOURCE",
+    "BernsteinKDESpec",
+    "FRLKDESpec",
+    "TensorBernsteinBasis",
+    "bernstein_kde_spec",
+    "frl_kde_spec",
+    "kde_bumps",
+]
