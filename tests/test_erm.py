@@ -293,3 +293,21 @@ def test_erm_release_follows_the_schema():
     assert tree.attrs[schema.SCHEMA_ATTR] == schema.SCHEMA_VERSION
     with pytest.raises(SchemaError, match="kernel-machine release"):
         fp.infer(tree)
+
+
+def test_unseeded_iclp_machine_noise_is_floating_point_safe():
+    """ICLP kernel-machine releases draw through the package's samplers: OpenDP unseeded, compiled when seeded."""
+    X, y = _data(20, 1, 8)
+    spec = ERMSpec(Matern(0.2, nu=1.5), lam=0.5, n=20, grid_size=30, eta=2.0)
+    fit = spec.fit(X, y)
+    tree = release_erm(fit, ICLP(1.0), draws=2)
+    a = tree.attrs
+    assert a["fp_safe"] == 1 and a["noise_generator"] == "opendp" and a["noise_seeded"] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        seeded = release_erm(fit, ICLP(1.0), random_seed=3)
+        again = release_erm(fit, ICLP(1.0), random_seed=3)
+    assert seeded.attrs["fp_safe"] == 0 and seeded.attrs["noise_generator"] == "pymc"
+    assert np.array_equal(seeded["posterior"]["decision"].values, again["posterior"]["decision"].values)
+    gp = release_erm(spec.__class__(HALL, lam=0.5, n=20, grid_size=30).fit(X, y), GaussianMechanism(1.0, 1e-3))
+    assert gp.attrs["fp_safe"] == 0 and "Cholesky" in gp.attrs["fp_safe_reason"]

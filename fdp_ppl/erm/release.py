@@ -34,8 +34,9 @@ from .machine import ERMFit, ERMSpec
 KIND = ERM_RELEASE
 #: largest grid released with a dense Cholesky factor of the noise kernel
 MAX_GRID_POINTS = 6000
-FP_SAFE_REASON = ("0: the noise is drawn as float64 numpy normals (a Cholesky factor of the kernel matrix) or "
-                  "numpy Laplace variates; no floating-point-safe sampler exists for correlated Gaussian noise")
+FP_SAFE_REASON = ("0: the Gaussian-process noise is drawn as float64 numpy normals through a Cholesky factor of "
+                  "the kernel matrix (or the OU recursion), which keeps one path for online queries; ICLP noise goes "
+                  "through OpenDP when unseeded")
 
 
 def _calibrate(spec: ERMSpec, mechanism):
@@ -132,16 +133,25 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
                        "noise_sampler": "OU Markov (AR(1)/bridge) updates" if spec.ou_rho else
                                         "Cholesky of K(grid, grid) + jitter I"}
     else:
+        from ..sampling import resolve_generator, sampler_for
+
         b = scale * np.sqrt(spec.eigenvalues)
         h = fit.eigen_coefficients()
-        rng = np.random.default_rng(ss)
-        values = spec.basis.reconstruct(h + rng.laplace(0.0, b, size=(k, b.size)))
+        # the package's release samplers: OpenDP's floating-point-safe Laplace on the whitened coefficients h_j/b_j
+        # when unseeded, the compiled sampler for a seeded study (fdp_ppl.sampling)
+        generator = resolve_generator(mechanism.law, None, random_seed)
+        sampler = sampler_for(mechanism.law, b.size, generator)
+        values = spec.basis.reconstruct(sampler.draw(h, b, k, None if sampler.fp_safe else ss))
+        fp_safe = int(bool(sampler.fp_safe))
         const = {"eigenvalues": (("component",), np.asarray(spec.eigenvalues)),
                  "noise_scale": (("component",), b)}
         noise_attrs = {"mechanism": "iclp", "noise_law": "laplace",
                        "noise_kernel": f"ICLP: independent Laplace(0, Delta sqrt(lambda_j)/epsilon) on the eigenbasis "
                                        f"of {spec.kernel.name} (rho = {spec.kernel.rho:g}) on the grid",
-                       "noise_scale": scale, "noise_jitter": 0.0, "noise_sampler": "numpy laplace"}
+                       "noise_scale": scale, "noise_jitter": 0.0, "noise_sampler": sampler.generator,
+                       "noise_generator": sampler.generator, "fp_safe": fp_safe,
+                       "fp_safe_reason": ("1: OpenDP Laplace on the whitened eigen-coefficients" if fp_safe else
+                                          "0: a seeded study draws float64 noise from the compiled sampler")}
     decision = values.reshape((int(chains), int(draws)) + tuple(spec.grid_size))
     post = xr.Dataset({"decision": (("chain", "draw") + spec.dims, decision)},
                       coords={"chain": np.arange(chains), "draw": np.arange(draws), **coords})
@@ -153,6 +163,8 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
              "noise_seeded": int(random_seed is not None), "noise_generator": "numpy", "fp_safe": 0,
              "fp_safe_reason": FP_SAFE_REASON, "prediction": "sign of the released decision function",
              "source": sens.source}
+    attrs.update({key: noise_attrs[key] for key in ("noise_generator", "fp_safe", "fp_safe_reason")
+                  if key in noise_attrs})
     if ledger is not None:
         attrs.update(ledger.attrs())
     tree = xr.DataTree.from_dict({POSTERIOR: post, CONSTANT_DATA: cdata})
