@@ -11,7 +11,7 @@ component, t) and ``posterior/frame`` (chain, draw, basis, component); ``constan
 basis on the grid, its quadrature weights and Σ; root attrs ε, τ, n, m, k, basis, ``sigma_rule``, form,
 sampler, iterations, exact.
 
-This module imports only :mod:`argparse` at import time, so ``fdp-ppl --help`` stays fast; the
+This module imports only the standard library and :mod:`fdp_ppl._names` at import time, so ``fdp-ppl --help`` stays fast; the
 library is imported when the command runs.
 """
 
@@ -21,15 +21,15 @@ import sys
 import warnings
 from pathlib import Path
 
+from ._names import FPCA_FORMS, FPCA_SAMPLERS
+
 NAME = "fpca"
-FORMS = ("bingham", "gp-base")
-SAMPLERS = ("exact", "gibbs", "nuts")
-DEFAULT_RHO = 0.1
+FORMS, SAMPLERS = FPCA_FORMS, FPCA_SAMPLERS
 
 
 def add_subparser(sub) -> None:
     """Add ``fpca`` to the sub-command parsers of ``fdp-ppl``."""
-    from .cli import _SEED_HELP, _add_ledger_args, _add_output_args
+    from .cli import DEFAULT_RHO, _SEED_HELP, _add_ledger_args, _add_output_args
 
     p = sub.add_parser(
         NAME, help="release epsilon-DP principal components (exponential mechanism)",
@@ -97,7 +97,7 @@ def _check(a):
         raise CLIError(f"--iterations must be >= 1 (got {a.iterations})", "e.g. --iterations 200")
     if a.rho is not None and not (_finite(a.rho) and a.rho > 0):
         raise CLIError(f"--rho must be > 0 (got {a.rho})", "e.g. --rho 0.1")
-    from .spaces.kernels import KERNEL_NAMES
+    from ._names import KERNEL_NAMES
 
     if a.basis != "fourier" and a.basis not in KERNEL_NAMES:
         raise CLIError(f"unknown --basis {a.basis!r}", f"choose fourier or a kernel: {', '.join(KERNEL_NAMES)}")
@@ -119,6 +119,7 @@ def _spec(a, curves):
     from . import dims
     from .expmech import FPCASpec
     from .spaces import Grid, eigenbasis, kernel_from_name
+    from .cli import DEFAULT_RHO
 
     grid = Grid.from_points(np.asarray(curves[dims.T].values, dtype=float))
     basis = "fourier"

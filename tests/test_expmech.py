@@ -547,3 +547,15 @@ def test_fpca_release_follows_the_schema():
     assert set(tree[schema.POSTERIOR].data_vars) == {schema.COMPONENTS, schema.FRAME}
     with pytest.raises(SchemaError, match="FPCA release"):
         fp.infer(tree)
+
+
+def test_fit_clips_at_the_public_tau_and_never_rescales_by_the_data():
+    """Curves of L2 norm τ/2 keep coefficient rows of norm 1/2: the bound is the public τ, not the largest
+    norm in the data (dividing by the data's maximum would break Δ = 1 under replace-one)."""
+    grid = Grid.uniform(40)
+    spec = FPCASpec(grid=grid, m=3, k=1, epsilon=1.0, tau=2.0)
+    x = np.ones((5, 40))  # L2 norm 1 on [0, 1] = τ/2: inside the span of the first Fourier function
+    c, n_clipped = spec.coefficients(x)
+    assert n_clipped == 0 and np.allclose(np.linalg.norm(c, axis=1), 0.5, atol=1e-6)
+    c_big, n_big = spec.coefficients(np.vstack([x, 10 * x[:1]]))  # one curve far above τ is clipped to norm 1
+    assert n_big == 1 and np.allclose(np.linalg.norm(c_big, axis=1), [0.5] * 5 + [1.0], atol=1e-6)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
+from .._names import FPCA_FORMS, FPCA_SAMPLERS
 from ..accounting import PrivacyBudget
 from ..errors import InputError, SeededReleaseWarning, check_epsilon
 from ..sampling import seed_sequence
@@ -40,8 +41,8 @@ from ..schema import (BASIS_FUNCTIONS, COMPONENTS, CONSTANT_DATA, EXPMECH_FPCA, 
 from ..spaces import Eigenbasis, Grid
 from .samplers import gibbs_matrix_bingham, random_frame, rejection_from_gp_base, sample_vector_bingham
 
-FORMS = ("bingham", "gp-base")
-SAMPLERS = ("exact", "gibbs", "nuts")
+FORMS = FPCA_FORMS
+SAMPLERS = FPCA_SAMPLERS
 KIND = EXPMECH_FPCA
 
 

@@ -62,6 +62,7 @@ from .gaussian import (
     KDESpec,
     KDESummary,
     gaussian_kde_values,
+    max_pairwise_l1,
 )
 
 BASELINE_2D_SOURCE = ("Lin & Reimherr (2026), Section 6.2, Figure 4; FRL: Theorem 12.1; Bernstein: Alda & "
@@ -132,12 +133,7 @@ class _SnappedGridKDE(KDESpec):
 
     def _exact_delta(self) -> float:
         if getattr(self, "_delta", None) is None:
-            rows = self._node_vectors()
-            best = 0.0
-            for start in range(0, rows.shape[0], 32):
-                block = rows[start:start + 32]
-                best = max(best, float(np.abs(block[:, None, :] - rows[None, :, :]).sum(-1).max()))
-            self._delta = best
+            self._delta = max_pairwise_l1(self._node_vectors(), block=32)
         return self._delta
 
     def record_coefficients(self, x) -> np.ndarray:

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..summaries.base import Sensitivity
-from .gaussian import DEFAULT_REL_TOL, CartesianGrid, KDESpec, KDESummary
+from .gaussian import DEFAULT_REL_TOL, CartesianGrid, KDESpec, KDESummary, max_pairwise_l1
 
 ICLP_KDE_SOURCE = "Lin & Reimherr (2026), Section 4.3, eq. (12), Theorem 16; specs/iclp.md §2.3 (errata a, b)"
 ICLP_KDE_BOUNDS = ("tight", "grid-cs", "corrected")
@@ -108,12 +108,7 @@ class ICLPKDESpec(KDESpec):
 
     def _exact_delta(self) -> float:
         if self._delta is None:
-            rows = self._node_rows()
-            best = 0.0
-            for start in range(0, rows.shape[0], 64):
-                block = rows[start:start + 64]
-                best = max(best, float(np.abs(block[:, None, :] - rows[None, :, :]).sum(-1).max()))
-            self._delta = best
+            self._delta = max_pairwise_l1(self._node_rows())
         return self._delta
 
     def kernel_power_diagonal_and_max_gap(self) -> tuple[float, float]:
