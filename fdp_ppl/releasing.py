@@ -21,6 +21,7 @@ from .accounting import PrivacyLedger
 from .errors import CompatibilityError, InputError, SeededReleaseWarning
 from .mechanisms import Mechanism
 from .sampling import generator_attrs, resolve_generator, sampler_for
+from .settings import blas_threads
 from .schema import NOISE_SCALE, ReleaseMetadata, ReleaseTemplate, release_tree
 from .summaries import LinearSummary
 
@@ -133,7 +134,7 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
                      mechanism=mechanism.family)
     coef = sampler.draw(summary.coefficients, cal.scale, draws, random_seed, progressbar=progressbar,
                         calibration=cal)
-    with _blas_threads():  # a small product: OpenBLAS's second thread only synchronises (10x slower under load)
+    with blas_threads():  # a small product: OpenBLAS's second thread only synchronises (10x slower under load)
         curves = coef @ spec.design.T
 
     now = datetime.datetime.now(datetime.timezone.utc).isoformat()
@@ -165,28 +166,6 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
     return release_tree(meta, coef, curves, None, None, None,
                         {"created_at": now, "creation_library": "fdp_ppl", "creation_library_version": __version__,
                          "sampling": "exact forward draws"}, template=template)
-
-
-_BLAS_CONTROLLER: list = []
-
-
-def _blas_threads():
-    """Limit BLAS threads (:func:`~fdp_ppl.settings.inference_blas_threads`) with one cached
-    ``threadpoolctl`` controller (building one scans the loaded libraries: milliseconds)."""
-    import contextlib
-
-    from .settings import inference_blas_threads
-
-    n = inference_blas_threads()
-    if n is None:
-        return contextlib.nullcontext()
-    if not _BLAS_CONTROLLER:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:  # pragma: no cover - threadpoolctl comes with PyMC
-            return contextlib.nullcontext()
-        _BLAS_CONTROLLER.append(ThreadpoolController())
-    return _BLAS_CONTROLLER[0].limit(limits=n, user_api="blas")
 
 
 #: public parts of release trees (:class:`~fdp_ppl.schema.ReleaseTemplate`), per public spec (weakly held) and

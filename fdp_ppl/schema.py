@@ -488,34 +488,51 @@ class ReleaseTemplate:
                 indexes[name] = ref._indexes[name]
             else:  # the draws, not copied (float64 arrays: the fast path of the Variable constructor applies)
                 data = np.asarray(coefficients if name == COEFFICIENTS else curves, dtype=float)
-                variables[name] = xr.Variable(var.dims, data[None], dict(var.attrs), fastpath=True)
+                variables[name] = _raw_variable(xr.Variable, var.dims, data[None], dict(var.attrs))
         sizes = dict(ref._dims)
         sizes[dims.DRAW] = draws
-        posterior = xr.Dataset._construct_direct(variables, set(ref._coord_names), sizes, dict(posterior_attrs),
-                                                 indexes)
+        posterior = _node(variables, ref._coord_names, sizes, indexes, dict(posterior_attrs), POSTERIOR)
         const = self.constant
+        # the public arrays are copied (tens of kB): each release owns its constant_data, writable as a loaded file's
         cvars = {name: (_index_variable(var) if name in const._indexes
-                        else xr.Variable(var.dims, np.array(var.data), dict(var.attrs), fastpath=True))
+                        else _raw_variable(xr.Variable, var.dims, np.array(var._data), dict(var.attrs)))
                  for name, var in const._variables.items()}
-        constant = xr.Dataset._construct_direct(cvars, set(const._coord_names), dict(const._dims), dict(const._attrs),
-                                                dict(const._indexes))
-        root = _node(xr.Dataset._construct_direct({}, set(), {}, self._root_attrs(metadata), {}), None)
-        for name, ds in ((POSTERIOR, posterior), (CONSTANT_DATA, constant)):
-            child = _node(ds, name)
+        constant = _node(cvars, const._coord_names, dict(const._dims), dict(const._indexes), dict(const._attrs),
+                         CONSTANT_DATA)
+        root = _node({}, (), {}, {}, self._root_attrs(metadata), None)
+        for child in (posterior, constant):
             child._parent = root
-            root._children[name] = child
+            root._children[child._name] = child
         return root
 
 
 def _index_variable(var):
     """A new coordinate variable sharing ``var``'s (immutable) index data, with its own attrs."""
-    return xr.IndexVariable(var.dims, var._data, dict(var.attrs), fastpath=True)
+    return _raw_variable(xr.IndexVariable, var.dims, var._data, dict(var.attrs))
 
 
-def _node(ds: xr.Dataset, name: str | None) -> xr.DataTree:
-    """A DataTree node holding ``ds`` (not copied: ``ds`` must be the node's own), with no parent or children."""
+def _raw_variable(cls, dims_: tuple, data, attrs: dict):
+    """``cls(dims_, data, attrs)`` without the constructor's checks (``data`` is already what the
+    constructor would store); :func:`_fast_assembly_ok` checks the result against the public constructors."""
+    var = object.__new__(cls)
+    var._dims = dims_
+    var._data = data
+    var._attrs = attrs
+    var._encoding = None
+    return var
+
+
+def _node(variables: dict, coord_names, sizes: dict, indexes: dict, attrs: dict, name: str | None) -> xr.DataTree:
+    """A DataTree node holding these variables (not copied: they must be the node's own), with no parent
+    or children; what ``DataTree._set_node_data`` stores for the equivalent Dataset."""
     node = object.__new__(xr.DataTree)
-    node._set_node_data(ds)
+    node._data_variables = {k: v for k, v in variables.items() if k not in coord_names}
+    node._node_coord_variables = {k: v for k, v in variables.items() if k in coord_names}
+    node._node_dims = sizes
+    node._node_indexes = indexes
+    node._encoding = None
+    node._attrs = attrs
+    node._close = None
     node._name = name
     node._parent = None
     node._children = {}

@@ -20,6 +20,7 @@ environment variable           meaning
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 #: environment variable naming the data directory
@@ -73,11 +74,52 @@ def inference_blas_threads() -> int | None:
     return None if n <= 0 else n
 
 
+_BLAS_LIBS: list = []
+
+
+@contextlib.contextmanager
+def blas_threads(n: int | None | str = "default", *, rescan: bool = False):
+    """Limit the BLAS libraries' threads to ``n`` inside the block, then restore them.
+
+    Parameters
+    ----------
+    n : int, None or "default"
+        Threads; ``"default"`` reads :func:`inference_blas_threads`; None or 0 changes nothing.
+    rescan : bool
+        Look for loaded BLAS libraries again (``threadpoolctl``, milliseconds). Otherwise the
+        libraries found on the first call are reused, so a limit costs a few microseconds: the
+        release path limits the threads of its small draws × basis product on every call.
+    """
+    if n == "default":
+        n = inference_blas_threads()
+    if not n:
+        yield
+        return
+    if rescan or not _BLAS_LIBS:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover - threadpoolctl comes with PyMC
+            yield
+            return
+        _BLAS_LIBS[:] = [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
+    libs = list(_BLAS_LIBS)
+    previous = [lib.get_num_threads() for lib in libs]
+    for lib, before in zip(libs, previous):
+        if before is not None and before != n:
+            lib.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        for lib, before in zip(libs, previous):
+            if before is not None and before != n:
+                lib.set_num_threads(before)
+
+
 def fast_mode() -> bool:
     """True when ``FDP_PPL_FAST=1`` (notebooks and experiments in their fast mode)."""
     return os.environ.get(FAST_ENV, "0") == "1"
 
 
-__all__ = ["compile_mode", "fast_mode", "inference_blas_threads", "DATA_DIR_ENV", "PYTENSOR_MODE_ENV", "FAST_ENV",
+__all__ = ["blas_threads", "compile_mode", "fast_mode", "inference_blas_threads", "DATA_DIR_ENV", "PYTENSOR_MODE_ENV", "FAST_ENV",
            "BLAS_THREADS_ENV", "MAX_RHAT",
            "MIN_ESS_PER_CHAIN", "RELEASE_CHUNK", "GP_JITTER", "DIAGONAL_KL_TOL"]

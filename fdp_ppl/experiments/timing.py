@@ -42,12 +42,13 @@ measured in the same process are the comparable quantity.
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 import time
 
 import numpy as np
 import pandas as pd
+
+from ..settings import blas_threads as settings_blas_threads
 
 #: Lin & Reimherr (2026), arXiv:2309.00125v3, Table 1: seconds to generate 100
 #: draws, ``(kernel, K) -> (ICLP, GP)``.
@@ -193,20 +194,6 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
-@contextlib.contextmanager
-def _blas_threads(n):
-    if not n:
-        yield
-        return
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - optional
-        yield
-        return
-    with threadpool_limits(int(n)):
-        yield
-
-
 # --------------------------------------------------------------------------- the table
 def time_table1(kernels=KERNELS, grid_sizes=GRID_SIZES, *, draws: int = 100, repeats: int = 3,
                 epsilon: float = EPSILON, delta: float = GP_DELTA, rho: float = RHO, n_curves: int = N_CURVES,
@@ -263,7 +250,7 @@ def time_table1(kernels=KERNELS, grid_sizes=GRID_SIZES, *, draws: int = 100, rep
         raise ValueError(f"unknown kernel(s) {unknown}; use a subset of {KERNELS}")
     rows = []
     first_call = None
-    with _blas_threads(blas_threads):
+    with settings_blas_threads(blas_threads or None, rescan=True):
         for K in grid_sizes:
             grid = fp.Grid.uniform(int(K))
             curves = make_curves(grid, n_curves, seed + int(K))

@@ -53,7 +53,7 @@ from .. import schema as S
 from .._backend import backend
 from ..errors import InputError
 from ..laws import MIXING_VARIABLE, Laplace, Normal
-from ..settings import DIAGONAL_KL_TOL, MAX_RHAT, MIN_ESS_PER_CHAIN, compile_mode, inference_blas_threads
+from ..settings import DIAGONAL_KL_TOL, MAX_RHAT, MIN_ESS_PER_CHAIN, blas_threads, compile_mode
 from .priors import CustomPrior, GPPrior, resolve_prior
 
 TARGETS = ("summary", "population")
@@ -638,24 +638,10 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
         Not a release, unknown target, prior or method, or an unsupported combination
         (``InputError``, a ``ValueError``; e.g. ``method="exact"`` with free hyperparameters).
     """
-    with _blas_threads():
+    with blas_threads(rescan=True):
         return _infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
                       draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,
                       random_seed=random_seed, progressbar=progressbar, nuts_sampler=nuts_sampler)
-
-
-def _blas_threads():
-    """Limit BLAS threads for the duration of an inference (:func:`~fdp_ppl.settings.inference_blas_threads`)."""
-    import contextlib
-
-    n = inference_blas_threads()
-    if n is None:
-        return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with PyMC
-        return contextlib.nullcontext()
-    return threadpool_limits(n, user_api="blas")
 
 
 def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, chains, cores, target_accept,
