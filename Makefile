@@ -11,7 +11,7 @@ PYTHON ?= $(shell for v in 3.12 3.13 3.14; do for c in python$$v "env PYENV_VERS
 export PYTENSOR_FLAGS ?= mode=CVM
 export MPLBACKEND ?= Agg
 
-.PHONY: demo test test-slow bench bench-quick venv clean
+.PHONY: demo test test-slow bench bench-quick venv clean docs docs-check
 
 $(VENV)/.installed: pyproject.toml
 	@if [ -z "$(PYTHON)" ]; then echo "Python >= 3.12 not found: install it (pyenv install 3.12) or pass PYTHON=/path/to/python3.12"; exit 1; fi
@@ -38,5 +38,24 @@ bench: $(VENV)/.installed
 bench-quick: $(VENV)/.installed
 	$(PY) benchmarks/bench_suite.py --quick
 
+# execute notebooks in full mode and store their outputs (NOTEBOOKS=notebooks/03_*.ipynb for some)
+.PHONY: notebooks
+notebooks: $(VENV)/.installed
+	$(PY) notebooks/execute.py $(NOTEBOOKS)
+
+# Documentation (Sphinx + MyST-NB + PyData theme): its own install stamp, so `make test` installs nothing more.
+# `make docs` writes docs/_build/html/index.html; `make docs-check` also screenshots pages in headless Chromium
+# (Debian package `chromium`) into docs/_build/screenshots/ and fails on a missing or blank page.
+$(VENV)/.docs-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install -q -e ".[test,docs]"
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	@echo "documentation: docs/_build/html/index.html"
+
+docs-check: docs
+	$(PY) docs/screenshots.py docs/_build/html
+
 clean:
-	rm -rf $(VENV) release.nc release.png
+	rm -rf $(VENV) release.nc release.png docs/_build docs/_generated

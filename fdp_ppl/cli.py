@@ -72,6 +72,7 @@ from pathlib import Path
 
 from . import dims
 from ._names import BERNSTEIN_DEFAULT_K
+from ._progress import stage
 from .datasets.references import (CDC2000_MEDIAN_HEIGHT_CM, GROWTH_DEVIATION_TAU, GROWTH_RAW_TAU,
                                   GROWTH_REFERENCE_SOURCE, growth_reference)
 from .errors import FdpPplError, SeededReleaseWarning
@@ -517,11 +518,12 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
         from .summaries.curves import TauTooSmallWarning
 
         warnings.simplefilter("ignore", TauTooSmallWarning)
-        summary = _fit_summary(entry, curves, a, offset, offset_source)
+        with stage("fitting the summary (basis, clipping at tau)"):
+            summary = _fit_summary(entry, curves, a, offset, offset_source)
     missing = getattr(a, "missing", "error")
     cost = f"{a.draws} draw{'s' if a.draws > 1 else ''} x epsilon {a.epsilon:g}" + (
         f", delta {a.delta:g}" if a.delta else "")
-    with warnings.catch_warnings():  # a seeded release is stated in the table instead
+    with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated in the table
         warnings.simplefilter("ignore", SeededReleaseWarning)
         tree = fp.release(summary, mech, draws=a.draws, random_seed=a.seed, bound=a.bound, ledger=ledger,
                           dataset=_dataset_identity(curves), label=f"{a.mechanism} ({cost}) -> {a.out}")
@@ -530,10 +532,12 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
     tree.attrs["missing_rule"] = curves.attrs.get("missing_rule", _NO_MISSING_RULE) if missing == "impute" \
         else _NO_MISSING_RULE
     out = Path(a.out).expanduser()
-    tree.to_netcdf(out)
+    with stage(f"writing {out}"):
+        tree.to_netcdf(out)
     if a.plot:
-        _write_plot(tree, a.plot, offset=offset, offset_source=offset_source,
-                    nonprivate=summary.curve().values if show_nonprivate else None)
+        with stage(f"plotting {a.plot}"):
+            _write_plot(tree, a.plot, offset=offset, offset_source=offset_source,
+                        nonprivate=summary.curve().values if show_nonprivate else None)
     _print_table(tree, summary, out, a.plot, seed=a.seed, ledger=ledger)
     _print_data_holder(summary, sup=tree.attrs.get("tau_norm") == "sup")
     if missing == "impute":
@@ -668,7 +672,9 @@ def _cmd_release(a) -> int:
         from .distributed import run_release_cli  # out of core: lazy store, dask cluster
 
         return run_release_cli(a, mech, ledger, _run)
-    curves = _load(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim, t_dim=a.t_dim)
+    with stage(f"loading {a.data}"):
+        curves = _load(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim,
+                       t_dim=a.t_dim)
     name = Path(str(a.data)).name
     source = f"{name}" + (f" / {a.var}" if a.var else "")
     return _run(curves, mech, a, source=source, ledger=ledger)
@@ -682,7 +688,8 @@ def _cmd_demo(a) -> int:
                             k=None, out=a.out, plot=a.plot, tau=GROWTH_RAW_TAU if a.raw else GROWTH_DEVIATION_TAU)
     mech = registry.MECHANISMS[ns.mechanism].mechanism(ns.epsilon)
     ledger = _open_ledger(a, mech.budget)
-    curves = _load("growth", data_dir=a.data_dir)
+    with stage("loading growth"):
+        curves = _load("growth", data_dir=a.data_dir)
     ages = np.asarray(curves[dims.T].values, dtype=float)
     labels = {"t": {"long_name": "age", "units": "years"}, "value": {"long_name": "mean height", "units": "cm"}}
     if a.raw:

@@ -17,6 +17,7 @@ library is imported when the command runs.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import warnings
 from pathlib import Path
@@ -132,31 +133,38 @@ def run(a) -> int:
     """Run ``fdp-ppl fpca`` with parsed arguments; returns the exit code."""
     from . import dims
     from .accounting import PrivacyBudget
+    from ._progress import stage
     from .cli import _dataset_identity, _load, _open_ledger
     from .errors import SeededReleaseWarning
     from .expmech import fpca_release
 
     _check(a)
     ledger = _open_ledger(a, PrivacyBudget(a.epsilon * a.draws, 0.0))
-    curves = _load(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim, t_dim=a.t_dim)
-    spec = _spec(a, curves)
-    fit = spec.fit(curves.transpose(dims.CURVE, dims.T).values)
+    with stage(f"loading {a.data}"):
+        curves = _load(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim,
+                       t_dim=a.t_dim)
+    with stage("fitting the summary (basis, clipping at tau)"):
+        spec = _spec(a, curves)
+        fit = spec.fit(curves.transpose(dims.CURVE, dims.T).values)
+    bars = a.sampler != "exact" and sys.stderr.isatty()  # the samplers' own progress bars (one live display)
     source = Path(str(a.data)).name + (f" / {a.var}" if a.var else "")
-    with warnings.catch_warnings():  # a seeded release is stated in the table instead
+    with warnings.catch_warnings(), (contextlib.nullcontext() if bars else stage("drawing the release")):
         warnings.simplefilter("ignore", SeededReleaseWarning)
         tree = fpca_release(fit, sampler=a.sampler, draws=a.draws, iterations=a.iterations, random_seed=a.seed,
                             ledger=ledger, dataset=_dataset_identity(curves),
                             label=f"fpca {a.form}/{a.sampler} k={a.k} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}",
-                            progressbar=a.sampler != "exact" and sys.stderr.isatty())
+                            progressbar=bars)
     tree.attrs["data_source"] = source
     tree.attrs["missing"] = a.missing
     for key in ("long_name", "units"):
         if curves["t"].attrs.get(key):
             tree["posterior"]["t"].attrs[key] = str(curves["t"].attrs[key])
     out = Path(a.out).expanduser()
-    tree.to_netcdf(out)
+    with stage(f"writing {out}"):
+        tree.to_netcdf(out)
     if a.plot:
-        _plot(tree, a.plot)
+        with stage(f"plotting {a.plot}"):
+            _plot(tree, a.plot)
     _print_table(tree, out, a, ledger)
     print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.n} curves had L2 norm above tau "
           "and were clipped", file=sys.stderr)

@@ -25,6 +25,8 @@ QUADRATURES = ("trapezoid", "uniform")
 class Grid:
     """Ordered grid on [0, 1] with quadrature weights.
 
+    Use :meth:`from_points` or :meth:`uniform` rather than the constructor.
+
     Parameters
     ----------
     t : ndarray, shape (K,)
@@ -35,8 +37,6 @@ class Grid:
         How the weights were built (recorded in release metadata).
     lower, upper : float
         The original domain ``[lower, upper]`` that was rescaled to [0, 1].
-
-    Use :meth:`from_points` or :meth:`uniform` rather than the constructor.
     """
 
     t: np.ndarray
