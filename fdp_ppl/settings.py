@@ -78,7 +78,7 @@ _BLAS_LIBS: list = []
 
 
 @contextlib.contextmanager
-def blas_threads(n: int | None | str = "default", *, rescan: bool = False):
+def blas_threads(n: int | None | str = "default", *, rescan: bool = False, children: bool = False):
     """Limit the BLAS libraries' threads to ``n`` inside the block, then restore them.
 
     Parameters
@@ -89,6 +89,10 @@ def blas_threads(n: int | None | str = "default", *, rescan: bool = False):
         Look for loaded BLAS libraries again (``threadpoolctl``, milliseconds). Otherwise the
         libraries found on the first call are reused, so a limit costs a few microseconds: the
         release path limits the threads of its small draws × basis product on every call.
+    children : bool
+        Also set ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS`` and ``OMP_NUM_THREADS`` in the
+        environment for the block, so that processes started inside it (PyMC's chains with
+        ``cores > 1``) start with the same limit; the previous values are restored after.
     """
     if n == "default":
         n = inference_blas_threads()
@@ -103,6 +107,11 @@ def blas_threads(n: int | None | str = "default", *, rescan: bool = False):
             return
         _BLAS_LIBS[:] = [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
     libs = list(_BLAS_LIBS)
+    saved_env = {}
+    if children:
+        for key in _THREAD_ENV:
+            saved_env[key] = os.environ.get(key)
+            os.environ[key] = str(int(n))
     previous = [lib.get_num_threads() for lib in libs]
     for lib, before in zip(libs, previous):
         if before is not None and before != n:
@@ -113,6 +122,15 @@ def blas_threads(n: int | None | str = "default", *, rescan: bool = False):
         for lib, before in zip(libs, previous):
             if before is not None and before != n:
                 lib.set_num_threads(before)
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+#: environment variables read by BLAS libraries when a process starts
+_THREAD_ENV = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
 
 
 def fast_mode() -> bool:

@@ -638,7 +638,7 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
         Not a release, unknown target, prior or method, or an unsupported combination
         (``InputError``, a ``ValueError``; e.g. ``method="exact"`` with free hyperparameters).
     """
-    with blas_threads(rescan=True):
+    with blas_threads(rescan=True, children=True):  # PyMC chains in processes (cores > 1) too
         return _infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
                       draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,
                       random_seed=random_seed, progressbar=progressbar, nuts_sampler=nuts_sampler)
