@@ -241,7 +241,8 @@ def _print_table(tree, out, a, ledger) -> None:
         ("noise", f"scale {at['noise_scale']:.4g}; {at['noise_kernel']}"),
         ("noise seed", "fresh OS entropy (not seeded)" if not int(at["noise_seeded"])
          else f"SEEDED with --seed {a.seed}: private only while the seed stays secret"),
-        ("noise generator", "numpy float64, NOT floating-point safe (fp_safe = 0)"),
+        ("noise generator", f"{at.get('noise_generator', '?')} (fp_safe = {at.get('fp_safe', 0)}): "
+                            f"{str(at.get('fp_safe_reason', '')).split(': ', 1)[-1]}"),
         ("release", (f"{out} (posterior/decision on a {'x'.join(map(str, tree['posterior']['decision'].shape[2:]))} "
                     "grid; predicted label = sign)")),
     ]

@@ -17,6 +17,8 @@ import argparse  # noqa: F401  (the only import at module import time)
 
 NAME = "kde"
 MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
+#: default Bernstein lattice size per dimension (the package's defaults: bernstein_kde_spec, BernsteinKDESpec)
+BERNSTEIN_K = {1: 20, 2: 10}
 
 
 def add_subparser(sub) -> None:
@@ -44,6 +46,12 @@ def add_subparser(sub) -> None:
                    help="choose h privately instead: Hall et al. (2013) 4.1.2 rule of thumb with private IQRs, "
                         "spending E more (pure E-DP, charged to the ledger with the release)")
     m.add_argument("--eta", type=float, default=1.25, help="operator power of the ICLP estimator kernel (> 1)")
+    m.add_argument("--frl-m", type=int, default=None, metavar="M",
+                   help="number of FRL basis functions (frl only; default: the package's public choice, "
+                        "floor(n^(1/3)) or the PSS range's upper end)")
+    m.add_argument("--bernstein-k", type=int, default=None, metavar="K",
+                   help="Bernstein lattice size k, (k + 1)^d coefficients (bernstein only; default 20 in 1-D, "
+                        "10 in 2-D)")
     m.add_argument("--domain", type=float, nargs=2, default=None, metavar=("LO", "HI"), required=True,
                    help="public domain of the observations (both axes for a 2-D KDE); data are clipped to it")
     m.add_argument("--grid-size", type=int, default=None,
@@ -82,6 +90,20 @@ def _check(a):
         raise CLIError(f"--grid-size must be >= 3 (got {a.grid_size})", "pass e.g. --grid-size 200")
     if a.draws < 1:
         raise CLIError(f"--draws must be >= 1 (got {a.draws})", "pass --draws 1 for one release")
+    if a.frl_m is not None:
+        if a.mechanism != "frl":
+            raise CLIError(f"--frl-m applies to --mechanism frl only (got {a.mechanism})", "drop --frl-m")
+        if a.frl_m < 1:
+            raise CLIError(f"--frl-m must be an integer >= 1 (got {a.frl_m})", "pass e.g. --frl-m 7")
+        if a.grid_size is not None and a.frl_m > a.grid_size ** (2 if a.var2 else 1):
+            raise CLIError(f"--frl-m {a.frl_m} exceeds the number of grid points", "pass a smaller --frl-m")
+    if a.bernstein_k is not None:
+        if a.mechanism != "bernstein":
+            raise CLIError(f"--bernstein-k applies to --mechanism bernstein only (got {a.mechanism})",
+                           "drop --bernstein-k")
+        if not 1 <= a.bernstein_k <= 200:
+            raise CLIError(f"--bernstein-k must be an integer in [1, 200] (got {a.bernstein_k})",
+                           "pass e.g. --bernstein-k 20")
     if a.mechanism == "iclp" and not (_finite(a.eta) and a.eta > 1):
         raise CLIError(f"--eta must be > 1 (got {a.eta})", "pass e.g. --eta 1.25")
     _check_out(a)
@@ -164,6 +186,12 @@ def run(a) -> int:
             tree = _baseline(a, obs, n, size, ledger, label)
         else:
             tree = _grid_release(a, obs, n, d, size, ledger, label)
+    if a.mechanism == "frl":
+        tree.attrs["frl_M"] = int(tree["constant_data"]["noise_scale"].size)  # the M basis functions released
+        tree.attrs["frl_M_source"] = "--frl-m" if a.frl_m is not None else "default floor(n^(1/3))"
+    if a.mechanism == "bernstein":
+        tree.attrs["bernstein_k"] = int(a.bernstein_k if a.bernstein_k is not None else BERNSTEIN_K[d])
+        tree.attrs["bernstein_k_source"] = "--bernstein-k" if a.bernstein_k is not None else "default"
     tree.attrs["data_source"] = Path(str(a.data)).name + f" / {a.var}" + (f", {a.var2}" if a.var2 else "")
     tree.attrs["bandwidth_rule"] = (f"private: Hall et al. (2013) 4.1.2 rule of thumb with private IQRs, epsilon "
                                     f"{bw_eps:g} (not included in budget_spent_epsilon)" if bw_eps else "public")
@@ -199,9 +227,11 @@ def _grid_release(a, obs, n, d, size, ledger, label):
 
     grid = CartesianGrid.uniform([tuple(a.domain)] * d, size)
     if a.mechanism == "frl":  # 2-D: first floor(n^(1/3)) tensor-eigenbasis coefficients, exact l1 sensitivity
-        spec, mech = FRLKDESpec(grid=grid, bandwidth=a.bandwidth, n=n), FRL(a.epsilon)
-    elif a.mechanism == "bernstein":  # 2-D: (k + 1)^2 lattice values, k = 10, exact l1 sensitivity
-        spec, mech = BernsteinKDESpec(grid=grid, bandwidth=a.bandwidth, n=n), Bernstein(a.epsilon)
+        spec, mech = FRLKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, M=a.frl_m), FRL(a.epsilon)
+    elif a.mechanism == "bernstein":  # 2-D: (k + 1)^2 lattice values, k = 10 by default, exact l1 sensitivity
+        spec = BernsteinKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, k=BERNSTEIN_K[2] if a.bernstein_k is None
+                                else a.bernstein_k)
+        mech = Bernstein(a.epsilon)
     elif a.mechanism == "iclp":
         spec = ICLPKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, eta=a.eta)
         mech = ICLP(a.epsilon)
@@ -227,9 +257,10 @@ def _baseline(a, obs, n, size, ledger, label):
     pts = np.linspace(lo, hi, size)
     h = a.bandwidth or float(bandwidth_rule(n, 1, (hi - lo) / 4)[0])
     if a.mechanism == "frl":
-        spec, mech = frl_kde_spec(pts, h, n), FRL(a.epsilon)
+        spec, mech = frl_kde_spec(pts, h, n, M=a.frl_m), FRL(a.epsilon)
     else:
-        spec, mech = bernstein_kde_spec(pts, h, n), Bernstein(a.epsilon)
+        spec, mech = bernstein_kde_spec(pts, h, n, k=BERNSTEIN_K[1] if a.bernstein_k is None else a.bernstein_k), \
+            Bernstein(a.epsilon)
     rel = fp.release(spec.fit(kde_bumps(obs, pts, h, (lo, hi))), mech, draws=a.draws, random_seed=a.seed,
                      ledger=ledger, label=label, dataset=str(a.data))
     curve = np.asarray(rel["posterior"]["curve"].values)

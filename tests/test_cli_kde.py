@@ -108,3 +108,44 @@ def test_kde_cli_private_bandwidth_is_charged(tmp_path, csv_file, capsys):
     assert main(args) == 2  # 0.75 more does not fit in what remains (0.25): refused before any draw
     assert main([*args[:-2], "--bandwidth", "0.1", "--out", str(tmp_path / "x.nc")]) == 2
     assert "exclude each other" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("var2", [False, True])
+def test_kde_cli_frl_m_and_bernstein_k(tmp_path, csv_file, capsys, var2):
+    """--frl-m and --bernstein-k: defaults as before (floor(n^(1/3)); k = 20 in 1-D, 10 in 2-D), recorded in attrs."""
+    import xarray as xr
+
+    base = ["kde", "--data", str(csv_file), "--var", "x", *(["--var2", "y"] if var2 else []), "--epsilon", "1",
+            "--domain", "-4", "4", "--grid-size", "20", "--seed", "1"]
+    out = tmp_path / "a.nc"
+    assert main([*base, "--mechanism", "frl", "--out", str(out)]) == 0
+    default = xr.open_datatree(out)
+    assert default.attrs["frl_M_source"].startswith("default")
+    out2 = tmp_path / "b.nc"
+    assert main([*base, "--mechanism", "frl", "--frl-m", "3", "--out", str(out2)]) == 0
+    t = xr.open_datatree(out2)
+    assert t.attrs["frl_M"] == 3 and t.attrs["frl_M_source"] == "--frl-m"
+    assert t["constant_data"]["noise_scale"].size < default["constant_data"]["noise_scale"].size \
+        or int(default.attrs["frl_M"]) <= 3
+    out3 = tmp_path / "c.nc"
+    assert main([*base, "--mechanism", "bernstein", "--out", str(out3)]) == 0
+    assert xr.open_datatree(out3).attrs["bernstein_k"] == (10 if var2 else 20)
+    out4 = tmp_path / "d.nc"
+    assert main([*base, "--mechanism", "bernstein", "--bernstein-k", "4", "--out", str(out4)]) == 0
+    t4 = xr.open_datatree(out4)
+    assert t4.attrs["bernstein_k"] == 4 and t4["constant_data"]["noise_scale"].size == 5 ** (2 if var2 else 1)
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--mechanism", "frl", "--frl-m", "0"], "--frl-m must be"),
+    (["--mechanism", "frl", "--frl-m", "-2"], "--frl-m must be"),
+    (["--mechanism", "bernstein", "--bernstein-k", "0"], "--bernstein-k must be"),
+    (["--mechanism", "iclp", "--bernstein-k", "5"], "applies to --mechanism bernstein only"),
+    (["--mechanism", "bernstein", "--frl-m", "5"], "applies to --mechanism frl only"),
+])
+def test_kde_cli_frl_m_bernstein_k_errors(tmp_path, csv_file, capsys, args, msg):
+    base = ["kde", "--data", str(csv_file), "--var", "x", "--epsilon", "1", "--domain", "-4", "4",
+            "--out", str(tmp_path / "e.nc")]
+    assert main(base + args) == 2
+    err = capsys.readouterr().err.strip()
+    assert msg in err and len(err.splitlines()) == 1

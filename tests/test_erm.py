@@ -11,9 +11,12 @@ from fdp_ppl.accounting.calibration import gaussian_delta
 from fdp_ppl.erm import (
     ERMSpec,
     GPPath,
+    GridEigenbasis,
     OnlineRelease,
     chol_jitter,
+    erm_model,
     gaussian_conditional,
+    grid_basis,
     ou_conditional,
     predict_labels,
     release_erm,
@@ -118,11 +121,18 @@ def test_grid_release_privacy_loss_within_epsilon_delta(calibration):
     mech = GaussianMechanism(eps, delta, calibration)
     tree = release_erm(fa, mech, draws=300, random_seed=7)
     sigma = tree.attrs["sigma"]
+    assert tree.attrs["noise_generator"] == "pymc" and tree.attrs["fp_safe"] == 0  # seeded study
     pts = spec.points
-    cov = spec.kernel_matrix(pts, pts) + tree.attrs["noise_jitter"] * np.eye(len(pts))
+    basis = grid_basis(spec)
     dmu = fa.decision(pts) - fb.decision(pts)
-    r = float(np.sqrt(dmu @ np.linalg.solve(cov, dmu)))
+    # whitened (retained eigenpairs) <= full discrete Cameron–Martin <= RKHS distance <= Δ
+    r = float(basis.whitened_norm(dmu))
+    lam_all, U_all = np.linalg.eigh(spec.kernel_matrix(pts, pts))
+    pos = lam_all > 0
+    r_full = float(np.sqrt(np.sum((U_all[:, pos].T @ dmu) ** 2 / lam_all[pos])))
+    assert r <= r_full * (1 + 1e-9)
     assert r <= rkhs_distance(spec, fa, fb) * (1 + 1e-6) <= spec.sensitivity().value
+    assert tree.attrs["sensitivity"] == pytest.approx(spec.sensitivity().value)
     # exact Gaussian privacy-loss distribution L ~ N(r²/2σ², r²/σ²): δ(ε) = E[(1 − e^{ε−L})_+]
     m, s = r**2 / (2 * sigma**2), r / sigma
     pld = integrate.quad(lambda l: -np.expm1(eps - l) * stats.norm.pdf(l, m, s), eps, m + 40 * s)[0]
@@ -130,14 +140,41 @@ def test_grid_release_privacy_loss_within_epsilon_delta(calibration):
     assert pld <= delta
     if calibration == "analytic":  # the adversarial pair nearly spends the whole δ
         assert pld >= 0.3 * delta
-    # the drawn releases have that privacy-loss law (noise covariance σ²(K + jI))
+    # the drawn releases have that privacy-loss law (noise σ² U_r Λ_r U_rᵀ on the whitened coefficients)
     y = tree["posterior"]["decision"].values.reshape(-1, len(pts))
-    ch = np.linalg.cholesky(cov)
-    wa = np.linalg.solve(ch, (y - fa.decision(pts)).T)
-    wb = np.linalg.solve(ch, (y - fb.decision(pts)).T)
-    L = (np.sum(wb**2, axis=0) - np.sum(wa**2, axis=0)) / (2 * sigma**2)
+    sq = np.sqrt(basis.eigenvalues)
+    wa = (basis.coefficients(y) - basis.coefficients(fa.decision(pts))) / sq
+    wb = (basis.coefficients(y) - basis.coefficients(fb.decision(pts))) / sq
+    L = (np.sum(wb**2, axis=1) - np.sum(wa**2, axis=1)) / (2 * sigma**2)
     assert abs(L.mean() - m) < 4 * s / np.sqrt(len(L))
     assert 0.8 < L.std() / s < 1.2
+    # the release lies in the span of the retained eigenvectors (estimate projected, not only the noise)
+    assert np.allclose(basis.reconstruct(basis.coefficients(y)), y, atol=1e-10)
+
+
+def test_truncation_never_increases_the_whitened_sensitivity():
+    """Projection on fewer retained eigenpairs is a contraction of the whitened ℓ² norm, and every
+    brute-force neighbour stays within the RKHS bound Δ = M√k(0)/(λn) (Hall §4.3)."""
+    n = 10
+    rng = np.random.default_rng(3)
+    for kernel, d, g in ((HALL, 1, 40), (Exponential(0.3), 1, 40), (Gaussian(0.4, convention="hall"), 2, (9, 8))):
+        dom = [[0, 1]] * d
+        spec = ERMSpec(kernel, lam=0.5, n=n, grid_size=g, domain=dom)
+        X, y = _data(n, d, 4)
+        fa = spec.fit(X, y)
+        pts = spec.points
+        bases = [GridEigenbasis(spec.kernel_matrix(pts, pts), tol) for tol in (1e-14, 1e-10, 1e-6, 1e-3)]
+        assert [b.size for b in bases] == sorted((b.size for b in bases), reverse=True)
+        worst = 0.0
+        for _ in range(8):
+            i = int(rng.integers(n))
+            fb = spec.fit(*_neighbour(X, y, i, rng.uniform(0, 1, d), -y[i]))
+            dmu = fa.decision(pts) - fb.decision(pts)
+            norms = [float(b.whitened_norm(dmu)) for b in bases]
+            assert all(a >= b * (1 - 1e-9) for a, b in zip(norms, norms[1:]))  # fewer pairs: never larger
+            assert norms[0] <= rkhs_distance(spec, fa, fb) * (1 + 1e-6)
+            worst = max(worst, norms[1] / spec.sensitivity().value)
+        assert 0 < worst <= 1.0
 
 
 def test_noise_covariance_matches_kernel():
@@ -158,6 +195,38 @@ def test_noise_covariance_matches_kernel():
     Lfull = np.linalg.cholesky(spec.kernel_matrix(P, P) + path.jitter * np.eye(len(P)))
     z = np.random.default_rng(11).standard_normal(len(P))
     assert np.allclose(xi_all, Lfull @ z, atol=1e-8)
+
+
+@pytest.mark.slow
+def test_gp_release_noise_covariance_is_the_kernel_on_retained_eigenpairs():
+    """GP grid release: noise on the retained eigenpairs through the release sampler, covariance σ² U_r Λ_r U_rᵀ;
+    conditioning later points on the released coefficients keeps the joint GP law."""
+    spec = ERMSpec(HALL, lam=0.1, n=8, grid_size=12)
+    pts = spec.points
+    X, y = _data(8, 1, 2)
+    fit = spec.fit(X, y)
+    mech = GaussianMechanism(1.0, 1e-3)
+    tree = release_erm(fit, mech, draws=4000, random_seed=5)
+    basis = grid_basis(spec)
+    sigma = tree.attrs["sigma"]
+    noise = (tree["posterior"]["decision"].values.reshape(-1, len(pts))
+             - basis.reconstruct(basis.coefficients(fit.decision(pts)))) / sigma
+    emp = np.cov(noise.T)
+    err = np.max(np.abs(emp - basis.covariance()))
+    assert err < 0.08, err
+    assert np.max(np.abs(basis.covariance() - spec.kernel_matrix(pts, pts))) < 1e-8  # dropped part negligible
+    assert abs(noise.mean(axis=0)).max() < 4 / np.sqrt(4000) * 1.2
+    # conditioning on released coefficients keeps the GP law jointly with later points
+    extra = np.array([[0.05], [0.5], [0.93]])
+    P = np.vstack([pts, extra])
+    rows = []
+    for seed in range(2500):
+        g = np.random.default_rng(seed)
+        path = GPPath(spec.kernel_matrix, 1, g)
+        grid_xi = path.condition_on_coefficients(pts, basis, g.standard_normal(basis.size))
+        rows.append(np.concatenate([grid_xi, path.sample(extra)]))
+    err = np.max(np.abs(np.cov(np.array(rows).T) - spec.kernel_matrix(P, P)))
+    assert err < 0.1, err
 
 
 def test_chol_jitter_adds_noise_never_clips():
@@ -202,6 +271,7 @@ def test_online_release_repeat_queries_and_grid_consistency():
         assert np.array_equal(online.query([0.77, 0.1234]), first[[1, 0]])
         g = online.query(spec.points[:, 0])
         assert np.array_equal(g, online.query(spec.points))
+        assert np.array_equal(g, online.grid_values)  # grid queries return the released grid path
         assert online.n_released == 25 + 2
         assert set(np.unique(online.predict([0.1234, 0.5]))) <= {-1.0, 1.0}
         again = OnlineRelease(fit, mech, grid=True, random_seed=1)
@@ -309,5 +379,72 @@ def test_unseeded_iclp_machine_noise_is_floating_point_safe():
         again = release_erm(fit, ICLP(1.0), random_seed=3)
     assert seeded.attrs["fp_safe"] == 0 and seeded.attrs["noise_generator"] == "pymc"
     assert np.array_equal(seeded["posterior"]["decision"].values, again["posterior"]["decision"].values)
-    gp = release_erm(spec.__class__(HALL, lam=0.5, n=20, grid_size=30).fit(X, y), GaussianMechanism(1.0, 1e-3))
-    assert gp.attrs["fp_safe"] == 0 and "Cholesky" in gp.attrs["fp_safe_reason"]
+
+
+def test_unseeded_gp_machine_noise_is_floating_point_safe():
+    """GP kernel-machine releases: OpenDP Gaussian on the whitened eigen-coefficients when unseeded (fp_safe = 1,
+    σ raised to OpenDP's map if needed), the compiled sampler when seeded (fp_safe = 0, reproducible)."""
+    X, y = _data(20, 1, 8)
+    spec = ERMSpec(HALL, lam=0.5, n=20, grid_size=30)
+    fit = spec.fit(X, y)
+    mech = GaussianMechanism(1.0, 1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gp = release_erm(fit, mech, draws=2)
+    a = gp.attrs
+    assert a["fp_safe"] == 1 and a["noise_generator"] == "opendp" and a["noise_seeded"] == 0
+    assert a["fp_safe_reason"].startswith("1: OpenDP") and "contraction" in a["fp_safe_reason"]
+    assert a["epsilon_guaranteed"] <= 1.0 + 1e-12 and a["sigma"] >= a["sigma_mechanism"]
+    assert a["n_components"] == grid_basis(spec).size
+    g = gp["constant_data"]
+    assert np.allclose(g["noise_scale"].values, a["sigma"] * np.sqrt(g["eigenvalues"].values))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s1 = release_erm(fit, mech, random_seed=4)
+        s2 = release_erm(fit, mech, random_seed=4)
+    assert s1.attrs["fp_safe"] == 0 and s1.attrs["noise_generator"] == "pymc"
+    assert s1.attrs["fp_safe_reason"].startswith("0: a seeded study")
+    assert np.array_equal(s1["posterior"]["decision"].values, s2["posterior"]["decision"].values)
+    # online oracle: the grid block is the same fp-safe release; off-grid answers condition on it
+    online = OnlineRelease(fit, mech, grid=True)
+    assert online.generator == "opendp" and online.sigma == pytest.approx(a["sigma"])
+    assert np.array_equal(online.query(spec.points), online.grid_values)
+    assert "off-grid answers: 0" in online.fp_safe_reason
+
+
+@pytest.mark.parametrize("case", ["gp-1d", "gp-2d", "iclp"])
+def test_pymc_model_fragment_matches_the_release_law(case):
+    """pm.draw of the kernel machine's PyMC model has the release's noise law: mean = projected decision
+    function, covariance σ² U_r Λ_r U_rᵀ (GP) or Σ_j 2 b_j² φ_j φ_jᵀ (ICLP Laplace)."""
+    import pymc as pm
+
+    if case == "iclp":
+        X, y = _data(15, 1, 3)
+        spec = ERMSpec(Matern(0.2, nu=1.5), lam=0.5, n=15, grid_size=10, eta=2.0)
+        mech = ICLP(1.0)
+    else:
+        d = 1 if case == "gp-1d" else 2
+        X, y = _data(15, d, 3)
+        spec = ERMSpec(HALL, lam=0.5, n=15, grid_size=10 if d == 1 else (4, 3), domain=[[0, 1]] * d)
+        mech = GaussianMechanism(1.0, 1e-3)
+    fit = spec.fit(X, y)
+    model = erm_model(fit, mech)
+    assert tuple(model.named_vars_to_dims["decision"]) == spec.dims
+    n = 6000
+    dec = pm.draw(model["decision"], draws=n, random_seed=8).reshape(n, -1)
+    pts = spec.points
+    if case == "iclp":
+        _, sigma = __import__("fdp_ppl.erm.release", fromlist=["_calibrate"])._calibrate(spec, mech)
+        b = sigma * np.sqrt(spec.eigenvalues)
+        Phi = spec.basis.reconstruct(np.eye(spec.basis.size)).T
+        mean, cov = Phi @ fit.eigen_coefficients(), (Phi * 2 * b**2) @ Phi.T
+    else:
+        basis = grid_basis(spec)
+        sigma = release_erm(fit, mech, random_seed=1).attrs["sigma"]  # the seeded release's σ
+        mean = basis.reconstruct(basis.coefficients(fit.decision(pts)))
+        cov = sigma**2 * basis.covariance()
+        assert np.max(np.abs(cov / sigma**2 - spec.kernel_matrix(pts, pts))) < 1e-8
+    sd = np.sqrt(np.diag(cov))
+    assert np.max(np.abs(dec.mean(axis=0) - mean) / sd) < 4.5 / np.sqrt(n)
+    rel = np.max(np.abs(np.cov(dec.T) - cov)) / np.max(np.diag(cov))
+    assert rel < 0.06, rel

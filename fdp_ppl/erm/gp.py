@@ -140,6 +140,71 @@ class GPPath:
         self._xi = np.empty(0)
         self._z = np.empty(0)
         self._L = np.empty((0, 0))
+        self._prefix = None  # (grid points (m, d), retained eigenvectors (m, r)) of a coefficient release
+
+    def condition_on_coefficients(self, points, basis: "GridEigenbasis", zeta) -> np.ndarray:
+        """Start the path from a released block of whitened eigen-coefficients on a grid.
+
+        The grid release of :func:`fdp_ppl.erm.release_erm` publishes the linear
+        functionals ``o_j = u_jᵀ ξ(P) = √λ_j ζ_j`` (``j`` retained, ``ζ_j`` i.i.d.
+        N(0, 1)); they are exactly that law for ``ξ ~ GP(0, K)``. Later queries are
+        drawn from the GP conditional given these functionals (and every later query),
+        so the whole oracle stays one set of linear functionals of one GP path (Hall
+        et al. 2013, Prop. 8). The grid points themselves are cached with the released
+        unit values ``Σ_j √λ_j ζ_j u_j``. Markov (OU) paths need point values: when
+        every eigenpair is retained those are exact and seed the bisection lists;
+        otherwise the path falls back to generic conditioning.
+
+        Parameters
+        ----------
+        points : ndarray, shape (m, d)
+            The grid ``P`` the basis was computed on.
+        basis : GridEigenbasis
+            Retained eigenpairs of ``K(P, P)``.
+        zeta : ndarray, shape (r,)
+            Whitened unit noise of the released coefficients.
+
+        Returns
+        -------
+        ndarray, shape (m,)
+            The unit path's released grid values.
+
+        Raises
+        ------
+        InputError
+            A path that has already released values, or shapes that do not match.
+        """
+        if len(self._cache):
+            raise InputError("the path has already released values", "condition on the grid before any query")
+        P = np.asarray(points, dtype=float).reshape(-1, self.d)
+        zeta = np.asarray(zeta, dtype=float).reshape(-1)
+        if P.shape[0] != basis.n_points or zeta.size != basis.size:
+            raise InputError("grid, basis and coefficients do not match", "pass the basis of K(points, points)")
+        sq = np.sqrt(basis.eigenvalues)
+        xi = basis.reconstruct(sq * zeta)
+        if self.markov and basis.complete:
+            order = np.argsort(P[:, 0], kind="stable")
+            self._sorted_x = [float(P[i, 0]) for i in order]
+            self._sorted_v = [float(xi[i]) for i in order]
+        else:
+            self.ou_rho = None
+            self.jitter = 0.0
+            self._prefix = (P, basis.vectors)
+            self._L = np.diag(sq)
+            self._z = zeta.copy()
+        for p, v in zip(P, xi):
+            self._cache[self._key(p)] = float(v)
+        return xi
+
+    def _cross(self, B) -> np.ndarray:
+        """Covariance of every released quantity (prefix functionals, then points) with ``ξ(B)``."""
+        parts = []
+        if self._prefix is not None:
+            P, U = self._prefix
+            parts.append(U.T @ self.kernel_fn(P, B))
+        if len(self._points):
+            parts.append(self.kernel_fn(self._points, B))
+        return np.vstack(parts) if parts else np.zeros((0, len(B)))
 
     def released(self) -> tuple[np.ndarray, np.ndarray]:
         """Released points (m, d) and unit-path values (m,), in release order (generic) or sorted (OU)."""
@@ -197,14 +262,14 @@ class GPPath:
             self.jitter = j
             L21 = np.zeros((len(B), 0))
         else:
-            K_PB = self.kernel_fn(self._points, B)
-            L21 = linalg.solve_triangular(self._L, K_PB, lower=True).T if len(self._points) else np.zeros((len(B), 0))
+            K_PB = self._cross(B)
+            L21 = linalg.solve_triangular(self._L, K_PB, lower=True).T if len(self._L) else np.zeros((len(B), 0))
             S = K_BB + self.jitter * np.eye(len(B)) - L21 @ L21.T
             L22, extra = chol_jitter(0.5 * (S + S.T), max(self.jitter_start, 1e-15))
             self.extra_jitter = max(self.extra_jitter, extra)
         zB = self.rng.standard_normal(len(B))
         xiB = L21 @ self._z + L22 @ zB
-        n0 = len(self._points)
+        n0 = len(self._L)
         L = np.zeros((n0 + len(B), n0 + len(B)))
         L[:n0, :n0] = self._L
         L[n0:, :n0] = L21
@@ -217,4 +282,92 @@ class GPPath:
             self._cache[self._key(p)] = float(v)
 
 
-__all__ = ["GPPath", "chol_jitter", "gaussian_conditional", "ou_conditional"]
+class GridEigenbasis:
+    """Retained eigenpairs of the noise kernel matrix ``K(P, P)`` on a release grid ``P``.
+
+    Convention: the noise of a grid release is the vector ``ξ(P) ~ N(0, K(P, P))`` of
+    point evaluations, so the eigenpairs are those of the matrix ``K(P, P) = U Λ Uᵀ``
+    with orthonormal columns ``u_j`` in the *Euclidean* inner product of grid values (no
+    quadrature weights: a point evaluation is not an integral). Eigenpairs with
+    ``λ_j <= rel_tol · λ_max`` (numerically zero, or negative round-off) are dropped from
+    the estimate and from the noise alike (DESIGN.md, invariant 2).
+
+    Sensitivity in the whitened coordinates ``a_j = u_jᵀ v / √λ_j`` [D] (Hall, Rinaldo &
+    Wasserman 2013, §4.3 and Prop. 8): for ``v = g(P)`` with ``g`` in the RKHS of ``K``,
+    ``Σ_{j retained} a_j² <= Σ_{all j} a_j² = vᵀ K(P, P)⁻¹ v <= ‖g‖²_H``: dropping
+    eigenpairs is a coordinate projection (a contraction), and ``vᵀ K⁻¹ v`` is the squared
+    RKHS norm of the minimum-norm interpolant of ``g`` on ``P``. So the ℓ² sensitivity of
+    the whitened coefficients is at most the RKHS bound ``Δ = M √(sup K(x, x))/(λ n)``.
+
+    Parameters
+    ----------
+    gram : array_like, shape (m, m)
+        ``K(P, P)`` (symmetric positive semi-definite).
+    rel_tol : float
+        Relative eigenvalue cut-off (default :data:`EIGEN_REL_TOL`).
+
+    Attributes
+    ----------
+    eigenvalues : ndarray, shape (r,)
+        Retained ``λ_j``, decreasing.
+    vectors : ndarray, shape (m, r)
+        Retained ``u_j`` (orthonormal columns).
+    dropped_trace : float
+        ``Σ`` of the dropped eigenvalues (clipped at 0): the noise variance the
+        truncation removes together with the estimate's components there.
+
+    Raises
+    ------
+    InputError
+        A non-square or non-finite matrix, or no eigenvalue above the cut-off.
+    """
+
+    def __init__(self, gram, rel_tol: float | None = None):
+        K = np.asarray(gram, dtype=float)
+        if K.ndim != 2 or K.shape[0] != K.shape[1] or not np.all(np.isfinite(K)):
+            raise InputError(f"the kernel matrix must be square and finite (got shape {K.shape})",
+                             "check the kernel and the grid")
+        self.rel_tol = float(EIGEN_REL_TOL if rel_tol is None else rel_tol)
+        lam, U = linalg.eigh(0.5 * (K + K.T))
+        lam, U = lam[::-1], U[:, ::-1]
+        keep = lam > self.rel_tol * max(float(lam[0]), 0.0)
+        if not np.any(keep):
+            raise InputError("the kernel matrix has no positive eigenvalue", "check the kernel (positive definite)")
+        self.eigenvalues = lam[keep].copy()
+        self.vectors = np.ascontiguousarray(U[:, keep])
+        self.dropped_trace = float(np.sum(np.clip(lam[~keep], 0.0, None)))
+        self.n_points = int(K.shape[0])
+
+    @property
+    def size(self) -> int:
+        """Number r of retained eigenpairs."""
+        return int(self.eigenvalues.size)
+
+    @property
+    def complete(self) -> bool:
+        """True when every eigenpair is retained (the projection is the identity)."""
+        return self.size == self.n_points
+
+    def coefficients(self, values) -> np.ndarray:
+        """``c_j = u_jᵀ v`` of grid values (..., m) -> (..., r)."""
+        return np.asarray(values, dtype=float) @ self.vectors
+
+    def reconstruct(self, coefficients) -> np.ndarray:
+        """Grid values ``Σ_j c_j u_j`` of coefficients (..., r) -> (..., m)."""
+        return np.asarray(coefficients, dtype=float) @ self.vectors.T
+
+    def whitened_norm(self, values) -> np.ndarray:
+        """``(Σ_{j retained} (u_jᵀ v)²/λ_j)^{1/2}`` of grid values (..., m) -> (...,)."""
+        c = self.coefficients(values)
+        return np.sqrt(np.sum(c**2 / self.eigenvalues, axis=-1))
+
+    def covariance(self) -> np.ndarray:
+        """``U_r Λ_r U_rᵀ`` (m, m): the kernel restricted to the retained eigenpairs."""
+        return (self.vectors * self.eigenvalues) @ self.vectors.T
+
+
+#: default relative eigenvalue cut-off of :class:`GridEigenbasis`
+EIGEN_REL_TOL = 1e-10
+
+
+__all__ = ["EIGEN_REL_TOL", "GPPath", "GridEigenbasis", "chol_jitter", "gaussian_conditional", "ou_conditional"]

@@ -7,6 +7,17 @@ the squared batch scale of ``specs/gp-mechanism-hall.md`` §9): the release is
 :class:`~fdp_ppl.mechanisms.GaussianMechanism` (analytic by default, classical
 ``√(2 log(2/δ)) Δ/ε`` for the paper, refused for ε > 1).
 
+On the grid ``P`` the GP noise is drawn on the retained eigenpairs ``(λ_j, u_j)`` of
+``K(P, P)`` (:class:`~fdp_ppl.erm.gp.GridEigenbasis`): the released coefficients are
+``c̃_j = u_jᵀ f_D(P) + σ √λ_j ζ_j`` with ``ζ_j`` i.i.d. N(0, 1), drawn by the package's
+release sampler on the whitened coefficients ``c_j/√λ_j`` (OpenDP's floating-point-safe
+Gaussian when unseeded, whose privacy map may raise σ; the compiled sampler when
+seeded), and the grid values ``Σ_j c̃_j u_j`` are post-processing. The whitened ℓ²
+sensitivity is at most the RKHS bound Δ (projection is a contraction, and
+``vᵀ K(P, P)⁻¹ v <= ‖g‖²_H`` for ``v = g(P)``; see ``GridEigenbasis``). The OU kernel in
+d = 1 on a grid above ``MAX_GRID_POINTS`` keeps the exact Markov recursion (float64
+numpy normals, ``fp_safe = 0``).
+
 ICLP noise (Lin & Reimherr 2026, Theorem 18): coefficient ``j`` of the decision
 function on the grid eigenbasis gets ``Laplace(0, b_j)``, ``b_j = Δ_{1,C} √λ_j/ε``
 (the :class:`~fdp_ppl.mechanisms.ICLP` calibration), and the released function is
@@ -18,25 +29,35 @@ Predicted labels are the sign of the released function (post-processing).
 from __future__ import annotations
 
 import warnings
+import weakref
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 
 from ..accounting.calibration import gaussian_sigma
 from ..errors import CompatibilityError, InputError, SeededReleaseWarning
+from ..mechanisms.base import Calibration
 from ..mechanisms.gaussian import GaussianMechanism
 from ..mechanisms.laplace import ICLP
-from ..sampling import seed_sequence
+from ..sampling import generator_attrs, generator_sigma, resolve_generator, sampler_for, seed_sequence
 from ..schema import CONSTANT_DATA, ERM_RELEASE, POSTERIOR, clean_attrs, erm_attrs
-from .gp import GPPath
+from .gp import EIGEN_REL_TOL, GPPath, GridEigenbasis
 from .machine import ERMFit, ERMSpec
 
 KIND = ERM_RELEASE
 #: largest grid released with a dense Cholesky factor of the noise kernel
 MAX_GRID_POINTS = 6000
-FP_SAFE_REASON = ("0: the Gaussian-process noise is drawn as float64 numpy normals through a Cholesky factor of "
-                  "the kernel matrix (or the OU recursion), which keeps one path for online queries; ICLP noise goes "
-                  "through OpenDP when unseeded")
+FP_SAFE_REASON = {
+    "opendp": ("1: OpenDP's exact discrete Gaussian (make_gaussian, lattice 2^-1074) on the whitened eigen-coefficients "
+               "u_j^T f(P)/sqrt(lambda_j) of the noise kernel on the grid; the L2 sensitivity there is at most the "
+               "RKHS bound (projection on retained eigenpairs is a contraction); rescaling and the map to the grid "
+               "are post-processing"),
+    "pymc": ("0: a seeded study draws the whitened eigen-coefficient noise as float64 normals from the compiled "
+             "sampler (reproducible, not floating-point safe)"),
+    "markov": ("0: the OU path on a grid above MAX_GRID_POINTS is drawn by its Markov recursion with float64 numpy "
+               "normals (no eigendecomposition at that size)"),
+}
 
 
 def _calibrate(spec: ERMSpec, mechanism):
@@ -66,6 +87,131 @@ def _charge(ledger, mechanism, k: int, label: str):
 
 def _path(spec: ERMSpec, rng) -> GPPath:
     return GPPath(spec.kernel_matrix, spec.d, rng, ou_rho=spec.ou_rho)
+
+
+_BASES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def grid_basis(spec: ERMSpec, rel_tol: float = EIGEN_REL_TOL) -> GridEigenbasis:
+    """Retained eigenpairs of ``K(P, P)`` on the spec's grid (public; cached per spec and cut-off).
+
+    Raises
+    ------
+    InputError
+        A spec with ``eta`` (its noise lives on the ``C`` eigenbasis), or a grid above
+        ``MAX_GRID_POINTS`` points.
+    """
+    if spec.eta is not None:
+        raise InputError("an eta spec is released on its own C eigenbasis", "use spec.basis")
+    m = int(np.prod(spec.grid_size))
+    if m > MAX_GRID_POINTS:
+        raise InputError(f"a grid of {m} points needs a {m}^2 eigendecomposition",
+                         f"use at most {MAX_GRID_POINTS} grid points")
+    cache = _BASES.setdefault(spec, {})
+    if float(rel_tol) not in cache:
+        pts = spec.points
+        cache[float(rel_tol)] = GridEigenbasis(spec.kernel_matrix(pts, pts), rel_tol)
+    return cache[float(rel_tol)]
+
+
+@dataclass(eq=False)
+class GPGridDraws:
+    """Draws of the GP grid release (data holder only: ``zeta`` and the centre are non-private).
+
+    Attributes
+    ----------
+    values : ndarray, shape (k, m)
+        Released grid values ``Σ_j c̃_j u_j`` (public).
+    coefficients : ndarray, shape (k, r)
+        Released eigen-coefficients ``c̃_j`` (public).
+    zeta : ndarray, shape (k, r)
+        Whitened unit noise ``(c̃_j − c_j)/(σ √λ_j)`` (non-private: it reveals the centre).
+    basis : GridEigenbasis
+    calibration : Calibration
+        Sensitivity (Cameron–Martin = RKHS), σ used, per-coefficient sd ``σ √λ_j``.
+    sampler : object
+        The release sampler (``generator``, ``fp_safe``).
+    """
+
+    values: np.ndarray
+    coefficients: np.ndarray
+    zeta: np.ndarray
+    basis: GridEigenbasis
+    calibration: Calibration
+    sampler: object
+
+
+def gp_calibration(spec: ERMSpec, mechanism: GaussianMechanism, random_seed=None,
+                   generator: str | None = None) -> tuple[Calibration, str]:
+    """Public calibration of the GP grid release on the retained eigenpairs, and its generator.
+
+    ``σ`` is the mechanism's (``gaussian_sigma``) for the compiled sampler; for OpenDP it is
+    ``max(σ, σ_opendp)`` with ``σ_opendp`` the smallest σ whose privacy map
+    (zCDP → approximate DP) guarantees the claimed (ε, δ) at the RKHS sensitivity Δ
+    (:func:`fdp_ppl.sampling.generator_sigma`). Per-coefficient sd ``σ √λ_j``.
+
+    Raises
+    ------
+    CompatibilityError, InputError
+        As :func:`release_erm`; a seed with ``generator="opendp"``.
+    """
+    sens, sigma = _calibrate(spec, mechanism)
+    basis = grid_basis(spec)
+    gen = resolve_generator(mechanism.law, generator, random_seed)
+    source = "mechanism"
+    if gen != "pymc":
+        needed = generator_sigma(gen, mechanism.law, sens, mechanism.epsilon, mechanism.delta, basis.size, sigma)
+        if needed > sigma:
+            sigma, source = needed, gen
+    cal = Calibration(sensitivity=sens, scale=sigma * np.sqrt(basis.eigenvalues), sigma=float(sigma),
+                      generator=gen, sigma_source=source)
+    return cal, gen
+
+
+def gp_grid_draws(fit: ERMFit, mechanism: GaussianMechanism, k: int = 1, random_seed=None, *,
+                  generator: str | None = None) -> GPGridDraws:
+    """``k`` GP grid releases drawn on the whitened eigen-coefficients (module docstring; no ledger).
+
+    The centre is the decision function projected on the retained eigenpairs,
+    ``c_j = u_jᵀ f_D(P)``; the release sampler of :mod:`fdp_ppl.sampling` draws
+    ``c_j + σ √λ_j ζ_j`` (OpenDP Gaussian on ``c_j/√λ_j`` when unseeded, the compiled
+    sampler when seeded); mapping to the grid is post-processing.
+
+    Parameters
+    ----------
+    fit : ERMFit
+        An ``eta=None`` fit.
+    mechanism : GaussianMechanism
+    k : int
+        Independent releases.
+    random_seed : None, int, sequence, Generator or SeedSequence
+        None: fresh OS entropy and OpenDP's floating-point-safe sampler.
+    generator : {None, "opendp", "pymc"}
+        Override the default generator (:func:`fdp_ppl.sampling.resolve_generator`).
+
+    Returns
+    -------
+    GPGridDraws
+    """
+    cal, gen = gp_calibration(fit.spec, mechanism, random_seed, generator)
+    basis = grid_basis(fit.spec)
+    sampler = sampler_for(mechanism.law, basis.size, gen)
+    centre = basis.coefficients(fit.decision(fit.spec.points))
+    coef = sampler.draw(centre, cal.scale, int(k), None if sampler.fp_safe else random_seed, calibration=cal)
+    zeta = (coef - centre) / cal.scale
+    return GPGridDraws(basis.reconstruct(coef), coef, zeta, basis, cal, sampler)
+
+
+def _gp_attrs(spec: ERMSpec, mechanism, sigma: float, sampler_text: str, generator: str) -> dict:
+    safe = generator == "opendp"
+    return {"mechanism": "gp", "noise_law": "gaussian-process", "calibration": mechanism.calibration,
+            "noise_kernel": f"sigma^2 K(x, y), K = the machine's kernel ({spec.kernel.name}, rho = "
+                            f"{spec.kernel.rho:g}, euclidean distance)"
+                            + ("" if generator == "markov" else ", restricted to the retained eigenpairs of "
+                                                                 "K(grid, grid)"),
+            "noise_scale": float(sigma), "sigma": float(sigma), "noise_jitter": 0.0, "noise_sampler": sampler_text,
+            "noise_generator": "numpy" if generator == "markov" else generator, "fp_safe": int(safe),
+            "fp_safe_reason": FP_SAFE_REASON[generator]}
 
 
 def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, random_seed=None, ledger=None,
@@ -117,24 +263,30 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
     const = {}
     if isinstance(mechanism, GaussianMechanism):
         if spec.ou_rho is None and len(pts) > MAX_GRID_POINTS:
-            raise InputError(f"a grid of {len(pts)} points needs a {len(pts)}^2 Cholesky factor",
+            raise InputError(f"a grid of {len(pts)} points needs a {len(pts)}^2 eigendecomposition",
                              f"use at most {MAX_GRID_POINTS} grid points (e.g. grid_size=60 per feature)")
-        mean = fit.decision(pts)
-        values, jitters = [], []
-        for child in ss.spawn(k):  # one independent path per release
-            path = _path(spec, np.random.default_rng(child))
-            values.append(mean + scale * path.sample(pts))
-            jitters.append(max(path.jitter or 0.0, path.extra_jitter))
-        values = np.asarray(values)
-        noise_attrs = {"mechanism": "gp", "noise_law": "gaussian-process", "calibration": mechanism.calibration,
-                       "noise_kernel": f"sigma^2 K(x, y), K = the machine's kernel ({spec.kernel.name}, rho = "
-                                       f"{spec.kernel.rho:g}, euclidean distance)",
-                       "noise_scale": scale, "sigma": scale, "noise_jitter": float(max(jitters)),
-                       "noise_sampler": "OU Markov (AR(1)/bridge) updates" if spec.ou_rho else
-                                        "Cholesky of K(grid, grid) + jitter I"}
+        if len(pts) > MAX_GRID_POINTS:  # OU in d = 1: exact Markov recursion, float64 numpy normals
+            mean = fit.decision(pts)
+            values = np.asarray([mean + scale * _path(spec, np.random.default_rng(child)).sample(pts)
+                                 for child in ss.spawn(k)])
+            noise_attrs = _gp_attrs(spec, mechanism, scale, "OU Markov (AR(1)/bridge) updates", "markov")
+        else:
+            draw = gp_grid_draws(fit, mechanism, k, random_seed)
+            values = draw.values
+            basis = draw.basis
+            const = {"eigenvalues": (("component",), basis.eigenvalues),
+                     "noise_scale": (("component",), draw.calibration.scale)}
+            noise_attrs = _gp_attrs(spec, mechanism, draw.calibration.sigma,
+                                    "whitened eigen-coefficients of K(grid, grid) via the release sampler",
+                                    draw.sampler.generator)
+            noise_attrs.update(generator_attrs(draw.sampler, draw.calibration, mechanism.epsilon, mechanism.delta))
+            noise_attrs.update({"n_components": basis.size, "eigen_rel_tol": basis.rel_tol,
+                                "noise_dropped_trace": basis.dropped_trace,
+                                "sigma_mechanism": scale, "noise_sigma_source": draw.calibration.sigma_source,
+                                "estimate": "decision function projected on the retained eigenpairs of K(grid, grid)",
+                                "sensitivity_whitened": ("L2 norm of u_j^T f(P)/sqrt(lambda_j) over retained j is "
+                                                         "<= the RKHS sensitivity (projection is a contraction)")})
     else:
-        from ..sampling import resolve_generator, sampler_for
-
         b = scale * np.sqrt(spec.eigenvalues)
         h = fit.eigen_coefficients()
         # the package's release samplers: OpenDP's floating-point-safe Laplace on the whitened coefficients h_j/b_j
@@ -160,16 +312,67 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
              "epsilon": float(mechanism.epsilon), "delta": float(mechanism.delta),
              "draws": int(draws), "chains": int(chains), "releases": k,
              "budget_spent_epsilon": cost.epsilon, "budget_spent_delta": cost.delta,
-             "noise_seeded": int(random_seed is not None), "noise_generator": "numpy", "fp_safe": 0,
-             "fp_safe_reason": FP_SAFE_REASON, "prediction": "sign of the released decision function",
+             "noise_seeded": int(random_seed is not None), "prediction": "sign of the released decision function",
              "source": sens.source}
-    attrs.update({key: noise_attrs[key] for key in ("noise_generator", "fp_safe", "fp_safe_reason")
-                  if key in noise_attrs})
     if ledger is not None:
         attrs.update(ledger.attrs())
     tree = xr.DataTree.from_dict({POSTERIOR: post, CONSTANT_DATA: cdata})
     tree.attrs.update(clean_attrs(attrs))
     return tree
+
+
+def erm_model(fit: ERMFit, mechanism):
+    """A ``pm.Model`` whose forward draws are releases of the kernel machine's decision function.
+
+    The same law as :func:`release_erm` (exact forward draws, ``pm.draw``): GP noise
+    ``coefficients ~ Normal(u_jᵀ f_D(P), σ √λ_j)`` on the retained eigenpairs of
+    ``K(P, P)`` (Hall et al. 2013, §4.3, Corollary 9; σ of the mechanism, as the seeded
+    release uses), or ICLP noise ``Laplace(h_j, Δ_{1,C} √λ_j/ε)`` on the grid eigenbasis
+    (Lin & Reimherr 2026, Theorem 18); ``decision`` is the Deterministic map to the grid.
+
+    The centre enters as ``pm.Data("summary_coefficients")`` and is **non-private**: do not
+    publish this model's prior predictive (it copies data into ``constant_data``); use
+    :func:`release_erm`.
+
+    Parameters
+    ----------
+    fit : ERMFit
+    mechanism : GaussianMechanism or ICLP
+
+    Returns
+    -------
+    pm.Model
+        coords ``component`` (0..r−1) and the grid axes ``x`` (d = 1) or ``x1``, ``x2``;
+        variables ``coefficients`` (component) and ``decision`` (x) or (x1, x2).
+
+    Raises
+    ------
+    CompatibilityError, InputError
+        As :func:`release_erm`.
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    spec = fit.spec
+    if isinstance(mechanism, GaussianMechanism):
+        cal, _ = gp_calibration(spec, mechanism, random_seed=0, generator="pymc")
+        basis = grid_basis(spec)
+        design = basis.vectors
+        centre = basis.coefficients(fit.decision(spec.points))
+        scale = cal.scale
+    else:
+        _, sigma = _calibrate(spec, mechanism)
+        J = spec.basis.size
+        design = spec.basis.reconstruct(np.eye(J)).T
+        centre = fit.eigen_coefficients()
+        scale = sigma * np.sqrt(spec.eigenvalues)
+    coords = {"component": np.arange(len(scale)), **dict(zip(spec.dims, spec.axes))}
+    with pm.Model(coords=coords) as model:
+        c = pm.Data("summary_coefficients", centre, dims="component")
+        phi = pm.Data("eigenvectors", design)
+        coef = mechanism.law.pymc("coefficients", mu=c, scale=np.asarray(scale, dtype=float), dims="component")
+        pm.Deterministic("decision", pt.dot(phi, coef).reshape(tuple(spec.grid_size)), dims=spec.dims)
+    return model
 
 
 def predict_labels(tree: xr.DataTree, points) -> np.ndarray:
@@ -205,10 +408,18 @@ class OnlineRelease:
     """Answer arbitrary query points, one at a time, from one released GP path (Hall et al. 2013, §5).
 
     The answer at ``x`` is ``f_D(x) + σ ξ(x)`` with ``ξ`` the unit path of
-    :class:`~fdp_ppl.erm.gp.GPPath`, conditioned on every value released so far; a
+    :class:`~fdp_ppl.erm.gp.GPPath`, conditioned on every quantity released so far; a
     repeat query returns the same value. The whole oracle is one (ε, δ) release
-    (RKHS sensitivity covers any set of queries, Hall Prop. 8), charged to the
-    ledger once, at construction, before any draw.
+    (every answer is a linear functional of one path ``f_D + σ ξ``, and the RKHS
+    sensitivity covers any finite set of them, Hall Prop. 8), charged to the ledger
+    once, at construction, before any draw.
+
+    With ``grid=True`` the grid is released first exactly as :func:`release_erm` does
+    (whitened eigen-coefficients of ``K(grid, grid)`` through the release sampler:
+    OpenDP, floating-point safe, when unseeded; same σ), grid queries return those
+    released values, and later points are drawn from the GP conditional given the
+    released coefficients (float64 numpy normals: the off-grid answers are not
+    floating-point safe; :attr:`fp_safe_reason` says so).
 
     Parameters
     ----------
@@ -219,6 +430,14 @@ class OnlineRelease:
         Release the spec's grid first (as one block), then answer queries.
     random_seed, ledger, label
         As in :func:`release_erm`.
+
+    Attributes
+    ----------
+    sigma : float
+        The noise scale of every answer (OpenDP's σ when the grid went through OpenDP).
+    grid_values : ndarray, shape (m,) or None
+        The released grid values (``grid=True``).
+    fp_safe, fp_safe_reason : int, str
 
     Raises
     ------
@@ -234,15 +453,32 @@ class OnlineRelease:
         self.fit = fit
         self.sensitivity, self.sigma = _calibrate(fit.spec, mechanism)
         self.mechanism = mechanism
+        if grid:
+            grid_basis(fit.spec)  # refuse a too-large grid before charging
         self.cost = _charge(ledger, mechanism, 1, label)
         if random_seed is not None:
             warnings.warn("seeded online release: private only while the seed stays secret", SeededReleaseWarning,
                           stacklevel=2)
         self.seeded = random_seed is not None
-        self.path = _path(fit.spec, np.random.default_rng(seed_sequence(random_seed)))
+        ss = seed_sequence(random_seed)
+        grid_ss, path_ss = ss.spawn(2)
+        self.path = _path(fit.spec, np.random.default_rng(path_ss))
         self._answers: dict = {}
+        self.grid_values = None
+        self.fp_safe = 0
+        self.fp_safe_reason = "0: every answer is drawn by GP conditioning with float64 numpy normals"
         if grid:
-            self.query(fit.spec.points)
+            draw = gp_grid_draws(fit, mechanism, 1, None if random_seed is None else grid_ss)
+            self.sigma = float(draw.calibration.sigma)
+            pts = fit.spec.points
+            self.path.condition_on_coefficients(pts, draw.basis, draw.zeta[0])
+            self.grid_values = draw.values[0]
+            for p, v in zip(pts, self.grid_values):
+                self._answers[GPPath._key(p)] = float(v)
+            self.generator = draw.sampler.generator
+            self.fp_safe_reason = ((FP_SAFE_REASON[draw.sampler.generator] + "; off-grid answers: 0, drawn by GP "
+                                    "conditioning on the released coefficients with float64 numpy normals"))
+            self.fp_safe = 0  # the oracle as a whole: off-grid answers are float64
 
     def query(self, x) -> np.ndarray:
         """Released values at points (m, d) (or (m,) for d = 1), shape (m,)."""
@@ -266,4 +502,5 @@ class OnlineRelease:
         return len(self.path)
 
 
-__all__ = ["KIND", "OnlineRelease", "predict_labels", "release_erm"]
+__all__ = ["KIND", "GPGridDraws", "OnlineRelease", "erm_model", "gp_calibration", "gp_grid_draws", "grid_basis", "predict_labels",
+           "release_erm"]

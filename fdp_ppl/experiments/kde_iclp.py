@@ -23,9 +23,15 @@ Readings of what the paper leaves open (each a parameter here, the default state
     "h ≍ n^{-1/(4+d)}" (sign corrected): :func:`fdp_ppl.kde.bandwidth_rule` with the public scale
     width/4 (h = 0.077 in 1-D at n = 500; 0.84 in 2-D at n = 1000). The same h for every mechanism.
 ``kernels``
-    Gaussian in 1-D as in the paper. In 2-D the paper uses an exponential kernel; ``ICLPKDESpec`` implements
-    the Gaussian product kernel only, so Figure 4 here uses the Gaussian kernel (a deviation, stated in the
-    notebook). The 2-D FRL and Bernstein baselines snap records to the grid nodes, as ``ICLPKDESpec`` does.
+    Gaussian in 1-D as in the paper. In 2-D the paper uses the exponential kernel, and so does Figure 4
+    here: ``ICLPKDESpec``'s 2-D default, the product of Laplace densities ``Π_k e^{-|x_k − y_k|/h}/(2h)``
+    (L¹-exponential ICLP covariance; exact grid sensitivity as in 1-D). The GP route and the baselines keep
+    their Gaussian bumps. The 2-D FRL and Bernstein baselines snap records to the grid nodes, as
+    ``ICLPKDESpec`` does.
+``verdict rules (stated before the numbers)``
+    A comparison "A beats B" holds when ``ISE_A < ISE_B`` by more than 2 combined standard errors
+    (``2√(SE_A² + SE_B²)``), is "not distinguished" within 2 SE, and "does not hold" otherwise. Figure 4's
+    headline: ICLP-QR (η = 1.05 / public mass) against the best baseline (FRL, Bernstein 5, Bernstein 10).
 ``baseline calibration``
     As in 1-D: FRL with ``2τ√M/n`` (τ the L² norm of one bump) and Bernstein with diffpriv's
     ``(k + 1)^d 2τ_∞/n`` (:data:`BASELINE_BOUNDS`; the exact grid sensitivities, ``bound="tight"``, are
@@ -399,6 +405,22 @@ def masses(specs: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _beats(a, b) -> str:
+    """The stated rule: "yes" if ``ISE_a < ISE_b − 2√(SE_a² + SE_b²)``, "tie" within that, "no" otherwise."""
+    margin = 2 * float(np.hypot(a.ise_se, b.ise_se))
+    if a.ise < b.ise - margin:
+        return "yes"
+    return "tie" if abs(a.ise - b.ise) <= margin else "no"
+
+
+def _rule_verdict(results) -> str:
+    if all(r == "yes" for r in results):
+        return "holds"
+    if any(r == "no" for r in results):
+        return "does not hold"
+    return "not distinguished (within 2 SE)"
+
+
 def reproduction_summary(s1: pd.DataFrame, s2: pd.DataFrame | None = None,
                          mass: pd.DataFrame | None = None) -> pd.DataFrame:
     """The opening table of notebook 09 (item, paper, ours, verdict), computed from :func:`summarise` outputs.
@@ -505,13 +527,22 @@ def reproduction_summary(s1: pd.DataFrame, s2: pd.DataFrame | None = None,
         bk = [f"bernstein-{k}" for k in BERNSTEIN_K_2D if f"bernstein-{k}" in b.index]
         if bk and ref:
             q = b.loc[ref]
-            worst = min(b.loc[k].ise for k in bk)
-            rows.append({"item": "Fig. 4: Bernstein fails in 2-D (ISE of lattice 5 and 10, diffpriv calibration, "
-                                 "both >= 2x that of ICLP-QR eta = 1.05 / public mass)",
+            rows.append({"item": "Fig. 4: Bernstein fails in 2-D (every lattice, 5 and 10, diffpriv calibration: ISE "
+                                 "above ICLP-QR eta = 1.05 / public mass by more than 2 SE)",
                          "paper": "claimed (figure only)",
                          "ours": ", ".join(f"k = {k.split('-')[1]}: {_pm(b.loc[k].ise, b.loc[k].ise_se, 3)}" for k in bk)
                                  + f"; ICLP-QR {_pm(q.ise, q.ise_se, 3)}",
-                         "verdict": "holds" if worst >= 2 * q.ise else "does not hold"})
+                         "verdict": _rule_verdict([_beats(q, b.loc[k]) for k in bk])})
+        base = [k for k in ("frl", *bk) if k in b.index]
+        if base and ref:
+            q = b.loc[ref]
+            best = min(base, key=lambda k: b.loc[k].ise)
+            rows.append({"item": "Fig. 4: ICLP-QR (eta = 1.05 / public mass) has a smaller ISE than the best baseline "
+                                 "(rule: below it by more than 2 SE)",
+                         "paper": "claimed (figure only)",
+                         "ours": f"ICLP-QR {_pm(q.ise, q.ise_se, 3)}; best baseline {MECHANISM_LABELS[best]} "
+                                 f"{_pm(b.loc[best].ise, b.loc[best].ise_se, 3)}",
+                         "verdict": _rule_verdict([_beats(q, b.loc[best])])})
     return glance(rows)
 
 

@@ -9,8 +9,11 @@ operator power ``K_H^η``; the bandwidth sign is ``h ≍ n^{-1/(4+d)}``.
 
 Design
 ------
-``K`` is the standard normal density per axis (``M_K = (2π)^{-d/2}``), so
-``K_H(x, y) = Π_k φ((x_k − y_k)/h_k)`` with ``φ(u) = e^{-u²/2}/√(2π)``; its
+``K`` is a product of 1-D densities: the standard normal ``φ(u) = e^{-u²/2}/√(2π)``
+(``kernel="gaussian"``, ``M_K = (2π)^{-d/2}``; the default in d = 1, the paper's Figure 3)
+or the Laplace density ``L(u) = e^{-|u|}/2`` (``kernel="exponential"``, the L¹-exponential
+product kernel ``exp(−Σ_k |x_k − y_k|/h_k)/2^d``, ``M_K = 2^{-d}``; the default in d >= 2,
+the paper's Figure 4), so ``K_H(x, y) = Π_k φ((x_k − y_k)/h_k)`` (resp. ``L``); its
 eigenpairs on the public Cartesian grid ``(λ_j, e_j)`` (quadrature-weighted,
 Kronecker of 1-D pairs, :class:`~fdp_ppl.kde.ProductEigenbasis`). Each record
 is snapped to its nearest grid node (a public, record-wise map), and
@@ -41,6 +44,13 @@ from .gaussian import DEFAULT_REL_TOL, CartesianGrid, KDESpec, KDESummary, max_p
 
 ICLP_KDE_SOURCE = "Lin & Reimherr (2026), Section 4.3, eq. (12), Theorem 16; specs/iclp.md §2.3 (errata a, b)"
 ICLP_KDE_BOUNDS = ("tight", "grid-cs", "corrected")
+#: kernel K of the ICLP KDE: (product factor of ProductEigenbasis, per-axis K(0), name, covariance formula)
+ICLP_KDE_KERNELS = {
+    "gaussian": ("gaussian", 1.0 / np.sqrt(2 * np.pi), "gaussian-density^eta",
+                 "ICLP covariance K_H(x, y) = prod_k phi((x_k - y_k)/h_k), phi = N(0,1) density"),
+    "exponential": ("l1-exponential", 0.5, "laplace-density^eta",
+                    "ICLP covariance K_H(x, y) = prod_k exp(-|x_k - y_k|/h_k)/2 (L1 exponential, Laplace density)"),
+}
 
 
 class ICLPKDESpec(KDESpec):
@@ -58,13 +68,16 @@ class ICLPKDESpec(KDESpec):
     eta : float
         Operator power of the estimator kernel, > 1 (the paper's Figure 3 uses
         1.25 and 1.5 in 1-D, Figure 4 1.01–1.2 in 2-D).
+    kernel : {None, "gaussian", "exponential"}
+        Per-axis density of K (module docstring). None: ``"gaussian"`` in d = 1,
+        ``"exponential"`` (the paper's Figure 4) in d >= 2.
     rel_tol : float
         Eigenvalue cut-off (pairs dropped from estimate and noise alike).
 
     Raises
     ------
     InputError
-        η <= 1, n < 2, h not finite and > 0.
+        η <= 1, n < 2, h not finite and > 0, an unknown kernel.
     """
 
     name: ClassVar[str] = "kde-iclp-qr"
@@ -80,10 +93,15 @@ class ICLPKDESpec(KDESpec):
     axis_variance = 1.0 / np.sqrt(2 * np.pi)
 
     def __init__(self, *, grid: CartesianGrid, bandwidth=None, n: int, eta: float = 1.25,
-                 rel_tol: float = DEFAULT_REL_TOL):
+                 rel_tol: float = DEFAULT_REL_TOL, kernel: str | None = None):
         eta = float(eta)
         if not (np.isfinite(eta) and eta > 1):
             raise InputError(f"eta must be > 1 (got {eta})", "pass e.g. eta=1.25 (Lin & Reimherr 2026, §6.2)")
+        kind = kernel if kernel is not None else ("gaussian" if grid.d == 1 else "exponential")
+        if kind not in ICLP_KDE_KERNELS:
+            raise InputError(f"unknown ICLP KDE kernel {kernel!r}", f"use one of {tuple(ICLP_KDE_KERNELS)}")
+        self.kernel_name = kind
+        self.noise_kernel_kind, self.axis_variance, self.kernel, self.noise_kernel_formula = ICLP_KDE_KERNELS[kind]
         self.eta = eta
         self._delta = None
         super().__init__(grid=grid, bandwidth=bandwidth, n=n, rel_tol=rel_tol)
@@ -96,7 +114,7 @@ class ICLPKDESpec(KDESpec):
 
     @property
     def params(self) -> dict:
-        return {"eta": self.eta}
+        return {"eta": self.eta, "iclp_kernel": self.kernel_name}
 
     def _record_norm_bound(self) -> float:
         return float(self.sensitivity().value * self.n / 2)
@@ -198,4 +216,4 @@ def one_c_difference(spec: ICLPKDESpec, x, x_prime) -> np.ndarray:
     return _pair_norms(spec, x, x_prime, lambda c: np.sum(np.abs(c) / np.sqrt(spec.eigenvalues)))
 
 
-__all__ = ["ICLPKDESpec", "one_c_difference", "ICLP_KDE_SOURCE", "ICLP_KDE_BOUNDS"]
+__all__ = ["ICLPKDESpec", "one_c_difference", "ICLP_KDE_SOURCE", "ICLP_KDE_BOUNDS", "ICLP_KDE_KERNELS"]
