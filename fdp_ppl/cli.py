@@ -630,24 +630,30 @@ def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
          if meta.extra.get("missing") == "impute" else "none allowed (--missing error)"),
         ("release", str(out)),
     ]
-    if ledger is not None:
-        spent, total, rem = ledger.spent, ledger.total, ledger.remaining
-        rows.append(("ledger", f"{ledger.path}: charged {meta.draws} × epsilon {meta.epsilon:g} = "
-                               f"{meta.budget_spent_epsilon:g}" + (f", delta {meta.budget_spent_delta:g}"
-                                                                 if meta.delta > 0 else "")
-                               + f"; spent epsilon {spent.epsilon:g} of {total.epsilon:g}"
-                               + (f", delta {spent.delta:g} of {total.delta:g}" if total.delta > 0 else "")
-                               + f"; remaining epsilon {rem.epsilon:g}"
-                               + (f", delta {rem.delta:g}" if total.delta > 0 else "")))
-    else:
-        rows.append(("ledger", "none: this spending is not recorded across runs (pass --ledger FILE --budget "
-                               "EPSILON[,DELTA] to keep the total and refuse overspending)"))
+    rows.append(("ledger", ledger_text(ledger, tree.attrs)))
     if plot:
         rows.append(("plot", str(plot)))
     w = max(len(k) for k, _ in rows)
     print(f"{PROG} {at.get('data_source', '')}".rstrip())
     for k, v in rows:
         print(f"  {k:<{w}}  {v}")
+
+
+def ledger_text(ledger, attrs) -> str:
+    """The ``ledger`` row of every command's table: what this release was charged (root ``attrs``: ``draws``,
+    ``epsilon``, ``delta``, ``budget_spent_epsilon``, ``budget_spent_delta``), what the ledger has spent of its
+    total and what remains; or that nothing is recorded across runs."""
+    if ledger is None:
+        return ("none: this spending is not recorded across runs (pass --ledger FILE --budget EPSILON[,DELTA] to "
+                "keep the total and refuse overspending)")
+    draws, eps, delta = int(attrs.get("draws", 1)), float(attrs["epsilon"]), float(attrs.get("delta", 0.0))
+    spent, total, rem = ledger.spent, ledger.total, ledger.remaining
+    with_delta = total.delta > 0 or delta > 0
+    return (f"{ledger.path}: charged {draws} × epsilon {eps:g} = {float(attrs['budget_spent_epsilon']):g}"
+            + (f", delta {float(attrs.get('budget_spent_delta', 0.0)):g}" if delta > 0 else "")
+            + f"; spent epsilon {spent.epsilon:g} of {total.epsilon:g}"
+            + (f", delta {spent.delta:g} of {total.delta:g}" if with_delta else "")
+            + f"; remaining epsilon {rem.epsilon:g}" + (f", delta {rem.delta:g}" if with_delta else ""))
 
 
 def _print_data_holder(summary, *, sup: bool = False) -> None:

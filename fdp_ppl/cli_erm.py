@@ -183,6 +183,7 @@ def _kernel(a):
 def run(a) -> int:
     """Run ``fdp-ppl svm`` with parsed arguments; returns the exit code."""
     from .accounting import PrivacyBudget
+    from ._progress import stage
     from .cli import _open_ledger
     from .erm import ERMSpec, release_erm
     from .errors import SeededReleaseWarning
@@ -197,8 +198,9 @@ def run(a) -> int:
     spec = ERMSpec(_kernel(a), lam=a.lam, n=y.size, loss=a.loss, domain=a.domain_box, grid_size=grid_size,
                    eta=a.eta if a.mechanism == "iclp" else None, solver_slack=a.solver_slack)
     mech = GaussianMechanism(a.epsilon, a.delta, a.calibration) if a.mechanism == "gp" else ICLP(a.epsilon)
-    fit = spec.fit(X, y)
-    with warnings.catch_warnings():  # a seeded release is stated in the table instead
+    with stage(f"solving the {a.loss} kernel machine"):
+        fit = spec.fit(X, y)
+    with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated in the table
         warnings.simplefilter("ignore", SeededReleaseWarning)
         tree = release_erm(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger,
                            label=f"svm {a.loss}/{a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}")
@@ -206,9 +208,11 @@ def run(a) -> int:
     tree.attrs["features"] = ",".join(a.feature_names)
     tree.attrs["label"] = a.label
     out = Path(a.out).expanduser()
-    tree.to_netcdf(out)
+    with stage(f"writing {out}"):
+        tree.to_netcdf(out)
     if a.plot:
-        _plot(tree, a.plot)
+        with stage(f"plotting {a.plot}"):
+            _plot(tree, a.plot)
     _print_table(tree, out, a, ledger)
     print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.spec.n} records had a feature "
           "outside --domain and were clipped to it", file=sys.stderr)
@@ -222,7 +226,7 @@ def _plot(tree, path) -> None:
 
 
 def _print_table(tree, out, a, ledger) -> None:
-    from .cli import PROG
+    from .cli import PROG, ledger_text
 
     at = tree.attrs
     gp = a.mechanism == "gp"
@@ -246,12 +250,7 @@ def _print_table(tree, out, a, ledger) -> None:
         ("release", (f"{out} (posterior/decision on a {'x'.join(map(str, tree['posterior']['decision'].shape[2:]))} "
                     "grid; predicted label = sign)")),
     ]
-    if ledger is not None:
-        spent, total, rem = ledger.spent, ledger.total, ledger.remaining
-        rows.append(("ledger", (f"{ledger.path}: spent epsilon {spent.epsilon:g} of {total.epsilon:g}, delta "
-                               f"{spent.delta:g} of {total.delta:g}; remaining epsilon {rem.epsilon:g}")))
-    else:
-        rows.append(("ledger", "none: this spending is not recorded across runs (pass --ledger FILE --budget E,D)"))
+    rows.append(("ledger", ledger_text(ledger, at)))
     if a.plot:
         rows.append(("plot", str(a.plot)))
     w = max(len(k) for k, _ in rows)

@@ -178,7 +178,7 @@ def _plot(tree, path) -> None:
 
 
 def _print_table(tree, out, a, ledger) -> None:
-    from .cli import PROG
+    from .cli import PROG, ledger_text
 
     at = tree.attrs
     exact = int(at["exact"])
@@ -204,13 +204,7 @@ def _print_table(tree, out, a, ledger) -> None:
                             "this law)"),
         ("release", str(out)),
     ]
-    if ledger is not None:
-        spent, total, rem = ledger.spent, ledger.total, ledger.remaining
-        rows.append(("ledger", f"{ledger.path}: charged {at['budget_spent_epsilon']:g}; spent epsilon "
-                               f"{spent.epsilon:g} of {total.epsilon:g}; remaining epsilon {rem.epsilon:g}"))
-    else:
-        rows.append(("ledger", "none: this spending is not recorded across runs (pass --ledger FILE --budget "
-                               "EPSILON to keep the total and refuse overspending)"))
+    rows.append(("ledger", ledger_text(ledger, at)))
     if a.plot:
         rows.append(("plot", str(a.plot)))
     w = max(len(k) for k, _ in rows)

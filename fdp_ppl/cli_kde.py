@@ -153,7 +153,8 @@ def run(a) -> int:
     import numpy as np
 
     from .accounting import PrivacyBudget
-    from .cli import CLIError, _open_ledger
+    from ._progress import stage
+    from .cli import CLIError, _open_ledger, ledger_text
     from .errors import SeededReleaseWarning
 
     _check(a)
@@ -180,7 +181,7 @@ def run(a) -> int:
                                   label=f"kde bandwidth (private IQR, epsilon {bw_eps:g}) -> {a.out}")
         a.bandwidth = float(h[0]) if d == 1 else h
     label = f"kde {a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
-    with warnings.catch_warnings():  # a seeded release is stated in the summary lines instead
+    with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated below instead
         warnings.simplefilter("ignore", SeededReleaseWarning)
         if a.mechanism in ("frl", "bernstein") and d == 1:
             tree = _baseline(a, obs, n, size, ledger, label)
@@ -197,9 +198,11 @@ def run(a) -> int:
                                     f"{bw_eps:g} (not included in budget_spent_epsilon)" if bw_eps else "public")
     tree.attrs["bandwidth_epsilon"] = bw_eps
     out = Path(a.out).expanduser()
-    tree.to_netcdf(out)
+    with stage(f"writing {out}"):
+        tree.to_netcdf(out)
     if a.plot:
-        _plot(tree, a.plot)
+        with stage(f"plotting {a.plot}"):
+            _plot(tree, a.plot)
     at = tree.attrs
     priv = (f"({at['budget_spent_epsilon']:g}, {at['budget_spent_delta']:g})-DP" if a.delta
             else f"{at['budget_spent_epsilon']:g}-DP")
@@ -213,8 +216,7 @@ def run(a) -> int:
     if bw_eps:
         print(f"  bandwidth chosen privately: epsilon {bw_eps:g} more (total epsilon "
               f"{a.epsilon * a.draws + bw_eps:g})")
-    if ledger is not None:
-        print(f"  ledger {ledger.path}: spent epsilon {ledger.spent.epsilon:g} of {ledger.total.epsilon:g}")
+    print(f"  ledger: {ledger_text(ledger, at)}")
     print(f"data holder only (not written to the file): {n_clipped} of {n} observations were outside the domain "
           f"[{lo:g}, {hi:g}] and were clipped to it", file=sys.stderr)
     return 0
