@@ -126,9 +126,8 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
                          "guarantee", "pass a public tau, or allow_nonprivate=True for a study (the release then "
                          "records private = 0)")
     generator = resolve_generator(mechanism.law, generator, random_seed)
-    cal = mechanism.calibrate(spec, bound, generator=generator)
+    cal, sampler, head, tail = _public_parts(spec, mechanism, bound, generator)
     cost = mechanism.budget * draws
-    sampler = sampler_for(mechanism.law, spec.n_components, generator)
     if ledger is not None:  # charged before any draw: a failure after this point never refunds
         ledger.spend(cost, label or f"{mechanism.family} release of {spec.name}", dataset=dataset,
                      mechanism=mechanism.family)
@@ -138,13 +137,7 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
         curves = coef @ spec.design.T
 
     now = datetime.datetime.now(datetime.timezone.utc).isoformat()
-    extra = {}
-    extra.update(mechanism.attrs())
-    extra.update(cal.sensitivity.attrs())
-    extra.update(spec.attrs())
-    extra.update(spec.basis_attrs())
-    extra.update(spec.grid.attrs())
-    extra.update(mechanism.release_attrs(spec))
+    extra = dict(head)
     extra.update({
         "noise_multiplier": cal.sigma,
         "noise_seeded": int(seeded),
@@ -154,7 +147,7 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
         "sampling": ("exact forward draws (OpenDP lattice sampler), not MCMC" if getattr(sampler, "fp_safe", False)
                      else "exact forward draws (compiled PyMC sampler), not MCMC"),
     })
-    extra.update(generator_attrs(sampler, cal, mechanism.epsilon, mechanism.delta))
+    extra.update(tail)
     if ledger is not None:
         extra.update(ledger.attrs())
     meta = ReleaseMetadata(
@@ -166,6 +159,43 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
     return release_tree(meta, coef, curves, None, None, None,
                         {"created_at": now, "creation_library": "fdp_ppl", "creation_library_version": __version__,
                          "sampling": "exact forward draws"}, template=template)
+
+
+#: public calibration, sampler and attributes per public spec (weakly held) and per (mechanism class and
+#: parameters, bound, generator); only mechanisms whose parameters are plain numbers and strings are cached
+_PUBLIC: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_PLAIN_PARAMS = (int, float, str, bool, type(None))
+
+
+def _public_parts(spec, mechanism: Mechanism, bound: str, generator: str):
+    """``(calibration, sampler, head attrs, tail attrs)`` of releasing ``spec`` with ``mechanism``: all public,
+    computed once per spec and mechanism parameters (the calibration's scales are made read-only)."""
+    params = tuple(sorted(vars(mechanism).items()))
+    key = ((type(mechanism), params, bound, generator) if all(isinstance(v, _PLAIN_PARAMS) for _, v in params)
+           else None)
+    if key is not None:
+        with _TEMPLATES_LOCK:
+            parts = _PUBLIC.get(spec, {}).get(key)
+        if parts is not None:
+            return parts
+    cal = mechanism.calibrate(spec, bound, generator=generator)
+    cal.scale.flags.writeable = False
+    sampler = sampler_for(mechanism.law, spec.n_components, generator)
+    head = {}
+    head.update(mechanism.attrs())
+    head.update(cal.sensitivity.attrs())
+    head.update(spec.attrs())
+    head.update(spec.basis_attrs())
+    head.update(spec.grid.attrs())
+    head.update(mechanism.release_attrs(spec))
+    parts = (cal, sampler, head, generator_attrs(sampler, cal, mechanism.epsilon, mechanism.delta))
+    if key is not None:
+        with _TEMPLATES_LOCK:
+            per_spec = _PUBLIC.setdefault(spec, {})
+            if len(per_spec) >= _TEMPLATES_PER_SPEC:
+                per_spec.pop(next(iter(per_spec)))
+            per_spec[key] = parts
+    return parts
 
 
 #: public parts of release trees (:class:`~fdp_ppl.schema.ReleaseTemplate`), per public spec (weakly held) and

@@ -204,6 +204,36 @@ def test_releases_share_no_arrays():
     assert (c["constant_data"]["noise_scale"].values > 0).all()
 
 
+
+def test_cached_public_parts_follow_the_mechanism_parameters():
+    """The calibration cached per spec and mechanism parameters follows a changed epsilon, mechanism or bound."""
+    import fdp_ppl as fp
+
+    da = _load("growth")
+    summary = fp.iclp_qr_mean(da, _basis(da), tau=200.0)
+    mech = fp.ICLP(epsilon=1.0)
+
+    def scale(m, **kw):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = fp.release(summary, m, random_seed=1, generator="pymc", **kw)
+        return tree.attrs, tree["constant_data"]["noise_scale"].values
+
+    at1, s1 = scale(mech)
+    mech.epsilon = 2.0  # the same object with a new epsilon: a new calibration
+    at2, s2 = scale(mech)
+    np.testing.assert_allclose(s2, s1 / 2, rtol=1e-12)
+    assert (at1["epsilon"], at2["epsilon"]) == (1.0, 2.0)
+    at3, s3 = scale(fp.ICLP(epsilon=1.0), bound="paper")
+    assert at3["sensitivity_bound"] == "paper" and at3["sensitivity"] > at1["sensitivity"]
+    assert np.all(s3 > s1)
+    at4, _ = scale(fp.GaussianMechanism(epsilon=1.0, delta=1e-5))
+    assert at4["noise_law"] == "normal" and at4["delta"] == 1e-5
+    s2[:] = 0.0  # a release's constant data is its own (the cached calibration is not written through)
+    _, again = scale(mech)
+    assert np.all(again > 0)
+
+
 if __name__ == "__main__":  # regenerate the reference (only for an intended change of values)
     os.environ.setdefault("PYTENSOR_FLAGS", "mode=CVM")
     REFERENCE.parent.mkdir(exist_ok=True)
