@@ -468,3 +468,39 @@ def test_iclp_kde_2d_uses_the_product_exponential_kernel_with_exact_grid_sensiti
     assert spec.attrs()["iclp_kernel"] == "exponential" or "exponential" in str(spec.attrs())
     with pytest.raises(InputError):
         ICLPKDESpec(grid=grid, bandwidth=0.4, n=20, kernel="epanechnikov")
+
+
+def test_iclp_kde_normalise_divides_by_the_public_mass_at_no_privacy_cost():
+    """``normalise=True``: estimate and release divided by the public mass (post-processing); the coefficients,
+    sensitivity and noise scale are those of the default (unnormalised) spec, which stays the default."""
+    grid = CartesianGrid.uniform((0.0, 1.0), 100)
+    raw = ICLPKDESpec(grid=grid, bandwidth=0.077, n=100, eta=1.25)
+    norm = ICLPKDESpec(grid=grid, bandwidth=0.077, n=100, eta=1.25, normalise=True)
+    assert raw.normalise is False and raw.release_scale == 1.0
+    mass = norm.public_mass()
+    assert mass == pytest.approx(raw.public_mass()) and 0.3 < mass < 0.8  # K_H^eta loses mass (Theorem 16)
+    # privacy: same sensitivity (every bound), same coefficients
+    for bound in ("tight", "grid-cs", "corrected"):
+        assert norm.sensitivity(bound=bound).value == raw.sensitivity(bound=bound).value
+    obs = np.random.default_rng(5).uniform(0.2, 0.8, 100)
+    f_raw, f_norm = raw.fit(obs), norm.fit(obs)
+    assert np.array_equal(f_raw.coefficients, f_norm.coefficients)
+    # every record at the centre of the box: the normalised estimate integrates to one
+    centre = norm.fit(np.full(100, 0.5))
+    assert float(grid.integrate(centre.density)) == pytest.approx(1.0, rel=1e-9)
+    assert float(grid.integrate(raw.fit(np.full(100, 0.5)).density)) == pytest.approx(mass, rel=1e-9)
+    with pytest.warns(SeededReleaseWarning):
+        t_raw = release_kde(f_raw, ICLP(1.0), draws=4, random_seed=11)
+    with pytest.warns(SeededReleaseWarning):
+        t_norm = release_kde(f_norm, ICLP(1.0), draws=4, random_seed=11)
+    d_raw, d_norm = t_raw["posterior"]["density"].values, t_norm["posterior"]["density"].values
+    # the normalised release integrates to the raw one's integral over the public mass, draw by draw
+    i_raw = np.array([grid.integrate(v) for v in d_raw[0]])
+    i_norm = np.array([grid.integrate(v) for v in d_norm[0]])
+    assert i_norm == pytest.approx(i_raw / mass, rel=1e-9)
+    assert d_norm == pytest.approx(d_raw / mass, rel=1e-9, abs=1e-12)
+    assert np.array_equal(t_norm["constant_data"]["noise_scale"].values, t_raw["constant_data"]["noise_scale"].values)
+    assert t_norm.attrs["sensitivity"] == t_raw.attrs["sensitivity"]
+    assert t_norm.attrs["budget_spent_epsilon"] == t_raw.attrs["budget_spent_epsilon"] == 4.0
+    assert t_norm.attrs["normalise"] == 1 and t_raw.attrs["normalise"] == 0
+    assert t_norm.attrs["public_mass"] == pytest.approx(mass)

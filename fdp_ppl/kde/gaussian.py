@@ -424,6 +424,9 @@ class KDESpec(SummarySpec):
     def params(self) -> dict:
         return {}
 
+    #: factor applied to the estimate and to every release after the noise (public post-processing; 1: none)
+    release_scale = 1.0
+
     def noise_covariance_text(self) -> str:
         """The noise law on the grid, in words (release attrs)."""
         return "sigma^2 K(x, y) on the retained eigenpairs (K = noise_kernel, sigma = attrs sigma)"
@@ -517,8 +520,9 @@ class KDESummary:
 
     @property
     def density(self) -> np.ndarray:
-        """The estimate projected on the retained eigenpairs (what the release centres on)."""
-        return self.spec.basis.reconstruct(self.coefficients)
+        """The estimate projected on the retained eigenpairs (what the release centres on), times the spec's
+        public ``release_scale`` (1 unless the spec normalises its mass)."""
+        return self.spec.basis.reconstruct(self.coefficients) * self.spec.release_scale
 
     def __getattr__(self, name):
         if name.startswith("__") or name in ("spec", "coefficients", "values", "n_clipped"):
@@ -648,7 +652,8 @@ def release_kde(summary: KDESummary, mechanism, *, draws: int = 1, chains: int =
         ledger.spend(cost, label or f"{mechanism.family} KDE release ({spec.name})", dataset=dataset,
                      mechanism=mechanism.family)
     coef = sampler.draw(summary.coefficients, cal.scale, k, random_seed, calibration=cal)
-    density = spec.basis.reconstruct(coef).reshape((chains, draws) + spec.grid.shape)
+    # release_scale: public post-processing (ICLPKDESpec(normalise=True) divides by its public mass); 1 otherwise
+    density = (spec.basis.reconstruct(coef) * spec.release_scale).reshape((chains, draws) + spec.grid.shape)
     dims = spec.grid.dims
     coords = {dim: ax for dim, ax in zip(dims, spec.grid.axes)}
     post = xr.Dataset({"density": (("chain", "draw") + dims, density)},
