@@ -46,6 +46,9 @@ def add_subparser(sub) -> None:
                    help="choose h privately instead: Hall et al. (2013) 4.1.2 rule of thumb with private IQRs, "
                         "spending E more (pure E-DP, charged to the ledger with the release)")
     m.add_argument("--eta", type=float, default=1.25, help="operator power of the ICLP estimator kernel (> 1)")
+    m.add_argument("--normalise", action="store_true",
+                   help="iclp only: divide the released density by the K^eta estimator's public mass "
+                        "(post-processing: no privacy cost)")
     m.add_argument("--frl-m", type=int, default=None, metavar="M",
                    help="number of FRL basis functions (frl only; default: the package's public choice, "
                         "floor(n^(1/3)) or the PSS range's upper end)")
@@ -104,6 +107,8 @@ def _check(a):
         if not 1 <= a.bernstein_k <= 200:
             raise CLIError(f"--bernstein-k must be an integer in [1, 200] (got {a.bernstein_k})",
                            "pass e.g. --bernstein-k 20")
+    if a.normalise and a.mechanism != "iclp":
+        raise CLIError(f"--normalise applies to --mechanism iclp only (got {a.mechanism})", "drop --normalise")
     if a.mechanism == "iclp" and not (_finite(a.eta) and a.eta > 1):
         raise CLIError(f"--eta must be > 1 (got {a.eta})", "pass e.g. --eta 1.25")
     _check_out(a)
@@ -235,7 +240,7 @@ def _grid_release(a, obs, n, d, size, ledger, label):
                                 else a.bernstein_k)
         mech = Bernstein(a.epsilon)
     elif a.mechanism == "iclp":
-        spec = ICLPKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, eta=a.eta)
+        spec = ICLPKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, eta=a.eta, normalise=a.normalise)
         mech = ICLP(a.epsilon)
     else:
         cls = KDESpec if a.mechanism == "gp" else SobolevKDESpec

@@ -69,6 +69,7 @@ def test_kde_cli_2d_baselines(tmp_path, csv_file, capsys, mech):
     (["--mechanism", "iclp", "--epsilon", "-1"], "--epsilon"),
     (["--mechanism", "bernstein", "--epsilon", "1", "--var2", "y", "--delta", "0.1"], "no --delta"),
     (["--mechanism", "iclp", "--epsilon", "1", "--var", "nope"], "nope"),
+    (["--mechanism", "frl", "--epsilon", "1", "--normalise"], "--normalise"),
 ])
 def test_kde_cli_bad_input(tmp_path, csv_file, capsys, args, msg):
     base = ["kde", "--data", str(csv_file), "--domain", "0", "1", "--out", str(tmp_path / "o.nc")]
@@ -149,3 +150,20 @@ def test_kde_cli_frl_m_bernstein_k_errors(tmp_path, csv_file, capsys, args, msg)
     assert main(base + args) == 2
     err = capsys.readouterr().err.strip()
     assert msg in err and len(err.splitlines()) == 1
+
+
+def test_kde_cli_normalise_divides_by_the_public_mass(tmp_path, csv_file, capsys):
+    """--normalise: the same noise law and budget, the density divided by the estimator's public mass."""
+    base = ["kde", "--data", str(csv_file), "--var", "x", "--mechanism", "iclp", "--epsilon", "1", "--domain", "0",
+            "1", "--grid-size", "50", "--seed", "3"]
+    assert main([*base, "--out", str(tmp_path / "raw.nc")]) == 0
+    assert main([*base, "--normalise", "--out", str(tmp_path / "norm.nc")]) == 0
+    capsys.readouterr()
+    raw, norm = (xr.open_datatree(tmp_path / f) for f in ("raw.nc", "norm.nc"))
+    assert (raw.attrs["normalise"], norm.attrs["normalise"]) == (0, 1)
+    mass = float(norm.attrs["public_mass"])
+    assert 0 < mass < 1
+    np.testing.assert_allclose(norm["posterior"]["density"].values, raw["posterior"]["density"].values / mass,
+                               rtol=1e-12)
+    for key in ("sensitivity", "epsilon", "budget_spent_epsilon"):
+        assert norm.attrs[key] == raw.attrs[key]
