@@ -12,6 +12,7 @@ from fdp_ppl.erm import (
     ERMSpec,
     GPPath,
     GridEigenbasis,
+    KroneckerEigenbasis,
     OnlineRelease,
     chol_jitter,
     erm_model,
@@ -22,6 +23,7 @@ from fdp_ppl.erm import (
     release_erm,
     rkhs_distance,
 )
+from fdp_ppl.erm.gp import EIGEN_REL_TOL
 from fdp_ppl.errors import (
     BudgetExceededError,
     CompatibilityError,
@@ -350,8 +352,8 @@ def test_many_draws_compose_even_when_k_delta_reaches_one():
 def test_erm_release_follows_the_schema():
     import fdp_ppl as fp
     from fdp_ppl import schema
-    from fdp_ppl.errors import SchemaError
     from fdp_ppl.erm import ERMSpec, release_erm
+    from fdp_ppl.errors import SchemaError
     from fdp_ppl.mechanisms import GaussianMechanism
 
     X, y = _data(30, 1, 5)
@@ -448,3 +450,159 @@ def test_pymc_model_fragment_matches_the_release_law(case):
     assert np.max(np.abs(dec.mean(axis=0) - mean) / sd) < 4.5 / np.sqrt(n)
     rel = np.max(np.abs(np.cov(dec.T) - cov)) / np.max(np.diag(cov))
     assert rel < 0.06, rel
+
+
+# ---------------------------------------------------------------------- Kronecker structure (product kernels)
+KRON_SPEC = {"lam": 0.1, "n": 10, "domain": [[0, 1], [0, 2]], "grid_size": (12, 15)}
+
+
+@pytest.mark.parametrize("kernel", [Gaussian(0.3, convention="hall"), Gaussian(0.2, convention="mirshani"),
+                                    Exponential(0.3), Matern(0.3, nu=0.5), Matern(0.3, nu=1.5),
+                                    Matern(0.3, nu=2.5)], ids=lambda k: k.name + str(k.params()))
+def test_product_kernel_classification_matches_the_kronecker_factorisation(kernel):
+    """A kernel is treated as a product iff K(grid, grid) = K_1 ⊗ K_2 to 1e-12 (a misclassification fails here)."""
+    spec = ERMSpec(kernel, lam=0.1, n=10, domain=[[0, 1], [0, 2]], grid_size=(4, 5))
+    pts = spec.points
+    K = spec.kernel_matrix(pts, pts)
+    ax = spec.axes
+    factors = [kernel(np.abs(a[:, None] - a[None, :])) for a in ax]
+    err = float(np.max(np.abs(K - np.kron(*factors))))
+    assert spec.product_kernel == (err <= 1e-12), err
+    assert spec.product_kernel == isinstance(kernel, Gaussian)
+    if spec.product_kernel:
+        assert np.max(np.abs(K - np.kron(*spec.kernel_factors()))) <= 1e-12
+        assert grid_basis(spec).structure == "kronecker"
+    else:
+        assert err > 1e-3  # Euclidean exponential / Matérn: far from a product
+        with pytest.raises(InputError):
+            spec.kernel_factors()
+        assert grid_basis(spec).structure == "dense"
+    one_d = ERMSpec(kernel, lam=0.1, n=10, grid_size=7)  # d = 1: the dense path
+    assert not one_d.product_kernel and grid_basis(one_d).structure == "dense"
+
+
+def _kron_and_dense(rel_tol=None):
+    spec = ERMSpec(Gaussian(0.3, convention="hall"), **KRON_SPEC)
+    pts = spec.points
+    tol = EIGEN_REL_TOL if rel_tol is None else rel_tol
+    return spec, KroneckerEigenbasis(spec.kernel_factors(), tol), GridEigenbasis(spec.kernel_matrix(pts, pts), tol)
+
+
+def test_kronecker_basis_equals_the_dense_eigenbasis():
+    """Same retained eigenvalues, same projector onto the retained span, same noise covariance σ² U_r Λ_r U_rᵀ."""
+    spec, kb, db = _kron_and_dense()
+    assert kb.structure == "kronecker" and db.structure == "dense"
+    assert grid_basis(spec).structure == "kronecker"
+    assert kb.size == db.size and 0 < kb.size < kb.n_points == 180  # truncating at the default cut-off
+    lam_max = db.eigenvalues[0]
+    assert np.max(np.abs(np.sort(kb.eigenvalues) - np.sort(db.eigenvalues))) <= 1e-10 * lam_max
+    assert np.all(np.diff(kb.eigenvalues) <= 0)
+    assert np.isclose(kb.dropped_trace, db.dropped_trace, rtol=1e-4, atol=1e-12 * lam_max)
+    # noise covariance law (what a release draws): identical to 1e-10 relative to λ_max
+    assert np.max(np.abs(kb.covariance() - db.covariance())) <= 1e-10 * lam_max
+    U = kb.vectors
+    assert np.allclose(U.T @ U, np.eye(kb.size), atol=1e-12)
+    assert np.allclose(kb.reconstruct(np.eye(kb.size)), U.T, atol=1e-14)
+    v = np.random.default_rng(0).standard_normal((6, kb.n_points))
+    assert np.allclose(kb.coefficients(v), v @ U, atol=1e-12)
+    # projector onto the retained span: 1e-10 where the cut lies in a spectral gap (1e-4: 57 of 180 pairs); at the
+    # default cut the dense eigh's vectors next to it carry round-off eps·λ_max/gap (~1e-7), the Kronecker ones not
+    for tol, atol in ((1e-4, 1e-10), (None, 1e-6)):
+        _, kb2, db2 = _kron_and_dense(tol)
+        assert kb2.size == db2.size
+        proj_err = np.max(np.abs(kb2.reconstruct(kb2.coefficients(v)) - db2.reconstruct(db2.coefficients(v))))
+        assert proj_err <= atol, (tol, proj_err)
+    with pytest.raises(InputError):
+        kb.coefficients(np.zeros(7))
+    with pytest.raises(InputError):
+        kb.reconstruct(np.zeros(kb.size + 1))
+
+
+def test_seeded_release_law_is_the_same_through_both_bases():
+    """A seeded release through the Kronecker basis and through the dense basis: same σ, same centre
+    (projected decision function) and same noise covariance σ² Σ_j λ_j u_j u_jᵀ (Hall et al. 2013, §4.3)."""
+    from fdp_ppl.erm import release as rel
+
+    spec, kb, db = _kron_and_dense()
+    fit = spec.fit(*_data(10, 2, 12))
+    mech = GaussianMechanism(1.0, 1e-3)
+    out = {}
+    for name, basis in (("kronecker", kb), ("dense", db)):
+        rel._BASES[spec] = {float(EIGEN_REL_TOL): basis}
+        tree = release_erm(fit, mech, draws=3, random_seed=2)
+        assert tree.attrs["noise_structure"] == name
+        assert tree["posterior"]["decision"].shape == (1, 3, 12, 15)
+        centre = basis.reconstruct(basis.coefficients(fit.decision(spec.points)))
+        out[name] = (tree.attrs["sigma"], tree.attrs["n_components"], centre,
+                     tree.attrs["sigma"] ** 2 * basis.covariance())
+    rel._BASES.pop(spec, None)
+    (sk, rk, ck, Ck), (sd, rd, cd, Cd) = out["kronecker"], out["dense"]
+    assert sk == sd and rk == rd
+    assert np.max(np.abs(ck - cd)) <= 1e-10 * np.max(np.abs(cd))
+    assert np.max(np.abs(Ck - Cd)) <= 1e-10 * np.max(np.abs(Cd))
+
+
+def test_kronecker_whitened_sensitivity_brute_force():
+    """‖Λ^{-1/2} Uᵀ (f_D − f_D')‖ over retained Kronecker pairs <= ‖f_D − f_D'‖_H <= Δ on brute-force neighbours."""
+    n = 10
+    spec = ERMSpec(Gaussian(0.3, convention="hall"), lam=0.5, n=n, domain=[[0, 1], [0, 2]], grid_size=(12, 15))
+    basis = grid_basis(spec)
+    assert basis.structure == "kronecker"
+    X, y = _data(n, 2, 4)
+    X[:, 1] *= 2
+    fa = spec.fit(X, y)
+    pts = spec.points
+    rng = np.random.default_rng(5)
+    cands = [(i, X[i], -y[i]) for i in range(n)] + [(int(rng.integers(n)), rng.uniform(0, 1, 2) * [1, 2],
+                                                     rng.choice([-1.0, 1.0])) for _ in range(10)]
+    worst = 0.0
+    for i, x, s in cands:
+        fb = spec.fit(*_neighbour(X, y, i, x, s))
+        dmu = fa.decision(pts) - fb.decision(pts)
+        w = float(basis.whitened_norm(dmu))
+        assert w <= rkhs_distance(spec, fa, fb) * (1 + 1e-6)
+        worst = max(worst, w / spec.sensitivity().value)
+    assert 0.3 < worst <= 1.0, worst
+
+
+def test_non_product_large_grid_still_refused_and_online_grid_through_kronecker():
+    with pytest.raises(InputError, match="not a product"):
+        grid_basis(ERMSpec(Matern(0.3, nu=1.5), lam=0.1, n=10, domain=[[0, 1], [0, 1]], grid_size=(80, 80)))
+    spec = ERMSpec(Gaussian(0.3, convention="hall"), **KRON_SPEC)
+    fit = spec.fit(*_data(10, 2, 3))
+    online = OnlineRelease(fit, GaussianMechanism(1.0, 1e-3), grid=True, random_seed=3)
+    assert grid_basis(spec).structure == "kronecker"
+    assert np.array_equal(online.query(spec.points), online.grid_values)
+    a = online.query([[0.31, 0.77], [0.5, 1.5]])
+    assert np.array_equal(online.query([[0.5, 1.5], [0.31, 0.77]]), a[::-1]) and np.all(np.isfinite(a))
+
+
+def test_large_kronecker_grid_release_200x200():
+    """200 × 200 = 40,000 grid points (7× the dense cap): OpenDP and seeded GP releases in seconds."""
+    import time
+
+    spec = ERMSpec(Gaussian(0.3, convention="hall"), lam=0.1, n=30, domain=[[0, 1], [0, 1]], grid_size=(200, 200))
+    fit = spec.fit(*_data(30, 2, 7))
+    mech = GaussianMechanism(1.0, 1e-3)
+    t0 = time.perf_counter()
+    basis = grid_basis(spec)
+    t_basis = time.perf_counter() - t0
+    assert basis.structure == "kronecker" and basis.n_points == 40_000
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tree = release_erm(fit, mech, draws=2)  # OpenDP, fresh entropy
+    t_opendp = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    seeded = release_erm(fit, mech, draws=2, random_seed=1)
+    t_seeded = time.perf_counter() - t0
+    for tr, gen in ((tree, "opendp"), (seeded, "pymc")):
+        dec = tr["posterior"]["decision"]
+        assert dec.dims == ("chain", "draw", "x1", "x2") and dec.shape == (1, 2, 200, 200)
+        assert np.all(np.isfinite(dec.values))
+        at = tr.attrs
+        assert at["noise_structure"] == "kronecker" and at["noise_generator"] == gen
+        assert at["n_components"] == basis.size and "Kronecker" in at["noise_sampler"]
+        assert tr["constant_data"]["eigenvalues"].size == basis.size
+    assert tree.attrs["fp_safe"] == 1 and seeded.attrs["fp_safe"] == 0
+    print(f"200x200: r = {basis.size}, basis {t_basis:.2f}s, opendp {t_opendp:.2f}s, seeded {t_seeded:.2f}s")

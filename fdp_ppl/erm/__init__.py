@@ -5,9 +5,25 @@ Hall, Rinaldo & Wasserman (2013), §4.3 and §5; Lin & Reimherr (2026), §4.3, T
 (grid, GP or ICLP noise) or :class:`OnlineRelease` (queries one at a time, GP noise).
 """
 
-from .gp import GPPath, GridEigenbasis, chol_jitter, gaussian_conditional, ou_conditional
+from .gp import (
+           GPPath,
+           GridEigenbasis,
+           KroneckerEigenbasis,
+           chol_jitter,
+           gaussian_conditional,
+           ou_conditional,
+)
 from .machine import ERMFit, ERMSpec, rkhs_distance
-from .release import GPGridDraws, OnlineRelease, erm_model, gp_calibration, gp_grid_draws, grid_basis, predict_labels, release_erm
+from .release import (
+           GPGridDraws,
+           OnlineRelease,
+           erm_model,
+           gp_calibration,
+           gp_grid_draws,
+           grid_basis,
+           predict_labels,
+           release_erm,
+)
 from .solvers import LOSSES, Solution, solve_erm
 
 __all__ = [
@@ -17,6 +33,7 @@ __all__ = [
            "GPGridDraws",
            "GPPath",
            "GridEigenbasis",
+           "KroneckerEigenbasis",
            "OnlineRelease",
            "Solution",
            "chol_jitter",

@@ -140,7 +140,7 @@ class GPPath:
         self._xi = np.empty(0)
         self._z = np.empty(0)
         self._L = np.empty((0, 0))
-        self._prefix = None  # (grid points (m, d), retained eigenvectors (m, r)) of a coefficient release
+        self._prefix = None  # (grid points (m, d), retained eigenbasis) of a coefficient release
 
     def condition_on_coefficients(self, points, basis: "GridEigenbasis", zeta) -> np.ndarray:
         """Start the path from a released block of whitened eigen-coefficients on a grid.
@@ -159,7 +159,7 @@ class GPPath:
         ----------
         points : ndarray, shape (m, d)
             The grid ``P`` the basis was computed on.
-        basis : GridEigenbasis
+        basis : GridEigenbasis or KroneckerEigenbasis
             Retained eigenpairs of ``K(P, P)``.
         zeta : ndarray, shape (r,)
             Whitened unit noise of the released coefficients.
@@ -189,7 +189,7 @@ class GPPath:
         else:
             self.ou_rho = None
             self.jitter = 0.0
-            self._prefix = (P, basis.vectors)
+            self._prefix = (P, basis)
             self._L = np.diag(sq)
             self._z = zeta.copy()
         for p, v in zip(P, xi):
@@ -200,8 +200,8 @@ class GPPath:
         """Covariance of every released quantity (prefix functionals, then points) with ``ξ(B)``."""
         parts = []
         if self._prefix is not None:
-            P, U = self._prefix
-            parts.append(U.T @ self.kernel_fn(P, B))
+            P, basis = self._prefix  # U_rᵀ K(P, B) through the basis (dense or Kronecker), shape (r, |B|)
+            parts.append(basis.coefficients(self.kernel_fn(P, B).T).T)
         if len(self._points):
             parts.append(self.kernel_fn(self._points, B))
         return np.vstack(parts) if parts else np.zeros((0, len(B)))
@@ -365,9 +365,206 @@ class GridEigenbasis:
         """``U_r Λ_r U_rᵀ`` (m, m): the kernel restricted to the retained eigenpairs."""
         return (self.vectors * self.eigenvalues) @ self.vectors.T
 
+    #: how the eigenpairs were computed (release attr ``noise_structure``)
+    structure = "dense"
+
 
 #: default relative eigenvalue cut-off of :class:`GridEigenbasis`
 EIGEN_REL_TOL = 1e-10
+#: largest ``m · r`` (grid points × retained pairs) a Kronecker basis materialises as a dense matrix
+MAX_DENSE_ENTRIES = 50_000_000
 
 
-__all__ = ["EIGEN_REL_TOL", "GPPath", "GridEigenbasis", "chol_jitter", "gaussian_conditional", "ou_conditional"]
+class KroneckerEigenbasis:
+    """Retained eigenpairs of a product kernel matrix ``K(P, P) = K_1 ⊗ … ⊗ K_d`` on a Cartesian grid.
+
+    For a product kernel ``K(x, y) = Π_k k_k(x_k, y_k)`` and a Cartesian grid
+    ``P = A_1 × … × A_d`` in C order (the last axis fastest), ``K(P, P)`` is the
+    Kronecker product of the 1-D factors ``K_k = k_k(A_k, A_k) = V_k M_k V_kᵀ``. Its
+    eigenpairs are the products ``λ_{i_1…i_d} = Π_k μ_{k, i_k}`` with eigenvectors
+    ``v_{1, i_1} ⊗ … ⊗ v_{d, i_d}`` (orthonormal in the Euclidean inner product of grid
+    values, the convention of :class:`GridEigenbasis`). The same relative cut-off is
+    applied to the products: a pair is retained iff ``λ > rel_tol · λ_max`` with
+    ``λ_max = Π_k μ_{k, max}``; a product with a non-positive factor eigenvalue is
+    dropped (never clipped up). Factor eigenpairs with ``μ_{k,i} <= rel_tol · μ_{k,max}``
+    can enter no retained product and are discarded first.
+
+    The ``m × m`` matrix (``m = Π_k G_k``) is never formed: :meth:`coefficients` reshapes
+    grid values to ``(G_1, …, G_d)``, multiplies by ``V_kᵀ`` along axis ``k`` and selects
+    the retained multi-indices; :meth:`reconstruct` scatters the coefficients back and
+    multiplies by ``V_k``. Cost ``O(m Σ_k r_k)`` per vector (``r_k`` kept factor pairs),
+    memory ``O(m + Σ_k G_k²)``.
+
+    Privacy: the release law (GP noise ``σ √λ_j ζ_j`` on ``c_j = u_jᵀ f_D(P)``, Hall,
+    Rinaldo & Wasserman 2013, §4.3 and Prop. 8) and the whitened-sensitivity argument are
+    those of :class:`GridEigenbasis`: this class computes the same eigenpairs (up to
+    rotations inside degenerate eigenspaces, which leave the projector and the noise
+    law unchanged) with a different algorithm.
+
+    Parameters
+    ----------
+    factors : sequence of array_like, each shape (G_k, G_k)
+        The 1-D Gram matrices ``K_k`` (symmetric positive semi-definite), in grid-axis order.
+    rel_tol : float
+        Relative eigenvalue cut-off (default :data:`EIGEN_REL_TOL`).
+
+    Attributes
+    ----------
+    eigenvalues : ndarray, shape (r,)
+        Retained products ``λ_j``, decreasing.
+    index : ndarray of int, shape (r,)
+        Flat (C-order) positions of the retained multi-indices in the product of the
+        kept factor eigenpairs, shape ``(r_1, …, r_d)``.
+    multi_index : ndarray of int, shape (r, d)
+        The retained factor-eigenpair indices ``(i_1, …, i_d)``.
+    factor_eigenvalues, factor_vectors : list of ndarray
+        Kept factor eigenpairs ``μ_k`` (r_k,) and ``V_k`` (G_k, r_k), decreasing.
+    shape : tuple of int
+        Grid shape ``(G_1, …, G_d)``.
+    n_points : int
+        ``m = Π_k G_k``.
+    dropped_trace : float
+        ``Σ`` of the dropped (positive) product eigenvalues: ``Π_k tr(K_k)⁺ − Σ_j λ_j``
+        computed over all products.
+
+    Raises
+    ------
+    InputError
+        A factor that is not square and finite, or no product above the cut-off.
+    """
+
+    structure = "kronecker"
+
+    def __init__(self, factors, rel_tol: float | None = None):
+        self.rel_tol = float(EIGEN_REL_TOL if rel_tol is None else rel_tol)
+        mus, vecs, full_mus = [], [], []
+        for K in factors:
+            K = np.asarray(K, dtype=float)
+            if K.ndim != 2 or K.shape[0] != K.shape[1] or not np.all(np.isfinite(K)):
+                raise InputError(f"each kernel factor must be square and finite (got shape {K.shape})",
+                                 "check the kernel and the grid")
+            mu, V = linalg.eigh(0.5 * (K + K.T))
+            mu, V = mu[::-1], V[:, ::-1]
+            if not mu[0] > 0:
+                raise InputError("a kernel factor has no positive eigenvalue", "check the kernel (positive definite)")
+            keep = mu > self.rel_tol * mu[0]
+            full_mus.append(np.clip(mu, 0.0, None))
+            mus.append(mu[keep].copy())
+            vecs.append(np.ascontiguousarray(V[:, keep]))
+        if not mus:
+            raise InputError("a Kronecker basis needs at least one factor", "pass the 1-D Gram matrices")
+        self.factor_eigenvalues, self.factor_vectors = mus, vecs
+        self.shape = tuple(int(V.shape[0]) for V in vecs)
+        self.kept_shape = tuple(int(V.shape[1]) for V in vecs)
+        self.n_points = int(np.prod(self.shape))
+        lam_max = float(np.prod([mu[0] for mu in mus]))
+        prod = mus[0]
+        for mu in mus[1:]:
+            prod = np.multiply.outer(prod, mu)
+        prod = np.asarray(prod).ravel()
+        sel = np.flatnonzero(prod > self.rel_tol * lam_max)
+        if sel.size == 0:  # pragma: no cover - the maximal product always passes
+            raise InputError("the kernel matrix has no positive eigenvalue", "check the kernel (positive definite)")
+        order = np.argsort(-prod[sel], kind="stable")
+        self.index = sel[order]
+        self.eigenvalues = prod[self.index].copy()
+        self.multi_index = np.stack(np.unravel_index(self.index, self.kept_shape), axis=-1)
+        total = float(np.prod([np.sum(m) for m in full_mus]))  # Σ of all (clipped) products
+        self.dropped_trace = max(total - float(np.sum(self.eigenvalues)), 0.0)
+
+    # ------------------------------------------------------------------ the GridEigenbasis interface
+    @property
+    def size(self) -> int:
+        """Number r of retained eigenpairs."""
+        return int(self.eigenvalues.size)
+
+    @property
+    def complete(self) -> bool:
+        """True when every eigenpair is retained (the projection is the identity)."""
+        return self.size == self.n_points
+
+    def _grid(self, values) -> tuple[np.ndarray, tuple]:
+        v = np.asarray(values, dtype=float)
+        if v.shape[-1:] != (self.n_points,):
+            raise InputError(f"grid values must have last dimension {self.n_points} (got shape {v.shape})",
+                             "pass values on the basis' grid, C order")
+        lead = v.shape[:-1]
+        return v.reshape(lead + self.shape), lead
+
+    def coefficients(self, values) -> np.ndarray:
+        """``c_j = u_jᵀ v`` of grid values (..., m) -> (..., r), applied factor by factor.
+
+        Raises
+        ------
+        InputError
+            Values whose last dimension is not ``m``.
+        """
+        t, lead = self._grid(values)
+        nl = len(lead)
+        for k, V in enumerate(self.factor_vectors):
+            t = np.moveaxis(np.tensordot(t, V, axes=([nl + k], [0])), -1, nl + k)  # V_kᵀ along axis k
+        return t.reshape(lead + (-1,))[..., self.index]
+
+    def reconstruct(self, coefficients) -> np.ndarray:
+        """Grid values ``Σ_j c_j u_j`` of coefficients (..., r) -> (..., m), applied factor by factor.
+
+        Raises
+        ------
+        InputError
+            Coefficients whose last dimension is not ``r``.
+        """
+        c = np.asarray(coefficients, dtype=float)
+        if c.shape[-1:] != (self.size,):
+            raise InputError(f"coefficients must have last dimension {self.size} (got shape {c.shape})",
+                             "pass one coefficient per retained eigenpair")
+        lead = c.shape[:-1]
+        nl = len(lead)
+        full = np.zeros(lead + (int(np.prod(self.kept_shape)),))
+        full[..., self.index] = c
+        t = full.reshape(lead + self.kept_shape)
+        for k, V in enumerate(self.factor_vectors):
+            t = np.moveaxis(np.tensordot(t, V, axes=([nl + k], [1])), -1, nl + k)  # V_k along axis k
+        return t.reshape(lead + (self.n_points,))
+
+    def whitened_norm(self, values) -> np.ndarray:
+        """``(Σ_{j retained} (u_jᵀ v)²/λ_j)^{1/2}`` of grid values (..., m) -> (...,)."""
+        c = self.coefficients(values)
+        return np.sqrt(np.sum(c**2 / self.eigenvalues, axis=-1))
+
+    def _check_dense(self):
+        if self.n_points * self.size > MAX_DENSE_ENTRIES:
+            raise InputError(f"materialising {self.n_points} x {self.size} eigenvectors exceeds "
+                             f"{MAX_DENSE_ENTRIES} entries", "use coefficients/reconstruct (factor-wise)")
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """Retained ``u_j`` as a dense (m, r) matrix (materialised on demand; small grids only).
+
+        Raises
+        ------
+        InputError
+            ``m · r`` above :data:`MAX_DENSE_ENTRIES`.
+        """
+        self._check_dense()
+        cols = [V[:, self.multi_index[:, k]] for k, V in enumerate(self.factor_vectors)]
+        out = cols[0]
+        for C in cols[1:]:  # column-wise Kronecker (Khatri–Rao) product, C order
+            out = (out[:, None, :] * C[None, :, :]).reshape(-1, self.size)
+        return np.ascontiguousarray(out)
+
+    def covariance(self) -> np.ndarray:
+        """``U_r Λ_r U_rᵀ`` (m, m): the kernel restricted to the retained eigenpairs (small grids only).
+
+        Raises
+        ------
+        InputError
+            ``m²`` above :data:`MAX_DENSE_ENTRIES`.
+        """
+        if self.n_points**2 > MAX_DENSE_ENTRIES:
+            raise InputError(f"a {self.n_points}^2 covariance exceeds {MAX_DENSE_ENTRIES} entries",
+                             "use coefficients/reconstruct (factor-wise)")
+        U = self.vectors
+        return (U * self.eigenvalues) @ U.T
+
+
+__all__ = ["EIGEN_REL_TOL", "MAX_DENSE_ENTRIES", "GPPath", "GridEigenbasis", "KroneckerEigenbasis", "chol_jitter", "gaussian_conditional", "ou_conditional"]

@@ -43,7 +43,7 @@ from scipy.spatial.distance import cdist
 
 from ..errors import InputError, check_positive
 from ..spaces import Grid, eigenbasis
-from ..spaces.kernels import Exponential, Kernel, Matern
+from ..spaces.kernels import Exponential, Gaussian, Kernel, Matern
 from ..summaries.base import Sensitivity, public_n
 from .solvers import LOSSES, Solution, solve_erm
 
@@ -172,6 +172,34 @@ class ERMSpec:
         return None
 
     # ------------------------------------------------------------------ kernels
+    @property
+    def product_kernel(self) -> bool:
+        """True when ``K(x, y) = Π_k k(|x_k − y_k|)`` exactly and there is more than one factor.
+
+        Only the Gaussian (squared-exponential) kernel of the Euclidean distance factorises
+        over coordinates: ``exp(−‖x − y‖²/c) = Π_k exp(−(x_k − y_k)²/c)`` in both
+        conventions. The exponential and Matérn kernels of the *Euclidean* distance
+        (this spec's only distance) do not (they would with the L¹ distance, which the
+        spec does not use). In d = 1 the single "factor" is the dense kernel matrix, so
+        False. Checked against ``kernel_matrix`` in ``tests/test_erm.py``.
+        """
+        return self.d >= 2 and self.eta is None and type(self.kernel) is Gaussian
+
+    def kernel_factors(self) -> list:
+        """1-D Gram matrices ``k(|a_i − a_j|)`` on each grid axis, shapes (G_k, G_k) (product kernels).
+
+        ``K(P, P) = K_1 ⊗ … ⊗ K_d`` on the grid ``P`` (C order) when :attr:`product_kernel`.
+
+        Raises
+        ------
+        InputError
+            A kernel that does not factorise over coordinates.
+        """
+        if not self.product_kernel:
+            raise InputError(f"the {self.kernel.name} kernel of the Euclidean distance in d = {self.d} is not a "
+                             "product over coordinates", "use the dense kernel matrix")
+        return [self.kernel(np.abs(ax[:, None] - ax[None, :])) for ax in self.axes]
+
     def kernel_matrix(self, a, b) -> np.ndarray:
         """``K(a_i, b_j) = k(‖a_i − b_j‖₂)`` (Hall space), shapes (m, d), (p, d) -> (m, p)."""
         a = np.asarray(a, dtype=float).reshape(-1, self.d)

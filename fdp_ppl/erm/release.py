@@ -18,6 +18,13 @@ sensitivity is at most the RKHS bound Δ (projection is a contraction, and
 d = 1 on a grid above ``MAX_GRID_POINTS`` keeps the exact Markov recursion (float64
 numpy normals, ``fp_safe = 0``).
 
+Large grids: when the kernel is a product over coordinates (:attr:`ERMSpec.product_kernel`:
+the Gaussian kernel in d >= 2) the grid is Cartesian, so ``K(P, P) = K_1 ⊗ K_2`` and the
+eigenpairs are computed from the 1-D factors (:class:`~fdp_ppl.erm.gp.KroneckerEigenbasis`;
+same cut-off on the products, same law) without forming the ``m × m`` matrix: grids up to
+``MAX_KRONECKER_POINTS`` with at most ``MAX_COMPONENTS`` retained pairs. Attr
+``noise_structure`` records ``"kronecker"``, ``"dense"`` or ``"markov"``.
+
 ICLP noise (Lin & Reimherr 2026, Theorem 18): coefficient ``j`` of the decision
 function on the grid eigenbasis gets ``Laplace(0, b_j)``, ``b_j = Δ_{1,C} √λ_j/ε``
 (the :class:`~fdp_ppl.mechanisms.ICLP` calibration), and the released function is
@@ -40,14 +47,26 @@ from ..errors import CompatibilityError, InputError, SeededReleaseWarning
 from ..mechanisms.base import Calibration
 from ..mechanisms.gaussian import GaussianMechanism
 from ..mechanisms.laplace import ICLP
-from ..sampling import generator_attrs, generator_sigma, resolve_generator, sampler_for, seed_sequence
+from ..sampling import (
+    generator_attrs,
+    generator_sigma,
+    resolve_generator,
+    sampler_for,
+    seed_sequence,
+)
 from ..schema import CONSTANT_DATA, ERM_RELEASE, POSTERIOR, clean_attrs, erm_attrs
-from .gp import EIGEN_REL_TOL, GPPath, GridEigenbasis
+from .gp import EIGEN_REL_TOL, GPPath, GridEigenbasis, KroneckerEigenbasis
 from .machine import ERMFit, ERMSpec
 
 KIND = ERM_RELEASE
-#: largest grid released with a dense Cholesky factor of the noise kernel
+#: largest grid released with a dense eigendecomposition of the noise kernel (m x m)
 MAX_GRID_POINTS = 6000
+#: largest Cartesian grid released through the Kronecker eigenbasis of a product kernel: memory is O(m) per
+#: draw (grid values) plus the 1-D factors; the m x m matrix is never formed
+MAX_KRONECKER_POINTS = 1_000_000
+#: largest number r of retained eigenpairs of a Kronecker basis (the release sampler's dimension, (k, r) draws,
+#: and the r x r prefix factor of an online grid release)
+MAX_COMPONENTS = 6000
 FP_SAFE_REASON = {
     "opendp": ("1: OpenDP's exact discrete Gaussian (make_gaussian, lattice 2^-1074) on the whitened eigen-coefficients "
                "u_j^T f(P)/sqrt(lambda_j) of the noise kernel on the grid; the L2 sensitivity there is at most the "
@@ -92,25 +111,50 @@ def _path(spec: ERMSpec, rng) -> GPPath:
 _BASES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def grid_basis(spec: ERMSpec, rel_tol: float = EIGEN_REL_TOL) -> GridEigenbasis:
+def grid_basis(spec: ERMSpec, rel_tol: float = EIGEN_REL_TOL):
     """Retained eigenpairs of ``K(P, P)`` on the spec's grid (public; cached per spec and cut-off).
+
+    Product kernels (:attr:`ERMSpec.product_kernel`) get a
+    :class:`~fdp_ppl.erm.gp.KroneckerEigenbasis` built from the 1-D factors (never the
+    ``m × m`` matrix); other kernels a dense :class:`~fdp_ppl.erm.gp.GridEigenbasis`. Both
+    have the same interface (``eigenvalues``, ``size``, ``n_points``, ``complete``,
+    ``rel_tol``, ``dropped_trace``, ``coefficients``, ``reconstruct``, ``whitened_norm``,
+    ``vectors``, ``covariance``, ``structure``) and the same retained eigenpairs (Hall et al.
+    2013, §4.3: the noise ``σ √λ_j ζ_j`` on ``u_jᵀ f_D(P)``).
+
+    Returns
+    -------
+    GridEigenbasis or KroneckerEigenbasis
 
     Raises
     ------
     InputError
-        A spec with ``eta`` (its noise lives on the ``C`` eigenbasis), or a grid above
-        ``MAX_GRID_POINTS`` points.
+        A spec with ``eta`` (its noise lives on the ``C`` eigenbasis); a dense grid above
+        ``MAX_GRID_POINTS`` points; a product-kernel grid above ``MAX_KRONECKER_POINTS`` points
+        or with more than ``MAX_COMPONENTS`` retained eigenpairs.
     """
     if spec.eta is not None:
         raise InputError("an eta spec is released on its own C eigenbasis", "use spec.basis")
     m = int(np.prod(spec.grid_size))
-    if m > MAX_GRID_POINTS:
-        raise InputError(f"a grid of {m} points needs a {m}^2 eigendecomposition",
-                         f"use at most {MAX_GRID_POINTS} grid points")
+    kron = spec.product_kernel
+    if kron and m > MAX_KRONECKER_POINTS:
+        raise InputError(f"a grid of {m} points exceeds the Kronecker release limit",
+                         f"use at most {MAX_KRONECKER_POINTS} grid points")
+    if not kron and m > MAX_GRID_POINTS:
+        raise InputError(f"a grid of {m} points needs a {m}^2 eigendecomposition ({spec.kernel.name} kernel of the "
+                         "Euclidean distance is not a product over coordinates)",
+                         f"use at most {MAX_GRID_POINTS} grid points, or the Gaussian kernel (Kronecker structure)")
     cache = _BASES.setdefault(spec, {})
     if float(rel_tol) not in cache:
-        pts = spec.points
-        cache[float(rel_tol)] = GridEigenbasis(spec.kernel_matrix(pts, pts), rel_tol)
+        if kron:
+            basis = KroneckerEigenbasis(spec.kernel_factors(), rel_tol)
+            if basis.size > MAX_COMPONENTS:
+                raise InputError(f"the grid keeps {basis.size} eigenpairs of K(grid, grid), above {MAX_COMPONENTS}",
+                                 "use a coarser grid or a larger bandwidth")
+        else:
+            pts = spec.points
+            basis = GridEigenbasis(spec.kernel_matrix(pts, pts), rel_tol)
+        cache[float(rel_tol)] = basis
     return cache[float(rel_tol)]
 
 
@@ -126,7 +170,7 @@ class GPGridDraws:
         Released eigen-coefficients ``c̃_j`` (public).
     zeta : ndarray, shape (k, r)
         Whitened unit noise ``(c̃_j − c_j)/(σ √λ_j)`` (non-private: it reveals the centre).
-    basis : GridEigenbasis
+    basis : GridEigenbasis or KroneckerEigenbasis
     calibration : Calibration
         Sensitivity (Cameron–Martin = RKHS), σ used, per-coefficient sd ``σ √λ_j``.
     sampler : object
@@ -136,7 +180,7 @@ class GPGridDraws:
     values: np.ndarray
     coefficients: np.ndarray
     zeta: np.ndarray
-    basis: GridEigenbasis
+    basis: "GridEigenbasis | KroneckerEigenbasis"
     calibration: Calibration
     sampler: object
 
@@ -202,9 +246,10 @@ def gp_grid_draws(fit: ERMFit, mechanism: GaussianMechanism, k: int = 1, random_
     return GPGridDraws(basis.reconstruct(coef), coef, zeta, basis, cal, sampler)
 
 
-def _gp_attrs(spec: ERMSpec, mechanism, sigma: float, sampler_text: str, generator: str) -> dict:
+def _gp_attrs(spec: ERMSpec, mechanism, sigma: float, sampler_text: str, generator: str,
+              structure: str = "dense") -> dict:
     safe = generator == "opendp"
-    return {"mechanism": "gp", "noise_law": "gaussian-process", "calibration": mechanism.calibration,
+    return {"noise_structure": structure,"mechanism": "gp", "noise_law": "gaussian-process", "calibration": mechanism.calibration,
             "noise_kernel": f"sigma^2 K(x, y), K = the machine's kernel ({spec.kernel.name}, rho = "
                             f"{spec.kernel.rho:g}, euclidean distance)"
                             + ("" if generator == "markov" else ", restricted to the retained eigenpairs of "
@@ -262,14 +307,12 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
     coords = dict(zip(spec.dims, spec.axes))
     const = {}
     if isinstance(mechanism, GaussianMechanism):
-        if spec.ou_rho is None and len(pts) > MAX_GRID_POINTS:
-            raise InputError(f"a grid of {len(pts)} points needs a {len(pts)}^2 eigendecomposition",
-                             f"use at most {MAX_GRID_POINTS} grid points (e.g. grid_size=60 per feature)")
-        if len(pts) > MAX_GRID_POINTS:  # OU in d = 1: exact Markov recursion, float64 numpy normals
+        if spec.ou_rho is not None and len(pts) > MAX_GRID_POINTS:
+            # OU in d = 1: exact Markov recursion, float64 numpy normals
             mean = fit.decision(pts)
             values = np.asarray([mean + scale * _path(spec, np.random.default_rng(child)).sample(pts)
                                  for child in ss.spawn(k)])
-            noise_attrs = _gp_attrs(spec, mechanism, scale, "OU Markov (AR(1)/bridge) updates", "markov")
+            noise_attrs = _gp_attrs(spec, mechanism, scale, "OU Markov (AR(1)/bridge) updates", "markov", "markov")
         else:
             draw = gp_grid_draws(fit, mechanism, k, random_seed)
             values = draw.values
@@ -277,8 +320,10 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
             const = {"eigenvalues": (("component",), basis.eigenvalues),
                      "noise_scale": (("component",), draw.calibration.scale)}
             noise_attrs = _gp_attrs(spec, mechanism, draw.calibration.sigma,
-                                    "whitened eigen-coefficients of K(grid, grid) via the release sampler",
-                                    draw.sampler.generator)
+                                    "whitened eigen-coefficients of K(grid, grid) via the release sampler"
+                                    + (" (eigenpairs from the Kronecker factors K_1 x K_2 of the product kernel)"
+                                       if basis.structure == "kronecker" else ""),
+                                    draw.sampler.generator, basis.structure)
             noise_attrs.update(generator_attrs(draw.sampler, draw.calibration, mechanism.epsilon, mechanism.delta))
             noise_attrs.update({"n_components": basis.size, "eigen_rel_tol": basis.rel_tol,
                                 "noise_dropped_trace": basis.dropped_trace,
@@ -348,7 +393,8 @@ def erm_model(fit: ERMFit, mechanism):
     Raises
     ------
     CompatibilityError, InputError
-        As :func:`release_erm`.
+        As :func:`release_erm`; a Kronecker basis whose dense ``m × r`` design exceeds
+        ``fdp_ppl.erm.gp.MAX_DENSE_ENTRIES`` (the model holds the eigenvectors as one matrix).
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -443,6 +489,8 @@ class OnlineRelease:
     ------
     CompatibilityError
         ICLP or an ``eta`` spec (an eigen-coefficient release has no online mode here).
+    InputError
+        ``grid=True`` on a grid :func:`grid_basis` refuses.
     """
 
     def __init__(self, fit: ERMFit, mechanism, *, grid: bool = False, random_seed=None, ledger=None,
@@ -454,7 +502,7 @@ class OnlineRelease:
         self.sensitivity, self.sigma = _calibrate(fit.spec, mechanism)
         self.mechanism = mechanism
         if grid:
-            grid_basis(fit.spec)  # refuse a too-large grid before charging
+            grid_basis(fit.spec)  # refuse a too-large grid before charging (the prefix factor is r x r)
         self.cost = _charge(ledger, mechanism, 1, label)
         if random_seed is not None:
             warnings.warn("seeded online release: private only while the seed stays secret", SeededReleaseWarning,
@@ -502,5 +550,5 @@ class OnlineRelease:
         return len(self.path)
 
 
-__all__ = ["KIND", "GPGridDraws", "OnlineRelease", "erm_model", "gp_calibration", "gp_grid_draws", "grid_basis", "predict_labels",
+__all__ = ["KIND", "MAX_COMPONENTS", "MAX_GRID_POINTS", "MAX_KRONECKER_POINTS", "GPGridDraws", "OnlineRelease", "erm_model", "gp_calibration", "gp_grid_draws", "grid_basis", "predict_labels",
            "release_erm"]
