@@ -109,33 +109,3 @@ html_theme_options = {
 }
 html_context = {"default_mode": "light"}
 html_show_sourcelink = False
-
-
-# --- Narrow docstring workarounds -------------------------------------------------------------------------
-# fdp_ppl/kde/* and fdp_ppl/erm/* are being edited elsewhere; until their docstrings are fixed at the source,
-# these exact fragments are rewritten for the HTML only (nothing else is touched, no warning type is silenced):
-#  * a bare ``*shape`` / ``*grid.shape`` in a shape reads as the start of reST emphasis (docutils warning);
-#  * ``fp_safe, fp_safe_reason : int, str`` under "Attributes" becomes an ambiguous cross-reference "fp_safe,".
-_DOCSTRING_FIXES = {
-    ("fdp_ppl.kde.gaussian", "CartesianGrid.integrate"): [("(..., *shape)", r"(..., \*shape)")],
-    ("fdp_ppl.kde.gaussian", "ProductEigenbasis.coefficients"): [("(..., *grid.shape)", r"(..., \*grid.shape)")],
-    ("fdp_ppl.kde.gaussian", "ProductEigenbasis.reconstruct"): [("(..., *grid.shape)", r"(..., \*grid.shape)")],
-    ("fdp_ppl.kde.baselines", "TensorBernsteinBasis.reconstruct"): [("(..., *grid.shape)", r"(..., \*grid.shape)")],
-    ("fdp_ppl.erm.release", "OnlineRelease"): [
-        ("fp_safe, fp_safe_reason : int, str", "fp_safe : int\nfp_safe_reason : str")],
-}
-
-
-def _fix_docstring(app, what, name, obj, options, lines):
-    key = (getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))
-    fixes = _DOCSTRING_FIXES.get(key)
-    if not fixes:
-        return
-    text = "\n".join(lines)
-    for old, new in fixes:
-        text = text.replace(old, new)
-    lines[:] = text.split("\n")
-
-
-def setup(app):
-    app.connect("autodoc-process-docstring", _fix_docstring, priority=400)

@@ -483,7 +483,10 @@ class OnlineRelease:
         The noise scale of every answer (OpenDP's σ when the grid went through OpenDP).
     grid_values : ndarray, shape (m,) or None
         The released grid values (``grid=True``).
-    fp_safe, fp_safe_reason : int, str
+    fp_safe : int
+        1 when the grid release used OpenDP's floating-point-safe sampler.
+    fp_safe_reason : str
+        Why (or why not).
 
     Raises
     ------

@@ -284,7 +284,7 @@ class TensorBernsteinBasis:
         return (self.k + 1) ** self.grid.d
 
     def reconstruct(self, coefficients) -> np.ndarray:
-        """``Σ_ν y_ν Π_k B_{ν_k}`` on the grid; (..., (k+1)^d) -> (..., *grid.shape)."""
+        """``Σ_ν y_ν Π_k B_{ν_k}`` on the grid; ``(..., (k+1)^d) -> (..., *grid.shape)``."""
         c = np.asarray(coefficients, dtype=float)
         d = self.grid.d
         out = c.reshape(c.shape[:-1] + (self.k + 1,) * d)

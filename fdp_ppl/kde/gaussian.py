@@ -110,7 +110,7 @@ class CartesianGrid:
         return DIMS.get(self.d, tuple(f"x{k + 1}" for k in range(self.d)))
 
     def integrate(self, values) -> np.ndarray:
-        """Quadrature ``∫ f`` over the box; ``values`` shape (..., *shape)."""
+        """Quadrature ``∫ f`` over the box; ``values`` shape ``(..., *shape)``."""
         out = np.asarray(values, dtype=float)
         for k in reversed(range(self.d)):
             out = out @ self.weights[k]
@@ -225,7 +225,7 @@ class ProductEigenbasis:
         return int(self.eigenvalues.size)
 
     def coefficients(self, values) -> np.ndarray:
-        """``c_j = ∫ f e_j`` (quadrature); ``values`` (..., *grid.shape) -> (..., J)."""
+        """``c_j = ∫ f e_j`` (quadrature); ``values`` ``(..., *grid.shape) -> (..., J)``."""
         out = np.asarray(values, dtype=float)
         d = self.grid.d
         for k in range(d):
@@ -238,7 +238,7 @@ class ProductEigenbasis:
         return out.reshape(lead + (-1,))[..., self.index]
 
     def reconstruct(self, coefficients) -> np.ndarray:
-        """``Σ_j c_j e_j`` on the grid; (..., J) -> (..., *grid.shape)."""
+        """``Σ_j c_j e_j`` on the grid; ``(..., J) -> (..., *grid.shape)``."""
         c = np.asarray(coefficients, dtype=float)
         lead = c.shape[:-1]
         full = np.zeros(lead + (int(np.prod(self._lam_shape)),))
