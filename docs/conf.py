@@ -71,7 +71,8 @@ extensions = [
 
 # .rst first: autosummary writes its stub pages (reStructuredText) with the first suffix
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints", "_templates"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints", "_templates",
+                    "specs"]  # implementation notes for contributors, read as files (docs/DESIGN.md)
 templates_path = ["_templates"]
 html_static_path = ["_static"]
 html_css_files = ["custom.css"]
