@@ -174,8 +174,7 @@ def _public_parts(spec, mechanism: Mechanism, bound: str, generator: str):
     key = ((type(mechanism), params, bound, generator) if all(isinstance(v, _PLAIN_PARAMS) for _, v in params)
            else None)
     if key is not None:
-        with _TEMPLATES_LOCK:
-            parts = _PUBLIC.get(spec, {}).get(key)
+        parts = _cache_get(_PUBLIC, spec, key)
         if parts is not None:
             return parts
     cal = mechanism.calibrate(spec, bound, generator=generator)
@@ -190,12 +189,23 @@ def _public_parts(spec, mechanism: Mechanism, bound: str, generator: str):
     head.update(mechanism.release_attrs(spec))
     parts = (cal, sampler, head, generator_attrs(sampler, cal, mechanism.epsilon, mechanism.delta))
     if key is not None:
-        with _TEMPLATES_LOCK:
-            per_spec = _PUBLIC.setdefault(spec, {})
-            if len(per_spec) >= _TEMPLATES_PER_SPEC:
-                per_spec.pop(next(iter(per_spec)))
-            per_spec[key] = parts
+        _cache_put(_PUBLIC, spec, key, parts)
     return parts
+
+
+def _cache_get(store, spec, key):
+    with _TEMPLATES_LOCK:
+        per_spec = store.get(spec)
+        return None if per_spec is None else per_spec.get(key)
+
+
+def _cache_put(store, spec, key, value) -> None:
+    """Keep ``value`` for ``(spec, key)``: at most ``_TEMPLATES_PER_SPEC`` per spec, the oldest dropped first."""
+    with _TEMPLATES_LOCK:
+        per_spec = store.setdefault(spec, {})
+        if len(per_spec) >= _TEMPLATES_PER_SPEC:
+            per_spec.pop(next(iter(per_spec)))
+        per_spec[key] = value
 
 
 #: public parts of release trees (:class:`~fdp_ppl.schema.ReleaseTemplate`), per public spec (weakly held) and
@@ -211,20 +221,14 @@ def _template(summary: LinearSummary, scale: np.ndarray, scale_description: str)
     offset = summary.offset
     key = (scale.tobytes(), scale_description, tuple(sorted(summary.labels.items())),
            None if offset is None else np.asarray(offset, dtype=float).tobytes(), summary.offset_source)
-    with _TEMPLATES_LOCK:
-        per_spec = _TEMPLATES.get(spec)
-        template = None if per_spec is None else per_spec.get(key)
+    template = _cache_get(_TEMPLATES, spec, key)
     if template is None:
         constant = spec.public_dataset().assign({NOISE_SCALE: (("basis",), scale.copy())})
         constant[NOISE_SCALE].attrs["description"] = scale_description
         grid = spec.grid
         template = ReleaseTemplate(constant, grid.t, grid.points, labels=summary.labels, offset=offset,
                                    offset_source=summary.offset_source)
-        with _TEMPLATES_LOCK:
-            per_spec = _TEMPLATES.setdefault(spec, {})
-            if len(per_spec) >= _TEMPLATES_PER_SPEC:
-                per_spec.pop(next(iter(per_spec)))
-            per_spec[key] = template
+        _cache_put(_TEMPLATES, spec, key, template)
     return template
 
 

@@ -282,7 +282,24 @@ class GPPath:
             self._cache[self._key(p)] = float(v)
 
 
-class GridEigenbasis:
+class _RetainedEigenpairs:
+    """What both grid eigenbases share: ``eigenvalues`` (r,) retained of ``n_points``."""
+
+    eigenvalues: np.ndarray
+    n_points: int
+
+    @property
+    def size(self) -> int:
+        """Number r of retained eigenpairs."""
+        return int(self.eigenvalues.size)
+
+    @property
+    def complete(self) -> bool:
+        """True when every eigenpair is retained (the projection is the identity)."""
+        return self.size == self.n_points
+
+
+class GridEigenbasis(_RetainedEigenpairs):
     """Retained eigenpairs of the noise kernel matrix ``K(P, P)`` on a release grid ``P``.
 
     Convention: the noise of a grid release is the vector ``ξ(P) ~ N(0, K(P, P))`` of
@@ -338,15 +355,6 @@ class GridEigenbasis:
         self.dropped_trace = float(np.sum(np.clip(lam[~keep], 0.0, None)))
         self.n_points = int(K.shape[0])
 
-    @property
-    def size(self) -> int:
-        """Number r of retained eigenpairs."""
-        return int(self.eigenvalues.size)
-
-    @property
-    def complete(self) -> bool:
-        """True when every eigenpair is retained (the projection is the identity)."""
-        return self.size == self.n_points
 
     def coefficients(self, values) -> np.ndarray:
         """``c_j = u_jᵀ v`` of grid values (..., m) -> (..., r)."""
@@ -375,7 +383,7 @@ EIGEN_REL_TOL = 1e-10
 MAX_DENSE_ENTRIES = 50_000_000
 
 
-class KroneckerEigenbasis:
+class KroneckerEigenbasis(_RetainedEigenpairs):
     """Retained eigenpairs of a product kernel matrix ``K(P, P) = K_1 ⊗ … ⊗ K_d`` on a Cartesian grid.
 
     For a product kernel ``K(x, y) = Π_k k_k(x_k, y_k)`` and a Cartesian grid
@@ -473,15 +481,6 @@ class KroneckerEigenbasis:
         self.dropped_trace = max(total - float(np.sum(self.eigenvalues)), 0.0)
 
     # ------------------------------------------------------------------ the GridEigenbasis interface
-    @property
-    def size(self) -> int:
-        """Number r of retained eigenpairs."""
-        return int(self.eigenvalues.size)
-
-    @property
-    def complete(self) -> bool:
-        """True when every eigenpair is retained (the projection is the identity)."""
-        return self.size == self.n_points
 
     def _grid(self, values) -> tuple[np.ndarray, tuple]:
         v = np.asarray(values, dtype=float)
