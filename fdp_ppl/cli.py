@@ -531,13 +531,9 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
     tree.attrs["missing"] = missing
     tree.attrs["missing_rule"] = curves.attrs.get("missing_rule", _NO_MISSING_RULE) if missing == "impute" \
         else _NO_MISSING_RULE
-    out = Path(a.out).expanduser()
-    with stage(f"writing {out}"):
-        tree.to_netcdf(out)
-    if a.plot:
-        with stage(f"plotting {a.plot}"):
-            _write_plot(tree, a.plot, offset=offset, offset_source=offset_source,
-                        nonprivate=summary.curve().values if show_nonprivate else None)
+    nonprivate = summary.curve().values if show_nonprivate else None
+    out = write_release(tree, a.out, a.plot, lambda t, path: _write_plot(
+        t, path, offset=offset, offset_source=offset_source, nonprivate=nonprivate))
     _print_table(tree, summary, out, a.plot, seed=a.seed, ledger=ledger)
     _print_data_holder(summary, sup=tree.attrs.get("tau_norm") == "sup")
     if missing == "impute":
@@ -545,6 +541,25 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
               f"points in {int(curves.attrs.get('n_imputed_curves', 0))} of {summary.n} curves were set to 0 "
               "(--missing impute)", file=sys.stderr)
     return 0
+
+
+def write_release(tree, out, plot=None, draw_plot=None) -> Path:
+    """Write ``tree`` to ``out`` (netCDF) and, when ``plot`` is given, ``draw_plot(tree, plot)``; returns ``out``."""
+    out = Path(out).expanduser()
+    with stage(f"writing {out}"):
+        tree.to_netcdf(out)
+    if plot:
+        with stage(f"plotting {plot}"):
+            draw_plot(tree, plot)
+    return out
+
+
+def print_table(title: str, rows) -> None:
+    """The public table every command prints: ``fdp-ppl <title>`` then one aligned ``name  value`` row each."""
+    w = max(len(k) for k, _ in rows)
+    print(f"{PROG} {title}".rstrip())
+    for k, v in rows:
+        print(f"  {k:<{w}}  {v}")
 
 
 def save_plot(plot_name: str, tree, path, **kwargs) -> None:
@@ -633,10 +648,7 @@ def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
     rows.append(("ledger", ledger_text(ledger, tree.attrs)))
     if plot:
         rows.append(("plot", str(plot)))
-    w = max(len(k) for k, _ in rows)
-    print(f"{PROG} {at.get('data_source', '')}".rstrip())
-    for k, v in rows:
-        print(f"  {k:<{w}}  {v}")
+    print_table(str(at.get("data_source", "")), rows)
 
 
 def ledger_text(ledger, attrs) -> str:

@@ -184,7 +184,7 @@ def run(a) -> int:
     """Run ``fdp-ppl svm`` with parsed arguments; returns the exit code."""
     from .accounting import PrivacyBudget
     from ._progress import stage
-    from .cli import _open_ledger
+    from .cli import _open_ledger, write_release
     from .erm import ERMSpec, release_erm
     from .errors import SeededReleaseWarning
     from .mechanisms import ICLP, GaussianMechanism
@@ -207,12 +207,7 @@ def run(a) -> int:
     tree.attrs["data_source"] = Path(str(a.data)).name
     tree.attrs["features"] = ",".join(a.feature_names)
     tree.attrs["label"] = a.label
-    out = Path(a.out).expanduser()
-    with stage(f"writing {out}"):
-        tree.to_netcdf(out)
-    if a.plot:
-        with stage(f"plotting {a.plot}"):
-            _plot(tree, a.plot)
+    out = write_release(tree, a.out, a.plot, _plot)
     _print_table(tree, out, a, ledger)
     print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.spec.n} records had a feature "
           "outside --domain and were clipped to it", file=sys.stderr)
@@ -226,7 +221,7 @@ def _plot(tree, path) -> None:
 
 
 def _print_table(tree, out, a, ledger) -> None:
-    from .cli import PROG, ledger_text
+    from .cli import ledger_text, print_table
 
     at = tree.attrs
     gp = a.mechanism == "gp"
@@ -253,10 +248,7 @@ def _print_table(tree, out, a, ledger) -> None:
     rows.append(("ledger", ledger_text(ledger, at)))
     if a.plot:
         rows.append(("plot", str(a.plot)))
-    w = max(len(k) for k, _ in rows)
-    print(f"{PROG} svm {at.get('data_source', '')}".rstrip())
-    for k, v in rows:
-        print(f"  {k:<{w}}  {v}")
+    print_table(f"svm {at.get('data_source', '')}", rows)
     print(f"wrote {out}" + (f" and {a.plot}" if a.plot else "") + f"; spent epsilon {at['budget_spent_epsilon']:g}, "
           f"delta {at['budget_spent_delta']:g}")
 

@@ -134,7 +134,7 @@ def run(a) -> int:
     from . import dims
     from .accounting import PrivacyBudget
     from ._progress import stage
-    from .cli import _dataset_identity, _load, _open_ledger
+    from .cli import _dataset_identity, _load, _open_ledger, write_release
     from .errors import SeededReleaseWarning
     from .expmech import fpca_release
 
@@ -159,12 +159,7 @@ def run(a) -> int:
     for key in ("long_name", "units"):
         if curves["t"].attrs.get(key):
             tree["posterior"]["t"].attrs[key] = str(curves["t"].attrs[key])
-    out = Path(a.out).expanduser()
-    with stage(f"writing {out}"):
-        tree.to_netcdf(out)
-    if a.plot:
-        with stage(f"plotting {a.plot}"):
-            _plot(tree, a.plot)
+    out = write_release(tree, a.out, a.plot, _plot)
     _print_table(tree, out, a, ledger)
     print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.n} curves had L2 norm above tau "
           "and were clipped", file=sys.stderr)
@@ -178,7 +173,7 @@ def _plot(tree, path) -> None:
 
 
 def _print_table(tree, out, a, ledger) -> None:
-    from .cli import PROG, ledger_text
+    from .cli import ledger_text, print_table
 
     at = tree.attrs
     exact = int(at["exact"])
@@ -207,10 +202,7 @@ def _print_table(tree, out, a, ledger) -> None:
     rows.append(("ledger", ledger_text(ledger, at)))
     if a.plot:
         rows.append(("plot", str(a.plot)))
-    w = max(len(k) for k, _ in rows)
-    print(f"{PROG} fpca {at.get('data_source', '')}".rstrip())
-    for k, v in rows:
-        print(f"  {k:<{w}}  {v}")
+    print_table(f"fpca {at.get('data_source', '')}", rows)
 
 
 __all__ = ["add_subparser", "run"]

@@ -159,7 +159,7 @@ def run(a) -> int:
 
     from .accounting import PrivacyBudget
     from ._progress import stage
-    from .cli import CLIError, _open_ledger, ledger_text
+    from .cli import CLIError, _open_ledger, ledger_text, write_release
     from .errors import SeededReleaseWarning
 
     _check(a)
@@ -202,12 +202,7 @@ def run(a) -> int:
     tree.attrs["bandwidth_rule"] = (f"private: Hall et al. (2013) 4.1.2 rule of thumb with private IQRs, epsilon "
                                     f"{bw_eps:g} (not included in budget_spent_epsilon)" if bw_eps else "public")
     tree.attrs["bandwidth_epsilon"] = bw_eps
-    out = Path(a.out).expanduser()
-    with stage(f"writing {out}"):
-        tree.to_netcdf(out)
-    if a.plot:
-        with stage(f"plotting {a.plot}"):
-            _plot(tree, a.plot)
+    out = write_release(tree, a.out, a.plot, _plot)
     at = tree.attrs
     priv = (f"({at['budget_spent_epsilon']:g}, {at['budget_spent_delta']:g})-DP" if a.delta
             else f"{at['budget_spent_epsilon']:g}-DP")
