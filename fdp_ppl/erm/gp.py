@@ -214,6 +214,7 @@ class GPPath:
 
     @property
     def markov(self) -> bool:
+        """True when new points are drawn by the OU Markov update (``ou_rho`` set)."""
         return self.ou_rho is not None
 
     def __len__(self) -> int:
@@ -224,7 +225,13 @@ class GPPath:
         return tuple(float(v) for v in p)
 
     def sample(self, x) -> np.ndarray:
-        """Values of the path at ``x`` (m, d) or (m,) for d = 1; new points are drawn in order, repeats cached."""
+        """Values of the path at ``x`` (m, d) or (m,) for d = 1; new points are drawn in order, repeats cached.
+
+        Raises
+        ------
+        InputError
+            Points that are not finite or have the wrong number of coordinates.
+        """
         x = np.asarray(x, dtype=float)
         x = x.reshape(-1, self.d) if x.ndim <= 1 else x
         if x.shape[-1] != self.d or not np.all(np.isfinite(x)):

@@ -135,10 +135,12 @@ class ERMSpec:
     # ------------------------------------------------------------------ public geometry
     @property
     def d(self) -> int:
+        """Number of features."""
         return int(self.domain.shape[0])
 
     @property
     def dims(self) -> tuple:
+        """Grid dims of the released decision function: ``("x",)`` or ``("x1", "x2")``."""
         return DIMS[self.d]
 
     @property
@@ -154,13 +156,20 @@ class ERMSpec:
 
     @property
     def basis(self):
-        """The eigenbasis of ``C`` on the grid (``eta`` only)."""
+        """The eigenbasis of ``C`` on the grid (``eta`` only).
+
+        Raises
+        ------
+        InputError
+            A spec without ``eta`` (GP noise has no ``C`` eigenbasis).
+        """
         if self.eta is None:
             raise InputError("this spec has no eigenbasis (eta=None)", "pass eta > 1 for ICLP noise")
         return self._basis
 
     @property
     def eigenvalues(self) -> np.ndarray:
+        """Eigenvalues (J,) of ``C`` on the grid (``eta`` only)."""
         return self.basis.eigenvalues
 
     @property
@@ -275,6 +284,7 @@ class ERMSpec:
                          "eta=None: 'cameron-martin' (GaussianMechanism); eta > 1: '1,C' (ICLP)")
 
     def attrs(self) -> dict:
+        """Public metadata of the spec (release attrs)."""
         out = {"summary": f"kernel-machine-{self.loss}", "loss": self.loss, "lam": self.lam, "n": self.n,
                "d": self.d, "domain": [float(v) for v in self.domain.ravel()], "grid_size": list(self.grid_size),
                **self.kernel.params(), "kernel_distance": "euclidean (features in data units)",
@@ -344,6 +354,7 @@ class ERMFit:
 
     @property
     def coefficients(self) -> np.ndarray:
+        """Non-private representer coefficients ``c_i`` (n_support,) of ``f_D``."""
         return self.solution.coefficients
 
     def decision(self, points) -> np.ndarray:

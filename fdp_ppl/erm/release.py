@@ -550,6 +550,7 @@ class OnlineRelease:
 
     @property
     def n_released(self) -> int:
+        """Number of points answered so far (grid and queries; repeats counted once)."""
         return len(self.path)
 
 
