@@ -63,6 +63,7 @@ from the data, and adding it back to the release is post-processing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sqlite3
 import sys
@@ -176,11 +177,31 @@ def _add_output_args(p, default_out=None):
     p.add_argument("--out", default=default_out, required=default_out is None, metavar="PATH",
                    help="netCDF file for the release (xarray DataTree)" + (f"; default {default_out}" if default_out else ""))
     p.add_argument("--plot", default=None, metavar="PNG", help="also write a PNG of the release")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --out / --plot file (the old file stays intact until the new one is "
+                        "completely written; the input data and the ledger are never replaced)")
+    p.add_argument("--study", action="store_true",
+                   help="this run is a reproducible study, not a real release: allows a --seed below 2^32 (which "
+                        "anyone can find by search from the file alone)")
 
 
-_SEED_HELP = ("seed the noise (tests and reproducible studies only): anyone who learns the seed can regenerate the "
-              "noise and subtract it, so the release is then private only while the seed stays secret; default: "
-              "fresh OS entropy")
+#: the smallest --seed accepted for a release written to a file without --study: seeds below 2^32 are found by
+#: exhaustive search from the released file alone (seeds 0..19,999 took 4 s)
+MIN_RELEASE_SEED = 2**32
+
+_SEED_HELP = ("seed the noise (tests and reproducible studies only): anyone who learns or guesses the seed can "
+              "regenerate the noise and subtract it, so a seeded release is private only while the seed stays "
+              "secret and unguessable; seeds below 2^32 need --study; the seed is never printed; default: fresh OS "
+              "entropy")
+
+#: the ``noise seed`` row of every command's table (the seed itself is never printed)
+SEEDED_TEXT = "seeded (not private if the seed is known or guessable)"
+UNSEEDED_TEXT = "fresh OS entropy (not seeded)"
+
+
+def seed_text(seeded) -> str:
+    """The ``noise seed`` row of every command's table: whether the noise was seeded, never the seed."""
+    return SEEDED_TEXT if seeded else UNSEEDED_TEXT
 
 
 def _add_ledger_args(p):
@@ -360,13 +381,69 @@ def _check_args(a):
     return entry.mechanism(a.epsilon, a.delta, **{o: getattr(a, o) for o in entry.options})
 
 
+def _same_file(a, b) -> bool:
+    """Whether two paths name the same file (resolved, or the same inode when both exist)."""
+    pa, pb = Path(a).expanduser(), Path(b).expanduser()
+    if pa.resolve() == pb.resolve():
+        return True
+    try:
+        return pa.exists() and pb.exists() and pa.samefile(pb)
+    except OSError:
+        return False
+
+
+def _input_paths(a) -> list[Path]:
+    """The files a command reads (``--data``, also under ``--data-dir``) and its ledger: never an output."""
+    paths = []
+    data = getattr(a, "data", None)
+    if data is not None:
+        paths.append(Path(str(data)).expanduser())
+        data_dir = getattr(a, "data_dir", None)
+        if data_dir:
+            paths += [Path(data_dir).expanduser() / f"{data}{ext}" for ext in ("", ".nc")]
+    if getattr(a, "ledger", None):
+        paths.append(Path(a.ledger).expanduser())
+    return paths
+
+
 def _check_out(a) -> None:
-    for flag, path in (("--out", a.out), ("--plot", a.plot)):
-        if path is None:
-            continue
-        parent = Path(path).expanduser().resolve().parent
-        if not parent.is_dir():
+    """Public checks of the outputs, before any data is read or budget charged.
+
+    ``--out`` and ``--plot`` must lie in existing directories, differ from each other, from the input data and
+    from the ledger, and not exist unless ``--force``; a ``--seed`` below :data:`MIN_RELEASE_SEED` needs
+    ``--study`` (the file is written either way, and a small seed is found from it by search).
+
+    Raises
+    ------
+    CLIError
+        One of the above (nothing is read, drawn or charged).
+    """
+    outputs = [(flag, path) for flag, path in (("--out", a.out), ("--plot", getattr(a, "plot", None)))
+               if path is not None]
+    for flag, path in outputs:
+        p = Path(path).expanduser()
+        if not p.resolve().parent.is_dir():
             raise CLIError(f"the directory of {flag} {path} does not exist", "create it or choose another path")
+        if p.is_dir():
+            raise CLIError(f"{flag} {path} is a directory", "pass a file name")
+        for src in _input_paths(a):
+            if _same_file(p, src):
+                what = "the ledger" if getattr(a, "ledger", None) and _same_file(src, a.ledger) else "the input data"
+                raise CLIError(f"{flag} {path} is {what}: writing it would destroy it",
+                               f"choose another {flag} path")
+        if p.exists() and not getattr(a, "force", False):
+            raise CLIError(f"{flag} {path} already exists", f"choose another path, or pass --force to replace it")
+    if len(outputs) == 2 and _same_file(outputs[0][1], outputs[1][1]):
+        raise CLIError("--out and --plot name the same file", "pass two different paths")
+    seed = getattr(a, "seed", None)
+    if seed is not None:
+        if seed < 0:
+            raise CLIError("--seed must be a non-negative integer", "omit --seed for a real release (fresh OS entropy)")
+        if seed < MIN_RELEASE_SEED and not getattr(a, "study", False):
+            raise CLIError("--seed is below 2^32: a seed that small is found by exhaustive search from the released "
+                           "file alone, which then gives the non-private summary back",
+                           "omit --seed for a real release (fresh OS entropy), or pass --study for a reproducible "
+                           "study that is not a release")
 
 
 def _parse_budget(text: str):
@@ -432,6 +509,39 @@ def _open_ledger(a, cost):
     return ledger
 
 
+class Prepaid:
+    """A ledger charged by the command line *before* a data-dependent step whose failure or message would
+    otherwise come free (an iterative solver that may not converge): the library's own ``spend`` is then checked
+    against what was prepaid and records nothing more. Everything else is the wrapped ledger's.
+
+    Raises
+    ------
+    BudgetExceededError
+        At construction, when ``cost`` does not fit (nothing is charged); from ``spend``, when the library asks
+        for more than was prepaid.
+    """
+
+    def __init__(self, ledger, cost, label: str = "", dataset: str = "", mechanism: str = ""):
+        ledger.spend(cost, label, dataset=dataset, mechanism=mechanism)
+        self._ledger, self._left = ledger, cost
+
+    def check(self, cost) -> None:
+        from .errors import BudgetExceededError
+
+        if not cost.fits_in(self._left):
+            raise BudgetExceededError(f"the release asks for epsilon={cost.epsilon:g}, delta={cost.delta:g} but only "
+                                      f"epsilon={self._left.epsilon:g}, delta={self._left.delta:g} were prepaid")
+
+    def spend(self, cost, label: str = "", **details) -> None:
+        from .accounting.budget import _unchecked
+
+        self.check(cost)
+        self._left = _unchecked(max(self._left.epsilon - cost.epsilon, 0.0), max(self._left.delta - cost.delta, 0.0))
+
+    def __getattr__(self, name):
+        return getattr(self._ledger, name)
+
+
 def _dataset_identity(curves) -> str:
     """Dataset name, variable and file of loaded curves: the ledger's record of what was spent on."""
     at = curves.attrs
@@ -454,8 +564,8 @@ def _load(name, var=None, **kw):
     try:
         return load_dataset(name, var, **kw)
     except MissingValuesError as err:
-        raise CLIError(f"{err.dataset!r} variable {err.variable!r}: {err.n_incomplete} of {err.n_records} curves "
-                       "contain NaN/inf values",
+        raise CLIError(f"data holder only: {err.dataset!r} variable {err.variable!r} has curves with NaN/inf values "
+                       "(counts are not shown: nothing was charged yet)",
                        "pass --missing impute to set each missing point to 0 and keep every record (n stays the "
                        "number of records; --drop-incomplete was removed: it made n depend on the data)") from err
     except (ValueError, FileNotFoundError) as err:
@@ -543,14 +653,64 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
     return 0
 
 
+def _temporary(target: Path) -> Path:
+    """A new, unused temporary name in ``target``'s directory that keeps its suffix (matplotlib reads the format
+    from it): ``.<name>.<random>.tmp<suffix>``."""
+    import secrets
+
+    return target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp{target.suffix}")
+
+
+def _fsync(path: Path) -> None:
+    import os
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_release(tree, out, plot=None, draw_plot=None) -> Path:
-    """Write ``tree`` to ``out`` (netCDF) and, when ``plot`` is given, ``draw_plot(tree, plot)``; returns ``out``."""
+    """Write ``tree`` to ``out`` (netCDF) and, when ``plot`` is given, ``draw_plot(tree, path)``; returns ``out``.
+
+    Atomic: each file is written to a temporary name in its target directory, flushed to disk (fsync) and
+    renamed into place (``os.replace``) only once every output is complete, so a failure, a full disk or a
+    kill leaves no half-written file and any previous file intact; the outputs are published together.
+
+    Raises
+    ------
+    CLIError
+        A file cannot be written (the temporary files are removed; nothing is published).
+    """
+    import os
+
     out = Path(out).expanduser()
-    with stage(f"writing {out}"):
-        tree.to_netcdf(out)
-    if plot:
-        with stage(f"plotting {plot}"):
-            draw_plot(tree, plot)
+    targets = [out] + ([Path(plot).expanduser()] if plot else [])
+    temps = [_temporary(t) for t in targets]
+    try:
+        with stage(f"writing {out}"):
+            tree.to_netcdf(temps[0])
+            _fsync(temps[0])
+        if plot:
+            with stage(f"plotting {plot}"):
+                draw_plot(tree, temps[1])
+                _fsync(temps[1])
+        for tmp, target in zip(temps, targets):
+            os.replace(tmp, target)
+        for d in {t.resolve().parent for t in targets}:
+            with contextlib.suppress(OSError):
+                _fsync(d)
+    except BaseException as err:
+        for tmp in temps:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        if isinstance(err, (OSError, RuntimeError, ValueError)):
+            reason = _os_message(err) if isinstance(err, OSError) else _one_line(err)
+            raise CLIError(f"could not write {out}" + (f" and {plot}" if plot else "") + f": {reason}; nothing was "
+                           "written (any previous file is intact), but the release was drawn and any --ledger was "
+                           "charged for it", "free disk space or choose another path") from None
+        raise
     return out
 
 
@@ -635,8 +795,7 @@ def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
         basis_row,
         ("J components", f"{int(at['n_components'])}"),
         ("noise E‖ξ‖²", f"{energy:.4g}" + (f" {units}²" if units else "") + f"  (rms ‖ξ‖ = {math.sqrt(energy):.3g}{u})"),
-        ("noise seed", "fresh OS entropy (not seeded)" if not int(meta.extra.get("noise_seeded", seed is not None))
-         else f"SEEDED with --seed {seed}: private only while the seed stays secret"),
+        ("noise seed", seed_text(int(meta.extra.get("noise_seeded", seed is not None)))),
         ("noise generator", ("OpenDP lattice sampler, floating-point safe" if int(meta.extra.get("fp_safe", 0))
                              else "compiled float64 sampler, NOT floating-point safe")
          + f"; guaranteed epsilon {float(meta.extra.get('epsilon_guaranteed', meta.epsilon)):.6g}"
@@ -661,7 +820,9 @@ def ledger_text(ledger, attrs) -> str:
     draws, eps, delta = int(attrs.get("draws", 1)), float(attrs["epsilon"]), float(attrs.get("delta", 0.0))
     spent, total, rem = ledger.spent, ledger.total, ledger.remaining
     with_delta = total.delta > 0 or delta > 0
-    return (f"{ledger.path}: charged {draws} × epsilon {eps:g} = {float(attrs['budget_spent_epsilon']):g}"
+    extra = float(attrs.get("bandwidth_epsilon", 0.0) or 0.0)
+    return (f"{ledger.path}: charged {draws} × epsilon {eps:g}" + (f" + {extra:g} (private bandwidth)" if extra else "")
+            + f" = {float(attrs['budget_spent_epsilon']):g}"
             + (f", delta {float(attrs.get('budget_spent_delta', 0.0)):g}" if delta > 0 else "")
             + f"; spent epsilon {spent.epsilon:g} of {total.epsilon:g}"
             + (f", delta {spent.delta:g} of {total.delta:g}" if with_delta else "")

@@ -160,7 +160,8 @@ def _load_table(a):
     y = arrays[-1]
     bad = int(np.sum(~np.all(np.isfinite(np.column_stack([X, y])), axis=1)))
     if bad:
-        raise CLIError(f"{bad} of {y.size} records have a missing or non-finite value",
+        raise CLIError("data holder only: some records have a missing or non-finite value (counts are not shown: "
+                       "nothing was charged yet)",
                        "drop or impute them before the release (n is the number of records)")
     if a.loss != "squared" and not np.all(np.isin(y, (-1.0, 1.0))):
         raise CLIError(f"--label {a.label} must be -1 or +1 for --loss {a.loss}", "recode the labels to -1/+1")
@@ -184,26 +185,29 @@ def run(a) -> int:
     """Run ``fdp-ppl svm`` with parsed arguments; returns the exit code."""
     from .accounting import PrivacyBudget
     from ._progress import stage
-    from .cli import _open_ledger, write_release
+    from .cli import Prepaid, _open_ledger, write_release
     from .erm import ERMSpec, release_erm
     from .errors import SeededReleaseWarning
     from .mechanisms import ICLP, GaussianMechanism
 
     _check(a)
     delta = a.delta if a.mechanism == "gp" else 0.0
-    ledger = _open_ledger(a, PrivacyBudget(a.epsilon * a.draws, delta * a.draws))
+    cost = PrivacyBudget(a.epsilon * a.draws, delta * a.draws)
+    ledger = _open_ledger(a, cost)
     X, y = _load_table(a)
     d = X.shape[1]
     grid_size = a.grid_size or (100 if d == 1 else 40)
     spec = ERMSpec(_kernel(a), lam=a.lam, n=y.size, loss=a.loss, domain=a.domain_box, grid_size=grid_size,
                    eta=a.eta if a.mechanism == "iclp" else None, solver_slack=a.solver_slack)
     mech = GaussianMechanism(a.epsilon, a.delta, a.calibration) if a.mechanism == "gp" else ICLP(a.epsilon)
+    label = f"svm {a.loss}/{a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
+    if ledger is not None:  # the solver's outcome depends on the data: charged before it runs, never after
+        ledger = Prepaid(ledger, cost, label, dataset=Path(str(a.data)).name, mechanism=f"svm-{a.mechanism}")
     with stage(f"solving the {a.loss} kernel machine"):
         fit = spec.fit(X, y)
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated in the table
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = release_erm(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger,
-                           label=f"svm {a.loss}/{a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}")
+        tree = release_erm(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label)
     tree.attrs["data_source"] = Path(str(a.data)).name
     tree.attrs["features"] = ",".join(a.feature_names)
     tree.attrs["label"] = a.label
@@ -221,7 +225,7 @@ def _plot(tree, path) -> None:
 
 
 def _print_table(tree, out, a, ledger) -> None:
-    from .cli import ledger_text, print_table
+    from .cli import ledger_text, print_table, seed_text
 
     at = tree.attrs
     gp = a.mechanism == "gp"
@@ -238,8 +242,7 @@ def _print_table(tree, out, a, ledger) -> None:
         ("sensitivity", (f"{at['sensitivity']:.4g} in the {at['sensitivity_norm']} norm (M = "
                         f"{at['admissibility_M']:.3g}, solver slack {a.solver_slack:g})")),
         ("noise", f"scale {at['noise_scale']:.4g}; {at['noise_kernel']}"),
-        ("noise seed", "fresh OS entropy (not seeded)" if not int(at["noise_seeded"])
-         else f"SEEDED with --seed {a.seed}: private only while the seed stays secret"),
+        ("noise seed", seed_text(int(at["noise_seeded"]))),
         ("noise generator", f"{at.get('noise_generator', '?')} (fp_safe = {at.get('fp_safe', 0)}): "
                             f"{str(at.get('fp_safe_reason', '')).split(': ', 1)[-1]}"),
         ("release", (f"{out} (posterior/decision on a {'x'.join(map(str, tree['posterior']['decision'].shape[2:]))} "

@@ -159,7 +159,7 @@ def run(a) -> int:
 
     from .accounting import PrivacyBudget
     from ._progress import stage
-    from .cli import CLIError, _open_ledger, ledger_text, write_release
+    from .cli import SEEDED_TEXT, CLIError, _open_ledger, ledger_text, write_release
     from .errors import SeededReleaseWarning
 
     _check(a)
@@ -200,8 +200,18 @@ def run(a) -> int:
         tree.attrs["bernstein_k_source"] = "--bernstein-k" if a.bernstein_k is not None else "default"
     tree.attrs["data_source"] = Path(str(a.data)).name + f" / {a.var}" + (f", {a.var2}" if a.var2 else "")
     tree.attrs["bandwidth_rule"] = (f"private: Hall et al. (2013) 4.1.2 rule of thumb with private IQRs, epsilon "
-                                    f"{bw_eps:g} (not included in budget_spent_epsilon)" if bw_eps else "public")
+                                    f"{bw_eps:g} (included in budget_spent_epsilon)" if bw_eps else "public")
     tree.attrs["bandwidth_epsilon"] = bw_eps
+    if bw_eps:  # the release is the bandwidth and the density: its spending and its generator cover both
+        tree.attrs["budget_spent_epsilon"] = float(tree.attrs["budget_spent_epsilon"]) + bw_eps
+        tree.attrs["density_noise_fp_safe"] = int(tree.attrs.get("fp_safe", 0))
+        tree.attrs["fp_safe"] = 0
+        tree.attrs["fp_safe_reason"] = ("no: the private bandwidth's quartiles are drawn with numpy's float64 "
+                                        "uniforms (exponential mechanism for quantiles), which is not "
+                                        "floating-point safe; the density noise itself is "
+                                        + ("floating-point safe" if tree.attrs["density_noise_fp_safe"] else
+                                           "not floating-point safe either"))
+        tree.attrs["noise_generator"] = f"{tree.attrs.get('noise_generator', '?')} + numpy (private bandwidth)"
     out = write_release(tree, a.out, a.plot, _plot)
     at = tree.attrs
     priv = (f"({at['budget_spent_epsilon']:g}, {at['budget_spent_delta']:g})-DP" if a.delta
@@ -212,10 +222,10 @@ def run(a) -> int:
           + (f", delta {a.delta:g}" if a.delta else "") + "); sensitivity "
           f"{at['sensitivity']:.4g} ({at['sensitivity_norm']}); noise generator {at['noise_generator']}"
           + ("" if int(at['fp_safe']) else " (NOT floating-point safe)")
-          + ("; SEEDED: private only while the seed stays secret" if a.seed is not None else ""))
+          + (f"; noise {SEEDED_TEXT}" if a.seed is not None else ""))
     if bw_eps:
-        print(f"  bandwidth chosen privately: epsilon {bw_eps:g} more (total epsilon "
-              f"{a.epsilon * a.draws + bw_eps:g})")
+        print(f"  bandwidth chosen privately: epsilon {bw_eps:g} of the total {at['budget_spent_epsilon']:g} "
+              "(its quartile draws are not floating-point safe)")
     print(f"  ledger: {ledger_text(ledger, at)}")
     print(f"data holder only (not written to the file): {n_clipped} of {n} observations were outside the domain "
           f"[{lo:g}, {hi:g}] and were clipped to it", file=sys.stderr)

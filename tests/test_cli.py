@@ -26,7 +26,7 @@ def _data_dir(monkeypatch):
 
 def _release(tmp_path, *extra, plot=False, name="release"):
     out = tmp_path / f"{name}.nc"
-    argv = ["release", *extra, "--out", str(out), "--seed", "7"]
+    argv = ["release", *extra, "--out", str(out), "--seed", "7", "--study"]
     if plot:
         argv += ["--plot", str(tmp_path / f"{name}.png")]
     return main(argv), out
@@ -148,7 +148,7 @@ def test_paper_bound_gives_larger_noise(tmp_path):
 def test_demo_in_process(tmp_path, capsys):
     out, png = tmp_path / "demo.nc", tmp_path / "demo.png"
     # a test seeds explicitly (the demo itself draws fresh entropy): the check below is statistical
-    assert main(["demo", "--out", str(out), "--plot", str(png), "--seed", "1"]) == 0
+    assert main(["demo", "--out", str(out), "--plot", str(png), "--seed", "1", "--study"]) == 0
     std = capsys.readouterr()
     text = std.out
     tree = xr.open_datatree(out)

@@ -22,7 +22,7 @@ def csv_file(tmp_path):
 def test_kde_cli_1d(tmp_path, csv_file, capsys, mech, extra):
     out = tmp_path / f"{mech}.nc"
     code = main(["kde", "--data", str(csv_file), "--var", "x", "--mechanism", mech, "--epsilon", "1", *extra,
-                 "--domain", "0", "1", "--grid-size", "50", "--draws", "2", "--seed", "1", "--out", str(out)])
+                 "--domain", "0", "1", "--grid-size", "50", "--draws", "2", "--seed", "1", "--study", "--out", str(out)])
     cap = capsys.readouterr()
     assert code == 0, cap.err
     assert str(out) in cap.out and "privacy spent" in cap.out
@@ -102,11 +102,18 @@ def test_kde_cli_private_bandwidth_is_charged(tmp_path, csv_file, capsys):
     cap = capsys.readouterr()
     tree = xr.open_datatree(out)
     assert tree.attrs["bandwidth_epsilon"] == 0.25 and tree.attrs["bandwidth_rule"].startswith("private")
-    assert 0.005 < float(tree.attrs["h"]) < 1 and "total epsilon 0.75" in cap.out
+    assert 0.005 < float(tree.attrs["h"]) < 1 and "of the total 0.75" in cap.out
+    # the file states what the whole release spent, bandwidth included, and that its quartile draws (numpy
+    # uniforms) are not floating-point safe although the density noise is
+    assert tree.attrs["budget_spent_epsilon"] == pytest.approx(0.75)
+    assert tree.attrs["fp_safe"] == 0 and tree.attrs["density_noise_fp_safe"] == 1
+    assert "numpy" in tree.attrs["noise_generator"] and "NOT floating-point safe" in cap.out
+    assert "+ 0.25 (private bandwidth) = 0.75" in cap.out
     from fdp_ppl.accounting import PrivacyLedger
 
     assert PrivacyLedger.open(led).spent.epsilon == pytest.approx(0.75)
-    assert main(args) == 2  # 0.75 more does not fit in what remains (0.25): refused before any draw
+    assert main([*args, "--force"]) == 2  # 0.75 more does not fit in what remains (0.25): refused before any draw
+    assert "remain" in capsys.readouterr().err
     assert main([*args[:-2], "--bandwidth", "0.1", "--out", str(tmp_path / "x.nc")]) == 2
     assert "exclude each other" in capsys.readouterr().err
 
@@ -117,7 +124,7 @@ def test_kde_cli_frl_m_and_bernstein_k(tmp_path, csv_file, capsys, var2):
     import xarray as xr
 
     base = ["kde", "--data", str(csv_file), "--var", "x", *(["--var2", "y"] if var2 else []), "--epsilon", "1",
-            "--domain", "-4", "4", "--grid-size", "20", "--seed", "1"]
+            "--domain", "-4", "4", "--grid-size", "20", "--seed", "1", "--study"]
     out = tmp_path / "a.nc"
     assert main([*base, "--mechanism", "frl", "--out", str(out)]) == 0
     default = xr.open_datatree(out)
@@ -155,7 +162,7 @@ def test_kde_cli_frl_m_bernstein_k_errors(tmp_path, csv_file, capsys, args, msg)
 def test_kde_cli_normalise_divides_by_the_public_mass(tmp_path, csv_file, capsys):
     """--normalise: the same noise law and budget, the density divided by the estimator's public mass."""
     base = ["kde", "--data", str(csv_file), "--var", "x", "--mechanism", "iclp", "--epsilon", "1", "--domain", "0",
-            "1", "--grid-size", "50", "--seed", "3"]
+            "1", "--grid-size", "50", "--seed", "3", "--study"]
     assert main([*base, "--out", str(tmp_path / "raw.nc")]) == 0
     assert main([*base, "--normalise", "--out", str(tmp_path / "norm.nc")]) == 0
     capsys.readouterr()

@@ -15,7 +15,7 @@ from fdp_ppl.containers import read_curves_file, to_curves
 from fdp_ppl.datasets import load_dataset
 from fdp_ppl.errors import InputError
 
-ARGS = ("--mechanism", "iclp-qr", "--epsilon", "1", "--tau", "40", "--seed", "11")
+ARGS = ("--mechanism", "iclp-qr", "--epsilon", "1", "--tau", "40", "--seed", "11", "--study")
 
 
 @pytest.fixture(scope="module")

@@ -144,7 +144,7 @@ def test_cli_release_from_a_store_on_a_scheduler(store, cluster, tmp_path, raw):
     out = tmp_path / "r.nc"
     code = main(["release", "--data", str(store), "--record-dim", "subject", "--chunks", "1000",
                  "--scheduler", cluster.scheduler_address, "--mechanism", "iclp-qr", "--epsilon", "1",
-                 "--tau", "0.8", "--out", str(out), "--seed", "3"])
+                 "--tau", "0.8", "--out", str(out), "--seed", "3", "--study"])
     assert code == 0
     tree = xr.open_datatree(out)
     assert int(tree.attrs["n"]) == N  # from the store's metadata

@@ -42,7 +42,7 @@ def test_release_progress_names_steps_and_no_data(tmp_path, capsys, monkeypatch)
     monkeypatch.setenv(_progress.PROGRESS_ENV, "1")
     out = tmp_path / "r.nc"
     rc = main(["release", "--data", "dti", "--var", "cca", "--missing", "impute", "--mechanism", "iclp-qr",
-               "--epsilon", "1", "--tau", "1", "--seed", "1", "--out", str(out)])
+               "--epsilon", "1", "--tau", "1", "--seed", "1", "--study", "--out", str(out)])
     std = capsys.readouterr()
     assert rc == 0, std.err
     progress = [line for line in std.err.splitlines() if line.startswith("fdp-ppl: ")]

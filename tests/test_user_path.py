@@ -31,7 +31,7 @@ from fdp_ppl.summaries.curves import TauTooSmallWarning
 
 REPO = Path(__file__).resolve().parents[1]
 HAS_DTI = (data_directory() / "dti.nc").is_file()
-ARGS = ["--mechanism", "iclp-qr", "--epsilon", "1", "--seed", "5"]
+ARGS = ["--mechanism", "iclp-qr", "--epsilon", "1", "--seed", "5", "--study"]
 
 
 def _env() -> dict:
@@ -263,7 +263,7 @@ def test_credible_band_and_plot_inference_default_to_arviz_rcparams():
 def test_draws_n_states_n_times_epsilon_in_the_table(tmp_path, capsys):
     out = tmp_path / "r.nc"
     assert main(["release", "--data", "growth", "--mechanism", "iclp-qr", "--epsilon", "0.1", "--tau", "1000",
-                 "--draws", "500", "--seed", "1", "--out", str(out)]) == 0
+                 "--draws", "500", "--seed", "1", "--study", "--out", str(out)]) == 0
     table = capsys.readouterr().out
     row = next(line for line in table.splitlines() if line.strip().startswith("epsilon"))
     assert "0.1 per draw; spent 500 × 0.1 = 50 (500 draws)" in row

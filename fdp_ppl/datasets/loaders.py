@@ -484,7 +484,8 @@ def _finish(da: xr.DataArray, *, missing: str = "error", reference=None, referen
         return out
     if n_bad and not drop_incomplete:
         raise MissingValuesError(
-            f"{name!r} variable {variable!r}: {n_bad} of {da.sizes[dims.CURVE]} curves contain NaN/inf values",
+            f"data holder only: {name!r} variable {variable!r} has curves with NaN/inf values (the counts are in the "
+            "error's n_incomplete and n_records, never in its message)",
             "pass missing='impute' to set the missing points to a public value and keep every record (n stays the "
             "number of records), or, for a study only, drop_incomplete=True to drop them (n then depends on the "
             "data: not private)",

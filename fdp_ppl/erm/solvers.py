@@ -25,6 +25,12 @@ The solver runs until ``ρ <= rho_target`` (a public, data-independent target) a
 raises otherwise; the release adds ``2·rho_target`` to the sensitivity (the fitted
 functions of two neighbouring datasets are each within ``rho_target`` of their exact
 minimisers). It never uses the observed, data-dependent ``ρ``.
+
+What the guarantee does not cover: the number of iterations, hence the run time, and
+whether the public iteration cap is hit depend on the data. The failure message names
+no data-derived number (neither the gap nor ρ reached), and ``fdp-ppl svm`` charges the
+ledger before the solver runs, so a failure is never free; but the run time and the
+fact of a failure are visible to whoever watches the run (docs: privacy in practice).
 """
 
 from __future__ import annotations
@@ -113,8 +119,8 @@ def _solve_hinge(K, y, lam, rho_target, max_sweeps):
         gap = max(float(np.sum(C * np.maximum(1.0 - Qa, 0.0) - a * (1.0 - Qa))), 0.0)
     if gap <= gap_target:
         return Solution(a * y, float(np.sqrt(2.0 * gap)), sweeps)
-    raise InputError(f"the hinge-loss solver did not reach its duality-gap target (gap {gap:.3g} > "
-                     f"{gap_target:.3g})", "raise lam or solver_slack")
+    raise InputError(f"data holder only: the hinge-loss solver did not reach its public duality-gap target within "
+                     f"{max_sweeps} coordinate sweeps (the gap reached is not shown)", "raise lam or solver_slack")
 
 
 def _smooth_certificate(K, y, c, lam, loss):
@@ -151,8 +157,8 @@ def _solve_smooth(K, y, lam, rho_target, loss, max_rounds):
         rho, _ = _smooth_certificate(K, y, c, lam, loss)
         if rho <= rho_target:
             return Solution(c, rho, it)
-    raise InputError(f"the {loss}-loss solver did not reach its accuracy target (ρ {rho:.3g} > {rho_target:.3g})",
-                     "raise lam or solver_slack")
+    raise InputError(f"data holder only: the {loss}-loss solver did not reach its public accuracy target within "
+                     f"{max_rounds} rounds (the accuracy reached is not shown)", "raise lam or solver_slack")
 
 
 def solve_erm(gram, y, *, loss: str, lam: float, rho_target: float, max_rounds: int = 5) -> Solution:

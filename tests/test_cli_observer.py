@@ -1,0 +1,229 @@
+"""What an observer of a command sees besides the file: the seed is never printed and small seeds are refused,
+outputs never destroy the input, the ledger or an existing file, outputs are written atomically, and messages
+computed from the data before the charge name no count (issue 22, parts 2, 3 and 6)."""
+
+import os
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from fdp_ppl.accounting import PrivacyLedger
+from fdp_ppl.cli import MIN_RELEASE_SEED, SEEDED_TEXT, main
+
+K = 8
+BIG_SEED = MIN_RELEASE_SEED + 123_456_789
+
+
+def _curves(path, n=6, nan_rows=()):
+    rng = np.random.default_rng(3)
+    values = np.cos(np.linspace(0, 2, K))[None, :] + 0.2 * rng.standard_normal((n, K))
+    for r in nan_rows:
+        values[r, 1] = np.nan
+    xr.Dataset({"y": (("curve", "s"), values)}, coords={"s": np.linspace(0.0, 1.0, K)}).to_netcdf(path)
+    return path
+
+
+@pytest.fixture
+def data(tmp_path):
+    return _curves(tmp_path / "toy.nc")
+
+
+@pytest.fixture
+def table(tmp_path):
+    rng = np.random.default_rng(0)
+    x1, x2 = rng.uniform(0, 1, 30), rng.uniform(0, 1, 30)
+    y = np.where(x1 > x2, 1, -1)
+    path = tmp_path / "svm.csv"
+    path.write_text("a,b,label\n" + "\n".join(f"{u},{v},{w}" for u, v, w in zip(x1, x2, y)) + "\n")
+    return path
+
+
+def _release(data, out, *extra):
+    return ["release", "--data", str(data), "--mechanism", "iclp-qr", "--epsilon", "1", "--tau", "3",
+            "--out", str(out), *map(str, extra)]
+
+
+def _commands(tmp_path, data, table, out):
+    """One argv per command that writes a release (fpca is tested in test_cli_fpca.py)."""
+    return {
+        "release": _release(data, out),
+        "demo": ["demo", "--out", str(out)],
+        "kde": ["kde", "--data", str(table), "--var", "a", "--mechanism", "iclp", "--epsilon", "1", "--domain", "0",
+                "1", "--grid-size", "20", "--out", str(out)],
+        "svm": ["svm", "--data", str(table), "--features", "a", "--label", "label", "--lam", "0.1", "--bandwidth",
+                "0.3", "--mechanism", "iclp", "--epsilon", "1", "--grid-size", "20", "--out", str(out)],
+    }
+
+
+# ----------------------------------------------------------------------------- seeds (part 2)
+@pytest.mark.parametrize("command", ["release", "demo", "kde", "svm"])
+def test_seed_never_printed_and_small_seeds_need_study(tmp_path, data, table, capsys, command):
+    led = tmp_path / "led.sqlite"
+    argv = _commands(tmp_path, data, table, tmp_path / "small.nc")[command]
+    # a seed below 2^32 is refused before anything is read, drawn or charged
+    assert main([*argv, "--seed", "123", "--ledger", str(led), "--budget", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "below 2^32" in err and "--study" in err and "123" not in err
+    assert not (tmp_path / "small.nc").exists() and not led.exists()
+    # a large secret seed is accepted; the table says it is seeded, never which seed
+    argv = _commands(tmp_path, data, table, tmp_path / "big.nc")[command]
+    assert main([*argv, "--seed", str(BIG_SEED)]) == 0
+    std = capsys.readouterr()
+    assert SEEDED_TEXT in std.out
+    assert str(BIG_SEED) not in std.out + std.err
+    tree = xr.open_datatree(tmp_path / "big.nc")
+    assert int(tree.attrs["noise_seeded"]) == 1
+    assert str(BIG_SEED) not in str(tree.attrs) and str(BIG_SEED) not in str(tree.to_dict())
+    # a study may use a small seed; it is still never printed
+    argv = _commands(tmp_path, data, table, tmp_path / "study.nc")[command]
+    assert main([*argv, "--seed", "987654", "--study"]) == 0
+    std = capsys.readouterr()
+    assert SEEDED_TEXT in std.out and "987654" not in std.out + std.err
+
+
+def test_seeded_release_reproduces_only_with_the_same_seed(tmp_path, data, capsys):
+    a, b, c = (tmp_path / f"{x}.nc" for x in "abc")
+    assert main(_release(data, a, "--seed", BIG_SEED)) == 0
+    assert main(_release(data, b, "--seed", BIG_SEED)) == 0
+    assert main(_release(data, c, "--seed", BIG_SEED + 1)) == 0
+    capsys.readouterr()
+    ca, cb, cc = (xr.open_datatree(p)["posterior"]["coefficients"].values for p in (a, b, c))
+    assert np.array_equal(ca, cb) and not np.allclose(ca, cc)
+
+
+# ----------------------------------------------------------------------------- outputs (part 6)
+def test_out_equal_to_the_input_is_refused_and_the_input_survives(tmp_path, data, capsys):
+    before = data.read_bytes()
+    for extra in ([], ["--force"]):
+        assert main(_release(data, data, *extra)) == 2
+        err = capsys.readouterr().err
+        assert "is the input data" in err and len(err.strip().splitlines()) == 1
+        assert data.read_bytes() == before
+    # the same file under another spelling, and through a hard link
+    alias = tmp_path / "sub" / ".." / "toy.nc"
+    (tmp_path / "sub").mkdir()
+    link = tmp_path / "link.nc"
+    os.link(data, link)
+    for target in (alias, link):
+        assert main(_release(data, target, "--force")) == 2
+        assert "is the input data" in capsys.readouterr().err
+    assert data.read_bytes() == before
+    # --plot onto the input, and --out onto the ledger
+    assert main([*_release(data, tmp_path / "r.nc"), "--plot", str(data)]) == 2
+    assert "--plot" in capsys.readouterr().err and data.read_bytes() == before
+    led = tmp_path / "led.sqlite"
+    assert main([*_release(data, tmp_path / "r.nc"), "--ledger", str(led), "--budget", "3"]) == 0
+    ledger_bytes = led.read_bytes()
+    capsys.readouterr()
+    assert main([*_release(data, led, "--force"), "--ledger", str(led)]) == 2
+    assert "is the ledger" in capsys.readouterr().err and led.read_bytes() == ledger_bytes
+
+
+def test_existing_output_needs_force(tmp_path, data, capsys):
+    out = tmp_path / "r.nc"
+    out.write_bytes(b"keep me")
+    assert main(_release(data, out)) == 2
+    err = capsys.readouterr().err
+    assert "already exists" in err and "--force" in err and out.read_bytes() == b"keep me"
+    assert main(_release(data, out, "--force")) == 0
+    assert xr.open_datatree(out).attrs["n"] == 6
+    png = tmp_path / "r.png"
+    png.write_bytes(b"old png")
+    assert main([*_release(data, tmp_path / "s.nc"), "--plot", str(png)]) == 2
+    assert png.read_bytes() == b"old png" and not (tmp_path / "s.nc").exists()
+
+
+def test_a_failing_plot_publishes_nothing_and_leaves_no_temporary(tmp_path, data, capsys, monkeypatch):
+    import fdp_ppl.plots as plots
+
+    out, png = tmp_path / "r.nc", tmp_path / "r.png"
+    out.write_bytes(b"previous release")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the plot broke")
+
+    monkeypatch.setattr(plots, "plot_release", broken)
+    assert main([*_release(data, out, "--force"), "--plot", str(png)]) == 2
+    err = capsys.readouterr().err
+    assert "nothing was written" in err and len(err.strip().splitlines()) == 1
+    assert out.read_bytes() == b"previous release" and not png.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["r.nc", "toy.nc"])
+
+
+def test_a_failing_netcdf_write_leaves_the_previous_file_intact(tmp_path, data, capsys, monkeypatch):
+    out = tmp_path / "r.nc"
+    out.write_bytes(b"previous release")
+
+    def half_written(self, path, *args, **kwargs):
+        with open(path, "wb") as fh:
+            fh.write(b"\x89HDF half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(xr.DataTree, "to_netcdf", half_written)
+    assert main(_release(data, out, "--force")) == 2
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and "nothing was written" in err
+    assert out.read_bytes() == b"previous release"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.nc", "toy.nc"]
+
+
+# ----------------------------------------------------------------------------- before the charge (part 3)
+def test_missing_value_message_names_no_count(tmp_path, capsys):
+    errors = []
+    for rows in ((0,), (0, 1, 2, 3)):
+        path = _curves(tmp_path / "toy.nc", nan_rows=rows)
+        assert main(_release(path, tmp_path / "r.nc")) == 2
+        errors.append(capsys.readouterr().err)
+    assert errors[0] == errors[1] and "data holder only" in errors[0]
+    assert not any(ch.isdigit() for ch in errors[0].split("values")[0].replace("2^32", ""))
+
+
+def test_svm_missing_values_message_names_no_count(tmp_path, capsys):
+    errors = []
+    for bad in (1, 7):
+        rows = ["a,label"] + [f"{'nan' if i < bad else i / 30},{1 if i % 2 else -1}" for i in range(30)]
+        path = tmp_path / "t.csv"
+        path.write_text("\n".join(rows) + "\n")
+        assert main(["svm", "--data", str(path), "--features", "a", "--label", "label", "--lam", "0.1",
+                     "--bandwidth", "0.3", "--mechanism", "iclp", "--epsilon", "1", "--out",
+                     str(tmp_path / "s.nc")]) == 2
+        errors.append(capsys.readouterr().err)
+    assert errors[0] == errors[1] and "data holder only" in errors[0] and "30" not in errors[0]
+
+
+def test_svm_charges_the_ledger_before_the_solver_runs(tmp_path, table, capsys, monkeypatch):
+    from fdp_ppl.erm import machine
+    from fdp_ppl.errors import InputError
+
+    led = tmp_path / "led.sqlite"
+    seen = {}
+
+    def failing_solver(*args, **kwargs):
+        seen["spent"] = PrivacyLedger.open(led).spent.epsilon  # what the ledger holds when the solver runs
+        raise InputError("data holder only: the solver did not converge", "raise lam")
+
+    monkeypatch.setattr(machine, "solve_erm", failing_solver)
+    argv = _commands(tmp_path, None, table, tmp_path / "s.nc")["svm"]
+    assert main([*argv, "--ledger", str(led), "--budget", "3"]) == 2
+    assert seen["spent"] == pytest.approx(1.0)
+    assert PrivacyLedger.open(led).spent.epsilon == pytest.approx(1.0)  # a failure is never free
+    assert not (tmp_path / "s.nc").exists()
+    capsys.readouterr()
+
+
+def test_solver_failure_message_names_no_data_derived_number():
+    from fdp_ppl.erm.solvers import solve_erm
+    from fdp_ppl.errors import InputError
+
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0, 1, 60)
+    y = np.where(rng.uniform(size=60) < 0.5, 1.0, -1.0)
+    K = np.exp(-np.subtract.outer(x, x) ** 2 / 0.02)
+    with pytest.raises(InputError) as info:
+        solve_erm(K, y, loss="hinge", lam=1e-6, rho_target=1e-12, max_rounds=0)
+    text = str(info.value)
+    assert "data holder only" in text and "gap reached is not shown" in text
+    with pytest.raises(InputError) as info:
+        solve_erm(K, y, loss="logistic", lam=1e-6, rho_target=1e-300, max_rounds=1)
+    assert "accuracy reached is not shown" in str(info.value) and "e-" not in str(info.value)
