@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/fdp-ppl demo --out release.nc --plot release.png
+	$(VENV)/bin/fdp-ppl demo --out release.nc --plot release.png --force
 
 test: $(VENV)/.installed
 	FDP_PPL_FAST=1 $(PY) -m pytest -q -n 2 --durations=15
