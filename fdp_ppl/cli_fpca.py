@@ -5,7 +5,8 @@ Loads curves like ``fdp-ppl release`` (a bundled dataset name or a file; the rec
 ``--missing``), builds the public :class:`~fdp_ppl.expmech.FPCASpec` (grid from the file's grid, m basis
 functions: Fourier on the grid or a kernel's first m eigenfunctions, Σ by a stated public rule), clips
 each curve to the public ``--tau`` in L² norm and divides by it (never by the data's largest norm),
-charges the ledger ``draws × ε`` and releases ``--draws`` frames with the chosen sampler
+charges the ledger ``draws × (ε', δ')`` (the guarantee of the fixed-budget exact samplers; ``draws × ε`` for
+uncertified MCMC) and releases ``--draws`` frames with the chosen sampler
 (:func:`~fdp_ppl.expmech.fpca_release`). The file holds ``posterior/components`` (chain, draw,
 component, t) and ``posterior/frame`` (chain, draw, basis, component); ``constant_data`` the public
 basis on the grid, its quadrature weights and Σ; root attrs ε, τ, n, m, k, basis, ``sigma_rule``, form,
@@ -43,7 +44,10 @@ def add_subparser(sub) -> None:
                "law of the span of k Gaussian vectors N(0, Sigma) (scale-free). samplers: exact = ACG rejection "
                "(bingham, k = 1) or rejection from the base (gp-base, any k); gibbs = column-wise Gibbs (bingham, "
                "any k; not exact for k > 1); nuts = PyMC NUTS on a Euclidean parametrisation (either form; never "
-               "exact). A release that is not exact says so in its attrs (exact = 0).")
+               "exact). A release that is not exact says so in its attrs (exact = 0, certified = 0: uncertified MCMC). "
+               "Exact samplers run a data-independent number of proposals per frame and release a public fallback "
+               "when none is accepted: (epsilon', delta')-DP with delta' <= 1e-10; a size whose budget the machine "
+               "cannot serve is refused before the ledger is charged.")
     g = p.add_argument_group("data")
     g.add_argument("--data", required=True, metavar="PATH_OR_NAME",
                    help="bundled dataset name (growth, weather, dti, electricity) or the path of a NetCDF file or "
@@ -73,7 +77,8 @@ def add_subparser(sub) -> None:
                    help="gp-base (default; Theorem 4.1, exact by rejection for any k) or bingham (Section 5)")
     m.add_argument("--sampler", choices=SAMPLERS, default="exact", help="exact (default), gibbs or nuts")
     m.add_argument("--iterations", type=int, default=200,
-                   help="Gibbs scans or NUTS tuning steps per released frame (default 200; ignored by exact)")
+                   help="Gibbs scans or NUTS tuning steps per released frame (default 200; ignored by exact; at "
+                        "least 20 Gibbs scans for k > 1 and 100 NUTS tuning steps)")
     m.add_argument("--draws", type=int, default=1, help="number of released frames; the ledger is charged draws x epsilon")
     m.add_argument("--seed", type=int, default=None, help=_SEED_HELP)
     _add_output_args(p)
@@ -96,6 +101,13 @@ def _check(a):
         raise CLIError(f"--draws must be >= 1 (got {a.draws})", "pass --draws 1 for one release")
     if a.iterations < 1:
         raise CLIError(f"--iterations must be >= 1 (got {a.iterations})", "e.g. --iterations 200")
+    from .expmech.fpca import iteration_floor
+
+    floor = iteration_floor(a.sampler, a.k)
+    if a.iterations < floor:
+        what = "NUTS tuning steps" if a.sampler == "nuts" else "Gibbs scans (k > 1)"
+        raise CLIError(f"--iterations {a.iterations} is below the public floor of {floor} {what}",
+                       f"pass --iterations {floor} or more (default 200)")
     if a.rho is not None and not (_finite(a.rho) and a.rho > 0):
         raise CLIError(f"--rho must be > 0 (got {a.rho})", "e.g. --rho 0.1")
     from ._names import KERNEL_NAMES
@@ -177,11 +189,20 @@ def _print_table(tree, out, a, ledger) -> None:
 
     at = tree.attrs
     exact = int(at["exact"])
+    certified = int(at.get("certified", exact))
+    if certified:
+        eps_row = (f"{at['epsilon']:g} per frame; guaranteed ({at['epsilon_guaranteed']:.12g}, "
+                   f"{at['delta_guaranteed']:.3g}) per frame (a data-independent budget of {at['proposal_budget']} "
+                   f"proposals; a public fallback with probability <= delta); spent {at['draws']} × "
+                   f"({at['epsilon_guaranteed']:g}, {at['delta_guaranteed']:.3g}) = ({at['budget_spent_epsilon']:g}, "
+                   f"{at['budget_spent_delta']:.3g}) ({at['draws']} frame{'s' if at['draws'] > 1 else ''})")
+    else:
+        eps_row = (f"{at['epsilon']:g} per frame; spent {at['draws']} × {at['epsilon']:g} = "
+                   f"{at['budget_spent_epsilon']:g} ({at['draws']} frame{'s' if at['draws'] > 1 else ''}); "
+                   "UNCERTIFIED MCMC: delta not bounded (the ledger records epsilon only)")
     rows = [
         ("mechanism", f"exponential mechanism, ε-DP FPCA, {at['form']} form (Awan et al. 2019)"),
-        ("epsilon", f"{at['epsilon']:g} per frame; spent {at['draws']} × {at['epsilon']:g} = "
-                    f"{at['budget_spent_epsilon']:g} ({at['draws']} frame{'s' if at['draws'] > 1 else ''}); pure ε-DP"
-                    + ("" if exact else " only up to the sampler's distance to the target")),
+        ("epsilon", eps_row),
         ("sensitivity", f"{at['sensitivity']:g} (uncentred sum_i ||P X_i||^2, ||X_i|| <= 1)"),
         ("tau", f"{at['tau']:g} (L2 bound; curves clipped to it and divided by it)"),
         ("n", f"{at['n']} curves × {at['grid_size']} grid points"),
@@ -190,9 +211,11 @@ def _print_table(tree, out, a, ledger) -> None:
         ("k", f"{at['k']} components (an orthonormal frame: unordered, signs arbitrary)"),
         ("sampler", f"{at['sampler']} ({at['sampler_reference']})"
                     + (f", {at['iterations']} iterations" if at["iterations"] else "")),
-        ("exact", "yes: exact draws from the mechanism" if exact else
-         "NO: MCMC after a fixed number of steps; the guarantee is (epsilon, (1 + e^epsilon) gamma) with gamma the "
-         "chain's unknown distance to the target"),
+        ("exact", "yes: exact draws from the mechanism (except a public fallback with probability <= delta)"
+         if exact else
+         "NO: uncertified MCMC after a fixed number of steps; the guarantee is (epsilon, (1 + e^epsilon) gamma) with "
+         "gamma the chain's unknown distance to the target" + ("; its run time depends on the data"
+                                                                if at["sampler"] == "nuts" else "")),
         ("noise seed", "fresh OS entropy (not seeded)" if not int(at["noise_seeded"])
          else f"SEEDED with --seed {a.seed}: private only while the seed stays secret"),
         ("noise generator", "float64 computation on the data, NOT floating-point safe (no such sampler exists for "

@@ -145,7 +145,7 @@ def test_gibbs_matches_gp_base_rejection_with_identity_sigma():
     assert np.allclose(fb.gram, fg.gram)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tb = fpca_release(fb, sampler="gibbs", draws=800, iterations=6, random_seed=8, diagnostics=False)
+        tb = fpca_release(fb, sampler="gibbs", draws=800, iterations=20, random_seed=8, diagnostics=False)
         tg = fpca_release(fg, sampler="exact", draws=800, random_seed=9)
     assert tb.attrs["exact"] == 0 and tg.attrs["exact"] == 1
     Qh = fb.nonprivate_frame()
@@ -272,11 +272,11 @@ def test_release_tree_seed_and_ledger():
     assert np.array_equal(again.posterior["frame"].values, F[None])
     with warnings.catch_warnings():
         warnings.simplefilter("error", SeededReleaseWarning)
-        fresh = fpca_release(fit, sampler="gibbs", draws=1, iterations=5, ledger=ledger)
+        fresh = fpca_release(fit, sampler="gibbs", draws=1, iterations=20, ledger=ledger)
     assert fresh.attrs["noise_seeded"] == 0
     # the budget does not fit: refused before drawing
     with pytest.raises(BudgetExceededError):
-        fpca_release(fit, sampler="gibbs", draws=2, iterations=5, ledger=ledger)
+        fpca_release(fit, sampler="gibbs", draws=2, iterations=20, ledger=ledger)
     assert ledger.spent.epsilon == pytest.approx(2.0)
 
 
@@ -296,14 +296,19 @@ def test_release_round_trips_netcdf(tmp_path):
 def test_exact_release_attrs():
     grid = Grid.uniform(40)
     curves = _toy_curves(60, 40, 15)
-    for form, k in (("bingham", 1), ("gp-base", 2)):
-        spec = FPCASpec(grid=grid, m=8, k=k, epsilon=1.0, tau=1.0, form=form)
+    # gp-base k = 2 is served only for small n·epsilon·m (the data-independent budget; larger sizes are refused)
+    for form, k, m, n, eps in (("bingham", 1, 8, 60, 1.0), ("gp-base", 2, 4, 12, 0.25)):
+        spec = FPCASpec(grid=grid, m=m, k=k, epsilon=eps, tau=1.0, form=form)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SeededReleaseWarning)
-            tree = fpca_release(spec.fit(curves), draws=5, random_seed=0)
-        assert tree.attrs["exact"] == 1 and tree.attrs["form"] == form
-        assert "acceptance" not in tree.attrs  # a function of the private data: not released
-        assert tree.posterior["frame"].shape == (1, 5, 8, k)
+            tree = fpca_release(spec.fit(curves[:n]), draws=5, random_seed=0)
+        a = tree.attrs
+        assert a["exact"] == 1 and a["form"] == form and a["certified"] == 1 and a["private"] == 1
+        assert "acceptance" not in a and "fallbacks" not in a  # functions of the private data: not released
+        assert tree.posterior["frame"].shape == (1, 5, m, k)
+        assert 0 < a["delta_guaranteed"] <= 1e-10 and a["epsilon_guaranteed"] > eps
+        assert a["budget_spent_delta"] == pytest.approx(5 * a["delta_guaranteed"])
+        assert a["proposal_budget"] > 1 and "fallback" in a and "DP per frame" in a["guarantee"]
 
 
 # ---------------------------------------------------------------------- bad input
@@ -476,12 +481,12 @@ def test_kernel_eigenbasis_spec():
 
     grid = Grid.uniform(31)
     eb = eigenbasis(Gaussian(rho=0.2), grid)
-    spec = FPCASpec(grid=grid, m=5, k=2, epsilon=1.0, tau=1.0, basis=eb, form="gp-base")
+    spec = FPCASpec(grid=grid, m=5, k=1, epsilon=0.1, tau=1.0, basis=eb, form="gp-base")
     assert np.allclose(np.diag(spec.Sigma), eb.eigenvalues[:5]) and "eigenvalues" in spec.sigma_rule
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
         tree = fpca_release(spec.fit(_toy_curves(20, 31, 29)), draws=2, random_seed=30)
-    assert tree.attrs["basis"].startswith("eigenbasis") and tree.posterior["components"].shape == (1, 2, 2, 31)
+    assert tree.attrs["basis"].startswith("eigenbasis") and tree.posterior["components"].shape == (1, 2, 1, 31)
     with pytest.raises(InputError, match="eigenfunctions"):
         FPCASpec(grid=grid, m=eb.size + 1, k=1, epsilon=1.0, tau=1.0, basis=eb)
 
@@ -525,9 +530,9 @@ def test_nuts_release():
     fit = spec.fit(_toy_curves(15, 20, 43))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = fpca_release(fit, sampler="nuts", draws=2, iterations=30, random_seed=44)
+        tree = fpca_release(fit, sampler="nuts", draws=2, iterations=100, random_seed=44)
     a = tree.attrs
-    assert a["sampler"] == "nuts" and a["exact"] == 0 and a["iterations"] == 30 and a["draws"] == 2
+    assert a["sampler"] == "nuts" and a["exact"] == 0 and a["iterations"] == 100 and a["draws"] == 2
     assert a["draws_exact"].startswith("no") and "rhat_invariant" not in a  # diagnostics are private: off by default
     F = tree.posterior["frame"].values[0]
     assert F.shape == (2, 4, 2) and np.allclose(np.einsum("dbk,dbl->dkl", F, F), np.eye(2), atol=1e-10)

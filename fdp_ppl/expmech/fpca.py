@@ -39,11 +39,24 @@ from ..sampling import seed_sequence
 from ..schema import (BASIS_FUNCTIONS, COMPONENTS, CONSTANT_DATA, EXPMECH_FPCA, FRAME, POSTERIOR, QUADRATURE_WEIGHTS,
                       SIGMA, fpca_attrs)
 from ..spaces import Eigenbasis, Grid
-from .samplers import gibbs_matrix_bingham, random_frame, rejection_from_gp_base, sample_vector_bingham
+from .samplers import (acg_acceptance_bound, fallback_guarantee, gibbs_matrix_bingham, gp_base_acceptance_bound,
+                       proposal_budget, random_frame, rejection_from_gp_base, sample_vector_bingham)
 
 FORMS = FPCA_FORMS
 SAMPLERS = FPCA_SAMPLERS
 KIND = EXPMECH_FPCA
+
+#: Default bound δ on the probability that an exact draw exhausts its fixed proposal budget and falls back.
+DEFAULT_DELTA = 1e-10
+#: Largest number of proposals (T × draws) an exact release will run; larger requests are refused before the charge.
+DEFAULT_MAX_PROPOSALS = 20_000_000
+#: Public floor on Gibbs scans for k > 1: at n = 100–500 the invariant statistics matched the exact law within
+#: 5–10 scans (spec §4) and at m = 5 were stationary after 5–20 (fdp_ppl.experiments.fpca.gibbs_convergence);
+#: 20 is the upper end. A floor, not a certificate: the chain's distance to the target stays unknown.
+GIBBS_MIN_SCANS = 20
+#: Public floor on NUTS tuning steps: PyMC's step-size dual averaging and diagonal mass-matrix windows (default
+#: 1000 steps) have not settled after fewer than ~100 steps in the checks of spec §4.1. Not a certificate either.
+NUTS_MIN_TUNE = 100
 
 
 def fourier_basis(grid: Grid, m: int) -> np.ndarray:
@@ -412,11 +425,86 @@ def _rhat_ess(traces: np.ndarray) -> tuple[float, float]:
     return (max(rh) if rh else 1.0), (min(es) if es else float(traces.shape[0] * traces.shape[1]))
 
 
+def iteration_floor(sampler: str, k: int) -> int:
+    """Public floor on ``iterations`` (Gibbs scans for k > 1, NUTS tuning steps; 0 otherwise).
+
+    Raises
+    ------
+    Nothing; see :data:`GIBBS_MIN_SCANS`, :data:`NUTS_MIN_TUNE` for the reasons of the values.
+    """
+    if sampler == "nuts":
+        return NUTS_MIN_TUNE
+    if sampler == "gibbs" and int(k) > 1:
+        return GIBBS_MIN_SCANS
+    return 0
+
+
+def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float = DEFAULT_DELTA) -> dict:
+    """The data-independent proposal budget of a release and the guarantee it gives (issue 22).
+
+    Parameters
+    ----------
+    spec : FPCASpec
+    n : int
+        Number of curves (public under replace-one adjacency).
+    sampler : {"exact", "gibbs", "nuts"}
+    delta : float
+        Target bound on the probability that one draw falls back, in (0, 1).
+
+    Returns
+    -------
+    dict
+        ``proposals`` T per draw (``"exact"``) or per Gibbs column update (``"gibbs"``; 0 for NUTS),
+        ``p_star`` = (1 − a_min)^T ≤ δ, ``log_a_min``, ``bound`` ("proved" for the GP-base
+        rejection, :func:`~fdp_ppl.expmech.samplers.gp_base_acceptance_bound`; "verified
+        numerically" for the ACG sampler, :func:`~fdp_ppl.expmech.samplers.acg_acceptance_bound`),
+        ``certified`` (1 for the exact samplers and k = 1 Gibbs), ``epsilon``, ``delta`` — the
+        per-draw (ε', δ') = (ε − log(1 − p*), p*) of a certified sampler, (ε, NaN) otherwise.
+    """
+    if not (0.0 < float(delta) < 1.0):
+        raise InputError(f"delta must be in (0, 1), got {delta!r}", "pass e.g. delta=1e-10")
+    m, k = spec.m, spec.k
+    if sampler == "nuts":
+        return {"proposals": 0, "p_star": float("nan"), "log_a_min": float("nan"), "bound": "none",
+                "certified": 0, "epsilon": spec.epsilon, "delta": float("nan")}
+    if sampler == "exact" and spec.form == "gp-base":
+        log_a, bound = gp_base_acceptance_bound(spec.Sigma, k, spec.scale * int(n)), "proved"
+    else:  # ACG updates on the sphere of the complement of k - 1 columns
+        log_a, bound = acg_acceptance_bound(m - k + 1), "verified numerically (not proved)"
+    T, p_star = proposal_budget(log_a, float(delta))
+    certified = int(sampler == "exact" or k == 1)
+    eps, dlt = fallback_guarantee(spec.epsilon, p_star) if certified else (spec.epsilon, float("nan"))
+    return {"proposals": T, "p_star": p_star, "log_a_min": log_a, "bound": bound, "certified": certified,
+            "epsilon": eps, "delta": dlt}
+
+
 def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, iterations: int = 200,
                  random_seed=None, ledger=None, label: str = "", dataset: str = "",
-                 diagnostics: bool = False, max_proposals: int = 2_000_000,
-                 progressbar: bool = False) -> xr.DataTree:
-    """Release ε-DP principal components: ``draws`` frames, each spending ε.
+                 diagnostics: bool = False, max_proposals: int = DEFAULT_MAX_PROPOSALS,
+                 delta: float = DEFAULT_DELTA, progressbar: bool = False) -> xr.DataTree:
+    """Release DP principal components: ``draws`` frames, each spending (ε', δ') (issue 22).
+
+    Guarantee (per frame; ``draws`` frames cost ``draws × (ε', δ')`` by basic composition):
+
+    * ``"exact"`` and k = 1 ``"gibbs"``: every draw costs exactly T proposals, generated
+      whatever is accepted (data-independent run time and RNG use); the first accepted is
+      released, else a public fallback (a draw of the base law: ν for ``gp-base``, the
+      uniform law for ``bingham``; the k = 1 Gibbs chain keeps its state). With a_min a
+      data-independent lower bound on the acceptance rate, ``T = ceil(log δ / log(1 − a_min))``
+      and ``p* = (1 − a_min)^T ≤ δ``, the release is **(ε' = ε − log(1 − p*), δ' = p*)-DP**
+      (:func:`~fdp_ppl.expmech.samplers.fallback_guarantee`). a_min:
+      ``c_Σ^k E[exp(−s n max_{j≤k} D_j)]`` for ``gp-base`` (proved,
+      :func:`~fdp_ppl.expmech.samplers.gp_base_acceptance_bound`; s = ε/(2Δ)); half the
+      infimum of Kent et al.'s acceptance for the ACG sampler (verified numerically, not
+      proved, :func:`~fdp_ppl.expmech.samplers.acg_acceptance_bound`).
+    * ``"gibbs"`` with k > 1 and ``"nuts"``: **uncertified MCMC**. The guarantee is
+      (ε, (1 + e^ε)γ) with γ the chain's total-variation distance to the target, which is
+      not bounded: the release records ``certified = 0``, ``private = 0``,
+      ``delta_guaranteed = NaN``; the ledger is charged ``draws × ε`` (it cannot charge an
+      unknown δ) under a mechanism name ending "(uncertified MCMC)". NUTS's run time
+      depends on the data (tree depths; not padded); PyMC's log lines (including its
+      "Sampling ... took X seconds") are silenced. Iterations below a public floor
+      (:func:`iteration_floor`) are refused.
 
     Parameters
     ----------
@@ -437,9 +525,10 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
         (orthonormalised). Never exact (``exact = 0``): the same (ε, (1 + e^ε)γ)
         caveat as Gibbs.
     draws : int
-        Number of released frames; the ledger is charged ``draws × ε``.
+        Number of released frames; the ledger is charged ``draws × (ε', δ')``.
     iterations : int
-        Gibbs scans, or NUTS tuning steps, per chain (fixed in advance; ignored by ``"exact"``).
+        Gibbs scans, or NUTS tuning steps, per chain (fixed in advance; ignored by ``"exact"``);
+        at least :data:`GIBBS_MIN_SCANS` (Gibbs, k > 1) or :data:`NUTS_MIN_TUNE` (NUTS).
     random_seed : None, int, sequence or Generator
         None (default): fresh OS entropy. A seed warns :class:`~fdp_ppl.errors.SeededReleaseWarning`.
     ledger : PrivacyLedger or FileLedger, optional
@@ -454,7 +543,10 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
         off by default: turn them on only for a release that stays with the data
         holder, or diagnose on public data with the same (n, m, ε, Σ).
     max_proposals : int
-        Data-independent cap for the GP-base rejection sampler.
+        Largest T × draws an exact release runs (what the machine serves, ~0.2 µs per
+        proposal for k = 1, ~1 µs for k = 2); a larger budget is refused before the charge.
+    delta : float
+        Target bound on each draw's fallback probability, in (0, 1) (default 1e-10).
     progressbar : bool
         Show progress of the Gibbs scans or of PyMC's NUTS chains.
 
@@ -467,17 +559,20 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
         ``constant_data``: ``basis_functions`` (t, basis), ``quadrature_weights`` (t),
         ``sigma`` (basis, basis2); root attrs: ε, τ, n, m, k, basis, sigma_rule,
         form, sampler, iterations, exact (1/0), fp_safe = 0, noise_seeded,
-        budget_spent_epsilon, rhat/ess (Gibbs, only when asked for). The rejection samplers'
-        acceptance rates depend on the data and are not written.
+        epsilon_guaranteed, delta_guaranteed (NaN when not bounded), certified, private,
+        guarantee, proposal_budget, fallback, delta_target, budget_spent_epsilon,
+        budget_spent_delta, rhat/ess (Gibbs, only when asked for). Acceptance rates,
+        proposals used and whether a fallback was taken depend on the data and are
+        neither written nor returned.
 
     Raises
     ------
     InputError
-        Unknown sampler, a sampler that does not serve the form, draws < 1, iterations < 1.
+        Unknown sampler, a sampler that does not serve the form, draws < 1, iterations
+        below the floor, δ ∉ (0, 1), or an exact release whose budget T × draws exceeds
+        ``max_proposals`` (all before the charge).
     BudgetExceededError
         From the ledger; nothing is drawn.
-    SamplerBudgetError
-        The GP-base rejection sampler hit ``max_proposals`` (after the ledger was charged).
     """
     spec = fitted.spec
     if sampler not in SAMPLERS:
@@ -485,8 +580,11 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
     draws, iterations = int(draws), int(iterations)
     if draws < 1:
         raise InputError("draws must be >= 1", "pass draws=1 for one release")
-    if sampler in ("gibbs", "nuts") and iterations < 1:
-        raise InputError("iterations must be >= 1", "pass e.g. iterations=200")
+    floor = iteration_floor(sampler, spec.k)
+    if sampler in ("gibbs", "nuts") and iterations < max(floor, 1):
+        what = "NUTS tuning steps" if sampler == "nuts" else "Gibbs scans"
+        raise InputError(f"iterations = {iterations} {what} is below the public floor {max(floor, 1)} "
+                         f"(an unconverged chain's privacy loss is unbounded)", "pass e.g. iterations=200")
     if spec.form == "bingham" and sampler == "exact" and spec.k > 1:
         raise InputError("no exact sampler for the Bingham form with k > 1",
                          "use sampler='gibbs', or form='gp-base' (exact by rejection)")
@@ -498,10 +596,23 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
         warnings.warn("the release is drawn from the given random_seed: anyone who learns the seed can "
                       "regenerate the draw, so the release is private only while the seed stays secret; pass no "
                       "seed for a real release (fresh OS entropy)", SeededReleaseWarning, stacklevel=2)
-    cost = PrivacyBudget(spec.epsilon * draws, 0.0)
-    mech_name = f"expmech-fpca-{spec.form}-{sampler}"
+    plan = exact_plan(spec, fitted.n, sampler, delta=delta)
+    T = plan["proposals"]
+    if sampler == "exact" and T * draws > int(max_proposals):
+        raise InputError(
+            f"an exact {spec.form} release needs {T:.3g} proposals per draw for a fallback probability <= "
+            f"{delta:g} (data-independent acceptance bound {np.exp(plan['log_a_min']):.3g} at n = {fitted.n}, "
+            f"epsilon = {spec.epsilon:g}, k = {spec.k}), more than max_proposals = {int(max_proposals):.3g}",
+            "use form='bingham' (k = 1: exact; k > 1: sampler='gibbs'), a smaller epsilon, fewer components k, "
+            "or a larger delta")
+    certified = bool(plan["certified"])
+    cost = PrivacyBudget(plan["epsilon"] * draws, (plan["delta"] * draws) if certified else 0.0)
+    mech_name = f"expmech-fpca-{spec.form}-{sampler}" + ("" if certified else " (uncertified MCMC)")
     if ledger is not None:
-        ledger.spend(cost, label or mech_name, dataset=dataset, mechanism=mech_name)
+        lab = label or mech_name
+        if not certified:
+            lab += " [uncertified MCMC: delta not bounded, only epsilon charged]"
+        ledger.spend(cost, lab, dataset=dataset, mechanism=mech_name)
     rng = np.random.default_rng(seed_sequence(random_seed))
     G = np.asarray(fitted.gram, dtype=float)
     m, k = spec.m, spec.k
@@ -514,12 +625,10 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
             extra.update(rhat_invariant=rhat, ess_invariant=ess, diagnostics_private=1, divergences=tr["divergences"],
                          diagnostics_on="explained-variance ratio and entries of V V^T (NUTS draws after tuning)")
     elif spec.form == "gp-base":
-        frames, st = rejection_from_gp_base(G, spec.Sigma, k, spec.scale, draws, rng,
-                                            max_proposals=max_proposals, return_stats=True)
-        exact, its = 1, 0  # the acceptance rate depends on the data: never written to the release
+        frames = rejection_from_gp_base(G, spec.Sigma, k, spec.scale, draws, rng, proposals=T)
+        exact, its = 1, 0
     elif sampler == "exact":
-        v, st = sample_vector_bingham(spec.bingham_parameter(G), draws, rng, return_stats=True)
-        frames = v[:, :, None]
+        frames = sample_vector_bingham(spec.bingham_parameter(G), draws, rng, proposals=T)[:, :, None]
         exact, its = 1, 0
     else:
         A = spec.bingham_parameter(G)
@@ -530,7 +639,7 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
             P = V @ V.T
             return np.concatenate([[np.trace(V.T @ G @ V) / trG], P[iu]])
 
-        frames, tr = gibbs_matrix_bingham(A, k, iterations, rng, chains=draws,
+        frames, tr = gibbs_matrix_bingham(A, k, iterations, rng, chains=draws, proposals=T,
                                           trace=invariant if diagnostics else None,
                                           progress=_progress(draws * iterations, "Gibbs scans") if progressbar
                                           else None)
@@ -555,11 +664,15 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
     attrs = {**spec.attrs(), **fpca_attrs(), "mechanism": mech_name, "n": int(fitted.n),
              "sampler": _SAMPLER_NAMES[(spec.form, sampler)], "sampler_reference": _SAMPLER_REFERENCES[sampler, spec.form],
              "iterations": its, "exact": exact, "fp_safe": 0, "noise_seeded": int(seeded), "draws": draws,
-             "budget_spent_epsilon": cost.epsilon, "budget_spent_delta": 0.0, "private": 1,
+             "budget_spent_epsilon": cost.epsilon, "budget_spent_delta": cost.delta, "private": int(certified),
+             "certified": int(certified), "epsilon_guaranteed": plan["epsilon"],
+             "delta_guaranteed": plan["delta"], "delta_target": float(delta), "proposal_budget": int(T),
+             "fallback": _FALLBACKS[(spec.form, sampler)] if sampler != "nuts" else "none",
+             "guarantee": _guarantee_text(spec, sampler, plan),
              "initialisation": {"gibbs": "uniform random frame (data-independent)",
-                                "nuts": "random Gaussian Z drawn from the base law (data-independent)"}.get(sampler,
-                                                                                                          "none"),
-             "draws_exact": ("yes: exact draws from the mechanism" if exact else
+                                "nuts": _NUTS_INIT}.get(sampler, "none"),
+             "draws_exact": ("yes: exact draws from the mechanism, except with probability <= delta_guaranteed "
+                             "a public fallback" if exact else
                              "no: MCMC after a fixed number of steps; the privacy guarantee holds only up to the "
                              "chain's distance to the target"),
              **extra}
@@ -569,6 +682,28 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
     tree = xr.DataTree.from_dict({POSTERIOR: post, CONSTANT_DATA: const})
     tree.attrs = attrs
     return tree
+
+
+_FALLBACKS = {
+    ("gp-base", "exact"): "a fresh draw of the base law (span of k i.i.d. N(0, Sigma) vectors; public)",
+    ("bingham", "exact"): "a uniformly random unit vector (public)",
+    ("bingham", "gibbs"): "the column update keeps the current column (the target stays invariant)",
+}
+_NUTS_INIT = ("W0 = L^-1 Z0, Z0 a uniformly random orthonormal frame: the starting span span(L W0) = span(Z0) is "
+              "uniform on the Grassmannian (data-independent); W0 itself and the parametrisation Z = L W depend on the "
+              "data through L (the ACG envelope of the target, nuts_parametrisation)")
+
+
+def _guarantee_text(spec: FPCASpec, sampler: str, plan: dict) -> str:
+    """The one-line guarantee recorded in the release attrs."""
+    if not plan["certified"]:
+        return (f"uncertified MCMC: ({spec.epsilon:g}, (1 + e^epsilon) gamma)-DP per frame with gamma the chain's "
+                "unknown total-variation distance to the target (not bounded; delta_guaranteed = NaN); the ledger "
+                "is charged epsilon only" + ("; NUTS's run time depends on the data (tree depths)"
+                                              if sampler == "nuts" else ""))
+    return (f"({plan['epsilon']:.12g}, {plan['delta']:.3g})-DP per frame: epsilon - log(1 - p*), p* with "
+            f"p* = (1 - a_min)^T, T = {plan['proposals']} proposals per draw (data-independent), a_min = "
+            f"{np.exp(plan['log_a_min']):.3g} a data-independent acceptance bound ({plan['bound']})")
 
 
 _SAMPLER_NAMES = {("bingham", "exact"): "exact", ("bingham", "gibbs"): "gibbs", ("bingham", "nuts"): "nuts",
@@ -612,6 +747,9 @@ def _nuts_frames(fitted: FPCAFit, chains: int, tune: int, rng: np.random.Generat
                  progressbar: bool):
     """NUTS on :func:`fpca_pymc_model`: one chain per released frame, the last state of each (orthonormalised).
 
+    PyMC's log lines are silenced (``quiet=True``: no "Sampling ... took X seconds", a timing side channel on
+    the terminal). The run time itself still depends on the data (tree depths); it is not padded.
+
     Returns
     -------
     frames : ndarray, shape (chains, m, k)
@@ -625,14 +763,15 @@ def _nuts_frames(fitted: FPCAFit, chains: int, tune: int, rng: np.random.Generat
     m, k = spec.m, spec.k
     model = fpca_pymc_model(fitted)
     L, _ = nuts_parametrisation(fitted)
-    # start from a uniformly random frame (data-independent law of the starting span): W = L⁻¹ Z0
+    # start: W0 = L⁻¹ Z0, Z0 a uniformly random frame. span(L W0) = span(Z0) is uniform (data-independent); W0 itself
+    # depends on the data through L (recorded in the "initialisation" attr)
     inits = [{"W": np.linalg.solve(L, random_frame(m, k, rng))} for _ in range(chains)]
     seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=chains)]
     keep = tune if diagnostics else 1
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*(divergen|rhat|effective sample|chain).*")
         idata = pm.sample(model=model, draws=keep, tune=tune, chains=chains, cores=1, random_seed=seeds,
-                          initvals=inits, init="adapt_diag", progressbar=progressbar,
+                          initvals=inits, init="adapt_diag", progressbar=progressbar, quiet=True,
                           compute_convergence_checks=False, var_names=["W", "explained", "projection"]
                           if diagnostics else ["W"])
     Z = L @ np.asarray(idata["posterior"]["W"].values[:, -1], dtype=float)

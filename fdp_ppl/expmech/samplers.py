@@ -13,20 +13,202 @@
   ``∝ exp(ε/(2Δ) tr(QᵀGQ))`` with respect to the law of span(Z), Z with k i.i.d.
   N(0, Σ) columns (Awan et al. 2019, Thm 4.1–4.2), by rejection from that base.
 
+Two stopping rules (issue 22; DESIGN invariant 9):
+
+* ``proposals=T`` (what :func:`~fdp_ppl.expmech.fpca_release` uses): every draw
+  costs exactly T proposals, generated in fixed batches whatever is accepted
+  (the RNG consumption and the work are data-independent); the first accepted
+  proposal is released and, when none is, a draw from a public fallback law.
+  With p_D the probability that all T proposals of a draw are rejected and a
+  data-independent bound ``p* ≥ sup_D p_D``, the output law is
+  ``(1 − p_D) π_D + p_D F`` and the mechanism is ``(ε − log(1 − p*), p*)``-DP
+  (:func:`fallback_guarantee`). ``p* = (1 − a_min)^T`` with ``a_min`` a
+  data-independent lower bound on the acceptance rate:
+  :func:`gp_base_acceptance_bound` (proved) and :func:`acg_acceptance_bound`
+  (the infimum computed from its limit; verified numerically, not proved).
+* ``proposals=None`` (the default of the low-level functions): the historical
+  loop until enough acceptances, with a cap ``max_proposals`` raising
+  :class:`SamplerBudgetError`. Its run time and its failure depend on the data:
+  never use it for a release.
+
 All functions take a ``numpy.random.Generator`` and work in float64; none is
 floating-point safe (the released frame is a float computed from the data).
 """
 
 from __future__ import annotations
 
-import numpy as np
-from scipy import optimize
+import math
+from functools import lru_cache
 
-from ..errors import FdpPplError
+import numpy as np
+from scipy import integrate, optimize, special, stats
+
+from ..errors import FdpPplError, InputError
+
+#: proposals generated per vectorised batch of the fixed-budget samplers (data-independent)
+BATCH = 65536
 
 
 class SamplerBudgetError(FdpPplError, RuntimeError):
     """An exact rejection sampler exceeded its data-independent cap on proposals."""
+
+
+def gp_base_acceptance_bound(sigma, k: int, t: float) -> float:
+    """Log of a data-independent lower bound on the acceptance rate of rejection from the GP base.
+
+    For the Theorem 4.1 target ``∝ exp(s tr(QᵀGQ))`` w.r.t. ν = law of span(Z), Z with k
+    i.i.d. N(0, Σ) columns, proposals from ν accepted with probability
+    ``exp(s (tr(QᵀGQ) − Σ_{j≤k} λ_j(G)))`` have acceptance rate a_D ≥ a_min for every
+    dataset with n rows of norm ≤ 1, where (t = s n)::
+
+        a_min = c_Σ^k · E[exp(−t max_{j≤k} D_j)],  D_j i.i.d. Beta((m−1)/2, 1/2),
+        c_Σ   = Π_i (σ_min / σ_i)^{1/2}.
+
+    Proof. With u_j the top-k eigenvectors of G, x_j = z_j/‖z_j‖ ∈ span(Q) gives
+    ``‖P_Q u_j‖² ≥ (x_jᵀu_j)²``, so ``tr(QᵀGQ) − Σ_{j≤k}λ_j ≥ −Σ_{j≤k} λ_j (1 − (x_jᵀu_j)²)
+    ≥ −n max_j (1 − (x_jᵀu_j)²)`` (λ_j ≥ 0, Σ_j λ_j ≤ tr G ≤ n since ‖X_i‖ ≤ 1). The x_j
+    are i.i.d. ACG(Σ), whose density w.r.t. the uniform law, ``det(Σ)^{-1/2}(xᵀΣ⁻¹x)^{-m/2}``,
+    is ≥ c_Σ; under the uniform law ``(x_jᵀu_j)² ~ Beta(1/2, (m−1)/2)`` whatever u_j. The
+    bound is attained in the limit by n unit curves along the eigenvector of σ_min for k = 1
+    (up to the ACG density's growth near it). For k = 1, ``E[exp(−tD)] = e^{−t} ₁F₁(1/2; m/2; t)``.
+
+    Parameters
+    ----------
+    sigma : ndarray, shape (m, m)
+        Public base covariance Σ (positive definite).
+    k : int
+        Frame size, 1 ≤ k ≤ m.
+    t : float
+        s·n = ε n/(2Δ) (public).
+
+    Returns
+    -------
+    float
+        ``log a_min`` (≤ 0); 0 when k = m (every proposal is accepted).
+    """
+    sig = np.linalg.eigvalsh(np.asarray(sigma, dtype=float))
+    m = sig.size
+    if k >= m:
+        return 0.0
+    log_c = 0.5 * float(np.sum(np.log(sig[0] / sig)))
+    a, b = (m - 1) / 2.0, 0.5
+    t = float(t)
+
+    def integrand(u):  # t ∫_0^1 e^{-ty} F(y)^k dy with u = t y
+        return math.exp(-u) * special.betainc(a, b, min(u / t, 1.0)) ** k
+
+    pts = [p for p in (1.0, 10.0, 50.0) if p < t]
+    val, _ = integrate.quad(integrand, 0.0, t, points=pts or None, limit=500, epsabs=0.0, epsrel=1e-10)
+    expect = math.exp(-t) + val
+    return k * log_c + math.log(expect) + math.log1p(-1e-6)  # 1e-6: margin for the quadrature error
+
+
+@lru_cache(maxsize=None)
+def acg_acceptance_bound(q: int) -> float:
+    """Log of a data-independent lower bound on the acceptance rate of the ACG sampler on S^{q−1}.
+
+    With Kent et al.'s (2018) envelope, a proposal is accepted with probability
+    ``(V e^{1−V})^{q/2}``, ``V = (‖g‖²/q) / Σ_i p_i g_i²``, g ~ N(0, I_q),
+    ``p_i = 1/(b ω_i)`` (a probability vector since Σ 1/(b + 2λ_i) = 1). Its expectation
+    over the shifted eigenvalues λ ≥ 0 is smallest in the limit of q − 1 infinite
+    eigenvalues (p = e_1), ``A_1(q) = E[(V e^{1−V})^{q/2}]``, ``V = (1 + (q−1)F)/q``,
+    F ~ F(q−1, 1) (0.658 at q = 2, 0.397 at q = 5, 0.136 at q = 40). That this limit is the
+    infimum is **verified numerically** (Monte Carlo over random λ; tests/test_fpca_privacy.py),
+    **not proved**; the returned bound is ``A_1(q) / 2`` for a margin.
+
+    Parameters
+    ----------
+    q : int
+        Dimension of the ambient space (≥ 1).
+
+    Returns
+    -------
+    float
+        ``log a_min`` (0 for q = 1).
+    """
+    q = int(q)
+    if q <= 1:
+        return 0.0
+    f = stats.f(q - 1, 1)
+
+    def h(x):
+        v = (1.0 + (q - 1) * x) / q
+        return math.exp(0.5 * q * (math.log(v) + 1.0 - v)) * f.pdf(x)
+
+    val, _ = integrate.quad(h, 0.0, np.inf, limit=500)
+    return math.log(0.5 * val)
+
+
+def proposal_budget(log_a_min: float, delta: float) -> tuple[int, float]:
+    """The data-independent number of proposals T per draw for a fallback probability ≤ δ.
+
+    Parameters
+    ----------
+    log_a_min : float
+        Log of a data-independent lower bound on the acceptance rate.
+    delta : float
+        Target bound on the probability that a draw falls back, in (0, 1).
+
+    Returns
+    -------
+    T : int
+        ``ceil(log δ / log(1 − a_min))`` (1 when a_min = 1).
+    p_star : float
+        ``(1 − a_min)^T ≤ δ``, the fallback probability bound actually reached.
+    """
+    a = math.exp(log_a_min)
+    if a >= 1.0:
+        return 1, 0.0
+    log1m = math.log1p(-a) if a > 1e-12 else -a
+    T = max(1, math.ceil(math.log(delta) / log1m))
+    return T, math.exp(T * log1m)
+
+
+def fallback_guarantee(epsilon: float, p_star: float) -> tuple[float, float]:
+    """(ε', δ') of an ε-DP exact sampler that falls back with probability ≤ p* (data-independent bound).
+
+    The output law is ``(1 − p_D) π_D + p_D F_D``, p_D ≤ p*, π_D the ε-DP target and F_D any
+    law: ``P_D(S) ≤ π_D(S) + p* ≤ e^ε π_D'(S) + p* ≤ e^ε P_D'(S)/(1 − p*) + p*``.
+
+    Returns
+    -------
+    (float, float)
+        ``(ε − log(1 − p*), p*)``.
+    """
+    return float(epsilon - math.log1p(-p_star)), float(p_star)
+
+
+def _fixed_budget(propose, T: int, size: int, rng: np.random.Generator, fallback, shape):
+    """First accepted of exactly T proposals per draw (all generated, in fixed batches); else the fallback.
+
+    ``propose(b, rng) -> (candidates (b, *shape), log_accept (b,))``; ``fallback(size, rng) ->
+    (size, *shape)`` is drawn for every draw (constant RNG use) and used where nothing was accepted.
+
+    Returns
+    -------
+    out : ndarray, shape (size, *shape)
+    n_fallback : int
+        Data-dependent: for tests only, never released.
+    """
+    out = np.empty((size, *shape))
+    found = np.zeros(size, dtype=bool)
+    total = int(T) * int(size)
+    start = 0
+    while start < total:
+        nb = min(BATCH, total - start)
+        cand, log_acc = propose(nb, rng)
+        ok = np.log(rng.random(nb)) < log_acc
+        idx = np.flatnonzero(ok)
+        if idx.size:
+            d = (start + idx) // T
+            d_u, first = np.unique(d, return_index=True)
+            new = ~found[d_u]
+            out[d_u[new]] = cand[idx[first[new]]]
+            found[d_u[new]] = True
+        start += nb
+    fb = fallback(size, rng)
+    out[~found] = fb[~found]
+    return out, int(size - found.sum())
 
 
 def acg_envelope(A):
@@ -66,7 +248,7 @@ def acg_envelope(A):
 
 
 def sample_vector_bingham(A, size: int, rng: np.random.Generator, *, max_proposals: int = 10_000_000,
-                          return_stats: bool = False):
+                          proposals: int | None = None, return_stats: bool = False):
     """Exact draws from the vector Bingham law ``f(x) ∝ exp(xᵀAx)`` on the unit sphere.
 
     Rejection with the angular central Gaussian envelope ``g(x) ∝ (xᵀΩx)^{-q/2}``,
@@ -82,17 +264,47 @@ def sample_vector_bingham(A, size: int, rng: np.random.Generator, *, max_proposa
         Number of draws.
     rng : numpy.random.Generator
     max_proposals : int
-        Data-independent cap on proposals; :class:`SamplerBudgetError` when hit.
+        Cap of the historical loop (``proposals=None``); :class:`SamplerBudgetError` when hit.
+        That loop's run time is geometric with a data-dependent rate: not for releases.
+    proposals : int, optional
+        Fixed budget T: exactly T proposals per draw (module docstring), the first accepted
+        released, a uniform draw on the sphere (public) when none is. Choose T with
+        :func:`proposal_budget` and :func:`acg_acceptance_bound`.
     return_stats : bool
-        Also return ``{"proposals": int, "acceptance": float}``.
+        Also return ``{"proposals": int, "acceptance": float}`` (and ``"fallbacks"`` with
+        ``proposals``); these depend on the data: tests only.
 
     Returns
     -------
     ndarray, shape (size, q)
         Unit vectors. (With ``return_stats``, a tuple (draws, stats).)
+
+    Raises
+    ------
+    SamplerBudgetError
+        Only without ``proposals``: more than ``max_proposals`` proposals were needed.
     """
     env = acg_envelope(A)
     q = env["lam"].size
+    if proposals is not None:
+        sd = 1.0 / np.sqrt(env["omega"])
+
+        def propose(b, g):
+            y = g.standard_normal((b, q)) * sd
+            x = y / np.linalg.norm(y, axis=1, keepdims=True)
+            x2 = x * x
+            return x, -(x2 @ env["lam"]) + (q / 2.0) * np.log(x2 @ env["omega"]) - env["log_m"]
+
+        def uniform(b, g):
+            y = g.standard_normal((b, q))
+            return (y / np.linalg.norm(y, axis=1, keepdims=True)) @ env["U"]  # uniform; rotated back below
+
+        x, n_fb = _fixed_budget(propose, int(proposals), size, rng, uniform, (q,))
+        draws = x @ env["U"].T
+        if return_stats:
+            return draws, {"proposals": int(proposals) * size, "fallbacks": n_fb,
+                           "acceptance": float("nan")}
+        return draws
     out = np.empty((size, q))
     got, proposed = 0, 0
     sd = 1.0 / np.sqrt(env["omega"])
@@ -143,9 +355,13 @@ def _complement(others: np.ndarray) -> np.ndarray:
     return q[:, j:]
 
 
-def gibbs_scan(V: np.ndarray, A: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def gibbs_scan(V: np.ndarray, A: np.ndarray, rng: np.random.Generator, *, proposals: int | None = None) -> np.ndarray:
     """One Gibbs scan for ``etr(VᵀAV)`` (Hoff 2009, §2.2): columns in random order,
     each redrawn exactly on the sphere orthogonal to the others.
+
+    With ``proposals=T`` each column update costs exactly T ACG proposals; when none is
+    accepted the column is kept (a mixture of the exact conditional update and the identity,
+    with weights depending only on the other columns: the target stays invariant).
 
     Parameters
     ----------
@@ -153,6 +369,8 @@ def gibbs_scan(V: np.ndarray, A: np.ndarray, rng: np.random.Generator) -> np.nda
         Current orthonormal frame (not modified).
     A : ndarray, shape (m, m)
     rng : numpy.random.Generator
+    proposals : int, optional
+        Fixed ACG budget per column update (see :func:`sample_vector_bingham`).
 
     Returns
     -------
@@ -163,13 +381,17 @@ def gibbs_scan(V: np.ndarray, A: np.ndarray, rng: np.random.Generator) -> np.nda
     for r in rng.permutation(k):
         others = np.delete(V, r, axis=1)
         N = _complement(others)
-        x = sample_vector_bingham(N.T @ A @ N, 1, rng)[0]
+        if proposals is None:
+            x = sample_vector_bingham(N.T @ A @ N, 1, rng)[0]
+        else:
+            x, st = sample_vector_bingham(N.T @ A @ N, 1, rng, proposals=proposals, return_stats=True)
+            x = (N.T @ V[:, r]) if st["fallbacks"] else x[0]  # nothing accepted: keep the column
         V[:, r] = N @ x
     return V
 
 
 def gibbs_matrix_bingham(A, k: int, iterations: int, rng: np.random.Generator, *, chains: int = 1,
-                         trace=None, init=None, progress=None):
+                         trace=None, init=None, progress=None, proposals: int | None = None):
     """Run ``chains`` independent Gibbs chains for ``etr(VᵀAV)`` on m×k frames.
 
     Each chain starts from a uniformly random frame (data-independent, spec §5.6)
@@ -190,6 +412,8 @@ def gibbs_matrix_bingham(A, k: int, iterations: int, rng: np.random.Generator, *
         Starting frames (default: uniform random).
     progress : callable, optional
         Called with no argument after every scan (a progress bar).
+    proposals : int, optional
+        Fixed ACG budget per column update (data-independent cost; :func:`gibbs_scan`).
 
     Returns
     -------
@@ -205,7 +429,7 @@ def gibbs_matrix_bingham(A, k: int, iterations: int, rng: np.random.Generator, *
         V = random_frame(m, k, rng) if init is None else np.array(init[c], dtype=float)
         tr = []
         for _ in range(iterations):
-            V = gibbs_scan(V, A, rng)
+            V = gibbs_scan(V, A, rng, proposals=proposals)
             if progress is not None:
                 progress()
             if trace is not None:
@@ -216,7 +440,8 @@ def gibbs_matrix_bingham(A, k: int, iterations: int, rng: np.random.Generator, *
 
 
 def rejection_from_gp_base(G, sigma, k: int, scale: float, size: int, rng: np.random.Generator, *,
-                           max_proposals: int = 2_000_000, return_stats: bool = False):
+                           max_proposals: int = 2_000_000, proposals: int | None = None,
+                           return_stats: bool = False):
     """Exact draws of the Theorem 4.1 law by rejection from its base measure.
 
     Target (w.r.t. the law ν of span(Z), Z = [Z_1 … Z_k], Z_j i.i.d. N(0, Σ)):
@@ -235,20 +460,49 @@ def rejection_from_gp_base(G, sigma, k: int, scale: float, size: int, rng: np.ra
     size : int
     rng : numpy.random.Generator
     max_proposals : int
-        Data-independent cap; :class:`SamplerBudgetError` when hit. The expected
-        number of proposals grows like exp(scale · n · eigengap): the running time
-        depends on the data (a timing side channel if it is observable).
+        Cap of the historical loop (``proposals=None``); :class:`SamplerBudgetError` when hit.
+        That loop's number of proposals is geometric with a data-dependent rate and its
+        failure probability depends on the data far more than e^ε allows (issue 22): a
+        low-level primitive, never used for a release.
+    proposals : int, optional
+        Fixed budget T: exactly T proposals per draw, generated in fixed batches; the
+        first accepted is released and, when none is, a fresh draw from the base law ν
+        (public). With T from :func:`proposal_budget` and :func:`gp_base_acceptance_bound`
+        the release is ``(ε − log(1 − p*), p*)``-DP (:func:`fallback_guarantee`).
     return_stats : bool
+        Also return ``{"proposals", "acceptance"}`` (and ``"fallbacks"`` with ``proposals``);
+        these depend on the data: tests only.
 
     Returns
     -------
     ndarray, shape (size, m, k)
         Orthonormal frames (signs fixed by the QR: diag R > 0).
+
+    Raises
+    ------
+    SamplerBudgetError
+        Only without ``proposals``: more than ``max_proposals`` proposals were needed.
     """
     G = np.asarray(G, dtype=float)
     m = G.shape[0]
     L = np.linalg.cholesky(np.asarray(sigma, dtype=float))
     top = float(np.sum(np.linalg.eigvalsh(G)[::-1][:k]))
+    if proposals is not None:
+        def base(b, g):
+            Z = L @ g.standard_normal((b, m, k))
+            if k == 1:
+                return Z / np.linalg.norm(Z, axis=1, keepdims=True)
+            Q, R = np.linalg.qr(Z)
+            return Q * np.sign(np.diagonal(R, axis1=1, axis2=2))[:, None, :]
+
+        def propose(b, g):
+            Q = base(b, g)
+            return Q, scale * (np.einsum("bik,ij,bjk->b", Q, G, Q) - top)
+
+        out, n_fb = _fixed_budget(propose, int(proposals), size, rng, base, (m, k))
+        if return_stats:
+            return out, {"proposals": int(proposals) * size, "fallbacks": n_fb, "acceptance": float("nan")}
+        return out
     out = np.empty((size, m, k))
     got, proposed = 0, 0
     batch = 256
