@@ -52,6 +52,11 @@ class BudgetExceededError(FdpPplError, ValueError):
     """A release would spend more privacy budget than the ledger has left."""
 
 
+class LedgerError(FdpPplError, ValueError):
+    """A privacy ledger file that is not a ledger or fails its validation (edited, truncated, damaged):
+    refused, never reset or re-budgeted."""
+
+
 class CompatibilityError(FdpPplError, ValueError):
     """A summary and a mechanism do not fit (different eigenbases, norms ...)."""
 
@@ -111,6 +116,7 @@ def check_positive(value, name: str, fix: str = "") -> float:
 __all__ = [
     "FdpPplError",
     "InputError",
+    "LedgerError",
     "SchemaError",
     "PrivacyLeakWarning",
     "SeededReleaseWarning",

@@ -130,7 +130,7 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
     cost = mechanism.budget * draws
     if ledger is not None:  # charged before any draw: a failure after this point never refunds
         ledger.spend(cost, label or f"{mechanism.family} release of {spec.name}", dataset=dataset,
-                     mechanism=mechanism.family)
+                     mechanism=mechanism.family, event=mechanism.privacy_event(cal, draws))
     coef = sampler.draw(summary.coefficients, cal.scale, draws, random_seed, progressbar=progressbar,
                         calibration=cal)
     with blas_threads():  # a small product: OpenBLAS's second thread only synchronises (10x slower under load)

@@ -293,8 +293,10 @@ def test_release_tree_ledger_and_predictions(tmp_path):
     assert at["fp_safe"] == 0 and at["noise_seeded"] == 1 and at["lam"] == 0.05 and at["n"] == 30
     assert at["sensitivity"] == pytest.approx(1.01 / (0.05 * 30))
     assert "n_clipped" not in at
-    with pytest.raises(BudgetExceededError):  # charged before any draw: nothing is released
-        release_erm(fit, GaussianMechanism(0.5, 1e-5), ledger=ledger, random_seed=0)
+    # one more release fits by tight composition (the ledger composes the Gaussian events' privacy-loss
+    # distributions); 40 more fit by neither: refused, charged before any draw, so nothing is released
+    with pytest.raises(BudgetExceededError):
+        release_erm(fit, GaussianMechanism(0.5, 1e-5), ledger=ledger, random_seed=0, draws=40)
     assert ledger.spent.epsilon == pytest.approx(1.5)
     path = tmp_path / "svm.nc"
     tree.to_netcdf(path)

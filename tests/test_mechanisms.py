@@ -225,8 +225,14 @@ def test_ledger_refuses_before_drawing(curves, matern_basis):
     with pytest.raises(fp.BudgetExceededError):
         fp.release(s, fp.ICLP(0.01), ledger=ledger)
     g = fp.PrivacyLedger(fp.PrivacyBudget(1.0, 1e-5))
+    # a Gaussian release at (0.5, 1e-4) is also (0.66, 1e-5)-DP: its privacy-loss distribution fits the budget
+    # although its stated delta alone does not; one at (0.9, 1e-4) fits by neither
+    rkhs = fp.rkhs_mean(curves, matern_basis, tau=TAU)
+    fp.release(rkhs, fp.GaussianMechanism(0.5, 1e-4), ledger=g)
+    assert g.tight_epsilon() < 1.0 < g.spent.epsilon + 0.9
     with pytest.raises(fp.BudgetExceededError):
-        fp.release(fp.rkhs_mean(curves, matern_basis, tau=TAU), fp.GaussianMechanism(0.5, 1e-4), ledger=g)
+        fp.release(rkhs, fp.GaussianMechanism(0.9, 1e-4), ledger=g)
+    assert len(g.events) == 1
 
 
 def test_budget_validation_and_composition():

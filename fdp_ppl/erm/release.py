@@ -97,10 +97,14 @@ def _calibrate(spec: ERMSpec, mechanism):
                      "use GaussianMechanism(epsilon, delta) or ICLP(epsilon)")
 
 
-def _charge(ledger, mechanism, k: int, label: str):
+def _charge(ledger, mechanism, k: int, label: str, sens=None, scale=None):
     cost = mechanism.budget * k  # basic composition; k·δ may reach 1 (a vacuous but valid statement)
     if ledger is not None:
-        ledger.spend(cost, label=label)
+        from ..accounting.events import PrivacyEvent
+
+        event = (PrivacyEvent.for_noise(mechanism.law.name, mechanism.epsilon, mechanism.delta, scale, sens.value, k)
+                 if sens is not None else None)
+        ledger.spend(cost, label=label, mechanism=mechanism.family, event=event)
     return cost
 
 
@@ -298,7 +302,7 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
         raise InputError("draws and chains must be >= 1", "pass draws=1 for one release")
     sens, scale = _calibrate(spec, mechanism)
     k = int(chains) * int(draws)
-    cost = _charge(ledger, mechanism, k, label)
+    cost = _charge(ledger, mechanism, k, label, sens, scale)
     if random_seed is not None:
         warnings.warn("seeded kernel-machine release: private only while the seed stays secret",
                       SeededReleaseWarning, stacklevel=2)
@@ -506,7 +510,7 @@ class OnlineRelease:
         self.mechanism = mechanism
         if grid:
             grid_basis(fit.spec)  # refuse a too-large grid before charging (the prefix factor is r x r)
-        self.cost = _charge(ledger, mechanism, 1, label)
+        self.cost = _charge(ledger, mechanism, 1, label, self.sensitivity, self.sigma)
         if random_seed is not None:
             warnings.warn("seeded online release: private only while the seed stays secret", SeededReleaseWarning,
                           stacklevel=2)

@@ -650,7 +650,7 @@ def release_kde(summary: KDESummary, mechanism, *, draws: int = 1, chains: int =
     cost = mechanism.budget * k
     if ledger is not None:  # charged before any draw: a failure after this point never refunds
         ledger.spend(cost, label or f"{mechanism.family} KDE release ({spec.name})", dataset=dataset,
-                     mechanism=mechanism.family)
+                     mechanism=mechanism.family, event=mechanism.privacy_event(cal, k))
     coef = sampler.draw(summary.coefficients, cal.scale, k, random_seed, calibration=cal)
     # release_scale: public post-processing (ICLPKDESpec(normalise=True) divides by its public mass); 1 otherwise
     density = (spec.basis.reconstruct(coef) * spec.release_scale).reshape((chains, draws) + spec.grid.shape)

@@ -91,6 +91,15 @@ class Mechanism(ABC):
         return PrivacyBudget(self.epsilon, self.delta)
 
     # ---------------------------------------------------------------- calibration
+    def privacy_event(self, calibration: Calibration, count: int = 1):
+        """The ledger event of ``count`` draws calibrated by ``calibration``: the noise law with its
+        multiplier σ/Δ (Laplace, Normal), else a generic (ε, δ) event
+        (:meth:`fdp_ppl.accounting.PrivacyEvent.for_noise`)."""
+        from ..accounting.events import PrivacyEvent
+
+        return PrivacyEvent.for_noise(self.law.name, self.epsilon, self.delta, calibration.sigma,
+                                      calibration.sensitivity.value, count)
+
     def _check_spec(self, spec: SummarySpec) -> None:
         """Raise :class:`CompatibilityError` if the mechanism cannot release this summary."""
 
