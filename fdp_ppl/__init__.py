@@ -21,6 +21,7 @@ from ._version import __version__
 _SUBMODULES = ("datasets", "dims", "elliptical", "inference", "laws", "schema", "registry", "sampling", "settings",
                "summaries", "spaces", "mechanisms", "accounting", "errors", "tuning", "releasing")
 _NAMES = {
+    "audit": ("audit",),
     "accounting": ("PrivacyBudget", "PrivacyLedger", "analytic_sigma", "classical_sigma", "gaussian_delta"),
     "errors": ("BudgetExceededError", "CompatibilityError", "FdpPplError", "InputError", "PrivacyLeakWarning",
                "SchemaError", "SeededReleaseWarning"),

@@ -958,7 +958,8 @@ def _event_text(event) -> str:
 
 #: further subcommands, each in its own module: ``(name, module)``; the module defines
 #: ``add_subparser(sub)`` (cheap: no heavy imports at module level) and ``run(args) -> int``
-_SUBCOMMANDS: list[tuple[str, str]] = [("fpca", "fdp_ppl.cli_fpca"), ("kde", "fdp_ppl.cli_kde"), ("svm", "fdp_ppl.cli_erm")]
+_SUBCOMMANDS: list[tuple[str, str]] = [("fpca", "fdp_ppl.cli_fpca"), ("kde", "fdp_ppl.cli_kde"), ("svm", "fdp_ppl.cli_erm"),
+                                       ("audit", "fdp_ppl.cli_audit")]
 
 
 def _add_extra_subparsers(sub) -> None:

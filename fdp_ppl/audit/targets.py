@@ -1,0 +1,443 @@
+"""What the audit releases: the default public specs and the candidate neighbouring pairs per family.
+
+A :class:`Target` holds a mechanism's claim (ε, δ), the candidate replace-one pairs (D, D′) built from
+public structure only (eigenfunctions of the public kernel, ends of the public domain, label flips), and
+how to release: ``release_one(dataset, rng)`` is one release call (the whole pipeline from the synthetic
+dataset: fit, calibrate, draw; it is timed and its exceptions are failures) and, where the release path
+can draw many releases of one fitted summary in one call, ``draw(dataset, size, rng)`` (same law, fast).
+Every released object is reduced to a flat vector of public released numbers (``features``).
+
+Families (``family=``): ``"release"`` (the mechanisms of :data:`fdp_ppl.registry.MECHANISMS`, i.e.
+``fdp-ppl release --mechanism NAME``), ``"kde"`` (``fdp-ppl kde``), ``"svm"`` (``fdp-ppl svm``) and
+``"fpca"`` (``fdp-ppl fpca``, names ``FORM/SAMPLER``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import InputError
+
+FAMILIES = ("release", "kde", "svm", "fpca")
+KDE_MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
+SVM_MECHANISMS = ("gp", "iclp")
+#: frames per fpca_release call when the audit draws many (each call is one exact batch of the sampler)
+FPCA_CHUNK = 2000
+FPCA_MECHANISMS = ("gp-base/exact", "bingham/exact", "bingham/gibbs", "gp-base/nuts", "bingham/nuts")
+
+#: default public specs per family (stated in every audit's attrs)
+DEFAULT_SPECS = {
+    "release": "16-point uniform grid on [0, 1], Matern(rho=0.2, nu=1.5) eigenbasis, tau = 1 (L2; Bernstein: "
+               "sup-norm tau = 1 and k = 6), n = 8 curves, nu = 5 for the t laws, summary defaults of the registry",
+    "kde": "domain [0, 1], 24-point grid, bandwidth h = 0.15, n = 8 observations (iclp: eta = 1.25; frl: default "
+           "M; bernstein: k = 6)",
+    "svm": "hinge loss, Gaussian kernel (Hall convention) h = 0.2, lambda = 0.1, domain [0, 1], 16-point grid, "
+           "n = 8 labelled points (iclp: eta = 2)",
+    "fpca": "the issue's design: 30-point uniform grid, Gaussian kernel exp(-d^2/rho) eigenbasis with rho = 1, "
+            "m = 5, k = 1, tau = 1, n = 28 curves, default Sigma (operator eigenvalues)",
+}
+
+
+@dataclass
+class Pair:
+    """A replace-one neighbouring pair of synthetic datasets.
+
+    Attributes
+    ----------
+    first, second : object
+        The datasets D and D′ (arrays, or tuples ``(features, labels)`` for the SVM), identical except
+        for one record.
+    description : str
+    """
+
+    first: Any
+    second: Any
+    description: str
+
+
+@dataclass
+class Target:
+    """A mechanism under audit (see the module docstring)."""
+
+    mechanism: str
+    family: str
+    epsilon: float
+    delta: float
+    pairs: list[Pair]
+    release_one: Callable[[Any, np.random.Generator], np.ndarray]
+    draw: Callable[[Any, int, np.random.Generator], np.ndarray] | None = None
+    spec: str = ""
+    features: str = "the released vector"
+    options: dict = field(default_factory=dict)
+
+
+class _NoSeedWarning:
+    """Context: the audit seeds its releases on purpose (a study), so the seeded-release warning is muted."""
+
+    def __enter__(self):
+        from ..errors import SeededReleaseWarning
+
+        self._ctx = warnings.catch_warnings()
+        self._ctx.__enter__()
+        warnings.simplefilter("ignore", SeededReleaseWarning)
+
+    def __exit__(self, *exc):
+        return self._ctx.__exit__(*exc)
+
+
+# ----------------------------------------------------------------------------- release (registry)
+def _release_target(name, epsilon, delta, options, spec=None):
+    import fdp_ppl as fp
+    from ..registry import MECHANISMS
+
+    if name not in MECHANISMS:
+        raise InputError(f"unknown mechanism {name!r} of family 'release'", f"choose one of {', '.join(MECHANISMS)}")
+    entry = MECHANISMS[name]
+    opts = dict(options or {})
+    if "nu" in entry.options and opts.get("nu") is None:
+        opts["nu"] = 5.0
+    mech = entry.mechanism(epsilon, delta if entry.approximate else None,
+                           **{k: v for k, v in opts.items() if k in entry.options})
+    bernstein = entry.summary == "bernstein"
+    if spec is None:
+        K, n, tau = 16, 8, 1.0
+        grid = fp.Grid.uniform(K)
+        if bernstein:
+            spec = entry.spec(grid, tau=tau, n=n, k=int(opts.get("k", 6)))
+        else:
+            basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), grid)
+            spec = entry.spec(basis, tau=tau, n=n, **{k: v for k, v in opts.items() if k in entry.summary_options})
+        spec_text = DEFAULT_SPECS["release"]
+    else:
+        if not isinstance(spec, entry.spec_class):
+            raise InputError(f"mechanism {name!r} releases a {entry.spec_class.__name__}, got {type(spec).__name__}",
+                             f"pass spec={entry.spec_class.__name__}(...) or omit spec for the default")
+        n, tau = int(spec.n), float(spec.tau)
+        grid = spec.lattice_grid if bernstein and hasattr(spec, "lattice_grid") else spec.grid
+        K = grid.size
+        basis = None if bernstein else spec.basis
+        spec_text = f"user spec {spec!r}"
+    zeros = np.zeros((n, K))
+
+    def one(first_row, other_rows=None):
+        d = zeros.copy() if other_rows is None else np.tile(other_rows, (n, 1))
+        d[0] = first_row
+        return d
+
+    pairs = []
+    if bernstein:
+        up, alt = np.full(K, tau), tau * np.where(np.arange(K) % 2 == 0, 1.0, -1.0)
+        pairs += [Pair(one(up), one(-up), "records 0; record 0 = +tau_inf vs -tau_inf (extreme sup-norm curves)"),
+                  Pair(zeros, one(up), "records 0 vs record 0 = +tau_inf"),
+                  Pair(one(alt), one(-alt), "records 0; record 0 = alternating +-tau_inf vs its negative"),
+                  Pair(one(up, -up), one(-up, -up), "records -tau_inf vs record 0 = +tau_inf")]
+    else:
+        phi = np.asarray(basis.eigenfunctions)
+        lam = np.asarray(spec.eigenvalues) if hasattr(spec, "eigenvalues") else None
+        lip = np.asarray(spec.fit(zeros).lipschitz)
+        J = lip.size
+        m = np.zeros(basis.size)
+        if mech.norm == "cameron-martin":
+            m[int(np.argmax(lip / np.sqrt(lam)))] = 1.0
+        elif mech.norm == "1,C":
+            m[:J] = lip / np.sqrt(lam)
+        else:
+            m[:J] = lip
+        m /= np.linalg.norm(m)
+        v = basis.reconstruct(m) if hasattr(basis, "reconstruct") else phi @ m
+        v = np.asarray(v, float) * tau / max(float(grid.norm(np.asarray(v, float)[None])[0]), 1e-300)
+        pairs.append(Pair(one(v), one(-v), f"records 0; record 0 = +tau v vs -tau v, v the direction attaining the "
+                                           f"public {mech.norm} sensitivity"))
+        for j in range(3):
+            pairs.append(Pair(one(tau * phi[:, j]), one(-tau * phi[:, j]),
+                              f"records 0; record 0 = +tau phi_{j + 1} vs -tau phi_{j + 1}"))
+        pairs.append(Pair(zeros, one(tau * phi[:, 0]), "records 0 vs record 0 = tau phi_1"))
+        pairs.append(Pair(np.tile(tau * phi[:, 1], (n, 1)), one(tau * phi[:, 0], tau * phi[:, 1]),
+                          "records tau phi_2 vs record 0 replaced by tau phi_1"))
+
+    def fit(dataset):
+        return spec.fit(np.asarray(dataset, float))
+
+    def draw(dataset, size, rng):
+        with _NoSeedWarning():
+            tree = fp.release(fit(dataset), mech, draws=int(size), random_seed=rng)
+        return np.asarray(tree["posterior"]["coefficients"].values, float).reshape(int(size), -1)
+
+    def release_one(dataset, rng):
+        return draw(dataset, 1, rng)[0]
+
+    spec_text = spec_text + f"; {spec.name} summary, J = {spec.n_components} released coefficients"
+    return Target(name, "release", float(mech.epsilon), float(mech.delta), pairs, release_one, draw, spec_text,
+                  "the released coefficients (chain, draw, basis)", opts)
+
+
+# ----------------------------------------------------------------------------- KDE
+def _kde_target(name, epsilon, delta, options, spec=None):
+    import fdp_ppl as fp
+    from ..kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec, release_kde
+    from ..kde.baselines import bernstein_kde_spec, frl_kde_spec, kde_bumps
+    from ..mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
+
+    if name not in KDE_MECHANISMS:
+        raise InputError(f"unknown mechanism {name!r} of family 'kde'", f"choose one of {', '.join(KDE_MECHANISMS)}")
+    n, size, h, lo, hi = 8, 24, 0.15, 0.0, 1.0
+    opts = dict(options or {})
+    if spec is not None:
+        raise InputError("the kde family audits its default spec", "audit your own KDE with a release function "
+                         "release_fn(observations, rng) and pairs=...")
+    approx = name in ("gp", "sobolev")
+    if name in ("frl", "bernstein"):
+        pts = np.linspace(lo, hi, size)
+        if name == "frl":
+            spec, mech = frl_kde_spec(pts, h, n, M=opts.get("M")), FRL(epsilon)
+        else:
+            spec, mech = bernstein_kde_spec(pts, h, n, k=int(opts.get("k", 6))), Bernstein(epsilon)
+
+        def fit(obs):
+            return spec.fit(kde_bumps(np.asarray(obs, float), pts, h, (lo, hi)))
+
+        def draw(obs, draws, rng):
+            with _NoSeedWarning():
+                tree = fp.release(fit(obs), mech, draws=int(draws), random_seed=rng)
+            return np.asarray(tree["posterior"]["coefficients"].values, float).reshape(int(draws), -1)
+
+        features = "the released coefficients"
+    else:
+        grid = CartesianGrid.uniform([(lo, hi)], size)
+        if name == "iclp":
+            spec, mech = ICLPKDESpec(grid=grid, bandwidth=h, n=n, eta=float(opts.get("eta", 1.25))), ICLP(epsilon)
+        else:
+            cls = KDESpec if name == "gp" else SobolevKDESpec
+            spec, mech = cls(grid=grid, bandwidth=h, n=n), GaussianMechanism(epsilon, delta)
+
+        def fit(obs):
+            return spec.fit(np.asarray(obs, float))
+
+        def draw(obs, draws, rng):
+            with _NoSeedWarning():
+                tree = release_kde(fit(obs), mech, draws=int(draws), random_seed=rng)
+            return np.asarray(tree["posterior"]["density"].values, float).reshape(int(draws), -1)
+
+        features = "the released density on the grid"
+
+    def at(value, moved=None):
+        x = np.full(n, float(value))
+        if moved is not None:
+            x[0] = moved
+        return x
+
+    pairs = [Pair(at(lo), at(lo, hi), "observations at 0 vs one moved to 1 (other end of the domain)"),
+             Pair(at(lo), at(lo, 0.5), "observations at 0 vs one moved to 0.5 (middle)"),
+             Pair(at(0.5), at(0.5, lo), "observations at 0.5 vs one moved to 0"),
+             Pair(at(hi, lo), at(hi), "observations at 1, one at 0 vs all at 1")]
+
+    def release_one(obs, rng):
+        return draw(obs, 1, rng)[0]
+
+    return Target(name, "kde", float(epsilon), float(delta) if approx else 0.0, pairs, release_one, draw,
+                  DEFAULT_SPECS["kde"], features, opts)
+
+
+# ----------------------------------------------------------------------------- SVM (kernel machines)
+def _svm_target(name, epsilon, delta, options, spec=None):
+    from ..erm import ERMSpec, release_erm
+    from ..mechanisms import ICLP, GaussianMechanism
+    from ..spaces import Gaussian
+
+    if name not in SVM_MECHANISMS:
+        raise InputError(f"unknown mechanism {name!r} of family 'svm'", f"choose one of {', '.join(SVM_MECHANISMS)}")
+    n = 8
+    opts = dict(options or {})
+    if spec is not None:
+        raise InputError("the svm family audits its default spec", "audit your own kernel machine with a release "
+                         "function release_fn((features, labels), rng) and pairs=...")
+    spec = ERMSpec(Gaussian(0.2, convention="hall"), lam=0.1, n=n, loss="hinge", domain=[[0.0, 1.0]], grid_size=16,
+                   eta=float(opts.get("eta", 2.0)) if name == "iclp" else None)
+    mech = GaussianMechanism(epsilon, delta) if name == "gp" else ICLP(epsilon)
+    x = np.linspace(0.0, 1.0, n)
+    y = np.where(x < 0.5, -1.0, 1.0)
+
+    def flip(i):
+        y2 = y.copy()
+        y2[i] = -y2[i]
+        return (x, y2)
+
+    def moved(i, to):
+        x2 = x.copy()
+        x2[i] = to
+        return (x2, y)
+
+    pairs = [Pair((x, y), flip(0), "points on [0, 1] labelled by x > 0.5; label of the point at 0 flipped"),
+             Pair((x, y), flip(n // 2), "the same; label of a middle point flipped"),
+             Pair((x, y), moved(0, 1.0), "the same; the point at 0 (label -1) moved to 1"),
+             Pair((np.zeros(n), np.ones(n)), (np.zeros(n), np.r_[-1.0, np.ones(n - 1)]),
+                  "all points at 0 labelled +1; one label flipped")]
+
+    def draw(data, draws, rng):
+        fit = spec.fit(*data)
+        with _NoSeedWarning():
+            tree = release_erm(fit, mech, draws=int(draws), random_seed=rng)
+        return np.asarray(tree["posterior"]["decision"].values, float).reshape(int(draws), -1)
+
+    def release_one(data, rng):
+        return draw(data, 1, rng)[0]
+
+    return Target(name, "svm", float(epsilon), float(delta) if name == "gp" else 0.0, pairs, release_one, draw,
+                  DEFAULT_SPECS["svm"], "the released decision function on the grid", opts)
+
+
+# ----------------------------------------------------------------------------- FPCA
+def fpca_issue_design(epsilon: float = 1.0, form: str = "gp-base"):
+    """The issue's FPCA design and its 5th-vs-1st neighbouring pair.
+
+    Returns
+    -------
+    spec : FPCASpec
+        30-point grid, Gaussian kernel ``exp(−d²/ρ)`` eigenbasis with ρ = 1, m = 5, k = 1, τ = 1.
+    first, second : ndarray, shape (28, 30)
+        28 curves along the 5th eigenfunction; the same with one curve replaced by the 1st.
+    """
+    from ..expmech import FPCASpec
+    from ..spaces import Grid, eigenbasis, kernel_from_name
+
+    grid = Grid.uniform(30)
+    basis = eigenbasis(kernel_from_name("gaussian", 1.0), grid)
+    spec = FPCASpec(grid=grid, m=5, k=1, epsilon=float(epsilon), tau=1.0, basis=basis, form=form)
+    phi = np.asarray(basis.eigenfunctions)
+    first = np.tile(phi[:, 4], (28, 1))
+    second = first.copy()
+    second[0] = phi[:, 0]
+    return spec, first, second
+
+
+def frame_features(frames) -> np.ndarray:
+    """Upper triangle of the projection ``V Vᵀ`` of each released frame (sign and rotation free).
+
+    Parameters
+    ----------
+    frames : ndarray, shape (N, m, k)
+
+    Returns
+    -------
+    ndarray, shape (N, m (m + 1) / 2)
+    """
+    V = np.asarray(frames, float)
+    P = np.einsum("nik,njk->nij", V, V)
+    iu = np.triu_indices(V.shape[1])
+    return P[:, iu[0], iu[1]]
+
+
+def _fpca_target(name, epsilon, delta, options, spec=None):
+    from ..expmech import fpca_release
+
+    if name in ("gp-base", "bingham"):
+        name = f"{name}/exact"
+    if name not in FPCA_MECHANISMS:
+        raise InputError(f"unknown mechanism {name!r} of family 'fpca'",
+                         f"choose one of {', '.join(FPCA_MECHANISMS)} (FORM/SAMPLER)")
+    form, sampler = name.split("/")
+    opts = dict(options or {})
+    if spec is None:
+        spec, d5, d51 = fpca_issue_design(epsilon, form)
+        spec_text = DEFAULT_SPECS["fpca"]
+    else:
+        from ..expmech import FPCASpec
+
+        if not isinstance(spec, FPCASpec) or spec.form != form:
+            raise InputError(f"mechanism {name!r} needs an FPCASpec with form={form!r}",
+                             f"pass spec=FPCASpec(..., form={form!r}) or omit spec for the issue's design")
+        spec_text = f"user spec {spec!r}"
+    phi = np.asarray(spec.basis_values) * spec.tau
+    n = int(opts.get("n", 28))
+    if spec.m < 2:
+        raise InputError("the FPCA audit needs m >= 2 basis functions", "pass a spec with m >= 2")
+    if spec_text != DEFAULT_SPECS["fpca"]:
+        d5, d51 = np.tile(phi[:, spec.m - 1], (n, 1)), None
+        d51 = d5.copy()
+        d51[0] = phi[:, 0]
+
+    def along(i, j=None):
+        d = np.tile(phi[:, i], (n, 1))
+        if j is not None:
+            d[0] = phi[:, j]
+        return d
+
+    last = spec.m
+    pairs = [Pair(d5, d51, f"{n} curves along phi_{last} vs one replaced by phi_1"
+                  + (" (the issue's pair)" if spec_text == DEFAULT_SPECS["fpca"] else "")),
+             Pair(along(0), along(0, last - 1), f"{n} curves along phi_1 vs one replaced by phi_{last}"),
+             Pair(along(0), along(0, 1), f"{n} curves along phi_1 vs one replaced by phi_2"),
+             Pair(along(1), along(1, 0), f"{n} curves along phi_2 vs one replaced by phi_1")]
+    iterations = int(opts.get("iterations", 50))
+
+    def release_one(curves, rng):
+        with _NoSeedWarning():
+            tree = fpca_release(spec.fit(curves), sampler=sampler, draws=1, iterations=iterations, random_seed=rng)
+        return frame_features(tree["posterior"]["frame"].values.reshape(1, spec.m, spec.k))[0]
+
+    draw = None
+    if sampler != "nuts":  # one call draws many frames (a sampler failure fails the whole call: see audit)
+        def draw(curves, size, rng):
+            fit, out = spec.fit(curves), []
+            for start in range(0, int(size), FPCA_CHUNK):  # chunks: the samplers cap proposals per call
+                todo = min(FPCA_CHUNK, int(size) - start)
+                with _NoSeedWarning():
+                    tree = fpca_release(fit, sampler=sampler, draws=todo, iterations=iterations, random_seed=rng)
+                out.append(frame_features(tree["posterior"]["frame"].values.reshape(todo, spec.m, spec.k)))
+            return np.concatenate(out)
+
+    eps_claim, delta_claim = float(spec.epsilon), 0.0
+    try:  # the release states its guarantee (epsilon_guaranteed, delta_guaranteed): that is the claim audited
+        with _NoSeedWarning():
+            at = fpca_release(spec.fit(pairs[0].first), sampler=sampler, draws=1, iterations=iterations,
+                              random_seed=np.random.default_rng(0)).attrs
+        e, d = float(at.get("epsilon_guaranteed", np.nan)), float(at.get("delta_guaranteed", np.nan))
+        eps_claim = e if np.isfinite(e) else eps_claim
+        delta_claim = d if np.isfinite(d) else delta_claim
+    except Exception:  # noqa: BLE001  (a refusal or failure is audited as an outcome)
+        pass
+    return Target(name, "fpca", eps_claim, delta_claim, pairs, release_one, draw, spec_text,
+                  "the released subspace: upper triangle of V V^T", opts)
+
+
+_BUILDERS = {"release": _release_target, "kde": _kde_target, "svm": _svm_target, "fpca": _fpca_target}
+
+
+def build_target(mechanism: str, family: str, epsilon: float, delta: float | None, options=None,
+                 spec=None) -> Target:
+    """The :class:`Target` of a named mechanism of a family, with its default public spec and pairs.
+
+    Raises
+    ------
+    InputError
+        An unknown family or mechanism, bad ε or δ.
+    """
+    if family not in _BUILDERS:
+        raise InputError(f"unknown family {family!r}", f"choose one of {', '.join(FAMILIES)}")
+    return _BUILDERS[family](mechanism, epsilon, delta, options, spec)
+
+
+def mechanisms_of(family: str) -> tuple[str, ...]:
+    """Mechanism names of a family (the registry's for ``"release"``)."""
+    if family == "release":
+        from ..registry import MECHANISMS
+
+        return tuple(MECHANISMS)
+    return {"kde": KDE_MECHANISMS, "svm": SVM_MECHANISMS, "fpca": FPCA_MECHANISMS}[family]
+
+
+def approximate(mechanism: str, family: str) -> bool:
+    """Whether a named mechanism is (ε, δ)-DP (it needs δ)."""
+    if family == "release":
+        from ..registry import MECHANISMS
+
+        return mechanism in MECHANISMS and MECHANISMS[mechanism].approximate
+    return (family == "kde" and mechanism in ("gp", "sobolev")) or (family == "svm" and mechanism == "gp")
+
+
+__all__ = ["FAMILIES", "DEFAULT_SPECS", "Pair", "Target", "build_target", "fpca_issue_design", "frame_features",
+           "mechanisms_of", "approximate"]
