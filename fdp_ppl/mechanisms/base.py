@@ -123,9 +123,9 @@ class Mechanism(ABC):
         generator : str
             Release generator (:func:`fdp_ppl.sampling.generators`). ``"pymc"``:
             the mechanism's own σ. ``"opendp"``: ``max(σ_mechanism, σ_opendp)``
-            with ``σ_opendp`` the smallest σ for which OpenDP's privacy map
-            guarantees the claimed (ε, δ) (Gaussian: its zCDP → approximate-DP
-            conversion, a short root search; Laplace: σ up to OpenDP's upward
+            with ``σ_opendp`` the smallest σ for which the lattice sampler
+            guarantees the claimed (ε, δ) (Gaussian: the exact lattice
+            profile, a short root search; Laplace: σ up to OpenDP's upward
             rounding); ``sigma_source`` records which one was used.
 
         Returns
