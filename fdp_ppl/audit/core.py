@@ -96,18 +96,18 @@ def _per_call(target: Target, pair: Pair, calls: int, rng, warmup: int = 2, keep
     return arrays, failed, times, note
 
 
-def _halves(n: int):
-    h = n // 2
+def _halves(n: int, frac: float):
+    h = min(max(int(round(n * frac)), 1), n - 1)
     return slice(0, h), slice(h, n)
 
 
-def _candidates(pair_index, values, failed, times, kinds, delta, alpha):
+def _candidates(pair_index, values, failed, times, kinds, delta, alpha, frac):
     """Training-half candidates of one pair: the best event per kind and direction, with its training score."""
     out = []
     (Va, Vb), (fa, fb), (ta, tb) = values, failed, times
     directions = {"A>B": "P(E | D) vs P(E | D')", "B>A": "P(E | D') vs P(E | D)"}
     if "statistic" in kinds and Va is not None and Vb is not None:
-        tr_a, tr_b = _halves(len(Va))[0], _halves(len(Vb))[0]
+        tr_a, tr_b = _halves(len(Va), frac)[0], _halves(len(Vb), frac)[0]
         A, B = Va[tr_a], Vb[tr_b]
         okA, okB = A[~np.isnan(A).any(1)], B[~np.isnan(B).any(1)]
         best = {"A>B": (-np.inf, None), "B>A": (-np.inf, None)}
@@ -121,7 +121,7 @@ def _candidates(pair_index, values, failed, times, kinds, delta, alpha):
                 out.append(dict(pair_index=pair_index, key=key, direction=directions[key], kind="statistic",
                                 score=score, event=ev))
     if fa is not None:
-        tr_a, tr_b = _halves(len(fa))[0], _halves(len(fb))[0]
+        tr_a, tr_b = _halves(len(fa), frac)[0], _halves(len(fb), frac)[0]
         if "failure" in kinds:
             ka, kb = int(fa[tr_a].sum()), int(fb[tr_b].sum())
             na, nb = len(fa[tr_a]), len(fb[tr_b])
@@ -139,18 +139,18 @@ def _candidates(pair_index, values, failed, times, kinds, delta, alpha):
     return out
 
 
-def _held_out_counts(cand, values, failed, times):
+def _held_out_counts(cand, values, failed, times, frac):
     """(count, n) on the held-out half for side A and side B."""
     ev = cand["event"]
     res = []
     for s in range(2):
         if ev.kind == "statistic":
             X = values[s]
-            ho = _halves(len(X))[1]
+            ho = _halves(len(X), frac)[1]
             hit = ev.indicator(values=X[ho])
         else:
             f, t = failed[s], times[s]
-            ho = _halves(len(f))[1]
+            ho = _halves(len(f), frac)[1]
             hit = ev.indicator(failed=f[ho], times=t[ho])
         res.append((int(hit.sum()), int(hit.size)))
     return res
@@ -159,7 +159,7 @@ def _held_out_counts(cand, values, failed, times):
 def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family: str = "release",
           epsilon: float | None = None, delta: float | None = None, pairs=None, samples: int | None = None,
           confidence: float = 0.95, random_seed=0, tests: int = 4, events=EVENT_KINDS, timing_calls: int = 300,
-          options: dict | None = None, spec=None, name: str | None = None,
+          options: dict | None = None, spec=None, name: str | None = None, train_fraction: float = 0.5,
           progressbar: bool = False) -> xr.Dataset:
     """Empirical privacy audit: a statistical LOWER bound on the effective ε of a mechanism.
 
@@ -221,6 +221,8 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
         (``"release"``) or an :class:`~fdp_ppl.expmech.FPCASpec` of the mechanism's form (``"fpca"``;
         its ε is the claim; pairs: ``options["n"]`` curves (default 28) along the last basis function
         vs one replaced by the first, and the like).
+    train_fraction : float
+        Share of each side's releases used to choose the events (the rest is held out), in (0, 1).
     name : str, optional
         Display name of a callable (default its ``__name__``).
     progressbar : bool
@@ -231,8 +233,8 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
     -------
     xarray.Dataset
         Dimension ``event`` (one row per candidate event: per pair, kind and direction). Variables:
-        ``pair`` and ``pair_index``, ``direction`` (which side is the numerator), ``kind``, ``event``
-        (description with its threshold), ``tested`` (1 if counted on the held-out half),
+        ``pair`` and ``pair_index``, ``direction`` (which side is the numerator), ``kind``,
+        ``event_description`` (the event with its threshold), ``tested`` (1 if counted on the held-out half),
         ``train_epsilon`` (the selection score on the first half), ``count_numerator``,
         ``count_denominator``, ``n_numerator``, ``n_denominator`` (held-out counts; −1 if not tested),
         ``p_lower`` (Clopper–Pearson lower bound, numerator side), ``p_upper`` (upper bound,
@@ -259,6 +261,8 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
     t_start = time.perf_counter()
     if not (isinstance(confidence, (int, float)) and 0 < confidence < 1):
         raise InputError(f"confidence must lie in (0, 1), got {confidence!r}", "pass e.g. confidence=0.95")
+    if not (isinstance(train_fraction, (int, float)) and 0 < train_fraction < 1):
+        raise InputError(f"train_fraction must lie in (0, 1), got {train_fraction!r}", "pass e.g. 0.5")
     tests = int(tests)
     if tests < 1:
         raise InputError(f"tests must be >= 1, got {tests}", "pass e.g. tests=4")
@@ -333,18 +337,18 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
             failed = tuple(failed) if failed is not None else (None, None)
             times = tuple(times) if times is not None else (None, None)
         samples_data.append((values, failed, times))
-        cands += _candidates(i, values, failed, times, kinds, target.delta, alpha)
+        cands += _candidates(i, values, failed, times, kinds, target.delta, alpha, float(train_fraction))
     order = sorted(range(len(cands)), key=lambda j: -cands[j]["score"] if np.isfinite(cands[j]["score"]) else np.inf)
     chosen = set(order[:tests])
     rows = []
     for j, c in enumerate(cands):
         row = dict(pair_index=c["pair_index"], pair=target.pairs[c["pair_index"]].description,
-                   direction=c["direction"], kind=c["kind"], event=c["event"].describe(), tested=int(j in chosen),
+                   direction=c["direction"], kind=c["kind"], event_description=c["event"].describe(), tested=int(j in chosen),
                    train_epsilon=c["score"], count_numerator=-1, count_denominator=-1, n_numerator=-1,
                    n_denominator=-1, p_lower=np.nan, p_upper=np.nan, epsilon_lower_bound=np.nan)
         if j in chosen:
             values, failed, times = samples_data[c["pair_index"]]
-            (ka, na), (kb, nb) = _held_out_counts(c, values, failed, times)
+            (ka, na), (kb, nb) = _held_out_counts(c, values, failed, times, float(train_fraction))
             kn, nn, kd, nd = (ka, na, kb, nb) if c["key"] == "A>B" else (kb, nb, ka, na)
             e, lo, hi = epsilon_lower_bound(kn, nn, kd, nd, target.delta, alpha)
             row.update(count_numerator=kn, count_denominator=kd, n_numerator=nn, n_denominator=nd,
@@ -367,7 +371,7 @@ class _null:
 def _dataset(rows, target: Target, N, confidence, tests, alpha, timing_calls, seed_record, run_time, kinds):
     n = len(rows)
     cols = {k: [r[k] for r in rows] for k in (rows[0] if rows else ())}
-    str_vars = ("pair", "direction", "kind", "event")
+    str_vars = ("pair", "direction", "kind", "event_description")
     int_vars = ("pair_index", "tested", "count_numerator", "count_denominator", "n_numerator", "n_denominator")
     data = {}
     for k, v in cols.items():
@@ -395,7 +399,7 @@ def _dataset(rows, target: Target, N, confidence, tests, alpha, timing_calls, se
         "delta": float(target.delta),
         "confidence": float(confidence),
         "verdict": VERDICT_VIOLATION if violation else VERDICT_OK,
-        "best_event": (f"{best['event']} [{best['direction']}; {best['kind']}]" if best is not None
+        "best_event": (f"{best['event_description']} [{best['direction']}; {best['kind']}]" if best is not None
                        and best["epsilon_lower_bound"] > 0 else "none (no tested event gives a positive bound)"),
         "best_pair": best["pair"] if best is not None and best["epsilon_lower_bound"] > 0 else "none",
         "samples": int(N),
