@@ -204,6 +204,61 @@ def seed_text(seeded) -> str:
     return SEEDED_TEXT if seeded else UNSEEDED_TEXT
 
 
+def add_unit_args(g) -> None:
+    """``--privacy-unit``, ``--combine``, ``--max-contributions``, ``--unit-order`` (:mod:`fdp_ppl.units`)."""
+    g.add_argument("--privacy-unit", default=None, metavar="COLUMN",
+                   help="coordinate (or the table's id column) naming the person a record belongs to: the guarantee "
+                        "is then per person, and n is the number of persons; needs --combine mean or "
+                        "--max-contributions K")
+    g.add_argument("--combine", choices=("mean",), default=None,
+                   help="with --privacy-unit: average each person's records into one before clipping (every person "
+                        "weighs the same)")
+    g.add_argument("--max-contributions", type=int, default=None, metavar="K",
+                   help="with --privacy-unit: keep each person's first K records (file order, or --unit-order), pad "
+                        "to K with the public centre; the sensitivity is K times a record's")
+    g.add_argument("--unit-order", default=None, metavar="COORD",
+                   help="with --max-contributions: the per-record coordinate whose order decides which records are "
+                        "kept (e.g. visit); default: the order of the file")
+
+
+def _check_unit_args(a):
+    """The :class:`~fdp_ppl.units.PrivacyUnit` of the flags (None without ``--privacy-unit``).
+
+    Raises
+    ------
+    CLIError
+        A rule without a unit, a unit without a rule, both rules, K < 1.
+    """
+    unit, combine, k, order = (getattr(a, x, None) for x in ("privacy_unit", "combine", "max_contributions",
+                                                                "unit_order"))
+    if unit is None:
+        if combine is not None or k is not None or order is not None:
+            raise CLIError("--combine, --max-contributions and --unit-order apply to a --privacy-unit",
+                           "pass --privacy-unit COLUMN too (e.g. --privacy-unit subject_id --combine mean)")
+        return None
+    if (combine is None) == (k is None):
+        raise CLIError("--privacy-unit needs exactly one contribution rule",
+                       "pass --combine mean (one averaged record per person) or --max-contributions K")
+    if k is not None and k < 1:
+        raise CLIError(f"--max-contributions must be >= 1 (got {k})", "e.g. --max-contributions 1")
+    if order is not None and k is None:
+        raise CLIError("--unit-order applies to --max-contributions", "drop --unit-order")
+    from .units import PrivacyUnit
+
+    return PrivacyUnit(unit, max_contributions=k, combine=combine, order=order)
+
+
+def warn_record_level(records) -> None:
+    """One stderr line, no counts, when an id-like coordinate repeats and no ``--privacy-unit`` was given."""
+    from .units import repeated_id_coordinates
+
+    names = repeated_id_coordinates(records)
+    if names:
+        print(f"{PROG}: warning: data holder only: {names[0]!r} repeats across records, so this guarantee is per "
+              f"record, not per person; pass --privacy-unit {names[0]} with --combine mean or --max-contributions K",
+              file=sys.stderr)
+
+
 def _add_ledger_args(p):
     g = p.add_argument_group("privacy budget")
     g.add_argument("--ledger", default=None, metavar="FILE",
@@ -252,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "neither is refused, never read by position; --curve-dim is an alias)")
     g.add_argument("--t-dim", default=None, metavar="NAME",
                    help="name of the grid dimension of the variable in the file (default: the other dim)")
+    add_unit_args(g)
     g.add_argument("--chunks", type=int, default=None, metavar="N",
                    help="read the data lazily, N records per chunk, and reduce it chunk by chunk on a dask cluster "
                         "(curves larger than memory; a Zarr store is always read this way; needs "
@@ -382,6 +438,7 @@ def _check_args(a):
         if alternative and a.epsilon > 1:
             raise CLIError(f"the {cal} calibration of --mechanism {a.mechanism} is valid only for epsilon <= 1 "
                            f"(got {a.epsilon:g})", f"pass --calibration {alternative} or a smaller --epsilon")
+    a.unit = _check_unit_args(a)
     _check_out(a)
     _check_ledger_args(a)
     return entry.mechanism(a.epsilon, a.delta, **{o: getattr(a, o) for o in entry.options})
@@ -609,8 +666,9 @@ def _fit_summary(entry, curves, a, offset=None, offset_source: str = ""):
         if a.M is not None and not 1 <= a.M <= public.size:
             raise CLIError(f"--M must lie in 1..{public.size} (the eigenpairs retained for this kernel and grid), "
                            f"got {a.M}", "pass a smaller --M or omit it for floor(n^(1/3))")
-    spec = entry.spec(public, tau=a.tau, n=int(curves.sizes[dims.CURVE]),
-                      **{o: getattr(a, o) for o in entry.summary_options})
+    unit = getattr(a, "unit", None)
+    n = int(curves.sizes[dims.CURVE]) if unit is None else unit.n_units(curves) * unit.contributions
+    spec = entry.spec(public, tau=a.tau, n=n, privacy_unit=unit, **{o: getattr(a, o) for o in entry.summary_options})
     return spec.fit(curves, offset=offset, offset_source=offset_source)
 
 
@@ -630,6 +688,8 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
 
     curves = _labelled(curves, labels or {})
     entry = registry.MECHANISMS[a.mechanism]
+    if getattr(a, "unit", None) is None:
+        warn_record_level(curves)
     with warnings.catch_warnings():  # stated on stderr below, with the other data-holder lines
         from .summaries.curves import TauTooSmallWarning
 
@@ -654,7 +714,8 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
     _print_data_holder(summary, sup=tree.attrs.get("tau_norm") == "sup")
     if missing == "impute":
         print(f"data holder only (not written to the file): {int(curves.attrs.get('n_imputed_points', 0))} missing "
-              f"points in {int(curves.attrs.get('n_imputed_curves', 0))} of {summary.n} curves were set to 0 "
+              f"points in {int(curves.attrs.get('n_imputed_curves', 0))} of {int(curves.sizes[dims.CURVE])} curves "
+              "were set to 0 "
               "(--missing impute)", file=sys.stderr)
     return 0
 
@@ -797,7 +858,10 @@ def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
         ("sensitivity", f"{meta.sensitivity:.4g} in {norm} "
                         f"({at['sensitivity_bound']} bound)"),
         ("tau", f"{meta.tau:g}{u}{tau_note}"),
-        ("n", f"{meta.n} curves × {int(at['grid_size'])} grid points"),
+        ("n", f"{meta.n} curves × {int(at['grid_size'])} grid points"
+              + (f" after bounding each {tree.attrs['privacy_unit']}'s contribution"
+                 if tree.attrs.get("privacy_unit", "record") != "record" else "")),
+        ("privacy unit", unit_text(tree.attrs)),
         basis_row,
         ("J components", f"{int(at['n_components'])}"),
         ("noise E‖ξ‖²", f"{energy:.4g}" + (f" {units}²" if units else "") + f"  (rms ‖ξ‖ = {math.sqrt(energy):.3g}{u})"),
@@ -814,6 +878,14 @@ def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
     if plot:
         rows.append(("plot", str(plot)))
     print_table(str(at.get("data_source", "")), rows)
+
+
+def unit_text(attrs) -> str:
+    """The ``privacy unit`` row of every command's table, from a release's public attrs."""
+    unit = attrs.get("privacy_unit", "record")
+    if unit == "record":
+        return "one record (a person with several records is protected only at their number times epsilon)"
+    return f"one {unit}: {attrs.get('contribution_rule', '')}"
 
 
 def ledger_text(ledger, attrs) -> str:
@@ -842,7 +914,8 @@ def _print_data_holder(summary, *, sup: bool = False) -> None:
 
     bound = "sup norm" if sup else "L2 norm"
     n, n_clipped = int(summary.n), int(summary.n_clipped)
-    print(f"data holder only (not written to the file): {n_clipped} of {n} curves had {bound} above tau and were "
+    what = "curves" if summary.spec.privacy_unit is None else "records after bounding each unit's contribution"
+    print(f"data holder only (not written to the file): {n_clipped} of {n} {what} had {bound} above tau and were "
           "clipped", file=sys.stderr)
     if n_clipped > CLIPPED_SHARE_WARNING * n:
         print(f"{PROG}: warning: {clipped_warning_text(n_clipped, n, float(summary.tau), norm=bound)}",
@@ -854,6 +927,10 @@ def _cmd_release(a) -> int:
     mech = _check_args(a)
     ledger = _open_ledger(a, mech.budget * a.draws)
     if getattr(a, "chunks", None) is not None or getattr(a, "scheduler", None) or str(a.data).endswith(".zarr"):
+        if a.unit is not None:
+            raise CLIError("--privacy-unit is not available out of core (--chunks, --scheduler, Zarr)",
+                           "combine each person's records into one (their mean) in the store first, or release in "
+                           "memory")
         from .distributed import run_release_cli  # out of core: lazy store, dask cluster
 
         return run_release_cli(a, mech, ledger, _run)

@@ -114,7 +114,7 @@ def _is_fdatagrid(obj) -> bool:
     return type(obj).__module__.split(".")[0] == "skfda" and type(obj).__name__ == "FDataGrid"
 
 
-def _finish(values: np.ndarray, t, labels=None, *, name=None, attrs=None) -> xr.DataArray:
+def _finish(values: np.ndarray, t, labels=None, *, name=None, attrs=None, label_name=None) -> xr.DataArray:
     values = np.asarray(values, dtype=float)
     t = np.asarray(t, dtype=float)
     if values.ndim != 2 or values.shape[0] == 0 or values.shape[1] == 0:
@@ -127,8 +127,9 @@ def _finish(values: np.ndarray, t, labels=None, *, name=None, attrs=None) -> xr.
         raise InputError("the grid points must be finite and strictly increasing",
                          "sort the columns by their grid point; no repeated grid points")
     coords = {dims.T: t}
-    if labels is not None:
-        coords["record_label"] = (dims.CURVE, np.asarray(labels))
+    if labels is not None:  # the table's id column; its header is kept (a privacy unit may name it)
+        coords["record_label"] = (dims.CURVE, np.asarray(labels),
+                                  {"long_name": str(label_name)} if label_name is not None else {})
     return xr.DataArray(values, dims=(dims.CURVE, dims.T), coords=coords, name=name, attrs=dict(attrs or {}))
 
 
@@ -206,7 +207,8 @@ def from_long(frame, *, id_col: str | None = None, t_col: str | None = None, val
                          "give every record the same grid (interpolating onto a public grid is a rule you apply "
                          "first, with its points fixed in advance)")
     wide = wide.reindex(pd.unique(frame[idc])).sort_index(axis=1)  # records in order of first appearance
-    return _finish(wide.to_numpy(dtype=float), wide.columns.to_numpy(dtype=float), wide.index.to_numpy(), name=name)
+    return _finish(wide.to_numpy(dtype=float), wide.columns.to_numpy(dtype=float), wide.index.to_numpy(), name=name,
+                   label_name=idc)
 
 
 def from_wide(frame, *, name=None) -> xr.DataArray:
@@ -222,7 +224,7 @@ def from_wide(frame, *, name=None) -> xr.DataArray:
     t = _numeric_labels(frame.columns)
     values = _numeric_values(frame, "columns")
     order = np.argsort(t, kind="stable")
-    return _finish(values[:, order], t[order], frame.index.to_numpy(), name=name)
+    return _finish(values[:, order], t[order], frame.index.to_numpy(), name=name, label_name=frame.index.name)
 
 
 def to_curves(obj, t=None, *, record_dim: str | None = None, t_dim: str | None = None, id_col: str | None = None,

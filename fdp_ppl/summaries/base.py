@@ -20,6 +20,8 @@ summary changes by at most ``lipschitz[j] · |h_j|``.
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -108,11 +110,17 @@ class SummarySpec:
     tau : float
         Public clipping bound (L² norm on the grid; sup norm for Bernstein).
     n : int
-        Public number of records.
+        Public number of records after contribution bounding: the number of units (``combine``) or
+        k × the number of units (``max_contributions=k``) when ``privacy_unit`` is given.
+    privacy_unit : PrivacyUnit, optional
+        The unit the guarantee is stated for (:class:`fdp_ppl.units.PrivacyUnit`): :meth:`fit`
+        bounds each unit's contribution by its public rule, and the sensitivity is that of
+        replacing one unit (``contributions`` records). Default: one record.
     """
 
     tau: float
     n: int
+    privacy_unit: object = None
 
     #: short name recorded in releases ("iclp-qr", "frl", ...)
     name: ClassVar[str] = ""
@@ -128,6 +136,39 @@ class SummarySpec:
     def __post_init__(self):
         object.__setattr__(self, "tau", public_tau(self.tau))
         object.__setattr__(self, "n", public_n(self.n))
+        if self.privacy_unit is not None:
+            from ..units import PrivacyUnit
+
+            if not isinstance(self.privacy_unit, PrivacyUnit):
+                raise InputError("privacy_unit must be an fdp_ppl.units.PrivacyUnit",
+                                 "e.g. privacy_unit=PrivacyUnit('subject_id', combine='mean')")
+            if self.n % self.privacy_unit.contributions:
+                raise InputError(f"n = {self.n} is not a multiple of the {self.privacy_unit.contributions} records "
+                                 "each unit contributes", "pass n = contributions x the number of units")
+
+    @property
+    def contributions(self) -> int:
+        """Records one neighbouring change replaces: 1, or k with ``PrivacyUnit(max_contributions=k)``."""
+        return 1 if self.privacy_unit is None else self.privacy_unit.contributions
+
+    def neighbouring(self) -> str:
+        """The neighbouring relation in words (recorded in the sensitivity and the release)."""
+        if self.privacy_unit is None:
+            return NEIGHBOURING
+        u = self.privacy_unit
+        return (f"replace one {u.column} ({u.contributions} record{'s' if u.contributions > 1 else ''} after "
+                f"bounding: {'combined by the mean' if u.combine else f'at most {u.contributions} kept, padded'}); "
+                "the number of units public")
+
+    def _unit_sensitivity(self, sens: Sensitivity) -> Sensitivity:
+        """``sens`` of one record scaled to one unit (× contributions; group privacy, exact for linear summaries)."""
+        k = self.contributions
+        if self.privacy_unit is None:
+            return sens
+        return dataclasses.replace(
+            sens, value=sens.value * k, neighbouring=self.neighbouring(),
+            assumptions=sens.assumptions + (f"; one unit replaces up to {k} records: sensitivity x {k}" if k > 1
+                                            else "; one unit is one combined record"))
 
     # ------------------------------------------------------------------ structure
     @property
@@ -242,8 +283,8 @@ class SummarySpec:
                 src = "Mirshani et al. (2019), Theorem 4.1 (closed form)"
             else:
                 raise InputError(f"unknown bound {bound!r}", "use 'tight', 'paper' or 'closed-form'")
-        return Sensitivity(value=value, norm=norm, bound=bound, assumptions=assumptions, source=src,
-                           data_dependent=self.data_dependent)
+        return self._unit_sensitivity(Sensitivity(value=value, norm=norm, bound=bound, assumptions=assumptions,
+                                                  source=src, data_dependent=self.data_dependent))
 
     def _closed_form(self) -> float:
         raise InputError("the closed-form Cameron–Martin bound applies only to ridge (RKHS) means with eta >= 1",
@@ -252,7 +293,8 @@ class SummarySpec:
     def attrs(self) -> dict:
         """Public metadata of the summary."""
         out = {"summary": self.name, "tau": float(self.tau), "n": int(self.n),
-               "n_components": self.n_components, "summary_source": self.source}
+               "n_components": self.n_components, "summary_source": self.source,
+               **(self.privacy_unit.attrs() if self.privacy_unit is not None else {"privacy_unit": "record"})}
         out.update(self.params)
         return out
 
@@ -297,6 +339,8 @@ class SummarySpec:
         """
         curve_dim = record_dim or curve_dim
         labels = curve_labels(curves, curve_dim, t_dim)
+        if self.privacy_unit is not None:
+            curves, curve_dim = self._bound_units(curves, curve_dim, t_dim, offset)
         if offset is not None:
             offset = np.asarray(offset, dtype=float).ravel()
             if offset.shape != (self.grid.size,) or not np.all(np.isfinite(offset)):
@@ -312,6 +356,21 @@ class SummarySpec:
                              "n is public: build the spec with the number of records the release is for")
         return LinearSummary(self, np.asarray(coef, dtype=float), DataHolderReport(n_records=n, n_clipped=n_clipped),
                              offset=offset, offset_source=str(offset_source), labels=labels)
+
+    def _bound_units(self, curves, curve_dim, t_dim, offset):
+        """The records after the privacy unit's contribution bounding (data holder only)."""
+        if not isinstance(curves, xr.DataArray):
+            raise InputError(f"a privacy unit needs curves with the coordinate {self.privacy_unit.column!r}",
+                             "pass an xr.DataArray (curve, t) with the unit coordinate along the record dim")
+        from .curves import record_and_grid_dims
+
+        rec, _ = record_and_grid_dims(curves.dims, record_dim=curve_dim, t_dim=t_dim)
+        centre = None
+        if offset is not None:
+            centre = np.asarray(offset, dtype=float).ravel()
+            if curves.dims.index(rec) != 0:
+                curves = curves.transpose(rec, ...)
+        return self.privacy_unit.apply(curves, record_dim=rec, centre=centre), rec
 
     @classmethod
     def shrinkage_from_public(cls, eigenvalues: np.ndarray, attrs: dict) -> np.ndarray:

@@ -120,10 +120,11 @@ class BernsteinSpec(SummarySpec):
         if bound not in ("tight", "paper"):
             raise InputError(f"unknown bound {bound!r}", "use 'tight' or 'paper'")
         value = (self.k + 1) * 2.0 * self.tau / self.n
-        return Sensitivity(value=value, norm="l1", bound=bound,
-                           assumptions=f"each record clipped pointwise to [-tau_inf, tau_inf], tau_inf={self.tau:g}; "
-                                       f"n={self.n}; sup-norm bound, not L2",
-                           source="Aldà & Rubinstein (2017); specs/iclp.md §1.7", data_dependent=self.data_dependent)
+        return self._unit_sensitivity(Sensitivity(
+            value=value, norm="l1", bound=bound,
+            assumptions=f"each record clipped pointwise to [-tau_inf, tau_inf], tau_inf={self.tau:g}; n={self.n}; "
+                        "sup-norm bound, not L2",
+            source="Aldà & Rubinstein (2017); specs/iclp.md §1.7", data_dependent=self.data_dependent))
 
     def attrs(self) -> dict:
         out = super().attrs()
