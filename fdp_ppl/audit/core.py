@@ -96,6 +96,22 @@ def _per_call(target: Target, pair: Pair, calls: int, rng, warmup: int = 2, keep
     return arrays, failed, times, note
 
 
+#: seconds of single timed release calls per pair and side at most, when the release path also draws in bulk
+TIMING_BUDGET_S = 10.0
+
+
+def _timing_calls(target: Target, pair: Pair, requested: int, rng) -> int:
+    """Number of single timed calls per side: ``requested``, fewer (at least 30) when one call is slow (a
+    mechanism whose release recomputes an expensive public calibration on every call)."""
+    t0 = time.perf_counter()
+    try:
+        target.release_one(pair.first, rng)
+    except Exception:  # noqa: BLE001
+        pass
+    one = time.perf_counter() - t0
+    return int(min(requested, max(30, TIMING_BUDGET_S / max(one, 1e-9))))
+
+
 def _halves(n: int, frac: float):
     h = min(max(int(round(n * frac)), 1), n - 1)
     return slice(0, h), slice(h, n)
@@ -211,8 +227,9 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
         Event kinds to search.
     timing_calls : int
         Single release calls per side (interleaved D, D′) whose wall time and failures are recorded
-        when the release path draws N releases in one call; callables and per-call paths time every
-        one of their N calls.
+        when the release path draws N releases in one call (fewer, at least 30, when one call takes
+        long: about ``TIMING_BUDGET_S`` seconds per side and pair; ``attrs["timing_calls"]`` is the
+        number used); callables and per-call paths time every one of their N calls.
     options : dict, optional
         Mechanism and spec options of a named mechanism (``nu``, ``calibration``, ``eta``, ``psi``,
         ``M``, ``k``, ``iterations``).
@@ -314,7 +331,7 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
         seed_record = "a numpy Generator passed by the caller"
     from .._progress import stage
 
-    samples_data, cands, skipped = [], [], []
+    samples_data, cands, skipped, calls_used = [], [], [], []
     for i, pair in enumerate(target.pairs):
         msg = f"audit {target.mechanism}: pair {i + 1}/{len(target.pairs)} ({N} releases per side)"
         with (stage(msg) if progressbar else _null()):
@@ -328,7 +345,9 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
                     skipped.append(f"pair {i + 1}: statistic events skipped, drawing {N} releases in one call "
                                    f"raised {type(err).__name__}")
                 if any(k in kinds for k in ("failure", "timing")) and timing_calls > 0:
-                    _, failed, times, note = _per_call(target, pair, int(timing_calls), rng, keep_values=False)
+                    calls = _timing_calls(target, pair, int(timing_calls), rng)
+                    calls_used.append(calls)
+                    _, failed, times, note = _per_call(target, pair, calls, rng, keep_values=False)
                 else:
                     failed = times = (None, None)
                     note = ""
@@ -354,7 +373,8 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
             row.update(count_numerator=kn, count_denominator=kd, n_numerator=nn, n_denominator=nd,
                        p_lower=float(lo), p_upper=float(hi), epsilon_lower_bound=float(e))
         rows.append(row)
-    ds = _dataset(rows, target, N, confidence, tests, alpha, timing_calls if not per_call else N, seed_record,
+    ds = _dataset(rows, target, N, confidence, tests, alpha,
+                  (min(calls_used) if calls_used else 0) if not per_call else N, seed_record,
                   time.perf_counter() - t_start, kinds)
     ds.attrs["skipped"] = "; ".join(skipped) or "none"
     return ds
