@@ -19,10 +19,12 @@ from ._version import __version__
 # Names are imported on first use (PEP 562), so ``import fdp_ppl`` and ``fdp-ppl --help`` / ``--version``
 # do not load PyMC; ``fp.release`` etc. import their modules when asked for.
 _SUBMODULES = ("datasets", "dims", "elliptical", "inference", "laws", "schema", "registry", "sampling", "settings",
-               "summaries", "spaces", "mechanisms", "accounting", "errors", "tuning", "releasing")
+               "summaries", "spaces", "mechanisms", "accounting", "errors", "tuning", "releasing", "units")
 _NAMES = {
     "audit": ("audit",),
-    "accounting": ("PrivacyBudget", "PrivacyLedger", "analytic_sigma", "classical_sigma", "gaussian_delta"),
+    "accounting": ("PrivacyBudget", "PrivacyLedger", "PrivacyEvent", "analytic_sigma", "classical_sigma",
+                   "gaussian_delta"),
+    "units": ("PrivacyUnit",),
     "errors": ("BudgetExceededError", "CompatibilityError", "FdpPplError", "InputError", "PrivacyLeakWarning",
                "SchemaError", "SeededReleaseWarning"),
     "mechanisms": ("FRL", "ICLP", "Bernstein", "GaussianMechanism", "Mechanism"),
