@@ -24,7 +24,7 @@ KERNELS = ("gaussian", "exponential", "matern12", "matern32", "matern52")
 
 def add_subparser(sub) -> None:
     """Add ``svm`` to the sub-command parsers of ``fdp-ppl``."""
-    from .cli import _SEED_HELP, _add_ledger_args, _add_output_args
+    from .cli import _SEED_HELP, _add_ledger_args, _add_output_args, add_unit_args
 
     p = sub.add_parser(
         NAME, help="release a private kernel SVM / kernel machine decision function",
@@ -44,6 +44,7 @@ def add_subparser(sub) -> None:
                                                                   "(squared, clipped to +-1)")
     g.add_argument("--domain", default=None, metavar="LO:HI[,LO:HI]",
                    help="public box of the features (clipped to it; also the grid's box); default 0:1 per feature")
+    add_unit_args(g)
     m = p.add_argument_group("mechanism")
     m.add_argument("--loss", choices=LOSSES, default="hinge", help="hinge (SVM, default), logistic or squared")
     m.add_argument("--lam", type=float, required=True, help="penalty lambda > 0 (public)")
@@ -87,8 +88,12 @@ def _parse_domain(text, d):
 
 
 def _check(a):
-    from .cli import CLIError, _check_ledger_args, _check_out, _finite
+    from .cli import CLIError, _check_ledger_args, _check_out, _check_unit_args, _finite
 
+    a.unit = _check_unit_args(a)
+    if a.unit is not None and (a.unit.max_contributions != 1 or a.unit.order is not None):
+        raise CLIError("a kernel machine takes --max-contributions 1 per person (it is not linear in its records: "
+                       "they cannot be combined)", "pass --privacy-unit COLUMN --max-contributions 1")
     a.feature_names = [f.strip() for f in a.features.split(",") if f.strip()]
     if len(a.feature_names) not in (1, 2):
         raise CLIError(f"--features takes one or two column names (got {a.features!r})", "e.g. --features x1,x2")
@@ -131,6 +136,7 @@ def _load_table(a):
     if not path.is_file():
         raise CLIError(f"--data {a.data} does not exist", "pass the path of a .csv or .nc file")
     cols = [*a.feature_names, a.label]
+    a.unit_ids = None
     if path.suffix.lower() in (".nc", ".nc4", ".netcdf", ".h5"):
         import xarray as xr
 
@@ -140,6 +146,14 @@ def _load_table(a):
                 raise CLIError(f"{path.name} has no variable {missing[0]!r}",
                                f"choose from {', '.join(map(str, ds.data_vars))}")
             arrays = [np.asarray(ds[c].values, dtype=float).reshape(-1) for c in cols]
+            if a.unit is not None:
+                if a.unit.column not in ds.variables:
+                    raise CLIError(f"{path.name} has no variable {a.unit.column!r} for --privacy-unit",
+                                   f"choose from {', '.join(map(str, ds.variables))}")
+                a.unit_ids = np.asarray(ds[a.unit.column].values).reshape(-1)
+            else:
+                _warn_ids({c: np.asarray(ds[c].values).reshape(-1) for c in ds.variables if c not in cols
+                           and ds[c].size == arrays[0].size})
     else:
         import pandas as pd
 
@@ -154,6 +168,13 @@ def _load_table(a):
             arrays = [pd.to_numeric(df[c]).to_numpy(dtype=float) for c in cols]
         except ValueError as err:
             raise CLIError(f"a column of {path.name} is not numeric: {err}", "pass numeric columns") from err
+        if a.unit is not None:
+            if a.unit.column not in df.columns:
+                raise CLIError(f"{path.name} has no column {a.unit.column!r} for --privacy-unit",
+                               f"choose from {', '.join(map(str, df.columns))}")
+            a.unit_ids = df[a.unit.column].to_numpy()
+        else:
+            _warn_ids({c: df[c].to_numpy() for c in df.columns if c not in cols})
     if len({v.size for v in arrays}) != 1:
         raise CLIError("the feature and label variables have different lengths", "pass variables along one record dim")
     X = np.stack(arrays[:-1], axis=-1)
@@ -168,6 +189,19 @@ def _load_table(a):
     if y.size < 2:
         raise CLIError("the table needs at least 2 records", "pass more data")
     return X, y
+
+
+def _warn_ids(columns: dict) -> None:
+    """The record-level warning of :func:`fdp_ppl.cli.warn_record_level` for a table's other columns."""
+    import numpy as np
+    import xarray as xr
+
+    from .cli import warn_record_level
+
+    if columns:
+        size = len(next(iter(columns.values())))
+        warn_record_level(xr.DataArray(np.zeros(size), dims="curve",
+                                       coords={c: ("curve", v) for c, v in columns.items()}))
 
 
 def _kernel(a):
@@ -197,14 +231,17 @@ def run(a) -> int:
     X, y = _load_table(a)
     d = X.shape[1]
     grid_size = a.grid_size or (100 if d == 1 else 40)
-    spec = ERMSpec(_kernel(a), lam=a.lam, n=y.size, loss=a.loss, domain=a.domain_box, grid_size=grid_size,
-                   eta=a.eta if a.mechanism == "iclp" else None, solver_slack=a.solver_slack)
+    import numpy as np
+
+    n = y.size if a.unit is None else int(np.unique(a.unit_ids).size)
+    spec = ERMSpec(_kernel(a), lam=a.lam, n=n, loss=a.loss, domain=a.domain_box, grid_size=grid_size,
+                   eta=a.eta if a.mechanism == "iclp" else None, solver_slack=a.solver_slack, privacy_unit=a.unit)
     mech = GaussianMechanism(a.epsilon, a.delta, a.calibration) if a.mechanism == "gp" else ICLP(a.epsilon)
     label = f"svm {a.loss}/{a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
     if ledger is not None:  # the solver's outcome depends on the data: charged before it runs, never after
         ledger = Prepaid(ledger, cost, label, dataset=Path(str(a.data)).name, mechanism=f"svm-{a.mechanism}")
     with stage(f"solving the {a.loss} kernel machine"):
-        fit = spec.fit(X, y)
+        fit = spec.fit(X, y, units=a.unit_ids)
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated in the table
         warnings.simplefilter("ignore", SeededReleaseWarning)
         tree = release_erm(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label)
@@ -225,7 +262,7 @@ def _plot(tree, path) -> None:
 
 
 def _print_table(tree, out, a, ledger) -> None:
-    from .cli import ledger_text, print_table, seed_text
+    from .cli import ledger_text, print_table, seed_text, unit_text
 
     at = tree.attrs
     gp = a.mechanism == "gp"
@@ -239,6 +276,7 @@ def _print_table(tree, out, a, ledger) -> None:
                   f"({a.draws} release{'s' if a.draws > 1 else ''}, basic composition)")),
         ("machine", f"{a.loss} loss, lambda {a.lam:g}, no intercept, n = {at['n']}"),
         ("kernel", f"{a.kernel}, bandwidth {a.bandwidth:g}"),
+        ("privacy unit", unit_text(at)),
         ("sensitivity", (f"{at['sensitivity']:.4g} in the {at['sensitivity_norm']} norm (M = "
                         f"{at['admissibility_M']:.3g}, solver slack {a.solver_slack:g})")),
         ("noise", f"scale {at['noise_scale']:.4g}; {at['noise_kernel']}"),

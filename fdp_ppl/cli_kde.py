@@ -23,7 +23,7 @@ BERNSTEIN_K = {1: 20, 2: 10}
 
 def add_subparser(sub) -> None:
     """Add ``kde`` to the sub-command parsers of ``fdp-ppl``."""
-    from .cli import _SEED_HELP, _add_ledger_args, _add_output_args
+    from .cli import _SEED_HELP, _add_ledger_args, _add_output_args, add_unit_args
 
     p = sub.add_parser(
         NAME, help="release a private kernel density estimate of one or two columns",
@@ -33,6 +33,7 @@ def add_subparser(sub) -> None:
     g.add_argument("--data", required=True, metavar="PATH", help="NetCDF (.nc) or CSV file")
     g.add_argument("--var", required=True, metavar="NAME", help="variable / column of scalar observations")
     g.add_argument("--var2", default=None, metavar="NAME", help="second column: a 2-D KDE of the pairs")
+    add_unit_args(g)
     m = p.add_argument_group("mechanism")
     m.add_argument("--mechanism", required=True, choices=MECHANISMS,
                    help="gp: (eps, delta), Gaussian-kernel GP noise; sobolev: (eps, delta), L1-exponential (rough) "
@@ -66,10 +67,16 @@ def add_subparser(sub) -> None:
 
 
 def _check(a):
-    from .cli import CLIError, _check_ledger_args, _check_out, _finite
+    from .cli import CLIError, _check_ledger_args, _check_out, _check_unit_args, _finite
 
     if not (_finite(a.epsilon) and a.epsilon > 0):
         raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon})", "pass e.g. --epsilon 1")
+    a.unit = _check_unit_args(a)
+    if a.unit is not None and a.unit.contributions > 1:
+        raise CLIError("a KDE takes --combine mean or --max-contributions 1 per person",
+                       "pass --combine mean (each person's observations share one observation's weight)")
+    if a.unit is not None and a.unit.order is not None:
+        raise CLIError("--unit-order is not available for kde", "sort the file by it and drop --unit-order")
     approx = a.mechanism in ("gp", "sobolev")
     if approx and a.delta is None:
         raise CLIError(f"--mechanism {a.mechanism} is (epsilon, delta)-DP and needs --delta", "pass e.g. --delta 1e-5")
@@ -115,7 +122,8 @@ def _check(a):
     _check_ledger_args(a)
 
 
-def _column(a, name):
+def _column(a, name, *, ids: bool = False):
+    """The values of column / variable ``name`` (floats; any values with ``ids``: a privacy unit's column)."""
     import numpy as np
 
     from .cli import CLIError
@@ -129,6 +137,8 @@ def _column(a, name):
         if not rows or name not in rows[0]:
             cols = ", ".join(rows[0]) if rows else "none"
             raise CLIError(f"column {name!r} is not in {path} (columns: {cols})", "pass --var with a column name")
+        if ids:
+            return np.array([r[name] for r in rows])
         try:
             vals = np.array([float(r[name]) for r in rows])
         except ValueError:
@@ -141,6 +151,8 @@ def _column(a, name):
             if name not in ds.variables:
                 raise CLIError(f"variable {name!r} is not in {path} (variables: {', '.join(map(str, ds.variables))})",
                                "pass --var with a variable name")
+            if ids:
+                return np.asarray(ds[name].values).ravel()
             vals = np.asarray(ds[name].values, dtype=float).ravel()
     if vals.size < 2:
         raise CLIError(f"{name!r} has {vals.size} observation(s)", "a KDE needs n >= 2 observations")
@@ -159,7 +171,7 @@ def run(a) -> int:
 
     from .accounting import PrivacyBudget
     from ._progress import stage
-    from .cli import SEEDED_TEXT, CLIError, _open_ledger, ledger_text, write_release
+    from .cli import SEEDED_TEXT, CLIError, _open_ledger, ledger_text, unit_text, write_release
     from .errors import SeededReleaseWarning
 
     _check(a)
@@ -172,7 +184,16 @@ def run(a) -> int:
         if second.size != obs.size:
             raise CLIError(f"--var and --var2 have {obs.size} and {second.size} values", "pass paired columns")
         obs = np.stack([obs, second], -1)
-    n, d = obs.shape[0], (1 if obs.ndim == 1 else 2)
+    units = None
+    if a.unit is not None:
+        units = _column(a, a.unit.column, ids=True)
+        if units.size != obs.shape[0]:
+            raise CLIError(f"--privacy-unit {a.unit.column} and --var have different lengths",
+                           "pass a unit column along the observations")
+    else:
+        _warn_repeated_ids(a)
+    d = 1 if obs.ndim == 1 else 2
+    n = obs.shape[0] if units is None else int(np.unique(units).size)
     lo, hi = a.domain
     inside = np.all((obs >= lo) & (obs <= hi), axis=-1) if d == 2 else (obs >= lo) & (obs <= hi)
     n_clipped = int(np.sum(~inside))
@@ -182,6 +203,9 @@ def run(a) -> int:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SeededReleaseWarning)
+            if units is not None:
+                raise CLIError("--bandwidth-epsilon is not available with --privacy-unit",
+                               "pass a public --bandwidth")
             h = private_bandwidth(np.clip(obs, lo, hi), bw_eps, [(lo, hi)] * d, ledger=ledger, random_seed=a.seed,
                                   label=f"kde bandwidth (private IQR, epsilon {bw_eps:g}) -> {a.out}")
         a.bandwidth = float(h[0]) if d == 1 else h
@@ -189,9 +213,9 @@ def run(a) -> int:
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated below instead
         warnings.simplefilter("ignore", SeededReleaseWarning)
         if a.mechanism in ("frl", "bernstein") and d == 1:
-            tree = _baseline(a, obs, n, size, ledger, label)
+            tree = _baseline(a, obs, n, size, ledger, label, units)
         else:
-            tree = _grid_release(a, obs, n, d, size, ledger, label)
+            tree = _grid_release(a, obs, n, d, size, ledger, label, units)
     if a.mechanism == "frl":
         tree.attrs["frl_M"] = int(tree["constant_data"]["noise_scale"].size)  # the M basis functions released
         tree.attrs["frl_M_source"] = "--frl-m" if a.frl_m is not None else "default floor(n^(1/3))"
@@ -226,36 +250,66 @@ def run(a) -> int:
     if bw_eps:
         print(f"  bandwidth chosen privately: epsilon {bw_eps:g} of the total {at['budget_spent_epsilon']:g} "
               "(its quartile draws are not floating-point safe)")
+    print(f"  privacy unit: {unit_text(at)}")
     print(f"  ledger: {ledger_text(ledger, at)}")
     print(f"data holder only (not written to the file): {n_clipped} of {n} observations were outside the domain "
           f"[{lo:g}, {hi:g}] and were clipped to it", file=sys.stderr)
     return 0
 
 
-def _grid_release(a, obs, n, d, size, ledger, label):
+def _warn_repeated_ids(a) -> None:
+    """The record-level warning of :func:`fdp_ppl.cli.warn_record_level` for a table's id-like columns."""
+    import numpy as np
+    import xarray as xr
+
+    from .cli import warn_record_level
+
+    path = str(a.data)
+    try:
+        if path.lower().endswith(".csv"):
+            import pandas as pd
+
+            frame = pd.read_csv(path)
+            coords = {c: ("curve", frame[c].to_numpy()) for c in frame.columns if c not in (a.var, a.var2)}
+            records = xr.DataArray(np.zeros(len(frame)), dims="curve", coords=coords)
+        else:
+            with xr.open_dataset(path) as ds:
+                v = ds[a.var]
+                if v.ndim != 1:
+                    return
+                records = xr.DataArray(np.zeros(v.size), dims="curve",
+                                       coords={c: ("curve", np.asarray(ds[c].values)) for c in ds.variables
+                                               if c not in (a.var, a.var2) and ds[c].dims == v.dims})
+    except (OSError, ValueError, KeyError):
+        return
+    warn_record_level(records)
+
+
+def _grid_release(a, obs, n, d, size, ledger, label, units=None):
     from .kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec, release_kde
     from .kde.baselines import BernsteinKDESpec, FRLKDESpec
     from .mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
 
     grid = CartesianGrid.uniform([tuple(a.domain)] * d, size)
+    unit = {"privacy_unit": a.unit}
     if a.mechanism == "frl":  # 2-D: first floor(n^(1/3)) tensor-eigenbasis coefficients, exact l1 sensitivity
-        spec, mech = FRLKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, M=a.frl_m), FRL(a.epsilon)
+        spec, mech = FRLKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, M=a.frl_m, **unit), FRL(a.epsilon)
     elif a.mechanism == "bernstein":  # 2-D: (k + 1)^2 lattice values, k = 10 by default, exact l1 sensitivity
         spec = BernsteinKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, k=BERNSTEIN_K[2] if a.bernstein_k is None
-                                else a.bernstein_k)
+                                else a.bernstein_k, **unit)
         mech = Bernstein(a.epsilon)
     elif a.mechanism == "iclp":
-        spec = ICLPKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, eta=a.eta, normalise=a.normalise)
+        spec = ICLPKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, eta=a.eta, normalise=a.normalise, **unit)
         mech = ICLP(a.epsilon)
     else:
         cls = KDESpec if a.mechanism == "gp" else SobolevKDESpec
-        spec = cls(grid=grid, bandwidth=a.bandwidth, n=n)
+        spec = cls(grid=grid, bandwidth=a.bandwidth, n=n, **unit)
         mech = GaussianMechanism(a.epsilon, a.delta)
-    return release_kde(spec.fit(obs), mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
-                       dataset=str(a.data))
+    return release_kde(spec.fit(obs, units=units), mech, draws=a.draws, random_seed=a.seed, ledger=ledger,
+                       label=label, dataset=str(a.data))
 
 
-def _baseline(a, obs, n, size, ledger, label):
+def _baseline(a, obs, n, size, ledger, label, units=None):
     import numpy as np
     import xarray as xr
 
@@ -269,12 +323,15 @@ def _baseline(a, obs, n, size, ledger, label):
     pts = np.linspace(lo, hi, size)
     h = a.bandwidth or float(bandwidth_rule(n, 1, (hi - lo) / 4)[0])
     if a.mechanism == "frl":
-        spec, mech = frl_kde_spec(pts, h, n, M=a.frl_m), FRL(a.epsilon)
+        spec, mech = frl_kde_spec(pts, h, n, M=a.frl_m, privacy_unit=a.unit), FRL(a.epsilon)
     else:
-        spec, mech = bernstein_kde_spec(pts, h, n, k=BERNSTEIN_K[1] if a.bernstein_k is None else a.bernstein_k), \
-            Bernstein(a.epsilon)
-    rel = fp.release(spec.fit(kde_bumps(obs, pts, h, (lo, hi))), mech, draws=a.draws, random_seed=a.seed,
-                     ledger=ledger, label=label, dataset=str(a.data))
+        spec, mech = bernstein_kde_spec(pts, h, n, k=BERNSTEIN_K[1] if a.bernstein_k is None else a.bernstein_k,
+                                        privacy_unit=a.unit), Bernstein(a.epsilon)
+    bumps = kde_bumps(obs, pts, h, (lo, hi))
+    if units is not None:  # the bumps are the records of the mean: a unit's bumps combined (or its first kept)
+        bumps = xr.DataArray(bumps, dims=("curve", "t"), coords={"t": pts, a.unit.column: ("curve", units)})
+    rel = fp.release(spec.fit(bumps), mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
+                     dataset=str(a.data))
     curve = np.asarray(rel["posterior"]["curve"].values)
     post = xr.Dataset({"density": (("chain", "draw", "x"), curve)},
                       coords={"chain": np.arange(curve.shape[0]), "draw": np.arange(curve.shape[1]), "x": pts})

@@ -89,8 +89,10 @@ class PrivacyUnit:
     def rule(self) -> str:
         """The contribution-bounding rule in words (recorded in releases)."""
         if self.combine is not None:
-            return f"each {self.column}'s records averaged into one record before clipping (combine = mean)"
+            return f"each {self.column}'s records combined into one by their mean, before clipping (combine = mean)"
         order = f"order of {self.order!r}" if self.order else "record order of the data"
+        if self.max_contributions == 1:
+            return f"the first record of each {self.column} ({order}) (max_contributions = 1)"
         return (f"the first {self.max_contributions} records of each {self.column} ({order}), padded to "
                 f"{self.max_contributions} with the public centre (max_contributions = {self.max_contributions})")
 
@@ -125,6 +127,56 @@ class PrivacyUnit:
             raise InputError(f"the unit coordinate {self.column!r} has missing values",
                              "give every record its unit (a public rule decides units, not the release)")
         return ids
+
+    def weights(self, ids, n_public: int) -> tuple[np.ndarray, np.ndarray]:
+        """Records kept and their weights in a mean over records, for summaries linear in their records
+        (KDE bumps): ``combine`` keeps all, each with ``1/(units × its unit's count)``; ``max_contributions=k``
+        keeps each unit's first k (given order), each with ``1/(units × k)``.
+
+        Parameters
+        ----------
+        ids : array_like, shape (n_records,)
+            The unit of each record (data holder only).
+        n_public : int
+            The spec's public n, which must be ``contributions × the number of units``.
+
+        Returns
+        -------
+        keep : ndarray of int, shape (m,)
+        weights : ndarray, shape (m,)
+            Summing to 1 for ``combine``, to (records kept)/(k × units) for ``max_contributions``.
+
+        Raises
+        ------
+        InputError
+            Missing ids, an ``order`` (a coordinate: not available for plain arrays), or n_public that does not
+            match the number of units.
+        """
+        ids = np.asarray(ids)
+        if ids.ndim != 1 or ids.size == 0:
+            raise InputError("the unit ids must be one value per record", "pass units= of the records' length")
+        if ids.dtype.kind == "f" and not np.all(np.isfinite(ids)):
+            raise InputError(f"the unit column {self.column!r} has missing values", "give every record its unit")
+        if self.order is not None:
+            raise InputError("order needs a per-record coordinate", "sort the records by it first, or drop order")
+        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        n_units = first.size
+        if n_units * self.contributions != int(n_public):
+            raise InputError(f"the data have {n_units} units ({self.contributions} record(s) each after bounding) but "
+                             f"the spec was built for the public n={n_public}",
+                             "n is public: build the spec with contributions x the number of units")
+        inverse = inverse.ravel()
+        counts = np.bincount(inverse, minlength=n_units)
+        if self.combine is not None:
+            return np.arange(ids.size), 1.0 / (n_units * counts[inverse])
+        seen = np.zeros(n_units, dtype=int)
+        keep = []
+        for i, u in enumerate(inverse):
+            if seen[u] < self.max_contributions:
+                keep.append(i)
+                seen[u] += 1
+        keep = np.asarray(keep, dtype=int)
+        return keep, np.full(keep.size, 1.0 / (n_units * self.max_contributions))
 
     def n_units(self, curves: xr.DataArray, record_dim: str = dims.CURVE) -> int:
         """The number of units in ``curves`` (public under the unit-level relation)."""

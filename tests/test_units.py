@@ -109,7 +109,7 @@ def test_spec_checks_n_and_the_unit_coordinate(basis):
         fp.ICLPQRSpec(basis=basis, tau=TAU, n=7, privacy_unit=PrivacyUnit("subject_id", max_contributions=2))
     tree = fp.release(fp.ICLPQRSpec(basis=basis, tau=TAU, n=6, privacy_unit=unit).fit(x), fp.ICLP(1.0))
     assert tree.attrs["privacy_unit"] == "subject_id" and tree.attrs["n"] == 6
-    assert "replace one subject_id" in tree.attrs["neighbouring"] and "averaged" in tree.attrs["contribution_rule"]
+    assert "replace one subject_id" in tree.attrs["neighbouring"] and "by their mean" in tree.attrs["contribution_rule"]
     assert fp.release(fp.ICLPQRSpec(basis=basis, tau=TAU, n=12).fit(x), fp.ICLP(1.0)).attrs["privacy_unit"] == \
         "record"
 
@@ -131,7 +131,7 @@ def test_cli_dti_per_subject_and_the_record_level_warning(tmp_path, capsys):
     assert not any(ch.isdigit() for ch in warning[0])  # no counts
     assert main([*base, "--privacy-unit", "subject_id", "--combine", "mean", "--out", str(tmp_path / "p.nc")]) == 0
     std = capsys.readouterr()
-    assert "warning" not in std.err and "one subject_id: each subject_id's records averaged" in std.out
+    assert "warning" not in std.err and "one subject_id: each subject_id's records combined" in std.out
     tree = xr.open_datatree(tmp_path / "p.nc")
     assert tree.attrs["n"] == 142 and tree.attrs["privacy_unit"] == "subject_id"
     assert main([*base, "--privacy-unit", "subject_id", "--max-contributions", "2", "--unit-order", "visit",
@@ -169,3 +169,113 @@ def test_cli_unit_flag_errors(tmp_path, capsys, flags, fix):
                  "--epsilon", "1", "--tau", "1", "--out", str(tmp_path / "x.nc"), *flags]) == 2
     err = capsys.readouterr().err
     assert fix in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "x.nc").exists()
+
+
+# ----------------------------------------------------------------------------- densities
+@pytest.mark.parametrize("kind", ["gp", "iclp", "frl2d", "bernstein2d"])
+def test_kde_per_unit_brute_force(kind):
+    """A unit's observations share one observation's weight (their bumps averaged): replacing every observation
+    of one unit moves the fit by at most the record-level Δ with n = the number of units; the estimate equals
+    the KDE of the units' averaged bumps."""
+    from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec
+    from fdp_ppl.kde.baselines import BernsteinKDESpec, FRLKDESpec
+
+    rng = np.random.default_rng(4)
+    d = 2 if kind.endswith("2d") else 1
+    grid = CartesianGrid.uniform([(0.0, 1.0)] * d, 25 if d == 1 else 12)
+    ids = np.array(IDS)
+    obs = rng.uniform(0, 1, (ids.size, d))
+    unit = PrivacyUnit("id", combine="mean")
+    build = {"gp": lambda **kw: KDESpec(grid=grid, bandwidth=0.1, **kw),
+             "iclp": lambda **kw: ICLPKDESpec(grid=grid, bandwidth=0.1, **kw),
+             "frl2d": lambda **kw: FRLKDESpec(grid=grid, bandwidth=0.15, **kw),
+             "bernstein2d": lambda **kw: BernsteinKDESpec(grid=grid, bandwidth=0.15, k=4, **kw)}[kind]
+    spec = build(n=6, privacy_unit=unit)
+    norm = {"gp": "cameron-martin", "iclp": "1,C", "frl2d": "l1", "bernstein2d": "l1"}[kind]
+    sens = spec.sensitivity(norm)
+    assert sens.value == pytest.approx(build(n=6).sensitivity(norm).value)  # one combined record per unit
+    base = spec.fit(obs, units=ids).coefficients
+    lam = np.asarray(spec.eigenvalues) if norm != "l1" else None
+
+    def dist(c):
+        h = c - base
+        if norm == "l1":
+            return float(np.sum(np.abs(h)))
+        return float(np.sum(np.abs(h) / np.sqrt(lam))) if norm == "1,C" else float(np.sqrt(np.sum(h * h / lam)))
+
+    worst = 0.0
+    for trial in range(30):
+        y = obs.copy()
+        victim = ids == IDS[trial % len(IDS)]
+        y[victim] = rng.uniform(0, 1, (victim.sum(), d)) if trial % 2 else rng.choice([0.0, 1.0], (victim.sum(), d))
+        worst = max(worst, dist(spec.fit(y, units=ids).coefficients))
+    assert worst <= sens.value * (1 + 1e-9)
+    with pytest.raises(InputError, match="units="):
+        spec.fit(obs)
+    with pytest.raises(InputError, match="public n"):
+        build(n=12, privacy_unit=unit).fit(obs, units=ids)
+    with pytest.raises(InputError, match="combine='mean' or max_contributions=1"):
+        build(n=12, privacy_unit=PrivacyUnit("id", max_contributions=2))
+    if kind == "gp":  # the estimate is the KDE of averaged bumps
+        first = build(n=6, privacy_unit=PrivacyUnit("id", max_contributions=1)).fit(obs, units=ids)
+        keep = [list(ids).index(u) for u in dict.fromkeys(ids)]
+        np.testing.assert_allclose(first.coefficients, build(n=6).fit(obs[keep]).coefficients, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- kernel machines
+def test_kernel_machine_keeps_one_record_per_unit(tmp_path, capsys):
+    """A kernel machine is not linear in its records: a unit keeps its first record (n = units), and the fit is
+    the record-level fit of those records, so the record-level sensitivity is the unit-level one."""
+    from fdp_ppl.erm import ERMSpec
+    from fdp_ppl.spaces import Gaussian
+
+    rng = np.random.default_rng(5)
+    ids = np.array(IDS)
+    X = rng.uniform(0, 1, (ids.size, 1))
+    y = np.where(X[:, 0] > 0.5, 1.0, -1.0)
+    unit = PrivacyUnit("id", max_contributions=1)
+    spec = ERMSpec(Gaussian(0.3, convention="hall"), lam=0.1, n=6, privacy_unit=unit)
+    keep = [list(ids).index(u) for u in dict.fromkeys(ids)]
+    plain = ERMSpec(Gaussian(0.3, convention="hall"), lam=0.1, n=6)
+    np.testing.assert_allclose(spec.fit(X, y, units=ids).solution.coefficients,
+                               plain.fit(X[keep], y[keep]).solution.coefficients, atol=1e-10)
+    assert spec.sensitivity("cameron-martin").value == pytest.approx(plain.sensitivity("cameron-martin").value)
+    assert spec.attrs()["privacy_unit"] == "id" and plain.attrs()["privacy_unit"] == "record"
+    with pytest.raises(InputError, match="max_contributions=1"):
+        ERMSpec(Gaussian(0.3, convention="hall"), lam=0.1, n=6, privacy_unit=PrivacyUnit("id", combine="mean"))
+    with pytest.raises(InputError, match="units="):
+        spec.fit(X, y)
+    # the command line, with the record-level warning when the unit is not given
+    path = tmp_path / "t.csv"
+    path.write_text("patient_id,a,label\n" + "\n".join(f"{u},{x},{int(v)}" for u, x, v in zip(ids, X[:, 0], y)))
+    argv = ["svm", "--data", str(path), "--features", "a", "--label", "label", "--lam", "0.1", "--bandwidth", "0.3",
+            "--mechanism", "gp", "--delta", "1e-5", "--epsilon", "1", "--grid-size", "10"]
+    assert main([*argv, "--out", str(tmp_path / "r.nc")]) == 0
+    assert "'patient_id' repeats" in capsys.readouterr().err
+    assert main([*argv, "--out", str(tmp_path / "u.nc"), "--privacy-unit", "patient_id", "--max-contributions",
+                 "1"]) == 0
+    std = capsys.readouterr()
+    assert "one patient_id: the first record of each patient_id" in std.out and "repeats" not in std.err
+    tree = xr.open_datatree(tmp_path / "u.nc")
+    assert tree.attrs["n"] == 6 and tree.attrs["privacy_unit"] == "patient_id"
+
+
+def test_kde_command_line_per_person(tmp_path, capsys):
+    rng = np.random.default_rng(6)
+    ids = np.repeat(np.arange(20), 3)
+    path = tmp_path / "obs.csv"
+    path.write_text("person_id,x\n" + "\n".join(f"{i},{v}" for i, v in zip(ids, rng.uniform(0, 1, ids.size))))
+    argv = ["kde", "--data", str(path), "--var", "x", "--mechanism", "iclp", "--epsilon", "1", "--domain", "0", "1",
+            "--grid-size", "30"]
+    assert main([*argv, "--out", str(tmp_path / "r.nc")]) == 0
+    assert "'person_id' repeats" in capsys.readouterr().err
+    for rule in (["--combine", "mean"], ["--max-contributions", "1"]):
+        out = tmp_path / f"u{rule[0]}.nc"
+        assert main([*argv, "--out", str(out), "--privacy-unit", "person_id", *rule]) == 0
+        std = capsys.readouterr()
+        assert "privacy unit: one person_id" in std.out and "repeats" not in std.err
+        tree = xr.open_datatree(out)
+        assert tree.attrs["n"] == 20 and tree.attrs["privacy_unit"] == "person_id"
+    assert main([*argv, "--out", str(tmp_path / "k.nc"), "--privacy-unit", "person_id", "--max-contributions",
+                 "2"]) == 2
+    assert "--combine mean" in capsys.readouterr().err

@@ -98,8 +98,16 @@ class ERMSpec:
     label_bound: float = 1.0
     solver_slack: float = 1e-2
     rel_tol: float = 1e-12
+    privacy_unit: object = None
 
     def __post_init__(self):
+        if self.privacy_unit is not None:
+            from ..units import PrivacyUnit
+
+            if not isinstance(self.privacy_unit, PrivacyUnit) or self.privacy_unit.max_contributions != 1:
+                raise InputError("a kernel machine takes privacy_unit=PrivacyUnit(column, max_contributions=1): it is "
+                                 "not linear in its records, so records cannot be combined, and k > 1 records per "
+                                 "unit would need a group-privacy bound", "keep one record per unit")
         if not isinstance(self.kernel, Kernel):
             raise InputError("kernel must be an fdp_ppl kernel", "e.g. Gaussian(rho=0.2, convention='hall')")
         object.__setattr__(self, "lam", check_positive(self.lam, "lam", "pass a public penalty, e.g. lam=0.1"))
@@ -296,10 +304,15 @@ class ERMSpec:
             out["label_bound"] = self.label_bound
         if self.eta is not None:
             out.update(eta=float(self.eta), n_components=int(self.basis.size), eigen_rel_tol=self.rel_tol)
+        if self.privacy_unit is not None:
+            out.update(self.privacy_unit.attrs(), neighbouring=f"replace one {self.privacy_unit.column} (its first "
+                                                               "record kept); the number of units public")
+        else:
+            out["privacy_unit"] = "record"
         return out
 
     # ------------------------------------------------------------------ fit
-    def fit(self, features, labels) -> ERMFit:
+    def fit(self, features, labels, units=None) -> ERMFit:
         """Clip features to the domain (and squared-loss labels to ±B), then solve the ERM.
 
         Parameters
@@ -307,15 +320,27 @@ class ERMSpec:
         features : array_like, shape (n, d) or (n,) for d = 1
         labels : array_like, shape (n,)
             ±1 (hinge, logistic), real (squared).
+        units : array_like, shape (n,), optional
+            The unit of each record, required with a ``privacy_unit``: each unit's first record is kept and
+            n is the number of units.
 
         Raises
         ------
         InputError
-            Wrong shapes, non-finite values, a count other than the public n, labels not ±1.
+            Wrong shapes, non-finite values, a count other than the public n, labels not ±1, units missing
+            or given without a privacy unit.
         """
         X = np.asarray(features, dtype=float)
         X = X[:, None] if X.ndim == 1 else X
         y = np.asarray(labels, dtype=float).reshape(-1)
+        if (self.privacy_unit is None) != (units is None):
+            raise InputError("units= goes with a privacy_unit in the spec, and a privacy_unit needs units=",
+                             "pass both or neither")
+        if units is not None:
+            if len(units) != X.shape[0]:
+                raise InputError("units= needs one id per record", "pass the unit column along the records")
+            keep, _ = self.privacy_unit.weights(units, self.n)
+            X, y = X[keep], y[keep]
         if X.ndim != 2 or X.shape[1] != self.d:
             raise InputError(f"features must have shape (n, {self.d}) (got {X.shape})", "pass one column per feature")
         if X.shape[0] != self.n or y.size != self.n:

@@ -88,19 +88,20 @@ def kde_bumps(observations, points, h: float, domain=None) -> np.ndarray:
     return np.exp(-0.5 * ((pts[None, :] - x[:, None]) / h) ** 2) / (np.sqrt(2 * np.pi) * h)
 
 
-def frl_kde_spec(points, h: float, n: int, M: int | None = None) -> FRLSpec:
-    """FRL spec for a 1-D Gaussian KDE on ``points`` (original units, domain = their ends)."""
+def frl_kde_spec(points, h: float, n: int, M: int | None = None, privacy_unit=None) -> FRLSpec:
+    """FRL spec for a 1-D Gaussian KDE on ``points`` (original units, domain = their ends); the bumps of
+    :func:`kde_bumps` are its records (a ``privacy_unit`` combines or keeps a unit's bumps)."""
     grid = Grid.from_points(points)
     length = grid.upper - grid.lower
     basis = Eigenbasis(Gaussian(rho=h / length, convention="hall"), grid)
     tau = 1.0 / np.sqrt(2 * np.sqrt(np.pi) * h * length)
-    return FRLSpec(basis=basis, tau=float(tau), n=int(n), M=M)
+    return FRLSpec(basis=basis, tau=float(tau), n=int(n), M=M, privacy_unit=privacy_unit)
 
 
-def bernstein_kde_spec(points, h: float, n: int, k: int = 20) -> BernsteinSpec:
+def bernstein_kde_spec(points, h: float, n: int, k: int = 20, privacy_unit=None) -> BernsteinSpec:
     """Bernstein spec for a 1-D Gaussian KDE on ``points`` (original units)."""
     return BernsteinSpec(lattice_grid=Grid.from_points(points), tau=float(1.0 / (np.sqrt(2 * np.pi) * h)),
-                         n=int(n), k=int(k))
+                         n=int(n), k=int(k), privacy_unit=privacy_unit)
 
 
 # ----------------------------------------------------------------------------- grid (2-D) baselines
@@ -122,8 +123,8 @@ class _SnappedGridKDE(KDESpec):
         pts = np.atleast_2d(np.asarray(points, dtype=float))
         return np.stack([np.abs(pts[:, k, None] - a[None, :]).argmin(1) for k, a in enumerate(self.grid.axes)], -1)
 
-    def _snapped(self, observations) -> tuple[np.ndarray, int]:
-        clipped, n_clipped = self._check_observations(observations)
+    def _snapped(self, observations, units=None) -> tuple[np.ndarray, int]:
+        clipped, n_clipped = self._check_observations(observations, units)
         idx = self.snap(clipped)
         return np.stack([a[idx[:, k]] for k, a in enumerate(self.grid.axes)], -1), n_clipped
 
@@ -199,9 +200,9 @@ class FRLKDESpec(_SnappedGridKDE):
     _bounds: ClassVar[tuple] = ("tight", "cs", "paper")
 
     def __init__(self, *, grid: CartesianGrid, bandwidth=None, n: int, M: int | None = None,
-                 rel_tol: float = DEFAULT_REL_TOL):
+                 rel_tol: float = DEFAULT_REL_TOL, privacy_unit=None):
         self._delta = None
-        super().__init__(grid=grid, bandwidth=bandwidth, n=n, rel_tol=rel_tol)
+        super().__init__(grid=grid, bandwidth=bandwidth, n=n, rel_tol=rel_tol, privacy_unit=privacy_unit)
         self.M = int(np.floor(self.n ** (1.0 / 3.0) + 1e-9)) if M is None else M
         self.basis = _truncated_product_basis(grid, self.bandwidths, self.M, rel_tol)
         self.M = int(self.M)
@@ -250,16 +251,18 @@ class FRLKDESpec(_SnappedGridKDE):
             return self._sensitivity(2 * self.tau * np.sqrt(self.M) / self.n, bound, "2 tau sqrt(M)/n")
         return self._sensitivity(2 * self.M * self.tau / self.n, bound, "Theorem 12.1, 2 M tau/n")
 
-    def fit(self, observations) -> KDESummary:
-        """Clip, snap and project the Gaussian KDE on the first M coefficients (non-private).
+    def fit(self, observations, units=None) -> KDESummary:
+        """Clip, snap and project the Gaussian KDE on the first M coefficients (non-private); ``units`` with a
+        privacy unit (:meth:`KDESpec.fit`).
 
         Raises
         ------
         InputError
             Wrong shape, non-finite values or a count different from the public n.
         """
-        pts, n_clipped = self._snapped(observations)
-        values = gaussian_kde_values(self.grid.axes, pts, self.bandwidths)
+        pts, n_clipped = self._snapped(observations, units)
+        pts, weights = self._unit_select(pts, units)
+        values = gaussian_kde_values(self.grid.axes, pts, self.bandwidths, weights)
         coef = self.basis.coefficients(values)
         return KDESummary(self, coef, self.basis.reconstruct(coef), n_clipped)
 
@@ -327,11 +330,11 @@ class BernsteinKDESpec(_SnappedGridKDE, BernsteinSpec):
     mechanism_families: ClassVar[tuple] = ("bernstein",)
     _bounds: ClassVar[tuple] = ("tight", "sup", "paper")
 
-    def __init__(self, *, grid: CartesianGrid, bandwidth=None, n: int, k: int = 10):
+    def __init__(self, *, grid: CartesianGrid, bandwidth=None, n: int, k: int = 10, privacy_unit=None):
         if isinstance(k, bool) or not float(k).is_integer() or int(k) < 1:
             raise InputError(f"k (lattice number) must be an integer >= 1, got {k!r}", "pass e.g. k=10")
         self._delta = None
-        super().__init__(grid=grid, bandwidth=bandwidth, n=n, rel_tol=DEFAULT_REL_TOL)
+        super().__init__(grid=grid, bandwidth=bandwidth, n=n, rel_tol=DEFAULT_REL_TOL, privacy_unit=privacy_unit)
         object.__setattr__(self, "k", int(k))
         self.basis = TensorBernsteinBasis(grid, int(k))
         object.__setattr__(self, "tau", float(self.n * self.normaliser))  # τ_∞, sup of one bump
@@ -362,9 +365,10 @@ class BernsteinKDESpec(_SnappedGridKDE, BernsteinSpec):
     def basis_attrs(self) -> dict:
         return {"basis": "tensor bernstein", "lattice_k": self.k}
 
-    def lattice_values(self, points) -> np.ndarray:
-        """Gaussian KDE of ``points`` (m, d) (no clipping, no snapping) at the lattice, C order; shape ((k+1)^d,)."""
-        return gaussian_kde_values(self.basis.lattice, points, self.bandwidths).ravel()
+    def lattice_values(self, points, weights=None) -> np.ndarray:
+        """Gaussian KDE of ``points`` (m, d) (no clipping, no snapping; ``weights`` as in
+        :func:`~fdp_ppl.kde.gaussian.gaussian_kde_values`) at the lattice, C order; shape ((k+1)^d,)."""
+        return gaussian_kde_values(self.basis.lattice, points, self.bandwidths, weights).ravel()
 
     def _node_vectors(self) -> np.ndarray:
         if getattr(self, "_rows", None) is None:
@@ -404,16 +408,18 @@ class BernsteinKDESpec(_SnappedGridKDE, BernsteinSpec):
         return self._sensitivity(self.n_components * 2 * self.tau / self.n, bound,
                                  "diffpriv DPMechBernstein, (k+1)^d 2 tau_inf/n")
 
-    def fit(self, observations) -> KDESummary:
-        """Clip, snap, evaluate the KDE on the lattice and reconstruct the Bernstein polynomial (non-private).
+    def fit(self, observations, units=None) -> KDESummary:
+        """Clip, snap, evaluate the KDE on the lattice and reconstruct the Bernstein polynomial (non-private);
+        ``units`` with a privacy unit (:meth:`KDESpec.fit`).
 
         Raises
         ------
         InputError
             Wrong shape, non-finite values or a count different from the public n.
         """
-        pts, n_clipped = self._snapped(observations)
-        coef = self.lattice_values(pts)
+        pts, n_clipped = self._snapped(observations, units)
+        pts, weights = self._unit_select(pts, units)
+        coef = self.lattice_values(pts, weights)
         return KDESummary(self, coef, self.basis.reconstruct(coef), n_clipped)
 
     def __repr__(self) -> str:

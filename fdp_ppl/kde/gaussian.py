@@ -267,7 +267,7 @@ class ProductEigenbasis:
         return np.sqrt(np.sum(c ** 2 / self.eigenvalues, axis=-1))
 
 
-def gaussian_kde_values(points, observations, bandwidths) -> np.ndarray:
+def gaussian_kde_values(points, observations, bandwidths, weights=None) -> np.ndarray:
     """Gaussian KDE with diagonal bandwidth matrix ``H = diag(h²)`` at ``points``.
 
     ``f_D(x) = 1/(n (2π)^{d/2} Π_k h_k) Σ_i exp(-½ Σ_k (x_k − x_{ik})²/h_k²)``
@@ -280,6 +280,9 @@ def gaussian_kde_values(points, observations, bandwidths) -> np.ndarray:
         Cartesian product, shape (K_1, ..., K_d).
     observations : ndarray, shape (n, d) or (n,)
     bandwidths : ndarray, shape (d,)
+    weights : ndarray, shape (n,), optional
+        Weights of the observations summing to 1 (default 1/n each): a privacy unit's records share
+        one record's weight (:meth:`KDESpec.unit_weights`).
     """
     obs = np.asarray(observations, dtype=float)
     obs = obs[:, None] if obs.ndim == 1 else obs
@@ -287,8 +290,13 @@ def gaussian_kde_values(points, observations, bandwidths) -> np.ndarray:
     n, d = obs.shape
     factors = [gaussian_kernel_1d(points[k], obs[:, k], h[k]) for k in range(d)]  # (K_k, n)
     letters = "abcdefgh"[:d]
+    norm = (2 * np.pi) ** (d / 2) * np.prod(h)
+    if weights is None:
+        norm = norm * n
+    else:
+        factors[0] = factors[0] * np.asarray(weights, dtype=float)[None, :]
     expr = ",".join(f"{letters[k]}z" for k in range(d)) + "->" + letters
-    return np.einsum(expr, *factors) / (n * (2 * np.pi) ** (d / 2) * np.prod(h))
+    return np.einsum(expr, *factors) / norm
 
 
 def bandwidth_rule(n: int, d: int = 1, scale=1.0, constant: float = 1.06) -> np.ndarray:
@@ -301,6 +309,27 @@ def bandwidth_rule(n: int, d: int = 1, scale=1.0, constant: float = 1.06) -> np.
     if n < 1 or d < 1:
         raise InputError("n and d must be positive", "pass the public sample size and dimension")
     return constant * np.broadcast_to(np.asarray(scale, dtype=float), (d,)) * float(n) ** (-1.0 / (4 + d))
+
+
+def _check_kde_unit(unit):
+    """A privacy unit a KDE can serve: ``combine="mean"`` (each unit's bumps averaged: a convex combination of
+    bumps, so the record-level sensitivity holds with n = the number of units) or ``max_contributions=1``.
+
+    Raises
+    ------
+    InputError
+        Not a PrivacyUnit, or ``max_contributions`` > 1 (padding would need a public bump).
+    """
+    if unit is None:
+        return None
+    from ..units import PrivacyUnit
+
+    if not isinstance(unit, PrivacyUnit):
+        raise InputError("privacy_unit must be an fdp_ppl.units.PrivacyUnit", "e.g. PrivacyUnit('id', combine='mean')")
+    if unit.contributions != 1:
+        raise InputError("a KDE takes combine='mean' or max_contributions=1 per unit (k > 1 records would need "
+                         "padding bumps at a public point)", "pass combine='mean' (each unit's bumps averaged)")
+    return unit
 
 
 class KDESpec(SummarySpec):
@@ -355,9 +384,11 @@ class KDESpec(SummarySpec):
     mechanism_families: ClassVar[tuple] = ("gaussian",)
     axis_variance = 1.0
 
-    def __init__(self, *, grid: CartesianGrid, bandwidth=None, n: int, rel_tol: float = DEFAULT_REL_TOL):
+    def __init__(self, *, grid: CartesianGrid, bandwidth=None, n: int, rel_tol: float = DEFAULT_REL_TOL,
+                 privacy_unit=None):
         n = public_n(n)
         object.__setattr__(self, "n", n)
+        object.__setattr__(self, "privacy_unit", _check_kde_unit(privacy_unit))
         self._grid = grid
         if bandwidth is None:
             bandwidth = bandwidth_rule(n, grid.d, np.diff(grid.domain, axis=1)[:, 0] / 4)
@@ -462,12 +493,18 @@ class KDESpec(SummarySpec):
         return out
 
     # ------------------------------------------------------------------ data
-    def _check_observations(self, observations) -> tuple[np.ndarray, int]:
+    def _check_observations(self, observations, units=None) -> tuple[np.ndarray, int]:
         obs = np.asarray(observations, dtype=float)
         obs = obs[:, None] if obs.ndim == 1 else obs
         if obs.ndim != 2 or obs.shape[1] != self.d:
             raise InputError(f"observations must have shape (n, {self.d}) (got {obs.shape})", "reshape the data")
-        if obs.shape[0] != self.n:
+        if self.privacy_unit is not None:
+            if units is None or len(units) != obs.shape[0]:
+                raise InputError("a privacy unit needs the unit of every observation",
+                                 "pass units= (one id per observation)")
+        elif units is not None:
+            raise InputError("units= needs a privacy_unit in the spec", "build the spec with privacy_unit=...")
+        if self.privacy_unit is None and obs.shape[0] != self.n:
             raise InputError(f"the spec says n = {self.n} but {obs.shape[0]} observations were given",
                              "build the spec with the public n")
         if not np.all(np.isfinite(obs)):
@@ -488,17 +525,28 @@ class KDESpec(SummarySpec):
         """Coefficients (J,) of one record's contribution."""
         return self.basis.coefficients(self.record_values(np.asarray(x, dtype=float)))
 
-    def fit(self, observations) -> "KDESummary":
+    def fit(self, observations, units=None) -> "KDESummary":
         """Clip ``observations`` (n, d) or (n,) to the public domain and compute the KDE (non-private).
+
+        ``units`` (n,): the unit of each observation, required with a ``privacy_unit`` (each unit's bumps are
+        then averaged, or its first observation kept, and n is the number of units).
 
         Raises
         ------
         InputError
             Wrong shape, non-finite values or a count different from the public n.
         """
-        clipped, n_clipped = self._check_observations(observations)
-        values = gaussian_kde_values(self.grid.axes, clipped, self.bandwidths)
+        clipped, n_clipped = self._check_observations(observations, units)
+        clipped, weights = self._unit_select(clipped, units)
+        values = gaussian_kde_values(self.grid.axes, clipped, self.bandwidths, weights)
         return KDESummary(self, self.basis.coefficients(values), values, n_clipped)
+
+    def _unit_select(self, clipped, units):
+        """Observations kept and their weights (None: 1/n each) under the spec's privacy unit."""
+        if self.privacy_unit is None:
+            return clipped, None
+        keep, weights = self.privacy_unit.weights(units, self.n)
+        return clipped[keep], weights
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(n={self.n}, h={[round(float(v), 4) for v in self.bandwidths]}, "
@@ -664,6 +712,8 @@ def release_kde(summary: KDESummary, mechanism, *, draws: int = 1, chains: int =
     attrs = {
         **spec.attrs(),
         **cal.sensitivity.attrs(),
+        **({**spec.privacy_unit.attrs(), "neighbouring": spec.neighbouring()} if spec.privacy_unit is not None
+           else {"privacy_unit": "record"}),
         **mechanism.attrs(),
         "epsilon": float(mechanism.epsilon),
         "delta": float(mechanism.delta),

@@ -115,7 +115,8 @@ class ICLPKDESpec(KDESpec):
     axis_variance = 1.0 / np.sqrt(2 * np.pi)
 
     def __init__(self, *, grid: CartesianGrid, bandwidth=None, n: int, eta: float = 1.25,
-                 rel_tol: float = DEFAULT_REL_TOL, kernel: str | None = None, normalise: bool = False):
+                 rel_tol: float = DEFAULT_REL_TOL, kernel: str | None = None, normalise: bool = False,
+                 privacy_unit=None):
         eta = float(eta)
         if not (np.isfinite(eta) and eta > 1):
             raise InputError(f"eta must be > 1 (got {eta})", "pass e.g. eta=1.25 (Lin & Reimherr 2026, §6.2)")
@@ -128,7 +129,7 @@ class ICLPKDESpec(KDESpec):
         self.normalise = bool(normalise)
         self._delta = None
         self._mass = None
-        super().__init__(grid=grid, bandwidth=bandwidth, n=n, rel_tol=rel_tol)
+        super().__init__(grid=grid, bandwidth=bandwidth, n=n, rel_tol=rel_tol, privacy_unit=privacy_unit)
 
     # ------------------------------------------------------------------ public structure
     @property
@@ -237,18 +238,20 @@ class ICLPKDESpec(KDESpec):
         x = np.clip(np.asarray(x, dtype=float), self.grid.domain[:, 0], self.grid.domain[:, 1])
         return self.basis.functions_at(self.snap(x[None, :]))[0] * self.eigenvalues ** self.eta * self.scale
 
-    def fit(self, observations) -> KDESummary:
+    def fit(self, observations, units=None) -> KDESummary:
         """Clip to the box, snap to the grid and compute ``f̂_D`` (non-private; grid values divided by the public
-        mass when ``normalise``).
+        mass when ``normalise``); ``units`` with a privacy unit (:meth:`KDESpec.fit`).
 
         Raises
         ------
         InputError
             Wrong shape, non-finite values or a count different from the public n.
         """
-        clipped, n_clipped = self._check_observations(observations)
+        clipped, n_clipped = self._check_observations(observations, units)
+        clipped, weights = self._unit_select(clipped, units)
         e = self.basis.functions_at(self.snap(clipped))
-        coef = e.sum(0) * self.eigenvalues ** self.eta * self.scale
+        total = e.sum(0) if weights is None else self.n * (weights @ e)  # a unit weighs one record (1/n)
+        coef = total * self.eigenvalues ** self.eta * self.scale
         # grid values divided by the public mass when normalise (the coefficients stay those of eq. 12)
         return KDESummary(self, coef, self.basis.reconstruct(coef) * self.release_scale, n_clipped)
 
