@@ -5,8 +5,8 @@ Loads curves like ``fdp-ppl release`` (a bundled dataset name or a file; the rec
 ``--missing``), builds the public :class:`~fdp_ppl.expmech.FPCASpec` (grid from the file's grid, m basis
 functions: Fourier on the grid or a kernel's first m eigenfunctions, Σ by a stated public rule), clips
 each curve to the public ``--tau`` in L² norm and divides by it (never by the data's largest norm),
-charges the ledger ``draws × (ε', δ')`` (the guarantee of the fixed-budget exact samplers; ``draws × ε`` for
-uncertified MCMC) and releases ``--draws`` frames with the chosen sampler
+charges the ledger ``draws × (ε'', 0)`` (the pure guarantee of the fixed-budget exact samplers; ``draws × (ε', δ')``
+with ``--delta``; ``draws × ε`` for uncertified MCMC) and releases ``--draws`` frames with the chosen sampler
 (:func:`~fdp_ppl.expmech.fpca_release`). The file holds ``posterior/components`` (chain, draw,
 component, t) and ``posterior/frame`` (chain, draw, basis, component); ``constant_data`` the public
 basis on the grid, its quadrature weights and Σ; root attrs ε, τ, n, m, k, basis, ``sigma_rule``, form,
@@ -36,7 +36,7 @@ def add_subparser(sub) -> None:
     p = sub.add_parser(
         NAME, help="release epsilon-DP principal components (exponential mechanism)",
         description="Release an epsilon-DP k-dimensional principal subspace of curves: the exponential mechanism "
-                    "with a Gaussian-process base measure (Awan, Kenney, Reimherr & Slavkovic 2019). Curves are "
+                    "(Awan, Kenney, Reimherr & Slavkovic 2019). Curves are "
                     "clipped to the public --tau in L2 norm and divided by it; the objective is the uncentred "
                     "sum_i ||P X_i||^2 with sensitivity 1 (replace one curve).",
         epilog="forms: bingham = the paper's Section 5 density etr(eps/2 V'(X'X - Sigma^-1)V) w.r.t. the uniform law "
@@ -46,8 +46,11 @@ def add_subparser(sub) -> None:
                "any k; not exact for k > 1); nuts = PyMC NUTS on a Euclidean parametrisation (either form; never "
                "exact). A release that is not exact says so in its attrs (exact = 0, certified = 0: uncertified MCMC). "
                "Exact samplers run a data-independent number of proposals per frame and release a public fallback "
-               "when none is accepted: (epsilon', delta')-DP with delta' <= 1e-10; a size whose budget the machine "
-               "cannot serve is refused before the ledger is charged.")
+               "(the target's reference law) when none is accepted: pure epsilon''-DP, epsilon'' = epsilon + ~1e-10 "
+               "(default), or (epsilon', delta')-DP with delta' <= --delta; a size whose budget the machine cannot "
+               "serve is refused before the ledger is charged. The default (bingham, exact) serves k = 1; for k > 1 "
+               "only gibbs and nuts (uncertified MCMC) serve the bingham form, and gp-base is refused unless "
+               "n x epsilon is small.")
     g = p.add_argument_group("data")
     g.add_argument("--data", required=True, metavar="PATH_OR_NAME",
                    help="bundled dataset name (growth, weather, dti, electricity) or the path of a NetCDF file or "
@@ -73,12 +76,17 @@ def add_subparser(sub) -> None:
     m.add_argument("--epsilon", type=float, required=True, help="privacy budget per released frame")
     m.add_argument("--tau", type=float, required=True,
                    help="public bound on the curves' L2 norm (curves are clipped to it and divided by it)")
-    m.add_argument("--form", choices=FORMS, default="gp-base",
-                   help="gp-base (default; Theorem 4.1, exact by rejection for any k) or bingham (Section 5)")
+    m.add_argument("--form", choices=FORMS, default="bingham",
+                   help="bingham (default; Section 5, exact and pure epsilon-DP for k = 1) or gp-base (Theorem 4.1, "
+                        "exact by rejection for any k, but refused unless n x epsilon is small)")
     m.add_argument("--sampler", choices=SAMPLERS, default="exact", help="exact (default), gibbs or nuts")
     m.add_argument("--iterations", type=int, default=200,
                    help="Gibbs scans or NUTS tuning steps per released frame (default 200; ignored by exact; at "
                         "least 20 Gibbs scans for k > 1 and 100 NUTS tuning steps)")
+    m.add_argument("--delta", type=float, default=None,
+                   help="use the (epsilon', delta')-DP variant of the exact samplers, each frame falling back with "
+                        "probability <= DELTA (e.g. 1e-10; needs a ledger with a delta budget); default: pure "
+                        "epsilon''-DP where the public bounds allow it")
     m.add_argument("--draws", type=int, default=1, help="number of released frames; the ledger is charged draws x epsilon")
     m.add_argument("--seed", type=int, default=None, help=_SEED_HELP)
     _add_output_args(p)
@@ -116,9 +124,17 @@ def _check(a):
         raise CLIError(f"unknown --basis {a.basis!r}", f"choose fourier or a kernel: {', '.join(KERNEL_NAMES)}")
     if a.basis == "fourier" and a.rho is not None:
         raise CLIError("--rho applies to a kernel basis, not to --basis fourier", "drop --rho or pass --basis matern32")
+    if a.delta is not None and not (_finite(a.delta) and 0 < a.delta < 1):
+        raise CLIError(f"--delta must lie strictly between 0 and 1 (got {a.delta})",
+                       "pass e.g. --delta 1e-10, or omit it for pure epsilon-DP")
+    if a.delta is not None and a.sampler == "nuts":
+        raise CLIError("--delta applies to the exact samplers (and k = 1 Gibbs); NUTS is uncertified MCMC",
+                       "drop --delta or pass --sampler exact")
     if a.form == "bingham" and a.sampler == "exact" and a.k > 1:
-        raise CLIError("no exact sampler for --form bingham with k > 1",
-                       "pass --sampler gibbs or --sampler nuts (not exact), or --form gp-base (exact for any k)")
+        raise CLIError("no exact sampler for --form bingham with k > 1: only --sampler gibbs or nuts, which are "
+                       "uncertified MCMC (no certified guarantee)",
+                       "pass --k 1 (exact, pure epsilon-DP), or --sampler gibbs (uncertified MCMC), or --form gp-base "
+                       "(exact for any k, but refused unless n x epsilon is small)")
     if a.form == "gp-base" and a.sampler == "gibbs":
         raise CLIError("the Gibbs sampler serves --form bingham only",
                        "pass --sampler exact (rejection from the base measure) or --sampler nuts")
@@ -144,26 +160,29 @@ def _spec(a, curves):
 def run(a) -> int:
     """Run ``fdp-ppl fpca`` with parsed arguments; returns the exit code."""
     from . import dims
-    from .accounting import PrivacyBudget
     from ._progress import stage
     from .cli import _dataset_identity, _load, _open_ledger, write_release
     from .errors import SeededReleaseWarning
     from .expmech import fpca_release
+    from .expmech.fpca import release_plan
 
     _check(a)
-    ledger = _open_ledger(a, PrivacyBudget(a.epsilon * a.draws, 0.0))
     with stage(f"loading {a.data}"):
         curves = _load(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim,
                        t_dim=a.t_dim)
+    spec = _spec(a, curves)
+    n = int(curves.sizes[dims.CURVE])  # public (replace-one adjacency)
+    # the cost that will be charged (pure epsilon'' or (epsilon', delta')), and every public refusal, before the ledger
+    plan = release_plan(spec, n, a.sampler, draws=a.draws, iterations=a.iterations, delta=a.delta, flags=True)
+    ledger = _open_ledger(a, plan["cost"])
     with stage("fitting the summary (basis, clipping at tau)"):
-        spec = _spec(a, curves)
         fit = spec.fit(curves.transpose(dims.CURVE, dims.T).values)
     bars = a.sampler != "exact" and sys.stderr.isatty()  # the samplers' own progress bars (one live display)
     source = Path(str(a.data)).name + (f" / {a.var}" if a.var else "")
     with warnings.catch_warnings(), (contextlib.nullcontext() if bars else stage("drawing the release")):
         warnings.simplefilter("ignore", SeededReleaseWarning)
         tree = fpca_release(fit, sampler=a.sampler, draws=a.draws, iterations=a.iterations, random_seed=a.seed,
-                            ledger=ledger, dataset=_dataset_identity(curves),
+                            delta=a.delta, ledger=ledger, dataset=_dataset_identity(curves),
                             label=f"fpca {a.form}/{a.sampler} k={a.k} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}",
                             progressbar=bars)
     tree.attrs["data_source"] = source
@@ -185,17 +204,23 @@ def _plot(tree, path) -> None:
 
 
 def _print_table(tree, out, a, ledger) -> None:
-    from .cli import ledger_text, print_table
+    from .cli import ledger_text, print_table, seed_text
 
     at = tree.attrs
     exact = int(at["exact"])
     certified = int(at.get("certified", exact))
-    if certified:
+    frames = f"{at['draws']} frame{'s' if at['draws'] > 1 else ''}"
+    if certified and int(at.get("pure", 0)):
+        eps_row = (f"{at['epsilon']:g} per frame; guaranteed pure {at['epsilon_guaranteed']:.12g}-DP per frame (a "
+                   f"data-independent budget of {at['proposal_budget']} proposals; a public fallback with probability "
+                   f"<= exp({at['fallback_bound_log']:.4g})); spent {at['draws']} × ({at['epsilon_guaranteed']:.12g}, 0) "
+                   f"= ({at['budget_spent_epsilon']:.12g}, 0) ({frames})")
+    elif certified:
         eps_row = (f"{at['epsilon']:g} per frame; guaranteed ({at['epsilon_guaranteed']:.12g}, "
                    f"{at['delta_guaranteed']:.3g}) per frame (a data-independent budget of {at['proposal_budget']} "
                    f"proposals; a public fallback with probability <= delta); spent {at['draws']} × "
                    f"({at['epsilon_guaranteed']:g}, {at['delta_guaranteed']:.3g}) = ({at['budget_spent_epsilon']:g}, "
-                   f"{at['budget_spent_delta']:.3g}) ({at['draws']} frame{'s' if at['draws'] > 1 else ''})")
+                   f"{at['budget_spent_delta']:.3g}) ({frames})")
     else:
         eps_row = (f"{at['epsilon']:g} per frame; spent {at['draws']} × {at['epsilon']:g} = "
                    f"{at['budget_spent_epsilon']:g} ({at['draws']} frame{'s' if at['draws'] > 1 else ''}); "
@@ -211,13 +236,13 @@ def _print_table(tree, out, a, ledger) -> None:
         ("k", f"{at['k']} components (an orthonormal frame: unordered, signs arbitrary)"),
         ("sampler", f"{at['sampler']} ({at['sampler_reference']})"
                     + (f", {at['iterations']} iterations" if at["iterations"] else "")),
-        ("exact", "yes: exact draws from the mechanism (except a public fallback with probability <= delta)"
+        ("exact", "yes: exact draws from the mechanism (except a public fallback with the data-independent "
+                  "probability bound above)"
          if exact else
          "NO: uncertified MCMC after a fixed number of steps; the guarantee is (epsilon, (1 + e^epsilon) gamma) with "
          "gamma the chain's unknown distance to the target" + ("; its run time depends on the data"
                                                                 if at["sampler"] == "nuts" else "")),
-        ("noise seed", "fresh OS entropy (not seeded)" if not int(at["noise_seeded"])
-         else f"SEEDED with --seed {a.seed}: private only while the seed stays secret"),
+        ("noise seed", seed_text(int(at["noise_seeded"]))),
         ("noise generator", "float64 computation on the data, NOT floating-point safe (no such sampler exists for "
                             "this law)"),
         ("release", str(out)),

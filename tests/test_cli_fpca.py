@@ -19,10 +19,14 @@ def _fpca(tmp_path, *extra, name="fpca"):
     return main(["fpca", *extra, "--out", str(out)]), out
 
 
-def test_growth_gp_base_exact_release(tmp_path, capsys):
+def test_growth_default_exact_release_is_pure_and_fits_a_pure_ledger(tmp_path, capsys):
+    """The default (bingham, exact) at k = 1: pure epsilon''-DP, charged (draws x epsilon'', 0) to a pure ledger.
+    Old code: default gp-base charged delta' > 0, which a --budget 3 ledger refused."""
     png = tmp_path / "fpca.png"
+    ledger = tmp_path / "ledger.sqlite"
     rc, out = _fpca(tmp_path, "--data", "growth", "--k", "1", "--m", "5", "--basis", "gaussian", "--rho", "0.1",
-                    "--epsilon", "0.5", "--tau", "200", "--draws", "3", "--plot", str(png))
+                    "--epsilon", "0.5", "--tau", "200", "--draws", "3", "--plot", str(png), "--ledger", str(ledger),
+                    "--budget", "3")
     std = capsys.readouterr()
     assert rc == 0, std.err
     tree = xr.open_datatree(out)
@@ -40,25 +44,73 @@ def test_growth_gp_base_exact_release(tmp_path, capsys):
     assert np.allclose(post["components"].values[0, 0], (B @ F[0]).T, atol=1e-12)
     a = tree.attrs
     assert (a["epsilon"], a["tau"], a["n"], a["m"], a["k"]) == (0.5, 200.0, 93, 5, 1)
-    assert a["form"] == "gp-base" and a["sampler"] == "rejection-from-gp-base" and a["exact"] == 1
+    assert a["form"] == "bingham" and a["sampler"] == "exact" and a["exact"] == 1
     assert a["budget_spent_epsilon"] == pytest.approx(1.5) and a["draws"] == 3
     assert "eigenvalues" in a["sigma_rule"] and a["basis"].startswith("eigenbasis") and a["noise_seeded"] == 0
     assert "gram" not in str(list(tree["constant_data"].data_vars)) and "acceptance" not in a
     assert png.read_bytes()[:8] == PNG_MAGIC
-    assert 0 < a["delta_guaranteed"] <= 1e-10 and a["budget_spent_delta"] == pytest.approx(3 * a["delta_guaranteed"])
+    assert a["pure"] == 1 and a["delta_guaranteed"] == 0 and a["budget_spent_delta"] == 0
+    assert 0.5 < a["epsilon_guaranteed"] <= 0.5 + 1e-9 and a["budget_spent_epsilon"] == 3 * a["epsilon_guaranteed"]
     assert a["certified"] == 1 and a["proposal_budget"] > 1
-    assert "spent 3 × (0.5, 1e-10) = (1.5, 3e-10)" in std.out and str(out) in std.out
+    assert "guaranteed pure 0.5" in std.out and str(out) in std.out
     assert "curves had L2 norm above tau" in std.err and "curves had" not in std.out  # data holder line: stderr only
+    from fdp_ppl.accounting import PrivacyLedger
+
+    spent = PrivacyLedger.open(ledger).spent
+    assert spent.delta == 0 and spent.epsilon == pytest.approx(3 * a["epsilon_guaranteed"], rel=1e-12)
+
+
+def test_early_ledger_check_gets_the_cost_that_is_charged(tmp_path, capsys, monkeypatch):
+    """Old code: _open_ledger was checked against (draws x epsilon, 0) while (draws x epsilon', draws x delta') was
+    charged."""
+    import fdp_ppl.cli as cli
+
+    seen = []
+    real = cli._open_ledger
+
+    def spy(a, cost):
+        seen.append(cost)
+        return real(a, cost)
+
+    monkeypatch.setattr(cli, "_open_ledger", spy)
+    ledger = tmp_path / "ledger.sqlite"
+    for name, extra in (("pure", ()), ("approx", ("--delta", "1e-10"))):
+        rc, out = _fpca(tmp_path, "--data", "growth", "--k", "1", "--m", "4", "--epsilon", "0.5", "--tau", "200",
+                        "--draws", "2", "--ledger", str(ledger), "--budget", "5,1e-6", *extra, name=name)
+        assert rc == 0, capsys.readouterr().err
+        a = xr.open_datatree(out).attrs
+        assert (seen[-1].epsilon, seen[-1].delta) == (a["budget_spent_epsilon"], a["budget_spent_delta"])
+    assert seen[0].delta == 0 and 0 < seen[1].delta <= 2e-10 and seen[1].epsilon > 1.0
+
+
+def test_gp_base_pure_and_delta_variants(tmp_path, capsys):
+    """gp-base k = 1 at n x epsilon = 46.5 (growth, epsilon 1): the pure plan needs 2.7e7 proposals and is refused with a
+    one-line error naming --delta; --delta 1e-10 serves (epsilon', delta') with 8.8e6."""
+    common = ("--data", "growth", "--k", "1", "--m", "5", "--basis", "gaussian", "--rho", "0.1", "--epsilon", "1",
+              "--tau", "200", "--form", "gp-base")
+    rc, out = _fpca(tmp_path, *common, name="pure")
+    err = capsys.readouterr().err
+    assert rc == 2 and not out.is_file() and err.count("\n") == 1 and "--delta 1e-10" in err
+    rc, out = _fpca(tmp_path, *common, "--delta", "1e-10", name="approx")
+    std = capsys.readouterr()
+    assert rc == 0, std.err
+    a = xr.open_datatree(out).attrs
+    assert a["pure"] == 0 and 0 < a["delta_guaranteed"] <= 1e-10 and a["sampler"] == "rejection-from-gp-base"
+    assert "guaranteed (1.0000000001, 1e-10)" in std.out
 
 
 def test_fourier_bingham_exact_k1_and_seed(tmp_path, capsys):
     args = ("--data", "dti", "--var", "cca", "--missing", "impute", "--k", "1", "--m", "6", "--form", "bingham",
-            "--epsilon", "1", "--tau", "1", "--seed", "5")
+            "--epsilon", "1", "--tau", "1", "--seed", "5", "--study")
     rc, out = _fpca(tmp_path, *args, name="a")
     rc2, out2 = _fpca(tmp_path, *args, name="b")
     assert rc == rc2 == 0
     a, b = xr.open_datatree(out), xr.open_datatree(out2)
-    assert a.attrs["noise_seeded"] == 1 and "SEEDED" in capsys.readouterr().out
+    std = capsys.readouterr()
+    from fdp_ppl.cli import SEEDED_TEXT
+
+    assert a.attrs["noise_seeded"] == 1 and SEEDED_TEXT in std.out
+    assert "seed 5" not in std.out + std.err and "--seed" not in std.out + std.err  # the seed is never printed
     assert np.array_equal(a["posterior"]["frame"].values, b["posterior"]["frame"].values)
     assert a.attrs["sampler"] == "exact" and a.attrs["exact"] == 1 and "i^-3" in a.attrs["sigma_rule"]
     assert a.attrs["n"] == 382
@@ -85,22 +137,22 @@ def test_iterations_below_the_public_floor_refused(tmp_path, capsys, sampler, it
 
 
 def test_unservable_gp_base_budget_refused_before_the_charge(tmp_path, capsys):
-    """The former default (growth, k = 2, gp-base exact) needs ~1e11 proposals per frame for delta <= 1e-10:
-    refused with a one-line error naming the fix, and the ledger is not charged."""
+    """The former default (growth, k = 2, gp-base exact) needs ~1e11 proposals per frame for delta <= 1e-10 and more
+    for pure: refused with a one-line error naming the fix, and the ledger is not charged."""
     ledger = tmp_path / "ledger.sqlite"
     rc, out = _fpca(tmp_path, "--data", "growth", "--k", "2", "--m", "5", "--basis", "gaussian", "--rho", "0.1",
-                    "--epsilon", "0.5", "--tau", "200", "--ledger", str(ledger), "--budget", "5,1e-6")
+                    "--epsilon", "0.5", "--tau", "200", "--form", "gp-base", "--ledger", str(ledger), "--budget",
+                    "5,1e-6")
     err = capsys.readouterr().err
-    assert rc == 2 and not out.is_file() and err.count("\n") == 1 and "form='bingham'" in err
-    from fdp_ppl.accounting import PrivacyLedger
-
-    assert PrivacyLedger.open(ledger).spent.epsilon == 0
+    assert rc == 2 and not out.is_file() and err.count("\n") == 1 and "--form bingham --k 1" in err
+    assert "neither" in err
+    assert not ledger.exists()  # refused before the ledger is even opened (every public check comes first)
 
 
 def test_ledger_refuses_overspending_and_writes_nothing(tmp_path, capsys):
     ledger = tmp_path / "ledger.sqlite"
     common = ("--data", "growth", "--k", "1", "--m", "4", "--epsilon", "0.6", "--tau", "200", "--ledger", str(ledger))
-    rc, out = _fpca(tmp_path, *common, "--budget", "1,1e-6", name="one")  # exact releases charge (eps', delta')
+    rc, out = _fpca(tmp_path, *common, "--budget", "1", name="one")  # exact releases charge (eps'', 0): pure ledger
     assert rc == 0 and out.is_file()
     capsys.readouterr()
     rc, out = _fpca(tmp_path, *common, name="two")
@@ -116,7 +168,11 @@ def test_ledger_refuses_overspending_and_writes_nothing(tmp_path, capsys):
     (("--k", "1", "--m", "4", "--epsilon", "nan", "--tau", "1"), "--epsilon"),
     (("--k", "1", "--m", "4", "--epsilon", "1", "--tau", "-1"), "--tau"),
     (("--k", "2", "--m", "4", "--epsilon", "1", "--tau", "1", "--form", "bingham"), "no exact sampler"),
-    (("--k", "1", "--m", "4", "--epsilon", "1", "--tau", "1", "--sampler", "gibbs"), "Bingham"),
+    (("--k", "2", "--m", "4", "--epsilon", "1", "--tau", "1"), "uncertified MCMC"),  # the default form and sampler
+    (("--k", "2", "--m", "4", "--epsilon", "1", "--tau", "1"), "--k 1"),
+    (("--k", "1", "--m", "4", "--epsilon", "1", "--tau", "1", "--form", "gp-base", "--sampler", "gibbs"), "Bingham"),
+    (("--k", "1", "--m", "4", "--epsilon", "1", "--tau", "1", "--delta", "0"), "--delta"),
+    (("--k", "1", "--m", "4", "--epsilon", "1", "--tau", "1", "--delta", "1e-10", "--sampler", "nuts"), "--delta"),
     (("--k", "1", "--m", "4", "--epsilon", "1", "--tau", "1", "--basis", "spline"), "unknown --basis"),
     (("--k", "1", "--m", "4", "--epsilon", "1", "--tau", "1", "--rho", "0.2"), "--rho"),
 ])

@@ -26,6 +26,7 @@ Public spec → data-holder fit → one private frame per ε.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 
@@ -39,15 +40,20 @@ from ..sampling import seed_sequence
 from ..schema import (BASIS_FUNCTIONS, COMPONENTS, CONSTANT_DATA, EXPMECH_FPCA, FRAME, POSTERIOR, QUADRATURE_WEIGHTS,
                       SIGMA, fpca_attrs)
 from ..spaces import Eigenbasis, Grid
-from .samplers import (acg_acceptance_bound, fallback_guarantee, gibbs_matrix_bingham, gp_base_acceptance_bound,
-                       proposal_budget, random_frame, rejection_from_gp_base, sample_vector_bingham)
+from .samplers import (acg_acceptance_bound, bingham_log_density_floor, fallback_guarantee, gibbs_matrix_bingham,
+                       gp_base_acceptance_bound, gp_base_log_density_floor, proposal_budget, pure_guarantee,
+                       pure_proposal_budget, random_frame, rejection_from_gp_base, sample_vector_bingham)
 
 FORMS = FPCA_FORMS
 SAMPLERS = FPCA_SAMPLERS
 KIND = EXPMECH_FPCA
 
-#: Default bound δ on the probability that an exact draw exhausts its fixed proposal budget and falls back.
+#: Default bound δ on the probability that an exact draw exhausts its fixed proposal budget and falls back, when the
+#: (ε', δ') variant is asked for (``delta=`` / ``--delta``).
 DEFAULT_DELTA = 1e-10
+#: Default η of the pure ε''-DP plan: the fallback probability bound p* is at most η·f_min, so ε'' ≤ ε + log(1 + η e^{−ε})
+#: − log(1 − p*) (an inflation of ε by at most ~1e-10).
+DEFAULT_ETA = 1e-10
 #: Largest number of proposals (T × draws) an exact release will run; larger requests are refused before the charge.
 DEFAULT_MAX_PROPOSALS = 20_000_000
 #: Public floor on Gibbs scans for k > 1: at n = 100–500 the invariant statistics matched the exact law within
@@ -439,8 +445,23 @@ def iteration_floor(sampler: str, k: int) -> int:
     return 0
 
 
-def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float = DEFAULT_DELTA) -> dict:
+def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float | None = None, eta: float = DEFAULT_ETA) -> dict:
     """The data-independent proposal budget of a release and the guarantee it gives (issue 22).
+
+    Two certified guarantees for the exact samplers (and k = 1 Gibbs, whose every scan redraws the
+    whole column from the target):
+
+    * ``delta=None`` (default): **pure ε''-DP**. The fallback law F is the reference measure of the
+      target's density f_D (uniform on the sphere for ``bingham``, ν for ``gp-base``), f_D ≥ f_min
+      (data-independent: ``exp(−s(n + λ_max(Σ⁻¹) − λ_min(Σ⁻¹)))`` for ``bingham``, ``exp(−s n)`` for
+      ``gp-base``, s = ε/(2Δ)) and T is chosen so that ``p* = (1 − a_min)^T ≤ η f_min``; then
+      ``ε'' = log((e^ε + p*/f_min)/(1 − p*)) ≤ ε + log(1 + η e^{−ε}) − log(1 − p*)``
+      (:func:`~fdp_ppl.expmech.samplers.pure_guarantee`).
+    * ``delta`` given: **(ε', δ')-DP**, ``T = ceil(log δ / log(1 − a_min))``, ε' = ε − log(1 − p*), δ' = p*
+      (:func:`~fdp_ppl.expmech.samplers.fallback_guarantee`).
+
+    For k = 1 Gibbs the chain's output is a target draw unless every one of its scans falls back (then
+    the uniform starting column): the same mixture with a fallback probability ≤ p*^iterations ≤ p*.
 
     Parameters
     ----------
@@ -448,55 +469,177 @@ def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float = DEFAULT_D
     n : int
         Number of curves (public under replace-one adjacency).
     sampler : {"exact", "gibbs", "nuts"}
-    delta : float
-        Target bound on the probability that one draw falls back, in (0, 1).
+    delta : float, optional
+        Target bound on the probability that one draw falls back, in (0, 1): the (ε', δ') variant.
+    eta : float
+        η of the pure plan, in (0, 1).
 
     Returns
     -------
     dict
         ``proposals`` T per draw (``"exact"``) or per Gibbs column update (``"gibbs"``; 0 for NUTS),
-        ``p_star`` = (1 − a_min)^T ≤ δ, ``log_a_min``, ``bound`` ("proved" for the GP-base
-        rejection, :func:`~fdp_ppl.expmech.samplers.gp_base_acceptance_bound`; "verified
-        numerically" for the ACG sampler, :func:`~fdp_ppl.expmech.samplers.acg_acceptance_bound`),
-        ``certified`` (1 for the exact samplers and k = 1 Gibbs), ``epsilon``, ``delta`` — the
-        per-draw (ε', δ') = (ε − log(1 − p*), p*) of a certified sampler, (ε, NaN) otherwise.
+        ``p_star`` = (1 − a_min)^T and ``log_p_star``, ``log_a_min``, ``log_f_min`` (pure plan; NaN
+        otherwise), ``bound`` ("proved" for the GP-base rejection,
+        :func:`~fdp_ppl.expmech.samplers.gp_base_acceptance_bound`; "verified numerically" for the
+        ACG sampler, :func:`~fdp_ppl.expmech.samplers.acg_acceptance_bound`), ``certified`` (1 for the
+        exact samplers and k = 1 Gibbs), ``pure`` (1 for the pure plan), ``epsilon``, ``delta`` — the
+        per-draw guarantee: (ε'', 0), (ε', δ'), or (ε, NaN) when uncertified.
+
+    Raises
+    ------
+    InputError
+        δ or η outside (0, 1).
     """
-    if not (0.0 < float(delta) < 1.0):
-        raise InputError(f"delta must be in (0, 1), got {delta!r}", "pass e.g. delta=1e-10")
+    if delta is not None and not (0.0 < float(delta) < 1.0):
+        raise InputError(f"delta must be in (0, 1), got {delta!r}", "pass e.g. delta=1e-10, or no delta (pure epsilon-DP)")
+    if not (0.0 < float(eta) < 1.0):
+        raise InputError(f"eta must be in (0, 1), got {eta!r}", "pass e.g. eta=1e-10")
     m, k = spec.m, spec.k
+    nan = float("nan")
     if sampler == "nuts":
-        return {"proposals": 0, "p_star": float("nan"), "log_a_min": float("nan"), "bound": "none",
-                "certified": 0, "epsilon": spec.epsilon, "delta": float("nan")}
+        return {"proposals": 0, "p_star": nan, "log_p_star": nan, "log_a_min": nan, "log_f_min": nan, "bound": "none",
+                "certified": 0, "pure": 0, "epsilon": spec.epsilon, "delta": nan}
     if sampler == "exact" and spec.form == "gp-base":
         log_a, bound = gp_base_acceptance_bound(spec.Sigma, k, spec.scale * int(n)), "proved"
+        log_f = gp_base_log_density_floor(spec.scale, n)
     else:  # ACG updates on the sphere of the complement of k - 1 columns
         log_a, bound = acg_acceptance_bound(m - k + 1), "verified numerically (not proved)"
-    T, p_star = proposal_budget(log_a, float(delta))
+        log_f = bingham_log_density_floor(spec.Sigma, spec.scale, n)
     certified = int(sampler == "exact" or k == 1)
-    eps, dlt = fallback_guarantee(spec.epsilon, p_star) if certified else (spec.epsilon, float("nan"))
-    return {"proposals": T, "p_star": p_star, "log_a_min": log_a, "bound": bound, "certified": certified,
-            "epsilon": eps, "delta": dlt}
+    pure = int(certified and delta is None)
+    if pure:
+        T, log_p = pure_proposal_budget(log_a, log_f, float(eta))
+        p_star = math.exp(log_p)
+        eps, dlt = pure_guarantee(spec.epsilon, log_p, log_f), 0.0
+    else:
+        T, p_star = proposal_budget(log_a, float(DEFAULT_DELTA if delta is None else delta))
+        log_p = math.log(p_star) if p_star > 0 else -math.inf
+        log_f = nan
+        eps, dlt = fallback_guarantee(spec.epsilon, p_star) if certified else (spec.epsilon, nan)
+    return {"proposals": T, "p_star": p_star, "log_p_star": log_p, "log_a_min": log_a, "log_f_min": log_f,
+            "bound": bound, "certified": certified, "pure": pure, "epsilon": eps, "delta": dlt}
+
+
+def _work(plan: dict, sampler: str, k: int, draws: int, iterations: int) -> int:
+    """Proposals a release runs (public): T × draws (exact), T × k × iterations × draws (Gibbs), 0 (NUTS)."""
+    if sampler == "exact":
+        return int(plan["proposals"]) * draws
+    if sampler == "gibbs":
+        return int(plan["proposals"]) * k * iterations * draws
+    return 0
+
+
+def release_plan(spec: FPCASpec, n: int, sampler: str, *, draws: int = 1, iterations: int = 200,
+                 delta: float | None = None, max_proposals: int = DEFAULT_MAX_PROPOSALS, eta: float = DEFAULT_ETA,
+                 flags: bool = False) -> dict:
+    """Everything public a release decides before the charge: its plan, its cost, or its refusal.
+
+    Parameters
+    ----------
+    spec : FPCASpec
+    n : int
+        Number of curves (public).
+    sampler : {"exact", "gibbs", "nuts"}
+    draws, iterations : int
+    delta : float, optional
+        None (default): the pure ε''-DP plan; a number: the (ε', δ') plan (:func:`exact_plan`).
+    max_proposals : int
+        Largest number of proposals the release may run (:func:`_work`).
+    eta : float
+    flags : bool
+        Name the fixes as command-line flags (``--delta``) instead of arguments (``delta=``).
+
+    Returns
+    -------
+    dict
+        :func:`exact_plan` plus ``cost`` (:class:`~fdp_ppl.accounting.PrivacyBudget`: draws × (ε'', 0),
+        draws × (ε', δ'), or draws × (ε, 0) for uncertified MCMC) and ``work`` (proposals).
+
+    Raises
+    ------
+    InputError
+        The work exceeds ``max_proposals`` (one line naming the fix: the (ε', δ') variant when it
+        can be served, else the Bingham form with k = 1, a smaller ε or k, or a larger δ).
+    """
+    if sampler not in SAMPLERS:
+        raise InputError(f"unknown sampler {sampler!r}", f"choose one of {SAMPLERS}")
+    draws, iterations = int(draws), int(iterations)
+    if draws < 1:
+        raise InputError("draws must be >= 1", "pass draws=1 for one release")
+    floor = iteration_floor(sampler, spec.k)
+    if sampler in ("gibbs", "nuts") and iterations < max(floor, 1):
+        what = "NUTS tuning steps" if sampler == "nuts" else "Gibbs scans"
+        raise InputError(f"iterations = {iterations} {what} is below the public floor {max(floor, 1)} "
+                         f"(an unconverged chain's privacy loss is unbounded)", "pass e.g. iterations=200")
+    if spec.form == "bingham" and sampler == "exact" and spec.k > 1:
+        raise InputError("no exact sampler for the Bingham form with k > 1: only Gibbs and NUTS, which are uncertified "
+                         "MCMC (no certified guarantee)",
+                         "use k = 1 (exact, pure epsilon-DP), sampler='gibbs' (uncertified MCMC), or form='gp-base' "
+                         "(exact for any k, but refused unless n x epsilon is small)")
+    if spec.form == "gp-base" and sampler == "gibbs":
+        raise InputError("the Gibbs sampler serves the Bingham form only; the GP-base form is sampled by exact "
+                         "rejection (or NUTS)", "use sampler='exact'")
+    plan = exact_plan(spec, n, sampler, delta=delta, eta=eta)
+    work = _work(plan, sampler, spec.k, draws, iterations)
+    if work > int(max_proposals):
+        kind = ("pure epsilon-DP" if plan["pure"] else "uncertified" if not plan["certified"] else
+                f"(epsilon, delta <= {float(delta):g})-DP")
+        what = (f"a {kind} {spec.form} "
+                f"{sampler} release of {draws} frame{'s' if draws > 1 else ''} needs {work:.3g} proposals "
+                f"({plan['proposals']:.3g} per {'draw' if sampler == 'exact' else 'column update'}; data-independent "
+                f"acceptance bound {math.exp(plan['log_a_min']):.3g} at n = {int(n)}, epsilon = {spec.epsilon:g}, "
+                f"k = {spec.k}"
+                + (f", density floor exp({plan['log_f_min']:.4g})" if plan["pure"] else "")
+                + f"), more than max_proposals = {int(max_proposals):.3g}")
+        dflag = "--delta 1e-10" if flags else "delta=1e-10"
+        other = ("--form bingham --k 1 (exact, pure epsilon-DP)" if flags else
+                 "form='bingham' with k = 1 (exact, pure epsilon-DP)")
+        if plan["pure"]:
+            alt = exact_plan(spec, n, sampler, delta=DEFAULT_DELTA)
+            alt_work = _work(alt, sampler, spec.k, draws, iterations)
+            if alt_work <= int(max_proposals):
+                raise InputError(what, f"pass {dflag} for an (epsilon', delta')-DP release with {alt_work:.3g} "
+                                       f"proposals (needs a ledger with a delta budget), or use {other}, a smaller "
+                                       "epsilon or fewer frames")
+            raise InputError(what, f"neither the pure nor the (epsilon', delta' = 1e-10) guarantee can be served "
+                                   f"({alt_work:.3g} proposals): use {other}, a smaller epsilon, fewer components k "
+                                   "or fewer frames")
+        raise InputError(what, f"use {other}, a smaller epsilon, fewer components k or frames, or a larger delta")
+    certified = bool(plan["certified"])
+    plan["cost"] = PrivacyBudget(plan["epsilon"] * draws, (plan["delta"] * draws) if certified else 0.0)
+    plan["work"] = work
+    return plan
 
 
 def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, iterations: int = 200,
                  random_seed=None, ledger=None, label: str = "", dataset: str = "",
                  diagnostics: bool = False, max_proposals: int = DEFAULT_MAX_PROPOSALS,
-                 delta: float = DEFAULT_DELTA, progressbar: bool = False) -> xr.DataTree:
-    """Release DP principal components: ``draws`` frames, each spending (ε', δ') (issue 22).
+                 delta: float | None = None, eta: float = DEFAULT_ETA, progressbar: bool = False) -> xr.DataTree:
+    """Release DP principal components: ``draws`` frames, pure ε''-DP each by default (issue 22).
 
-    Guarantee (per frame; ``draws`` frames cost ``draws × (ε', δ')`` by basic composition):
+    Guarantee (per frame; ``draws`` independent frames compose to ``draws ×`` it):
 
     * ``"exact"`` and k = 1 ``"gibbs"``: every draw costs exactly T proposals, generated
       whatever is accepted (data-independent run time and RNG use); the first accepted is
-      released, else a public fallback (a draw of the base law: ν for ``gp-base``, the
-      uniform law for ``bingham``; the k = 1 Gibbs chain keeps its state). With a_min a
-      data-independent lower bound on the acceptance rate, ``T = ceil(log δ / log(1 − a_min))``
-      and ``p* = (1 − a_min)^T ≤ δ``, the release is **(ε' = ε − log(1 − p*), δ' = p*)-DP**
-      (:func:`~fdp_ppl.expmech.samplers.fallback_guarantee`). a_min:
-      ``c_Σ^k E[exp(−s n max_{j≤k} D_j)]`` for ``gp-base`` (proved,
-      :func:`~fdp_ppl.expmech.samplers.gp_base_acceptance_bound`; s = ε/(2Δ)); half the
+      released, else a public fallback F (a draw of the base law: ν for ``gp-base``, the
+      uniform law for ``bingham``; the k = 1 Gibbs chain keeps its uniform start). F is the
+      reference measure of the target's density f_D, and a_min (acceptance) and f_min
+      (density) are data-independent lower bounds:
+
+      - default (``delta=None``): T with ``p* = (1 − a_min)^T ≤ η f_min`` and the release is
+        **pure ε''-DP**, ``ε'' = log((e^ε + p*/f_min)/(1 − p*)) ≤ ε + log(1 + η e^{−ε}) −
+        log(1 − p*)`` (:func:`~fdp_ppl.expmech.samplers.pure_guarantee`); the ledger is charged
+        ``draws × (ε'', 0)``. f_min = ``exp(−s(n + λ_max(Σ⁻¹) − λ_min(Σ⁻¹)))`` (Bingham),
+        ``exp(−s n)`` (GP base), s = ε/(2Δ).
+      - ``delta`` given: T with ``p* ≤ δ``, **(ε' = ε − log(1 − p*), δ' = p*)-DP**
+        (:func:`~fdp_ppl.expmech.samplers.fallback_guarantee`), charged ``draws × (ε', δ')``:
+        for a ledger with a δ budget when the pure plan needs too many proposals.
+
+      a_min: ``c_Σ^k E[exp(−s n max_{j≤k} D_j)] + (1 − c_Σ^k) e^{−s n}`` for ``gp-base``
+      (proved, :func:`~fdp_ppl.expmech.samplers.gp_base_acceptance_bound`); half the
       infimum of Kent et al.'s acceptance for the ACG sampler (verified numerically, not
-      proved, :func:`~fdp_ppl.expmech.samplers.acg_acceptance_bound`).
+      proved, :func:`~fdp_ppl.expmech.samplers.acg_acceptance_bound`). A release whose
+      proposals exceed ``max_proposals`` is refused before the charge (:func:`release_plan`).
     * ``"gibbs"`` with k > 1 and ``"nuts"``: **uncertified MCMC**. The guarantee is
       (ε, (1 + e^ε)γ) with γ the chain's total-variation distance to the target, which is
       not bounded: the release records ``certified = 0``, ``private = 0``,
@@ -525,7 +668,7 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
         (orthonormalised). Never exact (``exact = 0``): the same (ε, (1 + e^ε)γ)
         caveat as Gibbs.
     draws : int
-        Number of released frames; the ledger is charged ``draws × (ε', δ')``.
+        Number of released frames; the ledger is charged ``draws ×`` the per-frame guarantee.
     iterations : int
         Gibbs scans, or NUTS tuning steps, per chain (fixed in advance; ignored by ``"exact"``);
         at least :data:`GIBBS_MIN_SCANS` (Gibbs, k > 1) or :data:`NUTS_MIN_TUNE` (NUTS).
@@ -543,10 +686,13 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
         off by default: turn them on only for a release that stays with the data
         holder, or diagnose on public data with the same (n, m, ε, Σ).
     max_proposals : int
-        Largest T × draws an exact release runs (what the machine serves, ~0.2 µs per
-        proposal for k = 1, ~1 µs for k = 2); a larger budget is refused before the charge.
-    delta : float
-        Target bound on each draw's fallback probability, in (0, 1) (default 1e-10).
+        Largest number of proposals a release runs (T × draws exact, T × k × iterations × draws
+        Gibbs; ~0.2 µs per proposal for k = 1, ~1 µs for k = 2); more is refused before the charge.
+    delta : float, optional
+        None (default): the pure ε''-DP plan. A number in (0, 1): the (ε', δ') plan with each
+        draw's fallback probability ≤ δ (e.g. 1e-10).
+    eta : float
+        η of the pure plan (p* ≤ η f_min), in (0, 1); default 1e-10.
     progressbar : bool
         Show progress of the Gibbs scans or of PyMC's NUTS chains.
 
@@ -559,8 +705,10 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
         ``constant_data``: ``basis_functions`` (t, basis), ``quadrature_weights`` (t),
         ``sigma`` (basis, basis2); root attrs: ε, τ, n, m, k, basis, sigma_rule,
         form, sampler, iterations, exact (1/0), fp_safe = 0, noise_seeded,
-        epsilon_guaranteed, delta_guaranteed (NaN when not bounded), certified, private,
-        guarantee, proposal_budget, fallback, delta_target, budget_spent_epsilon,
+        epsilon_guaranteed, delta_guaranteed (0 for the pure plan, NaN when not bounded), pure,
+        certified, private, guarantee, proposal_budget, fallback_bound_log (log p*),
+        density_floor_log (log f_min; NaN unless pure), eta, fallback, delta_target (0 unless
+        given), budget_spent_epsilon,
         budget_spent_delta, rhat/ess (Gibbs, only when asked for). Acceptance rates,
         proposals used and whether a fallback was taken depend on the data and are
         neither written nor returned.
@@ -569,44 +717,23 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
     ------
     InputError
         Unknown sampler, a sampler that does not serve the form, draws < 1, iterations
-        below the floor, δ ∉ (0, 1), or an exact release whose budget T × draws exceeds
-        ``max_proposals`` (all before the charge).
+        below the floor, δ or η ∉ (0, 1), or a release whose proposals exceed
+        ``max_proposals`` (all before the charge; :func:`release_plan`).
     BudgetExceededError
         From the ledger; nothing is drawn.
     """
     spec = fitted.spec
-    if sampler not in SAMPLERS:
-        raise InputError(f"unknown sampler {sampler!r}", f"choose one of {SAMPLERS}")
     draws, iterations = int(draws), int(iterations)
-    if draws < 1:
-        raise InputError("draws must be >= 1", "pass draws=1 for one release")
-    floor = iteration_floor(sampler, spec.k)
-    if sampler in ("gibbs", "nuts") and iterations < max(floor, 1):
-        what = "NUTS tuning steps" if sampler == "nuts" else "Gibbs scans"
-        raise InputError(f"iterations = {iterations} {what} is below the public floor {max(floor, 1)} "
-                         f"(an unconverged chain's privacy loss is unbounded)", "pass e.g. iterations=200")
-    if spec.form == "bingham" and sampler == "exact" and spec.k > 1:
-        raise InputError("no exact sampler for the Bingham form with k > 1",
-                         "use sampler='gibbs', or form='gp-base' (exact by rejection)")
-    if spec.form == "gp-base" and sampler == "gibbs":
-        raise InputError("the Gibbs sampler serves the Bingham form only; the GP-base form is sampled by exact "
-                         "rejection (or NUTS)", "use sampler='exact'")
     seeded = random_seed is not None
     if seeded:
         warnings.warn("the release is drawn from the given random_seed: anyone who learns the seed can "
                       "regenerate the draw, so the release is private only while the seed stays secret; pass no "
                       "seed for a real release (fresh OS entropy)", SeededReleaseWarning, stacklevel=2)
-    plan = exact_plan(spec, fitted.n, sampler, delta=delta)
+    plan = release_plan(spec, fitted.n, sampler, draws=draws, iterations=iterations, delta=delta,
+                        max_proposals=max_proposals, eta=eta)
     T = plan["proposals"]
-    if sampler == "exact" and T * draws > int(max_proposals):
-        raise InputError(
-            f"an exact {spec.form} release needs {T:.3g} proposals per draw for a fallback probability <= "
-            f"{delta:g} (data-independent acceptance bound {np.exp(plan['log_a_min']):.3g} at n = {fitted.n}, "
-            f"epsilon = {spec.epsilon:g}, k = {spec.k}), more than max_proposals = {int(max_proposals):.3g}",
-            "use form='bingham' (k = 1: exact; k > 1: sampler='gibbs'), a smaller epsilon, fewer components k, "
-            "or a larger delta")
     certified = bool(plan["certified"])
-    cost = PrivacyBudget(plan["epsilon"] * draws, (plan["delta"] * draws) if certified else 0.0)
+    cost = plan["cost"]
     mech_name = f"expmech-fpca-{spec.form}-{sampler}" + ("" if certified else " (uncertified MCMC)")
     if ledger is not None:
         lab = label or mech_name
@@ -665,14 +792,16 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
              "sampler": _SAMPLER_NAMES[(spec.form, sampler)], "sampler_reference": _SAMPLER_REFERENCES[sampler, spec.form],
              "iterations": its, "exact": exact, "fp_safe": 0, "noise_seeded": int(seeded), "draws": draws,
              "budget_spent_epsilon": cost.epsilon, "budget_spent_delta": cost.delta, "private": int(certified),
-             "certified": int(certified), "epsilon_guaranteed": plan["epsilon"],
-             "delta_guaranteed": plan["delta"], "delta_target": float(delta), "proposal_budget": int(T),
+             "delta": float(cost.delta) / draws, "certified": int(certified), "pure": int(plan["pure"]), "epsilon_guaranteed": plan["epsilon"],
+             "delta_guaranteed": plan["delta"], "delta_target": float(delta) if delta is not None else 0.0,
+             "proposal_budget": int(T), "fallback_bound_log": float(plan["log_p_star"]) if certified else float("nan"),
+             "density_floor_log": float(plan["log_f_min"]), "eta": float(eta) if plan["pure"] else float("nan"),
              "fallback": _FALLBACKS[(spec.form, sampler)] if sampler != "nuts" else "none",
              "guarantee": _guarantee_text(spec, sampler, plan),
              "initialisation": {"gibbs": "uniform random frame (data-independent)",
                                 "nuts": _NUTS_INIT}.get(sampler, "none"),
-             "draws_exact": ("yes: exact draws from the mechanism, except with probability <= delta_guaranteed "
-                             "a public fallback" if exact else
+             "draws_exact": ("yes: exact draws from the mechanism, except with probability <= "
+                             "exp(fallback_bound_log) a public fallback" if exact else
                              "no: MCMC after a fixed number of steps; the privacy guarantee holds only up to the "
                              "chain's distance to the target"),
              **extra}
@@ -701,6 +830,12 @@ def _guarantee_text(spec: FPCASpec, sampler: str, plan: dict) -> str:
                 "unknown total-variation distance to the target (not bounded; delta_guaranteed = NaN); the ledger "
                 "is charged epsilon only" + ("; NUTS's run time depends on the data (tree depths)"
                                               if sampler == "nuts" else ""))
+    if plan["pure"]:
+        return (f"pure {plan['epsilon']:.12g}-DP per frame: epsilon'' = log((e^epsilon + p*/f_min)/(1 - p*)) with "
+                f"p* = (1 - a_min)^T <= eta f_min, T = {plan['proposals']} proposals per draw (data-independent), "
+                f"a_min = {np.exp(plan['log_a_min']):.3g} a data-independent acceptance bound ({plan['bound']}), "
+                f"f_min = exp({plan['log_f_min']:.6g}) a data-independent floor of the target's density w.r.t. the "
+                "fallback law")
     return (f"({plan['epsilon']:.12g}, {plan['delta']:.3g})-DP per frame: epsilon - log(1 - p*), p* with "
             f"p* = (1 - a_min)^T, T = {plan['proposals']} proposals per draw (data-independent), a_min = "
             f"{np.exp(plan['log_a_min']):.3g} a data-independent acceptance bound ({plan['bound']})")
