@@ -164,3 +164,17 @@ def test_penalised_mean_draws_are_the_truncated_gaussian():
     from scipy import stats
 
     assert stats.kstest(z, "norm").pvalue > 1e-3
+
+
+def test_studies_run_cells_a_release_refuses_and_keep_their_numbers():
+    """The reproduction draws with the low-level samplers (F.study_frames: a study, not a release): GP-base k = 2 on
+    growth (a release refuses it: ~1e12 proposals per frame) and Gibbs below the release floor of 20 scans. The
+    values are those of the pre-issue-22 fpca_release path (same random-number stream), so the committed
+    notebooks/results/expmech_fpca_*.csv stay reproducible. Fails on code that routes the studies through the
+    release (refusal) or changes their random numbers."""
+    t = F.real_data_table(datasets=("growth",), epsilons=(1.0,), ks=(2,), replicates=4, forms=("gp-base",),
+                          random_seed=8)
+    assert t.ours.tolist() == pytest.approx([0.8621382969594016, 0.6234557025343925], rel=1e-12)
+    c = F.gibbs_convergence("growth", k=3, epsilon=2.0, iterations=(1, 5), chains=5)
+    assert c["mean"].tolist() == pytest.approx([0.8458147628386004, 0.7922836512889555, 0.9073086797901787,
+                                                0.922525884280267], rel=1e-12)

@@ -49,7 +49,10 @@ Sampling: k = 1 by the exact ACG rejection sampler (Kent et al. 2018); k = 2, 3 
 the column-wise Gibbs sampler with a fixed number of scans from a uniform random start (the paper
 ran 20,000 iterations; at m = 5 the invariant statistics are stationary after ~5–20 scans, shown by
 :func:`gibbs_convergence`); the GP-base form for every k by exact rejection from its base measure.
-Every released frame goes through :func:`fdp_ppl.expmech.fpca_release` (seeded: a study).
+The frames are drawn by :func:`study_frames` (seeded; the low-level samplers with the historical loops, exactly as
+:func:`fdp_ppl.expmech.fpca_release` drew them before issue 22, so the committed results are unchanged): a study,
+not a release. A release (:func:`fdp_ppl.expmech.fpca_release`) runs data-independent proposal budgets and refuses
+what it cannot certify (the GP-base form at k > 1 or large n·ε; fewer than 20 Gibbs scans at k > 1).
 """
 
 from __future__ import annotations
@@ -302,14 +305,57 @@ def _frames(tree) -> np.ndarray:
     return f.reshape(-1, f.shape[-2], f.shape[-1])
 
 
-def release_frames(fit, *, draws: int, sampler: str, iterations: int, rng) -> np.ndarray:
-    """``draws`` frames from :func:`fdp_ppl.expmech.fpca_release` (seeded study; warning silenced)."""
-    from ..expmech import fpca_release
+def study_frames(fit, *, draws: int, sampler: str, iterations: int, rng, max_proposals: int = 200_000_000) -> np.ndarray:
+    """``draws`` frames of the mechanism's target for a study: the low-level samplers, **not a release**.
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fpca_release(fit, sampler=sampler, draws=draws, iterations=iterations, random_seed=rng)
-    return _frames(tree)
+    The paper's reproduction needs cells a release refuses (the GP-base form for k > 1 or large n·ε, whose
+    data-independent proposal budget is out of reach; Gibbs with fewer scans than the release floor, to
+    show convergence) and must keep the committed numbers. This draws exactly as
+    :func:`fdp_ppl.expmech.fpca_release` did before issue 22 (same random-number stream: a child
+    generator from ``seed_sequence(rng)``, then the historical run-until-accepted loops), so a seeded
+    study reproduces ``notebooks/results/expmech_fpca_*.csv``. Those loops' run time and failure depend
+    on the data: they are for studies on data the analyst may see, never for a release.
+
+    Parameters
+    ----------
+    fit : FPCAFit
+    draws : int
+    sampler : {"exact", "gibbs"}
+        ``"exact"``: ACG rejection (Bingham, k = 1) or rejection from the GP base (any k);
+        ``"gibbs"``: ``iterations`` column-wise Gibbs scans per chain from a uniform start (Bingham).
+    iterations : int
+        Gibbs scans (any number ≥ 1: no release floor here).
+    rng : numpy.random.Generator or int
+    max_proposals : int
+        Cap of the GP-base loop (:class:`~fdp_ppl.expmech.SamplerBudgetError` when hit).
+
+    Returns
+    -------
+    ndarray, shape (draws, m, k)
+    """
+    from ..expmech.samplers import gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
+    from ..sampling import seed_sequence
+
+    spec = fit.spec
+    g = np.random.default_rng(seed_sequence(rng))
+    G = np.asarray(fit.gram, dtype=float)
+    if spec.form == "gp-base":
+        if sampler != "exact":
+            raise ValueError("the GP-base form is sampled by rejection from its base (sampler='exact')")
+        return rejection_from_gp_base(G, spec.Sigma, spec.k, spec.scale, draws, g, max_proposals=max_proposals)
+    A = spec.bingham_parameter(G)
+    if sampler == "exact":
+        if spec.k != 1:
+            raise ValueError("the exact Bingham sampler serves k = 1 (use sampler='gibbs')")
+        return sample_vector_bingham(A, draws, g)[:, :, None]
+    frames, _ = gibbs_matrix_bingham(A, spec.k, int(iterations), g, chains=draws)
+    return frames
+
+
+def release_frames(fit, *, draws: int, sampler: str, iterations: int, rng) -> np.ndarray:
+    """``draws`` frames for the reproduction: :func:`study_frames` (the paper's cells include sizes and scan
+    counts a release refuses; the numbers of the committed results are kept)."""
+    return study_frames(fit, draws=draws, sampler=sampler, iterations=iterations, rng=rng)
 
 
 def _sampler_for(form: str, k: int) -> str:
@@ -408,7 +454,9 @@ def gibbs_convergence(dataset: str = "growth", *, k: int = 3, epsilon: float = 2
                       chains: int = 100, setting: str = "paper-reading", random_seed: int = 7) -> pd.DataFrame:
     """Invariant statistics of the Gibbs sampler after a fixed number of scans (independent chains from
     uniform random starts), against the exact GP-free reference of many scans: mean (SE) of the variance
-    ratio and of the subspace norm per iteration count. Evaluation only (uses the confidential G)."""
+    ratio and of the subspace norm per iteration count. Evaluation only (uses the confidential G); the chains
+    are run by :func:`fdp_ppl.expmech.gibbs_matrix_bingham` directly (:func:`study_frames`: 1 and 5 scans are
+    below the release floor of 20, which is the point of the study)."""
     from ..expmech import subspace_distance, variance_ratio
 
     rng = np.random.default_rng(random_seed)
@@ -416,7 +464,7 @@ def gibbs_convergence(dataset: str = "growth", *, k: int = 3, epsilon: float = 2
     fit = make_spec(prep, k=k, epsilon=epsilon).fit(prep.curves)
     rows = []
     for it in iterations:
-        Q = release_frames(fit, draws=chains, sampler="gibbs", iterations=int(it), rng=rng)
+        Q = study_frames(fit, draws=chains, sampler="gibbs", iterations=int(it), rng=rng)
         for met, v in (("variance_ratio", variance_ratio(Q, fit.gram)),
                        ("subspace_norm", subspace_distance(Q, fit.nonprivate_frame()))):
             rows.append({"dataset": dataset, "k": k, "epsilon": epsilon, "iterations": int(it), "metric": met,

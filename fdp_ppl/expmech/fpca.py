@@ -592,8 +592,12 @@ def release_plan(spec: FPCASpec, n: int, sampler: str, *, draws: int = 1, iterat
                 + (f", density floor exp({plan['log_f_min']:.4g})" if plan["pure"] else "")
                 + f"), more than max_proposals = {int(max_proposals):.3g}")
         dflag = "--delta 1e-10" if flags else "delta=1e-10"
-        other = ("--form bingham --k 1 (exact, pure epsilon-DP)" if flags else
-                 "form='bingham' with k = 1 (exact, pure epsilon-DP)")
+        if spec.form == "bingham" and spec.k == 1:  # its density floor exp(-s(n + range of Sigma^-1)) sets T
+            other = ("a flatter Sigma (the eigenvalue range of Sigma^-1 sets the density floor), fewer basis "
+                     "functions m")
+        else:
+            other = ("--form bingham --k 1 (exact, pure epsilon-DP)" if flags else
+                     "form='bingham' with k = 1 (exact, pure epsilon-DP)")
         if plan["pure"]:
             alt = exact_plan(spec, n, sampler, delta=DEFAULT_DELTA)
             alt_work = _work(alt, sampler, spec.k, draws, iterations)
