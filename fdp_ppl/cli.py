@@ -697,6 +697,9 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
         with stage("fitting the summary (basis, clipping at tau)"):
             summary = _fit_summary(entry, curves, a, offset, offset_source)
     missing = getattr(a, "missing", "error")
+    spec = summary.spec
+    J, K = int(spec.n_components), int(spec.grid.size)
+    check_output_space(a, 8.0 * (a.draws * (J + K) + 2 * J * K + 8 * K))
     cost = f"{a.draws} draw{'s' if a.draws > 1 else ''} x epsilon {a.epsilon:g}" + (
         f", delta {a.delta:g}" if a.delta else "")
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated in the table
@@ -718,6 +721,28 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
               "were set to 0 "
               "(--missing impute)", file=sys.stderr)
     return 0
+
+
+def check_output_space(a, nbytes: float) -> None:
+    """Public check before the charge: the directory of ``--out`` (and ``--plot``) has room for about ``nbytes``
+    (the release's public size) plus a margin for the plot and the file's metadata.
+
+    Raises
+    ------
+    CLIError
+        Not enough free space: nothing is charged or drawn.
+    """
+    import shutil
+
+    need = float(nbytes) + 4 * 2**20 + (2 * 2**20 if getattr(a, "plot", None) else 0)
+    parent = Path(a.out).expanduser().resolve().parent
+    try:
+        free = shutil.disk_usage(parent).free
+    except OSError:
+        return
+    if need > free:
+        raise CLIError(f"the release needs about {need / 2**20:.3g} MiB but {parent} has {free / 2**20:.3g} MiB free",
+                       "free disk space, choose another --out, or release fewer --draws")
 
 
 def _temporary(target: Path) -> Path:
@@ -757,8 +782,13 @@ def write_release(tree, out, plot=None, draw_plot=None) -> Path:
     temps = [_temporary(t) for t in targets]
     try:
         with stage(f"writing {out}"):
-            tree.to_netcdf(temps[0])
-            _fsync(temps[0])
+            # serialised in memory first and written with plain file I/O: HDF5 writing straight onto a full
+            # device crashes the process (segfault) instead of raising
+            payload = tree.to_netcdf()
+            with open(temps[0], "wb") as fh:
+                fh.write(payload)
+                fh.flush()
+                os.fsync(fh.fileno())
         if plot:
             with stage(f"plotting {plot}"):
                 draw_plot(tree, temps[1])

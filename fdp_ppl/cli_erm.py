@@ -237,6 +237,9 @@ def run(a) -> int:
     spec = ERMSpec(_kernel(a), lam=a.lam, n=n, loss=a.loss, domain=a.domain_box, grid_size=grid_size,
                    eta=a.eta if a.mechanism == "iclp" else None, solver_slack=a.solver_slack, privacy_unit=a.unit)
     mech = GaussianMechanism(a.epsilon, a.delta, a.calibration) if a.mechanism == "gp" else ICLP(a.epsilon)
+    from .cli import check_output_space
+
+    check_output_space(a, 8.0 * a.draws * int(np.prod(spec.grid_size)) * 2 + 8.0 * int(np.prod(spec.grid_size)) * 8)
     label = f"svm {a.loss}/{a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
     if ledger is not None:  # the solver's outcome depends on the data: charged before it runs, never after
         ledger = Prepaid(ledger, cost, label, dataset=Path(str(a.data)).name, mechanism=f"svm-{a.mechanism}")

@@ -198,6 +198,9 @@ def run(a) -> int:
     inside = np.all((obs >= lo) & (obs <= hi), axis=-1) if d == 2 else (obs >= lo) & (obs <= hi)
     n_clipped = int(np.sum(~inside))
     size = a.grid_size or (200 if d == 1 else 30)
+    from .cli import check_output_space
+
+    check_output_space(a, 8.0 * a.draws * size**d * 2 + 8.0 * size**d * 8)
     if bw_eps:  # Hall 4.1.2 with private IQRs, charged to the ledger before its draws
         from .kde import private_bandwidth
 

@@ -127,6 +127,7 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
                          "records private = 0)")
     generator = resolve_generator(mechanism.law, generator, random_seed)
     cal, sampler, head, tail = _public_parts(spec, mechanism, bound, generator)
+    check_public_sizes(cal.scale, draws, spec.n_components + spec.grid.size)
     cost = mechanism.budget * draws
     if ledger is not None:  # charged before any draw: a failure after this point never refunds
         ledger.spend(cost, label or f"{mechanism.family} release of {spec.name}", dataset=dataset,
@@ -165,6 +166,27 @@ def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, ran
 #: parameters, bound, generator); only mechanisms whose parameters are plain numbers and strings are cached
 _PUBLIC: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _PLAIN_PARAMS = (int, float, str, bool, type(None))
+
+
+def check_public_sizes(scale, draws: int, values_per_draw: int) -> None:
+    """Public checks before any charge: the noise scales are finite and > 0 (a sampler cannot serve an infinite
+    scale: e.g. τ = 1e308 overflows the sensitivity), and ``draws`` releases of ``values_per_draw`` float64
+    values fit in memory (the draws, the curves and the tree's copy).
+
+    Raises
+    ------
+    InputError
+        Either check fails; nothing is charged or drawn.
+    """
+    from .settings import check_memory
+
+    scale = np.asarray(scale, dtype=float)
+    if not (np.all(np.isfinite(scale)) and np.all(scale > 0)):
+        raise InputError("the noise scale is not a finite positive number (the sensitivity overflows: tau or the "
+                         "kernel's constants are too large, or the eigenvalues too small)",
+                         "pass a smaller public tau, in the data's units")
+    check_memory(3.0 * 8.0 * float(draws) * float(values_per_draw), f"{draws} draws of {values_per_draw} values",
+                 "release fewer draws at a time (--draws)")
 
 
 def _public_parts(spec, mechanism: Mechanism, bound: str, generator: str):

@@ -45,6 +45,46 @@ GP_JITTER = 1e-6
 DIAGONAL_KL_TOL = 1e-6
 
 
+#: the share of the available memory one step may plan to use before it is refused
+MEMORY_SHARE = 0.8
+
+
+def available_memory() -> int:
+    """Bytes of memory available to a new allocation (``MemAvailable`` of /proc/meminfo; else the free pages)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
+        return 2**62
+
+
+def check_memory(nbytes: float, what: str, fix: str) -> None:
+    """Refuse a step that would need more than :data:`MEMORY_SHARE` of the available memory, before it starts
+    (and before any budget is charged): a public check on public sizes.
+
+    Raises
+    ------
+    InputError
+        ``nbytes`` exceeds the share, with ``what`` it is for and ``fix``.
+    """
+    from .errors import InputError
+
+    have = available_memory()
+    if not nbytes <= MEMORY_SHARE * have:
+        raise InputError(f"{what} needs about {_gib(nbytes)} of memory, but this machine has {_gib(have)} available",
+                         fix)
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB" if n < 2**50 else f"{n / 2**40:.3g} TiB"
+
+
 def compile_mode() -> str | None:
     """PyTensor mode for the package's compiled functions.
 

@@ -155,12 +155,10 @@ def test_a_failing_netcdf_write_leaves_the_previous_file_intact(tmp_path, data, 
     out = tmp_path / "r.nc"
     out.write_bytes(b"previous release")
 
-    def half_written(self, path, *args, **kwargs):
-        with open(path, "wb") as fh:
-            fh.write(b"\x89HDF half")
+    def disk_full(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(xr.DataTree, "to_netcdf", half_written)
+    monkeypatch.setattr(os, "fsync", disk_full)  # the temporary file is written, then the disk fills
     assert main(_release(data, out, "--force")) == 2
     err = capsys.readouterr().err
     assert "No space left on device" in err and "nothing was written" in err
@@ -227,3 +225,32 @@ def test_solver_failure_message_names_no_data_derived_number():
     with pytest.raises(InputError) as info:
         solve_erm(K, y, loss="logistic", lam=1e-6, rho_target=1e-300, max_rounds=1)
     assert "accuracy reached is not shown" in str(info.value) and "e-" not in str(info.value)
+
+
+def test_a_full_filesystem_is_refused_before_the_charge(tmp_path, data, capsys):
+    """A real 64 KiB tmpfs (root only): the release is refused before the ledger is charged, exit 2, one line,
+    no segfault, nothing at the target."""
+    import subprocess
+    import sys
+
+    small = tmp_path / "small"
+    small.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        led = tmp_path / "led.sqlite"
+        argv = [sys.executable, "-m", "fdp_ppl", *_release(data, small / "r.nc", "--draws", "100"),
+                "--ledger", str(led), "--budget", "200"]
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 2 and "free" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+        assert list(small.iterdir()) == [] and PrivacyLedger.open(led).spent.epsilon == 0
+        # the space check passed, the disk fills while writing: a clean error, no crash, nothing left behind
+        (small / "fill").write_bytes(b"\0" * 60 * 1024)
+        code = ("import sys, fdp_ppl.cli as c; c.check_output_space = lambda a, n: None; "
+                f"sys.exit(c.main({_release(data, small / 'r.nc', '--draws', '10')!r}))")
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        assert res.returncode == 2 and "No space left on device" in res.stderr and "Traceback" not in res.stderr
+        assert sorted(p.name for p in small.iterdir()) == ["fill"]
+    finally:
+        subprocess.run(["umount", str(small)], capture_output=True)

@@ -33,6 +33,11 @@ from .budget import PrivacyBudget, _unchecked
 LAWS = ("laplace", "gaussian", "approx")
 #: the value discretisation of the PLDs (dp-accounting's pessimistic estimate: totals are upper bounds)
 VALUE_DISCRETIZATION = 1e-4
+#: compositions of more non-Gaussian draws than this are not computed tightly (the PLD arithmetic grows with the
+#: count): the tight total is then reported as ``inf`` and basic composition decides
+MAX_TIGHT_DRAWS = 100_000
+#: per-draw ε above which no PLD is built (exp(ε) overflows; such a charge is decided by basic composition)
+MAX_TIGHT_EPSILON = 50.0
 _RTOL = 1e-9
 
 
@@ -209,15 +214,19 @@ def tight_epsilon(events, delta: float) -> float:
     Returns
     -------
     float
-        ε ≥ 0, ``inf`` when no finite ε holds at ``delta`` (e.g. δ = 0 for Laplace noise, whose
-        truncated tail the pessimistic PLD puts at infinity: basic composition is tight there), and
-        0 without events.
+        ε ≥ 0, ``inf`` when no finite ε holds at ``delta`` (e.g. δ = 0 for several Laplace releases,
+        whose truncated tails the pessimistic PLD puts at infinity: basic composition is tight there) or
+        when the composition is not computed (more than :data:`MAX_TIGHT_DRAWS` non-Gaussian draws, a
+        per-draw ε above :data:`MAX_TIGHT_EPSILON`: basic composition decides), and 0 without events.
     """
     merged: dict = {}
     for e in events:
         merged[e.key()] = merged.get(e.key(), 0) + e.count
     if not merged:
         return 0.0
+    other = sum(c for (law, *_), c in merged.items() if law != "gaussian")
+    if other > MAX_TIGHT_DRAWS or any(k[1] > MAX_TIGHT_EPSILON for k in merged if k[0] != "gaussian"):
+        return math.inf
     gauss_rho = 0.0  # Gaussian events compose exactly: Σ 1/σ_i² (μ-GDP with μ² = Σ μ_i²)
     total = None
     for key, count in merged.items():
@@ -225,7 +234,10 @@ def tight_epsilon(events, delta: float) -> float:
         if law == "gaussian":
             gauss_rho += count / nm**2
             continue
-        part = PrivacyEvent(law, eps, dl, nm, count, rel).pld()
+        try:
+            part = PrivacyEvent(law, eps, dl, nm, count, rel).pld()
+        except (OverflowError, ValueError, MemoryError):
+            return math.inf
         total = part if total is None else total.compose(part)
     if gauss_rho > 0:
         from dp_accounting.pld import privacy_loss_distribution as pld

@@ -302,6 +302,9 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
         raise InputError("draws and chains must be >= 1", "pass draws=1 for one release")
     sens, scale = _calibrate(spec, mechanism)
     k = int(chains) * int(draws)
+    from ..releasing import check_public_sizes
+
+    check_public_sizes(np.atleast_1d(scale), k, 2 * int(np.prod(spec.grid_size)))
     cost = _charge(ledger, mechanism, k, label, sens, scale)
     if random_seed is not None:
         warnings.warn("seeded kernel-machine release: private only while the seed stays secret",

@@ -695,6 +695,9 @@ def release_kde(summary: KDESummary, mechanism, *, draws: int = 1, chains: int =
     gen = resolve_generator(mechanism.law, generator, random_seed)
     cal = mechanism.calibrate(spec, bound, generator=gen)
     sampler = sampler_for(mechanism.law, spec.n_components, gen)
+    from ..releasing import check_public_sizes
+
+    check_public_sizes(cal.scale, k, spec.n_components + int(np.prod(spec.grid.shape)))
     cost = mechanism.budget * k
     if ledger is not None:  # charged before any draw: a failure after this point never refunds
         ledger.spend(cost, label or f"{mechanism.family} KDE release ({spec.name})", dataset=dataset,

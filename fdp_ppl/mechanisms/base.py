@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import dims
 from ..accounting import PrivacyBudget
-from ..errors import CompatibilityError
+from ..errors import CompatibilityError, InputError
 from ..laws import NoiseLaw
 from ..settings import compile_mode
 from ..summaries import LinearSummary, Sensitivity, SummarySpec, as_spec
@@ -144,7 +144,13 @@ class Mechanism(ABC):
         spec = as_spec(summary)
         self._check_spec(spec)
         sens = spec.sensitivity(self.norm, bound)
+        if not (np.isfinite(sens.value) and sens.value > 0):
+            raise InputError(f"the sensitivity is not a finite positive number (got {sens.value:g}): tau or the "
+                             "kernel's constants overflow", "pass a smaller public tau, in the data's units")
         sigma = float(self._sigma(sens.value, spec))
+        if not (np.isfinite(sigma) and sigma > 0):
+            raise InputError("the noise scale is not a finite positive number (it overflows)",
+                             "pass a smaller public tau or a larger epsilon")
         source = "mechanism"
         if generator != "pymc":
             from ..sampling import generator_sigma

@@ -80,6 +80,12 @@ class Eigenbasis:
         if not (0 < rel_tol < 1):
             raise ValueError("rel_tol must lie in (0, 1)")
         self.kernel, self.grid, self.rel_tol = kernel, grid, float(rel_tol)
+        from ..settings import check_memory
+
+        m = int(grid.size)  # the m x m Gram matrix, its eigenvectors and LAPACK's work space
+        check_memory(4.0 * 8.0 * m * m, f"the eigenbasis of a {m}-point grid ({m} x {m} dense eigendecomposition)",
+                     "use a coarser public grid; on a Cartesian grid with a Gaussian kernel the Kronecker path "
+                     "(fdp_ppl.kde.CartesianGrid) never forms the m x m matrix")
         sw = np.sqrt(grid.weights)
         a = sw[:, None] * kernel.gram(grid.t) * sw[None, :]
         lam, u = linalg.eigh(a)
