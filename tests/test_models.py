@@ -42,11 +42,14 @@ def test_private_fpca_model(tmp_path):
     assert res.returncode == 0, res.stderr
     tree = xr.open_datatree(tmp_path / "release.nc")
     a = tree.attrs
-    assert a["noise_seeded"] == 0 and a["exact"] == 1 and a["form"] == "gp-base" and a["budget_spent_epsilon"] == 1.0
+    # the default is served with a certified pure guarantee (was: gp-base k = 2, refused since issue 22)
+    assert a["noise_seeded"] == 0 and a["exact"] == 1 and a["form"] == "bingham" and a["k"] == 1
+    assert a["pure"] == 1 and a["delta_guaranteed"] == 0 and 1.0 < a["budget_spent_epsilon"] <= 1.0 + 1e-9
     assert tree["posterior"]["components"].dims == ("chain", "draw", "component", "t")
     frame = tree["posterior"]["frame"].values[0, 0]
-    assert frame.shape == (5, 2) and abs(frame.T @ frame - np.eye(2)).max() < 1e-10
+    assert frame.shape == (5, 1) and abs(frame.T @ frame - np.eye(1)).max() < 1e-10
     assert "curves clipped" in res.stderr and "curves clipped" not in res.stdout  # data-holder line only
+    assert "guaranteed pure 1.0000000" in res.stdout
 
 
 def test_private_kde_model(tmp_path):
