@@ -215,7 +215,7 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
     samples : int, optional
         N, releases per side of each pair (half for choosing events, half held out). Default 20 000 when
         the release path draws many releases in one call, 1 000 when it needs one call per release
-        (callables, the FPCA samplers except ``bingham/exact``).
+        (callables, NUTS) and for the FPCA family (fixed proposal budgets per frame).
     confidence : float
         Simultaneous confidence of the reported bounds, in (0, 1).
     random_seed : int, sequence, Generator or None
@@ -320,7 +320,8 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
         if pairs is not None:
             target.pairs = _as_pairs(pairs)
     per_call = target.draw is None
-    N = int(samples) if samples is not None else DEFAULT_SAMPLES["per-call" if per_call else "batched"]
+    N = int(samples) if samples is not None else (
+        target.default_samples or DEFAULT_SAMPLES["per-call" if per_call else "batched"])
     alpha = (1.0 - float(confidence)) / (2.0 * tests)
     ss = np.random.SeedSequence(random_seed) if not isinstance(random_seed, np.random.Generator) else None
     if ss is not None:

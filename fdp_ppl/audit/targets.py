@@ -25,8 +25,10 @@ from ..errors import InputError
 FAMILIES = ("release", "kde", "svm", "fpca")
 KDE_MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
 SVM_MECHANISMS = ("gp", "iclp")
+#: default releases per side of the FPCA audits (its exact samplers use a fixed, large proposal budget per frame)
+FPCA_SAMPLES = 1000
 #: frames per fpca_release call when the audit draws many (each call is one exact batch of the sampler)
-FPCA_CHUNK = 2000
+FPCA_CHUNK = 100
 FPCA_MECHANISMS = ("gp-base/exact", "bingham/exact", "bingham/gibbs", "gp-base/nuts", "bingham/nuts")
 
 #: default public specs per family (stated in every audit's attrs)
@@ -73,6 +75,7 @@ class Target:
     spec: str = ""
     features: str = "the released vector"
     options: dict = field(default_factory=dict)
+    default_samples: int | None = None
 
 
 class _NoSeedWarning:
@@ -401,7 +404,7 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
     except Exception:  # noqa: BLE001  (a refusal or failure is audited as an outcome)
         pass
     return Target(name, "fpca", eps_claim, delta_claim, pairs, release_one, draw, spec_text,
-                  "the released subspace: upper triangle of V V^T", opts)
+                  "the released subspace: upper triangle of V V^T", opts, default_samples=FPCA_SAMPLES)
 
 
 _BUILDERS = {"release": _release_target, "kde": _kde_target, "svm": _svm_target, "fpca": _fpca_target}
