@@ -65,6 +65,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
 import sqlite3
 import sys
 import warnings
@@ -487,6 +488,8 @@ def _check_out(a) -> None:
         p = Path(path).expanduser()
         if not p.resolve().parent.is_dir():
             raise CLIError(f"the directory of {flag} {path} does not exist", "create it or choose another path")
+        if not os.access(p.resolve().parent, os.W_OK | os.X_OK):
+            raise CLIError(f"the directory of {flag} {path} is not writable", "choose another path")
         if p.is_dir():
             raise CLIError(f"{flag} {path} is a directory", "pass a file name")
         for src in _input_paths(a):

@@ -200,6 +200,12 @@ class ProductEigenbasis:
         self.kernel = kernel
         self.axis_variance = float(axis_variance)
         self.axis_values, self.axis_functions = [], []
+        from ..settings import check_memory
+
+        for a in grid.axes:
+            m = int(np.asarray(a).size)
+            check_memory(4.0 * 8.0 * m * m, f"the eigenbasis of a {m}-point grid axis ({m} x {m} dense "
+                                            "eigendecomposition)", "use fewer grid points per axis (--grid-size)")
         for a, w, h in zip(grid.axes, grid.weights, self.bandwidths):
             sw = np.sqrt(w)
             gram = self.axis_variance * axis_kernel(kernel, h).gram(a, a)
