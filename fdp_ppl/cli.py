@@ -787,11 +787,18 @@ def write_release(tree, out, plot=None, draw_plot=None) -> Path:
         with stage(f"writing {out}"):
             # serialised in memory first and written with plain file I/O: HDF5 writing straight onto a full
             # device crashes the process (segfault) instead of raising
-            payload = tree.to_netcdf()
-            with open(temps[0], "wb") as fh:
-                fh.write(payload)
-                fh.flush()
-                os.fsync(fh.fileno())
+            try:
+                payload = tree.to_netcdf()
+            except RuntimeError:  # inside a dask.distributed client xarray wants a distributed lock for memory
+                payload = None
+            if payload is None:
+                tree.to_netcdf(temps[0])  # the free space was checked before the charge
+                _fsync(temps[0])
+            else:
+                with open(temps[0], "wb") as fh:
+                    fh.write(payload)
+                    fh.flush()
+                    os.fsync(fh.fileno())
         if plot:
             with stage(f"plotting {plot}"):
                 draw_plot(tree, temps[1])
