@@ -384,3 +384,25 @@ def test_fp_release_draws_elliptical_noise_and_noise_energy_counts_the_mixing():
     energy = np.mean(np.sum((coef - s.coefficients) ** 2, axis=1))
     assert energy == pytest.approx(noise_energy(mech, s), rel=0.1)
     assert tree.attrs["mixing_mean_W"] == pytest.approx(mech.mean_w(s.n_components))
+
+
+@pytest.mark.parametrize("name", ["t-process", "laplace-process"])
+def test_process_calibration_is_computed_once_and_scales_with_delta(name):
+    """σ for the elliptical processes is one root per (law, ε, δ) scaled by Δ (δ depends on Δ/σ only): every scale
+    still meets the claimed δ, and a second calibration reuses the root instead of re-integrating."""
+    import fdp_ppl as fp
+    from fdp_ppl import registry
+    from fdp_ppl.elliptical import process
+    from fdp_ppl.elliptical.privacy import delta_exact
+
+    basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), fp.Grid.uniform(15))
+    e = registry.MECHANISMS[name]
+    mech = e.mechanism(0.7, 1e-6, **({"nu": 4.0} if "nu" in e.options else {}))
+    process._unit_sigma.cache_clear()
+    ratios = []
+    for tau in (0.003, 1.0, 250.0):
+        cal = mech.calibrate(e.spec(basis, tau=tau, n=10))
+        assert delta_exact(0.7, cal.sensitivity.value, cal.sigma, mech.law.mixing_law()) <= 1e-6
+        ratios.append(cal.sigma / cal.sensitivity.value)
+    assert np.ptp(ratios) <= 1e-12 * ratios[0]
+    assert process._unit_sigma.cache_info().misses == 1
