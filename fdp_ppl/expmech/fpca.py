@@ -51,8 +51,8 @@ KIND = EXPMECH_FPCA
 #: Default bound δ on the probability that an exact draw exhausts its fixed proposal budget and falls back, when the
 #: (ε', δ') variant is asked for (``delta=`` / ``--delta``).
 DEFAULT_DELTA = 1e-10
-#: Default η of the pure ε''-DP plan: the fallback probability bound p* is at most η·f_min, so ε'' ≤ ε + log(1 + η e^{−ε})
-#: − log(1 − p*) (an inflation of ε by at most ~1e-10).
+#: Default η of the pure ε''-DP plan: the fallback probability bound p* is at most η·f_min, so
+#: ε'' ≤ ε + log(1 + η e^{−ε}) − log(1 − p*) (an inflation of ε by at most ~1e-10).
 DEFAULT_ETA = 1e-10
 #: Largest number of proposals (T × draws) an exact release will run; larger requests are refused before the charge.
 DEFAULT_MAX_PROPOSALS = 20_000_000
@@ -491,7 +491,8 @@ def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float | None = No
         δ or η outside (0, 1).
     """
     if delta is not None and not (0.0 < float(delta) < 1.0):
-        raise InputError(f"delta must be in (0, 1), got {delta!r}", "pass e.g. delta=1e-10, or no delta (pure epsilon-DP)")
+        raise InputError(f"delta must be in (0, 1), got {delta!r}",
+                         "pass e.g. delta=1e-10, or no delta (pure epsilon-DP)")
     if not (0.0 < float(eta) < 1.0):
         raise InputError(f"eta must be in (0, 1), got {eta!r}", "pass e.g. eta=1e-10")
     m, k = spec.m, spec.k
@@ -796,7 +797,8 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
              "sampler": _SAMPLER_NAMES[(spec.form, sampler)], "sampler_reference": _SAMPLER_REFERENCES[sampler, spec.form],
              "iterations": its, "exact": exact, "fp_safe": 0, "noise_seeded": int(seeded), "draws": draws,
              "budget_spent_epsilon": cost.epsilon, "budget_spent_delta": cost.delta, "private": int(certified),
-             "delta": float(cost.delta) / draws, "certified": int(certified), "pure": int(plan["pure"]), "epsilon_guaranteed": plan["epsilon"],
+             "delta": float(cost.delta) / draws, "certified": int(certified), "pure": int(plan["pure"]),
+             "epsilon_guaranteed": plan["epsilon"],
              "delta_guaranteed": plan["delta"], "delta_target": float(delta) if delta is not None else 0.0,
              "proposal_budget": int(T), "fallback_bound_log": float(plan["log_p_star"]) if certified else float("nan"),
              "density_floor_log": float(plan["log_f_min"]), "eta": float(eta) if plan["pure"] else float("nan"),
