@@ -535,6 +535,7 @@ def test_nuts_potential_is_the_target_density(form):
     assert np.ptp(diffs) < 1e-9
 
 
+@pytest.mark.slow  # PyMC's first NUTS compile and 2 chains of 100 tuning steps (the release floor): minutes on 2 cores
 def test_nuts_release():
     spec = small_spec(4, eps=2.0, k=2)
     fit = spec.fit(_toy_curves(15, 20, 43))

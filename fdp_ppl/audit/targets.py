@@ -384,10 +384,18 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
 
     draw = None
     if sampler != "nuts":  # one call draws many frames (a sampler failure fails the whole call: see audit)
+        from ..expmech.fpca import DEFAULT_MAX_PROPOSALS, exact_plan
+
+        try:  # frames per call: as many as the public proposal cap of one release allows
+            per_frame = int(exact_plan(spec, n, sampler)["proposals"]) * (iterations if sampler == "gibbs" else 1)
+            chunk = int(max(1, min(10 * FPCA_CHUNK, DEFAULT_MAX_PROPOSALS // max(per_frame, 1))))
+        except (InputError, ValueError, OverflowError):
+            chunk = FPCA_CHUNK
+
         def draw(curves, size, rng):
             fit, out = spec.fit(curves), []
-            for start in range(0, int(size), FPCA_CHUNK):  # chunks: the samplers cap proposals per call
-                todo = min(FPCA_CHUNK, int(size) - start)
+            for start in range(0, int(size), chunk):  # chunks: the samplers cap proposals per call
+                todo = min(chunk, int(size) - start)
                 with _NoSeedWarning():
                     tree = fpca_release(fit, sampler=sampler, draws=todo, iterations=iterations, random_seed=rng)
                 out.append(frame_features(tree["posterior"]["frame"].values.reshape(todo, spec.m, spec.k)))
