@@ -31,7 +31,7 @@ FORMS, SAMPLERS = FPCA_FORMS, FPCA_SAMPLERS
 
 def add_subparser(sub) -> None:
     """Add ``fpca`` to the sub-command parsers of ``fdp-ppl``."""
-    from .cli import DEFAULT_RHO, _SEED_HELP, _add_ledger_args, _add_output_args
+    from .cli import DEFAULT_RHO, _SEED_HELP, _add_ledger_args, _add_output_args, add_unit_args
 
     p = sub.add_parser(
         NAME, help="release epsilon-DP principal components (exponential mechanism)",
@@ -65,6 +65,7 @@ def add_subparser(sub) -> None:
     g.add_argument("--record-dim", "--curve-dim", dest="record_dim", default=None, metavar="NAME",
                    help="name of the record dimension (the privacy unit)")
     g.add_argument("--t-dim", default=None, metavar="NAME", help="name of the grid dimension")
+    add_unit_args(g)
     m = p.add_argument_group("mechanism")
     m.add_argument("--k", type=int, required=True, help="number of components released jointly (one frame, one epsilon)")
     m.add_argument("--m", type=int, required=True, help="number of basis functions (k <= m <= grid size)")
@@ -94,8 +95,9 @@ def add_subparser(sub) -> None:
 
 
 def _check(a):
-    from .cli import CLIError, _check_ledger_args, _check_out, _finite
+    from .cli import CLIError, _check_ledger_args, _check_out, _check_unit_args, _finite
 
+    a.unit = _check_unit_args(a)
     if not (_finite(a.epsilon) and a.epsilon > 0):
         raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon})", "pass e.g. --epsilon 1")
     if not (_finite(a.tau) and a.tau > 0):
@@ -154,7 +156,8 @@ def _spec(a, curves):
     basis = "fourier"
     if a.basis != "fourier":
         basis = eigenbasis(kernel_from_name(a.basis, a.rho if a.rho is not None else DEFAULT_RHO), grid)
-    return FPCASpec(grid=grid, m=a.m, k=a.k, epsilon=a.epsilon, tau=a.tau, basis=basis, form=a.form)
+    return FPCASpec(grid=grid, m=a.m, k=a.k, epsilon=a.epsilon, tau=a.tau, basis=basis, form=a.form,
+                    privacy_unit=a.unit)
 
 
 def run(a) -> int:
@@ -166,17 +169,26 @@ def run(a) -> int:
     from .expmech import fpca_release
     from .expmech.fpca import release_plan
 
+    import numpy as np
+
     _check(a)
     with stage(f"loading {a.data}"):
         curves = _load(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim,
                        t_dim=a.t_dim)
     spec = _spec(a, curves)
-    n = int(curves.sizes[dims.CURVE])  # public (replace-one adjacency)
+    from .cli import warn_record_level
+
+    if a.unit is None:
+        warn_record_level(curves)
+        units, n = None, int(curves.sizes[dims.CURVE])  # public (replace-one adjacency)
+    else:  # public under the unit-level relation: units (combine) or k x units (max_contributions)
+        units = a.unit.ids(curves)
+        n = int(np.unique(units).size) * a.unit.contributions
     # the cost that will be charged (pure epsilon'' or (epsilon', delta')), and every public refusal, before the ledger
     plan = release_plan(spec, n, a.sampler, draws=a.draws, iterations=a.iterations, delta=a.delta, flags=True)
     ledger = _open_ledger(a, plan["cost"])
     with stage("fitting the summary (basis, clipping at tau)"):
-        fit = spec.fit(curves.transpose(dims.CURVE, dims.T).values)
+        fit = spec.fit(curves.transpose(dims.CURVE, dims.T).values, units=units, n=n)
     bars = a.sampler != "exact" and sys.stderr.isatty()  # the samplers' own progress bars (one live display)
     source = Path(str(a.data)).name + (f" / {a.var}" if a.var else "")
     with warnings.catch_warnings(), (contextlib.nullcontext() if bars else stage("drawing the release")):
@@ -204,7 +216,7 @@ def _plot(tree, path) -> None:
 
 
 def _print_table(tree, out, a, ledger) -> None:
-    from .cli import ledger_text, print_table, seed_text
+    from .cli import ledger_text, print_table, seed_text, unit_text
 
     at = tree.attrs
     exact = int(at["exact"])
@@ -231,6 +243,7 @@ def _print_table(tree, out, a, ledger) -> None:
         ("sensitivity", f"{at['sensitivity']:g} (uncentred sum_i ||P X_i||^2, ||X_i|| <= 1)"),
         ("tau", f"{at['tau']:g} (L2 bound; curves clipped to it and divided by it)"),
         ("n", f"{at['n']} curves × {at['grid_size']} grid points"),
+        ("privacy unit", unit_text(at)),
         ("basis", f"{at['basis']}, m = {at['m']}"),
         ("Sigma", str(at["sigma_rule"])),
         ("k", f"{at['k']} components (an orthonormal frame: unordered, signs arbitrary)"),

@@ -89,7 +89,7 @@ class PrivacyUnit:
     def rule(self) -> str:
         """The contribution-bounding rule in words (recorded in releases)."""
         if self.combine is not None:
-            return f"each {self.column}'s records combined into one by their mean, before clipping (combine = mean)"
+            return f"each {self.column}'s records combined by their mean into one record's contribution (combine = mean)"
         order = f"order of {self.order!r}" if self.order else "record order of the data"
         if self.max_contributions == 1:
             return f"the first record of each {self.column} ({order}) (max_contributions = 1)"
@@ -177,6 +177,16 @@ class PrivacyUnit:
                 seen[u] += 1
         keep = np.asarray(keep, dtype=int)
         return keep, np.full(keep.size, 1.0 / (n_units * self.max_contributions))
+
+    def ids(self, curves: xr.DataArray, record_dim: str = dims.CURVE) -> np.ndarray:
+        """The unit of each record of ``curves`` (data holder only).
+
+        Raises
+        ------
+        InputError
+            No unit coordinate along ``record_dim``, or missing unit values.
+        """
+        return self._ids(curves, record_dim)
 
     def n_units(self, curves: xr.DataArray, record_dim: str = dims.CURVE) -> int:
         """The number of units in ``curves`` (public under the unit-level relation)."""

@@ -279,3 +279,46 @@ def test_kde_command_line_per_person(tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path / "k.nc"), "--privacy-unit", "person_id", "--max-contributions",
                  "2"]) == 2
     assert "--combine mean" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- principal components
+@pytest.mark.parametrize("unit, delta", [(PrivacyUnit("id", combine="mean"), 1.0),
+                                         (PrivacyUnit("id", max_contributions=2), 2.0)])
+def test_fpca_scatter_per_unit_brute_force(unit, delta):
+    """The objective tr(VᵀGV) moves by at most Δ over every frame when one unit's records are replaced (Ky Fan:
+    the top-k absolute eigenvalues of G − G'): Δ = 1 for combine, k for max_contributions; the spec's
+    sensitivity (and so its ε/(2Δ)) follows the unit."""
+    from fdp_ppl.expmech import FPCASpec
+
+    rng = np.random.default_rng(7)
+    grid = fp.Grid.uniform(K)
+    ids = np.array(IDS)
+    spec = FPCASpec(grid=grid, m=4, k=2, epsilon=1.0, tau=1.0, privacy_unit=unit)
+    assert spec.sensitivity == delta and spec.scale == pytest.approx(0.5 / delta)
+    x = rng.standard_normal((ids.size, K))
+    base = spec.fit(x, units=ids)
+    assert base.n == 6 * unit.contributions
+    worst = 0.0
+    for trial in range(60):
+        y = x.copy()
+        victim = ids == IDS[trial % len(IDS)]
+        y[victim] = 100 * rng.standard_normal((victim.sum(), K)) if trial % 2 else np.sin(3 * np.arange(K))
+        ev = np.sort(np.abs(np.linalg.eigvalsh(spec.fit(y, units=ids).gram - base.gram)))[::-1]
+        worst = max(worst, float(ev[:spec.k].sum()))
+    assert worst <= delta * (1 + 1e-9)
+    with pytest.raises(InputError, match="units="):
+        spec.fit(x)
+    with pytest.raises(InputError, match="public n"):
+        spec.fit(x, units=ids, n=base.n + 1)
+
+
+def test_fpca_command_line_per_subject(tmp_path, capsys):
+    base = ["fpca", "--data", "dti", "--var", "cca", "--missing", "impute", "--k", "1", "--m", "5", "--epsilon", "1",
+            "--tau", "1"]
+    assert main([*base, "--out", str(tmp_path / "r.nc")]) == 0
+    assert "'subject_id' repeats" in capsys.readouterr().err
+    assert main([*base, "--privacy-unit", "subject_id", "--combine", "mean", "--out", str(tmp_path / "u.nc")]) == 0
+    std = capsys.readouterr()
+    assert "one subject_id" in std.out and "repeats" not in std.err
+    tree = xr.open_datatree(tmp_path / "u.nc")
+    assert tree.attrs["n"] == 142 and tree.attrs["privacy_unit"] == "subject_id" and tree.attrs["sensitivity"] == 1

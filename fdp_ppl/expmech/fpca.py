@@ -154,11 +154,18 @@ class FPCASpec:
     sigma_power: float = 3.0
     sigma_scale: float = 1.0
     form: str = "bingham"
+    privacy_unit: object = None
     _basis_values: np.ndarray = field(init=False, repr=False, compare=False)
     _sigma: np.ndarray = field(init=False, repr=False, compare=False)
     _sigma_rule: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
+        if self.privacy_unit is not None:
+            from ..units import PrivacyUnit
+
+            if not isinstance(self.privacy_unit, PrivacyUnit):
+                raise InputError("privacy_unit must be an fdp_ppl.units.PrivacyUnit",
+                                 "e.g. PrivacyUnit('subject_id', combine='mean')")
         if not isinstance(self.grid, Grid):
             raise InputError("grid must be an fdp_ppl.spaces.Grid",
                              "build one with Grid.uniform(K) or Grid.from_points(t)")
@@ -237,8 +244,9 @@ class FPCASpec:
     @property
     def sensitivity(self) -> float:
         """Δ = 1: sensitivity of the uncentred objective Σ‖PX_i‖² with ‖X_i‖ ≤ 1
-        (Awan et al. 2019, §4; replace-one adjacency)."""
-        return 1.0
+        (Awan et al. 2019, §4; replace-one adjacency). With a privacy unit: 1 for ``combine="mean"`` (a unit
+        contributes the mean of its ``x xᵀ``, trace ≤ 1) and k for ``max_contributions=k`` (k records)."""
+        return float(1 if self.privacy_unit is None else self.privacy_unit.contributions)
 
     @property
     def scale(self) -> float:
@@ -276,7 +284,10 @@ class FPCASpec:
         return {"epsilon": self.epsilon, "tau": self.tau, "m": self.m, "k": self.k, "basis": self.basis_name,
                 "sigma_rule": self.sigma_rule, "form": self.form, "sensitivity": self.sensitivity,
                 "objective": "uncentred sum_i ||P X_i||^2, ||X_i|| <= 1 (Awan et al. 2019, Sec. 4)",
-                "centring": "none", "adjacency": "replace-one", **self.grid.attrs()}
+                "centring": "none", "adjacency": "replace-one", **self.grid.attrs(),
+                **({"privacy_unit": "record"} if self.privacy_unit is None else
+                   {**self.privacy_unit.attrs(), "adjacency": f"replace one {self.privacy_unit.column} (all its "
+                                                             "records); the number of units public"})}
 
     # ---------------------------------------------------------------- data holder
     def coefficients(self, curves) -> tuple[np.ndarray, int]:
@@ -313,19 +324,49 @@ class FPCASpec:
         c = c / np.maximum(cn, 1.0)[:, None]
         return c, int(over.sum())
 
-    def fit(self, curves) -> "FPCAFit":
+    def fit(self, curves, units=None, n: int | None = None) -> "FPCAFit":
         """The non-private scatter matrix G = XᵀX of the clipped coefficients (data holder only).
 
         Parameters
         ----------
-        curves : array_like, shape (n, K)
+        curves : array_like, shape (n_records, K)
+        units : array_like, shape (n_records,), optional
+            The unit of each record, required with a ``privacy_unit``: ``combine="mean"`` gives
+            ``G = Σ_u mean_{i∈u} x_i x_iᵀ`` (n = the number of units), ``max_contributions=k`` keeps each
+            unit's first k records (n = k × the number of units; missing records count as 0).
+        n : int, optional
+            The public n the release is for (default: the number of records, or what the unit rule gives);
+            checked against the data.
 
         Returns
         -------
         FPCAFit
+
+        Raises
+        ------
+        InputError
+            Units missing or given without a privacy unit, or an n that does not match.
         """
         c, n_clipped = self.coefficients(curves)
-        return FPCAFit(spec=self, gram=c.T @ c, n=c.shape[0], n_clipped=n_clipped)
+        if (self.privacy_unit is None) != (units is None):
+            raise InputError("units= goes with a privacy_unit in the spec, and a privacy_unit needs units=",
+                             "pass both or neither")
+        if self.privacy_unit is None:
+            n_public = c.shape[0]
+            gram = c.T @ c
+        else:
+            u = np.asarray(units)
+            if u.shape != (c.shape[0],):
+                raise InputError("units= needs one id per curve", "pass the unit coordinate along the curves")
+            n_units = int(np.unique(u).size)
+            n_public = n_units * self.privacy_unit.contributions
+            keep, w = self.privacy_unit.weights(u, n_public)
+            ck = c[keep]
+            gram = (ck * (n_public * w)[:, None]).T @ ck  # combine: Σ_u mean x xᵀ; max k: Σ of kept x xᵀ
+        if n is not None and int(n) != n_public:
+            raise InputError(f"the data give n = {n_public} but the release is planned for the public n = {n}",
+                             "n is public: pass the number of records (or units) the release is for")
+        return FPCAFit(spec=self, gram=gram, n=n_public, n_clipped=n_clipped)
 
 
 @dataclass(frozen=True, eq=False)
