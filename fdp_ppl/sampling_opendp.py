@@ -221,25 +221,31 @@ def _guarantee(law_name: str, n_components: int, sigma: float, sensitivity: floa
                                  f"map(Delta) recorded as rho_guaranteed")
 
 
+def _smallest(ok, lo: float, hi: float, rtol: float) -> float:
+    """The smallest x in [lo, hi] with ``ok(x)`` for a monotone ``ok`` (``ok(hi)`` true), by bisection to ``rtol``,
+    ending on the safe side (the returned x satisfies ``ok``)."""
+    while hi - lo > rtol * hi:
+        mid = 0.5 * (lo + hi)
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def _epsilon_at(delta: float, sensitivity: float, sigma: float, n_components: int) -> float:
     """The smallest ε (to 1e-12 relative, rounded up) with ``lattice_gaussian_delta(ε) <= δ``."""
-    def over(e):
-        return lattice_gaussian_delta(e, sensitivity, sigma, n_components) > delta
+    def ok(e):
+        return lattice_gaussian_delta(e, sensitivity, sigma, n_components) <= delta
 
-    if not over(0.0):
+    if ok(0.0):
         return 0.0
     lo, hi = 0.0, 1.0
-    while over(hi):
+    while not ok(hi):
         lo, hi = hi, 2.0 * hi
         if hi > 1e6:  # pragma: no cover - δ below the lattice error
             return math.inf
-    while hi - lo > 1e-12 * hi:
-        mid = 0.5 * (lo + hi)
-        if over(mid):
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return _smallest(ok, lo, hi, 1e-12)
 
 
 class OpenDPSampler:
@@ -431,35 +437,19 @@ def _calibrate_sigma(name: str, J: int, sensitivity: float, epsilon: float, delt
         lo, hi = sigma, sigma * (1 + 1e-6)
         while not ok(hi):
             lo, hi = hi, sigma + 2.0 * (hi - sigma)
-        while hi - lo > _SIGMA_RTOL * hi:
-            mid = 0.5 * (lo + hi)
-            if ok(mid):
-                hi = mid
-            else:
-                lo = mid
-        return hi
+        return _smallest(ok, lo, hi, _SIGMA_RTOL)
     if eps_at(sigma) <= epsilon:
         return sigma
-    if name == "laplace":  # only OpenDP's upward rounding of Δ/σ: a few ulps
-        s = sigma
-        for _ in range(64):
-            s = math.nextafter(s, math.inf)
-            if eps_at(s) <= epsilon:
-                return s
-        s = sigma * (1 + 1e-12)
-        while eps_at(s) > epsilon:  # pragma: no cover - not reached for finite inputs
-            s *= 1 + 1e-12
-        return s
-    lo, hi = sigma, 2.0 * sigma
-    while eps_at(hi) > epsilon:
-        lo, hi = hi, 2.0 * hi
-    while hi - lo > _SIGMA_RTOL * hi:
-        mid = 0.5 * (lo + hi)
-        if eps_at(mid) <= epsilon:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    # Laplace: only OpenDP's upward rounding of Δ/σ, a few ulps
+    s = sigma
+    for _ in range(64):
+        s = math.nextafter(s, math.inf)
+        if eps_at(s) <= epsilon:
+            return s
+    s = sigma * (1 + 1e-12)
+    while eps_at(s) > epsilon:  # pragma: no cover - not reached for finite inputs
+        s *= 1 + 1e-12
+    return s
 
 
 __all__ = ["OpenDPSampler", "Guarantee", "NAME", "LATTICE_K", "NORMS", "lattice_error", "lattice_gaussian_delta"]
