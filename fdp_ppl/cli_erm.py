@@ -286,6 +286,8 @@ def _print_table(tree, out, a, ledger) -> None:
         ("noise seed", seed_text(int(at["noise_seeded"]))),
         ("noise generator", f"{at.get('noise_generator', '?')} (fp_safe = {at.get('fp_safe', 0)}): "
                             f"{str(at.get('fp_safe_reason', '')).split(': ', 1)[-1]}"),
+        ("not covered", "the solver's run time (its number of sweeps depends on the data): do not publish it "
+                        "(fdp-ppl audit finds it)"),
         ("release", (f"{out} (posterior/decision on a {'x'.join(map(str, tree['posterior']['decision'].shape[2:]))} "
                     "grid; predicted label = sign)")),
     ]
