@@ -249,6 +249,18 @@ def _check_unit_args(a):
     return PrivacyUnit(unit, max_contributions=k, combine=combine, order=order)
 
 
+#: above this per-draw epsilon the command line warns that the release offers little privacy (a public threshold)
+LARGE_EPSILON = 10.0
+
+
+def warn_large_epsilon(epsilon: float) -> None:
+    """One stderr line when ε exceeds :data:`LARGE_EPSILON` (public: it depends on the flags only)."""
+    if epsilon > LARGE_EPSILON:
+        print(f"{PROG}: warning: epsilon = {epsilon:g} offers little privacy (e^epsilon = {math.exp(min(epsilon, 700)):.3g}"
+              f"{'+' if epsilon > 700 else ''}: an observer's odds about any person can change by that factor)",
+              file=sys.stderr)
+
+
 def warn_record_level(records) -> None:
     """One stderr line, no counts, when an id-like coordinate repeats and no ``--privacy-unit`` was given."""
     from .units import repeated_id_coordinates
@@ -442,6 +454,7 @@ def _check_args(a):
     a.unit = _check_unit_args(a)
     _check_out(a)
     _check_ledger_args(a)
+    warn_large_epsilon(a.epsilon)
     return entry.mechanism(a.epsilon, a.delta, **{o: getattr(a, o) for o in entry.options})
 
 

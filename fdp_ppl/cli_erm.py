@@ -91,6 +91,9 @@ def _check(a):
     from .cli import CLIError, _check_ledger_args, _check_out, _check_unit_args, _finite
 
     a.unit = _check_unit_args(a)
+    from .cli import warn_large_epsilon
+
+    warn_large_epsilon(a.epsilon)
     if a.unit is not None and (a.unit.max_contributions != 1 or a.unit.order is not None):
         raise CLIError("a kernel machine takes --max-contributions 1 per person (it is not linear in its records: "
                        "they cannot be combined)", "pass --privacy-unit COLUMN --max-contributions 1")

@@ -98,6 +98,9 @@ def _check(a):
     from .cli import CLIError, _check_ledger_args, _check_out, _check_unit_args, _finite
 
     a.unit = _check_unit_args(a)
+    from .cli import warn_large_epsilon
+
+    warn_large_epsilon(a.epsilon)
     if not (_finite(a.epsilon) and a.epsilon > 0):
         raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon})", "pass e.g. --epsilon 1")
     if not (_finite(a.tau) and a.tau > 0):

@@ -72,6 +72,9 @@ def _check(a):
     if not (_finite(a.epsilon) and a.epsilon > 0):
         raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon})", "pass e.g. --epsilon 1")
     a.unit = _check_unit_args(a)
+    from .cli import warn_large_epsilon
+
+    warn_large_epsilon(a.epsilon)
     if a.unit is not None and a.unit.contributions > 1:
         raise CLIError("a KDE takes --combine mean or --max-contributions 1 per person",
                        "pass --combine mean (each person's observations share one observation's weight)")
@@ -129,7 +132,26 @@ def _column(a, name, *, ids: bool = False):
     from .cli import CLIError
 
     path = str(a.data)
-    if path.lower().endswith(".csv"):
+    if path.lower().endswith((".parquet", ".pq")):
+        import pandas as pd
+
+        try:
+            frame = pd.read_parquet(path)
+        except ImportError:
+            raise CLIError(f"reading {path} needs pyarrow", "pip install 'fdp-ppl[parquet]'") from None
+        except (OSError, ValueError) as err:
+            raise CLIError(f"cannot read {path} as Parquet: {err}", "pass a Parquet, CSV or NetCDF file") from None
+        if name not in frame.columns:
+            raise CLIError(f"column {name!r} is not in {path} (columns: {', '.join(map(str, frame.columns))})",
+                           "pass --var with a column name")
+        if ids:
+            return frame[name].to_numpy()
+        try:
+            vals = pd.to_numeric(frame[name]).to_numpy(dtype=float)
+        except ValueError:
+            raise CLIError(f"column {name!r} of {path} has values that are not numbers",
+                           "clean the column (numbers only)") from None
+    elif path.lower().endswith(".csv"):
         import csv
 
         with open(path, newline="") as fh:

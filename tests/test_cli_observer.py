@@ -254,3 +254,48 @@ def test_a_full_filesystem_is_refused_before_the_charge(tmp_path, data, capsys):
         assert sorted(p.name for p in small.iterdir()) == ["fill"]
     finally:
         subprocess.run(["umount", str(small)], capture_output=True)
+
+
+# ----------------------------------------------------------------------------- consistency (issue 24, part 4)
+def test_a_pure_budget_refusing_a_gaussian_release_names_delta(tmp_path, data, capsys):
+    led = tmp_path / "led.sqlite"
+    argv = ["release", "--data", str(data), "--mechanism", "gaussian", "--delta", "1e-5", "--epsilon", "0.5",
+            "--tau", "3", "--out", str(tmp_path / "r.nc"), "--ledger", str(led), "--budget", "3"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "delta=0" in err and "--budget EPSILON,DELTA" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_very_large_epsilon_warns(tmp_path, data, capsys):
+    assert main(_release(data, tmp_path / "r.nc")[:-2] + ["--out", str(tmp_path / "big.nc")]) == 0
+    assert "little privacy" not in capsys.readouterr().err
+    argv = _release(data, tmp_path / "r2.nc")
+    argv[argv.index("--epsilon") + 1] = "50"
+    assert main(argv) == 0
+    warn = [line for line in capsys.readouterr().err.splitlines() if "little privacy" in line]
+    assert len(warn) == 1 and "epsilon = 50" in warn[0]
+
+
+def test_credible_band_refuses_a_release(data):
+    import fdp_ppl as fp
+    from fdp_ppl.errors import SchemaError
+    from fdp_ppl.inference import credible_band
+
+    curves = xr.open_dataarray(data)
+    basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), fp.Grid.uniform(K))
+    tree = fp.release(fp.ICLPQRSpec(basis=basis, tau=3.0, n=6).fit(curves.values), fp.ICLP(1.0))
+    with pytest.raises(SchemaError, match="fp.infer"):
+        credible_band(tree)
+
+
+def test_kde_reads_parquet(tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "obs.parquet"
+    pd.DataFrame({"x": np.linspace(0.1, 0.9, 30)}).to_parquet(path)
+    assert main(["kde", "--data", str(path), "--var", "x", "--mechanism", "iclp", "--epsilon", "1", "--domain", "0",
+                 "1", "--grid-size", "20", "--out", str(tmp_path / "k.nc")]) == 0
+    assert main(["kde", "--data", str(path), "--var", "nope", "--mechanism", "iclp", "--epsilon", "1", "--domain",
+                 "0", "1", "--out", str(tmp_path / "k2.nc")]) == 2
+    err = capsys.readouterr().err
+    assert "column 'nope' is not in" in err and "Traceback" not in err

@@ -75,6 +75,11 @@ def _event_for(cost: PrivacyBudget, event: PrivacyEvent | None) -> PrivacyEvent:
 
 
 def _refusal(where: str, cost: PrivacyBudget, total: PrivacyBudget, events: list) -> BudgetExceededError:
+    if cost.delta > 0 and total.delta == 0:
+        return BudgetExceededError(
+            f"the release is (epsilon, delta)-DP with delta={cost.delta:g} but the budget{where} has delta=0 (pure "
+            "epsilon-DP): no delta can be spent from it", "use a pure epsilon-DP mechanism, or a ledger created with "
+            "a delta budget (--budget EPSILON,DELTA); nothing was released")
     spent = basic_total(events)
     r = _unchecked(max(total.epsilon - spent.epsilon, 0.0), max(total.delta - spent.delta, 0.0))
     tight = tight_epsilon(events, total.delta) if total.delta > 0 else math.inf

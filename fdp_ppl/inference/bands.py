@@ -70,7 +70,19 @@ def credible_band(tree: xr.DataTree, *, ci_prob: float | None = None, ci_kind: s
     ------
     ValueError
         ``ci_prob`` outside (0, 1) or an unknown ``ci_kind``.
+    SchemaError
+        ``tree`` is a release, not an inference result: a publication is one draw, so its "band" would have
+        zero width; the uncertainty about the true curve is the posterior of :func:`~fdp_ppl.inference.infer`.
     """
+    from ..schema import is_fpca_release, is_release
+
+    if is_release(tree) or is_fpca_release(tree):
+        from ..errors import SchemaError
+
+        raise SchemaError("credible_band needs a posterior, and this is a release: one draw of the mechanism, "
+                          "whose band would have zero width",
+                          "run fp.infer(release, prior) first and pass its result (the public noise band of a "
+                          "release is fdp_ppl.plots.noise_sd)")
     ci_prob, ci_kind = ci_defaults(ci_prob, ci_kind)
     da = tree["posterior"][var]
     iv = _interval(da, ci_prob, ci_kind)
