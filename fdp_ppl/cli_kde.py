@@ -193,7 +193,7 @@ def run(a) -> int:
 
     from .accounting import PrivacyBudget
     from ._progress import stage
-    from .cli import SEEDED_TEXT, CLIError, _open_ledger, ledger_text, unit_text, write_release
+    from .cli import CLIError, _open_ledger, write_release
     from .errors import SeededReleaseWarning
 
     _check(a)
@@ -248,6 +248,10 @@ def run(a) -> int:
         tree.attrs["bernstein_k"] = int(a.bernstein_k if a.bernstein_k is not None else BERNSTEIN_K[d])
         tree.attrs["bernstein_k_source"] = "--bernstein-k" if a.bernstein_k is not None else "default"
     tree.attrs["data_source"] = Path(str(a.data)).name + f" / {a.var}" + (f", {a.var2}" if a.var2 else "")
+    tree.attrs["kde_mechanism"] = a.mechanism  # the command's name of the mechanism (the plot's title)
+    tree.attrs["kde_variables"] = a.var + (f", {a.var2}" if a.var2 else "")
+    if a.mechanism == "iclp":
+        tree.attrs["kde_normalised"] = int(bool(a.normalise))
     tree.attrs["bandwidth_rule"] = (f"private: Hall et al. (2013) 4.1.2 rule of thumb with private IQRs, epsilon "
                                     f"{bw_eps:g} (included in budget_spent_epsilon)" if bw_eps else "public")
     tree.attrs["bandwidth_epsilon"] = bw_eps
@@ -262,24 +266,50 @@ def run(a) -> int:
                                            "not floating-point safe either"))
         tree.attrs["noise_generator"] = f"{tree.attrs.get('noise_generator', '?')} + numpy (private bandwidth)"
     out = write_release(tree, a.out, a.plot, _plot)
-    at = tree.attrs
-    priv = (f"({at['budget_spent_epsilon']:g}, {at['budget_spent_delta']:g})-DP" if a.delta
-            else f"{at['budget_spent_epsilon']:g}-DP")
-    print(f"fdp-ppl kde: wrote {a.draws} private density draw(s) ({a.mechanism}, n = {n}, h = {at['h'] if isinstance(at['h'], str) else format(float(at['h']), '.4g')}) to {out}"
-          + (f" and a plot to {a.plot}" if a.plot else ""))
-    print(f"  privacy spent: {priv} ({a.draws} x epsilon {a.epsilon:g}"
-          + (f", delta {a.delta:g}" if a.delta else "") + "); sensitivity "
-          f"{at['sensitivity']:.4g} ({at['sensitivity_norm']}); noise generator {at['noise_generator']}"
-          + ("" if int(at['fp_safe']) else " (NOT floating-point safe)")
-          + (f"; noise {SEEDED_TEXT}" if a.seed is not None else ""))
-    if bw_eps:
-        print(f"  bandwidth chosen privately: epsilon {bw_eps:g} of the total {at['budget_spent_epsilon']:g} "
-              "(its quartile draws are not floating-point safe)")
-    print(f"  privacy unit: {unit_text(at)}")
-    print(f"  ledger: {ledger_text(ledger, at)}")
+    _print_table(tree, out, a, ledger, n, bw_eps)
     print(f"data holder only (not written to the file): {n_clipped} of {n} observations were outside the domain "
           f"[{lo:g}, {hi:g}] and were clipped to it", file=sys.stderr)
     return 0
+
+
+#: what each --mechanism releases, for the table and the plot
+_DESCRIPTIONS = {"gp": "Gaussian KDE + Gaussian-process noise with the Gaussian kernel (Hall et al. 2013, Sec. 4.1)",
+                 "sobolev": "Gaussian KDE + Gaussian-process noise with the L1-exponential kernel (Hall et al. 2013, "
+                            "Sec. 4.2)",
+                 "iclp": "K^eta estimator + ICLP Laplace noise (Lin & Reimherr 2026, Sec. 4.3)",
+                 "frl": "Gaussian KDE, FRL Laplace noise on the first M eigen-coefficients (baseline)",
+                 "bernstein": "Gaussian KDE, Laplace noise on Bernstein lattice values (baseline)"}
+
+
+def _print_table(tree, out, a, ledger, n, bw_eps) -> None:
+    """The public table of ``fdp-ppl kde`` (the one layout every command prints)."""
+    from .cli import SEEDED_TEXT, UNSEEDED_TEXT, ledger_text, print_table, unit_text
+
+    at = tree.attrs
+    h = at["h"] if isinstance(at["h"], str) else format(float(at["h"]), ".4g")
+    priv = (f"({at['budget_spent_epsilon']:g}, {at['budget_spent_delta']:g})-DP" if a.delta
+            else f"{at['budget_spent_epsilon']:g}-DP")
+    rows = [
+        ("mechanism", _DESCRIPTIONS[a.mechanism]),
+        ("privacy spent", f"{priv} ({a.draws} x epsilon {a.epsilon:g}" + (f", delta {a.delta:g}" if a.delta else "")
+         + ")" + (f"; the private bandwidth's epsilon {bw_eps:g} is part of the total {at['budget_spent_epsilon']:g}"
+                  if bw_eps else "")),
+        ("n", f"{n} observations" + (f" ({at.get('privacy_unit')}s after bounding)" if a.unit is not None else "")),
+        ("bandwidth", f"h = {h}" + (" (chosen privately: Hall et al. 2013 Sec. 4.1.2 with private IQRs; its quartile "
+                                    "draws are not floating-point safe)" if bw_eps else " (public)")),
+        ("sensitivity", f"{at['sensitivity']:.4g} ({at['sensitivity_norm']})"),
+        ("noise generator", f"{at['noise_generator']}" + ("" if int(at["fp_safe"]) else " (NOT floating-point safe)")),
+        ("noise seed", SEEDED_TEXT if a.seed is not None else UNSEEDED_TEXT),
+        ("privacy unit", unit_text(at)),
+    ]
+    if a.mechanism == "iclp":
+        rows.append(("mass", "divided by the estimator's public mass (--normalise)" if a.normalise else
+                     "not normalised: the K^eta estimator's mass is not 1 (pass --normalise to divide by its "
+                     "public mass)"))
+    rows += [("release", f"{out} ({a.draws} private density draw(s))"), ("ledger", ledger_text(ledger, at))]
+    if a.plot:
+        rows.append(("plot", str(a.plot)))
+    print_table(f"kde {at.get('data_source', '')}", rows)
 
 
 def _warn_repeated_ids(a) -> None:
@@ -383,14 +413,20 @@ def _plot(tree, path) -> None:
         x = dens[dens.dims[-1]].values
         for row in dens.values.reshape(-1, dens.shape[-1])[:20]:
             ax.plot(x, row, lw=0.8, alpha=0.6)
-        ax.set_xlabel(dens.dims[-1])
+        ax.set_xlabel(str(tree.attrs.get("kde_variables", dens.dims[-1])))
         ax.set_ylabel("private density")
     else:
         im = ax.pcolormesh(dens[dens.dims[-1]].values, dens[dens.dims[-2]].values, dens.values[0, 0], shading="auto")
         fig.colorbar(im, ax=ax, label="private density (first draw)")
-        ax.set_xlabel(dens.dims[-1])
-        ax.set_ylabel(dens.dims[-2])
-    ax.set_title(f"private KDE ({tree.attrs.get('mechanism', '')}, epsilon {tree.attrs.get('epsilon')})")
+        names = str(tree.attrs.get("kde_variables", "")).split(", ")
+        ax.set_xlabel(names[1] if len(names) == 2 else dens.dims[-1])
+        ax.set_ylabel(names[0] if len(names) == 2 else dens.dims[-2])
+    at = tree.attrs
+    privacy = f"epsilon {float(at.get('epsilon', float('nan'))):g}" + (
+        f", delta {float(at['delta']):g}" if float(at.get("delta", 0) or 0) > 0 else "")
+    note = "; not normalised (mass != 1)" if at.get("kde_normalised", 1) == 0 else ""
+    ax.set_title(f"private KDE: {at.get('kde_mechanism', at.get('mechanism', ''))}, {privacy}, n = {at.get('n')}{note}",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(Path(path).expanduser(), dpi=120)
     plt.close(fig)

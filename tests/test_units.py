@@ -273,7 +273,7 @@ def test_kde_command_line_per_person(tmp_path, capsys):
         out = tmp_path / f"u{rule[0]}.nc"
         assert main([*argv, "--out", str(out), "--privacy-unit", "person_id", *rule]) == 0
         std = capsys.readouterr()
-        assert "privacy unit: one person_id" in std.out and "repeats" not in std.err
+        assert "one person_id" in std.out and "repeats" not in std.err
         tree = xr.open_datatree(out)
         assert tree.attrs["n"] == 20 and tree.attrs["privacy_unit"] == "person_id"
     assert main([*argv, "--out", str(tmp_path / "k.nc"), "--privacy-unit", "person_id", "--max-contributions",
