@@ -202,6 +202,10 @@ def run(a) -> int:
                             progressbar=bars)
     tree.attrs["data_source"] = source
     tree.attrs["missing"] = a.missing
+    from .summaries.base import curve_labels
+
+    # public descriptions of the data (names and units, never values): the table's tau and the plot's axis
+    tree.attrs.update(curve_labels(curves))
     for key in ("long_name", "units"):
         if curves["t"].attrs.get(key):
             tree["posterior"]["t"].attrs[key] = str(curves["t"].attrs[key])
@@ -244,7 +248,8 @@ def _print_table(tree, out, a, ledger) -> None:
         ("mechanism", f"exponential mechanism, ε-DP FPCA, {at['form']} form (Awan et al. 2019)"),
         ("epsilon", eps_row),
         ("sensitivity", f"{at['sensitivity']:g} (uncentred sum_i ||P X_i||^2, ||X_i|| <= 1)"),
-        ("tau", f"{at['tau']:g} (L2 bound; curves clipped to it and divided by it)"),
+        ("tau", f"{at['tau']:g}" + (f" {at['value_units']}" if at.get("value_units") else "")
+                + " (L2 bound on the grid rescaled to [0, 1]; curves clipped to it and divided by it)"),
         ("n", f"{at['n']} curves × {at['grid_size']} grid points"),
         ("privacy unit", unit_text(at)),
         ("basis", f"{at['basis']}, m = {at['m']}"),

@@ -299,3 +299,16 @@ def test_kde_reads_parquet(tmp_path, capsys):
                  "0", "1", "--out", str(tmp_path / "k2.nc")]) == 2
     err = capsys.readouterr().err
     assert "column 'nope' is not in" in err and "Traceback" not in err
+
+
+def test_fpca_states_units_and_names_from_the_data(tmp_path, capsys):
+    out = tmp_path / "f.nc"
+    assert main(["fpca", "--data", "growth", "--k", "1", "--m", "4", "--epsilon", "1", "--tau", "200", "--out",
+                 str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "tau              200 cm" in text
+    tree = xr.open_datatree(out)
+    assert (tree.attrs["t_name"], tree.attrs["t_units"], tree.attrs["value_units"]) == ("age", "years", "cm")
+    from fdp_ppl.plots import _x_label
+
+    assert _x_label(tree, tree["posterior"]["t"]).startswith("age (years)")
