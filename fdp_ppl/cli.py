@@ -1089,7 +1089,7 @@ def _event_text(event) -> str:
 #: further subcommands, each in its own module: ``(name, module)``; the module defines
 #: ``add_subparser(sub)`` (cheap: no heavy imports at module level) and ``run(args) -> int``
 _SUBCOMMANDS: list[tuple[str, str]] = [("fpca", "fdp_ppl.cli_fpca"), ("kde", "fdp_ppl.cli_kde"), ("svm", "fdp_ppl.cli_erm"),
-                                       ("audit", "fdp_ppl.cli_audit")]
+                                       ("audit", "fdp_ppl.cli_audit"), ("infer", "fdp_ppl.cli_infer")]
 
 
 def _add_extra_subparsers(sub) -> None:
@@ -1129,6 +1129,10 @@ def main(argv=None) -> int:
         return _cmd_demo(args)
     except FdpPplError as e:  # library and command-line errors: message; fix — printed unchanged
         return _fail(e)
+    except BrokenPipeError:  # the reader of stdout went away (`fdp-ppl ledger FILE | head -1`): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python flushes stdout at exit: let that go nowhere
+        return 0
     except FileNotFoundError as e:
         return _fail(_os_message(e))
     except (ValueError, TypeError, KeyError) as e:

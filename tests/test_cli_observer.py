@@ -312,3 +312,25 @@ def test_fpca_states_units_and_names_from_the_data(tmp_path, capsys):
     from fdp_ppl.plots import _x_label
 
     assert _x_label(tree, tree["posterior"]["t"]).startswith("age (years)")
+
+
+def test_ledger_piped_into_head_is_not_an_error(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "l.sqlite"
+    led = PrivacyLedger.open(path, fp_budget(1000.0))
+    for i in range(400):
+        led.spend(fp_budget(0.1), f"release {i} " + "x" * 200)
+    code = f"import sys; from fdp_ppl.cli import main; sys.exit(main(['ledger', {str(path)!r}]))"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # the reader goes away, as head -1 does
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and first.startswith(b"fdp-ppl ledger") and "Broken pipe" not in err
+
+
+def fp_budget(eps):
+    from fdp_ppl.accounting import PrivacyBudget
+
+    return PrivacyBudget(eps)
