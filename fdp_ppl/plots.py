@@ -319,9 +319,6 @@ def plot_fpca(tree: xr.DataTree, *, draw: int = 0, ax=None, max_draws: int = 30)
     return fig, ax
 
 
-__all__ = ["plot_release", "plot_eigenbasis", "plot_fpca", "noise_sd"]
-
-
 _POSTERIOR = "#009E73"
 
 _PRIOR_NAMES = {"gp": "GP prior", "iclp": "ICLP prior", "custom": "custom prior"}
@@ -512,3 +509,60 @@ def plot_decision(tree: xr.DataTree, *, draw: int = 0, ax=None, points=None, lab
         ax.set_ylabel(grid_dims[1])
     ax.set_title(title, fontsize=9)
     return fig, ax
+
+
+#: dims of a tree whose length grows with the basis or the grid (an ArviZ plot draws one panel per entry)
+_WIDE_DIMS = ("basis", "component", "t", "x", "x1", "x2")
+
+
+def arviz_view(tree: xr.DataTree, *, components: int = 4, points: int = 6) -> xr.DataTree:
+    """A view of a release or an inference result small enough for ArviZ's per-variable plots.
+
+    ArviZ draws one panel per scalar (``az.plot_trace``, ``az.plot_dist``): a release of 31 coefficients and a
+    31-point curve asks for 62 panels, more than ``rcParams["plot.max_subplots"]`` (40). The view keeps the
+    first ``components`` entries of every basis/component dim (the largest eigenvalues come first) and
+    ``points`` evenly spaced points of every grid dim (``t``, ``x``...), in every group, with their original
+    coordinates; nothing else changes and no data are copied beyond the selection. ``az.summary`` and
+    ``az.plot_forest`` take the whole tree.
+
+    Parameters
+    ----------
+    tree : xr.DataTree
+    components : int
+        Entries kept along ``basis`` / ``component`` (>= 1).
+    points : int
+        Points kept along ``t`` / ``x`` / ``x1`` / ``x2`` (>= 1), including both ends.
+
+    Returns
+    -------
+    xr.DataTree
+        Same groups and variables, shorter wide dims: e.g. ``az.plot_trace(arviz_view(tree))``.
+
+    Raises
+    ------
+    ValueError
+        ``components`` or ``points`` below 1.
+    """
+    if int(components) < 1 or int(points) < 1:
+        raise ValueError("components and points must be >= 1")
+    sizes: dict = {}
+    for node in tree.subtree:
+        for d, n in node.dataset.sizes.items():
+            sizes[d] = max(sizes.get(d, 0), int(n))
+    sel = {}
+    for d, n in sizes.items():
+        if d in ("basis", "component"):
+            sel[d] = slice(0, int(components))
+        elif d in _WIDE_DIMS and n > int(points):
+            sel[d] = np.unique(np.round(np.linspace(0, n - 1, int(points))).astype(int))
+    out = {}
+    for node in tree.subtree:
+        ds = node.to_dataset(inherit=False)
+        out[node.path] = ds.isel({d: s for d, s in sel.items() if d in ds.dims})
+    view = xr.DataTree.from_dict(out)
+    view.attrs = dict(tree.attrs)
+    return view
+
+
+__all__ = ["plot_release", "plot_eigenbasis", "plot_fpca", "noise_sd", "arviz_view", "plot_inference",
+           "plot_decision"]

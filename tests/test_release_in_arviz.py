@@ -86,3 +86,29 @@ def test_demo_release_then_infer_from_the_file(tmp_path):
     released = tree["posterior"]["curve"].values.ravel()
     mean = post["posterior"]["curve"].mean(("chain", "draw")).values
     assert released.min() - 20 < mean.min() and mean.max() < released.max() + 20
+
+
+def test_arviz_defaults_work_on_every_tree(growth_release, growth_posterior):
+    """az.summary and az.plot_forest take the whole tree; the per-variable plots (plot_trace, plot_dist,
+    plot_trace_dist) take fdp_ppl.plots.arviz_view(tree), which keeps the leading components and a few grid
+    points: the whole growth release asks for 62 panels, more than ArviZ's limit of 40 (issue 24, part 3)."""
+    import matplotlib.pyplot as plt
+
+    from fdp_ppl.plots import arviz_view
+
+    tree, _ = growth_release
+    with pytest.raises(ValueError, match="max_subplots"):  # what the view is for
+        az.plot_trace(tree)
+    for t in (tree, growth_posterior):
+        assert az.summary(t).shape[0] == sum(v.size // (t["posterior"].sizes["chain"] * t["posterior"].sizes["draw"])
+                                             for v in t["posterior"].data_vars.values())
+        az.plot_forest(t)
+        view = arviz_view(t, components=3, points=5)
+        assert view["posterior"].sizes["basis"] == 3 and view["posterior"].sizes["t"] == 5
+        np.testing.assert_array_equal(view["posterior"]["t"].values[[0, -1]], t["posterior"]["t"].values[[0, -1]])
+        assert set(view.children) == set(t.children) and view.attrs == t.attrs
+        for plot in (az.plot_trace, az.plot_dist, az.plot_trace_dist):
+            plot(view)
+        plt.close("all")
+    with pytest.raises(ValueError):
+        arviz_view(tree, points=0)
