@@ -356,6 +356,12 @@ def build_parser() -> argparse.ArgumentParser:
                         f"exp(-d²/(2ρ²))); default {DEFAULT_KERNEL}; not for bernstein")
     s.add_argument("--rho", type=float, default=None,
                    help=f"kernel length scale on [0, 1] (default {DEFAULT_RHO:g}); not for bernstein")
+    s.add_argument("--offset", default=None, metavar="VALUE|FILE",
+                   help="a PUBLIC centre subtracted from every curve before clipping and added back to the release "
+                        "(the summaries shrink toward it, not toward 0): a number in the data's units, or a file "
+                        "with one public curve on the data's grid (NetCDF: one 1-D variable; CSV: columns t, value). "
+                        "Never compute it from these data (e.g. a published reference chart or a known typical "
+                        "value)")
     s.add_argument("--eta", type=float, default=None, help="penalty power η (default: privacy-safe selection)")
     s.add_argument("--psi", type=float, default=None, help="penalty weight ψ (default 1/n)")
     s.add_argument("--M", type=int, default=None, help="number of components for frl (default floor(n^(1/3)))")
@@ -730,6 +736,7 @@ def _run(curves, mech, a, *, source: str, ledger=None, labels: dict | None = Non
     out = write_release(tree, a.out, a.plot, lambda t, path: _write_plot(
         t, path, offset=offset, offset_source=offset_source, nonprivate=nonprivate))
     _print_table(tree, summary, out, a.plot, seed=a.seed, ledger=ledger)
+    warn_shrinkage(summary.spec, offset is not None)  # public: from the spec; with the table, after the release
     _print_data_holder(summary, sup=tree.attrs.get("tau_norm") == "sup")
     if missing == "impute":
         print(f"data holder only (not written to the file): {int(curves.attrs.get('n_imputed_points', 0))} missing "
@@ -917,6 +924,7 @@ def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
         ("privacy unit", unit_text(tree.attrs)),
         basis_row,
         ("J components", f"{int(at['n_components'])}"),
+        ("shrinkage", _shrinkage_text(summary.spec, "public_offset" in at)),
         ("noise E‖ξ‖²", f"{energy:.4g}" + (f" {units}²" if units else "") + f"  (rms ‖ξ‖ = {math.sqrt(energy):.3g}{u})"),
         ("noise seed", seed_text(int(meta.extra.get("noise_seeded", seed is not None)))),
         ("noise generator", ("OpenDP lattice sampler, floating-point safe" if int(meta.extra.get("fp_safe", 0))
@@ -931,6 +939,26 @@ def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
     if plot:
         rows.append(("plot", str(plot)))
     print_table(str(at.get("data_source", "")), rows)
+
+
+def _shrinkage_text(spec, centred: bool) -> str:
+    """The ``shrinkage`` row: what share of a constant curve the noise-free summary keeps (public)."""
+    g = spec.constant_gain()
+    if g is None:
+        return "not linear in the mean (soft thresholds): no single factor"
+    toward = "the public offset" if centred else "0"
+    return (f"the summary keeps {100 * float(np.min(g)):.0f}%–{100 * float(np.max(g)):.0f}% of a constant "
+            f"{'deviation' if centred else 'curve'} (mean {100 * float(np.mean(g)):.0f}%): it shrinks toward {toward}")
+
+
+def warn_shrinkage(spec, centred: bool) -> None:
+    """One stderr line when the summary keeps less than 90% of a constant curve somewhere and no public centre was
+    given (public: from the spec only)."""
+    g = spec.constant_gain()
+    if g is not None and not centred and float(np.min(g)) < 0.9:
+        print(f"{PROG}: warning: the summary shrinks toward 0 (a constant curve keeps down to {100 * float(np.min(g)):.0f}% "
+              "of its value): pass --offset with a public centre (a reference curve or a known typical value) so that "
+              "it shrinks deviations instead", file=sys.stderr)
 
 
 def unit_text(attrs) -> str:
@@ -992,7 +1020,55 @@ def _cmd_release(a) -> int:
                        t_dim=a.t_dim)
     name = Path(str(a.data)).name
     source = f"{name}" + (f" / {a.var}" if a.var else "")
-    return _run(curves, mech, a, source=source, ledger=ledger)
+    offset, offset_source = _offset(a, curves)
+    return _run(curves, mech, a, source=source, ledger=ledger, offset=offset, offset_source=offset_source)
+
+
+def _offset(a, curves):
+    """``--offset VALUE|FILE`` as a public curve on the curves' grid (K,) and its description; (None, "") without.
+
+    Raises
+    ------
+    CLIError
+        Neither a number nor a readable file with one curve on the grid.
+    """
+    text = getattr(a, "offset", None)
+    if text is None:
+        return None, ""
+    t = np.asarray(curves[dims.T].values, dtype=float)
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is not None:
+        if not math.isfinite(value):
+            raise CLIError(f"--offset must be finite (got {text})", "pass a public number in the data's units")
+        return np.full(t.size, value), f"--offset {value:g} (a public constant)"
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise CLIError(f"--offset {text} is neither a number nor a file", "pass a number or a file with one curve")
+    if path.suffix.lower() == ".csv":
+        import pandas as pd
+
+        frame = pd.read_csv(path)
+        if not {"t", "value"} <= set(frame.columns):
+            raise CLIError(f"--offset {path.name} needs the columns t and value", "write one row per grid point")
+        grid_t, values = frame["t"].to_numpy(dtype=float), frame["value"].to_numpy(dtype=float)
+    else:
+        import xarray as xr
+
+        with xr.open_dataset(path) as ds:
+            one_d = [v for v in ds.data_vars if ds[v].ndim == 1]
+            if len(one_d) != 1:
+                raise CLIError(f"--offset {path.name} must hold exactly one 1-D variable (has {len(one_d)})",
+                               "write the public curve alone")
+            da = ds[one_d[0]]
+            values = np.asarray(da.values, dtype=float)
+            grid_t = np.asarray(da[da.dims[0]].values, dtype=float)
+    if values.shape != t.shape or not np.allclose(grid_t, t) or not np.all(np.isfinite(values)):
+        raise CLIError(f"--offset {path.name} must give one finite value at each of the data's {t.size} grid points",
+                       "evaluate the public curve on the data's grid")
+    return values, f"--offset {path.name} (a public curve)"
 
 
 def _cmd_demo(a) -> int:

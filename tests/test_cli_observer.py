@@ -334,3 +334,37 @@ def fp_budget(eps):
     from fdp_ppl.accounting import PrivacyBudget
 
     return PrivacyBudget(eps)
+
+
+# ----------------------------------------------------------------------------- public centre (issue 24, part 1)
+def test_release_takes_a_public_offset_and_states_the_shrinkage(tmp_path, capsys):
+    base = ["release", "--data", "growth", "--mechanism", "iclp-qr", "--epsilon", "9"]
+    assert main([*base, "--tau", "200", "--out", str(tmp_path / "raw.nc")]) == 0
+    std = capsys.readouterr()
+    warn = [line for line in std.err.splitlines() if "shrinks toward 0" in line]
+    assert len(warn) == 1 and "--offset" in warn[0]
+    assert "keeps 62%–93% of a constant curve" in std.out
+    raw = xr.open_datatree(tmp_path / "raw.nc")["posterior"]["curve"].values[0, 0]
+    # the same release around a public constant centre: shrinkage acts on deviations, no warning
+    assert main([*base, "--tau", "60", "--offset", "150", "--out", str(tmp_path / "c.nc")]) == 0
+    std = capsys.readouterr()
+    assert "shrinks toward 0" not in std.err and "of a constant deviation" in std.out
+    tree = xr.open_datatree(tmp_path / "c.nc")
+    assert "--offset 150" in tree.attrs["public_offset"]
+    centred = tree["posterior"]["curve"].values[0]
+    from fdp_ppl.datasets import load_dataset
+
+    truth = load_dataset("growth").mean("curve").values
+    assert abs(centred[0, -1] - truth[-1]) < abs(raw[-1] - truth[-1]) / 3  # age 18: 172 cm, not 107
+    # a public curve from a file, on the data's grid
+    t = load_dataset("growth")["t"].values
+    path = tmp_path / "ref.csv"
+    path.write_text("t,value\n" + "\n".join(f"{a},{80 + 5 * a}" for a in t))
+    assert main([*base, "--tau", "60", "--offset", str(path), "--out", str(tmp_path / "f.nc")]) == 0
+    capsys.readouterr()
+    bad = tmp_path / "bad.csv"
+    bad.write_text("t,value\n0,1\n")
+    for offset in (str(bad), "nan", str(tmp_path / "none.csv")):
+        assert main([*base, "--tau", "60", "--offset", offset, "--out", str(tmp_path / "x.nc")]) == 2
+        err = capsys.readouterr().err
+        assert "--offset" in err and len(err.strip().splitlines()) == 1

@@ -126,12 +126,12 @@ def test_cli_dti_per_subject_and_the_record_level_warning(tmp_path, capsys):
             "--epsilon", "1", "--tau", "1"]
     assert main([*base, "--out", str(tmp_path / "scan.nc")]) == 0
     err = capsys.readouterr().err
-    warning = [line for line in err.splitlines() if "warning" in line]
+    warning = [line for line in err.splitlines() if "repeats" in line]
     assert len(warning) == 1 and "--privacy-unit subject_id" in warning[0]
     assert not any(ch.isdigit() for ch in warning[0])  # no counts
     assert main([*base, "--privacy-unit", "subject_id", "--combine", "mean", "--out", str(tmp_path / "p.nc")]) == 0
     std = capsys.readouterr()
-    assert "warning" not in std.err and "one subject_id: each subject_id's records combined" in std.out
+    assert "repeats" not in std.err and "one subject_id: each subject_id's records combined" in std.out
     tree = xr.open_datatree(tmp_path / "p.nc")
     assert tree.attrs["n"] == 142 and tree.attrs["privacy_unit"] == "subject_id"
     assert main([*base, "--privacy-unit", "subject_id", "--max-contributions", "2", "--unit-order", "visit",
@@ -144,7 +144,7 @@ def test_cli_dti_per_subject_and_the_record_level_warning(tmp_path, capsys):
 def test_cli_growth_and_a_synthetic_file_per_person(tmp_path, capsys):
     assert main(["release", "--data", "growth", "--mechanism", "frl", "--epsilon", "1", "--tau", "200",
                  "--privacy-unit", "child_id", "--combine", "mean", "--out", str(tmp_path / "g.nc")]) == 0
-    assert "warning" not in capsys.readouterr().err
+    assert "repeats" not in capsys.readouterr().err
     assert xr.open_datatree(tmp_path / "g.nc").attrs["n"] == 93
     rows = ["person,0,0.5,1"] + [f"{p},{i},{i + 1},{i}" for i, p in enumerate("aabcccdde")]
     path = tmp_path / "rep.csv"

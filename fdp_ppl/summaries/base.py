@@ -372,6 +372,12 @@ class SummarySpec:
                 curves = curves.transpose(rec, ...)
         return self.privacy_unit.apply(curves, record_dim=rec, centre=centre), rec
 
+    def constant_gain(self) -> np.ndarray | None:
+        """The share of a constant curve the noise-free summary keeps at each grid point, shape (K,) (see
+        :meth:`fdp_ppl.summaries.mean.EigenSpec.constant_gain`); ones here (a summary that reproduces
+        constants, e.g. Bernstein polynomials)."""
+        return np.ones(self.grid.size)
+
     @classmethod
     def shrinkage_from_public(cls, eigenvalues: np.ndarray, attrs: dict) -> np.ndarray:
         """Shrinkage ``s_j`` rebuilt from a release's public eigenvalues and attributes."""

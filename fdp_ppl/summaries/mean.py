@@ -151,6 +151,20 @@ class EigenSpec(SummarySpec):
         """eigenvalues (basis), eigenfunctions (t, basis), quadrature weights (t)."""
         return self.basis.to_dataset().isel({dims.BASIS: slice(0, self.n_components)})
 
+    def constant_gain(self) -> np.ndarray | None:
+        """The share of a constant curve that the noise-free summary keeps at each grid point, shape (K,): a
+        public measure of the shrinkage toward 0 that the public parameters (τ, n, kernel, η, ψ, M) imply.
+
+        For a dataset of identical constant curves c (within τ), the summary on the grid is ``c g(t)`` with
+        ``g = design · (s ⊙ coefficients(1))`` (:attr:`shrinkage` s). Near 1: little shrinkage; far below 1
+        (typically at the ends of the grid) the summary should act on deviations from a public centre
+        (``fit(offset=...)``). None for a summary that is not linear in the mean (ICLP-AR).
+        """
+        if not self.linear:
+            return None
+        c1 = np.asarray(self.basis.coefficients(np.ones(self.grid.size)), dtype=float)[: self.n_components]
+        return np.asarray(self.design, dtype=float) @ (np.asarray(self.shrinkage, dtype=float) * c1)
+
     def basis_attrs(self) -> dict:
         out = dict(self.basis.kernel.params())
         out["eigen_rel_tol"] = self.basis.rel_tol
