@@ -770,10 +770,41 @@ def check_output_space(a, nbytes: float) -> None:
 
 def _temporary(target: Path) -> Path:
     """A new, unused temporary name in ``target``'s directory that keeps its suffix (matplotlib reads the format
-    from it): ``.<name>.<random>.tmp<suffix>``."""
+    from it): ``.<name>.<pid>-<random>.tmp<suffix>``; the pid lets a later run remove what a killed one left."""
     import secrets
 
-    return target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp{target.suffix}")
+    return target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(6)}.tmp{target.suffix}")
+
+
+def _remove_orphans(target: Path) -> list[Path]:
+    """Remove the temporaries of ``target`` left by runs that were killed while writing it (their process is gone);
+    a temporary of a run still alive is kept. Returns what was removed."""
+    import re
+
+    pattern = re.compile(rf"^\.{re.escape(target.name)}\.(\d+)-[0-9a-f]+\.tmp{re.escape(target.suffix)}$")
+    removed = []
+    try:
+        entries = list(target.parent.iterdir())
+    except OSError:
+        return removed
+    for path in entries:
+        match = pattern.match(path.name)
+        if match is None:
+            continue
+        pid = int(match.group(1))
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)  # raises when no such process
+            continue
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OSError):
+            continue  # alive (another user's) or unknown: keep it
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed.append(path)
+    return removed
 
 
 def _fsync(path: Path) -> None:
@@ -802,6 +833,8 @@ def write_release(tree, out, plot=None, draw_plot=None) -> Path:
 
     out = Path(out).expanduser()
     targets = [out] + ([Path(plot).expanduser()] if plot else [])
+    for t in targets:
+        _remove_orphans(t)
     temps = [_temporary(t) for t in targets]
     try:
         with stage(f"writing {out}"):

@@ -368,3 +368,21 @@ def test_release_takes_a_public_offset_and_states_the_shrinkage(tmp_path, capsys
         assert main([*base, "--tau", "60", "--offset", offset, "--out", str(tmp_path / "x.nc")]) == 2
         err = capsys.readouterr().err
         assert "--offset" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_killed_runs_temporaries_are_removed_by_the_next_write(tmp_path, data, capsys):
+    import subprocess
+    import sys
+
+    out = tmp_path / "r.nc"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = tmp_path / f".r.nc.{dead.pid}-abcdef012345.tmp.nc"  # what a run killed mid-write leaves
+    orphan.write_bytes(b"half")
+    alive = tmp_path / f".r.nc.{os.getppid()}-abcdef012345.tmp.nc"  # a run still writing: kept
+    alive.write_bytes(b"busy")
+    other = tmp_path / ".other.nc.1-abcdef012345.tmp.nc"  # another target's: not ours to touch
+    other.write_bytes(b"x")
+    assert main(_release(data, out)) == 0
+    capsys.readouterr()
+    assert not orphan.exists() and alive.exists() and other.exists() and out.exists()
