@@ -132,9 +132,9 @@ def _check(a):
     if a.delta is not None and not (_finite(a.delta) and 0 < a.delta < 1):
         raise CLIError(f"--delta must lie strictly between 0 and 1 (got {a.delta})",
                        "pass e.g. --delta 1e-10, or omit it for pure epsilon-DP")
-    if a.delta is not None and a.sampler == "nuts":
-        raise CLIError("--delta applies to the exact samplers (and k = 1 Gibbs); NUTS is uncertified MCMC",
-                       "drop --delta or pass --sampler exact")
+    if a.delta is not None and (a.sampler == "nuts" or (a.sampler == "gibbs" and a.k > 1)):
+        raise CLIError("--delta applies to the exact samplers (and k = 1 Gibbs); NUTS and Gibbs with k > 1 are "
+                       "uncertified MCMC, with no delta to state", "drop --delta or pass --sampler exact --k 1")
     if a.form == "bingham" and a.sampler == "exact" and a.k > 1:
         raise CLIError("no exact sampler for --form bingham with k > 1: only --sampler gibbs or nuts, which are "
                        "uncertified MCMC (no certified guarantee)",

@@ -386,3 +386,11 @@ def test_a_killed_runs_temporaries_are_removed_by_the_next_write(tmp_path, data,
     assert main(_release(data, out)) == 0
     capsys.readouterr()
     assert not orphan.exists() and alive.exists() and other.exists() and out.exists()
+
+
+def test_fpca_delta_is_refused_for_uncertified_mcmc(tmp_path, capsys):
+    argv = ["fpca", "--data", "growth", "--k", "2", "--m", "4", "--epsilon", "1", "--tau", "200", "--sampler", "gibbs",
+            "--delta", "1e-10", "--out", str(tmp_path / "f.nc")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "uncertified MCMC" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "f.nc").exists()
