@@ -817,12 +817,14 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def write_release(tree, out, plot=None, draw_plot=None) -> Path:
+def write_release(tree, out, plot=None, draw_plot=None, *, charged: bool = True) -> Path:
     """Write ``tree`` to ``out`` (netCDF) and, when ``plot`` is given, ``draw_plot(tree, path)``; returns ``out``.
 
     Atomic: each file is written to a temporary name in its target directory, flushed to disk (fsync) and
     renamed into place (``os.replace``) only once every output is complete, so a failure, a full disk or a
     kill leaves no half-written file and any previous file intact; the outputs are published together.
+    ``charged=False`` for outputs that cost no privacy (inference, audits): the failure message says so
+    instead of naming a spent budget.
 
     Raises
     ------
@@ -867,9 +869,11 @@ def write_release(tree, out, plot=None, draw_plot=None) -> Path:
                 tmp.unlink()
         if isinstance(err, (OSError, RuntimeError, ValueError)):
             reason = _os_message(err) if isinstance(err, OSError) else _one_line(err)
+            after = ("but the release was drawn and any --ledger was charged for it" if charged else
+                     "and nothing was charged (it costs no privacy): run it again")
             raise CLIError(f"could not write {out}" + (f" and {plot}" if plot else "") + f": {reason}; nothing was "
-                           "written (any previous file is intact), but the release was drawn and any --ledger was "
-                           "charged for it", "free disk space or choose another path") from None
+                           f"written (any previous file is intact), {after}",
+                           "free disk space or choose another path") from None
         raise
     return out
 

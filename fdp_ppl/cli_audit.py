@@ -94,14 +94,12 @@ def run(a) -> int:
                confidence=a.confidence, random_seed=a.seed, tests=a.tests, events=kinds,
                timing_calls=a.timing_calls, options={"nu": a.nu} if a.nu is not None else None, progressbar=True)
     at = ds.attrs
-    if a.out is not None:
-        from ._progress import stage
+    if a.out is not None:  # the package's atomic writer (temporary name, fsync, rename); an audit charges nothing
+        import xarray as xr
 
-        out = Path(a.out).expanduser()
-        tmp = out.with_name(out.name + ".tmp")
-        with stage(f"writing {out}"):
-            ds.to_netcdf(tmp)
-            tmp.replace(out)
+        from .cli import write_release
+
+        write_release(xr.DataTree(ds), a.out, charged=False)
     rows = [
         ("mechanism", f"{at['mechanism']} (family {at['family']})"),
         ("epsilon claimed", f"{at['epsilon_claimed']:.6g}" + (f", delta {at['delta']:.3g}" if at["delta"] > 0

@@ -295,12 +295,7 @@ def run(a) -> int:
 
         save_plot("plot_inference", tree, path, release_tree=release, ci_prob=a.ci_prob)
 
-    try:
-        out = write_release(result, a.out, a.plot, draw_plot)
-    except CLIError as err:  # the shared message speaks of a charged ledger: inference charges nothing
-        msg = err.message.replace("but the release was drawn and any --ledger was charged for it",
-                                  "and nothing was charged (inference costs no privacy): run it again")
-        raise CLIError(msg, err.fix) from None
+    out = write_release(result, a.out, a.plot, draw_plot, charged=False)  # inference charges nothing
     _print_table(a, release, view, result, prior, out, failed)
     for note in notes:
         print(f"fdp-ppl: warning: {note}", file=sys.stderr)
