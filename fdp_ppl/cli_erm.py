@@ -243,6 +243,7 @@ def run(a) -> int:
     from .cli import check_output_space
 
     check_output_space(a, 8.0 * a.draws * int(np.prod(spec.grid_size)) * 2 + 8.0 * int(np.prod(spec.grid_size)) * 8)
+    spec.check_size()  # n x n memory: refused before the ledger is charged
     label = f"svm {a.loss}/{a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
     if ledger is not None:  # the solver's outcome depends on the data: charged before it runs, never after
         ledger = Prepaid(ledger, cost, label, dataset=Path(str(a.data)).name, mechanism=f"svm-{a.mechanism}")

@@ -64,3 +64,21 @@ def test_library_release_checks_scales_and_sizes(data):
         fp.release(fp.ICLPQRSpec(basis=basis, tau=1.0, n=8).fit(curves.values), fp.ICLP(1e-12), draws=10**12,
                    ledger=ledger)
     assert ledger.spent.epsilon == 0
+
+
+def test_a_kernel_machine_too_large_for_memory_is_refused_before_the_charge(tmp_path, capsys, monkeypatch):
+    from fdp_ppl import settings
+
+    monkeypatch.setattr(settings, "available_memory", lambda: 10 * 2**20)  # a 10 MiB machine: n = 400 needs 3.7 MiB...
+    rng = np.random.default_rng(0)
+    n = 800  # ... and n = 800 about 15 MiB
+    x = rng.uniform(0, 1, n)
+    path = tmp_path / "t.csv"
+    path.write_text("a,label\n" + "\n".join(f"{v},{1 if v > 0.5 else -1}" for v in x))
+    led = tmp_path / "led.sqlite"
+    assert main(["svm", "--data", str(path), "--features", "a", "--label", "label", "--lam", "0.1", "--bandwidth",
+                 "0.3", "--mechanism", "iclp", "--epsilon", "1", "--grid-size", "10", "--out", str(tmp_path / "r.nc"),
+                 "--ledger", str(led), "--budget", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "n x n Gram" in err and len(err.strip().splitlines()) == 1
+    assert PrivacyLedger.open(led).spent.epsilon == 0

@@ -311,6 +311,20 @@ class ERMSpec:
             out["privacy_unit"] = "record"
         return out
 
+    def check_size(self) -> None:
+        """Refuse a fit that cannot fit in memory, from the public n alone (about three n × n float64
+        arrays: the Gram matrix, the hinge dual's Q and the solver's work), before any budget is charged.
+
+        Raises
+        ------
+        InputError
+            Not enough memory for n (:func:`fdp_ppl.settings.check_memory`).
+        """
+        from ..settings import check_memory
+
+        check_memory(3.0 * 8.0 * self.n * self.n, f"a kernel machine on n = {self.n} records (n x n Gram matrices)",
+                     "use fewer records (a public subsample rule) or a larger machine")
+
     # ------------------------------------------------------------------ fit
     def fit(self, features, labels, units=None) -> ERMFit:
         """Clip features to the domain (and squared-loss labels to ±B), then solve the ERM.
@@ -330,6 +344,7 @@ class ERMSpec:
             Wrong shapes, non-finite values, a count other than the public n, labels not ±1, units missing
             or given without a privacy unit.
         """
+        self.check_size()
         X = np.asarray(features, dtype=float)
         X = X[:, None] if X.ndim == 1 else X
         y = np.asarray(labels, dtype=float).reshape(-1)
