@@ -74,14 +74,18 @@ def _event_for(cost: PrivacyBudget, event: PrivacyEvent | None) -> PrivacyEvent:
     return event
 
 
+def _left(total: PrivacyBudget, spent: PrivacyBudget) -> PrivacyBudget:
+    """What basic composition leaves of ``total`` after ``spent`` (never below 0)."""
+    return _unchecked(max(total.epsilon - spent.epsilon, 0.0), max(total.delta - spent.delta, 0.0))
+
+
 def _refusal(where: str, cost: PrivacyBudget, total: PrivacyBudget, events: list) -> BudgetExceededError:
     if cost.delta > 0 and total.delta == 0:
         return BudgetExceededError(
             f"the release is (epsilon, delta)-DP with delta={cost.delta:g} but the budget{where} has delta=0 (pure "
             "epsilon-DP): no delta can be spent from it", "use a pure epsilon-DP mechanism, or a ledger created with "
             "a delta budget (--budget EPSILON,DELTA); nothing was released")
-    spent = basic_total(events)
-    r = _unchecked(max(total.epsilon - spent.epsilon, 0.0), max(total.delta - spent.delta, 0.0))
+    r = _left(total, basic_total(events))
     tight = tight_epsilon(events, total.delta) if total.delta > 0 else math.inf
     tight_text = (f"; by tight composition the ledger has spent epsilon={tight:.4g} at delta={total.delta:g}"
                   if math.isfinite(tight) and events else "")
@@ -102,8 +106,7 @@ class _Totals:
     @property
     def remaining(self) -> PrivacyBudget:
         """What basic composition leaves of the total."""
-        s = self.spent
-        return _unchecked(max(self.total.epsilon - s.epsilon, 0.0), max(self.total.delta - s.delta, 0.0))
+        return _left(self.total, self.spent)
 
     def tight_epsilon(self, delta: float | None = None) -> float:
         """ε of the composition of every charge at ``delta`` (default: the budget's δ) from their privacy-loss
@@ -112,12 +115,14 @@ class _Totals:
         return tight_epsilon(self.events, self.total.delta if delta is None else delta)
 
     def attrs(self) -> dict:
-        s, r = self.spent, self.remaining
+        events = self.events  # read (and, for a file, validated) once
+        s = basic_total(events)
+        r = _left(self.total, s)
         out = {"ledger_total_epsilon": self.total.epsilon, "ledger_total_delta": self.total.delta,
                "ledger_spent_epsilon": s.epsilon, "ledger_spent_delta": s.delta,
                "ledger_remaining_epsilon": r.epsilon, "ledger_remaining_delta": r.delta}
         if self.total.delta > 0:
-            tight = self.tight_epsilon()
+            tight = tight_epsilon(events, self.total.delta)
             if math.isfinite(tight):
                 out["ledger_spent_epsilon_tight"] = min(tight, s.epsilon)
         return out
