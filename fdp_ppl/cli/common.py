@@ -552,6 +552,11 @@ def save_plot(plot_name: str, tree, path, **kwargs) -> None:
     plt.close(fig)
 
 
+def plotter(plot_name: str, **kwargs):
+    """A ``draw_plot(tree, path)`` for :func:`write_release` that saves ``fdp_ppl.plots.<plot_name>(tree, **kwargs)``."""
+    return lambda tree, path: save_plot(plot_name, tree, path, **kwargs)
+
+
 def unit_text(attrs) -> str:
     """The ``privacy unit`` row of every command's table, from a release's public attrs."""
     unit = attrs.get("privacy_unit", "record")
@@ -579,6 +584,6 @@ def ledger_text(ledger, attrs) -> str:
             + f"; remaining epsilon {rem.epsilon:g}" + (f", delta {rem.delta:g}" if with_delta else ""))
 
 
-__all__ = ["CLIError", "Prepaid", "write_release", "print_table", "save_plot", "check_output_space", "check_out",
+__all__ = ["CLIError", "Prepaid", "write_release", "print_table", "save_plot", "plotter", "check_output_space", "check_out",
            "open_ledger", "load_data", "seed_text", "unit_text", "ledger_text", "warn_large_epsilon",
            "warn_record_level", "add_unit_args", "add_output_args", "add_ledger_args"]

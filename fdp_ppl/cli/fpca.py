@@ -167,7 +167,7 @@ def run(a) -> int:
     """Run ``fdp-ppl fpca`` with parsed arguments; returns the exit code."""
     from .. import dims
     from .._progress import stage
-    from .common import dataset_identity, load_data, open_ledger, write_release
+    from .common import dataset_identity, load_data, open_ledger, plotter, write_release
     from ..errors import SeededReleaseWarning
     from ..expmech import fpca_release
     from ..expmech.fpca import release_plan
@@ -209,17 +209,11 @@ def run(a) -> int:
     for key in ("long_name", "units"):
         if curves["t"].attrs.get(key):
             tree["posterior"]["t"].attrs[key] = str(curves["t"].attrs[key])
-    out = write_release(tree, a.out, a.plot, _plot)
+    out = write_release(tree, a.out, a.plot, plotter("plot_fpca"))
     _print_table(tree, out, a, ledger)
     print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.n} curves had L2 norm above tau "
           "and were clipped", file=sys.stderr)
     return 0
-
-
-def _plot(tree, path) -> None:
-    from .common import save_plot
-
-    save_plot("plot_fpca", tree, path)
 
 
 def _print_table(tree, out, a, ledger) -> None:

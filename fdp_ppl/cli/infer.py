@@ -290,11 +290,9 @@ def run(a) -> int:
     failed = [n for n in notes if n.startswith("MCMC diagnostics failed")]
     result.attrs["release_file"] = str(a.release)
 
-    def draw_plot(tree, path):
-        from .common import save_plot
+    from .common import plotter
 
-        save_plot("plot_inference", tree, path, release_tree=release, ci_prob=a.ci_prob)
-
+    draw_plot = plotter("plot_inference", release_tree=release, ci_prob=a.ci_prob)
     out = write_release(result, a.out, a.plot, draw_plot, charged=False)  # inference charges nothing
     _print_table(a, release, view, result, prior, out, failed)
     for note in notes:

@@ -222,7 +222,7 @@ def run(a) -> int:
     """Run ``fdp-ppl svm`` with parsed arguments; returns the exit code."""
     from ..accounting import PrivacyBudget
     from .._progress import stage
-    from .common import Prepaid, open_ledger, write_release
+    from .common import Prepaid, open_ledger, plotter, write_release
     from ..erm import ERMSpec, release_erm
     from ..errors import SeededReleaseWarning
     from ..mechanisms import ICLP, GaussianMechanism
@@ -255,17 +255,11 @@ def run(a) -> int:
     tree.attrs["data_source"] = Path(str(a.data)).name
     tree.attrs["features"] = ",".join(a.feature_names)
     tree.attrs["label"] = a.label
-    out = write_release(tree, a.out, a.plot, _plot)
+    out = write_release(tree, a.out, a.plot, plotter("plot_decision"))
     _print_table(tree, out, a, ledger)
     print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.spec.n} records had a feature "
           "outside --domain and were clipped to it", file=sys.stderr)
     return 0
-
-
-def _plot(tree, path) -> None:
-    from .common import save_plot
-
-    save_plot("plot_decision", tree, path)
 
 
 def _print_table(tree, out, a, ledger) -> None:
