@@ -98,10 +98,10 @@ def run_one(release, config, method, draws, tune, chains, seed) -> tuple[dict, o
     prior = prior_for(config)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fp.infer(release, prior, method=method, draws=30, tune=30, chains=1, random_seed=seed, progressbar=False)
+        fp.infer(release, prior, method=method, draws=30, tune=30, chains=1, random_seed=seed, progressbar=False, target="summary")
         t0 = time.perf_counter()
         post = fp.infer(release, prior, method=method, draws=draws, tune=tune, chains=chains, random_seed=seed,
-                        progressbar=False)
+                        progressbar=False, target="summary")
         seconds = time.perf_counter() - t0
     ess_min, ess_med = curve_ess(post)
     row = {"config": config, "method": method, "seconds": seconds, "curve_ess_min": ess_min,
@@ -123,7 +123,7 @@ def gradient_timing(release, n_eval: int = 200, rounds: int = 3) -> dict:
     from fdp_ppl.inference import build_model
 
     default_threads = max((d.get("num_threads") or 1) for d in threadpool_info() if d.get("user_api") == "blas")
-    model = build_model(release, prior_for("fixed"), method="dense")
+    model = build_model(release, prior_for("fixed"), method="dense", target="summary")
     size = sum(np.size(v) for v in model.initial_point().values())
     x = np.random.default_rng(0).normal(size=size) * 0.1
     out = {"default_blas_threads": default_threads}

@@ -9,7 +9,7 @@ import xarray as xr
 
 from fdp_ppl.cli import main
 
-EXACT = ["--prior", "iclp", "--smoothness", "2", "--amplitude", "1", "--draws", "200", "--seed", "1"]
+EXACT = ["--prior", "iclp", "--smoothness", "2", "--amplitude", "1", "--target", "summary", "--draws", "200", "--seed", "1"]
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +84,8 @@ def test_infer_seed_reproduces_and_gp_prior(tmp_path, release_file, capsys):
 
 def test_infer_nuts_reports_method_and_diagnostics(tmp_path, release_file, capsys):
     out = tmp_path / "nuts.nc"
-    code = main(["infer", str(release_file), "--prior", "iclp", "--draws", "60", "--tune", "60", "--chains", "1",
-                 "--seed", "4", "--out", str(out)])
+    code = main(["infer", str(release_file), "--prior", "iclp", "--target", "summary", "--draws", "60", "--tune", "60",
+                 "--chains", "1", "--seed", "4", "--out", str(out)])
     cap = capsys.readouterr()
     assert code == 0, cap.err
     tree = xr.open_datatree(out)
@@ -158,7 +158,7 @@ def test_infer_missing_and_unreadable_files(tmp_path, capsys):
     (["--prior", "iclp", "--smoothness", "0.5"], "--smoothness must be"),
     (["--prior", "gp", "--lengthscale", "-1"], "--lengthscale must be a finite number > 0"),
     (["--prior", "gp", "--amplitude", "nan"], "--amplitude must be a finite number > 0"),
-    (["--prior", "gp", "--sampling-sd", "1"], "--sampling-sd applies to --target population only"),
+    (["--prior", "gp", "--target", "summary", "--sampling-sd", "1"], "--sampling-sd applies to --target population only"),
     (["--prior", "gp", "--draws", "0"], "--draws must be >= 1"),
     (["--prior", "gp", "--ci-prob", "1.5"], "--ci-prob must lie in (0, 1)"),
     (["--prior", "gp", "--release-draw", "3"], "--release-draw 3 is out of range"),

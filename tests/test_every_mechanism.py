@@ -48,7 +48,7 @@ def test_release_plot_infer_plot(name, data, tmp_path):
     prior = GPPrior(lengthscale=0.2, amplitude=0.5, mean=0.0) if spec.name == "bernstein" else ICLPPrior(smoothness=2.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InferenceWarning)
-        post = fp.infer(tree, prior, draws=60, tune=60, chains=1, random_seed=1, progressbar=False)
+        post = fp.infer(tree, prior, draws=60, tune=60, chains=1, random_seed=1, progressbar=False, target="summary")
     assert post.attrs[KIND_ATTR] == "inference"
     assert post.attrs["release_noise_law"] == mech.noise_law
     curve = post["posterior"]["curve"]
@@ -77,7 +77,7 @@ def test_elliptical_likelihood_is_the_law(name, data, tmp_path):
 
         return None, pm.Flat("theta", dims="basis")
 
-    model = fp.inference.build_model(tree, flat_prior)
+    model = fp.inference.build_model(tree, flat_prior, target="summary")
     logp = model.compile_logp(vars=[model["released"]], sum=True)
     value = float(logp({"theta": theta}))
     assert value == pytest.approx(float(mech.law.logp(y, theta, view.noise_scale)), rel=1e-10)

@@ -52,7 +52,7 @@ def test_conjugate_case_exact_draws_match_closed_form(setting):
     s = fp.rkhs_mean(X, b, tau=1.5)
     tr = fp.release(s, fp.GaussianMechanism(1.0, 0.1), random_seed=1)
     prior = GPPrior(lengthscale=0.2, amplitude=0.5, mean=0.0)
-    post = infer(tr, prior, draws=2000, chains=2, random_seed=3, progressbar=False)
+    post = infer(tr, prior, draws=2000, chains=2, random_seed=3, progressbar=False, target="summary")
     assert post.attrs["inference"] == "exact"  # no free parameter: exact Gaussian draws, no MCMC
     mean, cov = _closed_form(tr, b, g, 0.5, 0.2)
     draws = post["posterior"]["coefficients"].values.reshape(-1, b.size)
@@ -75,7 +75,7 @@ def test_conjugate_case_nuts_matches_closed_form(setting):
         z = pm.Normal("z", 0.0, 1.0, dims="t")
         return pm.Deterministic("curve", pt.dot(L, z), dims="t"), None
 
-    post = infer(tr, CustomPrior(fragment), draws=1000, tune=600, random_seed=4, progressbar=False)
+    post = infer(tr, CustomPrior(fragment), draws=1000, tune=600, random_seed=4, progressbar=False, target="summary")
     mean, cov = _closed_form(tr, b, g, 0.5, 0.2)
     draws = post["posterior"]["coefficients"].values.reshape(-1, b.size)
     sd = np.sqrt(np.diag(cov))
@@ -107,7 +107,7 @@ def test_coverage_and_gain_over_raw_release_conjugate(setting):
         y = theta + scale * rng.standard_normal(theta.size)
         tr = base.copy(deep=True)
         tr["posterior"]["coefficients"].values[0, 0] = y
-        post = infer(tr, prior, draws=400, chains=1, random_seed=r, progressbar=False)
+        post = infer(tr, prior, draws=400, chains=1, random_seed=r, progressbar=False, target="summary")
         band = credible_band(post, ci_prob=0.9, ci_kind="eti", var="coefficients")
         hits += np.sum((band.lower.values <= theta) & (theta <= band.upper.values))
         total += theta.size
@@ -123,12 +123,12 @@ def test_inference_reads_only_public_content(setting):
     s = fp.iclp_qr_mean(X, b, tau=1.5)
     tr = fp.release(s, fp.GaussianMechanism(1.0, 0.1), random_seed=1)
     prior = GPPrior(lengthscale=0.2, amplitude=0.5, mean=0.0)
-    a = infer(tr, prior, draws=50, chains=1, random_seed=5, progressbar=False)
+    a = infer(tr, prior, draws=50, chains=1, random_seed=5, progressbar=False, target="summary")
     poisoned = tr.copy(deep=True)
     poisoned["posterior"]["summary_coefficients"] = ("basis", np.full(b.size, np.nan))
     poisoned["constant_data"]["secret_curve"] = ("t", np.full(g.size, np.nan))
     poisoned.attrs["n_clipped"] = -1
-    c = infer(poisoned, prior, draws=50, chains=1, random_seed=5, progressbar=False)
+    c = infer(poisoned, prior, draws=50, chains=1, random_seed=5, progressbar=False, target="summary")
     np.testing.assert_array_equal(a["posterior"]["curve"].values, c["posterior"]["curve"].values)
 
 
@@ -138,7 +138,7 @@ def test_output_groups_bands_and_functionals(setting, tmp_path):
     tr = fp.release(s, fp.ICLP(1.0), random_seed=1)
     path = tmp_path / "r.nc"
     tr.to_netcdf(path)
-    post = infer(xr.open_datatree(path), ICLPPrior(), draws=300, tune=300, random_seed=2, progressbar=False)
+    post = infer(xr.open_datatree(path), ICLPPrior(), draws=300, tune=300, random_seed=2, progressbar=False, target="summary")
     assert {"posterior", "sample_stats", "observed_data", "log_likelihood"} <= set(post.children)
     assert post["posterior"]["curve"].dims == ("chain", "draw", "t")
     assert post["log_likelihood"]["released"].dims == ("chain", "draw", "basis")
@@ -164,4 +164,4 @@ def test_bad_requests(setting):
     with pytest.raises(ValueError, match="linear"):
         infer(tr, "gp", target="population")
     with pytest.raises(ValueError, match="prior"):
-        infer(tr, "spline")
+        infer(tr, "spline", target="summary")

@@ -126,31 +126,31 @@ def _plan(tree, prior, **kw):
 
 def test_method_selection(setting):
     _, _, rel, gauss = setting
-    assert (_plan(rel, GP_DIAG).model, _plan(rel, GP_DIAG).exact) == ("marginal", True)
-    assert _plan(rel, GP_DIAG).kl < 1e-6
-    free = _plan(rel, GPPrior(lengthscale=0.1))
+    assert (_plan(rel, GP_DIAG, target="summary").model, _plan(rel, GP_DIAG, target="summary").exact) == ("marginal", True)
+    assert _plan(rel, GP_DIAG, target="summary").kl < 1e-6
+    free = _plan(rel, GPPrior(lengthscale=0.1), target="summary")
     assert (free.model, free.exact) == ("marginal", False)                    # NUTS on amplitude and level only
-    other = _plan(rel, GPPrior(lengthscale=0.2, amplitude=0.5, mean=0.0))    # not the release's kernel
+    other = _plan(rel, GPPrior(lengthscale=0.2, amplitude=0.5, mean=0.0), target="summary")    # not the release's kernel
     assert other.model == "whitened" and other.kl > 1e-3 and not other.exact
-    assert _plan(rel, GPPrior()).model == "mixture"                           # free length-scale: latent scales
-    assert (_plan(rel, ICLPPrior(amplitude=0.5, smoothness=2.0)).exact, _plan(rel, ICLPPrior()).model) == (True, "marginal")
+    assert _plan(rel, GPPrior(), target="summary").model == "mixture"                           # free length-scale: latent scales
+    assert (_plan(rel, ICLPPrior(amplitude=0.5, smoothness=2.0), target="summary").exact, _plan(rel, ICLPPrior(), target="summary").model) == (True, "marginal")
     assert _plan(rel, ICLPPrior(), target="population", sampling_sd=0.3).model == "mixture"
     assert _plan(rel, GP_DIAG, target="population", sampling_sd=0.3).exact
     assert not _plan(rel, GP_DIAG, target="population").exact                 # free sampling scale
-    assert _plan(gauss, GPPrior(lengthscale=0.2, amplitude=0.5, mean=0.0)).exact  # Gaussian: conjugate
-    assert _plan(rel, GP_DIAG, method="nuts").model == "mixture"
-    assert _plan(rel, GP_DIAG, method="dense").model == "dense"
-    assert _plan(gauss, GP_DIAG, method="nuts").model == "whitened"           # nothing latent to mix over
+    assert _plan(gauss, GPPrior(lengthscale=0.2, amplitude=0.5, mean=0.0), target="summary").exact  # Gaussian: conjugate
+    assert _plan(rel, GP_DIAG, method="nuts", target="summary").model == "mixture"
+    assert _plan(rel, GP_DIAG, method="dense", target="summary").model == "dense"
+    assert _plan(gauss, GP_DIAG, method="nuts", target="summary").model == "whitened"           # nothing latent to mix over
     with pytest.raises(InputError, match="no exact posterior"):
-        build_model(rel, GPPrior(lengthscale=0.1), method="exact")
+        build_model(rel, GPPrior(lengthscale=0.1), method="exact", target="summary")
     with pytest.raises(InputError, match="no exact posterior"):
-        build_model(rel, GPPrior(lengthscale=0.3, amplitude=0.5, mean=0.0), method="exact")
+        build_model(rel, GPPrior(lengthscale=0.3, amplitude=0.5, mean=0.0), method="exact", target="summary")
     with pytest.raises(InputError, match="method"):
-        build_model(rel, GP_DIAG, method="gibbs")
+        build_model(rel, GP_DIAG, method="gibbs", target="summary")
     with pytest.raises(InputError, match="custom prior"):
-        build_model(rel, CustomPrior(lambda t, phi, w: (None, None)), method="exact")
+        build_model(rel, CustomPrior(lambda t, phi, w: (None, None)), method="exact", target="summary")
     with pytest.raises(InputError, match="does not apply"):
-        build_model(rel, ICLPPrior(), method="whitened")
+        build_model(rel, ICLPPrior(), method="whitened", target="summary")
 
 
 def test_diagonal_kl():
@@ -163,8 +163,8 @@ def test_exact_result_attrs_variables_and_seed(setting):
     _, _, rel, _ = setting
     with warnings.catch_warnings():
         warnings.simplefilter("error", InferenceWarning)     # no MCMC warning for exact draws
-        post = infer(rel, GP_DIAG, draws=300, chains=2, random_seed=5, progressbar=False)
-    again = infer(rel, GP_DIAG, draws=300, chains=2, random_seed=5, progressbar=False)
+        post = infer(rel, GP_DIAG, draws=300, chains=2, random_seed=5, progressbar=False, target="summary")
+    again = infer(rel, GP_DIAG, draws=300, chains=2, random_seed=5, progressbar=False, target="summary")
     np.testing.assert_array_equal(post["posterior"]["curve"].values, again["posterior"]["curve"].values)
     assert post.attrs["inference"] == "exact" and post.attrs["inference_model"] == "marginal"
     assert post.attrs["inference_sampler"] == "none" and "exact" in post.attrs["inference_description"]
@@ -176,7 +176,7 @@ def test_exact_result_attrs_variables_and_seed(setting):
     # forcing NUTS: same variables, recorded as NUTS on the mixture model
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InferenceWarning)
-        nuts = infer(rel, GP_DIAG, method="nuts", draws=60, tune=60, chains=1, random_seed=5, progressbar=False)
+        nuts = infer(rel, GP_DIAG, method="nuts", draws=60, tune=60, chains=1, random_seed=5, progressbar=False, target="summary")
     assert nuts.attrs["inference"] == "NUTS" and nuts.attrs["inference_model"] == "mixture"
     assert set(nuts["posterior"].data_vars) == set(post["posterior"].data_vars)
     assert "sample_stats" in nuts.children
@@ -259,6 +259,7 @@ def _widened(post, factor=1.2):
 
 
 def _agreement(rel, prior, nuts_draws, seed, **kw):
+    kw.setdefault("target", "summary")
     exact = infer(rel, prior, draws=2000, chains=2, random_seed=seed, progressbar=False, **kw)
     assert exact.attrs["inference"] == "exact"
     with warnings.catch_warnings():
@@ -304,7 +305,7 @@ def test_marginal_hyperparameters_match_quadrature(setting):
     hyperparameters' posterior (log-amplitude grid; prior densities from scipy)."""
     _, _, rel, _ = setting
     prior = GPPrior(lengthscale=0.1)
-    model = build_model(rel, prior)
+    model = build_model(rel, prior, target="summary")
     ctx, P0 = model._fdp_meta["ctx"], model._fdp_meta["plan"].P0
     y, b, law, A1, hint = ctx["y"], ctx["scale"], ctx["law"], ctx["A"].sum(axis=1), ctx["hint"]
     log_a = np.linspace(np.log(1e-7), 0.0, 1500)
@@ -319,7 +320,7 @@ def test_marginal_hyperparameters_match_quadrature(setting):
     ref = {"amplitude": np.exp(log_a)[:, None] + 0 * w, "mean_level": m[None] + 0 * w}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InferenceWarning)
-        post = infer(rel, prior, draws=3000, tune=1500, chains=2, random_seed=1, progressbar=False)
+        post = infer(rel, prior, draws=3000, tune=1500, chains=2, random_seed=1, progressbar=False, target="summary")
     for name, grid in ref.items():
         x = post["posterior"][name].values.ravel()
         mean, sd = float((w * grid).sum()), float(np.sqrt((w * grid**2).sum() - (w * grid).sum() ** 2))
@@ -336,8 +337,8 @@ def test_marginal_nuts_agrees_with_mixture_nuts(strong, prior):
     rel = strong
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InferenceWarning)
-        marg = infer(rel, prior, draws=2000, tune=1000, chains=2, random_seed=50, progressbar=False)
-        nuts = infer(rel, prior, method="nuts", draws=2500, tune=1000, chains=2, random_seed=51, progressbar=False)
+        marg = infer(rel, prior, draws=2000, tune=1000, chains=2, random_seed=50, progressbar=False, target="summary")
+        nuts = infer(rel, prior, method="nuts", draws=2500, tune=1000, chains=2, random_seed=51, progressbar=False, target="summary")
     assert (marg.attrs["inference_model"], nuts.attrs["inference_model"]) == ("marginal", "mixture")
     assert set(marg["posterior"].data_vars) == set(nuts["posterior"].data_vars)
     assert _disagreements(_summaries(marg), _summaries(nuts)) == []
@@ -351,8 +352,8 @@ def test_whitened_nuts_agrees_with_mixture_nuts(setting):
     prior = GPPrior(lengthscale=0.2, amplitude=0.5, mean=0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InferenceWarning)
-        white = infer(rel, prior, draws=2000, tune=1000, chains=2, random_seed=60, progressbar=False)
-        mix = infer(rel, prior, method="nuts", draws=2000, tune=1000, chains=2, random_seed=61, progressbar=False)
+        white = infer(rel, prior, draws=2000, tune=1000, chains=2, random_seed=60, progressbar=False, target="summary")
+        mix = infer(rel, prior, method="nuts", draws=2000, tune=1000, chains=2, random_seed=61, progressbar=False, target="summary")
     assert (white.attrs["inference_model"], mix.attrs["inference_model"]) == ("whitened", "mixture")
     assert _disagreements(_summaries(white), _summaries(mix)) == []
 

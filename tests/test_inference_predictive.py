@@ -35,7 +35,7 @@ def test_replicated_noise_has_the_release_noise_variance(releases, law):
     """pp − θ is the replicated noise: its variance per coefficient is the law's variance at the public scale
     (2b² for Laplace, σ² for Gaussian) — a scale off by √2 doubles it and fails."""
     tree = releases[law]
-    post = fp.infer(tree, PRIOR, draws=2000, random_seed=3, progressbar=False)
+    post = fp.infer(tree, PRIOR, draws=2000, random_seed=3, progressbar=False, target="summary")
     pp = post["posterior_predictive"]["released"]
     assert pp.dims == ("chain", "draw", "basis") and pp.shape == (2, 2000, post["posterior"].sizes["basis"])
     resid = (pp - post["posterior"]["coefficients"]).values.reshape(-1, pp.shape[-1])
@@ -64,6 +64,37 @@ def test_population_target_adds_the_sampling_error_and_shrinks(releases):
 
 
 def test_arviz_reads_the_predictive_group(releases):
-    post = fp.infer(releases["gauss"], PRIOR, draws=200, random_seed=5, progressbar=False)
+    post = fp.infer(releases["gauss"], PRIOR, draws=200, random_seed=5, progressbar=False, target="summary")
     assert {"posterior", "posterior_predictive", "observed_data", "constant_data"} <= set(post.children)
     az.summary(post, group="posterior_predictive")
+
+
+# --------------------------------------------------------------------------- the default target
+def test_default_target_is_the_population_mean_where_the_release_allows_it(releases):
+    """The analyst's "mean curve" is the population mean: the default undoes the summary's public shrinkage
+    (benchmarks/bench_coverage_target.py: the summary target's bands missed the population mean)."""
+    from fdp_ppl.inference.infer import default_target
+
+    for tree in releases.values():
+        assert default_target(read_release(tree)) == "population"
+    post = fp.infer(releases["laplace"], PRIOR, sampling_sd=0.3, draws=100, random_seed=1, progressbar=False)
+    assert post.attrs["target"] == "population" and post.attrs["target_choice"].startswith("default")
+    assert "population mean" in post["posterior"]["curve"].attrs["description"]
+    given = fp.infer(releases["laplace"], PRIOR, target="summary", draws=100, random_seed=1, progressbar=False)
+    assert given.attrs["target"] == "summary" and given.attrs["target_choice"] == "given"
+
+
+def test_default_target_falls_back_to_the_summary_for_shared_noise():
+    """Elliptical noise shares one radius across coefficients: no population likelihood, the summary is the default."""
+    from fdp_ppl.inference.infer import default_target
+
+    g = fp.Grid.uniform(20)
+    b = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), g)
+    X = 0.3 * np.random.default_rng(2).standard_normal((100, 20))
+    entry = fp.registry.MECHANISMS["laplace-process"]
+    mech = entry.mechanism(1.0, 0.1)
+    assert not mech.law.product
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = fp.release(entry.spec(b, tau=1.0, n=100).fit(X), mech, random_seed=1)
+    assert default_target(read_release(tree)) == "summary"

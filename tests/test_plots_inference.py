@@ -26,7 +26,7 @@ def fitted():
     rel = fp.release(summary, fp.ICLP(1.0), random_seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        post = infer(rel, ICLPPrior(), draws=150, tune=150, chains=1, random_seed=2, progressbar=False)
+        post = infer(rel, ICLPPrior(), draws=150, tune=150, chains=1, random_seed=2, progressbar=False, target="summary")
     return rel, post, summary.curve().values
 
 

@@ -34,7 +34,7 @@ def growth_posterior(growth_release):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fp.infer(tree, ICLPPrior(smoothness=2.0), draws=150, tune=150, chains=2, random_seed=1,
-                        progressbar=False)
+                        progressbar=False, target="summary")
 
 
 def test_python_release_carries_units_offset_and_original_grid(growth_release):
@@ -82,7 +82,7 @@ def test_demo_release_then_infer_from_the_file(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InferenceWarning)
         post = fp.infer(tree, ICLPPrior(smoothness=2.0), draws=100, tune=100, chains=1, random_seed=3,
-                        progressbar=False)
+                        progressbar=False, target="summary")
     released = tree["posterior"]["curve"].values.ravel()
     mean = post["posterior"]["curve"].mean(("chain", "draw")).values
     assert released.min() - 20 < mean.min() and mean.max() < released.max() + 20

@@ -245,7 +245,7 @@ def test_credible_band_and_plot_inference_default_to_arviz_rcparams():
     release = fp.release(fp.iclp_qr_mean(x, basis, tau=3.0), fp.ICLP(1.0), random_seed=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # short chains: the diagnostics are not the point here
-        post = infer(release, ICLPPrior(), draws=100, tune=100, chains=1, random_seed=3, progressbar=False)
+        post = infer(release, ICLPPrior(), draws=100, tune=100, chains=1, random_seed=3, progressbar=False, target="summary")
     band = credible_band(post)
     assert band.attrs["ci_prob"] == az.rcParams["stats.ci_prob"]
     assert band.attrs["ci_kind"] == az.rcParams["stats.ci_kind"]

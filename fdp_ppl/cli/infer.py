@@ -77,9 +77,11 @@ def add_subparser(sub) -> None:
     g.add_argument("--mean-scale", type=float, default=None, metavar="S",
                    help="gp: scale of the mean-level hyperprior (default: twice the released curve's spread)")
     m = p.add_argument_group("inference")
-    m.add_argument("--target", choices=TARGETS, default="summary",
-                   help="summary: the released summary itself (default); population: the population mean, adding "
-                        "the sampling error of the mean (summaries linear in the sample mean)")
+    m.add_argument("--target", choices=TARGETS, default=None,
+                   help="population: the population mean, undoing the summary's public shrinkage and adding the "
+                        "sampling error of the mean (default where the release allows it: independent noise "
+                        "coefficients and a summary linear in the sample mean); summary: the released summary "
+                        "itself, shrunk toward its centre (the default otherwise)")
     m.add_argument("--sampling-sd", type=float, default=None, metavar="SD",
                    help="--target population: public/assumed sd of one curve's coefficients (default: learned)")
     m.add_argument("--method", choices=METHODS, default="auto",
@@ -132,7 +134,7 @@ def _check(a) -> None:
             raise CLIError(f"{flag} must be a finite number (got {v})", f"pass e.g. {flag} 0")
     if a.smoothness is not None and not (finite(a.smoothness) and a.smoothness >= 1):
         raise CLIError(f"--smoothness must be a finite number >= 1 (got {a.smoothness})", "pass e.g. --smoothness 2")
-    if a.sampling_sd is not None and a.target != "population":
+    if a.sampling_sd is not None and a.target == "summary":
         raise CLIError("--sampling-sd applies to --target population only", "drop --sampling-sd")
     if a.draws < 1:
         raise CLIError(f"--draws must be >= 1 (got {a.draws})", "pass e.g. --draws 1000")
@@ -346,8 +348,9 @@ def _print_table(a, release, view, result, prior, out, failed) -> None:
         ("release privacy", privacy),
         ("privacy cost", "none: post-processing of the public release (nothing charged, no ledger)"),
         ("prior", _prior_text(a, prior)),
-        ("target", "the released summary" if a.target == "summary" else
-         "the population mean (sampling error of the mean added)"),
+        ("target", ("the released summary (shrunk toward its centre)" if result.attrs["target"] == "summary" else
+                    "the population mean (the summary's shrinkage undone, sampling error of the mean added)")
+         + ("" if a.target else " — the default for this release")),
         ("inference", method),
         ("draws", draws),
         ("diagnostics", diag),

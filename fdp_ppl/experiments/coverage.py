@@ -171,7 +171,7 @@ def coverage_replicate(design: str, grid: Grid, basis, prior=None, *, seed, infe
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # diagnostics are recorded below and checked in tests/test_inference.py
         post = infer(release, prior if prior is not None else ICLPPrior(), draws=draws, tune=tune, chains=chains,
-                     random_seed=infer_seed, progressbar=False)
+                     random_seed=infer_seed, progressbar=False, target="summary")
     band = credible_band(post, ci_prob=ci_prob, ci_kind=ci_kind)
     lower, upper, mean = band["lower"].values, band["upper"].values, band["mean"].values
     pts = np.asarray(points, dtype=float)
