@@ -139,6 +139,11 @@ class MachinePosterior:
         return ndtr(np.sign(self.released) * mean / sd)
 
 
+#: grid eigenbases rebuilt from releases, by (mechanism, kernel, domain, grid, eta, cut-off); a few kept
+_BASES: dict = {}
+_MAX_CACHED = 8
+
+
 def _prior_radius(prior, spec) -> float | None:
     if isinstance(prior, str):
         if prior == "rkhs-ball":
@@ -205,16 +210,17 @@ def machine_posterior(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0)
     eig = np.asarray(const[S.EIGENVALUES].values, dtype=float)
     scale = np.asarray(const[S.NOISE_SCALE].values, dtype=float)
     mechanism = attrs.get("mechanism")
-    if mechanism == "gp":
-        basis = grid_basis(spec, float(attrs.get("eigen_rel_tol", 1e-10)))
-        law = Normal()
-        power = 1.0
-    elif mechanism == "iclp":
-        basis = spec.basis
-        law = Laplace()
-        power = float(spec.eta)
-    else:
+    if mechanism not in ("gp", "iclp"):
         raise SchemaError(f"unknown kernel-machine mechanism {mechanism!r}", "expected 'gp' or 'iclp'")
+    rel_tol = float(attrs.get("eigen_rel_tol", 1e-10))
+    key = (mechanism, repr(spec.kernel), spec.domain.tobytes(), spec.grid_size, spec.eta, rel_tol)
+    if key not in _BASES:  # public: one factorisation per grid and kernel, reused across releases
+        basis = grid_basis(spec, rel_tol) if mechanism == "gp" else spec.basis
+        while len(_BASES) >= _MAX_CACHED:
+            _BASES.pop(next(iter(_BASES)))
+        _BASES[key] = basis
+    basis = _BASES[key]
+    law, power = (Normal(), 1.0) if mechanism == "gp" else (Laplace(), float(spec.eta))
     if basis.eigenvalues.shape != eig.shape or not np.allclose(basis.eigenvalues, eig, rtol=1e-6,
                                                                  atol=1e-12 * float(eig.max())):
         raise SchemaError("the release's stored eigenvalues do not match the basis rebuilt from its public "
@@ -262,10 +268,17 @@ def infer_machine(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0, dra
     SchemaError, InputError
         As :func:`machine_posterior`; ``draws`` or ``chains`` < 1; more memory than the machine has.
     """
-    from ..settings import check_memory
+    from ..settings import blas_threads
 
     if int(draws) < 1 or int(chains) < 1:
         raise InputError(f"draws and chains must be >= 1 (got draws={draws}, chains={chains})", "e.g. draws=1000")
+    with blas_threads():  # small dense products: one BLAS thread is faster on shared cores
+        return _infer_machine(release, prior, draw, int(draws), int(chains), random_seed)
+
+
+def _infer_machine(release, prior, draw, draws, chains, random_seed):
+    from ..settings import check_memory
+
     mp = machine_posterior(release, prior, draw=draw)
     spec = mp.spec
     k = int(draws) * int(chains)
