@@ -118,9 +118,10 @@ def run_machine_coverage(epsilons=EPSILONS, replicates: int = 40, *, noise_facto
 
     rows = []
     with blas_threads():  # small dense problems: one BLAS thread each is faster on shared cores
-        for eps in epsilons:
+        for i, eps in enumerate(epsilons):  # independent data sets and noise per epsilon
             for r in range(int(replicates)):
-                rows += machine_replicate(eps, seed * 100_000 + r, noise_factors=noise_factors, draws=draws, **kwargs)
+                rows += machine_replicate(eps, seed * 100_000 + i * 10_000 + r, noise_factors=noise_factors,
+                                          draws=draws, **kwargs)
     return pd.DataFrame(rows)
 
 
