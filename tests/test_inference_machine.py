@@ -168,10 +168,10 @@ def test_spec_round_trip_and_refusals(gp_release, tmp_path):
     tampered.attrs["kernel_rho"] = 0.2  # a basis that is not the release's
     with pytest.raises(SchemaError, match="eigenvalues"):
         infer_machine(tampered)
-    markov = back.copy()
-    markov["constant_data"] = xr.Dataset(coords={"x": back["constant_data"]["x"].values})
-    with pytest.raises(InputError, match="no eigenbasis"):
-        infer_machine(markov)
+    stripped = back.copy()
+    stripped["constant_data"] = xr.Dataset(coords={"x": back["constant_data"]["x"].values})
+    with pytest.raises(SchemaError, match="no eigenbasis"):
+        infer_machine(stripped)
     with pytest.raises(SchemaError):
         decision_band(back)  # a release has no band
 
@@ -208,3 +208,30 @@ def test_coverage_full():
             assert 0.85 <= row["coverage"] <= 0.95, row
         else:
             assert not 0.85 <= row["coef_coverage"] <= 0.95, row
+
+
+def test_ou_markov_release(monkeypatch):
+    """An OU release drawn by its Markov recursion (no eigenbasis stored): posterior N(w f~, w sigma^2 K) by the
+    AR(1) recursion, checked against the closed form (grid limit lowered so that a 80-point grid takes that path)."""
+    import fdp_ppl.erm.release as rel_mod
+    from fdp_ppl.spaces import Exponential
+
+    monkeypatch.setattr(rel_mod, "MAX_GRID_POINTS", 50)
+    spec = ERMSpec(Exponential(0.2), lam=0.05, n=100, grid_size=80, solver_slack=0.1)
+    x, y = simulate_records(spec.n, np.random.default_rng(2))
+    fit = spec.fit(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        release = release_erm(fit, GaussianMechanism(0.5, 1e-5, "analytic"), random_seed=3)
+    assert release.attrs["noise_structure"] == "markov" and "eigenvalues" not in release["constant_data"]
+    res = fp.infer(release, draws=1500, random_seed=5)
+    sigma, R = float(release.attrs["sigma"]), spec.norm_bound
+    w = R**2 / (R**2 + sigma**2)
+    released = release["posterior"]["decision"].values.reshape(-1)
+    d = res["posterior"]["decision"].values.reshape(-1, 80)
+    np.testing.assert_allclose(d.mean(0), w * released, atol=4 * np.sqrt(w) * sigma / np.sqrt(d.shape[0]))
+    np.testing.assert_allclose(d.std(0), np.sqrt(w) * sigma, rtol=0.06)
+    K = spec.kernel_matrix(spec.points, spec.points)  # the path's correlation is the OU kernel's
+    C = np.corrcoef(d.T)
+    assert np.max(np.abs(C - K)) < 0.1
+    assert np.max(np.abs(sign_agreement(res).values - machine_posterior(release).sign_agreement())) < 0.06

@@ -31,6 +31,10 @@ grid eigendecomposition the release itself used (cached per spec). The posterior
 minimiser projected on the retained eigenpairs (what the release centres on); the dropped part has
 prior variance at most ``R² · noise_dropped_trace`` (release attr), negligible at the default cut-off.
 
+OU releases drawn by the Markov recursion (exponential kernel, d = 1, grid above
+``MAX_GRID_POINTS``; no eigenbasis stored): prior ``R² K`` and noise ``σ² K`` are proportional, so the
+posterior is ``N(w f̃, w σ² K)``, ``w = R²/(R² + σ²)``, drawn by the same AR(1) recursion (:class:`OUGridPath`).
+
 Costs no privacy: post-processing of a release with public parameters (DESIGN.md, Data flow).
 """
 
@@ -91,10 +95,23 @@ class MachinePosterior:
         """True when the posterior is Gaussian (GP noise)."""
         return self.law.name == "normal"
 
+    @property
+    def markov(self) -> bool:
+        """True for an OU release drawn by its Markov recursion (coordinates = grid values)."""
+        return isinstance(self.basis, OUGridPath)
+
+    def _shrinkage(self) -> float:
+        """``w = R²/(R² + σ²)`` (1 for the flat prior): prior ``R² K`` and noise ``σ² K`` are proportional."""
+        s2 = float(self.noise_scale[0]) ** 2
+        return 1.0 if self.radius is None else self.radius**2 / (self.radius**2 + s2)
+
     def draw_coefficients(self, k: int, rng) -> np.ndarray:
         """``k`` exact posterior draws of the coefficients, shape (k, r)."""
         from ..laws import Normal
 
+        if self.markov:  # posterior N(w f~, w σ² K): the shrunk release plus a scaled OU path
+            w = self._shrinkage()
+            return w * self.y + np.sqrt(w) * float(self.noise_scale[0]) * self.basis.unit_paths(k, rng)
         y = np.broadcast_to(self.y, (int(k), self.y.size))
         if self.prior_scale is None:  # flat prior: the noise law reflected about the release
             return y - self.draw_noise(int(k), rng)
@@ -102,6 +119,8 @@ class MachinePosterior:
 
     def draw_noise(self, k: int, rng) -> np.ndarray:
         """``k`` draws of the release noise on the coefficients, shape (k, r)."""
+        if self.markov:
+            return float(self.noise_scale[0]) * self.basis.unit_paths(k, rng)
         if self.gaussian:
             return rng.standard_normal((int(k), self.y.size)) * self.noise_scale
         return rng.laplace(0.0, 1.0, (int(k), self.y.size)) * self.noise_scale
@@ -124,6 +143,9 @@ class MachinePosterior:
         """
         if not self.gaussian:
             raise InputError("the posterior under Laplace (ICLP) noise is not Gaussian", "use the posterior draws")
+        if self.markov:  # K(x, x) = 1
+            w = self._shrinkage()
+            return w * self.y, np.full(self.y.size, np.sqrt(w) * float(self.noise_scale[0]))
         s2 = self.noise_scale**2
         w = np.ones_like(s2) if self.prior_scale is None else self.prior_scale**2 / (self.prior_scale**2 + s2)
         mean = self.decision(w * self.y)
@@ -137,6 +159,41 @@ class MachinePosterior:
 
         mean, sd = self.moments()
         return ndtr(np.sign(self.released) * mean / sd)
+
+
+class OUGridPath:
+    """Grid values as coordinates, with unit OU noise ``exp(−|s − t|/ρ)`` (d = 1, sorted grid): the releases
+    ``fdp_ppl.erm.release_erm`` draws by the Markov recursion (OU kernel on a grid above
+    ``MAX_GRID_POINTS``; no eigenbasis is stored). ``coefficients`` and ``reconstruct`` are the identity;
+    :meth:`unit_paths` draws ``G ~ GP(0, K)`` on the grid by AR(1) steps whose coefficients come from
+    :func:`fdp_ppl.erm.gp.ou_conditional` (O(m) per path, exact)."""
+
+    structure = "markov"
+
+    def __init__(self, points, rho: float):
+        from ..erm.gp import ou_conditional
+
+        self.points = np.asarray(points, dtype=float).reshape(-1)
+        steps = [ou_conditional(float(b), (float(a), 1.0), None, rho) for a, b in zip(self.points[:-1],
+                                                                                      self.points[1:])]
+        self.r = np.array([m for m, _ in steps])
+        self.innovation_sd = np.sqrt(np.maximum([v for _, v in steps], 0.0))
+        self.eigenvalues = None
+
+    def coefficients(self, values):
+        return np.asarray(values, dtype=float)
+
+    def reconstruct(self, coefficients):
+        return np.asarray(coefficients, dtype=float)
+
+    def unit_paths(self, k: int, rng) -> np.ndarray:
+        """``k`` unit OU paths on the grid, (k, m)."""
+        z = rng.standard_normal((int(k), self.points.size))
+        out = np.empty_like(z)
+        out[:, 0] = z[:, 0]
+        for i in range(1, self.points.size):
+            out[:, i] = self.r[i - 1] * out[:, i - 1] + self.innovation_sd[i - 1] * z[:, i]
+        return out
 
 
 #: grid eigenbases rebuilt from releases, by (mechanism, kernel, domain, grid, eta, cut-off); a few kept
@@ -179,11 +236,10 @@ def machine_posterior(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0)
     Raises
     ------
     SchemaError
-        Not a kernel-machine release, attributes that do not rebuild its spec, or a basis that does not
-        match the release's stored eigenvalues.
+        Not a kernel-machine release, attributes that do not rebuild its spec, no stored eigenbasis (and not
+        an OU Markov release), a basis that does not match the release's stored eigenvalues.
     InputError
-        A release drawn by the OU Markov recursion (no eigenbasis is stored), an unknown prior,
-        ``draw`` out of range.
+        An unknown prior, ``draw`` out of range.
     """
     from ..erm import ERMSpec, grid_basis
     from ..laws import Laplace, Normal
@@ -203,10 +259,19 @@ def machine_posterior(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0)
                          "pass draw=0 for the first released function")
     released = values[int(draw)]
     const = release[S.CONSTANT_DATA].to_dataset() if S.CONSTANT_DATA in release.children else xr.Dataset()
+    if attrs.get("noise_structure") == "markov" and attrs.get("mechanism") == "gp" and spec.ou_rho is not None:
+        sigma = float(attrs["sigma"])
+        if not (np.isfinite(sigma) and sigma > 0 and np.all(np.isfinite(released))):
+            raise SchemaError("the release's noise scale or values are not finite and positive",
+                              "pass an unmodified release file")
+        basis = OUGridPath(spec.axes[0], spec.ou_rho)
+        radius = _prior_radius(prior, spec)
+        m = released.size
+        return MachinePosterior(spec, basis, Normal(), released, released.copy(), np.full(m, sigma),
+                                None if radius is None else np.full(m, radius), radius)
     if S.EIGENVALUES not in const or S.NOISE_SCALE not in const:
-        raise InputError("this release stores no eigenbasis (an OU path drawn by its Markov recursion on a grid "
-                         "above fdp_ppl.erm.release.MAX_GRID_POINTS): noise-aware inference is not implemented "
-                         "for it", "release on a grid of at most MAX_GRID_POINTS points")
+        raise SchemaError("the kernel-machine release stores no eigenbasis (constant_data eigenvalues and "
+                          "noise_scale) and is no OU Markov release", "pass the file fdp-ppl svm wrote")
     eig = np.asarray(const[S.EIGENVALUES].values, dtype=float)
     scale = np.asarray(const[S.NOISE_SCALE].values, dtype=float)
     mechanism = attrs.get("mechanism")
@@ -303,17 +368,25 @@ def _infer_machine(release, prior, draw, draws, chains, random_seed):
     obs = xr.Dataset({DECISION: (spec.dims, mp.released.reshape(spec.grid_size),
                                  {**var_attrs, "description": f"the conditioned release (draw {draw})"})},
                      coords=grid)
-    const = {S.EIGENVALUES: ((COMPONENT,), mp.basis.eigenvalues), S.NOISE_SCALE: ((COMPONENT,), mp.noise_scale)}
-    if mp.prior_scale is not None:
-        const["prior_scale"] = ((COMPONENT,), mp.prior_scale)
-    constant = xr.Dataset(const, coords={COMPONENT: np.arange(mp.y.size), **grid})
+    if mp.markov:  # coordinates are the grid values; noise sd sigma and prior sd R at every point
+        const = {S.NOISE_SCALE: (spec.dims, mp.noise_scale)}
+        if mp.prior_scale is not None:
+            const["prior_scale"] = (spec.dims, mp.prior_scale)
+        constant = xr.Dataset(const, coords=grid)
+    else:
+        const = {S.EIGENVALUES: ((COMPONENT,), mp.basis.eigenvalues),
+                 S.NOISE_SCALE: ((COMPONENT,), mp.noise_scale)}
+        if mp.prior_scale is not None:
+            const["prior_scale"] = ((COMPONENT,), mp.prior_scale)
+        constant = xr.Dataset(const, coords={COMPONENT: np.arange(mp.y.size), **grid})
     tree = xr.DataTree.from_dict({S.POSTERIOR: post, POSTERIOR_PREDICTIVE: pred, S.OBSERVED_DATA: obs,
                                   S.CONSTANT_DATA: constant})
     prior_text = ("flat (improper)" if mp.radius is None else
                   f"N(0, R^2 K) on the grid, R = {mp.radius:.6g}" + (
                       " (public norm bound sqrt(sup_y loss(0, y)/lambda) + solver rho: the ball's 1-sd ellipsoid)"
                       if prior == "rkhs-ball" else " (given)"))
-    noise = ("Gaussian, conjugate Normal posterior per eigen-coefficient" if mp.gaussian else
+    noise = ("Gaussian OU noise (Markov release): N(w f~, w sigma^2 K) drawn by the AR(1) recursion" if mp.markov
+             else "Gaussian, conjugate Normal posterior per eigen-coefficient" if mp.gaussian else
              "Laplace (ICLP), two truncated normals per eigen-coefficient")
     attrs = {f"release_{k_}": v for k_, v in release.attrs.items() if k_ not in (S.KIND_ATTR, S.SCHEMA_ATTR)}
     attrs.update({"prior": prior if isinstance(prior, str) else "radius", "prior_description": prior_text,
@@ -444,5 +517,5 @@ def positive_probability(tree: xr.DataTree) -> xr.DataArray:
     return p
 
 
-__all__ = ["MACHINE_PRIORS", "MachinePosterior", "decision_band", "infer_machine", "infer_machine_dispatch", "machine_posterior",
+__all__ = ["MACHINE_PRIORS", "MachinePosterior", "OUGridPath", "decision_band", "infer_machine", "infer_machine_dispatch", "machine_posterior",
            "positive_probability", "sign_agreement"]
