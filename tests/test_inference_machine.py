@@ -82,7 +82,11 @@ def test_fp_infer_on_cli_svm_gp_two_features(tmp_path, capsys):
     _check_result(res, release, ("x1", "x2"))
     assert res.attrs["prior"] == "rkhs-ball"
     assert res.attrs["prior_radius"] == pytest.approx(np.sqrt(1 / 0.05) + 0.01 * 1.0 / (0.05 * 60) / 2)
-    res.to_netcdf(tmp_path / "post.nc")  # the result is a writable DataTree
+    res.to_netcdf(tmp_path / "post.nc")  # the result is a writable DataTree, and its helpers read it back
+    with xr.open_datatree(tmp_path / "post.nc") as back:
+        back = back.load()
+    xr.testing.assert_allclose(sign_agreement(back), sign_agreement(res))
+    xr.testing.assert_allclose(decision_band(back, ci_prob=0.9), decision_band(res, ci_prob=0.9))
 
 
 def test_fp_infer_on_cli_svm_iclp_one_feature(tmp_path, capsys):
@@ -235,3 +239,18 @@ def test_ou_markov_release(monkeypatch):
     C = np.corrcoef(d.T)
     assert np.max(np.abs(C - K)) < 0.1
     assert np.max(np.abs(sign_agreement(res).values - machine_posterior(release).sign_agreement())) < 0.06
+
+
+def test_benchmark_quick_mode_runs(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_coverage_svm.py"
+    res = subprocess.run([sys.executable, str(script), "--quick", "--replicates", "2", "--epsilons", "1", "--no-pymc",
+                          "--out-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    rows = json.loads((tmp_path / "bench_coverage_svm_quick.json").read_text())["coverage"]
+    assert {r["noise_factor"] for r in rows} == {1.0, np.sqrt(2.0), 1 / np.sqrt(2.0)}
+    assert all(0 <= r["coverage"] <= 1 for r in rows)

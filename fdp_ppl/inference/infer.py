@@ -571,7 +571,8 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
     ----------
     release : xr.DataTree
         A release from :func:`fdp_ppl.release` (or read back with
-        ``xr.open_datatree``). Only public content is read.
+        ``xr.open_datatree``). Only public content is read. A kernel-machine release
+        (``fdp-ppl svm``) goes to :func:`fdp_ppl.inference.machine.infer_machine` (exact draws).
     prior : "gp", "iclp", GPPrior, ICLPPrior or callable
         Prior over the curve; see :mod:`fdp_ppl.inference.priors`.
     target : {"summary", "population"}
