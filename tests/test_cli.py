@@ -10,7 +10,8 @@ import pytest
 import xarray as xr
 
 from fdp_ppl.datasets import data_directory
-from fdp_ppl.cli import CDC2000_MEDIAN_HEIGHT_CM, GROWTH_DEVIATION_TAU, growth_reference, main
+from fdp_ppl.cli import main
+from fdp_ppl.datasets.references import CDC2000_MEDIAN_HEIGHT_CM, GROWTH_DEVIATION_TAU, growth_reference
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_DIR = data_directory()

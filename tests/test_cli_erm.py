@@ -94,7 +94,7 @@ def test_svm_labels_must_be_pm1(tmp_path, capsys):
 def test_cli_erm_imports_only_argparse():
     from pathlib import Path
 
-    import fdp_ppl.cli_erm as mod
+    import fdp_ppl.cli.svm as mod
 
     src = Path(mod.__file__).read_text().split('"""', 2)[2]
     top = [line for line in src.splitlines() if line.startswith(("import ", "from "))]

@@ -61,18 +61,18 @@ def test_growth_default_exact_release_is_pure_and_fits_a_pure_ledger(tmp_path, c
 
 
 def test_early_ledger_check_gets_the_cost_that_is_charged(tmp_path, capsys, monkeypatch):
-    """Old code: _open_ledger was checked against (draws x epsilon, 0) while (draws x epsilon', draws x delta') was
+    """Old code: open_ledger was checked against (draws x epsilon, 0) while (draws x epsilon', draws x delta') was
     charged."""
-    import fdp_ppl.cli as cli
+    import fdp_ppl.cli.common as common
 
     seen = []
-    real = cli._open_ledger
+    real = common.open_ledger
 
     def spy(a, cost):
         seen.append(cost)
         return real(a, cost)
 
-    monkeypatch.setattr(cli, "_open_ledger", spy)
+    monkeypatch.setattr(common, "open_ledger", spy)
     ledger = tmp_path / "ledger.sqlite"
     for name, extra in (("pure", ()), ("approx", ("--delta", "1e-10"))):
         rc, out = _fpca(tmp_path, "--data", "growth", "--k", "1", "--m", "4", "--epsilon", "0.5", "--tau", "200",
@@ -107,7 +107,7 @@ def test_fourier_bingham_exact_k1_and_seed(tmp_path, capsys):
     assert rc == rc2 == 0
     a, b = xr.open_datatree(out), xr.open_datatree(out2)
     std = capsys.readouterr()
-    from fdp_ppl.cli import SEEDED_TEXT
+    from fdp_ppl.cli.common import SEEDED_TEXT
 
     assert a.attrs["noise_seeded"] == 1 and SEEDED_TEXT in std.out
     assert "seed 5" not in std.out + std.err and "--seed" not in std.out + std.err  # the seed is never printed

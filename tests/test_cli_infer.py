@@ -1,4 +1,4 @@
-"""``fdp-ppl infer`` (fdp_ppl/cli_infer.py): release file -> posterior file (+ band plot), no privacy cost."""
+"""``fdp-ppl infer`` (fdp_ppl/cli/infer.py): release file -> posterior file (+ band plot), no privacy cost."""
 
 import subprocess
 import sys
@@ -182,7 +182,7 @@ def test_infer_in_help_and_module_is_light(capsys):
     assert "infer" in capsys.readouterr().out
     code = ("import sys, time, contextlib, io\n"
             "t0 = time.perf_counter()\n"
-            "import fdp_ppl.cli_infer\n"
+            "import fdp_ppl.cli.infer\n"
             "from fdp_ppl.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()) as buf:\n"
             "    assert main(['infer', '--help']) == 0\n"
@@ -197,7 +197,7 @@ def test_infer_in_help_and_module_is_light(capsys):
 
 
 def test_infer_flag_choices_match_the_library():
-    from fdp_ppl import cli_infer
+    from fdp_ppl.cli import infer as cli_infer
     from fdp_ppl.inference.infer import METHODS, TARGETS
 
     assert cli_infer.METHODS == METHODS and cli_infer.TARGETS == TARGETS

@@ -1,4 +1,4 @@
-"""``fdp-ppl kde`` (fdp_ppl/cli_kde.py)."""
+"""``fdp-ppl kde`` (fdp_ppl/cli/kde.py)."""
 
 import numpy as np
 import pytest
@@ -84,7 +84,7 @@ def test_kde_cli_module_imports_only_argparse():
     import ast
     import inspect
 
-    import fdp_ppl.cli_kde as mod
+    import fdp_ppl.cli.kde as mod
 
     tree = ast.parse(inspect.getsource(mod))
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]

@@ -9,7 +9,8 @@ import pytest
 import xarray as xr
 
 from fdp_ppl.accounting import PrivacyLedger
-from fdp_ppl.cli import MIN_RELEASE_SEED, SEEDED_TEXT, main
+from fdp_ppl.cli import main
+from fdp_ppl.cli.common import MIN_RELEASE_SEED, SEEDED_TEXT
 
 K = 8
 BIG_SEED = MIN_RELEASE_SEED + 123_456_789
@@ -247,7 +248,7 @@ def test_a_full_filesystem_is_refused_before_the_charge(tmp_path, data, capsys):
         assert list(small.iterdir()) == [] and PrivacyLedger.open(led).spent.epsilon == 0
         # the space check passed, the disk fills while writing: a clean error, no crash, nothing left behind
         (small / "fill").write_bytes(b"\0" * 60 * 1024)
-        code = ("import sys, fdp_ppl.cli as c; c.check_output_space = lambda a, n: None; "
+        code = ("import sys, fdp_ppl.cli as c, fdp_ppl.cli.release as r; r.check_output_space = lambda a, n: None; "
                 f"sys.exit(c.main({_release(data, small / 'r.nc', '--draws', '10')!r}))")
         res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
         assert res.returncode == 2 and "No space left on device" in res.stderr and "Traceback" not in res.stderr

@@ -3,7 +3,7 @@
 Reads a mean-curve release (``fdp-ppl release``, :func:`fdp_ppl.release`) with ``xr.open_datatree``,
 runs :func:`fdp_ppl.infer` with a GP or ICLP prior built from the flags, and writes the inference result
 (``posterior/curve`` (chain, draw, t), ``coefficients``, hyperparameters, ``observed_data``, ``log_likelihood``)
-with the package's atomic :func:`~fdp_ppl.cli.write_release`, optionally with a posterior band plot
+with the package's atomic :func:`~fdp_ppl.cli.common.write_release`, optionally with a posterior band plot
 (:func:`fdp_ppl.plots.plot_inference`). Inference reads only the public release, so it is post-processing:
 it costs no privacy, needs no ledger and may be seeded freely.
 
@@ -112,7 +112,7 @@ def _check(a) -> None:
     """Public checks of the flags and the outputs, before the release is read."""
     import types
 
-    from .cli import CLIError, _check_out, _finite
+    from .common import CLIError, check_out, finite
 
     for key, priors in _PRIOR_FLAGS.items():
         if getattr(a, key) is not None and a.prior not in priors:
@@ -122,15 +122,15 @@ def _check(a) -> None:
     positive = ("lengthscale", "amplitude", "amplitude_scale", "mean_scale", "sampling_sd")
     for key in positive:
         v = getattr(a, key)
-        if v is not None and not (_finite(v) and v > 0):
+        if v is not None and not (finite(v) and v > 0):
             flag = "--" + key.replace("_", "-")
             raise CLIError(f"{flag} must be a finite number > 0 (got {v})", f"pass e.g. {flag} 1")
     for key in ("mean", "mean_loc"):
         v = getattr(a, key)
-        if v is not None and not _finite(v):
+        if v is not None and not finite(v):
             flag = "--" + key.replace("_", "-")
             raise CLIError(f"{flag} must be a finite number (got {v})", f"pass e.g. {flag} 0")
-    if a.smoothness is not None and not (_finite(a.smoothness) and a.smoothness >= 1):
+    if a.smoothness is not None and not (finite(a.smoothness) and a.smoothness >= 1):
         raise CLIError(f"--smoothness must be a finite number >= 1 (got {a.smoothness})", "pass e.g. --smoothness 2")
     if a.sampling_sd is not None and a.target != "population":
         raise CLIError("--sampling-sd applies to --target population only", "drop --sampling-sd")
@@ -140,9 +140,9 @@ def _check(a) -> None:
         raise CLIError(f"--tune must be >= 0 (got {a.tune})", "pass e.g. --tune 1000")
     if a.chains < 1:
         raise CLIError(f"--chains must be >= 1 (got {a.chains})", "pass e.g. --chains 2")
-    if not (_finite(a.target_accept) and 0 < a.target_accept < 1):
+    if not (finite(a.target_accept) and 0 < a.target_accept < 1):
         raise CLIError(f"--target-accept must lie in (0, 1) (got {a.target_accept})", "pass e.g. --target-accept 0.9")
-    if a.ci_prob is not None and not (_finite(a.ci_prob) and 0 < a.ci_prob < 1):
+    if a.ci_prob is not None and not (finite(a.ci_prob) and 0 < a.ci_prob < 1):
         raise CLIError(f"--ci-prob must lie in (0, 1) (got {a.ci_prob})", "pass e.g. --ci-prob 0.89")
     if a.release_draw < 0:
         raise CLIError(f"--release-draw must be >= 0 (got {a.release_draw})", "pass e.g. --release-draw 0")
@@ -150,12 +150,12 @@ def _check(a) -> None:
         raise CLIError("--seed must be a non-negative integer", "pass e.g. --seed 1, or omit it")
     # the package's output checks (directories, --out / --plot distinct, not the release file, --force); the seed
     # rule for releases does not apply here (no privacy at stake), so no seed is passed on
-    _check_out(types.SimpleNamespace(out=a.out, plot=a.plot, force=a.force, data=a.release, seed=None))
+    check_out(types.SimpleNamespace(out=a.out, plot=a.plot, force=a.force, data=a.release, seed=None))
 
 
 def _family(tree) -> tuple[str, str] | None:
     """What a tree is when it is not a mean-curve release that :func:`fdp_ppl.infer` reads (None: it may be one)."""
-    from .schema import EXPMECH_FPCA, ERM_RELEASE, INFERENCE, KIND_ATTR
+    from ..schema import EXPMECH_FPCA, ERM_RELEASE, INFERENCE, KIND_ATTR
 
     kind = tree.attrs.get(KIND_ATTR)
     post = set(tree["posterior"].data_vars) if "posterior" in tree.children else set()
@@ -180,9 +180,9 @@ def _read(a):
 
     import xarray as xr
 
-    from .cli import CLIError, _os_message
-    from .errors import SchemaError
-    from .schema import read_release
+    from .common import CLIError, os_message
+    from ..errors import SchemaError
+    from ..schema import read_release
 
     path = Path(str(a.release)).expanduser()
     if not path.exists():
@@ -193,7 +193,7 @@ def _read(a):
         with xr.open_datatree(path) as tree:
             tree = tree.load()
     except OSError as err:
-        raise CLIError(f"cannot read {a.release} as a netCDF release: {_os_message(err)}",
+        raise CLIError(f"cannot read {a.release} as a netCDF release: {os_message(err)}",
                        "pass a netCDF file written by fdp-ppl release") from None
     except (ValueError, TypeError, KeyError):
         raise CLIError(f"cannot read {a.release}: it is not a netCDF file",
@@ -220,7 +220,7 @@ def _flags(text: str) -> str:
 
 
 def _prior(a):
-    from .inference import GPPrior, ICLPPrior
+    from ..inference import GPPrior, ICLPPrior
 
     if a.prior == "gp":
         kw = {k: getattr(a, k) for k in ("lengthscale", "amplitude", "amplitude_scale", "mean", "mean_loc",
@@ -254,9 +254,9 @@ def run(a) -> int:
     import sys
     import warnings
 
-    from ._progress import progress_mode, stage
-    from .cli import CLIError, write_release
-    from .errors import FdpPplError
+    from .._progress import progress_mode, stage
+    from .common import CLIError, write_release
+    from ..errors import FdpPplError
 
     _check(a)
     with stage(f"reading {a.release}"):
@@ -265,7 +265,7 @@ def run(a) -> int:
 
     import fdp_ppl as fp
 
-    from .inference import InferenceWarning
+    from ..inference import InferenceWarning
 
     bars = progress_mode() == "spinner"  # on a terminal: PyMC's own progress bar for NUTS (one live display)
     pymc_log = logging.getLogger("pymc")
@@ -290,11 +290,9 @@ def run(a) -> int:
     failed = [n for n in notes if n.startswith("MCMC diagnostics failed")]
     result.attrs["release_file"] = str(a.release)
 
-    def draw_plot(tree, path):
-        from .cli import save_plot
+    from .common import plotter
 
-        save_plot("plot_inference", tree, path, release_tree=release, ci_prob=a.ci_prob)
-
+    draw_plot = plotter("plot_inference", release_tree=release, ci_prob=a.ci_prob)
     out = write_release(result, a.out, a.plot, draw_plot, charged=False)  # inference charges nothing
     _print_table(a, release, view, result, prior, out, failed)
     for note in notes:
@@ -305,9 +303,9 @@ def run(a) -> int:
 def _print_table(a, release, view, result, prior, out, failed) -> None:
     import numpy as np
 
-    from . import registry
-    from .cli import print_table
-    from .inference import credible_band
+    from .. import registry
+    from .common import print_table
+    from ..inference import credible_band
 
     meta = view.metadata
     at = result.attrs

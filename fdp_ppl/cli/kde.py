@@ -23,7 +23,7 @@ BERNSTEIN_K = {1: 20, 2: 10}
 
 def add_subparser(sub) -> None:
     """Add ``kde`` to the sub-command parsers of ``fdp-ppl``."""
-    from .cli import _SEED_HELP, _add_ledger_args, _add_output_args, add_unit_args
+    from .common import SEED_HELP, add_ledger_args, add_output_args, add_unit_args
 
     p = sub.add_parser(
         NAME, help="release a private kernel density estimate of one or two columns",
@@ -61,18 +61,18 @@ def add_subparser(sub) -> None:
     m.add_argument("--grid-size", type=int, default=None,
                    help="grid points per axis (default 200 in 1-D, 30 in 2-D)")
     m.add_argument("--draws", type=int, default=1, help="number of released draws; each costs (epsilon, delta)")
-    m.add_argument("--seed", type=int, default=None, help=_SEED_HELP)
-    _add_output_args(p)
-    _add_ledger_args(p)
+    m.add_argument("--seed", type=int, default=None, help=SEED_HELP)
+    add_output_args(p)
+    add_ledger_args(p)
 
 
 def _check(a):
-    from .cli import CLIError, _check_ledger_args, _check_out, _check_unit_args, _finite
+    from .common import CLIError, check_ledger_args, check_out, check_unit_args, finite
 
-    if not (_finite(a.epsilon) and a.epsilon > 0):
+    if not (finite(a.epsilon) and a.epsilon > 0):
         raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon})", "pass e.g. --epsilon 1")
-    a.unit = _check_unit_args(a)
-    from .cli import warn_large_epsilon
+    a.unit = check_unit_args(a)
+    from .common import warn_large_epsilon
 
     warn_large_epsilon(a.epsilon)
     if a.unit is not None and a.unit.contributions > 1:
@@ -83,20 +83,20 @@ def _check(a):
     approx = a.mechanism in ("gp", "sobolev")
     if approx and a.delta is None:
         raise CLIError(f"--mechanism {a.mechanism} is (epsilon, delta)-DP and needs --delta", "pass e.g. --delta 1e-5")
-    if approx and not (_finite(a.delta) and 0 < a.delta < 1):
+    if approx and not (finite(a.delta) and 0 < a.delta < 1):
         raise CLIError(f"--delta must lie in (0, 1) (got {a.delta})", "pass e.g. --delta 1e-5")
     if not approx and a.delta is not None:
         raise CLIError(f"--mechanism {a.mechanism} is pure epsilon-DP and takes no --delta", "drop --delta")
     lo, hi = a.domain
-    if not (_finite(lo) and _finite(hi) and lo < hi):
+    if not (finite(lo) and finite(hi) and lo < hi):
         raise CLIError(f"--domain needs finite LO < HI (got {lo} {hi})", "pass e.g. --domain 0 1")
-    if a.bandwidth is not None and not (_finite(a.bandwidth) and a.bandwidth > 0):
+    if a.bandwidth is not None and not (finite(a.bandwidth) and a.bandwidth > 0):
         raise CLIError(f"--bandwidth must be > 0 (got {a.bandwidth})", "pass e.g. --bandwidth 0.1")
     if a.bandwidth_epsilon is not None:
         if a.bandwidth is not None:
             raise CLIError("--bandwidth and --bandwidth-epsilon exclude each other",
                            "pass a public --bandwidth, or --bandwidth-epsilon to choose h privately")
-        if not (_finite(a.bandwidth_epsilon) and a.bandwidth_epsilon > 0):
+        if not (finite(a.bandwidth_epsilon) and a.bandwidth_epsilon > 0):
             raise CLIError(f"--bandwidth-epsilon must be > 0 (got {a.bandwidth_epsilon})",
                            "pass e.g. --bandwidth-epsilon 0.1")
     if a.grid_size is not None and a.grid_size < 3:
@@ -119,17 +119,17 @@ def _check(a):
                            "pass e.g. --bernstein-k 20")
     if a.normalise and a.mechanism != "iclp":
         raise CLIError(f"--normalise applies to --mechanism iclp only (got {a.mechanism})", "drop --normalise")
-    if a.mechanism == "iclp" and not (_finite(a.eta) and a.eta > 1):
+    if a.mechanism == "iclp" and not (finite(a.eta) and a.eta > 1):
         raise CLIError(f"--eta must be > 1 (got {a.eta})", "pass e.g. --eta 1.25")
-    _check_out(a)
-    _check_ledger_args(a)
+    check_out(a)
+    check_ledger_args(a)
 
 
 def _column(a, name, *, ids: bool = False):
     """The values of column / variable ``name`` (floats; any values with ``ids``: a privacy unit's column)."""
     import numpy as np
 
-    from .cli import CLIError
+    from .common import CLIError
 
     path = str(a.data)
     if path.lower().endswith((".parquet", ".pq")):
@@ -191,15 +191,15 @@ def run(a) -> int:
 
     import numpy as np
 
-    from .accounting import PrivacyBudget
-    from ._progress import stage
-    from .cli import CLIError, _open_ledger, write_release
-    from .errors import SeededReleaseWarning
+    from ..accounting import PrivacyBudget
+    from .._progress import stage
+    from .common import CLIError, open_ledger, write_release
+    from ..errors import SeededReleaseWarning
 
     _check(a)
     bw_eps = a.bandwidth_epsilon or 0.0
     cost = PrivacyBudget(a.epsilon * a.draws + bw_eps, (a.delta or 0.0) * a.draws)
-    ledger = _open_ledger(a, cost)
+    ledger = open_ledger(a, cost)
     obs = _column(a, a.var)
     if a.var2 is not None:
         second = _column(a, a.var2)
@@ -220,11 +220,11 @@ def run(a) -> int:
     inside = np.all((obs >= lo) & (obs <= hi), axis=-1) if d == 2 else (obs >= lo) & (obs <= hi)
     n_clipped = int(np.sum(~inside))
     size = a.grid_size or (200 if d == 1 else 30)
-    from .cli import check_output_space
+    from .common import check_output_space
 
     check_output_space(a, 8.0 * a.draws * size**d * 2 + 8.0 * size**d * 8)
     if bw_eps:  # Hall 4.1.2 with private IQRs, charged to the ledger before its draws
-        from .kde import private_bandwidth
+        from ..kde import private_bandwidth
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SeededReleaseWarning)
@@ -283,7 +283,7 @@ _DESCRIPTIONS = {"gp": "Gaussian KDE + Gaussian-process noise with the Gaussian 
 
 def _print_table(tree, out, a, ledger, n, bw_eps) -> None:
     """The public table of ``fdp-ppl kde`` (the one layout every command prints)."""
-    from .cli import SEEDED_TEXT, UNSEEDED_TEXT, ledger_text, print_table, unit_text
+    from .common import SEEDED_TEXT, UNSEEDED_TEXT, ledger_text, print_table, unit_text
 
     at = tree.attrs
     h = at["h"] if isinstance(at["h"], str) else format(float(at["h"]), ".4g")
@@ -313,11 +313,11 @@ def _print_table(tree, out, a, ledger, n, bw_eps) -> None:
 
 
 def _warn_repeated_ids(a) -> None:
-    """The record-level warning of :func:`fdp_ppl.cli.warn_record_level` for a table's id-like columns."""
+    """The record-level warning of :func:`fdp_ppl.cli.common.warn_record_level` for a table's id-like columns."""
     import numpy as np
     import xarray as xr
 
-    from .cli import warn_record_level
+    from .common import warn_record_level
 
     path = str(a.data)
     try:
@@ -341,9 +341,9 @@ def _warn_repeated_ids(a) -> None:
 
 
 def _grid_release(a, obs, n, d, size, ledger, label, units=None):
-    from .kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec, release_kde
-    from .kde.baselines import BernsteinKDESpec, FRLKDESpec
-    from .mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
+    from ..kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec, release_kde
+    from ..kde.baselines import BernsteinKDESpec, FRLKDESpec
+    from ..mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
 
     grid = CartesianGrid.uniform([tuple(a.domain)] * d, size)
     unit = {"privacy_unit": a.unit}
@@ -370,9 +370,9 @@ def _baseline(a, obs, n, size, ledger, label, units=None):
 
     import fdp_ppl as fp
 
-    from .kde import bandwidth_rule
-    from .kde.baselines import bernstein_kde_spec, frl_kde_spec, kde_bumps
-    from .mechanisms import FRL, Bernstein
+    from ..kde import bandwidth_rule
+    from ..kde.baselines import bernstein_kde_spec, frl_kde_spec, kde_bumps
+    from ..mechanisms import FRL, Bernstein
 
     lo, hi = a.domain
     pts = np.linspace(lo, hi, size)

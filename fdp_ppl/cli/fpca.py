@@ -23,7 +23,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from ._names import FPCA_FORMS, FPCA_SAMPLERS
+from .._names import FPCA_FORMS, FPCA_SAMPLERS
 
 NAME = "fpca"
 FORMS, SAMPLERS = FPCA_FORMS, FPCA_SAMPLERS
@@ -31,7 +31,7 @@ FORMS, SAMPLERS = FPCA_FORMS, FPCA_SAMPLERS
 
 def add_subparser(sub) -> None:
     """Add ``fpca`` to the sub-command parsers of ``fdp-ppl``."""
-    from .cli import DEFAULT_RHO, _SEED_HELP, _add_ledger_args, _add_output_args, add_unit_args
+    from .common import DEFAULT_RHO, SEED_HELP, add_ledger_args, add_output_args, add_unit_args
 
     p = sub.add_parser(
         NAME, help="release epsilon-DP principal components (exponential mechanism)",
@@ -89,21 +89,21 @@ def add_subparser(sub) -> None:
                         "probability <= DELTA (e.g. 1e-10; needs a ledger with a delta budget); default: pure "
                         "epsilon''-DP where the public bounds allow it")
     m.add_argument("--draws", type=int, default=1, help="number of released frames; the ledger is charged draws x epsilon")
-    m.add_argument("--seed", type=int, default=None, help=_SEED_HELP)
-    _add_output_args(p)
-    _add_ledger_args(p)
+    m.add_argument("--seed", type=int, default=None, help=SEED_HELP)
+    add_output_args(p)
+    add_ledger_args(p)
 
 
 def _check(a):
-    from .cli import CLIError, _check_ledger_args, _check_out, _check_unit_args, _finite
+    from .common import CLIError, check_ledger_args, check_out, check_unit_args, finite
 
-    a.unit = _check_unit_args(a)
-    from .cli import warn_large_epsilon
+    a.unit = check_unit_args(a)
+    from .common import warn_large_epsilon
 
     warn_large_epsilon(a.epsilon)
-    if not (_finite(a.epsilon) and a.epsilon > 0):
+    if not (finite(a.epsilon) and a.epsilon > 0):
         raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon})", "pass e.g. --epsilon 1")
-    if not (_finite(a.tau) and a.tau > 0):
+    if not (finite(a.tau) and a.tau > 0):
         raise CLIError(f"--tau must be a finite number > 0 (got {a.tau})",
                        "pass a public bound on the curves' L2 norm, e.g. --tau 1")
     if a.k < 1 or a.m < 1:
@@ -114,22 +114,22 @@ def _check(a):
         raise CLIError(f"--draws must be >= 1 (got {a.draws})", "pass --draws 1 for one release")
     if a.iterations < 1:
         raise CLIError(f"--iterations must be >= 1 (got {a.iterations})", "e.g. --iterations 200")
-    from .expmech.fpca import iteration_floor
+    from ..expmech.fpca import iteration_floor
 
     floor = iteration_floor(a.sampler, a.k)
     if a.iterations < floor:
         what = "NUTS tuning steps" if a.sampler == "nuts" else "Gibbs scans (k > 1)"
         raise CLIError(f"--iterations {a.iterations} is below the public floor of {floor} {what}",
                        f"pass --iterations {floor} or more (default 200)")
-    if a.rho is not None and not (_finite(a.rho) and a.rho > 0):
+    if a.rho is not None and not (finite(a.rho) and a.rho > 0):
         raise CLIError(f"--rho must be > 0 (got {a.rho})", "e.g. --rho 0.1")
-    from ._names import KERNEL_NAMES
+    from .._names import KERNEL_NAMES
 
     if a.basis != "fourier" and a.basis not in KERNEL_NAMES:
         raise CLIError(f"unknown --basis {a.basis!r}", f"choose fourier or a kernel: {', '.join(KERNEL_NAMES)}")
     if a.basis == "fourier" and a.rho is not None:
         raise CLIError("--rho applies to a kernel basis, not to --basis fourier", "drop --rho or pass --basis matern32")
-    if a.delta is not None and not (_finite(a.delta) and 0 < a.delta < 1):
+    if a.delta is not None and not (finite(a.delta) and 0 < a.delta < 1):
         raise CLIError(f"--delta must lie strictly between 0 and 1 (got {a.delta})",
                        "pass e.g. --delta 1e-10, or omit it for pure epsilon-DP")
     if a.delta is not None and (a.sampler == "nuts" or (a.sampler == "gibbs" and a.k > 1)):
@@ -143,17 +143,17 @@ def _check(a):
     if a.form == "gp-base" and a.sampler == "gibbs":
         raise CLIError("the Gibbs sampler serves --form bingham only",
                        "pass --sampler exact (rejection from the base measure) or --sampler nuts")
-    _check_out(a)
-    _check_ledger_args(a)
+    check_out(a)
+    check_ledger_args(a)
 
 
 def _spec(a, curves):
     import numpy as np
 
-    from . import dims
-    from .expmech import FPCASpec
-    from .spaces import Grid, eigenbasis, kernel_from_name
-    from .cli import DEFAULT_RHO
+    from .. import dims
+    from ..expmech import FPCASpec
+    from ..spaces import Grid, eigenbasis, kernel_from_name
+    from .common import DEFAULT_RHO
 
     grid = Grid.from_points(np.asarray(curves[dims.T].values, dtype=float))
     basis = "fourier"
@@ -165,21 +165,21 @@ def _spec(a, curves):
 
 def run(a) -> int:
     """Run ``fdp-ppl fpca`` with parsed arguments; returns the exit code."""
-    from . import dims
-    from ._progress import stage
-    from .cli import _dataset_identity, _load, _open_ledger, write_release
-    from .errors import SeededReleaseWarning
-    from .expmech import fpca_release
-    from .expmech.fpca import release_plan
+    from .. import dims
+    from .._progress import stage
+    from .common import dataset_identity, load_data, open_ledger, plotter, write_release
+    from ..errors import SeededReleaseWarning
+    from ..expmech import fpca_release
+    from ..expmech.fpca import release_plan
 
     import numpy as np
 
     _check(a)
     with stage(f"loading {a.data}"):
-        curves = _load(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim,
+        curves = load_data(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim,
                        t_dim=a.t_dim)
     spec = _spec(a, curves)
-    from .cli import warn_record_level
+    from .common import warn_record_level
 
     if a.unit is None:
         warn_record_level(curves)
@@ -189,7 +189,7 @@ def run(a) -> int:
         n = int(np.unique(units).size) * a.unit.contributions
     # the cost that will be charged (pure epsilon'' or (epsilon', delta')), and every public refusal, before the ledger
     plan = release_plan(spec, n, a.sampler, draws=a.draws, iterations=a.iterations, delta=a.delta, flags=True)
-    ledger = _open_ledger(a, plan["cost"])
+    ledger = open_ledger(a, plan["cost"])
     with stage("fitting the summary (basis, clipping at tau)"):
         fit = spec.fit(curves.transpose(dims.CURVE, dims.T).values, units=units, n=n)
     bars = a.sampler != "exact" and sys.stderr.isatty()  # the samplers' own progress bars (one live display)
@@ -197,33 +197,27 @@ def run(a) -> int:
     with warnings.catch_warnings(), (contextlib.nullcontext() if bars else stage("drawing the release")):
         warnings.simplefilter("ignore", SeededReleaseWarning)
         tree = fpca_release(fit, sampler=a.sampler, draws=a.draws, iterations=a.iterations, random_seed=a.seed,
-                            delta=a.delta, ledger=ledger, dataset=_dataset_identity(curves),
+                            delta=a.delta, ledger=ledger, dataset=dataset_identity(curves),
                             label=f"fpca {a.form}/{a.sampler} k={a.k} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}",
                             progressbar=bars)
     tree.attrs["data_source"] = source
     tree.attrs["missing"] = a.missing
-    from .summaries.base import curve_labels
+    from ..summaries.base import curve_labels
 
     # public descriptions of the data (names and units, never values): the table's tau and the plot's axis
     tree.attrs.update(curve_labels(curves))
     for key in ("long_name", "units"):
         if curves["t"].attrs.get(key):
             tree["posterior"]["t"].attrs[key] = str(curves["t"].attrs[key])
-    out = write_release(tree, a.out, a.plot, _plot)
+    out = write_release(tree, a.out, a.plot, plotter("plot_fpca"))
     _print_table(tree, out, a, ledger)
     print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.n} curves had L2 norm above tau "
           "and were clipped", file=sys.stderr)
     return 0
 
 
-def _plot(tree, path) -> None:
-    from .cli import save_plot
-
-    save_plot("plot_fpca", tree, path)
-
-
 def _print_table(tree, out, a, ledger) -> None:
-    from .cli import ledger_text, print_table, seed_text, unit_text
+    from .common import ledger_text, print_table, seed_text, unit_text
 
     at = tree.attrs
     exact = int(at["exact"])

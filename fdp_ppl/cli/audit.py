@@ -50,13 +50,13 @@ def add_subparser(sub) -> None:
 
 
 def _check(a):
-    from .cli import CLIError, _finite
+    from .common import CLIError, finite
 
-    if not (_finite(a.epsilon) and a.epsilon > 0):
+    if not (finite(a.epsilon) and a.epsilon > 0):
         raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon})", "pass e.g. --epsilon 1")
-    if a.delta is not None and not (_finite(a.delta) and 0 < a.delta < 1):
+    if a.delta is not None and not (finite(a.delta) and 0 < a.delta < 1):
         raise CLIError(f"--delta must lie strictly between 0 and 1 (got {a.delta})", "pass e.g. --delta 1e-5")
-    if not (_finite(a.confidence) and 0 < a.confidence < 1):
+    if not (finite(a.confidence) and 0 < a.confidence < 1):
         raise CLIError(f"--confidence must lie strictly between 0 and 1 (got {a.confidence})",
                        "pass e.g. --confidence 0.95")
     if a.samples is not None and a.samples < 20:
@@ -65,7 +65,7 @@ def _check(a):
         raise CLIError(f"--tests must be >= 1 (got {a.tests})", "pass e.g. --tests 4")
     if a.timing_calls < 0:
         raise CLIError(f"--timing-calls must be >= 0 (got {a.timing_calls})", "pass e.g. --timing-calls 300")
-    from .audit import mechanisms_of
+    from ..audit import mechanisms_of
 
     names = mechanisms_of(a.family)
     name = a.mechanism if a.family != "fpca" or "/" in a.mechanism else f"{a.mechanism}/exact"
@@ -84,10 +84,10 @@ def run(a) -> int:
     """Run ``fdp-ppl audit`` with parsed arguments; returns the exit code (0 consistent, 1 violation)."""
     from pathlib import Path
 
-    from .cli import print_table
+    from .common import print_table
 
     name = _check(a)
-    from .audit import VERDICT_VIOLATION, audit
+    from ..audit import VERDICT_VIOLATION, audit
 
     kinds = ("statistic", "failure") if a.no_timing else ("statistic", "failure", "timing")
     ds = audit(name, family=a.family, epsilon=a.epsilon, delta=a.delta, samples=a.samples,
@@ -97,7 +97,7 @@ def run(a) -> int:
     if a.out is not None:  # the package's atomic writer (temporary name, fsync, rename); an audit charges nothing
         import xarray as xr
 
-        from .cli import write_release
+        from .common import write_release
 
         write_release(xr.DataTree(ds), a.out, charged=False)
     rows = [

@@ -24,7 +24,7 @@ KERNELS = ("gaussian", "exponential", "matern12", "matern32", "matern52")
 
 def add_subparser(sub) -> None:
     """Add ``svm`` to the sub-command parsers of ``fdp-ppl``."""
-    from .cli import _SEED_HELP, _add_ledger_args, _add_output_args, add_unit_args
+    from .common import SEED_HELP, add_ledger_args, add_output_args, add_unit_args
 
     p = sub.add_parser(
         NAME, help="release a private kernel SVM / kernel machine decision function",
@@ -64,13 +64,13 @@ def add_subparser(sub) -> None:
     m.add_argument("--solver-slack", type=float, default=0.01, help="relative inflation of Delta paying for the "
                                                                     "solver's certified accuracy (default 0.01)")
     m.add_argument("--draws", type=int, default=1, help="number of released functions; charged draws x budget")
-    m.add_argument("--seed", type=int, default=None, help=_SEED_HELP)
-    _add_output_args(p)
-    _add_ledger_args(p)
+    m.add_argument("--seed", type=int, default=None, help=SEED_HELP)
+    add_output_args(p)
+    add_ledger_args(p)
 
 
 def _parse_domain(text, d):
-    from .cli import CLIError
+    from .common import CLIError
 
     if text is None:
         return [[0.0, 1.0]] * d
@@ -88,10 +88,10 @@ def _parse_domain(text, d):
 
 
 def _check(a):
-    from .cli import CLIError, _check_ledger_args, _check_out, _check_unit_args, _finite
+    from .common import CLIError, check_ledger_args, check_out, check_unit_args, finite
 
-    a.unit = _check_unit_args(a)
-    from .cli import warn_large_epsilon
+    a.unit = check_unit_args(a)
+    from .common import warn_large_epsilon
 
     warn_large_epsilon(a.epsilon)
     if a.unit is not None and (a.unit.max_contributions != 1 or a.unit.order is not None):
@@ -101,12 +101,12 @@ def _check(a):
     if len(a.feature_names) not in (1, 2):
         raise CLIError(f"--features takes one or two column names (got {a.features!r})", "e.g. --features x1,x2")
     for flag, v in (("--epsilon", a.epsilon), ("--lam", a.lam), ("--bandwidth", a.bandwidth)):
-        if not (_finite(v) and v > 0):
+        if not (finite(v) and v > 0):
             raise CLIError(f"{flag} must be a finite number > 0 (got {v})", f"pass e.g. {flag} 1")
     if a.mechanism == "gp":
         if a.delta is None:
             raise CLIError("--mechanism gp is (epsilon, delta)-DP and needs --delta", "e.g. --delta 1e-5")
-        if not (_finite(a.delta) and 0 < a.delta < 1):
+        if not (finite(a.delta) and 0 < a.delta < 1):
             raise CLIError(f"--delta must lie strictly between 0 and 1 (got {a.delta})", "e.g. --delta 1e-5")
         if a.calibration == "classical" and a.epsilon > 1:
             raise CLIError(f"the classical calibration is valid only for epsilon <= 1 (got {a.epsilon:g})",
@@ -116,24 +116,24 @@ def _check(a):
             raise CLIError("--mechanism iclp is pure epsilon-DP and takes no --delta", "drop --delta")
         if len(a.feature_names) != 1:
             raise CLIError("--mechanism iclp releases a machine on one feature", "use --mechanism gp for two")
-        if not (_finite(a.eta) and a.eta > 1):
+        if not (finite(a.eta) and a.eta > 1):
             raise CLIError(f"--eta must be > 1 (got {a.eta})", "e.g. --eta 2")
     if a.draws < 1:
         raise CLIError(f"--draws must be >= 1 (got {a.draws})", "pass --draws 1 for one release")
     if a.grid_size is not None and a.grid_size < 2:
         raise CLIError(f"--grid-size must be >= 2 (got {a.grid_size})", "e.g. --grid-size 50")
-    if not (_finite(a.solver_slack) and 0 < a.solver_slack < 1):
+    if not (finite(a.solver_slack) and 0 < a.solver_slack < 1):
         raise CLIError(f"--solver-slack must lie in (0, 1) (got {a.solver_slack})", "e.g. --solver-slack 0.01")
     a.domain_box = _parse_domain(a.domain, len(a.feature_names))
-    _check_out(a)
-    _check_ledger_args(a)
+    check_out(a)
+    check_ledger_args(a)
 
 
 def _load_table(a):
     """Features (n, d) and labels (n,) from a CSV or netCDF file."""
     import numpy as np
 
-    from .cli import CLIError
+    from .common import CLIError
 
     path = Path(a.data).expanduser()
     if not path.is_file():
@@ -195,11 +195,11 @@ def _load_table(a):
 
 
 def _warn_ids(columns: dict) -> None:
-    """The record-level warning of :func:`fdp_ppl.cli.warn_record_level` for a table's other columns."""
+    """The record-level warning of :func:`fdp_ppl.cli.common.warn_record_level` for a table's other columns."""
     import numpy as np
     import xarray as xr
 
-    from .cli import warn_record_level
+    from .common import warn_record_level
 
     if columns:
         size = len(next(iter(columns.values())))
@@ -208,7 +208,7 @@ def _warn_ids(columns: dict) -> None:
 
 
 def _kernel(a):
-    from .spaces import Exponential, Gaussian, Matern
+    from ..spaces import Exponential, Gaussian, Matern
 
     h = a.bandwidth
     if a.kernel == "gaussian":
@@ -220,17 +220,17 @@ def _kernel(a):
 
 def run(a) -> int:
     """Run ``fdp-ppl svm`` with parsed arguments; returns the exit code."""
-    from .accounting import PrivacyBudget
-    from ._progress import stage
-    from .cli import Prepaid, _open_ledger, write_release
-    from .erm import ERMSpec, release_erm
-    from .errors import SeededReleaseWarning
-    from .mechanisms import ICLP, GaussianMechanism
+    from ..accounting import PrivacyBudget
+    from .._progress import stage
+    from .common import Prepaid, open_ledger, plotter, write_release
+    from ..erm import ERMSpec, release_erm
+    from ..errors import SeededReleaseWarning
+    from ..mechanisms import ICLP, GaussianMechanism
 
     _check(a)
     delta = a.delta if a.mechanism == "gp" else 0.0
     cost = PrivacyBudget(a.epsilon * a.draws, delta * a.draws)
-    ledger = _open_ledger(a, cost)
+    ledger = open_ledger(a, cost)
     X, y = _load_table(a)
     d = X.shape[1]
     grid_size = a.grid_size or (100 if d == 1 else 40)
@@ -240,7 +240,7 @@ def run(a) -> int:
     spec = ERMSpec(_kernel(a), lam=a.lam, n=n, loss=a.loss, domain=a.domain_box, grid_size=grid_size,
                    eta=a.eta if a.mechanism == "iclp" else None, solver_slack=a.solver_slack, privacy_unit=a.unit)
     mech = GaussianMechanism(a.epsilon, a.delta, a.calibration) if a.mechanism == "gp" else ICLP(a.epsilon)
-    from .cli import check_output_space
+    from .common import check_output_space
 
     check_output_space(a, 8.0 * a.draws * int(np.prod(spec.grid_size)) * 2 + 8.0 * int(np.prod(spec.grid_size)) * 8)
     spec.check_size()  # n x n memory: refused before the ledger is charged
@@ -255,21 +255,15 @@ def run(a) -> int:
     tree.attrs["data_source"] = Path(str(a.data)).name
     tree.attrs["features"] = ",".join(a.feature_names)
     tree.attrs["label"] = a.label
-    out = write_release(tree, a.out, a.plot, _plot)
+    out = write_release(tree, a.out, a.plot, plotter("plot_decision"))
     _print_table(tree, out, a, ledger)
     print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.spec.n} records had a feature "
           "outside --domain and were clipped to it", file=sys.stderr)
     return 0
 
 
-def _plot(tree, path) -> None:
-    from .cli import save_plot
-
-    save_plot("plot_decision", tree, path)
-
-
 def _print_table(tree, out, a, ledger) -> None:
-    from .cli import ledger_text, print_table, seed_text, unit_text
+    from .common import ledger_text, print_table, seed_text, unit_text
 
     at = tree.attrs
     gp = a.mechanism == "gp"

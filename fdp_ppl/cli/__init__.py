@@ -1,0 +1,91 @@
+"""``fdp-ppl``: the command line, one module per command.
+
+=========== ===================================================================== ============================
+command     what it does                                                          module
+=========== ===================================================================== ============================
+``release`` a private mean curve of a dataset (any mechanism of the registry)      :mod:`fdp_ppl.cli.release`
+``demo``    the end-to-end example on the bundled Berkeley growth curves           :mod:`fdp_ppl.cli.demo`
+``infer``   release file -> posterior file (costs no privacy)                      :mod:`fdp_ppl.cli.infer`
+``kde``     a private density (GP, Sobolev, ICLP, FRL, Bernstein)                  :mod:`fdp_ppl.cli.kde`
+``svm``     a private kernel machine (Hall et al. 2013, §4)                         :mod:`fdp_ppl.cli.svm`
+``fpca``    private principal components (exponential mechanism)                  :mod:`fdp_ppl.cli.fpca`
+``ledger``  what a persistent privacy ledger has spent and what remains           :mod:`fdp_ppl.cli.ledger`
+``audit``   an empirical privacy-loss audit on adversarial neighbours             :mod:`fdp_ppl.cli.audit`
+=========== ===================================================================== ============================
+
+Each command module defines ``add_subparser(sub)`` (cheap: no heavy import at module level, so ``fdp-ppl --help``
+stays fast) and ``run(args) -> int``. What they share — data and privacy-unit options, output and ledger checks
+made before any charge, the atomic writer, the public table, seeds and warnings — lives in
+:mod:`fdp_ppl.cli.common`.
+
+Bad input ends with one line ``fdp-ppl: error: ...`` on stderr naming the fix and exit code 2 (argparse's own
+usage errors also exit with 2). Library errors (:class:`fdp_ppl.errors.FdpPplError`: message ``; `` fix) are
+printed unchanged. Everything a command writes to its output file is public; the public table goes to stdout; what
+only the data holder may see (clipped and imputed counts) goes to stderr and never into a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sqlite3
+import sys
+
+from ..errors import FdpPplError
+from .common import PROG, fail, os_message
+
+#: the commands, in the order ``fdp-ppl --help`` lists them; each is the module ``fdp_ppl.cli.<name>``
+COMMANDS = ("release", "demo", "infer", "kde", "svm", "fpca", "ledger", "audit")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``fdp-ppl`` parser: one subparser per :data:`COMMANDS` entry, added by its module."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Differentially private releases of functional data: mean curves, densities, "
+                               "kernel machines and principal components, and inference from them.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}",
+                        help="print the package version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}")
+    sub.required = True
+    for name in COMMANDS:
+        importlib.import_module(f"{__name__}.{name}").add_subparser(sub)
+    return parser
+
+
+def _version() -> str:
+    from .._version import __version__
+
+    return __version__
+
+
+def main(argv=None) -> int:
+    """Entry point of ``fdp-ppl`` and ``python -m fdp_ppl``; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--version"]:  # before the parser, which lists the registry's mechanisms
+        print(f"{PROG} {_version()}")
+        return 0
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse usage errors (exit 2) and --help (exit 0)
+        return int(e.code) if isinstance(e.code, int) else (0 if e.code is None else 2)
+    try:
+        return importlib.import_module(f"{__name__}.{args.command}").run(args)
+    except FdpPplError as e:  # library and command-line errors: message; fix — printed unchanged
+        return fail(e)
+    except BrokenPipeError:  # the reader of stdout went away (`fdp-ppl ledger FILE | head -1`): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python flushes stdout at exit: let that go nowhere
+        return 0
+    except FileNotFoundError as e:
+        return fail(os_message(e))
+    except (ValueError, TypeError, KeyError) as e:
+        return fail(e.args[0] if e.args else repr(e))
+    except OSError as e:
+        return fail(f"cannot read or write a file: {e}")
+    except sqlite3.Error as e:
+        return fail(f"cannot use the ledger file: {e}; pass a ledger written by --ledger, or a new file name")
+
+
+__all__ = ["main", "build_parser", "COMMANDS"]

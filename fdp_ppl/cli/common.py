@@ -1,0 +1,589 @@
+"""What the ``fdp-ppl`` commands share: errors, data and privacy-unit options, output and ledger checks made before
+any charge, the atomic writer, the public table, seeds and warnings.
+
+Privacy notes
+-------------
+* **Before the charge.** Every check here depends on public inputs only (flags, paths, sizes) and runs before the
+  data are read or the ledger charged: a refused run costs nothing and says nothing about the data.
+* **Noise entropy.** Without ``--seed`` the noise comes from fresh OS entropy (``noise_seeded = 0``). A seeded
+  release can be regenerated and subtracted by anyone who learns the seed; seeds below :data:`MIN_RELEASE_SEED`
+  need ``--study``; the seed is never printed.
+* **Budget across runs.** ``--ledger FILE --budget E[,D]`` charges every release to a persistent ledger (SQLite,
+  shared by concurrent runs) before any noise is drawn or file written; a release that does not fit is refused and
+  writes nothing.
+* **Files.** :func:`write_release` writes every output to a temporary name, flushes it and renames it into place
+  only once all are complete: a kill or a full disk leaves no half-written file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+from pathlib import Path
+
+from .._progress import stage
+from ..errors import FdpPplError
+
+PROG = "fdp-ppl"
+
+
+class _Lazy:
+    """A module imported on first attribute access: ``fdp-ppl --version`` needs no mechanism, so the
+    registry (and PyMC, which the mechanisms import) load only when a command uses them."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr):
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attr)
+
+
+registry = _Lazy("fdp_ppl.registry")
+
+
+np = _Lazy("numpy")  # numpy alone takes about 0.2 s to import: --help and --version do without it
+
+
+DEFAULT_KERNEL = "matern32"
+
+
+DEFAULT_RHO = 0.1
+
+
+#: ``load_dataset``'s keyword arguments are the flags of the same name; its messages name the
+#: keyword, the command line names the flag (applied to errors of the data-loading step only)
+_LOAD_FLAGS = (
+    ("pass data_dir=... to load_dataset", "pass --data-dir DIR"),
+    ("data_dir=...", "--data-dir DIR"),
+    ("choose one with var=...", "choose one with --var NAME"),
+    ("record_dim=", "--record-dim "),
+    ("curve_dim=", "--record-dim "),
+    ("t_dim=", "--t-dim "),
+)
+
+
+class CLIError(FdpPplError, ValueError):
+    """Bad command-line input: a message and the fix, both in terms of flags."""
+
+
+def one_line(msg) -> str:
+    return " ".join(str(msg).split())
+
+
+def fail(msg) -> int:
+    print(f"{PROG}: error: {one_line(msg)}", file=sys.stderr)
+    return 2
+
+
+def os_message(err: OSError) -> str:
+    msg = err.args[-1] if err.args else str(err)
+    fname = getattr(err, "filename", None)
+    return f"{msg}: {fname}" if fname and str(fname) not in str(msg) else str(msg)
+
+
+def add_output_args(p, default_out=None):
+    p.add_argument("--out", default=default_out, required=default_out is None, metavar="PATH",
+                   help="netCDF file for the release (xarray DataTree)" + (f"; default {default_out}" if default_out else ""))
+    p.add_argument("--plot", default=None, metavar="PNG", help="also write a PNG of the release")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --out / --plot file (the old file stays intact until the new one is "
+                        "completely written; the input data and the ledger are never replaced)")
+    p.add_argument("--study", action="store_true",
+                   help="this run is a reproducible study, not a real release: allows a --seed below 2^32 (which "
+                        "anyone can find by search from the file alone)")
+
+
+#: the smallest --seed accepted for a release written to a file without --study: seeds below 2^32 are found by
+#: exhaustive search from the released file alone (seeds 0..19,999 took 4 s)
+MIN_RELEASE_SEED = 2**32
+
+
+SEED_HELP = ("seed the noise (tests and reproducible studies only): anyone who learns or guesses the seed can "
+              "regenerate the noise and subtract it, so a seeded release is private only while the seed stays "
+              "secret and unguessable; seeds below 2^32 need --study; the seed is never printed; default: fresh OS "
+              "entropy")
+
+
+#: the ``noise seed`` row of every command's table (the seed itself is never printed)
+SEEDED_TEXT = "seeded (not private if the seed is known or guessable)"
+
+
+UNSEEDED_TEXT = "fresh OS entropy (not seeded)"
+
+
+def seed_text(seeded) -> str:
+    """The ``noise seed`` row of every command's table: whether the noise was seeded, never the seed."""
+    return SEEDED_TEXT if seeded else UNSEEDED_TEXT
+
+
+def add_unit_args(g) -> None:
+    """``--privacy-unit``, ``--combine``, ``--max-contributions``, ``--unit-order`` (:mod:`fdp_ppl.units`)."""
+    g.add_argument("--privacy-unit", default=None, metavar="COLUMN",
+                   help="coordinate (or the table's id column) naming the person a record belongs to: the guarantee "
+                        "is then per person, and n is the number of persons; needs --combine mean or "
+                        "--max-contributions K")
+    g.add_argument("--combine", choices=("mean",), default=None,
+                   help="with --privacy-unit: average each person's records into one before clipping (every person "
+                        "weighs the same)")
+    g.add_argument("--max-contributions", type=int, default=None, metavar="K",
+                   help="with --privacy-unit: keep each person's first K records (file order, or --unit-order), pad "
+                        "to K with the public centre; the sensitivity is K times a record's")
+    g.add_argument("--unit-order", default=None, metavar="COORD",
+                   help="with --max-contributions: the per-record coordinate whose order decides which records are "
+                        "kept (e.g. visit); default: the order of the file")
+
+
+def check_unit_args(a):
+    """The :class:`~fdp_ppl.units.PrivacyUnit` of the flags (None without ``--privacy-unit``).
+
+    Raises
+    ------
+    CLIError
+        A rule without a unit, a unit without a rule, both rules, K < 1.
+    """
+    unit, combine, k, order = (getattr(a, x, None) for x in ("privacy_unit", "combine", "max_contributions",
+                                                                "unit_order"))
+    if unit is None:
+        if combine is not None or k is not None or order is not None:
+            raise CLIError("--combine, --max-contributions and --unit-order apply to a --privacy-unit",
+                           "pass --privacy-unit COLUMN too (e.g. --privacy-unit subject_id --combine mean)")
+        return None
+    if (combine is None) == (k is None):
+        raise CLIError("--privacy-unit needs exactly one contribution rule",
+                       "pass --combine mean (one averaged record per person) or --max-contributions K")
+    if k is not None and k < 1:
+        raise CLIError(f"--max-contributions must be >= 1 (got {k})", "e.g. --max-contributions 1")
+    if order is not None and k is None:
+        raise CLIError("--unit-order applies to --max-contributions", "drop --unit-order")
+    from ..units import PrivacyUnit
+
+    return PrivacyUnit(unit, max_contributions=k, combine=combine, order=order)
+
+
+#: above this per-draw epsilon the command line warns that the release offers little privacy (a public threshold)
+LARGE_EPSILON = 10.0
+
+
+def warn_large_epsilon(epsilon: float) -> None:
+    """One stderr line when ε exceeds :data:`LARGE_EPSILON` (public: it depends on the flags only)."""
+    if epsilon > LARGE_EPSILON:
+        print(f"{PROG}: warning: epsilon = {epsilon:g} offers little privacy (e^epsilon = {math.exp(min(epsilon, 700)):.3g}"
+              f"{'+' if epsilon > 700 else ''}: an observer's odds about any person can change by that factor)",
+              file=sys.stderr)
+
+
+def warn_record_level(records) -> None:
+    """One stderr line, no counts, when an id-like coordinate repeats and no ``--privacy-unit`` was given."""
+    from ..units import repeated_id_coordinates
+
+    names = repeated_id_coordinates(records)
+    if names:
+        print(f"{PROG}: warning: data holder only: {names[0]!r} repeats across records, so this guarantee is per "
+              f"record, not per person; pass --privacy-unit {names[0]} with --combine mean or --max-contributions K",
+              file=sys.stderr)
+
+
+def add_ledger_args(p):
+    g = p.add_argument_group("privacy budget")
+    g.add_argument("--ledger", default=None, metavar="FILE",
+                   help="persistent privacy ledger (SQLite; created if missing, shared by concurrent runs): the "
+                        "release is charged draws × (epsilon, delta) before any noise is drawn or file written, and "
+                        "refused, writing nothing, if it does not fit the budget")
+    g.add_argument("--budget", default=None, metavar="E[,D]",
+                   help="total budget epsilon[,delta] of a new --ledger (needed only when the file is new; if given "
+                        "for an existing ledger it must equal the recorded total)")
+
+
+def finite(x) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def _same_file(a, b) -> bool:
+    """Whether two paths name the same file (resolved, or the same inode when both exist)."""
+    pa, pb = Path(a).expanduser(), Path(b).expanduser()
+    if pa.resolve() == pb.resolve():
+        return True
+    try:
+        return pa.exists() and pb.exists() and pa.samefile(pb)
+    except OSError:
+        return False
+
+
+def _input_paths(a) -> list[Path]:
+    """The files a command reads (``--data``, also under ``--data-dir``) and its ledger: never an output."""
+    paths = []
+    data = getattr(a, "data", None)
+    if data is not None:
+        paths.append(Path(str(data)).expanduser())
+        data_dir = getattr(a, "data_dir", None)
+        if data_dir:
+            paths += [Path(data_dir).expanduser() / f"{data}{ext}" for ext in ("", ".nc")]
+    if getattr(a, "ledger", None):
+        paths.append(Path(a.ledger).expanduser())
+    return paths
+
+
+def check_out(a) -> None:
+    """Public checks of the outputs, before any data is read or budget charged.
+
+    ``--out`` and ``--plot`` must lie in existing directories, differ from each other, from the input data and
+    from the ledger, and not exist unless ``--force``; a ``--seed`` below :data:`MIN_RELEASE_SEED` needs
+    ``--study`` (the file is written either way, and a small seed is found from it by search).
+
+    Raises
+    ------
+    CLIError
+        One of the above (nothing is read, drawn or charged).
+    """
+    outputs = [(flag, path) for flag, path in (("--out", a.out), ("--plot", getattr(a, "plot", None)))
+               if path is not None]
+    for flag, path in outputs:
+        p = Path(path).expanduser()
+        if not p.resolve().parent.is_dir():
+            raise CLIError(f"the directory of {flag} {path} does not exist", "create it or choose another path")
+        if not os.access(p.resolve().parent, os.W_OK | os.X_OK):
+            raise CLIError(f"the directory of {flag} {path} is not writable", "choose another path")
+        if p.is_dir():
+            raise CLIError(f"{flag} {path} is a directory", "pass a file name")
+        for src in _input_paths(a):
+            if _same_file(p, src):
+                what = "the ledger" if getattr(a, "ledger", None) and _same_file(src, a.ledger) else "the input data"
+                raise CLIError(f"{flag} {path} is {what}: writing it would destroy it",
+                               f"choose another {flag} path")
+        if p.exists() and not getattr(a, "force", False):
+            raise CLIError(f"{flag} {path} already exists", "choose another path, or pass --force to replace it")
+    if len(outputs) == 2 and _same_file(outputs[0][1], outputs[1][1]):
+        raise CLIError("--out and --plot name the same file", "pass two different paths")
+    seed = getattr(a, "seed", None)
+    if seed is not None:
+        if seed < 0:
+            raise CLIError("--seed must be a non-negative integer", "omit --seed for a real release (fresh OS entropy)")
+        if seed < MIN_RELEASE_SEED and not getattr(a, "study", False):
+            raise CLIError("--seed is below 2^32: a seed that small is found by exhaustive search from the released "
+                           "file alone, which then gives the non-private summary back",
+                           "omit --seed for a real release (fresh OS entropy), or pass --study for a reproducible "
+                           "study that is not a release")
+
+
+def parse_budget(text: str):
+    """``E`` or ``E,D`` -> :class:`~fdp_ppl.accounting.PrivacyBudget`.
+
+    Raises
+    ------
+    CLIError
+        Not two numbers, or ε <= 0, δ outside [0, 1).
+    """
+    from ..accounting import PrivacyBudget
+
+    parts = [p.strip() for p in str(text).split(",")]
+    try:
+        if len(parts) not in (1, 2):
+            raise ValueError
+        eps = float(parts[0])
+        delta = float(parts[1]) if len(parts) == 2 else 0.0
+        if not (finite(eps) and eps > 0 and finite(delta) and 0 <= delta < 1):
+            raise ValueError
+        return PrivacyBudget(eps, delta)
+    except ValueError:
+        raise CLIError(f"--budget must be EPSILON or EPSILON,DELTA with epsilon > 0 and 0 <= delta < 1 "
+                       f"(got {text!r})", "e.g. --budget 2 or --budget 2,1e-5") from None
+
+
+def check_ledger_args(a) -> None:
+    """``--budget`` needs ``--ledger``; the ledger's directory must exist; ``a.budget`` becomes a PrivacyBudget."""
+    if a.budget is not None and a.ledger is None:
+        raise CLIError("--budget applies to a ledger", "pass --ledger FILE too (or drop --budget)")
+    if a.ledger is None:
+        return
+    a.budget = parse_budget(a.budget) if a.budget is not None and not hasattr(a.budget, "epsilon") else a.budget
+    path = Path(a.ledger).expanduser()
+    if path.is_dir():
+        raise CLIError(f"--ledger {a.ledger} is a directory", "pass a file name, e.g. --ledger ledger.sqlite")
+    if not path.resolve().parent.is_dir():
+        raise CLIError(f"the directory of --ledger {a.ledger} does not exist", "create it or choose another path")
+    if a.budget is None and not path.is_file():
+        raise CLIError(f"the ledger {a.ledger} does not exist yet and needs a total budget",
+                       "pass --budget EPSILON[,DELTA] the first time")
+
+
+def open_ledger(a, cost):
+    """The :class:`~fdp_ppl.accounting.FileLedger` of ``--ledger`` (None without it), checked to fit ``cost``.
+
+    The check here only refuses early, before the data are read; the charge
+    itself is made by :func:`fdp_ppl.release` under the ledger's write lock.
+
+    Raises
+    ------
+    BudgetExceededError
+        ``cost`` does not fit what remains.
+    InputError
+        A ``--budget`` that differs from the recorded total.
+    """
+    if a.ledger is None:
+        return None
+    from ..accounting import PrivacyLedger
+
+    ledger = PrivacyLedger.open(Path(a.ledger).expanduser(), a.budget)
+    ledger.check(cost)
+    return ledger
+
+
+class Prepaid:
+    """A ledger charged by the command line *before* a data-dependent step whose failure or message would
+    otherwise come free (an iterative solver that may not converge): the library's own ``spend`` is then checked
+    against what was prepaid and records nothing more. Everything else is the wrapped ledger's.
+
+    Raises
+    ------
+    BudgetExceededError
+        At construction, when ``cost`` does not fit (nothing is charged); from ``spend``, when the library asks
+        for more than was prepaid.
+    """
+
+    def __init__(self, ledger, cost, label: str = "", dataset: str = "", mechanism: str = ""):
+        ledger.spend(cost, label, dataset=dataset, mechanism=mechanism)
+        self._ledger, self._left = ledger, cost
+
+    def check(self, cost) -> None:
+        from ..errors import BudgetExceededError
+
+        if not cost.fits_in(self._left):
+            raise BudgetExceededError(f"the release asks for epsilon={cost.epsilon:g}, delta={cost.delta:g} but only "
+                                      f"epsilon={self._left.epsilon:g}, delta={self._left.delta:g} were prepaid")
+
+    def spend(self, cost, label: str = "", **details) -> None:
+        from ..accounting.budget import _unchecked
+
+        self.check(cost)
+        self._left = _unchecked(max(self._left.epsilon - cost.epsilon, 0.0), max(self._left.delta - cost.delta, 0.0))
+
+    def __getattr__(self, name):
+        return getattr(self._ledger, name)
+
+
+def dataset_identity(curves) -> str:
+    """Dataset name, variable and file of loaded curves: the ledger's record of what was spent on."""
+    at = curves.attrs
+    ident = f"{at.get('dataset', 'data')}/{at.get('variable') or curves.name or ''}".rstrip("/")
+    return ident + (f" ({at['data_path']})" if at.get("data_path") else "")
+
+
+def load_data(name, var=None, **kw):
+    """``load_dataset`` with its messages in terms of the flags of the same name.
+
+    Raises
+    ------
+    CLIError
+        The data cannot be loaded (missing file or directory, unknown
+        variable, NaN curves with --missing error ...).
+    """
+    from ..datasets import load_dataset
+    from ..datasets.loaders import MissingValuesError
+
+    try:
+        return load_dataset(name, var, **kw)
+    except MissingValuesError as err:
+        raise CLIError(f"data holder only: {err.dataset!r} variable {err.variable!r} has curves with NaN/inf values "
+                       "(counts are not shown: nothing was charged yet)",
+                       "pass --missing impute to set each missing point to 0 and keep every record (n stays the "
+                       "number of records; --drop-incomplete was removed: it made n depend on the data)") from err
+    except (ValueError, FileNotFoundError) as err:
+        text = os_message(err) if isinstance(err, OSError) else str(err)
+        for old, new in _LOAD_FLAGS:
+            text = text.replace(old, new)
+        raise CLIError(text) from err
+
+
+def check_output_space(a, nbytes: float) -> None:
+    """Public check before the charge: the directory of ``--out`` (and ``--plot``) has room for about ``nbytes``
+    (the release's public size) plus a margin for the plot and the file's metadata.
+
+    Raises
+    ------
+    CLIError
+        Not enough free space: nothing is charged or drawn.
+    """
+    import shutil
+
+    need = float(nbytes) + 4 * 2**20 + (2 * 2**20 if getattr(a, "plot", None) else 0)
+    parent = Path(a.out).expanduser().resolve().parent
+    try:
+        free = shutil.disk_usage(parent).free
+    except OSError:
+        return
+    if need > free:
+        raise CLIError(f"the release needs about {need / 2**20:.3g} MiB but {parent} has {free / 2**20:.3g} MiB free",
+                       "free disk space, choose another --out, or release fewer --draws")
+
+
+def _temporary(target: Path) -> Path:
+    """A new, unused temporary name in ``target``'s directory that keeps its suffix (matplotlib reads the format
+    from it): ``.<name>.<pid>-<random>.tmp<suffix>``; the pid lets a later run remove what a killed one left."""
+    import secrets
+
+    return target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(6)}.tmp{target.suffix}")
+
+
+def _remove_orphans(target: Path) -> list[Path]:
+    """Remove the temporaries of ``target`` left by runs that were killed while writing it (their process is gone);
+    a temporary of a run still alive is kept. Returns what was removed."""
+    import re
+
+    pattern = re.compile(rf"^\.{re.escape(target.name)}\.(\d+)-[0-9a-f]+\.tmp{re.escape(target.suffix)}$")
+    removed = []
+    try:
+        entries = list(target.parent.iterdir())
+    except OSError:
+        return removed
+    for path in entries:
+        match = pattern.match(path.name)
+        if match is None:
+            continue
+        pid = int(match.group(1))
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)  # raises when no such process
+            continue
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OSError):
+            continue  # alive (another user's) or unknown: keep it
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed.append(path)
+    return removed
+
+
+def _fsync(path: Path) -> None:
+    import os
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_release(tree, out, plot=None, draw_plot=None, *, charged: bool = True) -> Path:
+    """Write ``tree`` to ``out`` (netCDF) and, when ``plot`` is given, ``draw_plot(tree, path)``; returns ``out``.
+
+    Atomic: each file is written to a temporary name in its target directory, flushed to disk (fsync) and
+    renamed into place (``os.replace``) only once every output is complete, so a failure, a full disk or a
+    kill leaves no half-written file and any previous file intact; the outputs are published together.
+    ``charged=False`` for outputs that cost no privacy (inference, audits): the failure message says so
+    instead of naming a spent budget.
+
+    Raises
+    ------
+    CLIError
+        A file cannot be written (the temporary files are removed; nothing is published).
+    """
+    import os
+
+    out = Path(out).expanduser()
+    targets = [out] + ([Path(plot).expanduser()] if plot else [])
+    for t in targets:
+        _remove_orphans(t)
+    temps = [_temporary(t) for t in targets]
+    try:
+        with stage(f"writing {out}"):
+            # serialised in memory first and written with plain file I/O: HDF5 writing straight onto a full
+            # device crashes the process (segfault) instead of raising
+            try:
+                payload = tree.to_netcdf()
+            except RuntimeError:  # inside a dask.distributed client xarray wants a distributed lock for memory
+                payload = None
+            if payload is None:
+                tree.to_netcdf(temps[0])  # the free space was checked before the charge
+                _fsync(temps[0])
+            else:
+                with open(temps[0], "wb") as fh:
+                    fh.write(payload)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+        if plot:
+            with stage(f"plotting {plot}"):
+                draw_plot(tree, temps[1])
+                _fsync(temps[1])
+        for tmp, target in zip(temps, targets):
+            os.replace(tmp, target)
+        for d in {t.resolve().parent for t in targets}:
+            with contextlib.suppress(OSError):
+                _fsync(d)
+    except BaseException as err:
+        for tmp in temps:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        if isinstance(err, (OSError, RuntimeError, ValueError)):
+            reason = os_message(err) if isinstance(err, OSError) else one_line(err)
+            after = ("but the release was drawn and any --ledger was charged for it" if charged else
+                     "and nothing was charged (it costs no privacy): run it again")
+            raise CLIError(f"could not write {out}" + (f" and {plot}" if plot else "") + f": {reason}; nothing was "
+                           f"written (any previous file is intact), {after}",
+                           "free disk space or choose another path") from None
+        raise
+    return out
+
+
+def print_table(title: str, rows) -> None:
+    """The public table every command prints: ``fdp-ppl <title>`` then one aligned ``name  value`` row each."""
+    w = max(len(k) for k, _ in rows)
+    print(f"{PROG} {title}".rstrip())
+    for k, v in rows:
+        print(f"  {k:<{w}}  {v}")
+
+
+def save_plot(plot_name: str, tree, path, **kwargs) -> None:
+    """Draw ``fdp_ppl.plots.<plot_name>(tree, **kwargs)`` off-screen and save it as a PNG at ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .. import plots
+
+    fig, _ = getattr(plots, plot_name)(tree, **kwargs)
+    fig.savefig(Path(path).expanduser(), dpi=150)
+    plt.close(fig)
+
+
+def plotter(plot_name: str, **kwargs):
+    """A ``draw_plot(tree, path)`` for :func:`write_release` that saves ``fdp_ppl.plots.<plot_name>(tree, **kwargs)``."""
+    return lambda tree, path: save_plot(plot_name, tree, path, **kwargs)
+
+
+def unit_text(attrs) -> str:
+    """The ``privacy unit`` row of every command's table, from a release's public attrs."""
+    unit = attrs.get("privacy_unit", "record")
+    if unit == "record":
+        return "one record (a person with several records is protected only at their number times epsilon)"
+    return f"one {unit}: {attrs.get('contribution_rule', '')}"
+
+
+def ledger_text(ledger, attrs) -> str:
+    """The ``ledger`` row of every command's table: what this release was charged (root ``attrs``: ``draws``,
+    ``epsilon``, ``delta``, ``budget_spent_epsilon``, ``budget_spent_delta``), what the ledger has spent of its
+    total and what remains; or that nothing is recorded across runs."""
+    if ledger is None:
+        return ("none: this spending is not recorded across runs (pass --ledger FILE --budget EPSILON[,DELTA] to "
+                "keep the total and refuse overspending)")
+    draws, eps, delta = int(attrs.get("draws", 1)), float(attrs["epsilon"]), float(attrs.get("delta", 0.0))
+    spent, total, rem = ledger.spent, ledger.total, ledger.remaining
+    with_delta = total.delta > 0 or delta > 0
+    extra = float(attrs.get("bandwidth_epsilon", 0.0) or 0.0)
+    return (f"{ledger.path}: charged {draws} × epsilon {eps:g}" + (f" + {extra:g} (private bandwidth)" if extra else "")
+            + f" = {float(attrs['budget_spent_epsilon']):g}"
+            + (f", delta {float(attrs.get('budget_spent_delta', 0.0)):g}" if delta > 0 else "")
+            + f"; spent epsilon {spent.epsilon:g} of {total.epsilon:g}"
+            + (f", delta {spent.delta:g} of {total.delta:g}" if with_delta else "")
+            + f"; remaining epsilon {rem.epsilon:g}" + (f", delta {rem.delta:g}" if with_delta else ""))
+
+
+__all__ = ["CLIError", "Prepaid", "write_release", "print_table", "save_plot", "plotter", "check_output_space", "check_out",
+           "open_ledger", "load_data", "seed_text", "unit_text", "ledger_text", "warn_large_epsilon",
+           "warn_record_level", "add_unit_args", "add_output_args", "add_ledger_args"]

@@ -1,0 +1,90 @@
+"""``fdp-ppl ledger FILE``: the total of a persistent privacy ledger, what it has spent by basic and by tight
+composition, one row per charge and what remains; ``--verify`` validates the file (schema, numbers, hash chain)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from .common import PROG, CLIError, print_table
+
+def add_subparser(sub) -> None:
+    lg = sub.add_parser("ledger", help="show what a privacy ledger has spent and what remains",
+                        description="Print the total budget of a ledger written by --ledger, what it has spent by "
+                                    "basic composition (the sum) and by tight composition (privacy-loss "
+                                    "distributions, dp-accounting), one row per charge (time, dataset, mechanism, "
+                                    "noise, epsilon, delta, label) and what remains. The file is validated first "
+                                    "(schema, numbers, hash chain): an edited or damaged ledger is refused.")
+    lg.add_argument("file", metavar="FILE", help="the ledger file")
+    lg.add_argument("--verify", action="store_true",
+                    help="only validate the file and print its entry count and head hash (keep them: a copy of the "
+                         "head detects a ledger rewritten as a whole)")
+
+
+def _short_time(iso: str) -> str:
+    return str(iso or "")[:19].replace("T", " ")
+
+
+def run(a) -> int:
+    """Print a ledger: total, one row per charge, spent and remaining."""
+    from ..accounting import PrivacyLedger
+
+    path = Path(a.file).expanduser()
+    if not path.is_file():
+        raise CLIError(f"no ledger at {a.file}", "a ledger is created by the first release with --ledger FILE "
+                                                   "--budget EPSILON[,DELTA]")
+    ledger = PrivacyLedger.open(path)
+    if getattr(a, "verify", False):
+        info = ledger.verify()
+        print_table(f"ledger {path}", [
+            ("valid", "yes: schema, budget row, every entry's numbers and event, and the hash chain check out"),
+            ("entries", str(info["entries"])), ("head", info["head"]),
+            ("schema", f"version {info['schema_version']}" + (f" (migrated {_short_time(info['migrated_at'])})"
+                                                              if "migrated_at" in info else ""))])
+        return 0
+    records = ledger.records()
+    events = ledger.events
+    total, spent, rem = ledger.total, ledger.spent, ledger.remaining
+
+    def budget(b):
+        return f"epsilon {b.epsilon:g}" + (f", delta {b.delta:g}" if total.delta > 0 or b.delta > 0 else "")
+
+    print(f"{PROG} ledger {path}")
+    print(f"  total      {budget(total)}")
+    print(f"  spent      {budget(spent)} in {len(records)} release{'s' if len(records) != 1 else ''} (basic "
+          "composition: the sum)")
+    if total.delta > 0:
+        tight = ledger.tight_epsilon()
+        tight_text = f"epsilon {tight:.4g} at delta {total.delta:g}" if math.isfinite(tight) else \
+            f"no finite epsilon at delta {total.delta:g}"
+        print(f"  tight      {tight_text} (privacy-loss distributions of the releases, dp-accounting)")
+        rest = f"; epsilon {max(total.epsilon - tight, 0.0):.4g} at delta {total.delta:g} (tight)" \
+            if math.isfinite(tight) else ""
+        print(f"  remaining  {budget(rem)} (basic){rest}")
+    else:
+        print("  tight      = basic (a pure epsilon-DP budget, delta = 0: the sum is the tight total)")
+        print(f"  remaining  {budget(rem)}")
+    if records:
+        head = ("#", "time (UTC)", "dataset", "mechanism", "noise", "epsilon", "delta", "label")
+        rows = [(str(i), _short_time(r["created_at"]), r["dataset"] or "", r["mechanism"] or "", _event_text(e),
+                 f"{r['epsilon']:g}", f"{r['delta']:g}", r["label"] or "")
+                for i, (r, e) in enumerate(zip(records, events), 1)]
+        widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+        print()
+        for row in (head, *rows):
+            print("  " + "  ".join(v.ljust(w) for v, w in zip(row[:-1], widths[:-1])) + "  " + row[-1])
+        print("\nepsilon and delta are what each release was charged: a release of N draws (--draws N) is charged "
+              "N × its per-draw epsilon and delta (basic composition). A release is accepted when the ledger fits "
+              "its total by basic or by tight composition.")
+    return 0
+
+
+def _event_text(event) -> str:
+    """The ``noise`` column of ``fdp-ppl ledger``: law, noise multiplier (scale / sensitivity) and count."""
+    count = f" x {event.count}" if event.count > 1 else ""
+    if event.law == "approx":
+        return "(eps, delta) only" + count
+    return f"{event.law} sigma/Delta {event.noise_multiplier:.4g}{count}"
+
+
+__all__ = ["add_subparser", "run"]

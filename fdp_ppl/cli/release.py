@@ -1,0 +1,484 @@
+"""``fdp-ppl release``: a private mean curve of a dataset with any mechanism of :data:`fdp_ppl.registry.MECHANISMS`.
+
+Load curves (a bundled dataset name, a netCDF / Zarr / CSV / Parquet path), fit a public summary spec clipped at a
+public τ, release it, write the release (``xarray.DataTree`` as netCDF, layout :mod:`fdp_ppl.schema`) and optionally
+a PNG, and print a table of the public parameters. The mechanism choices, which flags each mechanism takes (δ,
+``--nu``, ``--calibration``, ``--eta``/``--psi``, ``--M``, ``--k``), the kernels and the labels all come from
+:mod:`fdp_ppl.registry`; the summary is ``entry.spec(basis_or_grid, tau=, n=, **options).fit(curves)`` and the
+mechanism ``entry.mechanism(epsilon, delta, **options)``.
+
+Privacy notes
+-------------
+* **Privacy unit.** n is the size of the record dimension, which comes from names (``--record-dim NAME``, else the
+  dim named ``curve``, else the other dim of the grid dim ``--t-dim`` or ``t``), never from position; with
+  ``--privacy-unit`` the guarantee is per person (:mod:`fdp_ppl.units`).
+* **Missing values.** ``--missing error`` (default) stops before anything is drawn; ``--missing impute`` sets each
+  missing point to 0 and keeps every record, so every public parameter is the same for a record with a missing
+  value and for its complete neighbour. There is no ``--drop-incomplete``: the count of complete curves would
+  become n (and ψ, the sensitivity and the noise scales with it), a count that depends on the data.
+* **Data holder only.** The number of curves clipped at τ and of imputed points go to stderr, never to the file.
+* **Public centre.** ``--offset`` (or the demo's growth reference) is fixed in advance from public sources, not
+  from the data; subtracting it before clipping and adding it back to the release is post-processing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import warnings
+from pathlib import Path
+
+from .. import dims
+from .._names import BERNSTEIN_DEFAULT_K
+from .._progress import stage
+from ..errors import SeededReleaseWarning
+from .common import (DEFAULT_KERNEL, DEFAULT_RHO, PROG, SEED_HELP, CLIError, add_ledger_args, add_output_args,
+                     add_unit_args, check_ledger_args, check_out, check_output_space, check_unit_args,
+                     dataset_identity, finite, ledger_text, load_data, np, open_ledger, print_table, registry,
+                     seed_text, unit_text, warn_large_epsilon, warn_record_level, write_release)
+
+#: ``--calibration`` values (which ones a mechanism knows is the library's business) and, for the
+#: calibrations valid only for ε <= 1 (classical Gaussian bound), the one to use above 1
+_CALIBRATIONS = {"classical": "analytic", "analytic": None, "exact": None, "theorem5": "exact"}
+
+
+#: registry option name -> flag
+_FLAGS = {"nu": "--nu", "calibration": "--calibration", "eta": "--eta", "psi": "--psi", "M": "--M", "k": "--k"}
+
+
+def _users(option: str) -> list[str]:
+    """Mechanisms whose registry entry takes ``option`` (a mechanism or a summary option)."""
+    return [name for name, e in registry.MECHANISMS.items() if option in (*e.options, *e.summary_options)]
+
+
+def _option_default(entry: registry.MechanismEntry, option: str):
+    """Default of a mechanism option of a registry entry."""
+    return entry.option_defaults.get(option)
+
+
+def _uses_eigenbasis(entry: registry.MechanismEntry) -> bool:
+    from ..summaries import EigenSpec
+
+    return issubclass(entry.spec_class, EigenSpec)
+
+
+def _mechanism_epilog() -> str:
+    w = max(len(n) for n in registry.MECHANISMS)
+    lines = ["mechanisms (--mechanism):"]
+    for name, e in registry.MECHANISMS.items():
+        dp = "(eps, delta)-DP" if e.approximate else "eps-DP"
+        flags = " ".join(_FLAGS[o] for o in (*e.options, *e.summary_options))
+        lines.append(f"  {name:<{w}}  {dp:<15} {e.description}" + (f" [{flags}]" if flags else ""))
+    return "\n".join(lines)
+
+
+def add_subparser(sub) -> None:
+    r = sub.add_parser("release", help="release a private mean curve of a dataset",
+                       description="Release a differentially private mean curve.", epilog=_mechanism_epilog(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = r.add_argument_group("data")
+    g.add_argument("--data", required=True, metavar="PATH_OR_NAME",
+                   help="bundled dataset name (growth, weather, dti, electricity) or the path of a NetCDF file or "
+                        "Zarr store with one 2-D variable of curves (records x grid), or of a CSV / Parquet table "
+                        "(wide: one row per record, grid points as column headers, ids in the first column; long: "
+                        "columns id, t, value)")
+    g.add_argument("--var", default=None, help="variable to use (e.g. cca for dti, demand for electricity)")
+    g.add_argument("--data-dir", default=None, metavar="DIR",
+                   help="directory with the data files (default: $FDP_PPL_DATA_DIR or the datasets shipped with the package)")
+    g.add_argument("--missing", choices=("error", "impute"), default="error",
+                   help="missing (NaN/inf) values: error (default) stops before anything is drawn; impute sets each "
+                        "missing point to 0 (the record contributes 0 there) and keeps every record, so n stays the "
+                        "number of records and no public parameter depends on which values are missing (the rule "
+                        "is written to the release as missing_rule; the counts only to the terminal). Choose it "
+                        "before looking at the data. There is no --drop-incomplete: it made the count of complete "
+                        "curves the public n, so a record with a missing value and its complete neighbour got "
+                        "different n, psi, sensitivity and noise scales; padding or truncating to a declared n would "
+                        "only be a cruder imputation")
+    g.add_argument("--drop-incomplete", action="store_true", help=argparse.SUPPRESS)  # removed: explained if used
+    g.add_argument("--record-dim", "--curve-dim", dest="record_dim", default=None, metavar="NAME",
+                   help="name of the record dimension of the variable in the file: the privacy unit, n is its size "
+                        "(default: the dim named curve, else the other dim of the grid dim; a file whose dims say "
+                        "neither is refused, never read by position; --curve-dim is an alias)")
+    g.add_argument("--t-dim", default=None, metavar="NAME",
+                   help="name of the grid dimension of the variable in the file (default: the other dim)")
+    add_unit_args(g)
+    g.add_argument("--chunks", type=int, default=None, metavar="N",
+                   help="read the data lazily, N records per chunk, and reduce it chunk by chunk on a dask cluster "
+                        "(curves larger than memory; a Zarr store is always read this way; needs "
+                        "pip install 'fdp-ppl[dask]'); n is the length of the record dim in the file's metadata")
+    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="address of a dask.distributed scheduler (tcp://host:8786) for --chunks; default: a local "
+                        "cluster of 2 worker processes")
+    m = r.add_argument_group("mechanism")
+    m.add_argument("--mechanism", required=True, choices=tuple(registry.MECHANISMS),
+                   help="the mechanism (listed below); " + ", ".join(n for n, e in registry.MECHANISMS.items()
+                                                                      if e.approximate) + " are (ε, δ)-DP")
+    m.add_argument("--epsilon", required=True, type=float, help="privacy parameter ε > 0 per draw")
+    m.add_argument("--delta", type=float, default=None,
+                   help="δ in (0, 1); required by the (ε, δ) mechanisms, refused by the others")
+    m.add_argument("--nu", type=float, default=None,
+                   help=f"degrees of freedom ν > 0 of the t law ({', '.join(_users('nu'))}; required there)")
+    m.add_argument("--calibration", choices=tuple(_CALIBRATIONS), default=None,
+                   help="noise calibration: analytic (default, exact for any ε) or classical (the papers', ε <= 1) for "
+                        "gaussian and rkhs-gaussian; "
+                        "exact (default) or theorem5 (ε <= 1) for t-process and laplace-process")
+    m.add_argument("--bound", choices=("tight", "paper"), default="tight",
+                   help="sensitivity bound calibrating the noise (default tight)")
+    m.add_argument("--draws", type=int, default=1,
+                   help="number of independent releases; N draws spend N × ε (default 1)")
+    m.add_argument("--seed", type=int, default=None, help=SEED_HELP)
+    s = r.add_argument_group("summary")
+    s.add_argument("--tau", required=True, type=float,
+                   help="public bound on each curve's L² norm on the rescaled domain [0, 1]; curves are clipped to "
+                        "it. For --mechanism bernstein: the sup-norm bound τ_∞ on |X(t)| (curves are clipped "
+                        "pointwise to [-τ_∞, τ_∞])")
+    s.add_argument("--kernel", default=None, metavar="NAME",
+                   help=f"noise kernel, one of {', '.join(registry.KERNELS)} (gaussian: exp(-d²/ρ), gaussian-hall: "
+                        f"exp(-d²/(2ρ²))); default {DEFAULT_KERNEL}; not for bernstein")
+    s.add_argument("--rho", type=float, default=None,
+                   help=f"kernel length scale on [0, 1] (default {DEFAULT_RHO:g}); not for bernstein")
+    s.add_argument("--offset", default=None, metavar="VALUE|FILE",
+                   help="a PUBLIC centre subtracted from every curve before clipping and added back to the release "
+                        "(the summaries shrink toward it, not toward 0): a number in the data's units, or a file "
+                        "with one public curve on the data's grid (NetCDF: one 1-D variable; CSV: columns t, value). "
+                        "Never compute it from these data (e.g. a published reference chart or a known typical "
+                        "value)")
+    s.add_argument("--eta", type=float, default=None, help="penalty power η (default: privacy-safe selection)")
+    s.add_argument("--psi", type=float, default=None, help="penalty weight ψ (default 1/n)")
+    s.add_argument("--M", type=int, default=None, help="number of components for frl (default floor(n^(1/3)))")
+    s.add_argument("--k", type=int, default=None,
+                   help=f"Bernstein lattice size k (k + 1 lattice points) for bernstein "
+                        f"(default {BERNSTEIN_DEFAULT_K})")
+    add_output_args(r)
+    add_ledger_args(r)
+
+
+def _check_args(a):
+    """Check the flags and build the mechanism (before any data is read).
+
+    Returns
+    -------
+    Mechanism
+        ``entry.mechanism(epsilon, delta, **options)``.
+
+    Raises
+    ------
+    CLIError
+        A flag out of range or one that does not apply to the mechanism.
+    FdpPplError
+        The library refuses the mechanism's parameters (printed unchanged).
+    """
+    entry = registry.MECHANISMS[a.mechanism]
+    if getattr(a, "drop_incomplete", False):
+        raise CLIError("--drop-incomplete was removed: the count of complete curves became the public n, so a record "
+                       "with a missing value and its complete neighbour got different n, psi, sensitivity and noise "
+                       "scales", "pass --missing impute (each missing point set to 0, every record kept)")
+    if not (finite(a.epsilon) and a.epsilon > 0):
+        raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon})", "pass e.g. --epsilon 1")
+    if not (finite(a.tau) and a.tau > 0):
+        what = "sup-norm bound on |X(t)|" if not _uses_eigenbasis(entry) else "bound on the curves' L2 norm"
+        raise CLIError(f"--tau must be a finite number > 0 (got {a.tau})",
+                       f"pass a public {what}, e.g. --tau 1 for curves with values in [-1, 1]")
+    if a.rho is not None and not (finite(a.rho) and a.rho > 0):
+        raise CLIError(f"--rho must be > 0 (got {a.rho})", "e.g. --rho 0.1")
+    if a.draws < 1:
+        raise CLIError(f"--draws must be >= 1 (got {a.draws})")
+    if entry.approximate:
+        if a.delta is None:
+            raise CLIError(f"--mechanism {a.mechanism} is (epsilon, delta)-DP and needs --delta", "e.g. --delta 1e-5")
+        if not (finite(a.delta) and 0 < a.delta < 1):
+            raise CLIError(f"--delta must lie strictly between 0 and 1 (got {a.delta})", "pass e.g. --delta 1e-5")
+    elif a.delta is not None:
+        approx = ", ".join(n for n, e in registry.MECHANISMS.items() if e.approximate)
+        raise CLIError(f"--mechanism {a.mechanism} is pure epsilon-DP and takes no --delta",
+                       f"drop --delta or use an (epsilon, delta) mechanism ({approx})")
+    accepted = (*entry.options, *entry.summary_options)
+    for opt, flag in _FLAGS.items():
+        if getattr(a, opt, None) is not None and opt not in accepted:
+            raise CLIError(f"{flag} applies only to --mechanism {', '.join(_users(opt))}, not to {a.mechanism}",
+                           f"drop {flag}")
+    if not _uses_eigenbasis(entry) and (a.kernel is not None or a.rho is not None):
+        raise CLIError(f"--kernel/--rho do not apply to --mechanism {a.mechanism} (a polynomial basis on a lattice, "
+                       "no kernel)", "drop them; --k sets the lattice size")
+    if a.kernel is not None and a.kernel not in registry.KERNELS:
+        raise CLIError(f"unknown kernel {a.kernel!r}", f"choose --kernel from {', '.join(registry.KERNELS)}")
+    if "calibration" in entry.options:
+        cal = a.calibration or _option_default(entry, "calibration")
+        alternative = _CALIBRATIONS.get(cal)
+        if alternative and a.epsilon > 1:
+            raise CLIError(f"the {cal} calibration of --mechanism {a.mechanism} is valid only for epsilon <= 1 "
+                           f"(got {a.epsilon:g})", f"pass --calibration {alternative} or a smaller --epsilon")
+    a.unit = check_unit_args(a)
+    check_out(a)
+    check_ledger_args(a)
+    warn_large_epsilon(a.epsilon)
+    return entry.mechanism(a.epsilon, a.delta, **{o: getattr(a, o) for o in entry.options})
+
+
+def _labelled(curves, labels: dict):
+    """A copy of ``curves`` whose attrs carry the public names and units of ``labels``
+    (``{"t": {"long_name", "units"}, "value": {...}}``); the library carries them to the release."""
+    out = curves.copy(deep=False)
+    out.attrs = dict(curves.attrs)
+    t, v = labels.get("t", {}), labels.get("value", {})
+    out.attrs.update({k: val for k, val in (("t_name", t.get("long_name")), ("t_units", t.get("units")),
+                                             ("long_name", v.get("long_name")), ("units", v.get("units"))) if val})
+    return out
+
+
+def _fit_summary(entry, curves, a, offset=None, offset_source: str = ""):
+    """``entry.spec(basis_or_grid, tau=, n=, **summary options).fit(curves, offset=)`` (non-private).
+
+    The public side (basis or lattice grid, τ, n, options) is built first; n is
+    the number of curves; a public offset is subtracted before clipping and
+    added back to the release by the library.
+    """
+    import fdp_ppl as fp
+
+    grid = fp.Grid.from_points(np.asarray(curves[dims.T].values, dtype=float))
+    public = grid
+    if _uses_eigenbasis(entry):
+        public = fp.eigenbasis(fp.kernel_from_name(a.kernel or DEFAULT_KERNEL, DEFAULT_RHO if a.rho is None else a.rho), grid)
+        if a.M is not None and not 1 <= a.M <= public.size:
+            raise CLIError(f"--M must lie in 1..{public.size} (the eigenpairs retained for this kernel and grid), "
+                           f"got {a.M}", "pass a smaller --M or omit it for floor(n^(1/3))")
+    unit = getattr(a, "unit", None)
+    n = int(curves.sizes[dims.CURVE]) if unit is None else unit.n_units(curves) * unit.contributions
+    spec = entry.spec(public, tau=a.tau, n=n, privacy_unit=unit, **{o: getattr(a, o) for o in entry.summary_options})
+    return spec.fit(curves, offset=offset, offset_source=offset_source)
+
+
+#: ``missing_rule`` of a release made with ``--missing error`` (nothing imputed, nothing dropped)
+_NO_MISSING_RULE = "none: a record with a missing (NaN/inf) value stops the release before any noise is drawn"
+
+
+def release_curves(curves, mech, a, *, source: str, ledger=None, labels: dict | None = None, offset=None,
+         offset_source: str = "", show_nonprivate: bool = False) -> int:
+    """Summary -> ledger charge -> release -> files -> table. Returns the exit code.
+
+    The ledger (if any) is charged by :func:`fdp_ppl.release` before any noise
+    is drawn, so a refused release writes nothing and a crash later leaves the
+    budget charged.
+    """
+    import fdp_ppl as fp
+
+    curves = _labelled(curves, labels or {})
+    entry = registry.MECHANISMS[a.mechanism]
+    if getattr(a, "unit", None) is None:
+        warn_record_level(curves)
+    with warnings.catch_warnings():  # stated on stderr below, with the other data-holder lines
+        from ..summaries.curves import TauTooSmallWarning
+
+        warnings.simplefilter("ignore", TauTooSmallWarning)
+        with stage("fitting the summary (basis, clipping at tau)"):
+            summary = _fit_summary(entry, curves, a, offset, offset_source)
+    missing = getattr(a, "missing", "error")
+    spec = summary.spec
+    J, K = int(spec.n_components), int(spec.grid.size)
+    check_output_space(a, 8.0 * (a.draws * (J + K) + 2 * J * K + 8 * K))
+    cost = f"{a.draws} draw{'s' if a.draws > 1 else ''} x epsilon {a.epsilon:g}" + (
+        f", delta {a.delta:g}" if a.delta else "")
+    with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated in the table
+        warnings.simplefilter("ignore", SeededReleaseWarning)
+        tree = fp.release(summary, mech, draws=a.draws, random_seed=a.seed, bound=a.bound, ledger=ledger,
+                          dataset=dataset_identity(curves), label=f"{a.mechanism} ({cost}) -> {a.out}")
+    tree.attrs["data_source"] = source
+    tree.attrs["missing"] = missing
+    tree.attrs["missing_rule"] = curves.attrs.get("missing_rule", _NO_MISSING_RULE) if missing == "impute" \
+        else _NO_MISSING_RULE
+    nonprivate = summary.curve().values if show_nonprivate else None
+    out = write_release(tree, a.out, a.plot, lambda t, path: _write_plot(
+        t, path, offset=offset, offset_source=offset_source, nonprivate=nonprivate))
+    _print_table(tree, summary, out, a.plot, seed=a.seed, ledger=ledger)
+    warn_shrinkage(summary.spec, offset is not None)  # public: from the spec; with the table, after the release
+    _print_data_holder(summary, sup=tree.attrs.get("tau_norm") == "sup")
+    if missing == "impute":
+        print(f"data holder only (not written to the file): {int(curves.attrs.get('n_imputed_points', 0))} missing "
+              f"points in {int(curves.attrs.get('n_imputed_curves', 0))} of {int(curves.sizes[dims.CURVE])} curves "
+              "were set to 0 "
+              "(--missing impute)", file=sys.stderr)
+    return 0
+
+
+def _write_plot(tree, path, *, offset=None, offset_source="", nonprivate=None):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..plots import plot_release
+
+    ref_label = "public reference" + (" (CDC 2000 median)" if "CDC 2000" in offset_source else "")
+    fig, ax = plot_release(tree, reference=offset, reference_label=ref_label,
+                           truth=nonprivate, truth_label="non-private estimate (data holder only)")
+    fig.savefig(Path(path).expanduser(), dpi=150)
+    plt.close(fig)
+
+
+#: display of the sensitivity norms recorded in releases
+_NORMS = {"1,C": "‖·‖_{1,C}", "cameron-martin": "Cameron–Martin ‖·‖_C", "l1": "ℓ¹ of coefficients"}
+
+
+def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
+    from ..schema import read_release
+
+    view = read_release(tree)
+    meta = view.metadata
+    at = meta.public()
+    # E‖ξ‖² on the grid (L², quadrature weights) from the release's public noise scale and its law
+    energy = float(np.sum(view.weights * view.noise_sd() ** 2))
+    units = at.get("value_units")
+    if units and (" " in str(units) or len(str(units)) > 12):
+        units = None  # long descriptive units stay in the file and the plot labels
+    u = f" {units}" if units else ""
+    sup = meta.extra.get("tau_norm") == "sup"
+    calibration = f"; {at['calibration']} calibration" if at.get("calibration") not in (None, "none") else ""
+    tuning = ", ".join(f"{k}={summary.params[k]:.4g}" for k in ("eta", "psi", "M", "J_star") if k in summary.params)
+    if view.lattice is not None:
+        k = int(view.lattice.size) - 1
+        basis_row = ("basis", f"Bernstein polynomials of degree k = {k} on {k + 1} lattice points")
+    else:
+        basis_row = ("kernel", f"{at['kernel']}, rho = {float(at['kernel_rho']):g}" + (f"; {tuning}" if tuning else ""))
+    norm = _NORMS.get(meta.sensitivity_norm, meta.sensitivity_norm)
+    if view.lattice is not None and meta.sensitivity_norm == "l1":
+        norm = "ℓ¹ of the lattice values"
+    tau_note = " (sup-norm bound τ_∞ on |X(t)|)" if sup else ""
+    if "public_offset" in at:
+        tau_note += " (deviation from the public reference)"
+    rows = [
+        ("mechanism", f"{registry.label(meta.mechanism)} ({registry.label(meta.noise_law, 'law')} noise) on the "
+                      f"{registry.label(meta.summary, 'summary')}{calibration}"),
+        ("epsilon", f"{meta.epsilon:g} per draw; spent {meta.draws} × {meta.epsilon:g} = "
+                    f"{meta.budget_spent_epsilon:g} ({meta.draws} draw{'s' if meta.draws > 1 else ''})"),
+        ("delta", f"{meta.delta:g}" + (f" per draw; spent {meta.budget_spent_delta:g}" if meta.delta > 0
+                                        else " (pure ε-DP)")),
+        ("sensitivity", f"{meta.sensitivity:.4g} in {norm} "
+                        f"({at['sensitivity_bound']} bound)"),
+        ("tau", f"{meta.tau:g}{u}{tau_note}"),
+        ("n", f"{meta.n} curves × {int(at['grid_size'])} grid points"
+              + (f" after bounding each {tree.attrs['privacy_unit']}'s contribution"
+                 if tree.attrs.get("privacy_unit", "record") != "record" else "")),
+        ("privacy unit", unit_text(tree.attrs)),
+        basis_row,
+        ("J components", f"{int(at['n_components'])}"),
+        ("shrinkage", _shrinkage_text(summary.spec, "public_offset" in at)),
+        ("noise E‖ξ‖²", f"{energy:.4g}" + (f" {units}²" if units else "") + f"  (rms ‖ξ‖ = {math.sqrt(energy):.3g}{u})"),
+        ("noise seed", seed_text(int(meta.extra.get("noise_seeded", seed is not None)))),
+        ("noise generator", ("OpenDP lattice sampler, floating-point safe" if int(meta.extra.get("fp_safe", 0))
+                             else "compiled float64 sampler, NOT floating-point safe")
+         + f"; guaranteed epsilon {float(meta.extra.get('epsilon_guaranteed', meta.epsilon)):.6g}"
+         + (f", delta {float(meta.extra.get('delta_guaranteed', meta.delta)):.3g}" if meta.delta > 0 else "")),
+        ("missing", "imputed by a public rule (--missing impute): a missing point is set to 0"
+         if meta.extra.get("missing") == "impute" else "none allowed (--missing error)"),
+        ("release", str(out)),
+    ]
+    rows.append(("ledger", ledger_text(ledger, tree.attrs)))
+    if plot:
+        rows.append(("plot", str(plot)))
+    print_table(str(at.get("data_source", "")), rows)
+
+
+def _shrinkage_text(spec, centred: bool) -> str:
+    """The ``shrinkage`` row: what share of a constant curve the noise-free summary keeps (public)."""
+    g = spec.constant_gain()
+    if g is None:
+        return "not linear in the mean (soft thresholds): no single factor"
+    toward = "the public offset" if centred else "0"
+    return (f"the summary keeps {100 * float(np.min(g)):.0f}%–{100 * float(np.max(g)):.0f}% of a constant "
+            f"{'deviation' if centred else 'curve'} (mean {100 * float(np.mean(g)):.0f}%): it shrinks toward {toward}")
+
+
+def warn_shrinkage(spec, centred: bool) -> None:
+    """One stderr line when the summary keeps less than 90% of a constant curve somewhere and no public centre was
+    given (public: from the spec only)."""
+    g = spec.constant_gain()
+    if g is not None and not centred and float(np.min(g)) < 0.9:
+        print(f"{PROG}: warning: the summary shrinks toward 0 (a constant curve keeps down to {100 * float(np.min(g)):.0f}% "
+              "of its value): pass --offset with a public centre (a reference curve or a known typical value) so that "
+              "it shrinks deviations instead", file=sys.stderr)
+
+
+def _print_data_holder(summary, *, sup: bool = False) -> None:
+    """The data holder's lines, on stderr (the public table is on stdout): how many curves were clipped,
+    and a warning when more than half were (τ far too small). Never written to the file."""
+    from ..summaries.curves import CLIPPED_SHARE_WARNING, clipped_warning_text
+
+    bound = "sup norm" if sup else "L2 norm"
+    n, n_clipped = int(summary.n), int(summary.n_clipped)
+    what = "curves" if summary.spec.privacy_unit is None else "records after bounding each unit's contribution"
+    print(f"data holder only (not written to the file): {n_clipped} of {n} {what} had {bound} above tau and were "
+          "clipped", file=sys.stderr)
+    if n_clipped > CLIPPED_SHARE_WARNING * n:
+        print(f"{PROG}: warning: {clipped_warning_text(n_clipped, n, float(summary.tau), norm=bound)}",
+              file=sys.stderr)
+
+
+def run(a) -> int:
+    mech = _check_args(a)
+    ledger = open_ledger(a, mech.budget * a.draws)
+    if getattr(a, "chunks", None) is not None or getattr(a, "scheduler", None) or str(a.data).endswith(".zarr"):
+        if a.unit is not None:
+            raise CLIError("--privacy-unit is not available out of core (--chunks, --scheduler, Zarr)",
+                           "combine each person's records into one (their mean) in the store first, or release in "
+                           "memory")
+        from ..distributed import run_release_cli  # out of core: lazy store, dask cluster
+
+        return run_release_cli(a, mech, ledger, release_curves)
+    with stage(f"loading {a.data}"):
+        curves = load_data(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim,
+                       t_dim=a.t_dim)
+    name = Path(str(a.data)).name
+    source = f"{name}" + (f" / {a.var}" if a.var else "")
+    offset, offset_source = _offset(a, curves)
+    return release_curves(curves, mech, a, source=source, ledger=ledger, offset=offset, offset_source=offset_source)
+
+
+def _offset(a, curves):
+    """``--offset VALUE|FILE`` as a public curve on the curves' grid (K,) and its description; (None, "") without.
+
+    Raises
+    ------
+    CLIError
+        Neither a number nor a readable file with one curve on the grid.
+    """
+    text = getattr(a, "offset", None)
+    if text is None:
+        return None, ""
+    t = np.asarray(curves[dims.T].values, dtype=float)
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is not None:
+        if not math.isfinite(value):
+            raise CLIError(f"--offset must be finite (got {text})", "pass a public number in the data's units")
+        return np.full(t.size, value), f"--offset {value:g} (a public constant)"
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise CLIError(f"--offset {text} is neither a number nor a file", "pass a number or a file with one curve")
+    if path.suffix.lower() == ".csv":
+        import pandas as pd
+
+        frame = pd.read_csv(path)
+        if not {"t", "value"} <= set(frame.columns):
+            raise CLIError(f"--offset {path.name} needs the columns t and value", "write one row per grid point")
+        grid_t, values = frame["t"].to_numpy(dtype=float), frame["value"].to_numpy(dtype=float)
+    else:
+        import xarray as xr
+
+        with xr.open_dataset(path) as ds:
+            one_d = [v for v in ds.data_vars if ds[v].ndim == 1]
+            if len(one_d) != 1:
+                raise CLIError(f"--offset {path.name} must hold exactly one 1-D variable (has {len(one_d)})",
+                               "write the public curve alone")
+            da = ds[one_d[0]]
+            values = np.asarray(da.values, dtype=float)
+            grid_t = np.asarray(da[da.dims[0]].values, dtype=float)
+    if values.shape != t.shape or not np.allclose(grid_t, t) or not np.all(np.isfinite(values)):
+        raise CLIError(f"--offset {path.name} must give one finite value at each of the data's {t.size} grid points",
+                       "evaluate the public curve on the data's grid")
+    return values, f"--offset {path.name} (a public curve)"
+
+
+__all__ = ["add_subparser", "run", "release_curves"]
