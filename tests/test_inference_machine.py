@@ -22,6 +22,7 @@ from fdp_ppl.experiments.machine_coverage import (
 )
 from fdp_ppl.inference.machine import (
     decision_band,
+    describe_machine_inference,
     infer_machine,
     machine_posterior,
     positive_probability,
@@ -81,6 +82,8 @@ def test_fp_infer_on_cli_svm_gp_two_features(tmp_path, capsys):
     res = fp.infer(release, draws=300, random_seed=1)
     _check_result(res, release, ("x1", "x2"))
     assert res.attrs["prior"] == "rkhs-ball"
+    rows = dict(describe_machine_inference(res))
+    assert set(rows) == {"prior", "method", "draws", "band", "classifier", "boundary"} and "2 chains x 300" in rows["draws"]
     assert res.attrs["prior_radius"] == pytest.approx(np.sqrt(1 / 0.05) + 0.01 * 1.0 / (0.05 * 60) / 2)
     res.to_netcdf(tmp_path / "post.nc")  # the result is a writable DataTree, and its helpers read it back
     with xr.open_datatree(tmp_path / "post.nc") as back:

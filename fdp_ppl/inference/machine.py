@@ -517,5 +517,35 @@ def positive_probability(tree: xr.DataTree) -> xr.DataArray:
     return p
 
 
-__all__ = ["MACHINE_PRIORS", "MachinePosterior", "OUGridPath", "decision_band", "infer_machine", "infer_machine_dispatch", "machine_posterior",
+def describe_machine_inference(tree: xr.DataTree, *, ci_prob: float = 0.9) -> list[tuple[str, str]]:
+    """Rows ``(label, text)`` summarising a kernel-machine posterior for a printed table (``fdp-ppl infer``).
+
+    Rows: ``prior``, ``method``, ``draws``, ``band`` (mean and largest width of the ``ci_prob`` ETI band),
+    ``classifier`` (share of grid points where the posterior probability that the non-private classifier
+    agrees with the released one is at least 0.95, and the smallest such probability), ``boundary``
+    (share of grid points whose band contains 0: the side of the boundary is uncertain there).
+
+    Raises
+    ------
+    SchemaError
+        Not a kernel-machine inference result.
+    """
+    _check_machine_inference(tree)
+    at = tree.attrs
+    band = decision_band(tree, ci_prob=ci_prob, ci_kind="eti")
+    width = band["upper"] - band["lower"]
+    agree = sign_agreement(tree)
+    post = tree[S.POSTERIOR][DECISION]
+    straddle = float(((band["lower"] < 0) & (band["upper"] > 0)).mean())
+    return [("prior", str(at.get("prior_description", at.get("prior", "")))),
+            ("method", str(at.get("inference_description", ""))),
+            ("draws", f"{post.sizes[D.CHAIN]} chains x {post.sizes[D.DRAW]} exact independent draws"),
+            ("band", f"{ci_prob:.0%} ETI of the decision function: mean width {float(width.mean()):.3g}, "
+                     f"largest {float(width.max()):.3g}"),
+            ("classifier", f"P(non-private sign = released sign) >= 0.95 at {float((agree >= 0.95).mean()):.0%} "
+                           f"of grid points; smallest {float(agree.min()):.2f}"),
+            ("boundary", f"the band contains 0 at {straddle:.0%} of grid points (side of the boundary uncertain)")]
+
+
+__all__ = ["MACHINE_PRIORS", "describe_machine_inference", "MachinePosterior", "OUGridPath", "decision_band", "infer_machine", "infer_machine_dispatch", "machine_posterior",
            "positive_probability", "sign_agreement"]
