@@ -258,6 +258,11 @@ def machine_posterior(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0)
         raise InputError(f"draw={draw} is out of range: the release holds {values.shape[0]} draws",
                          "pass draw=0 for the first released function")
     released = values[int(draw)]
+    if values.shape[0] > 1:
+        import warnings
+
+        warnings.warn(f"the release holds {values.shape[0]} draws; inference uses draw {draw} only (each draw is a "
+                      "separate publication)", UserWarning, stacklevel=3)
     const = release[S.CONSTANT_DATA].to_dataset() if S.CONSTANT_DATA in release.children else xr.Dataset()
     if attrs.get("noise_structure") == "markov" and attrs.get("mechanism") == "gp" and spec.ou_rho is not None:
         sigma = float(attrs["sigma"])
