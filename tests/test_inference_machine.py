@@ -90,6 +90,16 @@ def test_fp_infer_on_cli_svm_gp_two_features(tmp_path, capsys):
         back = back.load()
     xr.testing.assert_allclose(sign_agreement(back), sign_agreement(res))
     xr.testing.assert_allclose(decision_band(back, ci_prob=0.9), decision_band(res, ci_prob=0.9))
+    # off-grid points: at a grid node the interpolation is the grid value; elsewhere it lies between neighbours
+    ax = release["posterior"]["x1"].values
+    at_node = sign_agreement(res, [[ax[3], ax[5]]])
+    assert at_node.dims == ("point",) and float(at_node[0]) == float(sign_agreement(res).isel(x1=3, x2=5))
+    p = positive_probability(res, [[ax[3], ax[5]], [0.5 * (ax[3] + ax[4]), ax[5]], [9.0, 9.0]])
+    grid_p = positive_probability(res)
+    assert float(p[0]) == float(grid_p.isel(x1=3, x2=5)) and float(p[2]) == float(grid_p.isel(x1=-1, x2=-1))
+    dec = res["posterior"]["decision"]
+    mid = 0.5 * (dec.isel(x1=3, x2=5) + dec.isel(x1=4, x2=5))  # linear interpolation by hand
+    assert float(p[1]) == pytest.approx(float((mid > 0).mean()))
 
 
 def test_fp_infer_on_cli_svm_iclp_one_feature(tmp_path, capsys):

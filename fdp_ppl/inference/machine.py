@@ -467,8 +467,28 @@ def decision_band(tree: xr.DataTree, *, ci_prob: float | None = None, ci_kind: s
     return credible_band(tree, ci_prob=ci_prob, ci_kind=ci_kind, var=DECISION)
 
 
-def sign_agreement(tree: xr.DataTree) -> xr.DataArray:
-    """Posterior probability, per grid point, that the non-private classifier agrees with the released one.
+def _at_points(da: xr.DataArray, points) -> xr.DataArray:
+    """``da`` (..., grid dims) linearly interpolated at points (p, d) or (p,) -> (..., point); points outside the
+    grid box are clamped to it (as :func:`fdp_ppl.erm.predict_labels` does)."""
+    from scipy.interpolate import RegularGridInterpolator
+
+    grid_dims = [d for d in da.dims if d not in (D.CHAIN, D.DRAW)]
+    lead = [d for d in da.dims if d in (D.CHAIN, D.DRAW)]
+    axes = [np.asarray(da[d].values, dtype=float) for d in grid_dims]
+    p = np.asarray(points, dtype=float).reshape(-1, len(grid_dims))
+    if not np.all(np.isfinite(p)):
+        raise InputError("points must be finite", "pass feature values inside the release's grid box")
+    p = np.clip(p, [a[0] for a in axes], [a[-1] for a in axes])
+    vals = np.moveaxis(da.transpose(*lead, *grid_dims).values, list(range(len(lead))),
+                       list(range(len(grid_dims), len(grid_dims) + len(lead))))
+    out = RegularGridInterpolator(axes, vals)(p)  # (p, *lead)
+    coords = {f"point_{d}": ("point", p[:, i]) for i, d in enumerate(grid_dims)}
+    return xr.DataArray(np.moveaxis(out, 0, -1), dims=(*lead, "point"),
+                        coords={**{d: da[d] for d in lead}, **coords})
+
+
+def sign_agreement(tree: xr.DataTree, points=None) -> xr.DataArray:
+    """Posterior probability that the non-private classifier agrees with the released one, per point.
 
     ``P(sign f̂(x) = sign f̃(x) | release)``, estimated by the fraction of posterior draws whose sign
     matches the conditioned release's (``observed_data/decision``); Monte Carlo standard error at most
@@ -484,20 +504,28 @@ def sign_agreement(tree: xr.DataTree) -> xr.DataArray:
     ----------
     tree : xr.DataTree
         Result of :func:`infer_machine`.
+    points : array_like, shape (p, d) or (p,), optional
+        Feature values (data units) off the grid: the posterior draws and the release are interpolated
+        linearly between grid points (post-processing; points outside the grid box are clamped to it).
+        Default: the grid.
 
     Returns
     -------
     xr.DataArray
-        Over the grid dims, values in [0, 1].
+        Over the grid dims, or over ``point`` (with the points as coordinates); values in [0, 1].
 
     Raises
     ------
     SchemaError
         Not a kernel-machine inference result.
+    InputError
+        Non-finite points.
     """
     _check_machine_inference(tree)
     post = tree[S.POSTERIOR][DECISION]
     obs = tree[S.OBSERVED_DATA][DECISION]
+    if points is not None:
+        post, obs = _at_points(post, points), _at_points(obs, points)
     agree = (np.sign(post) == np.sign(obs)).mean((D.CHAIN, D.DRAW))
     n = post.sizes[D.CHAIN] * post.sizes[D.DRAW]
     agree.name = "sign_agreement"
@@ -506,17 +534,22 @@ def sign_agreement(tree: xr.DataTree) -> xr.DataArray:
     return agree
 
 
-def positive_probability(tree: xr.DataTree) -> xr.DataArray:
-    """``P(f̂(x) > 0 | release)`` per grid point: the posterior probability that the non-private classifier
-    predicts +1 (fraction of posterior draws; same MC error as :func:`sign_agreement`).
+def positive_probability(tree: xr.DataTree, points=None) -> xr.DataArray:
+    """``P(f̂(x) > 0 | release)`` per point: the posterior probability that the non-private classifier
+    predicts +1 (fraction of posterior draws; same MC error and ``points`` as :func:`sign_agreement`).
 
     Raises
     ------
     SchemaError
         Not a kernel-machine inference result.
+    InputError
+        Non-finite points.
     """
     _check_machine_inference(tree)
-    p = (tree[S.POSTERIOR][DECISION] > 0).mean((D.CHAIN, D.DRAW))
+    post = tree[S.POSTERIOR][DECISION]
+    if points is not None:
+        post = _at_points(post, points)
+    p = (post > 0).mean((D.CHAIN, D.DRAW))
     p.name = "positive_probability"
     p.attrs = {"description": "posterior probability that the non-private decision function is > 0"}
     return p
