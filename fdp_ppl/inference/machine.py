@@ -209,9 +209,9 @@ def _prior_radius(prior, spec) -> float | None:
             return None
         raise InputError(f"unknown prior {prior!r} for a kernel-machine release",
                          f"use one of {MACHINE_PRIORS} or a positive radius (float)")
-    if isinstance(prior, (int, float, np.floating, np.integer)) and not isinstance(prior, bool):
-        if np.isfinite(prior) and prior > 0:
-            return float(prior)
+    if isinstance(prior, (int, float, np.floating, np.integer)) and not isinstance(prior, bool) \
+            and np.isfinite(prior) and prior > 0:
+        return float(prior)
     raise InputError(f"a kernel-machine prior is {MACHINE_PRIORS} or a positive finite radius, got {prior!r}",
                      "e.g. prior='rkhs-ball' (radius from the loss and lambda)")
 
@@ -578,10 +578,10 @@ def describe_machine_inference(tree: xr.DataTree, *, ci_prob: float = 0.9) -> li
     return [("prior", str(at.get("prior_description", at.get("prior", "")))),
             ("method", str(at.get("inference_description", ""))),
             ("draws", f"{post.sizes[D.CHAIN]} chains x {post.sizes[D.DRAW]} exact independent draws"),
-            ("band", f"{ci_prob:.0%} ETI of the decision function: mean width {float(width.mean()):.3g}, "
-                     f"largest {float(width.max()):.3g}"),
-            ("classifier", f"P(non-private sign = released sign) >= 0.95 at {float((agree >= 0.95).mean()):.0%} "
-                           f"of grid points; smallest {float(agree.min()):.2f}"),
+            ("band", (f"{ci_prob:.0%} ETI of the decision function: mean width {float(width.mean()):.3g}, "
+                      f"largest {float(width.max()):.3g}")),
+            ("classifier", (f"P(non-private sign = released sign) >= 0.95 at {float((agree >= 0.95).mean()):.0%} "
+                            f"of grid points; smallest {float(agree.min()):.2f}")),
             ("boundary", f"the band contains 0 at {straddle:.0%} of grid points (side of the boundary uncertain)")]
 
 
