@@ -11,9 +11,10 @@ Columns: ``coverage`` (share of grid points inside the band, mean over replicate
 standard error over replicates; ``coef_cov`` (the same for the release's eigen-coefficients, independent
 within a replicate); ``width`` (mean band width); ``agree_prob`` (mean posterior probability that the
 non-private classifier's sign agrees with the released one) against ``agree_rate`` (how often it did);
-``sigma`` (release noise σ); ``|f|_H`` (mean RKHS norm of the minimiser) against the prior radius R.
+``sigma`` (release noise scale: σ, or Δ_{1,C}/ε for ICLP); ``|f|_H`` (mean RKHS norm of the minimiser) against the prior radius R.
 Rows with noise factor √2 and 1/√2 run the inference with the release's noise scales misstated by that
-factor: their coverage must leave 0.85-0.95.
+factor: their coverage must leave 0.85-0.95. (With ICLP noise ``coef_cov`` is not a sharp check: the
+high-order coefficients' posteriors are prior-dominated and cover whatever the noise scale.)
 
 Cost: one release (ε = 1): ``infer_machine`` (2 × 1000 exact draws) against a hand-written PyMC model of the
 same posterior (eigen-coefficients ``Normal(0, R√λ_j)``, observed ``Normal(coef, σ√λ_j)``, decision a
@@ -26,6 +27,7 @@ Usage::
     python benchmarks/bench_coverage_svm.py            # 100 replicates per epsilon (about 2 minutes on 2 cores)
     python benchmarks/bench_coverage_svm.py --quick    # 10 replicates, PyMC 2 x 300 draws
     python benchmarks/bench_coverage_svm.py --no-pymc
+    python benchmarks/bench_coverage_svm.py --mechanism iclp   # ICLP noise (eta = 2), Laplace likelihood
 """
 
 from __future__ import annotations
@@ -45,14 +47,14 @@ from _common import write_results  # noqa: E402
 SEED = 20261125
 
 
-def coverage_table(epsilons, replicates, draws, seed):
+def coverage_table(epsilons, replicates, draws, seed, mechanism="gp"):
     import numpy as np
 
     from fdp_ppl.experiments.machine_coverage import run_machine_coverage, summarise_machine_coverage
 
     t0 = time.perf_counter()
     df = run_machine_coverage(epsilons, replicates, noise_factors=(1.0, np.sqrt(2.0), 1 / np.sqrt(2.0)),
-                              draws=draws, seed=seed)
+                              draws=draws, seed=seed, mechanism=mechanism)
     return summarise_machine_coverage(df), time.perf_counter() - t0
 
 
@@ -113,28 +115,31 @@ def main(argv=None) -> int:
     p.add_argument("--epsilons", default="0.5,1,4")
     p.add_argument("--draws", type=int, default=500, help="exact posterior draws per chain in the coverage study")
     p.add_argument("--no-pymc", action="store_true", help="skip the cost comparison with PyMC")
+    p.add_argument("--mechanism", choices=("gp", "iclp"), default="gp",
+                   help="gp (default): Gaussian-process noise; iclp: ICLP noise with eta = 2 (no PyMC comparison)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out-dir", default=None)
     a = p.parse_args(argv)
     os.environ.setdefault("PYTENSOR_FLAGS", "mode=CVM")
     reps = a.replicates or (10 if a.quick else 100)
     eps = tuple(float(e) for e in a.epsilons.split(","))
-    table, elapsed = coverage_table(eps, reps, a.draws, a.seed)
-    print(f"Coverage of 90% ETI bands for the non-private minimiser ({reps} replicates per epsilon, "
-          f"{elapsed:.0f} s)")
+    table, elapsed = coverage_table(eps, reps, a.draws, a.seed, a.mechanism)
+    print(f"Coverage of 90% ETI bands for the non-private minimiser ({a.mechanism} noise, {reps} replicates per "
+          f"epsilon, {elapsed:.0f} s)")
     print(f"{'eps':>5} {'noise x':>8} {'coverage':>9} {'se':>6} {'coef_cov':>9} {'width':>7} {'agree_prob':>11} "
           f"{'agree_rate':>11} {'sigma':>7} {'|f|_H':>6} {'R':>6}  verdict")
     rows = []
     for _, r in table.iterrows():
         ok = 0.85 <= r["coverage"] <= 0.95
         verdict = ("in 0.85-0.95" if ok else "OUT of 0.85-0.95") if r["noise_factor"] == 1.0 else \
-            ("misscaled: out (as it must be)" if not 0.85 <= r["coef_coverage"] <= 0.95 else "misscaled: NOT detected")
+            ("misscaled: out (as it must be)" if not ok else "misscaled: NOT detected")
         print(f"{r['epsilon']:>5g} {r['noise_factor']:>8.3f} {r['coverage']:>9.3f} {r['coverage_se']:>6.3f} "
               f"{r['coef_coverage']:>9.3f} {r['width']:>7.3f} {r['agree_prob']:>11.3f} {r['agree_rate']:>11.3f} "
               f"{r['sigma']:>7.3f} {r['norm']:>6.2f} {r['radius']:>6.2f}  {verdict}")
         rows.append({**{k: float(v) for k, v in r.items()}, "verdict": verdict})
-    res = {"replicates": reps, "epsilons": list(eps), "coverage": rows, "coverage_seconds": elapsed}
-    if not a.no_pymc:
+    res = {"mechanism": a.mechanism, "replicates": reps, "epsilons": list(eps), "coverage": rows,
+           "coverage_seconds": elapsed}
+    if not a.no_pymc and a.mechanism == "gp":
         draws, tune = (300, 300) if a.quick else (1000, 1000)
         cost = cost_comparison(draws, tune, SEED)
         res["cost"] = cost
@@ -144,8 +149,9 @@ def main(argv=None) -> int:
               f"({cost['ess_per_s_ratio']:.0f}x); posterior means differ by at most "
               f"{cost['max_mean_diff_in_sd']:.3f} sd, sd ratio {cost['mean_sd_ratio_pymc_over_exact']:.3f}; "
               f"{cost['divergences']} divergences")
-    out = Path(a.out_dir) / f"bench_coverage_svm{'_quick' if a.quick else ''}.json" if a.out_dir else None
-    write_results("bench_coverage_svm", res, quick=a.quick, out=out)
+    name = "bench_coverage_svm" + ("" if a.mechanism == "gp" else f"_{a.mechanism}")
+    out = Path(a.out_dir) / f"{name}{'_quick' if a.quick else ''}.json" if a.out_dir else None
+    write_results(name, res, quick=a.quick, out=out)
     return 0
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..erm import ERMSpec, release_erm
-from ..mechanisms import GaussianMechanism
+from ..mechanisms import ICLP, GaussianMechanism
 from ..schema import CONSTANT_DATA, NOISE_SCALE
 from ..spaces import Gaussian
 
@@ -46,10 +46,19 @@ def simulate_records(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
 
 
 def machine_spec(**overrides) -> ERMSpec:
-    """The study's public spec (:data:`DESIGN`, overridable)."""
+    """The study's public spec (:data:`DESIGN`, overridable; ``eta=2`` for the ICLP mechanism)."""
     d = {**DESIGN, **overrides}
     return ERMSpec(Gaussian(d["bandwidth"], convention="hall"), lam=d["lam"], n=d["n"], loss=d["loss"],
-                   grid_size=d["grid_size"], solver_slack=d["solver_slack"])
+                   grid_size=d["grid_size"], solver_slack=d["solver_slack"], eta=d.get("eta"))
+
+
+def study_mechanism(name: str, epsilon: float):
+    """``"gp"``: ``GaussianMechanism(ε, DELTA, "analytic")``; ``"iclp"``: ``ICLP(ε)`` (spec with ``eta=2``)."""
+    if name == "gp":
+        return GaussianMechanism(epsilon, DELTA, "analytic")
+    if name == "iclp":
+        return ICLP(epsilon)
+    raise ValueError(f"mechanism must be 'gp' or 'iclp', got {name!r}")
 
 
 def with_noise_factor(release, factor: float):
@@ -62,7 +71,7 @@ def with_noise_factor(release, factor: float):
 
 
 def machine_replicate(epsilon: float, seed: int, *, noise_factors=(1.0,), draws: int = 500, chains: int = 2,
-                      prior="rkhs-ball", spec: ERMSpec | None = None) -> list[dict]:
+                      prior="rkhs-ball", spec: ERMSpec | None = None, mechanism: str = "gp") -> list[dict]:
     """One data set, one fit, one release; one row per ``noise_factor`` (see the module docstring).
 
     Returns
@@ -72,18 +81,19 @@ def machine_replicate(epsilon: float, seed: int, *, noise_factors=(1.0,), draws:
         ``width`` (mean band width), ``coef_coverage`` (share of the release's eigen-coefficients of ``f̂``
         inside their 90% posterior intervals: independent across coefficients, so a sharper check of the
         likelihood's scale), ``agree_prob`` (mean posterior sign-agreement probability),
-        ``agree_rate`` (share of grid points where ``sign f̂ = sign f̃``), ``sigma`` (release noise σ),
+        ``agree_rate`` (share of grid points where ``sign f̂ = sign f̃``), ``sigma`` (release attr ``noise_scale``:
+        σ for GP noise, Δ_{1,C}/ε for ICLP),
         ``norm`` (``‖f̂‖_H``), ``radius`` (prior R), ``infer_s`` (wall time of the inference).
     """
     from ..inference.machine import decision_band, infer_machine, machine_posterior, sign_agreement
 
-    spec = spec or machine_spec()
+    spec = spec or machine_spec(**({"eta": 2.0} if mechanism == "iclp" else {}))
     rng = np.random.default_rng(seed)
     x, y = simulate_records(spec.n, rng)
     fit = spec.fit(x, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # seeded study releases warn by design
-        release = release_erm(fit, GaussianMechanism(epsilon, DELTA, "analytic"), random_seed=seed)
+        release = release_erm(fit, study_mechanism(mechanism, epsilon), random_seed=seed)
     truth = fit.decision(spec.points)
     released = release["posterior"]["decision"].values.reshape(-1)
     rows = []
@@ -105,7 +115,7 @@ def machine_replicate(epsilon: float, seed: int, *, noise_factors=(1.0,), draws:
                      "coef_coverage": float(np.mean((clo <= ctruth) & (ctruth <= chi))),
                      "agree_prob": float(np.mean(agree)),
                      "agree_rate": float(np.mean(np.sign(truth) == np.sign(released))),
-                     "sigma": float(release.attrs["sigma"]), "norm": fit.rkhs_norm(),
+                     "sigma": float(release.attrs["noise_scale"]), "norm": fit.rkhs_norm(),
                      "radius": float(tree.attrs["prior_radius"]) if tree.attrs["prior_radius"] != "none" else np.inf,
                      "infer_s": elapsed})
     return rows
@@ -139,4 +149,4 @@ def summarise_machine_coverage(df: pd.DataFrame) -> pd.DataFrame:
 
 
 __all__ = ["CI_PROB", "DELTA", "DESIGN", "EPSILONS", "machine_replicate", "machine_spec", "run_machine_coverage",
-           "simulate_records", "summarise_machine_coverage", "with_noise_factor"]
+           "simulate_records", "study_mechanism", "summarise_machine_coverage", "with_noise_factor"]
