@@ -56,6 +56,7 @@ ERM_RELEASE = "erm_release"
 POSTERIOR = "posterior"
 CONSTANT_DATA = "constant_data"
 OBSERVED_DATA = "observed_data"
+POSTERIOR_PREDICTIVE = "posterior_predictive"
 LOG_LIKELIHOOD = "log_likelihood"
 SAMPLE_STATS = "sample_stats"
 

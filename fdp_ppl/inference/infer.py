@@ -696,8 +696,10 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
         loglik = loglik.assign_coords({dims.BASIS: post[dims.BASIS]})
     observed = xr.Dataset({S.RELEASED: ((dims.BASIS,), meta["ctx"]["y"])},
                           coords={dims.BASIS: post[dims.BASIS]})
-    groups = {S.POSTERIOR: post, S.LOG_LIKELIHOOD: xr.Dataset({S.RELEASED: loglik}), S.OBSERVED_DATA: observed,
-              S.CONSTANT_DATA: constant}
+    from .predictive import replicated_releases
+
+    groups = {S.POSTERIOR: post, S.POSTERIOR_PREDICTIVE: replicated_releases(meta, post, rng),
+              S.LOG_LIKELIHOOD: xr.Dataset({S.RELEASED: loglik}), S.OBSERVED_DATA: observed, S.CONSTANT_DATA: constant}
     if S.SAMPLE_STATS in tree.children:
         groups[S.SAMPLE_STATS] = tree[S.SAMPLE_STATS].to_dataset()
     tree = xr.DataTree.from_dict(groups)
