@@ -54,7 +54,6 @@ MACHINE_PRIORS = ("rkhs-ball", "flat")
 #: variable name of the decision function (as in the release)
 DECISION = "decision"
 COMPONENT = "component"
-POSTERIOR_PREDICTIVE = "posterior_predictive"
 
 
 @dataclass(eq=False)
@@ -384,7 +383,7 @@ def _infer_machine(release, prior, draw, draws, chains, random_seed):
         if mp.prior_scale is not None:
             const["prior_scale"] = ((COMPONENT,), mp.prior_scale)
         constant = xr.Dataset(const, coords={COMPONENT: np.arange(mp.y.size), **grid})
-    tree = xr.DataTree.from_dict({S.POSTERIOR: post, POSTERIOR_PREDICTIVE: pred, S.OBSERVED_DATA: obs,
+    tree = xr.DataTree.from_dict({S.POSTERIOR: post, S.POSTERIOR_PREDICTIVE: pred, S.OBSERVED_DATA: obs,
                                   S.CONSTANT_DATA: constant})
     prior_text = ("flat (improper)" if mp.radius is None else
                   f"N(0, R^2 K) on the grid, R = {mp.radius:.6g}" + (
