@@ -189,8 +189,8 @@ class ReleaseMetadata:
         kind = attrs.get(KIND_ATTR, RELEASE)
         if kind == ERM_RELEASE:
             raise SchemaError("this tree is a private kernel-machine release (a decision function), not a "
-                              "mean-curve release", "read its posterior 'decision' directly "
-                              "(fdp_ppl.plots.plot_decision); inference and plot_release take mean-curve releases")
+                              "mean-curve release", "fp.infer(release) gives its posterior (fdp_ppl.inference.machine); "
+                              "plot it with fdp_ppl.plots.plot_decision")
         if kind == EXPMECH_FPCA:
             raise SchemaError("this tree is an epsilon-DP FPCA release (a frame of principal components), not a "
                               "mean-curve release", "read its posterior 'components' and 'frame' directly "

@@ -365,8 +365,10 @@ def test_erm_release_follows_the_schema():
         tree = release_erm(spec.fit(X, y), GaussianMechanism(1.0, 1e-3), random_seed=6)
     assert tree.attrs[schema.KIND_ATTR] == schema.ERM_RELEASE
     assert tree.attrs[schema.SCHEMA_ATTR] == schema.SCHEMA_VERSION
+    post = fp.infer(tree, draws=50)  # kernel machines have their own exact posterior (fdp_ppl.inference.machine)
+    assert post.attrs[schema.KIND_ATTR] == schema.INFERENCE and post["posterior"]["decision"].shape == (2, 50, 20)
     with pytest.raises(SchemaError, match="kernel-machine release"):
-        fp.infer(tree)
+        schema.read_release(tree)  # but it is no mean-curve release
 
 
 def test_unseeded_iclp_machine_noise_is_floating_point_safe():

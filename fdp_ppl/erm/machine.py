@@ -265,6 +265,67 @@ class ERMSpec:
         """``Δ = Δ_0 + 2ρ``: RKHS sensitivity of the fitted (approximate) decision functions."""
         return self.delta_rkhs_exact + 2.0 * self.rho_target
 
+    @property
+    def loss_at_zero(self) -> float:
+        """``sup_y ℓ(0, y)``: hinge 1, logistic ``log 2``, squared ``B²`` (labels clipped to ``[−B, B]``)."""
+        return {"hinge": 1.0, "logistic": float(np.log(2.0)), "squared": self.label_bound**2}[self.loss]
+
+    @property
+    def norm_bound(self) -> float:
+        """Public bound ``R`` on ``‖f‖_H`` of every fitted decision function (no data).
+
+        The exact minimiser has ``λ‖f_D‖²_H <= P(f_D) <= P(0) = (1/n) Σ_i ℓ(0, y_i) <= sup_y ℓ(0, y)``
+        (Hall, Rinaldo & Wasserman 2013, eq. 11 compared with ``g = 0``; the squared-loss case is
+        the module docstring's ball), and the fit is certified within ``ρ`` of it, so
+        ``R = √(sup_y ℓ(0, y)/λ) + ρ`` (:attr:`loss_at_zero`, :attr:`rho_target`). The norm is
+        that of the spec's space (RKHS of ``K``, or of ``C^η`` for ``eta`` specs) [D].
+        """
+        return float(np.sqrt(self.loss_at_zero / self.lam) + self.rho_target)
+
+    @classmethod
+    def from_attrs(cls, attrs) -> "ERMSpec":
+        """The public spec a kernel-machine release was made with, rebuilt from its root attributes.
+
+        Reads ``kernel``, ``kernel_rho`` (and ``kernel_nu`` / ``kernel_convention``), ``lam``, ``n``,
+        ``loss``, ``domain``, ``grid_size``, ``eta``, ``label_bound``, ``solver_slack`` and
+        ``eigen_rel_tol`` (``eta`` specs) as :meth:`attrs` writes them (lists as ``"a,b"`` strings
+        after :func:`fdp_ppl.schema.clean_attrs`). No privacy unit is attached (it does not change the
+        function space).
+
+        Raises
+        ------
+        SchemaError
+            A required attribute missing or unreadable.
+        """
+        from ..errors import SchemaError
+        from ..spaces.kernels import kernel_from_name
+
+        def floats(v):
+            if isinstance(v, str):
+                return [float(p) for p in v.split(",") if p.strip()]
+            return [float(p) for p in np.atleast_1d(v)]
+
+        try:
+            name = str(attrs["kernel"])
+            rho = float(attrs["kernel_rho"])
+            if name == "gaussian":
+                kernel = Gaussian(rho, convention=str(attrs.get("kernel_convention", "hall")))
+            elif name.startswith("matern("):
+                kernel = Matern(rho, nu=float(attrs["kernel_nu"]))
+            else:
+                kernel = kernel_from_name(name, rho)
+            eta = attrs.get("eta")
+            eta = None if eta is None or str(eta) == "none" else float(eta)
+            dom = np.asarray(floats(attrs["domain"])).reshape(-1, 2)
+            extra = {"rel_tol": float(attrs["eigen_rel_tol"])} if eta is not None and "eigen_rel_tol" in attrs else {}
+            return cls(kernel, lam=float(attrs["lam"]), n=int(attrs["n"]), loss=str(attrs["loss"]), domain=dom,
+                       grid_size=tuple(int(g) for g in floats(attrs["grid_size"])), eta=eta,
+                       label_bound=float(attrs.get("label_bound", 1.0)),
+                       solver_slack=float(attrs.get("solver_slack", 1e-2)), **extra)
+        except (KeyError, ValueError, TypeError) as err:
+            raise SchemaError(f"the kernel-machine release's attributes do not describe its spec ({err})",
+                              "pass a file written by fdp-ppl svm / fdp_ppl.erm.release_erm") from None
+
     def sensitivity(self, norm: str | None = None) -> Sensitivity:
         """Sensitivity of the fitted decision function.
 

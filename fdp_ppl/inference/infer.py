@@ -588,7 +588,8 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
     ----------
     release : xr.DataTree
         A release from :func:`fdp_ppl.release` (or read back with
-        ``xr.open_datatree``). Only public content is read.
+        ``xr.open_datatree``). Only public content is read. A kernel-machine release
+        (``fdp-ppl svm``) goes to :func:`fdp_ppl.inference.machine.infer_machine` (exact draws).
     prior : "gp", "iclp", GPPrior, ICLPPrior or callable
         Prior over the curve; see :mod:`fdp_ppl.inference.priors`.
     target : {"population", "summary"} or None
@@ -659,6 +660,11 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
         Not a release, unknown target, prior or method, or an unsupported combination
         (``InputError``, a ``ValueError``; e.g. ``method="exact"`` with free hyperparameters).
     """
+    if isinstance(release, xr.DataTree) and release.attrs.get(S.KIND_ATTR) == S.ERM_RELEASE:  # kernel machines
+        from .machine import infer_machine_dispatch
+
+        return infer_machine_dispatch(release, prior, target=target, method=method, draw=draw, draws=draws,
+                                      chains=chains, random_seed=random_seed)
     with blas_threads(rescan=True, children=True):  # PyMC chains in processes (cores > 1) too
         return _infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
                       draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,
