@@ -1,0 +1,163 @@
+#!/usr/bin/env python
+"""Coverage study: 90% posterior bands of :func:`fdp_ppl.inference.density.infer_density` over replicated data sets.
+
+Design: a fixed population on the public box [0, 1], a two-component normal mixture
+``0.6 N(0.35, 0.08²) + 0.4 N(0.7, 0.06²)`` (values outside the box clipped by the spec), n records per data set,
+a 1-D grid of ``--grid`` points, the package's default public bandwidth. For every replicate: draw a data set,
+fit the public spec (its non-private estimate on the grid, ``summary.density``, is the target), release it once
+with :func:`fdp_ppl.kde.release_kde` (seeded: a study), run ``infer_density`` (default prior: envelope with a
+half-Cauchy amplitude; ``--prior flat`` for the likelihood alone) and record the fraction of grid points where
+the 90% equal-tailed band of ``kde`` covers the target. The table gives the mean over replicates (pointwise
+coverage averaged over the grid and over data sets) and its Monte Carlo standard error, the mean band width
+relative to the target's maximum, and ``z2`` (:func:`replicate`), per mechanism and ε. Target: coverage
+0.85-0.95.
+
+Mechanisms: gp and sobolev (Gaussian mechanism, δ = 1e-5, analytic calibration), iclp (η = 1.25), frl
+and bernstein (the grid specs of :mod:`fdp_ppl.kde.baselines`, d = 1).
+
+Usage::
+
+    python benchmarks/bench_coverage_kde.py            # 100 replicates per cell
+    python benchmarks/bench_coverage_kde.py --quick    # 20 replicates per cell
+    python benchmarks/bench_coverage_kde.py --quick --noise-factor 0.7071 --out /tmp/x.json   # a wrong likelihood
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
+EPSILONS = (0.5, 1.0, 4.0)
+
+
+def population(n: int, rng) -> np.ndarray:
+    """n draws of the study's population (two-component normal mixture on [0, 1])."""
+    comp = rng.random(n) < 0.6
+    return np.where(comp, rng.normal(0.35, 0.08, n), rng.normal(0.7, 0.06, n))
+
+
+def make_spec(mechanism: str, n: int, grid_size: int):
+    """The public spec and mechanism class of one cell."""
+    from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec
+    from fdp_ppl.kde.baselines import BernsteinKDESpec, FRLKDESpec
+
+    grid = CartesianGrid.uniform((0.0, 1.0), grid_size)
+    if mechanism == "gp":
+        return KDESpec(grid=grid, n=n)
+    if mechanism == "sobolev":
+        return SobolevKDESpec(grid=grid, n=n)
+    if mechanism == "iclp":
+        return ICLPKDESpec(grid=grid, n=n, eta=1.25)
+    if mechanism == "frl":
+        return FRLKDESpec(grid=grid, n=n)
+    return BernsteinKDESpec(grid=grid, n=n, k=20)
+
+
+def make_mechanism(mechanism: str, epsilon: float):
+    from fdp_ppl.mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
+
+    if mechanism in ("gp", "sobolev"):
+        return GaussianMechanism(epsilon, 1e-5)
+    return {"iclp": ICLP, "frl": FRL, "bernstein": Bernstein}[mechanism](epsilon)
+
+
+def replicate(spec, mech, rng, *, prior=None, draws: int = 400, ci_prob: float = 0.9, noise_factor: float = 1.0):
+    """One replicate: (pointwise coverage averaged over the grid, mean band width / max target, ``z2``).
+
+    ``z2`` is the mean over coefficients of ``(E[c_j | y] − c_j)² / Var(c_j | y)`` with ``c_j`` the true
+    (non-private) coefficients: about 1 when the posterior is calibrated (exactly 1 in expectation with the
+    flat prior), 1/2 or 2 when the likelihood's noise scale is √2 too large or too small.
+
+    ``noise_factor`` rescales the noise scale stored in the release before inference (a deliberately wrong
+    likelihood, for the test that a mis-scaled noise law is detected; 1: the file as written).
+    """
+    from fdp_ppl.errors import SeededReleaseWarning
+    from fdp_ppl.inference.density import infer_density
+    from fdp_ppl.kde import release_kde
+
+    x = population(spec.n, rng)
+    summary = spec.fit(x)
+    target = summary.density
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededReleaseWarning)
+        rel = release_kde(summary, mech, random_seed=int(rng.integers(2**62)), generator="pymc")
+    if noise_factor != 1.0:
+        rel["constant_data"]["noise_scale"] = rel["constant_data"]["noise_scale"] * noise_factor
+    post = infer_density(rel, prior, draws=draws, chains=1, random_seed=int(rng.integers(2**31)),
+                         predictive=False)
+    kde = post["posterior"]["kde"].values.reshape(draws, -1)
+    lo, hi = np.quantile(kde, [(1 - ci_prob) / 2, (1 + ci_prob) / 2], axis=0)
+    t = target.ravel()
+    cover = float(np.mean((t >= lo) & (t <= hi)))
+    width = float(np.mean(hi - lo) / np.max(np.abs(t)))
+    coef = post["posterior"]["coefficients"].values.reshape(draws, -1)
+    z2 = float(np.mean((coef.mean(0) - summary.coefficients) ** 2 / coef.var(0)))
+    return cover, width, z2
+
+
+def study(mechanisms=MECHANISMS, epsilons=EPSILONS, *, reps: int = 100, n: int = 500, grid_size: int = 100,
+          prior=None, seed: int = 2026, draws: int = 400, noise_factor: float = 1.0) -> list[dict]:
+    """Run the coverage study; one dict per (mechanism, ε) with coverage, its MC s.e., width and time."""
+    rows = []
+    for mech_name in mechanisms:
+        spec = make_spec(mech_name, n, grid_size)
+        for eps in epsilons:
+            rng = np.random.default_rng([seed, MECHANISMS.index(mech_name), int(eps * 100)])
+            mech = make_mechanism(mech_name, eps)
+            t0 = time.perf_counter()
+            res = np.array([replicate(spec, mech, rng, prior=prior, draws=draws, noise_factor=noise_factor)
+                            for _ in range(reps)])
+            rows.append({"mechanism": mech_name, "epsilon": eps, "reps": reps, "coverage": float(res[:, 0].mean()),
+                         "coverage_se": float(res[:, 0].std(ddof=1) / np.sqrt(reps)) if reps > 1 else float("nan"),
+                         "width": float(res[:, 1].mean()), "std_resid_var": float(res[:, 2].mean()),
+                         "seconds": time.perf_counter() - t0})
+    return rows
+
+
+def print_table(rows) -> None:
+    print(f"{'mechanism':<10} {'eps':>5} {'reps':>5} {'coverage':>9} {'(se)':>7} {'width/max':>10} "
+          f"{'z2':>6} {'s':>6}")
+    for r in rows:
+        flag = "" if 0.85 <= r["coverage"] <= 0.95 else "  <- outside 0.85-0.95"
+        print(f"{r['mechanism']:<10} {r['epsilon']:>5g} {r['reps']:>5d} {r['coverage']:>9.3f} "
+              f"{r['coverage_se']:>7.3f} {r['width']:>10.3f} {r['std_resid_var']:>6.2f} {r['seconds']:>6.1f}{flag}")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    p.add_argument("--quick", action="store_true", help="20 replicates per cell")
+    p.add_argument("--reps", type=int, default=None)
+    p.add_argument("--n", type=int, default=500)
+    p.add_argument("--grid", type=int, default=100)
+    p.add_argument("--prior", choices=("envelope", "flat"), default="envelope")
+    p.add_argument("--mechanisms", default=",".join(MECHANISMS))
+    p.add_argument("--epsilons", default=",".join(str(e) for e in EPSILONS))
+    p.add_argument("--seed", type=int, default=2026)
+    p.add_argument("--noise-factor", type=float, default=1.0,
+                   help="multiply the release's noise scale by this before inference (a wrong likelihood: "
+                        "1.414 or 0.707 shows what a sqrt(2) error does)")
+    p.add_argument("--out", default=None, help="JSON path (default results/bench_coverage_kde[_quick].json)")
+    a = p.parse_args(argv)
+    reps = a.reps or (20 if a.quick else 100)
+    rows = study(tuple(a.mechanisms.split(",")), tuple(float(e) for e in a.epsilons.split(",")), reps=reps, n=a.n,
+                 grid_size=a.grid, prior=a.prior, seed=a.seed, noise_factor=a.noise_factor)
+    print_table(rows)
+    from _common import write_results
+
+    write_results("bench_coverage_kde", {"design": {"n": a.n, "grid": a.grid, "prior": a.prior, "reps": reps,
+                                                    "population": "0.6 N(0.35, 0.08^2) + 0.4 N(0.7, 0.06^2)",
+                                                    "ci_prob": 0.9, "noise_factor": a.noise_factor},
+                                         "rows": rows}, quick=a.quick, out=a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
