@@ -571,9 +571,13 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
     ----------
     release : xr.DataTree
         A release from :func:`fdp_ppl.release` (or read back with
-        ``xr.open_datatree``). Only public content is read.
+        ``xr.open_datatree``). Only public content is read. A kernel density estimate
+        (:func:`fdp_ppl.schema.is_kde_release`) goes to :func:`fdp_ppl.inference.density.infer_density`
+        (``prior``, ``draws``, ``chains``, ``draw``, ``random_seed``; its result is described there).
     prior : "gp", "iclp", GPPrior, ICLPPrior or callable
-        Prior over the curve; see :mod:`fdp_ppl.inference.priors`.
+        Prior over the curve; see :mod:`fdp_ppl.inference.priors` (for a KDE release: a
+        :class:`~fdp_ppl.inference.density.DensityPrior`, ``"envelope"`` or ``"flat"``; ``"gp"`` is the default
+        envelope prior).
     target : {"summary", "population"}
         ``"summary"``: the released summary itself (e.g. the ICLP-QR smoothed
         mean); likelihood ``y_j ~ Law(θ_j, scale_j)`` exactly.
@@ -638,6 +642,13 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
         Not a release, unknown target, prior or method, or an unsupported combination
         (``InputError``, a ``ValueError``; e.g. ``method="exact"`` with free hyperparameters).
     """
+    if S.is_kde_release(release):  # a density: exact draws with its own prior (fdp_ppl.inference.density)
+        from .density import infer_density
+
+        if target != "summary" or method not in ("auto", "exact") or sampling_sd is not None:
+            raise InputError("a kernel density estimate release takes target='summary', method='auto' and no "
+                             "sampling_sd", "drop them (its posterior is always drawn exactly)")
+        return infer_density(release, prior, draws=draws, chains=chains, draw=draw, random_seed=random_seed)
     with blas_threads(rescan=True, children=True):  # PyMC chains in processes (cores > 1) too
         return _infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
                       draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,
