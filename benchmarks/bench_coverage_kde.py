@@ -122,6 +122,61 @@ def study(mechanisms=MECHANISMS, epsilons=EPSILONS, *, reps: int = 100, n: int =
     return rows
 
 
+def cost_ratio(mechanism: str, *, epsilon: float = 1.0, n: int = 500, grid_size: int = 100, draws: int = 1000,
+               tune: int = 1000, seed: int = 7) -> dict:
+    """Sampling cost of ``infer_density`` against a hand-written PyMC model of the same posterior.
+
+    The PyMC model (non-centred): ``a ~ HalfCauchy(1)``, ``z_j ~ N(0, 1)``, ``c_j = a e_j z_j``,
+    ``y_j ~ Law(c_j, b_j)`` with the release's law (``pm.Normal`` / ``pm.Laplace``), NUTS with 2 chains; the
+    grid values are ``c`` reconstructed afterwards. Cost = effective draws per wall second (median over the
+    grid of the bulk ESS of ``kde``; exact draws are independent, so their ESS is the number of draws up to
+    the estimator's noise); ``infer_density`` on the same release with the same prior (half-Cauchy(1)
+    amplitude on its grid). Returns both costs and their ratio.
+    """
+    import arviz as az
+    import pymc as pm
+
+    from fdp_ppl.errors import SeededReleaseWarning
+    from fdp_ppl.inference.density import infer_density, read_kde_release
+    from fdp_ppl.kde import release_kde
+
+    rng = np.random.default_rng(seed)
+    spec, mech = make_spec(mechanism, n, grid_size), make_mechanism(mechanism, epsilon)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededReleaseWarning)
+        rel = release_kde(spec.fit(population(n, rng)), mech, random_seed=seed, generator="pymc")
+    view = read_kde_release(rel)
+
+    def ess_per_s(kde, seconds):
+        ess = az.ess(xr.DataArray(kde, dims=("chain", "draw", "x")), method="bulk")
+        return float(np.median(ess.values)) / seconds
+
+    import xarray as xr
+
+    t0 = time.perf_counter()
+    post = infer_density(rel, draws=draws, chains=2, random_seed=seed, predictive=False)
+    t_exact = time.perf_counter() - t0
+    exact = ess_per_s(post["posterior"]["kde"].values, t_exact)
+    with pm.Model() as model:
+        a = pm.HalfCauchy("a", 1.0)
+        z = pm.Normal("z", 0.0, 1.0, shape=view.released.size)
+        c = a * view.envelope * z
+        view.law.pymc("y", c, view.scale, observed=view.released)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = pm.sample(draws=draws, tune=tune, chains=2, cores=1, random_seed=seed, progressbar=False,
+                          model=model, compute_convergence_checks=False, target_accept=0.9)
+    zs = idata["posterior"]["z"].values
+    a_s = idata["posterior"]["a"].values
+    kde = view.reconstruct(a_s[..., None] * view.envelope * zs)
+    t_nuts = time.perf_counter() - t0
+    nuts = ess_per_s(kde, t_nuts)
+    div = int(idata["sample_stats"]["diverging"].sum())
+    return {"mechanism": mechanism, "epsilon": epsilon, "exact_seconds": t_exact, "exact_ess_per_s": exact,
+            "pymc_seconds": t_nuts, "pymc_ess_per_s": nuts, "pymc_divergences": div, "speedup": exact / nuts}
+
+
 def print_table(rows) -> None:
     print(f"{'mechanism':<10} {'eps':>5} {'reps':>5} {'coverage':>9} {'(se)':>7} {'width/max':>10} "
           f"{'z2':>6} {'s':>6}")
@@ -144,15 +199,25 @@ def main(argv=None) -> int:
     p.add_argument("--noise-factor", type=float, default=1.0,
                    help="multiply the release's noise scale by this before inference (a wrong likelihood: "
                         "1.414 or 0.707 shows what a sqrt(2) error does)")
+    p.add_argument("--cost", action="store_true",
+                   help="also time a hand-written PyMC (NUTS) model of the same posterior (gp and iclp, epsilon 1)")
     p.add_argument("--out", default=None, help="JSON path (default results/bench_coverage_kde[_quick].json)")
     a = p.parse_args(argv)
     reps = a.reps or (20 if a.quick else 100)
     rows = study(tuple(a.mechanisms.split(",")), tuple(float(e) for e in a.epsilons.split(",")), reps=reps, n=a.n,
                  grid_size=a.grid, prior=a.prior, seed=a.seed, noise_factor=a.noise_factor)
     print_table(rows)
+    costs = []
+    if a.cost:
+        for mech in ("gp", "iclp"):
+            costs.append(cost_ratio(mech, draws=300 if a.quick else 1000, tune=300 if a.quick else 1000))
+            c = costs[-1]
+            print(f"cost {mech}: exact {c['exact_ess_per_s']:.0f} ESS/s ({c['exact_seconds']:.2f} s), PyMC NUTS "
+                  f"{c['pymc_ess_per_s']:.1f} ESS/s ({c['pymc_seconds']:.1f} s, {c['pymc_divergences']} divergences): "
+                  f"ratio {c['speedup']:.0f}x")
     from _common import write_results
 
-    write_results("bench_coverage_kde", {"design": {"n": a.n, "grid": a.grid, "prior": a.prior, "reps": reps,
+    write_results("bench_coverage_kde", {"costs": costs, "design": {"n": a.n, "grid": a.grid, "prior": a.prior, "reps": reps,
                                                     "population": "0.6 N(0.35, 0.08^2) + 0.4 N(0.7, 0.06^2)",
                                                     "ci_prob": 0.9, "noise_factor": a.noise_factor},
                                          "rows": rows}, quick=a.quick, out=a.out)

@@ -22,7 +22,8 @@ GRID_MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
 
 
 def _release(mech, eps=1.0, n=200, grid=40, seed=1, d=1):
-    from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec
+    from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec
+    from fdp_ppl.kde.baselines import BernsteinKDESpec, FRLKDESpec
 
     rng = np.random.default_rng(seed)
     if d == 1:
@@ -30,7 +31,8 @@ def _release(mech, eps=1.0, n=200, grid=40, seed=1, d=1):
         x = population(n, rng)
     else:
         g = CartesianGrid.uniform([(0, 1), (0, 1)], grid)
-        spec = {"gp": KDESpec, "iclp": ICLPKDESpec}[mech](grid=g, n=n)
+        spec = {"gp": KDESpec, "sobolev": SobolevKDESpec, "iclp": ICLPKDESpec, "frl": FRLKDESpec,
+                "bernstein": BernsteinKDESpec}[mech](grid=g, n=n)
         x = np.stack([population(n, rng), population(n, rng)], -1)
     summary = spec.fit(x)
     with warnings.catch_warnings():
@@ -84,15 +86,31 @@ def test_infer_serves_cli_1d_baseline_files(tmp_path, mech):
     np.testing.assert_allclose(view.reconstruct(view.released), view.observed, atol=1e-10 * np.abs(view.observed).max())
 
 
-@pytest.mark.parametrize("mech", ["gp", "iclp"])
+@pytest.mark.parametrize("mech", GRID_MECHANISMS)
 def test_two_dimensional_release(mech):
-    summary, rel = _release(mech, grid=12, n=150, d=2)
+    summary, rel = _release(mech, grid=10, n=150, d=2)
     post = fp.infer(rel, draws=50, random_seed=2)
     assert post["posterior"]["kde"].dims == ("chain", "draw", "x1", "x2")
     bands = density_bands(post, functionals=False)
     assert bands["kde_lower"].dims == ("x1", "x2")
     with pytest.raises(InputError, match="1-D density"):
         density_functionals(post)
+    view = read_kde_release(rel)
+    np.testing.assert_allclose(view.reconstruct(view.released), view.observed, atol=1e-10 * np.abs(view.observed).max())
+
+
+def test_normalised_iclp_release():
+    """ICLPKDESpec(normalise=True) divides the release by its public mass: the posterior is on that scale."""
+    from fdp_ppl.kde import CartesianGrid, ICLPKDESpec
+
+    spec = ICLPKDESpec(grid=CartesianGrid.uniform((0, 1), 40), n=200, normalise=True)
+    summary = spec.fit(population(200, np.random.default_rng(3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededReleaseWarning)
+        rel = fp.kde.release_kde(summary, make_mechanism("iclp", 4.0), random_seed=4, generator="pymc")
+    post = fp.infer(rel, draws=400, random_seed=1)
+    err = np.abs(post["posterior"]["kde"].mean(("chain", "draw")).values - summary.density)
+    assert np.mean(err) < 0.1 * np.max(summary.density)
 
 
 def test_schema_kind_and_older_files(releases):
