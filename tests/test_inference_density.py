@@ -12,11 +12,10 @@ import xarray as xr
 import fdp_ppl as fp
 from fdp_ppl import schema as S
 from fdp_ppl.errors import InputError, SchemaError, SeededReleaseWarning
-from fdp_ppl.inference.density import (DensityPrior, density_bands, density_functionals, infer_density,
-                                       read_kde_release)
+from fdp_ppl.inference.density import DensityPrior, density_bands, density_functionals, infer_density, read_kde_release
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bench_coverage_kde import make_mechanism, make_spec, population, replicate  # noqa: E402
+from bench_coverage_kde import make_mechanism, make_spec, population, replicate
 
 GRID_MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
 
@@ -48,7 +47,7 @@ def releases():
 
 @pytest.mark.parametrize("mech", GRID_MECHANISMS)
 def test_infer_serves_every_kde_mechanism(releases, mech):
-    summary, rel = releases[mech]
+    _, rel = releases[mech]
     assert S.is_kde_release(rel) and not S.is_release(rel)
     post = fp.infer(rel, draws=100, chains=2, random_seed=3)
     assert S.is_inference(post) and post.attrs["kde_mechanism"] == mech
@@ -88,7 +87,7 @@ def test_infer_serves_cli_1d_baseline_files(tmp_path, mech):
 
 @pytest.mark.parametrize("mech", GRID_MECHANISMS)
 def test_two_dimensional_release(mech):
-    summary, rel = _release(mech, grid=10, n=150, d=2)
+    _, rel = _release(mech, grid=10, n=150, d=2)
     post = fp.infer(rel, draws=50, random_seed=2)
     assert post["posterior"]["kde"].dims == ("chain", "draw", "x1", "x2")
     bands = density_bands(post, functionals=False)

@@ -655,5 +655,15 @@ def density_bands(tree: xr.DataTree, *, ci_prob: float = 0.9, probs=(0.05, 0.25,
     return out
 
 
-__all__ = ["DensityPrior", "KDEView", "amplitude_posterior", "density_bands", "density_functionals",
-           "infer_density", "read_kde_release", "resolve_density_prior", "PRIOR_KINDS", "MECHANISMS"]
+__all__ = [
+    "MECHANISMS",
+    "PRIOR_KINDS",
+    "DensityPrior",
+    "KDEView",
+    "amplitude_posterior",
+    "density_bands",
+    "density_functionals",
+    "infer_density",
+    "read_kde_release",
+    "resolve_density_prior",
+]
