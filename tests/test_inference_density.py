@@ -222,3 +222,16 @@ def test_coverage_study(mech, eps):
     rng = np.random.default_rng([2026, GRID_MECHANISMS.index(mech), int(eps * 100)])
     cover = np.mean([replicate(spec, m, rng)[0] for _ in range(60)])
     assert 0.85 <= cover <= 0.95
+
+
+def test_release_with_several_draws_conditions_on_one(releases):
+    summary, _ = releases["gp"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededReleaseWarning)
+        rel = fp.kde.release_kde(summary, make_mechanism("gp", 1.0), draws=3, random_seed=9, generator="pymc")
+    with pytest.warns(UserWarning, match="holds 3 draws"):
+        post = fp.infer(rel, draw=2, draws=20, random_seed=1)
+    np.testing.assert_allclose(post["observed_data"]["density"].values, rel["posterior"]["density"].values[0, 2])
+    with pytest.raises(InputError, match="draw must lie"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fp.infer(rel, draw=3)
