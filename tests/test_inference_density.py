@@ -15,7 +15,7 @@ from fdp_ppl.errors import InputError, SchemaError, SeededReleaseWarning
 from fdp_ppl.inference.density import DensityPrior, density_bands, density_functionals, infer_density, read_kde_release
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bench_coverage_kde import make_mechanism, make_spec, population, replicate
+from bench_coverage_kde import make_mechanism, make_spec, population, population_truth, replicate
 
 GRID_MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
 
@@ -130,7 +130,9 @@ def test_schema_kind_and_older_files(releases):
 def test_kde_release_refuses_mean_curve_arguments(releases):
     _, rel = releases["gp"]
     with pytest.raises(InputError, match="kernel density estimate"):
-        fp.infer(rel, target="population")
+        fp.infer(rel, method="nuts")
+    with pytest.raises(InputError, match="Gaussian-noise"):
+        fp.infer(releases["iclp"][1], target="population")
     with pytest.raises(InputError, match="DensityPrior"):
         fp.infer(rel, prior="iclp")
 
@@ -211,6 +213,48 @@ def test_noise_scale_off_by_sqrt2_is_detected(mech):
     assert 0.85 <= coefficient_coverage(1.0) <= 0.95
     assert coefficient_coverage(np.sqrt(2)) > 0.95
     assert coefficient_coverage(1 / np.sqrt(2)) < 0.85
+
+
+def test_population_target_is_the_conjugate_posterior(releases):
+    """target='population': y ~ N(mu, Sigma/n + diag(b^2)), mu ~ N(0, (a e)^2): the draws match the formula."""
+    from fdp_ppl.inference.density import sampling_covariance
+
+    _, rel = releases["gp"]
+    view = read_kde_release(rel)
+    prior = DensityPrior(amplitude=0.3)
+    post = fp.infer(rel, prior, target="population", draws=4000, chains=1, random_seed=3)
+    assert post["posterior"]["population"].dims == ("chain", "draw", "x")
+    centre = infer_density(rel, prior, draws=4000, chains=1, random_seed=3, predictive=False)
+    centre = view.reconstruct(centre["posterior"]["coefficients"].values[0].mean(0))
+    R = sampling_covariance(view, centre) / view.attrs["n"] + np.diag(view.scale**2)
+    P = np.diag((0.3 * view.envelope) ** 2)
+    mean, cov = P @ np.linalg.solve(P + R, view.released), P - P @ np.linalg.solve(P + R, P)
+    mu = post["posterior"]["coefficients"].values[0]
+    assert np.max(np.abs(mu.mean(0) - mean) / np.sqrt(np.diag(cov) / 4000)) < 4.5
+    np.testing.assert_allclose(np.sqrt(np.diag(np.cov(mu.T))), np.sqrt(np.diag(cov)), rtol=0.08)
+
+
+def test_population_coverage_fast():
+    """At epsilon 4 the estimate's sampling error dominates: bands of the population target cover E[kde] near
+    90%, bands of the estimate itself do not (fast variant: 10 data sets)."""
+    spec, m = make_spec("gp", 500, 100), make_mechanism("gp", 4.0)
+    truth = population_truth(spec, 100_000)
+    rng = np.random.default_rng(21)
+    pop = np.mean([replicate(spec, m, rng, draws=300, target="population", truth=truth)[0] for _ in range(10)])
+    rng = np.random.default_rng(21)
+    est = [replicate(spec, m, rng, draws=300, truth=truth)[0] for _ in range(10)]
+    assert 0.82 <= pop <= 0.98 and np.mean(est) < 0.75
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mech", ["gp", "sobolev"])
+@pytest.mark.parametrize("eps", [0.5, 1.0, 4.0])
+def test_population_coverage_study(mech, eps):
+    spec, m = make_spec(mech, 500, 100), make_mechanism(mech, eps)
+    truth = population_truth(spec)
+    rng = np.random.default_rng([2027, int(eps * 100)])
+    cover = np.mean([replicate(spec, m, rng, target="population", truth=truth)[0] for _ in range(60)])
+    assert 0.85 <= cover <= 0.95
 
 
 @pytest.mark.slow

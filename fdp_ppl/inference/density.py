@@ -176,6 +176,8 @@ class KDEView:
     envelope: np.ndarray
     attrs: dict = field(default_factory=dict)
     _reconstruct: object = None
+    #: one record's coefficients at every grid node, shape (nodes, J), nodes in C order of the grid
+    record_rows: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple:
@@ -332,7 +334,7 @@ def read_kde_release(release: xr.DataTree, draw: int = 0) -> KDEView:
     env = np.maximum(env, 1e-12 * float(env.max()))
     return KDEView(mechanism=mech, spec=spec, grid_dims=grid_dims, axes=axes, weights=weights,
                    released=np.asarray(released, dtype=float), observed=observed, scale=scale, law=law,
-                   envelope=env, attrs=attrs, _reconstruct=recon)
+                   envelope=env, attrs=attrs, _reconstruct=recon, record_rows=rows)
 
 
 def _trapezoid(t) -> np.ndarray:
@@ -378,8 +380,57 @@ def amplitude_posterior(view: KDEView, prior: DensityPrior) -> tuple[np.ndarray,
     return grid, p / p.sum()
 
 
-def infer_density(release: xr.DataTree, prior=None, *, draws: int = 1000, chains: int = 2, draw: int = 0,
-                  random_seed=None, predictive: bool = True) -> xr.DataTree:
+def sampling_covariance(view: KDEView, density) -> np.ndarray:
+    """Covariance ``Σ`` (J, J) of one record's coefficients ``r(X)`` when ``X`` has the density ``density`` on the
+    grid (plug-in; ``*grid shape``): ``Σ_x q_x r(x) r(x)ᵀ − m mᵀ`` over grid nodes with ``q_x ∝ density(x) w_x``
+    (clipped at 0) and ``m = Σ_x q_x r(x)``. The estimate's coefficients are the mean of n such vectors, so their
+    sampling covariance is ``Σ/n`` (central limit theorem)."""
+    w = view.weights[0]
+    for extra in view.weights[1:]:
+        w = np.multiply.outer(w, extra)
+    q = np.maximum(np.asarray(density, dtype=float), 0.0).ravel() * w.ravel()
+    q = q / q.sum()
+    r = view.record_rows
+    m = q @ r
+    return (r * q[:, None]).T @ r - np.outer(m, m)
+
+
+def _population_draws(view: KDEView, prior: DensityPrior, size: int, rng, centre) -> tuple[np.ndarray, np.ndarray]:
+    """Exact draws of the population coefficients ``μ`` (Gaussian noise): ``y ~ N(μ, Σ/n + diag(b²))``,
+    ``μ ~ N(0, a² diag(e²))``; the amplitude from its posterior on the grid (dense Gaussian marginal likelihood).
+    Returns ``(μ (size, J), a (size,))``."""
+    from scipy.linalg import cho_factor, cho_solve, solve_triangular
+
+    n = float(view.attrs["n"])
+    R = sampling_covariance(view, centre) / n + np.diag(view.scale**2)
+    y, e2 = view.released, view.envelope**2
+    if prior.amplitude is None:
+        grid = prior.amplitude_scale * np.logspace(-5, 2, int(prior.grid_size))
+        ll = np.empty(grid.size)
+        for k, a in enumerate(grid):
+            L = np.linalg.cholesky(R + np.diag(a**2 * e2))
+            z = solve_triangular(L, y, lower=True)
+            ll[k] = -0.5 * z @ z - np.sum(np.log(np.diag(L)))
+        logp = ll + np.log(grid) - np.log1p((grid / prior.amplitude_scale) ** 2)
+        p = np.exp(logp - logp.max())
+        idx = rng.choice(grid.size, size=size, p=p / p.sum())
+        amp = grid[idx]
+    else:
+        amp = np.full(size, float(prior.amplitude))
+    out = np.empty((size, y.size))
+    Rinv = cho_solve(cho_factor(R), np.eye(y.size))
+    for a in np.unique(amp):
+        sel = np.flatnonzero(amp == a)
+        prec = Rinv + np.diag(1.0 / (a**2 * e2))
+        L = np.linalg.cholesky(prec)
+        mean = cho_solve((L, True), Rinv @ y)
+        z = rng.standard_normal((sel.size, y.size))
+        out[sel] = mean + solve_triangular(L.T, z.T, lower=False).T  # N(0, prec^-1)
+    return out, amp
+
+
+def infer_density(release: xr.DataTree, prior=None, *, target: str = "kde", draws: int = 1000, chains: int = 2,
+                  draw: int = 0, random_seed=None, predictive: bool = True) -> xr.DataTree:
     """Posterior of the non-private density estimate behind one private KDE release: exact draws, no MCMC.
 
     Parameters
@@ -390,6 +441,15 @@ def infer_density(release: xr.DataTree, prior=None, *, draws: int = 1000, chains
     prior : DensityPrior, "envelope", "flat" or None
         Prior of the estimate's coefficients (module docstring); None, ``"gp"`` or ``"auto"``: the envelope
         prior with a half-Cauchy amplitude.
+    target : {"kde", "population"}
+        ``"kde"``: the non-private estimate the release is centred on (exact for every mechanism).
+        ``"population"``: the **smoothed population density** ``E[kde] = ∫ K_h(· − u) p(u) du`` (projected on
+        the released span), with the estimate's sampling error added to the likelihood: its coefficients are a
+        mean of n records' coefficients, ``c ~ N(μ, Σ/n)`` by the central limit theorem, ``Σ``
+        (:func:`sampling_covariance`) evaluated at the posterior mean of the ``"kde"`` target (a plug-in).
+        Gaussian-noise releases (gp, sobolev) only, where ``y ~ N(μ, Σ/n + diag(b²))`` is conjugate: exact
+        draws given the plug-in ``Σ``; the prior ``μ_j ~ N(0, (a e_j)²)`` as for ``"kde"`` (the flat prior is
+        not available). Posterior variables ``population`` and ``pdf`` (its normalised positive part).
     draws, chains : int
         Independent exact posterior draws, laid out (chain, draw).
     draw : int
@@ -419,7 +479,8 @@ def infer_density(release: xr.DataTree, prior=None, *, draws: int = 1000, chains
     SchemaError
         Not a KDE release, or one whose basis its attributes do not rebuild.
     InputError
-        A bad prior, draws or chains < 1, draw out of range.
+        A bad prior or target, draws or chains < 1, draw out of range; ``target="population"`` with Laplace noise
+        (iclp, frl, bernstein) or the flat prior.
 
     Notes
     -----
@@ -431,13 +492,26 @@ def infer_density(release: xr.DataTree, prior=None, *, draws: int = 1000, chains
     eigenpairs (below ``eigen_rel_tol``, or beyond M for frl) are not released and not modelled: ``kde`` is the
     estimate projected on the released span, as the release is.
     """
+    from ..settings import blas_threads
+
+    with blas_threads():  # small dense algebra: one BLAS thread (the inference setting)
+        return _infer_density(release, prior, target, draws, chains, draw, random_seed, predictive)
+
+
+def _infer_density(release, prior, target, draws, chains, draw, random_seed, predictive):
     from ..laws import Normal
 
     prior = resolve_density_prior(prior)
     draws, chains = int(draws), int(chains)
     if draws < 1 or chains < 1:
         raise InputError("draws and chains must be >= 1", "pass e.g. draws=1000, chains=2")
+    if target not in ("kde", "population"):
+        raise InputError(f"target must be 'kde' or 'population' (got {target!r})", "pass target='kde'")
     view = read_kde_release(release, draw)
+    if target == "population" and (not isinstance(view.law, Normal) or prior.kind == "flat"):
+        raise InputError(f"target='population' is exact for Gaussian-noise KDE releases (gp, sobolev) with the "
+                         f"envelope prior; this is a {view.mechanism} release with {view.law.name} noise and the "
+                         f"{prior.kind} prior", "use target='kde' (the non-private estimate)")
     rng = np.random.default_rng(random_seed)
     S_ = draws * chains
     J = view.released.size
@@ -457,6 +531,10 @@ def infer_density(release: xr.DataTree, prior=None, *, draws: int = 1000, chains
         coefs = view.law.centre_posterior_draws(y[None, :], b[None, :], Normal(), 0.0,
                                                 amp[:, None] * view.envelope[None, :], rng)
         post_vars["amplitude"] = amp
+    if target == "population":  # plug-in sampling covariance at the posterior mean of the estimate
+        coefs, amp = _population_draws(view, prior, S_, rng, view.reconstruct(coefs.mean(0)))
+        post_vars["amplitude"] = amp
+    name = "kde" if target == "kde" else "population"
     kde = view.reconstruct(coefs)
     pos = np.maximum(kde, 0.0)
     mass_pos = view.integrate(pos)
@@ -467,19 +545,27 @@ def infer_density(release: xr.DataTree, prior=None, *, draws: int = 1000, chains
     coords = {dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws), COMPONENT: np.arange(J),
               **{d: a for d, a in zip(grid_dims, view.axes)}}
     gdims = (dims.CHAIN, dims.DRAW) + grid_dims
-    post = xr.Dataset({"kde": (gdims, kde.reshape(shape2 + view.shape)),
+    post = xr.Dataset({name: (gdims, kde.reshape(shape2 + view.shape)),
                        "pdf": (gdims, pdf.reshape(shape2 + view.shape)),
                        "coefficients": ((dims.CHAIN, dims.DRAW, COMPONENT), coefs.reshape(shape2 + (J,)))},
                       coords=coords)
     if "amplitude" in post_vars:
         post["amplitude"] = ((dims.CHAIN, dims.DRAW), post_vars["amplitude"].reshape(shape2))
-    post["kde"].attrs.update({"long_name": "non-private density estimate", "description":
-                              f"posterior of the non-private estimate the {view.mechanism} release is centred on"})
+    post[name].attrs.update({"long_name": "non-private density estimate", "description":
+                             f"posterior of the non-private estimate the {view.mechanism} release is centred on"}
+                            if target == "kde" else
+                            {"long_name": "smoothed population density",
+                             "description": "posterior of E[kde] (the population density smoothed by the kernel)"})
     post["pdf"].attrs.update({"long_name": "probability density",
                               "description": "max(kde, 0) normalised to mass 1 on the box (per draw)"})
     groups = {S.POSTERIOR: post}
     if predictive:
-        rep = view.reconstruct(coefs + _noise_draws(view.law, b, (S_,), rng))
+        rep_c = coefs
+        if target == "population":  # a replicated data set, then a replicated release
+            n = float(view.attrs["n"])
+            L = np.linalg.cholesky(sampling_covariance(view, kde.mean(0)) / n + 1e-12 * np.eye(J) * b.max() ** 2)
+            rep_c = coefs + rng.standard_normal((S_, J)) @ L.T
+        rep = view.reconstruct(rep_c + _noise_draws(view.law, b, (S_,), rng))
         groups["posterior_predictive"] = xr.Dataset({"density": (gdims, rep.reshape(shape2 + view.shape))},
                                                     coords={k: v for k, v in coords.items() if k != COMPONENT})
     observed = xr.Dataset({"density": (grid_dims, view.observed), S.RELEASED: ((COMPONENT,), y)},
@@ -500,7 +586,9 @@ def infer_density(release: xr.DataTree, prior=None, *, draws: int = 1000, chains
     attrs = {f"release_{k}": v for k, v in public.items()}
     attrs.update(prior.describe())
     attrs.update({"family": "kde", "kde_mechanism": view.mechanism, "release_draw": int(draw),
-                  "target": "the non-private estimate the release is centred on, on its grid (kde)",
+                  "target": ("the non-private estimate the release is centred on, on its grid (kde)" if target == "kde"
+                             else "the smoothed population density E[kde] (population), plug-in sampling "
+                                  "covariance"),
                   "inference": "exact", "inference_sampler": "none",
                   "inference_description": f"exact: {'flat' if prior.kind == 'flat' else 'Normal'} prior x "
                                            f"{view.law.name} noise, independent one-dimensional posteriors per "
@@ -611,12 +699,12 @@ def density_bands(tree: xr.DataTree, *, ci_prob: float = 0.9, probs=(0.05, 0.25,
     probs, min_prominence
         As for :func:`density_functionals`.
     functionals : bool
-        False: the bands of ``kde`` and ``pdf`` only (any dimension).
+        False: the bands of ``kde`` (or ``population``) and ``pdf`` only (any dimension).
 
     Returns
     -------
     xr.Dataset
-        ``kde_mean`` / ``kde_lower`` / ``kde_upper`` and ``pdf_*`` over the grid; with ``functionals`` (1-D):
+        ``kde_mean`` / ``kde_lower`` / ``kde_upper`` (or ``population_*``) and ``pdf_*`` over the grid; with ``functionals`` (1-D):
         ``cdf_*`` over the grid, ``quantile_*`` over ``prob``, ``prob_n_modes`` over ``n_modes`` (posterior
         probability of each number of modes), ``prob_multimodal`` (scalar: P(more than one mode)),
         ``mode_mean`` / ``mode_lower`` / ``mode_upper`` (scalars). Attrs: ci_prob.
@@ -639,7 +727,9 @@ def density_bands(tree: xr.DataTree, *, ci_prob: float = 0.9, probs=(0.05, 0.25,
 
     out = xr.Dataset()
     post = tree[S.POSTERIOR].to_dataset()
-    band(post["kde"], "kde", out)
+    for name in ("kde", "population"):
+        if name in post:
+            band(post[name], name, out)
     band(post["pdf"], "pdf", out)
     if functionals:
         fn = density_functionals(tree, probs=probs, min_prominence=min_prominence)
@@ -666,4 +756,5 @@ __all__ = [
     "infer_density",
     "read_kde_release",
     "resolve_density_prior",
+    "sampling_covariance",
 ]

@@ -645,10 +645,11 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
     if S.is_kde_release(release):  # a density: exact draws with its own prior (fdp_ppl.inference.density)
         from .density import infer_density
 
-        if target != "summary" or method not in ("auto", "exact") or sampling_sd is not None:
-            raise InputError("a kernel density estimate release takes target='summary', method='auto' and no "
-                             "sampling_sd", "drop them (its posterior is always drawn exactly)")
-        return infer_density(release, prior, draws=draws, chains=chains, draw=draw, random_seed=random_seed)
+        if target not in TARGETS or method not in ("auto", "exact") or sampling_sd is not None:
+            raise InputError("a kernel density estimate release takes method='auto' and no sampling_sd",
+                             "drop them (its posterior is always drawn exactly)")
+        return infer_density(release, prior, target="kde" if target == "summary" else target, draws=draws,
+                             chains=chains, draw=draw, random_seed=random_seed)
     with blas_threads(rescan=True, children=True):  # PyMC chains in processes (cores > 1) too
         return _infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
                       draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,
