@@ -37,6 +37,13 @@ likelihood of each amplitude is a product of the law's one-dimensional marginals
 given ``a``. ``DensityPrior("flat")`` uses the likelihood alone (posterior ``c = y − ξ``, exact frequentist
 coverage of every band, widest bands).
 
+With ``target="population"`` (Gaussian-noise releases: gp, sobolev) the posterior is of the **smoothed
+population density** ``E[kde]``: the estimate's coefficients are a mean of n records' coefficients, so given the
+population they are ``N(μ, Σ/n)`` (central limit theorem), and the release is ``y ~ N(μ, Σ/n + diag(b²))``,
+conjugate under the same envelope prior on ``μ``; ``Σ`` is evaluated at the posterior mean of the estimate
+(:func:`sampling_covariance`, a plug-in). Laplace-noise releases would need a sampler for this target and are
+refused.
+
 Positivity and mass
 -------------------
 The Gaussian prior does not force ``kde >= 0`` nor a unit mass (the estimate's mass on a bounded box is below 1
@@ -463,7 +470,7 @@ def infer_density(release: xr.DataTree, prior=None, *, target: str = "kde", draw
     -------
     xr.DataTree
         * ``posterior``: ``kde`` (chain, draw, *grid) — the non-private estimate on the release's grid, in the
-          release's density units; ``pdf`` (chain, draw, *grid) — ``max(kde, 0)`` normalised to mass 1 on the
+          release's density units (``population`` instead with ``target="population"``); ``pdf`` (chain, draw, *grid) — ``max(kde, 0)`` normalised to mass 1 on the
           box; ``coefficients`` (chain, draw, component); ``amplitude`` (chain, draw) (envelope prior);
         * ``posterior_predictive``: ``density`` (chain, draw, *grid), replicated releases ``kde + ξ``;
         * ``observed_data``: ``density`` (*grid), the release, and ``released`` (component), its coefficients;
