@@ -30,7 +30,9 @@ The posterior variable ``kde`` is the **non-private estimate the release is cent
 coefficients for frl, the Bernstein polynomial through the KDE's lattice values for bernstein). Its coefficients
 get the prior ``c_j ~ N(0, (a e_j)²)`` where ``e_j = max_x |n r_j(x)|`` is the public **envelope**: ``r_j(x)`` is
 the coefficient of one record at grid node ``x`` (the spec's ``record_coefficients``), and ``c_j`` is an average of
-n such values, so ``|c_j| <= e_j`` for every data set. The amplitude ``a`` is either fixed or, by default, has a
+n such values, so ``|c_j| <= e_j`` for every data set (exactly where records are snapped to grid nodes: iclp,
+frl, bernstein; up to the variation of a bump's coefficient between neighbouring nodes for gp and sobolev, whose
+records are not snapped). The amplitude ``a`` is either fixed or, by default, has a
 half-Cauchy(``amplitude_scale``) hyperprior integrated exactly on a fine logarithmic grid (the marginal
 likelihood of each amplitude is a product of the law's one-dimensional marginals,
 :meth:`fdp_ppl.laws.NoiseLaw.marginal_logp`); ``a`` is drawn from that discrete posterior, then the coefficients
@@ -87,7 +89,7 @@ class DensityPrior:
     ----------
     kind : {"envelope", "flat"}
         ``"envelope"``: ``c_j ~ N(0, (a e_j)²)`` with the public envelope ``e_j`` (``|c_j| <= e_j`` for every
-        data set); ``"flat"``: no prior (the posterior is the likelihood: ``c = y − ξ``).
+        data set, up to the variation between grid nodes for gp / sobolev); ``"flat"``: no prior (the posterior is the likelihood: ``c = y − ξ``).
     amplitude : float, optional
         Fixed ``a`` > 0; None (default): half-Cauchy(``amplitude_scale``) hyperprior integrated on a grid.
     amplitude_scale : float
