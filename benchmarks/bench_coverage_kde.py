@@ -11,8 +11,9 @@ the 90% equal-tailed band of ``kde`` covers the target. The table gives the mean
 coverage averaged over the grid and over data sets) and its Monte Carlo standard error, the mean band width
 relative to the target's maximum, ``z2`` (:func:`replicate`), and the coverage of the 90% bands of the CDF
 ``P(X <= x)`` (grid points where the target's CDF is inside (0.001, 0.999)) and of the median, both of the
-normalised positive part ``pdf`` against those of the normalised target, per mechanism and ε. Target: coverage
-0.85-0.95.
+normalised positive part ``pdf`` against those of the normalised target; ``modes``: fraction of data sets where
+the most probable number of modes (prominence >= 0.1 of the maximum) is the target's, ``P(m)``: mean posterior
+probability of the target's number of modes; per mechanism and ε. Target: coverage 0.85-0.95.
 
 Mechanisms: gp and sobolev (Gaussian mechanism, δ = 1e-5, analytic calibration), iclp (η = 1.25), frl
 and bernstein (the grid specs of :mod:`fdp_ppl.kde.baselines`, d = 1).
@@ -129,7 +130,12 @@ def replicate(spec, mech, rng, *, prior=None, draws: int = 400, ci_prob: float =
     cdf_cover = float(np.mean((tc[inner] >= clo[inner]) & (tc[inner] <= chi[inner])))
     med = np.interp(0.5, tc, x)
     mlo, mhi = np.quantile(fn["quantile"].values.ravel(), [(1 - ci_prob) / 2, (1 + ci_prob) / 2])
-    return cover, width, z2, cdf_cover, float(mlo <= med <= mhi)
+    from fdp_ppl.inference.density import _count_modes
+
+    true_modes = int(_count_modes(tp[None, :], 0.1)[0])
+    nm = fn["n_modes"].values.ravel()
+    modal = int(np.bincount(nm).argmax())
+    return cover, width, z2, cdf_cover, float(mlo <= med <= mhi), float(modal == true_modes), float(np.mean(nm == true_modes))
 
 
 def study(mechanisms=MECHANISMS, epsilons=EPSILONS, *, reps: int = 100, n: int = 500, grid_size: int = 100,
@@ -149,6 +155,7 @@ def study(mechanisms=MECHANISMS, epsilons=EPSILONS, *, reps: int = 100, n: int =
                          "coverage_se": float(res[:, 0].std(ddof=1) / np.sqrt(reps)) if reps > 1 else float("nan"),
                          "width": float(res[:, 1].mean()), "std_resid_var": float(res[:, 2].mean()),
                          "cdf_coverage": float(res[:, 3].mean()), "median_coverage": float(res[:, 4].mean()),
+                         "modes_right": float(res[:, 5].mean()), "prob_true_modes": float(res[:, 6].mean()),
                          "seconds": time.perf_counter() - t0})
     return rows
 
@@ -210,12 +217,13 @@ def cost_ratio(mechanism: str, *, epsilon: float = 1.0, n: int = 500, grid_size:
 
 def print_table(rows) -> None:
     print(f"{'mechanism':<10} {'eps':>5} {'reps':>5} {'coverage':>9} {'(se)':>7} {'width/max':>10} "
-          f"{'z2':>6} {'cdf':>6} {'median':>6} {'s':>6}")
+          f"{'z2':>6} {'cdf':>6} {'median':>6} {'modes':>6} {'P(m)':>6} {'s':>6}")
     for r in rows:
         flag = "" if 0.85 <= r["coverage"] <= 0.95 else "  <- outside 0.85-0.95"
         print(f"{r['mechanism']:<10} {r['epsilon']:>5g} {r['reps']:>5d} {r['coverage']:>9.3f} "
               f"{r['coverage_se']:>7.3f} {r['width']:>10.3f} {r['std_resid_var']:>6.2f} {r['cdf_coverage']:>6.3f} "
-              f"{r['median_coverage']:>6.3f} {r['seconds']:>6.1f}{flag}")
+              f"{r['median_coverage']:>6.3f} {r['modes_right']:>6.2f} {r['prob_true_modes']:>6.2f} "
+              f"{r['seconds']:>6.1f}{flag}")
 
 
 def main(argv=None) -> int:
