@@ -51,6 +51,8 @@ INFERENCE = "inference"
 EXPMECH_FPCA = "expmech_fpca"
 #: kind of a private kernel-machine release (:func:`fdp_ppl.erm.release_erm`): a decision function on a grid
 ERM_RELEASE = "erm_release"
+#: kind of a private kernel density estimate (:func:`fdp_ppl.kde.release_kde`, ``fdp-ppl kde``): a density on a grid
+KDE_RELEASE = "kde_release"
 
 # groups
 POSTERIOR = "posterior"
@@ -191,6 +193,10 @@ class ReleaseMetadata:
             raise SchemaError("this tree is a private kernel-machine release (a decision function), not a "
                               "mean-curve release", "fp.infer(release) gives its posterior (fdp_ppl.inference.machine); "
                               "plot it with fdp_ppl.plots.plot_decision")
+        if kind == KDE_RELEASE:
+            raise SchemaError("this tree is a private kernel density estimate (a density on a grid), not a "
+                              "mean-curve release", "fdp_ppl.infer reads it through "
+                              "fdp_ppl.inference.density.infer_density; plot_release takes mean-curve releases")
         if kind == EXPMECH_FPCA:
             raise SchemaError("this tree is an epsilon-DP FPCA release (a frame of principal components), not a "
                               "mean-curve release", "read its posterior 'components' and 'frame' directly "
@@ -613,8 +619,35 @@ def _constant_group(constant: xr.Dataset, t, t_original, labels, offset, offset_
 
 
 def is_release(tree) -> bool:
-    """True for a tree whose root says it is a release (or an unversioned release file)."""
-    return isinstance(tree, xr.DataTree) and tree.attrs.get(KIND_ATTR, RELEASE) == RELEASE and "noise_law" in tree.attrs
+    """True for a tree whose root says it is a mean-curve release (or an unversioned release file); False for a
+    kernel density estimate (:func:`is_kde_release`), even one written before KDE files carried their kind."""
+    return (isinstance(tree, xr.DataTree) and tree.attrs.get(KIND_ATTR, RELEASE) == RELEASE
+            and "noise_law" in tree.attrs and not is_kde_release(tree))
+
+
+#: ``summary`` attributes of the KDE specs (:mod:`fdp_ppl.kde`): files written before :data:`KDE_RELEASE` existed
+KDE_SUMMARIES = ("kde", "kde-sobolev", "kde-iclp-qr", "kde-frl", "kde-bernstein")
+
+
+def is_kde_release(tree) -> bool:
+    """True for a private kernel density estimate (:func:`fdp_ppl.kde.release_kde`, ``fdp-ppl kde``).
+
+    A file says so with :data:`KIND_ATTR` ``= "kde_release"``. Files written before the kind existed are recognised
+    by what they carry: ``posterior/density`` without released ``coefficients``, and either a KDE spec's ``summary``
+    (:data:`KDE_SUMMARIES`) or the ``kde_mechanism`` attribute of ``fdp-ppl kde`` (its 1-D FRL / Bernstein files
+    copied a mean-curve release's kind).
+    """
+    if not isinstance(tree, xr.DataTree):
+        return False
+    kind = tree.attrs.get(KIND_ATTR)
+    if kind == KDE_RELEASE:
+        return True
+    if kind not in (None, RELEASE) or POSTERIOR not in tree.children:
+        return False
+    post = tree[POSTERIOR]
+    if "density" not in post.data_vars or COEFFICIENTS in post.data_vars:
+        return False
+    return "kde_mechanism" in tree.attrs or str(tree.attrs.get("summary", "")) in KDE_SUMMARIES
 
 
 def is_inference(tree) -> bool:
@@ -632,6 +665,11 @@ def erm_attrs() -> dict:
     return {KIND_ATTR: ERM_RELEASE, SCHEMA_ATTR: SCHEMA_VERSION}
 
 
+def kde_attrs() -> dict:
+    """Root attributes that mark a private kernel density estimate (:func:`is_kde_release`)."""
+    return {KIND_ATTR: KDE_RELEASE, SCHEMA_ATTR: SCHEMA_VERSION}
+
+
 def fpca_attrs() -> dict:
     """Root attributes that mark an ε-DP FPCA release."""
     return {KIND_ATTR: EXPMECH_FPCA, SCHEMA_ATTR: SCHEMA_VERSION}
@@ -646,4 +684,5 @@ __all__ = [n for n in dir() if n.isupper()] + ["ReleaseMetadata", "ReleaseView",
                                                 "ReleaseTemplate",
                                                 "coefficient_map",
                                                 "clean_attrs", "is_release", "is_inference", "inference_attrs",
-                                                "is_fpca_release", "fpca_attrs", "erm_attrs"]
+                                                "is_fpca_release", "fpca_attrs", "erm_attrs", "is_kde_release",
+                                                "kde_attrs"]

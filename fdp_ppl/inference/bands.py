@@ -74,9 +74,9 @@ def credible_band(tree: xr.DataTree, *, ci_prob: float | None = None, ci_kind: s
         ``tree`` is a release, not an inference result: a publication is one draw, so its "band" would have
         zero width; the uncertainty about the true curve is the posterior of :func:`~fdp_ppl.inference.infer`.
     """
-    from ..schema import is_fpca_release, is_release
+    from ..schema import is_fpca_release, is_kde_release, is_release
 
-    if is_release(tree) or is_fpca_release(tree):
+    if is_release(tree) or is_fpca_release(tree) or is_kde_release(tree):
         from ..errors import SchemaError
 
         raise SchemaError("credible_band needs a posterior, and this is a release: one draw of the mechanism, "

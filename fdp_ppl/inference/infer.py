@@ -588,10 +588,16 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
     ----------
     release : xr.DataTree
         A release from :func:`fdp_ppl.release` (or read back with
-        ``xr.open_datatree``). Only public content is read. A kernel-machine release
-        (``fdp-ppl svm``) goes to :func:`fdp_ppl.inference.machine.infer_machine` (exact draws).
+        ``xr.open_datatree``). Only public content is read. Every family the command line writes is
+        served: a kernel density estimate (:func:`fdp_ppl.schema.is_kde_release`) goes to
+        :func:`fdp_ppl.inference.density.infer_density` (``prior``, ``draws``, ``chains``, ``draw``,
+        ``random_seed``; target ``"summary"`` or None is the estimate, ``"population"`` the smoothed population
+        density), a kernel-machine release (``fdp-ppl svm``) to :func:`fdp_ppl.inference.machine.infer_machine`
+        (exact draws); their results are described there.
     prior : "gp", "iclp", GPPrior, ICLPPrior or callable
-        Prior over the curve; see :mod:`fdp_ppl.inference.priors`.
+        Prior over the curve; see :mod:`fdp_ppl.inference.priors` (for a KDE release: a
+        :class:`~fdp_ppl.inference.density.DensityPrior`, ``"envelope"`` or ``"flat"``; ``"gp"`` is the default
+        envelope prior).
     target : {"population", "summary"} or None
         ``"population"``: the population mean μ₀, adding the sampling error of
         the clipped sample mean as ``X̄_j ~ N(μ₀_j, sd_j²/n)`` (CLT; clipping
@@ -663,8 +669,16 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
     if isinstance(release, xr.DataTree) and release.attrs.get(S.KIND_ATTR) == S.ERM_RELEASE:  # kernel machines
         from .machine import infer_machine_dispatch
 
-        return infer_machine_dispatch(release, prior, target=target, method=method, draw=draw, draws=draws,
-                                      chains=chains, random_seed=random_seed)
+        return infer_machine_dispatch(release, prior, target="summary" if target is None else target, method=method,
+                                      draw=draw, draws=draws, chains=chains, random_seed=random_seed)
+    if S.is_kde_release(release):  # a density: exact draws with its own prior (fdp_ppl.inference.density)
+        from .density import infer_density
+
+        if (target is not None and target not in TARGETS) or method not in ("auto", "exact") or sampling_sd is not None:
+            raise InputError("a kernel density estimate release takes method='auto' and no sampling_sd",
+                             "drop them (its posterior is always drawn exactly)")
+        return infer_density(release, prior, target="population" if target == "population" else "kde", draws=draws,
+                             chains=chains, draw=draw, random_seed=random_seed)
     with blas_threads(rescan=True, children=True):  # PyMC chains in processes (cores > 1) too
         return _infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
                       draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,

@@ -37,7 +37,7 @@ import xarray as xr
 from ..accounting.calibration import gaussian_delta
 from ..errors import InputError, SeededReleaseWarning
 from ..mechanisms.gaussian import GaussianMechanism
-from ..schema import CONSTANT_DATA, POSTERIOR
+from ..schema import CONSTANT_DATA, POSTERIOR, kde_attrs
 from ..spaces.eigenbasis import _sign_convention
 from ..summaries.base import Sensitivity, SummarySpec, public_n
 
@@ -741,6 +741,7 @@ def release_kde(summary: KDESummary, mechanism, *, draws: int = 1, chains: int =
     attrs = {key: (str(v) if isinstance(v, (list, tuple, dict)) or v is None else v) for key, v in attrs.items()}
     tree = xr.DataTree.from_dict({POSTERIOR: post, CONSTANT_DATA: const})
     tree.attrs.update(attrs)
+    tree.attrs.update(kde_attrs())  # the file says it is a density (schema.is_kde_release)
     return tree
 
 

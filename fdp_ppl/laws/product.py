@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dims as D
-from .._backend import NP, log_erfcx
+from .._backend import NP
 from .base import MIXING_VARIABLE, NoiseLaw, check_coefficients, check_scale, check_scale_graph
 
 
@@ -72,20 +72,32 @@ class Laplace(NoiseLaw):
 
     @staticmethod
     def _normal_terms(x, g, b, xp=NP):
-        """The two halves of the Normal–Laplace convolution at ``x``: ``log erfcx(z₁)``,
-        ``log erfcx(z₂)`` with ``z_{1,2} = (g²/b ∓ x)/(g√2)``. ``½e^{−x²/(2g²)} erfcx(z₁)`` is
-        ``∫_{u<x} N(u; 0, g²) e^{−(x−u)/b} du`` and the second term the integral over ``u > x``."""
+        """The two halves of the Normal–Laplace convolution at ``x`` in log space:
+        ``h_{1,2} = −x²/(2g²) + log erfcx(z_{1,2})`` with ``z_{1,2} = (g²/b ∓ x)/(g√2)``, and ``z₁, z₂``.
+        ``½e^{h₁}`` is ``∫_{u<x} N(u; 0, g²) e^{−(x−u)/b} du`` and ``½e^{h₂}`` the integral over ``u > x``.
+
+        Stable for any ``g/b``: where ``z < 0`` the two large terms cancel in closed form,
+        ``−x²/(2g²) + z₁² = g²/(2b²) − x/b`` (``+ x/b`` for ``z₂``), so ``h = g²/(2b²) ∓ x/b + log erfc(z)``
+        with ``erfc(z) = 2 − e^{−z²} erfcx(−z)`` in (1, 2]; where ``z >= 0``, ``log erfcx(z)`` is moderate.
+        (Adding ``−x²/(2g²)`` to ``log erfcx(z)`` loses every digit when ``g ≪ b``.)"""
         z1 = (g**2 / b - x) / (g * np.sqrt(2.0))
         z2 = (g**2 / b + x) / (g * np.sqrt(2.0))
-        return log_erfcx(z1, xp), log_erfcx(z2, xp), z1, z2
+
+        def half(z, sign):
+            zn, zp = xp.minimum(z, 0.0), xp.maximum(z, 0.0)
+            neg = g**2 / (2 * b**2) + sign * x / b + xp.log(2.0 - xp.exp(-(zn**2)) * xp.erfcx(-zn))
+            pos = -(x**2) / (2 * g**2) + xp.log(xp.erfcx(zp))
+            return xp.where(z < 0, neg, pos)
+
+        return half(z1, -1.0), half(z2, 1.0), z1, z2
 
     def convolved_logp(self, x, g, scale, *, xp=NP):
         """Normal–Laplace: ``−log(4b) − x²/(2g²) + log[erfcx(z₁) + erfcx(z₂)]``,
         ``z_{1,2} = (g²/b ∓ x)/(g√2)`` (``specs/iclp.md`` §4.3), stable log-erfcx."""
         if xp is NP:
             x, g, scale = check_coefficients(x, g, scale=scale)
-        t1, t2, _, _ = self._normal_terms(x, g, scale, xp)
-        return -xp.log(4 * scale) - x**2 / (2 * g**2) + xp.logaddexp(t1, t2)
+        h1, h2, _, _ = self._normal_terms(x, g, scale, xp)  # each includes −x²/(2g²), stably
+        return -xp.log(4 * scale) + xp.logaddexp(h1, h2)
 
     @staticmethod
     def _laplace_pieces(x, c, b, xp=NP):
