@@ -115,20 +115,45 @@ def test_infer_refuses_the_release_as_out(release_file, capsys):
     assert release_file.read_bytes() == before
 
 
-def test_infer_refuses_a_kde_release(tmp_path, capsys):
+def test_infer_serves_a_kde_release(tmp_path, capsys):
+    """A density release gets its own exact posterior (fdp_ppl.inference.density) and table; mean-curve flags are
+    refused with one line."""
     csv = tmp_path / "obs.csv"
     csv.write_text("x\n" + "\n".join(f"{v}" for v in np.random.default_rng(1).uniform(0, 1, 40)) + "\n")
     kde = tmp_path / "kde.nc"
     assert main(["kde", "--data", str(csv), "--var", "x", "--mechanism", "iclp", "--epsilon", "1", "--domain", "0",
                  "1", "--grid-size", "20", "--seed", str(2**40), "--out", str(kde)]) == 0
     capsys.readouterr()
-    assert main(["infer", str(kde), "--prior", "gp", "--out", str(tmp_path / "x.nc")]) == 2
-    _one_line_error(capsys.readouterr(), "kernel density estimate", "fdp-ppl kde")
-    assert not (tmp_path / "x.nc").exists()
+    out = tmp_path / "x.nc"
+    assert main(["infer", str(kde), "--draws", "100", "--seed", "1", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "privacy cost" in text and "band" in text and "modes" in text
+    post = xr.open_datatree(out)
+    assert post.attrs["fdp_ppl_kind"] == "inference" and "posterior_predictive" in post.children
+    assert main(["infer", str(kde), "--lengthscale", "0.1", "--out", str(tmp_path / "y.nc")]) == 2
+    _one_line_error(capsys.readouterr(), "--lengthscale describes a mean-curve prior")
+    assert not (tmp_path / "y.nc").exists()
 
 
-@pytest.mark.parametrize("kind,var,needle", [("erm_release", "decision", "kernel-machine"),
-                                             ("expmech_fpca", "components", "FPCA"),
+def test_infer_serves_a_kernel_machine_release(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0, 1, 60)
+    y = np.where(np.sin(6 * x) > 0, 1, -1)
+    csv = tmp_path / "svm.csv"
+    csv.write_text("x,y\n" + "\n".join(f"{a},{b}" for a, b in zip(x, y)) + "\n")
+    rel = tmp_path / "svm.nc"
+    assert main(["svm", "--data", str(csv), "--features", "x", "--label", "y", "--domain", "0:1", "--mechanism",
+                 "gp", "--bandwidth", "0.2", "--lam", "0.05", "--epsilon", "1", "--delta", "1e-5", "--grid-size", "30", "--seed",
+                 str(2**40), "--out", str(rel)]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    out = tmp_path / "post.nc"
+    assert main(["infer", str(rel), "--draws", "100", "--seed", "1", "--out", str(out)]) == 0, capsys.readouterr().err
+    text = capsys.readouterr().out
+    assert "classifier" in text and "boundary" in text
+    assert "decision" in xr.open_datatree(out)["posterior"].data_vars
+
+
+@pytest.mark.parametrize("kind,var,needle", [("expmech_fpca", "components", "FPCA"),
                                              ("inference", "curve", "inference result")])
 def test_infer_refuses_other_families(tmp_path, capsys, kind, var, needle):
     tree = xr.DataTree.from_dict({"posterior": xr.Dataset({var: (("chain", "draw", "t"), np.zeros((1, 1, 3)))})})

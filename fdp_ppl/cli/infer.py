@@ -55,9 +55,11 @@ def add_subparser(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("release", metavar="RELEASE", help="release file (netCDF) written by fdp-ppl release / fp.release")
     g = p.add_argument_group("prior (a flag left out: the hyperparameter is learned)")
-    g.add_argument("--prior", required=True, choices=PRIORS,
+    g.add_argument("--prior", default=None, choices=PRIORS,
                    help="gp: Gaussian-process prior on the curve (Matern covariance); iclp: ICLP prior on the "
-                        "release's eigen-coefficients, Laplace with covariance C^s (eigenbasis releases only)")
+                        "release's eigen-coefficients, Laplace with covariance C^s (eigenbasis releases only); "
+                        "required for a mean-curve release; a density (kde) or kernel-machine (svm) release has "
+                        "its family's own prior (leave it out)")
     g.add_argument("--nu", type=float, default=None, choices=NUS, help="gp: Matern smoothness (default 1.5)")
     g.add_argument("--lengthscale", type=float, default=None, metavar="RHO",
                    help="gp: fixed length-scale on the [0, 1] grid scale (default: LogNormal(log 0.2, 1) hyperprior)")
@@ -117,7 +119,7 @@ def _check(a) -> None:
     from .common import CLIError, check_out, finite
 
     for key, priors in _PRIOR_FLAGS.items():
-        if getattr(a, key) is not None and a.prior not in priors:
+        if getattr(a, key) is not None and a.prior is not None and a.prior not in priors:
             flag = "--" + key.replace("_", "-")
             raise CLIError(f"{flag} applies to --prior {' / '.join(priors)} only (got --prior {a.prior})",
                            f"drop {flag}")
@@ -156,8 +158,8 @@ def _check(a) -> None:
 
 
 def _family(tree) -> tuple[str, str] | None:
-    """What a tree is when it is not a mean-curve release that :func:`fdp_ppl.infer` reads (None: it may be one)."""
-    from ..schema import EXPMECH_FPCA, ERM_RELEASE, INFERENCE, KIND_ATTR
+    """What a tree is when :func:`fdp_ppl.infer` cannot read it (None: it may be a release of a family it serves)."""
+    from ..schema import EXPMECH_FPCA, INFERENCE, KIND_ATTR
 
     kind = tree.attrs.get(KIND_ATTR)
     post = set(tree["posterior"].data_vars) if "posterior" in tree.children else set()
@@ -165,14 +167,24 @@ def _family(tree) -> tuple[str, str] | None:
         return ("an inference result (fdp-ppl infer / fp.infer), not a release",
                 "pass the release it was computed from")
     if kind == EXPMECH_FPCA or "components" in post:
-        return ("an epsilon-DP FPCA release (fdp-ppl fpca: a frame of principal components), not a mean-curve "
-                "release", "fdp-ppl infer takes mean-curve releases (fdp-ppl release / fp.release)")
-    if kind == ERM_RELEASE or "decision" in post:
-        return ("a private kernel-machine release (fdp-ppl svm: a decision function), not a mean-curve release",
-                "fdp-ppl infer takes mean-curve releases (fdp-ppl release / fp.release)")
-    if "density" in post:
-        return ("a private kernel density estimate (fdp-ppl kde / fdp_ppl.kde), not a mean-curve release",
-                "fdp-ppl infer takes mean-curve releases (fdp-ppl release / fp.release)")
+        return ("an epsilon-DP FPCA release (fdp-ppl fpca: a frame of principal components), which fdp-ppl infer "
+                "does not serve yet", "read its frame with xarray (fdp_ppl.plots.plot_fpca)")
+    return None
+
+
+#: flags that describe a mean-curve prior or model, refused for the other families (their priors are their own)
+_MEAN_ONLY = (("nu", "--nu"), ("lengthscale", "--lengthscale"), ("mean", "--mean"), ("mean_loc", "--mean-loc"),
+              ("mean_scale", "--mean-scale"), ("smoothness", "--smoothness"), ("sampling_sd", "--sampling-sd"))
+
+
+def _other_family(tree) -> str | None:
+    """``"kde"`` or ``"svm"`` for a density or kernel-machine release (served by their own posteriors), else None."""
+    from ..schema import ERM_RELEASE, KIND_ATTR, is_kde_release
+
+    if is_kde_release(tree):
+        return "kde"
+    if tree.attrs.get(KIND_ATTR) == ERM_RELEASE:
+        return "svm"
     return None
 
 
@@ -203,6 +215,8 @@ def _read(a):
     family = _family(tree)
     if family is not None:
         raise CLIError(f"{a.release} is {family[0]}", family[1])
+    if _other_family(tree) is not None:
+        return tree, None
     try:
         view = read_release(tree)
     except SchemaError as err:
@@ -263,6 +277,11 @@ def run(a) -> int:
     _check(a)
     with stage(f"reading {a.release}"):
         release, view = _read(a)
+    if view is None:
+        return _run_other(a, release, _other_family(release))
+    if a.prior is None:
+        raise CLIError("a mean-curve release needs --prior", "pass --prior gp or --prior iclp (with its "
+                       "hyperparameters: see fdp-ppl infer --help)")
     prior = _prior(a)
 
     import fdp_ppl as fp
@@ -299,6 +318,69 @@ def run(a) -> int:
     _print_table(a, release, view, result, prior, out, failed)
     for note in notes:
         print(f"fdp-ppl: warning: {note}", file=sys.stderr)
+    return 0
+
+
+def _run_other(a, release, family: str) -> int:
+    """``fdp-ppl infer`` on a density (``kde``) or kernel-machine (``svm``) release: the family's exact posterior
+    (:mod:`fdp_ppl.inference.density`, :mod:`fdp_ppl.inference.machine`), written atomically, and its table."""
+    import fdp_ppl as fp
+
+    from .._progress import stage
+    from ..errors import FdpPplError
+    from .common import CLIError, print_table, write_release
+
+    name = {"kde": "density (fdp-ppl kde)", "svm": "kernel-machine (fdp-ppl svm)"}[family]
+    for attr, flag in _MEAN_ONLY:
+        if getattr(a, attr, None) is not None:
+            raise CLIError(f"{flag} describes a mean-curve prior; a {name} release has its own prior",
+                           f"drop {flag}")
+    if a.prior not in (None, "gp"):
+        raise CLIError(f"--prior {a.prior} is a mean-curve prior; a {name} release takes the default --prior gp "
+                       "(its family's own prior)", "drop --prior")
+    if a.method not in ("auto", "exact"):
+        raise CLIError(f"--method {a.method} does not apply: a {name} release's posterior is drawn exactly",
+                       "drop --method")
+    if a.plot:
+        raise CLIError(f"--plot is drawn for mean-curve posteriors only; for a {name} release use the bands in the "
+                       "result file", "drop --plot")
+    prior = "gp"
+    if family == "kde" and (a.amplitude is not None or a.amplitude_scale is not None):
+        from ..inference import DensityPrior
+
+        prior = DensityPrior(amplitude=a.amplitude, amplitude_scale=a.amplitude_scale or 1.0)
+    try:
+        with stage("computing the posterior (exact draws)"):
+            result = fp.infer(release, prior, target=a.target, draw=a.release_draw, method=a.method, draws=a.draws,
+                              chains=a.chains, random_seed=a.seed)
+    except FdpPplError as err:
+        raise CLIError(_flags(err.message), _flags(err.fix)) from None
+    result.attrs["release_file"] = str(a.release)
+    out = write_release(result, a.out, None, None, charged=False)  # inference charges nothing
+    ci = a.ci_prob or 0.9
+    if family == "svm":
+        from ..inference import describe_machine_inference
+
+        rows = describe_machine_inference(result, ci_prob=ci)
+    else:
+        from ..inference import density_bands
+
+        name_var = "population" if "population" in result["posterior"].data_vars else "kde"
+        one_d = result["posterior"][name_var].ndim == 3
+        bands = density_bands(result, ci_prob=ci, functionals=one_d)
+        width = bands[f"{name_var}_upper"] - bands[f"{name_var}_lower"]
+        rows = [("target", "the smoothed population density E[kde]" if name_var == "population" else
+                 "the non-private density estimate the release is centred on"),
+                ("method", str(result.attrs.get("inference_description", "exact draws"))),
+                ("band", f"{ci:.0%} ETI of the density: mean width {float(width.mean()):.3g}, largest "
+                         f"{float(width.max()):.3g}")]
+        if one_d:
+            rows.append(("modes", f"P(more than one mode) = {float(bands['prob_multimodal']):.2f}"))
+    rows = [("release", str(a.release)),
+            ("privacy cost", "none: post-processing of the public release (nothing charged, no ledger)"),
+            *rows, ("seed", "given (reproducible; no privacy at stake)" if a.seed is not None else
+                    "none (fresh entropy)"), ("posterior", str(out))]
+    print_table(f"infer {a.release}", rows)
     return 0
 
 

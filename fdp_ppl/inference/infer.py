@@ -369,6 +369,7 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, 
                 pm.Normal(S.RELEASED, mu=0.0, sigma=pt.sqrt(shrink**2 * var_theta + diag), observed=y,
                           dims=dims.BASIS)
     model._fdp_meta = {"prior": prior, "target": target, "ctx": ctx, "shrink": shrink, "sampling_sd": sampling_sd,
+                       "sampling_base": _sampling_base(pub, J),
                        "plan": plan}
     return model
 

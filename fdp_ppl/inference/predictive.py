@@ -23,7 +23,8 @@ def replicated_releases(meta: dict, post: xr.Dataset, rng: np.random.Generator) 
     Parameters
     ----------
     meta : dict
-        ``model._fdp_meta`` of :func:`fdp_ppl.inference.infer.build_model` (context, target, shrinkage, sampling sd).
+        ``model._fdp_meta`` of :func:`fdp_ppl.inference.infer.build_model` (context, target, shrinkage, sampling sd
+        and its per-coefficient base ``sd_j/κ``).
     post : xr.Dataset
         Posterior with ``coefficients`` (chain, draw, basis) and, for the population target with a free sampling
         scale, ``sampling_scale`` (chain, draw).
@@ -35,7 +36,6 @@ def replicated_releases(meta: dict, post: xr.Dataset, rng: np.random.Generator) 
         ``released`` (chain, draw, basis), in the units of the released coefficients.
     """
     from ..sampling import sampler_for
-    from .infer import _sampling_base
 
     ctx = meta["ctx"]
     law, scale = ctx["law"], np.asarray(ctx["scale"], dtype=float)
@@ -48,7 +48,7 @@ def replicated_releases(meta: dict, post: xr.Dataset, rng: np.random.Generator) 
         if meta["sampling_sd"] is not None:
             sd = np.broadcast_to(np.asarray(meta["sampling_sd"], dtype=float), (J,))[None, None, :]
         else:
-            sd = post["sampling_scale"].values[..., None] * _sampling_base(ctx["pub"], J)[None, None, :]
+            sd = post["sampling_scale"].values[..., None] * np.asarray(meta["sampling_base"])[None, None, :]
         centre = centre + sd / np.sqrt(n) * rng.standard_normal(centre.shape)
     centre = shrink * centre
     noise = sampler_for(law, J).draw(np.zeros(J), np.broadcast_to(scale, (J,)).copy(), nc * nd, random_seed=rng)
