@@ -131,7 +131,8 @@ def test_method_selection(setting):
     free = _plan(rel, GPPrior(lengthscale=0.1))
     assert (free.model, free.exact) == ("marginal", False)                    # NUTS on amplitude and level only
     other = _plan(rel, GPPrior(lengthscale=0.2, amplitude=0.5, mean=0.0))    # not the release's kernel
-    assert other.model == "whitened" and other.kl > 1e-3 and not other.exact
+    assert other.model == "gibbs" and other.kl > 1e-3 and not other.exact      # exactly targeted Gibbs (issue 28)
+    assert _plan(rel, GPPrior(lengthscale=0.2, amplitude=0.5), method="whitened").model == "whitened"
     assert _plan(rel, GPPrior()).model == "mixture"                           # free length-scale: latent scales
     assert (_plan(rel, ICLPPrior(amplitude=0.5, smoothness=2.0)).exact, _plan(rel, ICLPPrior()).model) == (True, "marginal")
     assert _plan(rel, ICLPPrior(), target="population", sampling_sd=0.3).model == "mixture"
@@ -146,7 +147,9 @@ def test_method_selection(setting):
     with pytest.raises(InputError, match="no exact posterior"):
         build_model(rel, GPPrior(lengthscale=0.3, amplitude=0.5, mean=0.0), method="exact")
     with pytest.raises(InputError, match="method"):
-        build_model(rel, GP_DIAG, method="gibbs")
+        build_model(rel, GP_DIAG, method="slice")
+    with pytest.raises(InputError, match="does not apply"):
+        build_model(rel, GPPrior(lengthscale=0.2), method="gibbs")              # free hyperparameters
     with pytest.raises(InputError, match="custom prior"):
         build_model(rel, CustomPrior(lambda t, phi, w: (None, None)), method="exact")
     with pytest.raises(InputError, match="does not apply"):
@@ -305,7 +308,7 @@ def test_marginal_hyperparameters_match_quadrature(setting):
     _, _, rel, _ = setting
     prior = GPPrior(lengthscale=0.1)
     model = build_model(rel, prior)
-    ctx, P0 = model._fdp_meta["ctx"], model._fdp_meta["plan"].P0
+    ctx, P0 = model._fdp_meta["ctx"], model._fdp_meta["plan"].covariance()
     y, b, law, A1, hint = ctx["y"], ctx["scale"], ctx["law"], ctx["A"].sum(axis=1), ctx["hint"]
     log_a = np.linspace(np.log(1e-7), 0.0, 1500)
     m = np.linspace(-0.5, 0.5, 600)
