@@ -172,7 +172,7 @@ def test_split_gibbs_invariant_law_gaussian_closed_form():
     y, s = np.array([1.0, 0.5, -0.5]), np.array([0.5, 1.0, 2.0])
     g = SplitGibbs(mean, cov, Normal(), y, s)
     assert 0 < g.delta < 1 and 0 < g.worst_rate < 1
-    chains = g.run(4000, 200, 8, rng)                                   # (8, 4000, 3)
+    chains = g.run(3000, 200, 4, rng)                                   # (4, 3000, 3)
     draws = chains.reshape(-1, 3)
     Q = np.linalg.inv(cov) + np.diag(1 / s**2)
     post_cov = np.linalg.inv(Q)
@@ -184,5 +184,5 @@ def test_split_gibbs_invariant_law_gaussian_closed_form():
     corr = np.corrcoef(draws.T)
     np.testing.assert_allclose(corr, post_cov / sd[:, None] / sd[None, :], atol=4.5 / np.sqrt(ess.min()))
     # the same check rejects a sampler whose split ignored the prior's correlation
-    wrong = SplitGibbs(mean, np.diag(np.diag(cov)), Normal(), y, s).run(4000, 200, 8, rng).reshape(-1, 3)
+    wrong = SplitGibbs(mean, np.diag(np.diag(cov)), Normal(), y, s).run(3000, 200, 4, rng).reshape(-1, 3)
     assert not np.all(np.abs(wrong.mean(0) - post_mean) < 4.5 * sd / np.sqrt(ess))
