@@ -54,6 +54,19 @@ def test_lanczos_matches_dense(name, grid, kernel, how):
     np.testing.assert_allclose(gram, np.eye(fast.size), atol=1e-10)
 
 
+@pytest.mark.parametrize("m, J, how", [(500, 30, "lanczos-fft"), (300, 100, "dense")])
+def test_leading_components_only(m, J, how):
+    """``n_components``: only the leading pairs are computed (Lanczos, or LAPACK's index subset), and they are
+    the dense decomposition's leading pairs."""
+    grid, kernel = fp.Grid.uniform(m), fp.Matern(rho=0.1, nu=1.5)
+    part, full = Eigenbasis(kernel, grid, n_components=J), Eigenbasis(kernel, grid, method="dense")
+    assert part.method == how and part.size == J and part.n_dropped == m - J
+    np.testing.assert_allclose(part.eigenvalues, full.eigenvalues[:J], rtol=0, atol=1e-12 * full.eigenvalues[0])
+    np.testing.assert_allclose(part.eigenfunctions, full.eigenfunctions[:, :J], rtol=0, atol=1e-8)
+    assert fp.eigenbasis(kernel, grid, n_components=J) is fp.eigenbasis(kernel, grid, n_components=J)   # cached
+    assert fp.eigenbasis(kernel, grid, n_components=J).size == J != fp.eigenbasis(kernel, grid).size
+
+
 def test_release_calibration_unchanged():
     grid, kernel = fp.Grid.uniform(600), fp.Gaussian(rho=0.1, convention="hall")
     fast, dense = Eigenbasis(kernel, grid), Eigenbasis(kernel, grid, method="dense")
@@ -73,7 +86,7 @@ def test_release_calibration_unchanged():
 
 def test_auto_choice_and_memory_path(monkeypatch):
     # many retained pairs (Matérn 3/2): the dense path, same as before
-    assert Eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(450)).method == "dense"
+    assert Eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(400)).method == "dense"
     # small grids stay dense
     assert Eigenbasis(fp.Gaussian(rho=0.1, convention="hall"), fp.Grid.uniform(100)).method == "dense"
     # the FFT path forms no m x m matrix: a memory limit that refuses the dense path lets it through

@@ -16,19 +16,33 @@ How the posterior is computed (:func:`infer`, ``method="auto"``):
 * **exact**, no MCMC, when every hyperparameter is fixed and either the noise is
   Gaussian (conjugate; one factorisation) or the prior is diagonal in the
   release's basis and the noise law is a product law. The ICLP prior is
-  diagonal by construction; a GP prior is when its kernel is the release's
-  (``A K Aᵀ`` is then diagonal up to rounding and jitter: KL to its diagonal at
-  most :data:`~fdp_ppl.settings.DIAGONAL_KL_TOL`). The posterior then factorises
+  diagonal by construction; so is a GP prior whose kernel is the release's own:
+  ``A K Aᵀ = Λ``, the release's eigenvalues, used as they are (checked on probe
+  eigenpairs, no ``m × m`` product, no tolerance that a finer grid crosses);
+  another GP prior counts as diagonal when the KL to its diagonal is at most
+  :data:`~fdp_ppl.settings.DIAGONAL_KL_TOL`. The posterior then factorises
   into one-dimensional posteriors, each drawn exactly by the noise law
   (:meth:`~fdp_ppl.laws.NoiseLaw.centre_posterior_draws`); the curve and the
   latent mixing scales follow exactly given the coefficients.
 * **NUTS on the hyperparameters only** when they are free and the prior is
   diagonal: the coefficients are integrated out in closed form
   (:meth:`~fdp_ppl.laws.NoiseLaw.marginal_logp`), then drawn exactly per draw.
-* **NUTS on whitened coefficients** with the release's own likelihood where the
-  prior is not diagonal but its length-scale is fixed (a GP prior with another
-  kernel): one factorisation in all, no latent noise scales. With a free
-  length-scale, the latent-scale mixture model (one factorisation per step).
+* **Gibbs, exactly targeted** (:mod:`fdp_ppl.inference.gibbs`), where the prior is
+  not diagonal (a GP prior with another kernel) but every hyperparameter is
+  fixed and the noise is a product law: the prior split into a diagonal part
+  and a Gaussian auxiliary variable, each coefficient drawn exactly given it
+  under the release's own noise law, one eigendecomposition in all
+  (``O(J²)`` per iteration), plus exact slice steps along the prior's slowest
+  directions. MCMC diagnostics are reported.
+* **NUTS on whitened coefficients** with the release's own likelihood
+  (``method="whitened"``; ``"auto"`` used it for a fixed non-diagonal prior
+  before the Gibbs sampler). With a free length-scale, the latent-scale
+  mixture model (one factorisation per step).
+
+Nothing switches silently: when ``method="auto"`` cannot draw exactly it warns
+(:class:`InferenceMethodWarning`, stderr) with the reason and the sampler used,
+and the result's attrs record ``inference_method_requested``,
+``inference_model`` and ``inference_not_exact_because``.
 * ``method="nuts"`` forces the latent-scale mixture model (today's check).
 
 Conditional draws are batched: one factorisation per distinct length-scale
@@ -698,7 +712,7 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
     sampling_sd : float or array (basis,), optional
         Public/assumed sd of one curve's coefficients for ``target="population"``;
         None puts a half-normal prior on κ with ``sd_j = κ√λ_j``.
-    method : {"auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense"}
+    method : {"auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs"}
         ``"auto"`` (default) draws the posterior **exactly, without MCMC**, when every
         hyperparameter is fixed and either the noise is Gaussian (conjugate) or the prior is
         diagonal in the release's basis and the noise law is a product law (ICLP, FRL, Bernstein
@@ -710,7 +724,11 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
         (:func:`build_model`): the hyperparameters alone with the coefficients integrated out in
         closed form where the prior is diagonal; whitened coefficients with the release's own
         likelihood (one factorisation, no latent noise scales) where it is not but the length-scale
-        is fixed; the latent-scale mixture model otherwise.
+        is fixed; the latent-scale mixture model otherwise. With every hyperparameter fixed and a
+        prior that is not diagonal (a GP prior with another kernel than the release's), the
+        exactly targeted Gibbs sampler ``"gibbs"`` (:class:`~fdp_ppl.inference.gibbs.SplitGibbs`;
+        ``tune`` iterations discarded). Whenever ``"auto"`` does not draw exactly it says so
+        (:class:`InferenceMethodWarning`).
         ``"exact"`` insists on exact draws (raises if the model does not allow them); ``"nuts"``
         forces NUTS on the latent-scale mixture model, an independent check of the exact and
         marginal computations; the other names pick a model of :func:`build_model` directly
@@ -735,13 +753,16 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
         coefficients are not independent). ``attrs`` mark the tree as an
         inference result (:data:`fdp_ppl.schema.KIND_ATTR`) and record the
         prior, the target, the release's public attributes, the diagnostics,
-        ``inference`` (``"exact"`` or ``"NUTS"``), ``inference_model`` (the model of
-        :func:`build_model`), ``inference_sampler`` and ``inference_description``.
+        ``inference`` (``"exact"``, ``"Gibbs"`` or ``"NUTS"``), ``inference_model`` (the model of
+        :func:`build_model`), ``inference_sampler``, ``inference_description``,
+        ``inference_method_requested`` and, when not exact, ``inference_not_exact_because``.
 
     Warns
     -----
+    InferenceMethodWarning
+        ``method="auto"`` found no exact posterior: which sampler runs instead, and why.
     InferenceWarning
-        NUTS only: R-hat > :data:`~fdp_ppl.settings.MAX_RHAT` (1.01), bulk or tail ESS below
+        NUTS and Gibbs: R-hat > :data:`~fdp_ppl.settings.MAX_RHAT` (1.01), bulk or tail ESS below
         :data:`~fdp_ppl.settings.MIN_ESS_PER_CHAIN` (100) per chain, or divergences.
 
     Raises

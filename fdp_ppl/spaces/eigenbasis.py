@@ -98,8 +98,10 @@ def _toeplitz_matmat(kernel: Kernel, t: np.ndarray, sw: np.ndarray):
     return matmat
 
 
-def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL_TOL, *, method: str = "auto"):
-    """Eigenpairs of ``W^{½} G W^{½}`` with ``λ_j > rel_tol · λ_1``, descending, computing only those.
+def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL_TOL, *, method: str = "auto",
+                        n_components: int | None = None):
+    """Eigenpairs of ``W^{½} G W^{½}`` with ``λ_j > rel_tol · λ_1``, descending, computing only those
+    (and at most the leading ``n_components``).
 
     Parameters
     ----------
@@ -116,6 +118,9 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
         eigenvalue decay (``Kernel.eigen_decay`` β: about ``max(1, 1/ρ) rel_tol^{-1/β}`` pairs; 32 to
         start with for super-polynomial decay) predicts fewer than
         :data:`LANCZOS_MAX_SHARE` · m retained pairs, and while Lanczos finds that many; dense otherwise.
+    n_components : int, optional
+        Keep at most the leading ``n_components`` pairs (a public choice, like the grid); None keeps
+        every pair above ``rel_tol``.
 
     Returns
     -------
@@ -142,17 +147,23 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
     t = np.asarray(t, dtype=float)
     w = np.asarray(weights, dtype=float)
     m = t.size
+    cap = m if n_components is None else int(n_components)
+    if not 1 <= cap:
+        raise ValueError(f"n_components must be >= 1, got {n_components!r}")
+    cap = min(cap, m)
     sw = np.sqrt(w)
     k_max = max(1, int(LANCZOS_MAX_SHARE * m))
     if method == "auto":
         beta = kernel.eigen_decay
         # λ_j/λ_1 ≈ (ρ j)^{-β} past the plateau j ≲ 1/ρ: about max(1, 1/ρ) rel_tol^{-1/β} pairs are retained
         guess = 32 if beta is None else int(np.ceil(max(1.0, 1.0 / kernel.rho) * rel_tol ** (-1.0 / beta)))
+        guess = min(guess, cap)
         method = "lanczos" if (m >= LANCZOS_MIN_SIZE and guess <= k_max) else "dense"
-        k = min(max(guess, 16), k_max)
+        k = min(max(guess, min(16, cap)), k_max)
     else:
-        k = min(32, m - 2)
+        k = min(32, cap, m - 2)
         k_max = m - 2
+    k_max = min(k_max, cap)
     step = _uniform_step(t) if method == "lanczos" else None
     if method == "lanczos" and step is None:
         check_memory(2.0 * 8.0 * m * m, f"the eigenbasis of a {m}-point grid (the {m} x {m} kernel matrix for "
@@ -173,8 +184,9 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
             lam, u = eigsh(op, k=k, which="LA", v0=v0, tol=0)
             order = np.argsort(lam)[::-1]
             lam, u = lam[order], u[:, order]
-            if lam[-1] <= rel_tol * lam[0]:
+            if lam[-1] <= rel_tol * lam[0] or k >= cap:
                 keep = lam > rel_tol * lam[0]
+                keep[cap:] = False
                 return lam[keep], u[:, keep], m - int(keep.sum()), how
             if k >= k_max:
                 break
@@ -186,9 +198,15 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
     a = sw[:, None] * kernel.gram(t) * sw[None, :]
     # all pairs, then the retained ones: with many retained, LAPACK's value-subset driver (MRRR on the
     # clustered tiny eigenvalues) was 1.7-3.4x slower than the full decomposition at m = 1600
-    lam, u = linalg.eigh(a)
+    if cap <= m // 2:   # the leading pairs only
+        lam, u = linalg.eigh(a, subset_by_index=[m - cap, m - 1])
+        top = lam[-1]
+    else:
+        lam, u = linalg.eigh(a)
+        top = lam[-1]
     lam, u = lam[::-1], u[:, ::-1]
-    keep = lam > rel_tol * lam[0]
+    keep = lam > rel_tol * top
+    keep[cap:] = False
     return lam[keep], u[:, keep], m - int(keep.sum()), "dense"
 
 
@@ -209,13 +227,14 @@ class Eigenbasis:
         depend on rounding in the BLAS of the machine).
     rel_tol : float
     n_dropped : int
-        Number of eigenpairs dropped as numerically zero.
+        Number of eigenpairs not kept: numerically zero (``λ_j <= rel_tol · λ_1``) or past ``n_components``.
     method : str
         How the retained pairs were computed (:func:`retained_eigenpairs`): ``"dense"``,
         ``"lanczos-fft"`` or ``"lanczos-dense"``.
     """
 
-    def __init__(self, kernel: Kernel, grid: Grid, rel_tol: float = DEFAULT_REL_TOL, method: str = "auto"):
+    def __init__(self, kernel: Kernel, grid: Grid, rel_tol: float = DEFAULT_REL_TOL, method: str = "auto",
+                 n_components: int | None = None):
         if not isinstance(kernel, Kernel):
             raise TypeError("kernel must be an fdp_ppl Kernel, e.g. Matern(rho=0.1, nu=1.5)")
         if not isinstance(grid, Grid):
@@ -225,7 +244,7 @@ class Eigenbasis:
         self.kernel, self.grid, self.rel_tol = kernel, grid, float(rel_tol)
         sw = np.sqrt(grid.weights)
         lam, u, self.n_dropped, self.method = retained_eigenpairs(kernel, grid.t, grid.weights, rel_tol,
-                                                                  method=method)
+                                                                  method=method, n_components=n_components)
         u = u * _sign_convention(u)
         self.eigenvalues = lam
         self.eigenfunctions = u / sw[:, None]
@@ -340,11 +359,12 @@ class Eigenbasis:
 
 
 @functools.lru_cache(maxsize=64)
-def _cached(kernel: Kernel, grid: Grid, rel_tol: float) -> Eigenbasis:
-    return Eigenbasis(kernel, grid, rel_tol)
+def _cached(kernel: Kernel, grid: Grid, rel_tol: float, n_components: int | None = None) -> Eigenbasis:
+    return Eigenbasis(kernel, grid, rel_tol, n_components=n_components)
 
 
-def eigenbasis(kernel: Kernel, grid: Grid, rel_tol: float = DEFAULT_REL_TOL) -> Eigenbasis:
+def eigenbasis(kernel: Kernel, grid: Grid, rel_tol: float = DEFAULT_REL_TOL,
+               n_components: int | None = None) -> Eigenbasis:
     """Eigenbasis of ``kernel`` on ``grid``, computed once and cached per
     (kernel, grid, rel_tol).
 
@@ -355,6 +375,9 @@ def eigenbasis(kernel: Kernel, grid: Grid, rel_tol: float = DEFAULT_REL_TOL) -> 
     grid : Grid
     rel_tol : float
         Eigenpairs with ``λ_j <= rel_tol · λ_1`` are dropped.
+    n_components : int, optional
+        Keep (and compute) at most the leading ``n_components`` pairs: a 3200-point Matérn basis of
+        which 100 pairs are kept costs a Lanczos run, not a dense decomposition.
 
     Returns
     -------
@@ -367,7 +390,7 @@ def eigenbasis(kernel: Kernel, grid: Grid, rel_tol: float = DEFAULT_REL_TOL) -> 
     """
     if not isinstance(kernel, Kernel) or not isinstance(grid, Grid):
         return Eigenbasis(kernel, grid, rel_tol)  # raises the informative TypeError
-    return _cached(kernel, grid, float(rel_tol))
+    return _cached(kernel, grid, float(rel_tol), None if n_components is None else int(n_components))
 
 
 __all__ = ["Eigenbasis", "eigenbasis", "retained_eigenpairs", "DEFAULT_REL_TOL"]
