@@ -132,15 +132,16 @@ def test_gibbs_matches_conjugate_posterior(small):
 
 
 @pytest.mark.slow
-def test_gibbs_agrees_with_nuts_laplace(small):
+@pytest.mark.parametrize("kw", [{}, {"target": "population", "sampling_sd": 0.3}], ids=["summary", "population"])
+def test_gibbs_agrees_with_nuts_laplace(small, kw):
     """Laplace noise, non-diagonal prior: Gibbs against NUTS on the whitened model (~20 s; the fast variant is
     :func:`test_gibbs_matches_conjugate_posterior`)."""
     rel, _ = small
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", (InferenceWarning, InferenceMethodWarning))
-        gibbs = infer(rel, OTHER, draws=3000, tune=300, chains=2, random_seed=5, progressbar=False)
+        gibbs = infer(rel, OTHER, draws=3000, tune=300, chains=2, random_seed=5, progressbar=False, **kw)
         nuts = infer(rel, OTHER, method="whitened", draws=1000, tune=600, chains=2, random_seed=6,
-                     progressbar=False)
+                     progressbar=False, **kw)
     assert (gibbs.attrs["inference_model"], nuts.attrs["inference"]) == ("gibbs", "NUTS")
 
     def cols(post):

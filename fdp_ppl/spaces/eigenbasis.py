@@ -169,7 +169,7 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
         check_memory(2.0 * 8.0 * m * m, f"the eigenbasis of a {m}-point grid (the {m} x {m} kernel matrix for "
                      "Lanczos iteration)", "use a coarser public grid, or a uniform grid (FFT products, O(m) memory)")
     if method == "lanczos":
-        from scipy.sparse.linalg import LinearOperator, eigsh
+        from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
         if step is not None:
             mat = _toeplitz_matmat(kernel, t, sw)
@@ -179,9 +179,15 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
             mat = a.__matmul__
             how = "lanczos-dense"
         op = LinearOperator((m, m), matvec=mat, matmat=mat, dtype=float)
-        v0 = sw / np.linalg.norm(sw)                                  # deterministic start: same pairs every run
+        # a fixed generic start vector: the same pairs every run, and not symmetric about the grid's centre
+        # (a symmetric start is orthogonal to every odd eigenfunction of a symmetric grid)
+        v0 = np.random.default_rng(0).standard_normal(m)
         while True:
-            lam, u = eigsh(op, k=k, which="LA", v0=v0, tol=0)
+            try:
+                lam, u = eigsh(op, k=k, which="LA", v0=v0, tol=0)
+            except ArpackNoConvergence:
+                break                                                 # the dense path below
+
             order = np.argsort(lam)[::-1]
             lam, u = lam[order], u[:, order]
             if lam[-1] <= rel_tol * lam[0] or k >= cap:
@@ -191,7 +197,7 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
             if k >= k_max:
                 break
             k = min(2 * k, k_max)
-        # more pairs retained than Lanczos is worth: the dense path below
+        # more pairs retained than Lanczos is worth (or ARPACK did not converge): the dense path below
     check_memory(4.0 * 8.0 * m * m, f"the eigenbasis of a {m}-point grid ({m} x {m} dense eigendecomposition)",
                  "use a coarser public grid; on a Cartesian grid with a Gaussian kernel the Kronecker path "
                  "(fdp_ppl.kde.CartesianGrid) never forms the m x m matrix")
