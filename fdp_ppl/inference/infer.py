@@ -38,12 +38,12 @@ How the posterior is computed (:func:`infer`, ``method="auto"``):
   (``method="whitened"``; ``"auto"`` used it for a fixed non-diagonal prior
   before the Gibbs sampler). With a free length-scale, the latent-scale
   mixture model (one factorisation per step).
+* ``method="nuts"`` forces the latent-scale mixture model (today's check).
 
 Nothing switches silently: when ``method="auto"`` cannot draw exactly it warns
 (:class:`InferenceMethodWarning`, stderr) with the reason and the sampler used,
 and the result's attrs record ``inference_method_requested``,
 ``inference_model`` and ``inference_not_exact_because``.
-* ``method="nuts"`` forces the latent-scale mixture model (today's check).
 
 Conditional draws are batched: one factorisation per distinct length-scale
 (Matheron's rule for the curve given its coefficients), one batched solve per
@@ -338,8 +338,9 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str = "summary", dr
                 sampling_sd=None, method: str = "auto") -> pm.Model:
     """The PyMC model behind :func:`infer` (same arguments).
 
-    Five models, all exact (no approximation of the likelihood or the prior); ``method`` picks one
-    (``"auto"``: the cheapest that applies, see :func:`infer`):
+    Five models, all exact (no approximation of the likelihood or the prior), and ``"gibbs"`` (no PyMC
+    variables: :class:`~fdp_ppl.inference.gibbs.SplitGibbs` draws the coefficients in :func:`infer`);
+    ``method`` picks one (``"auto"``: the cheapest that applies, see :func:`infer`):
 
     * ``"marginal"`` — the latent coefficients are integrated out in closed form and only the
       hyperparameters remain (none when they are fixed: the posterior is then drawn exactly).
