@@ -73,7 +73,8 @@ def _uniform_step(t: np.ndarray) -> float | None:
         return None
     d = np.diff(t)
     h = (t[-1] - t[0]) / (t.size - 1)
-    return float(h) if h > 0 and np.all(np.abs(d - h) <= 1e-12 * h) else None
+    tol = 1e-12 * h + 8 * np.finfo(float).eps * float(np.max(np.abs(t)))   # rounding of the grid values
+    return float(h) if h > 0 and np.all(np.abs(d - h) <= tol) else None
 
 
 def _toeplitz_matmat(kernel: Kernel, t: np.ndarray, sw: np.ndarray):
@@ -140,6 +141,7 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
     ValueError
         Unknown ``method``.
     """
+    from .. import settings
     from ..settings import check_memory
 
     if method not in ("auto", "dense", "lanczos"):
@@ -153,18 +155,24 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
     cap = min(cap, m)
     sw = np.sqrt(w)
     k_max = max(1, int(LANCZOS_MAX_SHARE * m))
+    # Lanczos keeps about 2k + 2 vectors of length m (ARPACK's basis and work space): k is capped by memory
+    k_mem = max(1, int((settings.MEMORY_SHARE * settings.available_memory() / (16.0 * m) - 2) / 2))
     if method == "auto":
         beta = kernel.eigen_decay
         # λ_j/λ_1 ≈ (ρ j)^{-β} past the plateau j ≲ 1/ρ: about max(1, 1/ρ) rel_tol^{-1/β} pairs are retained
         guess = 32 if beta is None else int(np.ceil(max(1.0, 1.0 / kernel.rho) * rel_tol ** (-1.0 / beta)))
         guess = min(guess, cap)
+        k_max = min(k_max, k_mem)
         method = "lanczos" if (m >= LANCZOS_MIN_SIZE and guess <= k_max) else "dense"
         k = min(max(guess, min(16, cap)), k_max)
     else:
         k = min(32, cap, m - 2)
-        k_max = m - 2
+        k_max = min(m - 2, k_mem)
     k_max = min(k_max, cap)
     step = _uniform_step(t) if method == "lanczos" else None
+    if method == "lanczos":
+        check_memory(8.0 * m * (2 * k + 2) * 2, f"the eigenbasis of a {m}-point grid (Lanczos iteration for {k} "
+                     "eigenpairs)", "use a coarser public grid or fewer components (n_components)")
     if method == "lanczos" and step is None:
         check_memory(2.0 * 8.0 * m * m, f"the eigenbasis of a {m}-point grid (the {m} x {m} kernel matrix for "
                      "Lanczos iteration)", "use a coarser public grid, or a uniform grid (FFT products, O(m) memory)")
