@@ -100,3 +100,21 @@ def test_auto_choice_and_memory_path(monkeypatch):
         retained_eigenpairs(fp.Matern(rho=0.1, nu=1.5), np.linspace(0, 1, 2000), np.full(2000, 1 / 1999))
     with pytest.raises(ValueError, match="method"):
         retained_eigenpairs(fp.Matern(rho=0.1), np.linspace(0, 1, 10), np.full(10, 0.1), method="fft")
+
+
+def test_bench_scale_infer_rows_and_exponents():
+    """The benchmark's helpers (``benchmarks/bench_scale_infer.py``): an eigenbasis row and the growth exponent."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_scale_infer.py"
+    spec = importlib.util.spec_from_file_location("bench_scale_infer", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    row = bench.eig_row("gaussian-hall", 400, repeats=1)
+    assert row["method"] == "lanczos-fft" and row["seconds"] > 0 and row["baseline_seconds"] > 0
+    assert row["ratio"] == pytest.approx(row["seconds"] / row["baseline_seconds"])
+    fake = [{"what": "x", "size": n, "seconds": 1e-6 * n**2, "baseline_seconds": None, "ratio": None}
+            for n in (100, 200, 400)]
+    assert bench.exponents(fake)["x"] == pytest.approx(2.0)
+    assert "| x | 400 |" in bench.markdown(fake)
