@@ -131,7 +131,8 @@ def test_method_selection(setting):
     free = _plan(rel, GPPrior(lengthscale=0.1), target="summary")
     assert (free.model, free.exact) == ("marginal", False)                    # NUTS on amplitude and level only
     other = _plan(rel, GPPrior(lengthscale=0.2, amplitude=0.5, mean=0.0), target="summary")    # not the release's kernel
-    assert other.model == "whitened" and other.kl > 1e-3 and not other.exact
+    assert other.model == "gibbs" and other.kl > 1e-3 and not other.exact      # exactly targeted Gibbs (issue 28)
+    assert _plan(rel, GPPrior(lengthscale=0.2, amplitude=0.5), method="whitened", target="summary").model == "whitened"
     assert _plan(rel, GPPrior(), target="summary").model == "mixture"                           # free length-scale: latent scales
     assert (_plan(rel, ICLPPrior(amplitude=0.5, smoothness=2.0), target="summary").exact, _plan(rel, ICLPPrior(), target="summary").model) == (True, "marginal")
     assert _plan(rel, ICLPPrior(), target="population", sampling_sd=0.3).model == "mixture"
@@ -146,7 +147,9 @@ def test_method_selection(setting):
     with pytest.raises(InputError, match="no exact posterior"):
         build_model(rel, GPPrior(lengthscale=0.3, amplitude=0.5, mean=0.0), method="exact", target="summary")
     with pytest.raises(InputError, match="method"):
-        build_model(rel, GP_DIAG, method="gibbs", target="summary")
+        build_model(rel, GP_DIAG, method="slice", target="summary")
+    with pytest.raises(InputError, match="does not apply"):
+        build_model(rel, GPPrior(lengthscale=0.2), method="gibbs", target="summary")              # free hyperparameters
     with pytest.raises(InputError, match="custom prior"):
         build_model(rel, CustomPrior(lambda t, phi, w: (None, None)), method="exact", target="summary")
     with pytest.raises(InputError, match="does not apply"):
@@ -306,7 +309,7 @@ def test_marginal_hyperparameters_match_quadrature(setting):
     _, _, rel, _ = setting
     prior = GPPrior(lengthscale=0.1)
     model = build_model(rel, prior, target="summary")
-    ctx, P0 = model._fdp_meta["ctx"], model._fdp_meta["plan"].P0
+    ctx, P0 = model._fdp_meta["ctx"], model._fdp_meta["plan"].covariance()
     y, b, law, A1, hint = ctx["y"], ctx["scale"], ctx["law"], ctx["A"].sum(axis=1), ctx["hint"]
     log_a = np.linspace(np.log(1e-7), 0.0, 1500)
     m = np.linspace(-0.5, 0.5, 600)

@@ -22,7 +22,7 @@ PRIORS = ("gp", "iclp")
 #: :data:`fdp_ppl.inference.infer.TARGETS` and ``METHODS`` (repeated here so that ``--help`` imports nothing heavy;
 #: tests/test_cli_infer.py checks they agree)
 TARGETS = ("summary", "population")
-METHODS = ("auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense")
+METHODS = ("auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs")
 NUS = (0.5, 1.5, 2.5)
 #: prior flags -> the priors that take them
 #: the library's keyword names in :func:`fdp_ppl.infer`'s messages -> the flags (messages of the inference step only)
@@ -87,8 +87,8 @@ def add_subparser(sub) -> None:
     m.add_argument("--sampling-sd", type=float, default=None, metavar="SD",
                    help="--target population: public/assumed sd of one curve's coefficients (default: learned)")
     m.add_argument("--method", choices=METHODS, default="auto",
-                   help="auto (default): exact where the model allows, else the cheapest NUTS model; exact: refuse "
-                        "if exact draws are impossible; nuts: force the latent-scale NUTS model; the others pick a "
+                   help="auto (default): exact where the model allows, else an exactly targeted Gibbs sampler or the "
+                        "cheapest NUTS model (said on stderr); exact: refuse if exact draws are impossible; nuts: force the latent-scale NUTS model; the others pick a "
                         "model of fdp_ppl.inference.build_model")
     m.add_argument("--release-draw", type=int, default=0, metavar="K",
                    help="which released draw to condition on (default 0; each draw is a separate publication)")
@@ -400,7 +400,7 @@ def _print_table(a, release, view, result, prior, out, failed) -> None:
     exact = at.get("inference") == "exact"
     sampler = str(at.get("inference_sampler", ""))
     method = (f"{at.get('inference')} ({at.get('inference_model')} model"
-              + (f", {sampler} NUTS" if not exact and sampler not in ("", "none") else "") + "): "
+              + ((", Gibbs sampler" if sampler == "gibbs" else f", {sampler} NUTS") if not exact and sampler not in ("", "none") else "") + "): "
               + str(at.get("inference_description", "")))
     draws = (f"{a.chains} chain{'s' if a.chains > 1 else ''} × {a.draws} draws"
              + ("" if exact else f" after {a.tune} tuning steps each"))

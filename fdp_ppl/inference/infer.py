@@ -16,20 +16,34 @@ How the posterior is computed (:func:`infer`, ``method="auto"``):
 * **exact**, no MCMC, when every hyperparameter is fixed and either the noise is
   Gaussian (conjugate; one factorisation) or the prior is diagonal in the
   release's basis and the noise law is a product law. The ICLP prior is
-  diagonal by construction; a GP prior is when its kernel is the release's
-  (``A K Aᵀ`` is then diagonal up to rounding and jitter: KL to its diagonal at
-  most :data:`~fdp_ppl.settings.DIAGONAL_KL_TOL`). The posterior then factorises
+  diagonal by construction; so is a GP prior whose kernel is the release's own:
+  ``A K Aᵀ = Λ``, the release's eigenvalues, used as they are (checked on probe
+  eigenpairs, no ``m × m`` product, no tolerance that a finer grid crosses);
+  another GP prior counts as diagonal when the KL to its diagonal is at most
+  :data:`~fdp_ppl.settings.DIAGONAL_KL_TOL`. The posterior then factorises
   into one-dimensional posteriors, each drawn exactly by the noise law
   (:meth:`~fdp_ppl.laws.NoiseLaw.centre_posterior_draws`); the curve and the
   latent mixing scales follow exactly given the coefficients.
 * **NUTS on the hyperparameters only** when they are free and the prior is
   diagonal: the coefficients are integrated out in closed form
   (:meth:`~fdp_ppl.laws.NoiseLaw.marginal_logp`), then drawn exactly per draw.
-* **NUTS on whitened coefficients** with the release's own likelihood where the
-  prior is not diagonal but its length-scale is fixed (a GP prior with another
-  kernel): one factorisation in all, no latent noise scales. With a free
-  length-scale, the latent-scale mixture model (one factorisation per step).
+* **Gibbs, exactly targeted** (:mod:`fdp_ppl.inference.gibbs`), where the prior is
+  not diagonal (a GP prior with another kernel) but every hyperparameter is
+  fixed and the noise is a product law: the prior split into a diagonal part
+  and a Gaussian auxiliary variable, each coefficient drawn exactly given it
+  under the release's own noise law, one eigendecomposition in all
+  (``O(J²)`` per iteration), plus exact slice steps along the prior's slowest
+  directions. MCMC diagnostics are reported.
+* **NUTS on whitened coefficients** with the release's own likelihood
+  (``method="whitened"``; ``"auto"`` used it for a fixed non-diagonal prior
+  before the Gibbs sampler). With a free length-scale, the latent-scale
+  mixture model (one factorisation per step).
 * ``method="nuts"`` forces the latent-scale mixture model (today's check).
+
+Nothing switches silently: when ``method="auto"`` cannot draw exactly it warns
+(:class:`InferenceMethodWarning`, stderr) with the reason and the sampler used,
+and the result's attrs record ``inference_method_requested``,
+``inference_model`` and ``inference_not_exact_because``.
 
 Conditional draws are batched: one factorisation per distinct length-scale
 (Matheron's rule for the curve given its coefficients), one batched solve per
@@ -61,6 +75,11 @@ TARGETS = ("summary", "population")
 
 class InferenceWarning(UserWarning):
     """MCMC diagnostics failed (R-hat, ESS or divergences)."""
+
+
+class InferenceMethodWarning(UserWarning):
+    """The posterior is not drawn exactly (``method="auto"`` found no exact form, or the method asked for
+    was changed): the warning says which sampler runs and why."""
 
 
 def coefs_size(model) -> int:
@@ -129,7 +148,7 @@ def _context(release, draw):
 
 
 #: values of ``method`` in :func:`infer` / :func:`build_model`
-METHODS = ("auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense")
+METHODS = ("auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs")
 #: bytes of one batch of matrices in the batched conditional draws (bounds memory)
 _BATCH_BYTES = 64 * 2**20
 
@@ -162,16 +181,22 @@ class Plan:
 
     Attributes
     ----------
-    model : {"marginal", "whitened", "mixture", "dense", "direct"}
-        The PyMC model behind it.
+    model : {"marginal", "whitened", "mixture", "dense", "direct", "gibbs"}
+        The PyMC model behind it (``"gibbs"``: no PyMC model, :class:`~fdp_ppl.inference.gibbs.SplitGibbs`).
     exact : bool
         True when nothing is left to sample (fixed hyperparameters): every draw is exact.
     diagonal : bool
         The prior covariance of the release's coefficients is diagonal (to :data:`DIAGONAL_KL_TOL`).
     P0 : ndarray (J, J) or None
-        Unit-amplitude prior covariance ``A K_ρ Aᵀ`` of the coefficients at a fixed length-scale (GP prior).
+        Unit-amplitude prior covariance ``A K_ρ Aᵀ`` of the coefficients at a fixed length-scale (GP prior);
+        None where it is the release's own eigenvalues (``own_kernel``; :meth:`covariance` builds it).
     kl : float or None
-        :func:`diagonal_kl` of ``P0``.
+        :func:`diagonal_kl` of ``P0`` (0 for the release's own kernel, diagonal by construction).
+    prior_var : ndarray (J,) or None
+        Diagonal of ``P0``.
+    own_kernel : bool
+        The GP prior's kernel is the release's: ``A K Aᵀ = Λ`` (the release's eigenvalues) exactly,
+        without forming ``K`` (Karhunen–Loève; the Cholesky jitter is not part of the prior).
     """
 
     model: str
@@ -179,6 +204,15 @@ class Plan:
     diagonal: bool = False
     P0: np.ndarray | None = None
     kl: float | None = None
+    prior_var: np.ndarray | None = None
+    own_kernel: bool = False
+    reason: str | None = None
+
+    def covariance(self) -> np.ndarray | None:
+        """``P0`` as a dense (J, J) matrix (the diagonal one for the release's own kernel)."""
+        if self.P0 is None and self.prior_var is not None:
+            return np.diag(self.prior_var)
+        return self.P0
 
     def describe(self, prior, law) -> str:
         if self.model == "marginal" and self.diagonal and law.product:
@@ -186,6 +220,11 @@ class Plan:
                     "drawn exactly per coefficient")
             return ("exact: " + what) if self.exact else ("NUTS on the hyperparameters with the coefficients "
                                                            "marginalised in closed form; then " + what)
+        if self.model == "gibbs":
+            return (f"Gibbs sampler exactly targeting the posterior: {prior.law.name} prior not diagonal in the "
+                    f"release's basis split into a diagonal part and a Gaussian auxiliary variable; each "
+                    f"coefficient drawn exactly given it under the {law.name} noise, the auxiliary variable "
+                    "drawn exactly given the coefficients (one factorisation); MCMC diagnostics reported")
         if self.model == "marginal":
             return ("exact: Gaussian conjugate posterior" if self.exact else
                     "NUTS on the hyperparameters with the Gaussian marginal likelihood; exact Gaussian conditional "
@@ -210,15 +249,23 @@ def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
                              "not apply", "use method='auto' or 'nuts'")
         return Plan("direct")
     fixed_sampling = target == "summary" or sampling_sd is not None
-    P0, kl, diagonal = None, None, False
+    P0, kl, diagonal, prior_var, own = None, None, False, None, False
+    gibbs_ok = False
     if isinstance(prior, GPPrior):
         if prior.lengthscale is not None:
-            P0 = prior.coefficient_covariance(ctx["A"], ctx["t"], prior.lengthscale)
-            kl = diagonal_kl(P0)
-            diagonal = kl <= DIAGONAL_KL_TOL
+            prior_var = _own_kernel_variances(ctx, prior)
+            own = prior_var is not None
+            if own:
+                kl, diagonal = 0.0, True
+            else:
+                P0 = prior.coefficient_covariance(ctx["A"], ctx["t"], prior.lengthscale)
+                kl = diagonal_kl(P0)
+                diagonal = kl <= DIAGONAL_KL_TOL
+                prior_var = np.diag(P0).copy()
         fixed = (prior.lengthscale is not None and prior.amplitude is not None and prior.mean is not None
                  and fixed_sampling)
         marginal_ok = (law.product and diagonal) or _is_gaussian(law)
+        gibbs_ok = fixed and law.product
         whitened_ok = law.product
         # with a free length-scale the whitened model refactorises P(ρ) at every step and NUTS needs deep trees
         # (DTI: slower than the latent-scale model), so "auto" keeps it for a fixed ρ
@@ -244,7 +291,8 @@ def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
                f"the {law.name} noise shares one mixing variable across coefficients" if not law.product else
                "target='population' with an ICLP prior has no closed form")
     if method == "auto":
-        model = "marginal" if marginal_ok else ("whitened" if whitened_auto else "mixture")
+        model = ("marginal" if marginal_ok else "gibbs" if gibbs_ok else
+                 "whitened" if whitened_auto else "mixture")
     elif method == "exact":
         if not (marginal_ok and fixed):
             raise InputError(f"no exact posterior for this model: {why}", "use method='auto' (NUTS where needed)")
@@ -257,20 +305,57 @@ def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
     else:
         model = method
         ok = {"marginal": marginal_ok, "whitened": whitened_ok, "mixture": mixture_latent,
-              "dense": mixture_latent and isinstance(prior, GPPrior)}[method]
+              "dense": mixture_latent and isinstance(prior, GPPrior), "gibbs": gibbs_ok}[method]
         if not ok:
             raise InputError(f"method={method!r} does not apply to a {prior.name} prior with {law.name} noise and "
                              f"target={target!r}", "use method='auto'")
     exact = model == "marginal" and fixed
-    return Plan(model, exact=exact, diagonal=diagonal and model != "dense", P0=P0, kl=kl)
+    return Plan(model, exact=exact, diagonal=diagonal and model != "dense", P0=P0, kl=kl, prior_var=prior_var,
+                own_kernel=own, reason=None if exact else why)
+
+
+def _own_kernel_variances(ctx, prior) -> np.ndarray | None:
+    """The release's eigenvalues ``λ`` (J,) when the GP prior's kernel is the release's own kernel, else None.
+
+    Then ``A K Aᵀ = Φᵀ W K W Φ = Λ`` exactly (the release's basis is the eigenbasis of ``W^{½} K W^{½}``,
+    ``specs/iclp.md`` §4.2), so the prior is diagonal by construction: no ``m × m`` kernel matrix, no
+    tolerance that a finer grid crosses. The identity is checked, not assumed: the release's kernel is
+    rebuilt from its public attributes, compared with the prior's at a few distances, and
+    ``K W φ_j = λ_j φ_j`` is verified on eight eigenpairs (``O(8 m²)``) to ``1e-8 λ_1``.
+    """
+    from ..spaces import Matern
+    from ..spaces.kernels import kernel_from_name
+
+    attrs, lam, phi = ctx["attrs"], ctx["pub"]["eigenvalues"], ctx["pub"]["eigenfunctions"]
+    if lam is None or phi is None or attrs.get("kernel") is None or attrs.get("kernel_rho") is None:
+        return None
+    try:
+        nu = attrs.get("kernel_nu")
+        release_kernel = kernel_from_name(str(attrs["kernel"]), float(attrs["kernel_rho"]),
+                                          None if nu is None else float(nu))
+    except (ValueError, TypeError):
+        return None
+    d = np.linspace(0.0, 1.0, 17)
+    if not np.allclose(release_kernel(d), Matern(rho=float(prior.lengthscale), nu=prior.nu)(d), rtol=1e-12,
+                       atol=1e-14):
+        return None
+    t, w = ctx["t"], ctx["pub"]["quadrature_weights"]
+    J = lam.size
+    probe = np.unique(np.linspace(0, J - 1, min(J, 8)).astype(int))
+    Kw = release_kernel.gram(t) * w[None, :]
+    resid = Kw @ phi[:, probe] - phi[:, probe] * lam[probe]
+    if float(np.sqrt(np.max(np.sum(w[:, None] * resid**2, axis=0)))) > 1e-8 * float(lam[0]):
+        return None
+    return np.asarray(lam, dtype=float)
 
 
 def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: int = 0,
                 sampling_sd=None, method: str = "auto") -> pm.Model:
     """The PyMC model behind :func:`infer` (same arguments).
 
-    Five models, all exact (no approximation of the likelihood or the prior); ``method`` picks one
-    (``"auto"``: the cheapest that applies, see :func:`infer`):
+    Five models, all exact (no approximation of the likelihood or the prior), and ``"gibbs"`` (no PyMC
+    variables: :class:`~fdp_ppl.inference.gibbs.SplitGibbs` draws the coefficients in :func:`infer`);
+    ``method`` picks one (``"auto"``: the cheapest that applies, see :func:`infer`):
 
     * ``"marginal"`` — the latent coefficients are integrated out in closed form and only the
       hyperparameters remain (none when they are fixed: the posterior is then drawn exactly).
@@ -327,12 +412,14 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, 
             shrink, sampling_var = np.ones(J), 0.0
         if plan.model == "direct":
             _direct(prior, ctx, target, shrink, sampling_var)
+        elif plan.model == "gibbs":
+            pass   # no PyMC variables: SplitGibbs draws the coefficients (see _infer)
         elif plan.model == "marginal" and plan.diagonal and law.product:
             xp = backend("pt")
             if isinstance(prior, GPPrior):
                 _, amp, m = prior.hyperparameters(ctx["hint"])
                 centre = m * (shrink * A.sum(axis=1))
-                spread = pt.sqrt(shrink**2 * amp**2 * np.diag(plan.P0) + sampling_var)
+                spread = pt.sqrt(shrink**2 * amp**2 * plan.prior_var + sampling_var)
             else:
                 amp, power = prior.hyperparameters(ctx["hint"])
                 centre, spread = np.zeros(J), shrink * prior.laplace_scale(pub["eigenvalues"], amp, power)
@@ -340,8 +427,8 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, 
                           logp=lambda value, c, g: law.marginal_logp(value, b, prior.law, c, g, xp=xp))
         elif plan.model == "whitened":
             rho, amp, m = prior.hyperparameters(ctx["hint"])
-            if plan.P0 is not None:
-                L = np.linalg.cholesky(plan.P0)
+            if plan.prior_var is not None:
+                L = np.linalg.cholesky(plan.covariance())
             else:
                 K = prior.kernel_matrix(t, rho)
                 L = pt.linalg.cholesky(pt.dot(pt.dot(A, K), A.T))
@@ -356,7 +443,7 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, 
                 SA = shrink[:, None] * A
                 if plan.diagonal:
                     pm.Normal(S.RELEASED, mu=m * SA.sum(axis=1),
-                              sigma=pt.sqrt(amp**2 * shrink**2 * np.diag(plan.P0) + diag), observed=y,
+                              sigma=pt.sqrt(amp**2 * shrink**2 * plan.prior_var + diag), observed=y,
                               dims=dims.BASIS)
                 else:
                     K = prior.kernel_matrix(t, rho)
@@ -372,6 +459,35 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, 
                        "sampling_base": _sampling_base(pub, J),
                        "plan": plan}
     return model
+
+
+def _say_method(method, plan, meta):
+    """Warn (stderr) when the posterior is not drawn exactly although ``method`` did not ask for a sampler:
+    ``"auto"`` found no exact form, so it runs the sampler of :attr:`Plan.model` (never a silent switch)."""
+    if method != "auto" or plan.exact or isinstance(meta["prior"], CustomPrior):
+        return
+    warnings.warn(f"infer(method='auto'): no exact posterior because {plan.reason}; drawing it with "
+                  f"{plan.describe(meta['prior'], meta['ctx']['law'])} (method={plan.model!r}; the result's attrs "
+                  "record it as inference_model)", InferenceMethodWarning, stacklevel=4)
+
+
+def _run_gibbs(model, draws, tune, chains, rng) -> np.ndarray:
+    """Coefficient draws (chains, draws, J) of :class:`~fdp_ppl.inference.gibbs.SplitGibbs` for a GP prior with
+    fixed hyperparameters whose coefficient covariance ``a² P0`` is not diagonal."""
+    from .gibbs import SplitGibbs
+
+    meta = model._fdp_meta
+    prior, ctx, plan, shrink = meta["prior"], meta["ctx"], meta["plan"], meta["shrink"]
+    J = ctx["y"].size
+    if meta["target"] == "population":
+        samp = (shrink * np.broadcast_to(np.asarray(meta["sampling_sd"], dtype=float), (J,))) ** 2 / float(
+            ctx["attrs"]["n"])
+    else:
+        samp = np.zeros(J)
+    mean = prior.mean * ctx["A"].sum(axis=1)
+    cov = prior.amplitude**2 * plan.covariance()
+    sampler = SplitGibbs(mean, cov, ctx["law"], ctx["y"], ctx["scale"], shrink=shrink, sampling_var=samp)
+    return sampler.run(draws, tune, chains, rng)
 
 
 def _sampling_base(pub, J):
@@ -430,6 +546,14 @@ def _curves_given_coefficients(prior, t, A, theta, rho, amp, m, rng):
     n, K = theta.shape[0], A.shape[1]
     out = np.empty((n, K))
     step = _chunk(K)
+    if np.unique(np.asarray(rho, dtype=float)).size == 1:   # one length-scale: one factorisation for all draws
+        f, _ = _factors_by_lengthscale(prior, t, A, rho[:1])
+        LK, G = f["LK"][0], f["G"][0]
+        for lo in range(0, n, max(step, 256)):
+            sl = slice(lo, min(n, lo + max(step, 256)))
+            f0 = m[sl, None] + amp[sl, None] * (rng.standard_normal((sl.stop - lo, K)) @ LK.T)
+            out[sl] = f0 + (theta[sl] - f0 @ A.T) @ G.T
+        return out
     for lo in range(0, n, step):
         sl = slice(lo, min(n, lo + step))
         f, idx = _factors_by_lengthscale(prior, t, A, rho[sl])
@@ -497,19 +621,22 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
         m = get("mean_level", prior.mean if prior.mean is not None else 0.0)
         A1 = A.sum(axis=1)
         if one_d:   # u = Sθ + e ~ N(S m A1, S² a² P_jj + g²) per coefficient; y = u + ξ
-            prior_sd = amp[:, None] * np.sqrt(np.diag(plan.P0))
+            prior_sd = amp[:, None] * np.sqrt(plan.prior_var)
             u_sd = np.sqrt(shrink**2 * prior_sd**2 + samp)
             u = law.centre_posterior_draws(y, b, Normal(), shrink * m[:, None] * A1, u_sd, rng)
             if meta["target"] == "population":   # θ | u: Normal prior, Gaussian sampling error
                 u = Normal().centre_posterior_draws(u, np.sqrt(samp), Normal(), shrink * m[:, None] * A1,
                                                     shrink * prior_sd, rng)
             coefs = u / shrink
-        elif plan.model == "whitened":
+        elif plan.model in ("whitened", "gibbs"):
             coefs = flat[S.COEFFICIENTS]
         else:
             D = b**2 * law.mixing_draws(flat, ns, J) + samp
             coefs = _gaussian_coefficients(prior, t, A, y, shrink, D, rho, amp, m, rng)
-        curves = _curves_given_coefficients(prior, t, A, coefs, rho, amp, m, rng)
+        if pub["eigenfunctions"] is not None and J == K:   # A = Φᵀ W is square and A Φ = I: f = Φ θ exactly
+            curves = coefs @ pub["eigenfunctions"].T
+        else:
+            curves = _curves_given_coefficients(prior, t, A, coefs, rho, amp, m, rng)
         extra = {}
     else:
         amp = get("amplitude", prior.amplitude)
@@ -615,7 +742,7 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
     sampling_sd : float or array (basis,), optional
         Public/assumed sd of one curve's coefficients for ``target="population"``;
         None puts a half-normal prior on κ with ``sd_j = κ√λ_j``.
-    method : {"auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense"}
+    method : {"auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs"}
         ``"auto"`` (default) draws the posterior **exactly, without MCMC**, when every
         hyperparameter is fixed and either the noise is Gaussian (conjugate) or the prior is
         diagonal in the release's basis and the noise law is a product law (ICLP, FRL, Bernstein
@@ -627,7 +754,11 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
         (:func:`build_model`): the hyperparameters alone with the coefficients integrated out in
         closed form where the prior is diagonal; whitened coefficients with the release's own
         likelihood (one factorisation, no latent noise scales) where it is not but the length-scale
-        is fixed; the latent-scale mixture model otherwise.
+        is fixed; the latent-scale mixture model otherwise. With every hyperparameter fixed and a
+        prior that is not diagonal (a GP prior with another kernel than the release's), the
+        exactly targeted Gibbs sampler ``"gibbs"`` (:class:`~fdp_ppl.inference.gibbs.SplitGibbs`;
+        ``tune`` iterations discarded). Whenever ``"auto"`` does not draw exactly it says so
+        (:class:`InferenceMethodWarning`).
         ``"exact"`` insists on exact draws (raises if the model does not allow them); ``"nuts"``
         forces NUTS on the latent-scale mixture model, an independent check of the exact and
         marginal computations; the other names pick a model of :func:`build_model` directly
@@ -652,13 +783,16 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
         coefficients are not independent). ``attrs`` mark the tree as an
         inference result (:data:`fdp_ppl.schema.KIND_ATTR`) and record the
         prior, the target, the release's public attributes, the diagnostics,
-        ``inference`` (``"exact"`` or ``"NUTS"``), ``inference_model`` (the model of
-        :func:`build_model`), ``inference_sampler`` and ``inference_description``.
+        ``inference`` (``"exact"``, ``"Gibbs"`` or ``"NUTS"``), ``inference_model`` (the model of
+        :func:`build_model`), ``inference_sampler``, ``inference_description``,
+        ``inference_method_requested`` and, when not exact, ``inference_not_exact_because``.
 
     Warns
     -----
+    InferenceMethodWarning
+        ``method="auto"`` found no exact posterior: which sampler runs instead, and why.
     InferenceWarning
-        NUTS only: R-hat > :data:`~fdp_ppl.settings.MAX_RHAT` (1.01), bulk or tail ESS below
+        NUTS and Gibbs: R-hat > :data:`~fdp_ppl.settings.MAX_RHAT` (1.01), bulk or tail ESS below
         :data:`~fdp_ppl.settings.MIN_ESS_PER_CHAIN` (100) per chain, or divergences.
 
     Raises
@@ -694,7 +828,14 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
     plan = meta["plan"]
     rng = np.random.default_rng(random_seed)
     seed = int(rng.integers(2**31))
-    if not model.free_RVs:  # fixed hyperparameters: nothing to sample, every draw is exact
+    _say_method(method, plan, meta)
+    if plan.model == "gibbs":
+        coefs = _run_gibbs(model, draws, tune, chains, rng)
+        post = xr.Dataset({S.COEFFICIENTS: ((dims.CHAIN, dims.DRAW, dims.BASIS), coefs)},
+                          coords={dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws)})
+        tree = xr.DataTree.from_dict({"posterior": post})
+        sampler = "gibbs"
+    elif not model.free_RVs:  # fixed hyperparameters: nothing to sample, every draw is exact
         post = xr.Dataset(coords={dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws)})
         tree = xr.DataTree.from_dict({"posterior": post})
         sampler = "none"
@@ -748,13 +889,19 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
     attrs = {f"release_{k}": v for k, v in meta["ctx"]["attrs"].items()}
     attrs.update(meta["prior"].describe())
     attrs.update({"target": target, "target_choice": "given" if target_given else "default (fdp_ppl.inference.infer."
-                  "default_target)", "release_draw": draw, "inference": "exact" if exact else "NUTS",
+                  "default_target)", "release_draw": draw,
+                  "inference": "exact" if exact else ("Gibbs" if sampler == "gibbs" else "NUTS"),
                   "inference_model": plan.model, "inference_sampler": sampler,
                   "inference_description": plan.describe(meta["prior"], meta["ctx"]["law"]),
                   "privacy_cost": "none (post-processing of a release)",
                   "public_offset_added": int(view.public_offset is not None)})
     if plan.kl is not None:
         attrs["inference_prior_diagonal_kl"] = plan.kl
+    attrs["inference_method_requested"] = method
+    if plan.own_kernel:
+        attrs["inference_prior_diagonal"] = "by construction (the release's own kernel: A K A^T = eigenvalues)"
+    if plan.reason is not None:
+        attrs["inference_not_exact_because"] = plan.reason
     attrs.update({f"diagnostic_{k}": v for k, v in diag.items()})
     tree.attrs.update({k: (str(v) if v is None else v) for k, v in attrs.items()})
     tree.attrs.update(S.inference_attrs())
@@ -772,5 +919,6 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
     return tree
 
 
-__all__ = ["infer", "build_model", "default_target", "diagnostics", "diagonal_kl", "normal_laplace_logp", "InferenceWarning", "Plan",
+__all__ = ["infer", "build_model", "default_target", "diagnostics", "diagonal_kl", "normal_laplace_logp",
+           "InferenceWarning", "InferenceMethodWarning", "Plan",
            "TARGETS", "METHODS"]
