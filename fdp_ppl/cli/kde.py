@@ -396,6 +396,9 @@ def _baseline(a, obs, n, size, ledger, label, units=None):
     tree.attrs.update({k: v for k, v in rel.attrs.items()})
     tree.attrs.update({"h": h, "kernel": "gaussian", "estimator": f"Gaussian KDE bumps released as a mean ({a.mechanism})",
                        "domain": str([lo, hi])})
+    from ..schema import kde_attrs
+
+    tree.attrs.update(kde_attrs())  # a density, not a mean-curve release (fdp_ppl.schema.is_kde_release)
     return tree
 
 
