@@ -571,7 +571,10 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
     ----------
     release : xr.DataTree
         A release from :func:`fdp_ppl.release` (or read back with
-        ``xr.open_datatree``). Only public content is read.
+        ``xr.open_datatree``). Only public content is read. An ε-DP FPCA release
+        (``fdp-ppl fpca``) goes to :func:`fdp_ppl.inference.components.infer_components`
+        (``prior``, ``draws``, ``tune``, ``chains``, ``target_accept``, ``random_seed``,
+        ``progressbar`` passed on; ``"gp"`` means its default prior).
     prior : "gp", "iclp", GPPrior, ICLPPrior or callable
         Prior over the curve; see :mod:`fdp_ppl.inference.priors`.
     target : {"summary", "population"}
@@ -638,6 +641,11 @@ def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: in
         Not a release, unknown target, prior or method, or an unsupported combination
         (``InputError``, a ``ValueError``; e.g. ``method="exact"`` with free hyperparameters).
     """
+    if S.is_fpca_release(release):  # principal components (exponential mechanism): inference.components
+        from .components import infer_components
+
+        return infer_components(release, prior, draws=draws, tune=tune, chains=chains, target_accept=target_accept,
+                                random_seed=random_seed, progressbar=progressbar)
     with blas_threads(rescan=True, children=True):  # PyMC chains in processes (cores > 1) too
         return _infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
                       draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,
