@@ -73,7 +73,7 @@ def _eigenvalues(A) -> np.ndarray:
     return np.linalg.eigvalsh(0.5 * (A + A.T))
 
 
-def _series(a: np.ndarray, grad: bool):
+def _series(a: np.ndarray, grad: bool, max_spread: float = SERIES_MAX_SPREAD):
     """log ₁F₁(1/2; p/2; a) by the positive series (module docstring); with ``grad`` also E[x_i²] (p,).
 
     ``a`` is shifted internally; returns (log C, E[x²] or None)."""
@@ -84,8 +84,8 @@ def _series(a: np.ndarray, grad: bool):
     M = float(ap.max())
     if p == 1 or M == 0.0:
         return lo, (np.full(p, 1.0 / p) if grad else None)
-    if M > SERIES_MAX_SPREAD:
-        raise InputError(f"the exact series serves eigenvalue spreads up to {SERIES_MAX_SPREAD:g} (got {M:.4g})",
+    if M > max_spread:
+        raise InputError(f"the exact series serves eigenvalue spreads up to {max_spread:g} (got {M:.4g})",
                          "use method='saddlepoint' (or 'auto')")
     alpha = ap / M  # in [0, 1]
     n_max = int(M + 10.0 * math.sqrt(M) + 45.0)
@@ -284,13 +284,14 @@ def _check_square(A):
     return A
 
 
-def bingham_constant_check(A, *, draws: int = 400_000, random_seed=None) -> dict:
-    """log C(A) by every method, for accuracy reports: ``series`` (when served), ``saddlepoint_1/2/3``
-    (Kume & Wood's ĉ₁, ĉ₂, ĉ₃), ``monte_carlo`` and its standard error ``monte_carlo_se``."""
+def bingham_constant_check(A, *, draws: int = 400_000, random_seed=None, max_spread: float = 1e5) -> dict:
+    """log C(A) by every method, for accuracy reports: ``series`` (exact; up to ``max_spread``, beyond
+    :data:`SERIES_MAX_SPREAD` it takes seconds), ``saddlepoint_1/2/3`` (Kume & Wood's ĉ₁, ĉ₂, ĉ₃), ``monte_carlo``
+    and its standard error ``monte_carlo_se``."""
     w = _eigenvalues(A)
     out = {}
-    if np.ptp(w) <= SERIES_MAX_SPREAD:
-        out["series"] = _series(w, False)[0]
+    if np.ptp(w) <= max_spread:
+        out["series"] = _series(w, False, max_spread)[0]
     for o in (1, 2, 3):
         out[f"saddlepoint_{o}"] = _saddlepoint(w, o)[0]
     out["monte_carlo"], out["monte_carlo_se"] = _monte_carlo(w, draws, np.random.default_rng(random_seed))
@@ -328,9 +329,8 @@ def _log_constant_op():
             outputs[0][0] = np.asarray(logc, dtype=float)
             outputs[1][0] = np.asarray(ex, dtype=float)
 
-        def grad(self, inputs, output_grads):
-            _, ex = self(inputs[0])
-            return [output_grads[0] * ex]
+        def pullback(self, inputs, outputs, cotangents):
+            return [cotangents[0] * outputs[1]]  # d log C / dA = E[x xᵀ], the second output
 
     _OP_CLASS = BinghamLogConstant
     return _OP_CLASS
@@ -495,7 +495,12 @@ def _likelihood_scale(attrs) -> float:
 def components_model(likelihood: FrameLikelihood, prior: ComponentsPrior | None = None):
     """PyMC model of S = G/n given released k = 1 frames.
 
-    Free variables: ``trace`` (r = tr S, Beta prior) and ``Y`` (m × d, N(0, 1)); ``S = r YYᵀ/tr(YYᵀ)``. The
+    Free variables: ``trace`` r = tr S (Beta prior) and the Bartlett factors of W ~ Wishart(d, I): W = LLᵀ with
+    L m × d lower-trapezoidal, ``bartlett_diag`` L_ii² ~ χ²_{d−i} (0-based i < min(m, d)) and ``bartlett_lower``
+    the entries below the diagonal, N(0, 1) (the Bartlett decomposition, Muirhead 1982, Thm 3.2.14; for d < m
+    the LQ factor of an m × d Gaussian matrix). ``S = r W / tr W``. Unlike W = YYᵀ with Gaussian Y, this has no
+    rotational redundancy Y → YO, whose curved orbits made NUTS take ~100 leapfrog steps per draw once many
+    frames concentrate the posterior (the scale of W stays a nuisance the likelihood does not see). The
     potential ``release`` is ``Σ_f v_fᵀ A v_f − F log C(A)``, A = s(nS − Σ⁻¹), with log C and its gradient from
     :func:`bingham_log_constant_op`. The release enters through ``pm.Data`` (``scatter`` = Σ_f v_f v_fᵀ,
     ``n_frames``, ``scale``, ``n``, ``sigma_inv``), so one compiled model serves many releases of the same m
@@ -519,8 +524,13 @@ def components_model(likelihood: FrameLikelihood, prior: ComponentsPrior | None 
         n = pm.Data("n", 1.0)
         sigma_inv = pm.Data("sigma_inv", np.eye(m))
         r = pm.Beta("trace", float(prior.trace_alpha), float(prior.trace_beta))
-        Y = pm.Normal("Y", 0.0, 1.0, dims=(dims.BASIS, "factor"))
-        Sm = r * pt.dot(Y, Y.T) / pt.sum(Y**2)
+        di, (ri, ci) = _bartlett_indices(m, d)
+        c = pm.ChiSquared("bartlett_diag", nu=d - np.arange(di.size, dtype=float))
+        z = pm.Normal("bartlett_lower", 0.0, 1.0, shape=ri.size)
+        L = pt.set_subtensor(pt.zeros((m, d))[di, di], pt.sqrt(c))
+        L = pt.set_subtensor(L[ri, ci], z)
+        T = pt.sum(L**2)
+        Sm = r * pt.dot(L, L.T) / T
         A = scale * (n * Sm - sigma_inv)
         logc, _ = op(A)
         pm.Potential("release", pt.sum(A * scatter) - n_frames * logc)  # Σ_f v_fᵀAv_f = tr(A Σ_f v_f v_fᵀ)
@@ -539,6 +549,8 @@ def _set_release(model, likelihood: FrameLikelihood) -> None:
 #: compiled (model, NUTS step) per (m, d, prior, log-constant method, target_accept, mode): compiling takes seconds,
 #: sampling a small posterior less than one
 _COMPILED: dict = {}
+#: largest number of free variables for which NUTS adapts a dense mass matrix (else diagonal)
+DENSE_MAX = 60
 
 
 def _compiled(likelihood: FrameLikelihood, prior: ComponentsPrior, target_accept: float, mode):
@@ -550,9 +562,15 @@ def _compiled(likelihood: FrameLikelihood, prior: ComponentsPrior, target_accept
         if len(_COMPILED) >= 8:
             _COMPILED.pop(next(iter(_COMPILED)))
         model = components_model(likelihood, prior)
+        from pymc.step_methods.hmc.quadpotential import QuadPotentialFullAdapt
+
+        size = 1 + min(m, prior.degrees(m)) + _bartlett_indices(m, prior.degrees(m))[1][0].size
         with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*BLAS.*")
-            step = pm.NUTS(model=model, target_accept=float(target_accept),
+            warnings.filterwarnings("ignore", message=".*(BLAS|experimental).*")
+            # a dense mass matrix: with many frames the posterior is concentrated along directions of Y that are
+            # not axis-aligned (a diagonal mass matrix then needs ~100 leapfrog steps per draw)
+            potential = QuadPotentialFullAdapt(size, np.zeros(size), np.eye(size), 10) if size <= DENSE_MAX else None
+            step = pm.NUTS(model=model, target_accept=float(target_accept), potential=potential,
                            **({"compile_kwargs": {"mode": mode}} if mode is not None else {}))
         _COMPILED[key] = (model, step)
     model, step = _COMPILED[key]
@@ -560,8 +578,19 @@ def _compiled(likelihood: FrameLikelihood, prior: ComponentsPrior, target_accept
     return model, step
 
 
-def _second_moment(trace, Y) -> np.ndarray:
-    W = Y @ np.swapaxes(Y, -1, -2)
+def _bartlett_indices(m: int, d: int):
+    """Diagonal positions (min(m, d),) and strictly-lower positions (rows, cols) of an m × d lower-trapezoidal L."""
+    rows, cols = np.tril_indices(m, -1, d)
+    return np.arange(min(m, d)), (rows, cols)
+
+
+def _second_moment(trace, diag, lower, m: int, d: int) -> np.ndarray:
+    """S = r LLᵀ/tr(LLᵀ) from draws of the Bartlett factors (:func:`components_model`), shape (..., m, m)."""
+    di, (ri, ci) = _bartlett_indices(m, d)
+    L = np.zeros(trace.shape + (m, d))
+    L[..., di, di] = np.sqrt(diag)
+    L[..., ri, ci] = lower
+    W = L @ np.swapaxes(L, -1, -2)
     return trace[..., None, None] * W / np.trace(W, axis1=-2, axis2=-1)[..., None, None]
 
 
@@ -674,7 +703,9 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
     mode = compile_mode()
     model, step = _compiled(lik, prior, target_accept, mode)
     d = prior.degrees(m)
-    inits = [{"trace": float(rng.uniform(0.2, 0.8)), "Y": rng.standard_normal((m, d))} for _ in range(chains)]
+    di, (ri, _) = _bartlett_indices(m, d)
+    inits = [{"trace": float(rng.uniform(0.2, 0.8)), "bartlett_diag": rng.chisquare(d - np.arange(di.size)),
+              "bartlett_lower": rng.standard_normal(ri.size)} for _ in range(chains)]  # data-independent starts
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*(BLAS|divergen|rhat|effective sample).*")
         idata = pm.sample(model=model, step=step, draws=draws, tune=tune, chains=chains, cores=1, initvals=inits,
@@ -683,7 +714,8 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
                           **({"compile_kwargs": {"mode": mode}} if mode is not None else {}))
     post_raw = idata[S.POSTERIOR]
     tr_ = np.asarray(post_raw["trace"].values)
-    Sd = _second_moment(tr_, np.asarray(post_raw["Y"].values))
+    Sd = _second_moment(tr_, np.asarray(post_raw["bartlett_diag"].values),
+                        np.asarray(post_raw["bartlett_lower"].values), m, d)
     ref = _reference(frames)
     summ = summarise_second_moment(Sd, ref, B)
     cd = {dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws)}
@@ -754,14 +786,17 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
 
 # ---------------------------------------------------------------------------- simulation-based calibration
 #: scalar summaries ranked by :func:`sbc_ranks`
-SBC_SUMMARIES = ("explained_variance_ratio", "trace", "top_eigenvalue", "alignment")
+SBC_SUMMARIES = ("explained_variance_ratio", "trace", "top_eigenvalue", "alignment", "frame_loglik")
 
 
-def _sbc_summaries(Sm: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """(..., 4) summaries of S: λ₁/tr, tr, λ₁, and (u₁ᵀref)² (the top direction against a fixed public vector)."""
+def _sbc_summaries(Sm: np.ndarray, reference: np.ndarray, likelihood: FrameLikelihood) -> np.ndarray:
+    """(..., 5) summaries: λ₁/tr S, tr S, λ₁, (u₁ᵀref)² (the top direction against a fixed public vector) and the
+    log-likelihood of the released frame (a function of S and the data; its ranks are uniform too, and it is the
+    summary most sensitive to a wrong likelihood scale)."""
     w, U = np.linalg.eigh(Sm)
     tr = np.sum(w, axis=-1)
-    return np.stack([w[..., -1] / tr, tr, w[..., -1], (U[..., :, -1] @ reference) ** 2], axis=-1)
+    return np.stack([w[..., -1] / tr, tr, w[..., -1], (U[..., :, -1] @ reference) ** 2,
+                     likelihood.logp(Sm).sum(axis=-1)], axis=-1)
 
 
 def sbc_ranks(spec, n: int, replicates: int, *, prior=None, draws: int = 200, tune: int = 300, chains: int = 2,
@@ -792,7 +827,7 @@ def sbc_ranks(spec, n: int, replicates: int, *, prior=None, draws: int = 200, tu
     Returns
     -------
     dict
-        ``ranks`` (replicates, 4) ints in [0, L], ``L``, ``summaries`` (the names), ``seconds`` per fit,
+        ``ranks`` (replicates, 5) ints in [0, L], ``L``, ``summaries`` (the names), ``seconds`` per fit,
         ``divergences`` per fit.
     """
     import time
@@ -824,8 +859,10 @@ def sbc_ranks(spec, n: int, replicates: int, *, prior=None, draws: int = 200, tu
         secs.append(time.perf_counter() - t0)
         divs.append(int(post.attrs.get("diagnostic_divergences", 0)))
         Sd = np.asarray(post[S.POSTERIOR]["second_moment"].values)[:, ::thin].reshape(-1, m, m)
-        truth = _sbc_summaries(S_true, ref)
-        ranks.append(np.sum(_sbc_summaries(Sd, ref) < truth, axis=0))
+        at, frames, sigma, _, _ = _read_fpca(tree)
+        lik = FrameLikelihood.build(frames, sigma, _likelihood_scale(at), int(n))
+        truth = _sbc_summaries(S_true, ref, lik)
+        ranks.append(np.sum(_sbc_summaries(Sd, ref, lik) < truth, axis=0))
         if progress is not None:
             progress(r)
     L = chains * len(range(0, draws, thin))
