@@ -155,7 +155,7 @@ def many_frames():
     tree = _release(spec, _known_operator(3), 40, 100, 5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        post = fp.infer(tree, draws=200, tune=300, chains=2, random_seed=2)
+        post = fp.infer(tree, draws=120, tune=200, chains=2, random_seed=2)
     return tree, post
 
 
@@ -187,30 +187,31 @@ def test_infer_dispatches_fpca_and_returns_arviz_groups(many_frames):
 
 
 def test_posterior_recovers_the_operator(many_frames):
-    """100 frames pin down the top direction and the eigen-gap n(λ1 − λ2); the truth is inside the 95 % interval
-    and √2 times (or 1/√2 times) the truth is outside it."""
+    """100 frames pin down the top direction and the eigen-gap n(λ1 − λ2): the truth is inside the 95 % interval
+    and the posterior median is within 15 % of it (a likelihood scale off by √2 moves it by ~30 %)."""
     _, post = many_frames
     S_true = _known_operator(3)
     w, U = np.linalg.eigh(S_true)
     gap = 40 * (w[-1] - w[-2])
-    lo, hi = np.quantile(_gap(post), [0.025, 0.975])
+    draws = _gap(post)
+    lo, hi = np.quantile(draws, [0.025, 0.975])
     assert lo < gap < hi
-    assert not (lo < gap * math.sqrt(2) < hi) and not (lo < gap / math.sqrt(2) < hi)
+    assert abs(np.median(draws) / gap - 1) < 0.15
     u = np.asarray(post[S.POSTERIOR]["top_eigenvector"].values).reshape(-1, 3)
     assert np.median((u @ U[:, -1]) ** 2) > 0.9
 
 
-def test_wrong_scale_is_detected(many_frames, monkeypatch):
-    """The same check with the likelihood's s off by √2 fails: the test above can fail."""
+@pytest.mark.parametrize("factor", [math.sqrt(2), pytest.param(1 / math.sqrt(2), marks=pytest.mark.slow)])
+def test_wrong_scale_is_detected(many_frames, monkeypatch, factor):
+    """The same check with the likelihood's s off by √2 (either way; 1/√2 in the slow run) fails: the test above
+    can fail."""
     tree, _ = many_frames
-    monkeypatch.setattr(C, "_likelihood_scale", lambda at: math.sqrt(2) * float(at["epsilon"]) / 2)
+    monkeypatch.setattr(C, "_likelihood_scale", lambda at: factor * float(at["epsilon"]) / 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        post = C.infer_components(tree, draws=200, tune=300, chains=1, random_seed=2, posterior_predictive=False)
-    S_true = _known_operator(3)
-    w = np.linalg.eigvalsh(S_true)
-    lo, hi = np.quantile(_gap(post), [0.025, 0.975])
-    assert not (lo < 40 * (w[-1] - w[-2]) < hi)
+        post = C.infer_components(tree, draws=120, tune=200, chains=1, random_seed=2, posterior_predictive=False)
+    w = np.linalg.eigvalsh(_known_operator(3))
+    assert abs(np.median(_gap(post)) / (40 * (w[-1] - w[-2])) - 1) > 0.15
 
 
 def test_refusals(many_frames):
@@ -229,10 +230,10 @@ def test_refusals(many_frames):
 
 # ---------------------------------------------------------------------------- simulation-based calibration
 def test_sbc_small():
-    """A small SBC (Talts et al. 2018): 10 replicates; ranks of four summaries pass a 2-bin chi-square."""
+    """A small SBC (Talts et al. 2018): 8 replicates; ranks of the five summaries pass a 2-bin chi-square."""
     spec = FPCASpec(grid=fp.Grid.uniform(30), m=3, k=1, epsilon=1.0, tau=1.0)
-    res = C.sbc_ranks(spec, 30, 10, draws=60, tune=100, chains=1, thin=3, random_seed=4)
-    assert res["ranks"].shape == (10, 4) and res["L"] == 20
+    res = C.sbc_ranks(spec, 30, 8, draws=40, tune=60, chains=1, thin=2, random_seed=4)
+    assert res["ranks"].shape == (8, 5) and res["L"] == 20
     assert np.all((res["ranks"] >= 0) & (res["ranks"] <= res["L"]))
     _, p = C.rank_uniformity(res["ranks"], res["L"], 2)
     assert np.all(p > 1e-3)
@@ -248,13 +249,14 @@ def test_rank_uniformity_rejects_piled_up_ranks():
 
 @pytest.mark.slow
 def test_sbc_large_and_its_power():
-    """120 replicates: every summary's ranks pass an 8-bin chi-square at the 0.1 % level (four tests); with the
-    simulated mechanism's s multiplied by √2 (the fit keeping the nominal s) at least one is rejected."""
+    """120 replicates of one frame (n = 100, ε = 1): every summary's ranks pass an 8-bin chi-square at the 0.1 %
+    level; with 10 frames per release and the simulated mechanism's s multiplied by √2 (the fit keeping the
+    nominal s) at least one summary is rejected."""
     spec = FPCASpec(grid=fp.Grid.uniform(30), m=3, k=1, epsilon=1.0, tau=1.0)
-    res = C.sbc_ranks(spec, 30, 120, draws=160, tune=250, chains=2, thin=4, random_seed=8)
+    res = C.sbc_ranks(spec, 100, 120, draws=160, tune=250, chains=2, thin=4, random_seed=8)
     _, p = C.rank_uniformity(res["ranks"], res["L"], 8)
     assert np.all(p > 1e-3), p
-    bad = C.sbc_ranks(spec, 30, 120, draws=160, tune=250, chains=2, thin=4, random_seed=9,
+    bad = C.sbc_ranks(spec, 100, 120, frames=10, draws=160, tune=250, chains=2, thin=4, random_seed=9,
                       scale_factor=math.sqrt(2))
     _, pb = C.rank_uniformity(bad["ranks"], bad["L"], 8)
     assert pb.min() < 1e-3, pb

@@ -578,6 +578,14 @@ def _compiled(likelihood: FrameLikelihood, prior: ComponentsPrior, target_accept
     return model, step
 
 
+def initial_values(m: int, d: int, chains: int, rng) -> list[dict]:
+    """Data-independent NUTS starting points of :func:`components_model`: prior draws of the Bartlett factors and a
+    trace in (0.2, 0.8)."""
+    di, (ri, _) = _bartlett_indices(m, d)
+    return [{"trace": float(rng.uniform(0.2, 0.8)), "bartlett_diag": rng.chisquare(d - np.arange(di.size)),
+             "bartlett_lower": rng.standard_normal(ri.size)} for _ in range(chains)]
+
+
 def _bartlett_indices(m: int, d: int):
     """Diagonal positions (min(m, d),) and strictly-lower positions (rows, cols) of an m × d lower-trapezoidal L."""
     rows, cols = np.tril_indices(m, -1, d)
@@ -704,8 +712,7 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
     model, step = _compiled(lik, prior, target_accept, mode)
     d = prior.degrees(m)
     di, (ri, _) = _bartlett_indices(m, d)
-    inits = [{"trace": float(rng.uniform(0.2, 0.8)), "bartlett_diag": rng.chisquare(d - np.arange(di.size)),
-              "bartlett_lower": rng.standard_normal(ri.size)} for _ in range(chains)]  # data-independent starts
+    inits = initial_values(m, d, chains, rng)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*(BLAS|divergen|rhat|effective sample).*")
         idata = pm.sample(model=model, step=step, draws=draws, tune=tune, chains=chains, cores=1, initvals=inits,
@@ -799,11 +806,12 @@ def _sbc_summaries(Sm: np.ndarray, reference: np.ndarray, likelihood: FrameLikel
                      likelihood.logp(Sm).sum(axis=-1)], axis=-1)
 
 
-def sbc_ranks(spec, n: int, replicates: int, *, prior=None, draws: int = 200, tune: int = 300, chains: int = 2,
-              thin: int = 2, random_seed=None, scale_factor: float = 1.0, progress=None) -> dict:
+def sbc_ranks(spec, n: int, replicates: int, *, prior=None, frames: int = 1, draws: int = 200, tune: int = 300,
+              chains: int = 2, thin: int = 2, random_seed=None, scale_factor: float = 1.0, progress=None) -> dict:
     """Simulation-based calibration (Talts et al. 2018) of :func:`infer_components` for k = 1.
 
-    Each replicate draws S from the prior, G = nS, one frame from the mechanism with the package's exact sampler
+    Each replicate draws S from the prior, G = nS, ``frames`` frames (one release of ``frames`` draws) from the
+    mechanism with the package's exact sampler
     (:func:`fdp_ppl.expmech.fpca_release` on an :class:`~fdp_ppl.expmech.FPCAFit` holding G), fits the posterior
     with :func:`infer_components`, and ranks the true value of each of :data:`SBC_SUMMARIES` among the thinned
     posterior draws. Uniform ranks for every summary are what a correct likelihood and sampler give.
@@ -816,6 +824,9 @@ def sbc_ranks(spec, n: int, replicates: int, *, prior=None, draws: int = 200, tu
         Public number of records.
     replicates : int
     prior : ComponentsPrior, optional
+    frames : int
+        Released frames per replicate (independent observations; more frames make the posterior sharper and the
+        calibration check more sensitive to a wrong likelihood).
     draws, tune, chains, thin
         NUTS settings per fit; ranks use every ``thin``-th draw (L = chains·draws/thin draws, ranks 0..L).
     random_seed : int or None
@@ -848,7 +859,7 @@ def sbc_ranks(spec, n: int, replicates: int, *, prior=None, draws: int = 200, tu
         fit = FPCAFit(spec=sim_spec, gram=n * S_true, n=int(n))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SeededReleaseWarning)
-            tree = fpca_release(fit, draws=1, random_seed=int(rng.integers(2**31 - 1)))
+            tree = fpca_release(fit, draws=int(frames), random_seed=int(rng.integers(2**31 - 1)))
         if scale_factor != 1.0:  # the fit reads the nominal epsilon
             tree.attrs["epsilon"] = spec.epsilon
         t0 = time.perf_counter()
@@ -895,4 +906,4 @@ def rank_uniformity(ranks: np.ndarray, L: int, bins: int) -> tuple[np.ndarray, n
 
 __all__ = ["bingham_log_constant", "bingham_log_constant_op", "bingham_constant_check", "ComponentsPrior",
            "FrameLikelihood", "components_model", "infer_components", "summarise_second_moment", "METHODS",
-           "SERIES_MAX_SPREAD", "sbc_ranks", "rank_uniformity", "SBC_SUMMARIES"]
+           "SERIES_MAX_SPREAD", "initial_values", "sbc_ranks", "rank_uniformity", "SBC_SUMMARIES"]
