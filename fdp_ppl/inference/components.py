@@ -870,8 +870,8 @@ def sbc_ranks(spec, n: int, replicates: int, *, prior=None, frames: int = 1, dra
         secs.append(time.perf_counter() - t0)
         divs.append(int(post.attrs.get("diagnostic_divergences", 0)))
         Sd = np.asarray(post[S.POSTERIOR]["second_moment"].values)[:, ::thin].reshape(-1, m, m)
-        at, frames, sigma, _, _ = _read_fpca(tree)
-        lik = FrameLikelihood.build(frames, sigma, _likelihood_scale(at), int(n))
+        at, released, sigma, _, _ = _read_fpca(tree)
+        lik = FrameLikelihood.build(released, sigma, _likelihood_scale(at), int(n))
         truth = _sbc_summaries(S_true, ref, lik)
         ranks.append(np.sum(_sbc_summaries(Sd, ref, lik) < truth, axis=0))
         if progress is not None:
