@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
-from scipy import signal, special
+from scipy import special
 
 from .. import dims
 from .. import schema as S
@@ -108,6 +108,8 @@ def _series(a: np.ndarray, grad: bool, max_spread: float = SERIES_MAX_SPREAD):
         with np.errstate(under="ignore"):
             h = np.stack([np.convolve(gam[:-1], ai**j)[:n_max] for ai in alpha], axis=1)
     else:
+        from scipy import signal
+
         h = np.stack([signal.lfilter([1.0], [1.0, -ai], gam[:-1]) for ai in alpha], axis=1)  # (n_max, p)
     Np = Ns[1:]
     with np.errstate(divide="ignore"):
@@ -701,7 +703,7 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
     import pymc as pm
 
     from ..settings import MAX_RHAT, MIN_ESS_PER_CHAIN, compile_mode
-    from .infer import InferenceWarning, diagnostics
+    from .diagnostics import InferenceWarning, diagnostics
 
     at, frames, sigma, B, t = _read_fpca(release)
     prior = _resolve_prior(prior)

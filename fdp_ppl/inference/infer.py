@@ -42,7 +42,6 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -54,13 +53,10 @@ from .._backend import backend
 from ..errors import InputError
 from ..laws import MIXING_VARIABLE, Laplace, Normal
 from ..settings import DIAGONAL_KL_TOL, MAX_RHAT, MIN_ESS_PER_CHAIN, blas_threads, compile_mode
+from .diagnostics import InferenceWarning, diagnostics
 from .priors import CustomPrior, GPPrior, resolve_prior
 
 TARGETS = ("summary", "population")
-
-
-class InferenceWarning(UserWarning):
-    """MCMC diagnostics failed (R-hat, ESS or divergences)."""
 
 
 def coefs_size(model) -> int:
@@ -545,20 +541,6 @@ def _pointwise_loglik(model, post: xr.Dataset) -> xr.DataArray:
         return xr.DataArray(ll, dims=(dims.CHAIN, dims.DRAW, dims.BASIS))
     # a joint law (elliptical): one log-likelihood term for the whole released vector
     return xr.DataArray(ll, dims=(dims.CHAIN, dims.DRAW, "released_vector"))
-
-
-def diagnostics(tree: xr.DataTree, var_names=None) -> dict:
-    """Max R-hat, min bulk/tail ESS and the number of divergences of a posterior."""
-    var_names = var_names or list(tree[S.POSTERIOR].data_vars)
-    post = tree[S.POSTERIOR].to_dataset()[var_names]
-    rhat = az.rhat(post)
-    ess_b = az.ess(post, method="bulk")
-    ess_t = az.ess(post, method="tail")
-    div = int(tree["sample_stats"]["diverging"].sum()) if "sample_stats" in tree.children else 0
-    return {"max_rhat": float(max(float(rhat[v].max()) for v in rhat.data_vars)),
-            "min_ess_bulk": float(min(float(ess_b[v].min()) for v in ess_b.data_vars)),
-            "min_ess_tail": float(min(float(ess_t[v].min()) for v in ess_t.data_vars)),
-            "divergences": div}
 
 
 def infer(release: xr.DataTree, prior="gp", *, target: str = "summary", draw: int = 0, sampling_sd=None,
