@@ -72,7 +72,6 @@ def constant_accuracy(rng, max_spread: float) -> list[dict]:
 
 def fresh_pymc_seconds(spec, n, draws, tune, chains, rng) -> float:
     """Seconds of one plain ``pm.sample`` on a freshly built model of the same posterior (compile included)."""
-    import numpy as np
     import pymc as pm
 
     from fdp_ppl.expmech import FPCAFit, fpca_release
