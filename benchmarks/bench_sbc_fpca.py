@@ -8,11 +8,13 @@ Three parts:
 1. **log C(A)** — the exact positive series against Kume & Wood's (2005) saddlepoint approximations ĉ₁, ĉ₂, ĉ₃
    and an importance-sampling Monte Carlo estimate (ACG proposals, with its standard error), on Bingham
    parameters A = s(G − Σ⁻¹) of the mechanism (Fourier basis, Σ_ii = i⁻³) for several m, n, ε, and the
-   closed form at m = 2 (e^{(a₁+a₂)/2} I₀((a₁ − a₂)/2)). Error columns are log C differences (nats). With ``--quick`` the series is skipped beyond a spread
+   closed form at m = 2 (e^{(a₁+a₂)/2} I₀((a₁ − a₂)/2)). Error columns are log C differences (nats). With
+   ``--quick`` the series is skipped beyond a spread
    of 5000 (at m = 40, Σ⁻¹ reaches 64000·s and the series takes ~30 s).
 2. **SBC** (Talts et al. 2018) — per replicate: S from the prior, G = nS, one frame from the mechanism with the
    package's exact sampler (``fpca_release``), a NUTS fit, the rank of the truth among thinned posterior draws
-   for λ₁/tr S, tr S, λ₁, (u₁ᵀe₁)² and the log-likelihood of the released frame. Ranks are tested for uniformity with a chi-square test (``--bins``).
+   for λ₁/tr S, tr S, λ₁, (u₁ᵀe₁)² and the log-likelihood of the released frame. Ranks are tested for uniformity
+   with a chi-square test (``--bins``).
 3. **Scale check** — SBC with ``--scale-frames`` frames per release (default 10: one frame carries little
    information about the size of the eigen-gap, so a single-frame SBC hardly sees a scale error), calibrated and
    with the simulated mechanism's s multiplied by √2 while the fit keeps the nominal s: the chi-square test

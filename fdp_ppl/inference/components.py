@@ -187,8 +187,8 @@ def _saddlepoint(a: np.ndarray, order: int = 3, grad: bool = False):
     if not grad:
         return logc, None
     # E[x_i²] = (1/p) C_{p+2}(a with a_i repeated twice more)/C_p(a) [D]: (x_1², …, x_p²) is Dirichlet(½, …, ½) and
-    # x_i² times its density is the Dirichlet with 3/2 in place i, the law on S^{p+1} with three coordinates pooled; each augmented
-    # constant by the same approximation; its saddle solves Σ_j 1/(2(c − a_j)) + 1/(c − a_i) = 1, found for all i
+    # x_i² times its density is the Dirichlet with 3/2 in place i, the law on S^{p+1} with three coordinates
+    # pooled; each augmented constant by the same approximation; its saddle solves Σ_j 1/(2(c − a_j)) + 1/(c − a_i) = 1, found for all i
     # at once by Newton's method from the left (the function is convex and decreasing in c: monotone convergence)
     c = np.full(p, chat)
     for _ in range(100):
@@ -366,7 +366,8 @@ class ComponentsPrior:
     public-scale (it lies in [0, 1] by the clipping); its Beta prior says how close to τ the curves' norms are
     believed to be. The degrees of freedom d set how spiked the spectrum is a priori: d = 1 is a rank-one
     operator, large d approaches r/m · I (no principal direction); the default d = m gives a spread of
-    explained-variance ratios (capped at 6 for large m: the parameter count is m·d). An inverse-Wishart is not used because it cannot respect tr S ≤ 1.
+    explained-variance ratios (capped at 6 for large m: the parameter count is m·d). An inverse-Wishart is not
+    used because it cannot respect tr S ≤ 1.
 
     Parameters
     ----------
