@@ -120,7 +120,7 @@ def main(argv=None) -> int:
 
     rng = np.random.default_rng(a.seed)
     reps = a.replicates or (30 if a.quick else 200)
-    draws, tune, chains, thin = (100, 150, 1, 5) if a.quick else (200, 300, 2, 4)
+    draws, tune, chains, thin = (100, 300, 1, 5) if a.quick else (200, 500, 2, 4)
     bins = a.bins or (4 if a.quick else 8)
 
     print("1. log C(A) = log 1F1(1/2; m/2; A): series (exact) vs saddlepoint (Kume & Wood 2005) vs Monte Carlo")

@@ -254,10 +254,10 @@ def test_sbc_large_and_its_power():
     level; with 10 frames per release and the simulated mechanism's s multiplied by √2 (the fit keeping the
     nominal s) at least one summary is rejected."""
     spec = FPCASpec(grid=fp.Grid.uniform(30), m=3, k=1, epsilon=1.0, tau=1.0)
-    res = C.sbc_ranks(spec, 100, 120, draws=160, tune=250, chains=2, thin=4, random_seed=8)
+    res = C.sbc_ranks(spec, 100, 120, draws=160, tune=500, chains=2, thin=4, random_seed=8)
     _, p = C.rank_uniformity(res["ranks"], res["L"], 8)
     assert np.all(p > 1e-3), p
-    bad = C.sbc_ranks(spec, 100, 120, frames=10, draws=160, tune=250, chains=2, thin=4, random_seed=9,
+    bad = C.sbc_ranks(spec, 100, 120, frames=10, draws=160, tune=500, chains=2, thin=4, random_seed=9,
                       scale_factor=math.sqrt(2))
     _, pb = C.rank_uniformity(bad["ranks"], bad["L"], 8)
     assert pb.min() < 1e-3, pb
