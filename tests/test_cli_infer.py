@@ -135,6 +135,21 @@ def test_infer_serves_a_kde_release(tmp_path, capsys):
     assert not (tmp_path / "y.nc").exists()
 
 
+def test_infer_serves_a_principal_components_release(tmp_path, capsys):
+    rel = tmp_path / "fpca.nc"
+    assert main(["fpca", "--data", "growth", "--k", "1", "--m", "3", "--epsilon", "1", "--tau", "200", "--draws", "2",
+                 "--seed", str(2**40), "--out", str(rel)]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    out = tmp_path / "post.nc"
+    assert main(["infer", str(rel), "--draws", "60", "--tune", "60", "--chains", "1", "--seed", "1",
+                 "--out", str(out)]) == 0, capsys.readouterr().err
+    text = capsys.readouterr().out
+    assert "explained" in text and "2 released frame(s)" in text
+    assert "explained_variance_ratio" in xr.open_datatree(out)["posterior"].data_vars
+    assert main(["infer", str(rel), "--target", "summary", "--out", str(tmp_path / "x.nc")]) == 2
+    _one_line_error(capsys.readouterr(), "all its frames")
+
+
 def test_infer_serves_a_kernel_machine_release(tmp_path, capsys):
     rng = np.random.default_rng(2)
     x = rng.uniform(0, 1, 60)
@@ -153,8 +168,7 @@ def test_infer_serves_a_kernel_machine_release(tmp_path, capsys):
     assert "decision" in xr.open_datatree(out)["posterior"].data_vars
 
 
-@pytest.mark.parametrize("kind,var,needle", [("expmech_fpca", "components", "FPCA"),
-                                             ("inference", "curve", "inference result")])
+@pytest.mark.parametrize("kind,var,needle", [("inference", "curve", "inference result")])
 def test_infer_refuses_other_families(tmp_path, capsys, kind, var, needle):
     tree = xr.DataTree.from_dict({"posterior": xr.Dataset({var: (("chain", "draw", "t"), np.zeros((1, 1, 3)))})})
     tree.attrs.update({"fdp_ppl_kind": kind, "fdp_ppl_schema_version": 3})

@@ -159,16 +159,12 @@ def _check(a) -> None:
 
 def _family(tree) -> tuple[str, str] | None:
     """What a tree is when :func:`fdp_ppl.infer` cannot read it (None: it may be a release of a family it serves)."""
-    from ..schema import EXPMECH_FPCA, INFERENCE, KIND_ATTR
+    from ..schema import INFERENCE, KIND_ATTR
 
     kind = tree.attrs.get(KIND_ATTR)
-    post = set(tree["posterior"].data_vars) if "posterior" in tree.children else set()
     if kind == INFERENCE:
         return ("an inference result (fdp-ppl infer / fp.infer), not a release",
                 "pass the release it was computed from")
-    if kind == EXPMECH_FPCA or "components" in post:
-        return ("an epsilon-DP FPCA release (fdp-ppl fpca: a frame of principal components), which fdp-ppl infer "
-                "does not serve yet", "read its frame with xarray (fdp_ppl.plots.plot_fpca)")
     return None
 
 
@@ -178,11 +174,14 @@ _MEAN_ONLY = (("nu", "--nu"), ("lengthscale", "--lengthscale"), ("mean", "--mean
 
 
 def _other_family(tree) -> str | None:
-    """``"kde"`` or ``"svm"`` for a density or kernel-machine release (served by their own posteriors), else None."""
-    from ..schema import ERM_RELEASE, KIND_ATTR, is_kde_release
+    """``"kde"``, ``"svm"`` or ``"fpca"`` for a density, kernel-machine or principal-components release (served by
+    their families' own posteriors), else None."""
+    from ..schema import ERM_RELEASE, KIND_ATTR, is_fpca_release, is_kde_release
 
     if is_kde_release(tree):
         return "kde"
+    if is_fpca_release(tree):
+        return "fpca"
     if tree.attrs.get(KIND_ATTR) == ERM_RELEASE:
         return "svm"
     return None
@@ -330,7 +329,8 @@ def _run_other(a, release, family: str) -> int:
     from ..errors import FdpPplError
     from .common import CLIError, print_table, write_release
 
-    name = {"kde": "density (fdp-ppl kde)", "svm": "kernel-machine (fdp-ppl svm)"}[family]
+    name = {"kde": "density (fdp-ppl kde)", "svm": "kernel-machine (fdp-ppl svm)",
+            "fpca": "principal-components (fdp-ppl fpca)"}[family]
     for attr, flag in _MEAN_ONLY:
         if getattr(a, attr, None) is not None:
             raise CLIError(f"{flag} describes a mean-curve prior; a {name} release has its own prior",
@@ -349,19 +349,60 @@ def _run_other(a, release, family: str) -> int:
         from ..inference import DensityPrior
 
         prior = DensityPrior(amplitude=a.amplitude, amplitude_scale=a.amplitude_scale or 1.0)
+    if family == "fpca" and (a.target is not None or a.release_draw or a.amplitude is not None
+                             or a.amplitude_scale is not None):
+        raise CLIError("a principal-components release is inferred from all its frames with its own prior (the "
+                       "second-moment operator G/n)", "drop --target, --release-draw and --amplitude*")
+    import sys
+    import warnings
+
     try:
-        with stage("computing the posterior (exact draws)"):
-            result = fp.infer(release, prior, target=a.target, draw=a.release_draw, method=a.method, draws=a.draws,
-                              chains=a.chains, random_seed=a.seed)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UserWarning)
+            result = _infer_other(a, release, family, prior, fp, stage)
     except FdpPplError as err:
         raise CLIError(_flags(err.message), _flags(err.fix)) from None
+    notes = [_flags(" ".join(str(w.message).split())) for w in caught
+             if issubclass(w.category, UserWarning) and "BLAS" not in str(w.message)]
     result.attrs["release_file"] = str(a.release)
+    out = _write_other(a, result, family, print_table, write_release)
+    for note in notes:
+        print(f"fdp-ppl: warning: {note}", file=sys.stderr)
+    return out
+
+
+def _infer_other(a, release, family, prior, fp, stage):
+    """The family's posterior (``fp.infer`` dispatches on the release's kind)."""
+    if family == "fpca":  # NUTS on the covariance (fdp_ppl.inference.components)
+        with stage("computing the posterior (NUTS on the second-moment operator)"):
+            return fp.infer(release, None, draws=a.draws, tune=a.tune, chains=a.chains,
+                            target_accept=a.target_accept, random_seed=a.seed, progressbar=False)
+    with stage("computing the posterior (exact draws)"):
+        return fp.infer(release, prior, target=a.target, draw=a.release_draw, method=a.method, draws=a.draws,
+                        chains=a.chains, random_seed=a.seed)
+
+
+def _write_other(a, result, family, print_table, write_release) -> int:
+    """Write a density, kernel-machine or components posterior atomically and print its table."""
     out = write_release(result, a.out, None, None, charged=False)  # inference charges nothing
     ci = a.ci_prob or 0.9
     if family == "svm":
         from ..inference import describe_machine_inference
 
         rows = describe_machine_inference(result, ci_prob=ci)
+    elif family == "fpca":
+        evr = result["posterior"]["explained_variance_ratio"]
+        top = evr.isel({d: 0 for d in evr.dims if d not in ("chain", "draw")}) if evr.ndim > 2 else evr
+        lo, hi = (float(top.quantile(q)) for q in ((1 - ci) / 2, (1 + ci) / 2))
+        at = result.attrs
+        rows = [("target", str(at.get("target", ""))), ("prior", str(at.get("prior_description", ""))),
+                ("method", str(at.get("inference_description", ""))),
+                ("frames", f"{int(at.get('release_frames', 1))} released frame(s), each an independent observation"),
+                ("diagnostics", f"max R-hat {float(at.get('diagnostic_max_rhat', float('nan'))):.3f}, min ESS bulk "
+                                f"{float(at.get('diagnostic_min_ess_bulk', float('nan'))):.0f}, "
+                                f"{int(at.get('diagnostic_divergences', 0))} divergences"),
+                ("explained", f"top component explains {float(top.mean()):.2f} of the second moment ({ci:.0%} "
+                              f"interval {lo:.2f}-{hi:.2f})")]
     else:
         from ..inference import density_bands
 

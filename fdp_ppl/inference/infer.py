@@ -56,7 +56,6 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -68,13 +67,10 @@ from .._backend import backend
 from ..errors import InputError
 from ..laws import MIXING_VARIABLE, Laplace, Normal
 from ..settings import DIAGONAL_KL_TOL, MAX_RHAT, MIN_ESS_PER_CHAIN, blas_threads, compile_mode
+from .diagnostics import InferenceWarning, diagnostics
 from .priors import CustomPrior, GPPrior, resolve_prior
 
 TARGETS = ("summary", "population")
-
-
-class InferenceWarning(UserWarning):
-    """MCMC diagnostics failed (R-hat, ESS or divergences)."""
 
 
 class InferenceMethodWarning(UserWarning):
@@ -692,20 +688,6 @@ def _pointwise_loglik(model, post: xr.Dataset) -> xr.DataArray:
     return xr.DataArray(ll, dims=(dims.CHAIN, dims.DRAW, "released_vector"))
 
 
-def diagnostics(tree: xr.DataTree, var_names=None) -> dict:
-    """Max R-hat, min bulk/tail ESS and the number of divergences of a posterior."""
-    var_names = var_names or list(tree[S.POSTERIOR].data_vars)
-    post = tree[S.POSTERIOR].to_dataset()[var_names]
-    rhat = az.rhat(post)
-    ess_b = az.ess(post, method="bulk")
-    ess_t = az.ess(post, method="tail")
-    div = int(tree["sample_stats"]["diverging"].sum()) if "sample_stats" in tree.children else 0
-    return {"max_rhat": float(max(float(rhat[v].max()) for v in rhat.data_vars)),
-            "min_ess_bulk": float(min(float(ess_b[v].min()) for v in ess_b.data_vars)),
-            "min_ess_tail": float(min(float(ess_t[v].min()) for v in ess_t.data_vars)),
-            "divergences": div}
-
-
 def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: int = 0, sampling_sd=None,
           method: str = "auto", draws: int = 1000, tune: int = 1000, chains: int = 2, cores: int = 1,
           target_accept: float = 0.9, random_seed=None, progressbar: bool = True,
@@ -721,7 +703,10 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
         :func:`fdp_ppl.inference.density.infer_density` (``prior``, ``draws``, ``chains``, ``draw``,
         ``random_seed``; target ``"summary"`` or None is the estimate, ``"population"`` the smoothed population
         density), a kernel-machine release (``fdp-ppl svm``) to :func:`fdp_ppl.inference.machine.infer_machine`
-        (exact draws); their results are described there.
+        (exact draws), an ε-DP FPCA release (``fdp-ppl fpca``) to
+        :func:`fdp_ppl.inference.components.infer_components` (``prior``, ``draws``, ``tune``, ``chains``,
+        ``target_accept``, ``random_seed``, ``progressbar`` passed on; ``"gp"`` means its default prior); their
+        results are described there.
     prior : "gp", "iclp", GPPrior, ICLPPrior or callable
         Prior over the curve; see :mod:`fdp_ppl.inference.priors` (for a KDE release: a
         :class:`~fdp_ppl.inference.density.DensityPrior`, ``"envelope"`` or ``"flat"``; ``"gp"`` is the default
@@ -814,6 +799,11 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
                              "drop them (its posterior is always drawn exactly)")
         return infer_density(release, prior, target="population" if target == "population" else "kde", draws=draws,
                              chains=chains, draw=draw, random_seed=random_seed)
+    if S.is_fpca_release(release):  # principal components (exponential mechanism): inference.components
+        from .components import infer_components
+
+        return infer_components(release, prior, draws=draws, tune=tune, chains=chains, target_accept=target_accept,
+                                random_seed=random_seed, progressbar=progressbar)
     with blas_threads(rescan=True, children=True):  # PyMC chains in processes (cores > 1) too
         return _infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
                       draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,
