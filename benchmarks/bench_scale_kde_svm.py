@@ -65,6 +65,8 @@ def _row(what, size, fn, baseline_name, baseline_fn, memory=True):
         t0 = time.perf_counter()
         baseline_fn()
         bsec = time.perf_counter() - t0
+    print(f"  {what} {size}: {sec:.3g} s (baseline {bsec if bsec is None else round(bsec, 3)} s)", file=sys.stderr,
+          flush=True)
     return {"what": what, "size": size, "seconds": round(sec, 4), "baseline": baseline_name,
             "baseline_seconds": None if bsec is None else round(bsec, 4),
             "ratio": None if bsec is None else round(sec / bsec, 3),

@@ -303,7 +303,10 @@ class ERMSpec:
                        + ("" if self.loss != "squared" else f" (labels clipped to [-{self.label_bound:g}, "
                                                             f"{self.label_bound:g}])")
                        + f"; kernel bounded, kappa^2 = {self.kappa**2:g}; no unpenalised intercept; solver certified "
-                         f"within {self.rho_target:.3g} of the minimiser in RKHS norm (adds 2x that)")
+                         f"within {self.rho_target:.3g} of the minimiser in RKHS norm (adds 2x that)"
+                       + ("" if self.method == "exact" else "; Nystroem: minimiser over the span of kernel sections at "
+                          "public landmarks, an isometric subspace of the RKHS with kappa~ <= kappa, so the same "
+                          "bound holds in the same norm (fdp_ppl.erm.nystroem)"))
         if self.eta is None and norm == "cameron-martin":
             return Sensitivity(self.delta_rkhs, norm, "paper+solver", NEIGHBOURING, assumptions, HALL_SOURCE)
         if self.eta is not None and norm == "1,C":
