@@ -370,7 +370,7 @@ class ERMSpec:
         if cached is None:
             from .nystroem import NystroemMap
 
-            cached = NystroemMap(self.gram, self.landmark_points())
+            cached = NystroemMap(self._fit_gram, self.landmark_points(), kappa=self.kappa)
             object.__setattr__(self, "_nystroem", cached)
         return cached
 
@@ -460,11 +460,47 @@ class ERMSpec:
         return ERMFit(self, Xc, sol, n_clipped)
 
     def _gram_blocks(self, X, block: int = 1024) -> np.ndarray:
-        """``gram(X, X)`` filled by blocks of rows (one n × n array, no n × n temporaries)."""
-        out = np.empty((X.shape[0], X.shape[0]))
-        for s in range(0, X.shape[0], block):
-            out[s:s + block] = self.gram(X[s:s + block], X)
+        """``gram(X, X)`` filled by blocks of rows (one n × n array, no n × n temporaries), symmetric by
+        construction (upper block triangle computed, mirrored), diagonal exactly ``k(0)``."""
+        n = X.shape[0]
+        out = np.empty((n, n))
+        buf = np.empty(block * n) if self._gaussian_fast else None
+        for s in range(0, n, block):
+            e = min(s + block, n)
+            self._fit_gram(X[s:e], X[s:], out=out[s:e, s:], buf=buf)
+            out[e:, s:e] = out[s:e, e:].T
+        if self.eta is None:
+            np.fill_diagonal(out, float(self.kernel(np.zeros(1))[0]))
         return out
+
+    @property
+    def _gaussian_fast(self) -> bool:
+        return self.eta is None and type(self.kernel) is Gaussian
+
+    def _fit_gram(self, a, b, out=None, buf=None) -> np.ndarray:
+        """:meth:`gram` for the fit: the Gaussian kernel from squared coordinate differences and one in-place
+        exponential, written into ``out`` (no square root, no distance matrix, no fresh block-sized arrays
+        when ``out`` and ``buf`` are given); other kernels :meth:`gram`. Equal to :meth:`gram` up to rounding."""
+        if not self._gaussian_fast:
+            res = self.gram(a, b)
+            if out is None:
+                return res
+            out[...] = res
+            return out
+        a = np.asarray(a, dtype=float).reshape(-1, self.d)
+        b = np.asarray(b, dtype=float).reshape(-1, self.d)
+        sq = np.empty((a.shape[0], b.shape[0])) if out is None else out
+        np.subtract.outer(a[:, 0], b[:, 0], out=sq)
+        sq *= sq
+        if self.d > 1:
+            tmp = (np.empty(sq.shape) if buf is None else buf[:sq.size].reshape(sq.shape))
+            for k in range(1, self.d):
+                np.subtract.outer(a[:, k], b[:, k], out=tmp)
+                tmp *= tmp
+                sq += tmp
+        rho = float(self.kernel.rho)
+        sq *= -(1.0 / rho if self.kernel.convention == "mirshani" else 1.0 / (2.0 * rho * rho))
+        return np.exp(sq, out=sq)
 
 
 @dataclass(eq=False)

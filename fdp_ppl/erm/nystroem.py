@@ -57,6 +57,10 @@ class NystroemMap:
         Public landmarks.
     rel_tol : float
         Eigenvalue cut-off of ``K(L, L)``.
+    kappa : float, optional
+        ``√sup K(x, x)``: feature rows are scaled down to norm <= κ (``‖z(x)‖ <= κ`` holds in exact
+        arithmetic; this keeps it under rounding, a public record-wise map, so the bound ``M κ/(λ n)`` holds
+        for the computed features).
 
     Attributes
     ----------
@@ -66,8 +70,9 @@ class NystroemMap:
         ``U diag(μ)^{-1/2}``: ``z(x) = projectionᵀ K(L, x)``; ``g = Σ_l (projection w)_l K(·, l_l)``.
     """
 
-    def __init__(self, gram, landmarks, rel_tol: float = NYSTROEM_REL_TOL):
+    def __init__(self, gram, landmarks, rel_tol: float = NYSTROEM_REL_TOL, kappa: float | None = None):
         self.gram = gram
+        self.kappa = kappa
         self.landmarks = np.asarray(landmarks, dtype=float)
         mu, U = linalg.eigh(gram(self.landmarks, self.landmarks))
         keep = mu > rel_tol * mu[-1]
@@ -84,6 +89,10 @@ class NystroemMap:
         out = np.empty((X.shape[0], self.rank))
         for s in range(0, X.shape[0], FEATURE_BLOCK):
             out[s:s + FEATURE_BLOCK] = self.gram(X[s:s + FEATURE_BLOCK], self.landmarks) @ self.projection
+        if self.kappa is not None:  # ‖z(x)‖ <= κ holds exactly in theory; enforce it against rounding (record-wise)
+            norms = np.sqrt(np.einsum("ij,ij->i", out, out))
+            over = norms > self.kappa
+            out[over] *= (self.kappa / norms[over])[:, None]
         return out
 
     def representer(self, w) -> np.ndarray:
