@@ -170,3 +170,13 @@ def test_sizes_refused_with_what_to_do(monkeypatch):
     spec = ERMSpec(HALL, lam=0.1, n=40_000, approximation="exact")
     with pytest.raises(InputError):
         spec.fit(np.zeros(3), np.ones(3))  # refused from the sizes, before the records are read
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_fit_gram_equals_the_kernel_matrix(d):
+    X, _ = _data(2500, d, 9)  # more rows than one block
+    spec = ERMSpec(HALL, lam=0.1, n=2500, domain=[[0, 1]] * d)
+    K = spec._gram_blocks(X)
+    np.testing.assert_allclose(K, spec.kernel_matrix(X, X), rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(K, K.T)
+    assert np.all(np.diag(K) == 1.0)

@@ -158,3 +158,11 @@ def test_sizes_refused_before_any_work(monkeypatch):
     spec = KDESpec(grid=CartesianGrid.uniform((0.0, 1.0), 50), bandwidth=0.1, n=10**8)
     with pytest.raises(InputError):
         spec.fit(np.zeros(10))  # refused from the sizes before the records are read
+
+
+def test_planned_memory_of_the_issue_sizes():
+    from fdp_ppl.kde.accumulate import kde_memory
+
+    # n = 10^6 records on 3200 grid points: the plan (beyond the caller's records) stays far below 4 GB
+    assert kde_memory((3200,), 10**6, 1) < 2**30
+    assert kde_memory((3200,), 10**6, 1, estimator="binned") < 2**30
