@@ -34,8 +34,12 @@ except ImportError:  # pragma: no cover - numba missing
 SWEEPS_PER_ROUND = 10
 #: variables at a bound whose gradient is this close to zero join the shrunk working set
 WORKING_SET_TOL = 1e-2
-#: sweeps over the shrunk working set between two full sweeps (each costs |working set| x r or |working set|²)
+#: most sweeps over the shrunk working set between two rounds of full sweeps
 SUBSET_SWEEPS = 20000
+#: a round over the working set costs at most this many full sweeps' worth of coordinate steps
+SUBSET_BUDGET = 10
+#: full sweeps in every round after the first (which has SWEEPS_PER_ROUND)
+LATER_SWEEPS = 3
 
 
 @njit(cache=True, nogil=True)
@@ -241,8 +245,9 @@ def solve_hinge_dual(y, C: float, gap_target: float, *, gram=None, features=None
     sweeps, gap = 0, np.inf
     best = (a.copy(), np.inf)
     while sweeps < max_sweeps:
-        op.sweep(a, C, SWEEPS_PER_ROUND, order)
-        sweeps += SWEEPS_PER_ROUND
+        full = SWEEPS_PER_ROUND if sweeps == 0 else LATER_SWEEPS
+        op.sweep(a, C, full, order)
+        sweeps += full
         gap = max(gap_terms(a, op.slack(a), C), 0.0)
         if gap < best[1]:
             best = (a.copy(), gap)
@@ -252,7 +257,9 @@ def solve_hinge_dual(y, C: float, gap_target: float, *, gram=None, features=None
         g = -op.slack(a)
         work = np.flatnonzero(((a > 0.0) & (a < C)) | (np.abs(g) <= WORKING_SET_TOL))
         if work.size:
-            op.sweep_subset(a, C, SUBSET_SWEEPS, work[np.argsort(order.argsort()[work])], 1e-15)
+            # a round over the working set costs at most SUBSET_BUDGET full sweeps' worth of coordinate steps
+            sub = int(min(SUBSET_SWEEPS, max(10, SUBSET_BUDGET * n // work.size)))
+            op.sweep_subset(a, C, sub, work[np.argsort(order.argsort()[work])], 1e-15)
             gap = max(gap_terms(a, op.slack(a), C), 0.0)
             if gap < best[1]:
                 best = (a.copy(), gap)
@@ -261,4 +268,4 @@ def solve_hinge_dual(y, C: float, gap_target: float, *, gram=None, features=None
     return best[0], best[1], sweeps
 
 
-__all__ = ["SUBSET_SWEEPS", "SWEEPS_PER_ROUND", "WORKING_SET_TOL", "gap_terms", "solve_hinge_dual"]
+__all__ = ["LATER_SWEEPS", "SUBSET_BUDGET", "SUBSET_SWEEPS", "SWEEPS_PER_ROUND", "WORKING_SET_TOL", "gap_terms", "solve_hinge_dual"]
