@@ -327,6 +327,7 @@ class ERMSpec:
                "kernel_approximation": self.method}
         if self.method == "nystroem":
             out.update(nystroem_landmarks=int(len(self.landmark_points())),
+                       nystroem_landmark_grid=list(self.landmark_sizes()),
                        nystroem_space="span of K(., l) at public landmarks (isometric subspace of the RKHS; same "
                                       "sensitivity and noise)")
         if self.loss == "squared":
@@ -347,10 +348,17 @@ class ERMSpec:
             return self.approximation
         return "exact" if self.n <= EXACT_MAX_N else "nystroem"
 
-    def landmark_points(self) -> np.ndarray:
-        """Public Nyström landmarks (m, d): the grid nodes (``eta``), else a lattice on the box (``landmarks``)."""
+    def landmark_sizes(self) -> tuple:
+        """Landmarks per axis of the Nyström lattice (public): ``landmarks``, else the grid halved until at most
+        ``MAX_LANDMARKS`` points (``eta`` specs: the grid).
+
+        Raises
+        ------
+        InputError
+            ``landmarks`` < 1 on an axis.
+        """
         if self.eta is not None:
-            return self.axes[0][:, None]
+            return tuple(self.grid_size)
         if self.landmarks is None:
             sizes = np.asarray(self.grid_size)
             while np.prod(sizes) > MAX_LANDMARKS:
@@ -359,6 +367,13 @@ class ERMSpec:
             sizes = np.broadcast_to(np.asarray(self.landmarks, dtype=int), (self.d,))
             if np.any(sizes < 1):
                 raise InputError(f"landmarks must be >= 1 per axis (got {self.landmarks})", "e.g. landmarks=32")
+        return tuple(int(k) for k in sizes)
+
+    def landmark_points(self) -> np.ndarray:
+        """Public Nyström landmarks (m, d): the grid nodes (``eta``), else a lattice on the box (``landmarks``)."""
+        if self.eta is not None:
+            return self.axes[0][:, None]
+        sizes = self.landmark_sizes()
         axes = [np.linspace(lo, hi, int(k)) if k > 1 else np.array([(lo + hi) / 2]) for (lo, hi), k in
                 zip(self.domain, sizes)]
         mesh = np.meshgrid(*axes, indexing="ij")
