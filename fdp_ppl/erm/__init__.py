@@ -13,7 +13,8 @@ from .gp import (
            gaussian_conditional,
            ou_conditional,
 )
-from .machine import ERMFit, ERMSpec, rkhs_distance
+from .machine import APPROXIMATIONS, EXACT_MAX_N, ERMFit, ERMSpec, rkhs_distance
+from .nystroem import NystroemMap
 from .release import (
            GPGridDraws,
            OnlineRelease,
@@ -27,6 +28,9 @@ from .release import (
 from .solvers import LOSSES, Solution, solve_erm
 
 __all__ = [
+           "APPROXIMATIONS",
+           "EXACT_MAX_N",
+           "NystroemMap",
            "LOSSES",
            "ERMFit",
            "ERMSpec",

@@ -51,6 +51,12 @@ HALL_SOURCE = "Hall, Rinaldo & Wasserman (2013), Section 4.3 (eq. 11), Corollary
 ICLP_SOURCE = "Lin & Reimherr (2026), Section 4.3, eq. 13 (squared penalty), Theorem 18"
 DIMS = {1: ("x",), 2: ("x1", "x2")}
 NEIGHBOURING = "replace one labelled record (x, y); n public"
+#: kernel-machine solvers: the exact RKHS, or its Nyström subspace on public landmarks
+APPROXIMATIONS = ("auto", "exact", "nystroem")
+#: ``approximation="auto"``: the exact machine up to this many records (one n x n float64 Gram: 5 GB), Nyström above
+EXACT_MAX_N = 25_000
+#: most Nyström landmarks a default lattice takes (features are n x r, r <= landmarks)
+MAX_LANDMARKS = 1024
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,6 +86,17 @@ class ERMSpec:
         Relative inflation of Δ paying for the solver's certified accuracy (default 1 %).
     rel_tol : float
         Eigenvalue cut-off of the eigenbasis (``eta`` only).
+    approximation : {"auto", "exact", "nystroem"}
+        How the machine is solved (public; recorded in the release attrs as ``kernel_approximation``).
+        ``"exact"``: the RKHS of K, on the n × n Gram matrix (one n × n float64 array for the hinge loss,
+        about three for the smooth losses). ``"nystroem"``: the span of kernel sections at public
+        landmarks, an isometric subspace of the same RKHS, solved on n × r features
+        (:mod:`fdp_ppl.erm.nystroem`); same sensitivity, same noise. ``"auto"`` (default): exact up to
+        ``n = EXACT_MAX_N`` records, Nyström above (a rule on the public n only).
+    landmarks : int or sequence of int, optional
+        Nyström landmarks per axis, an evenly spaced lattice on the public box (default: the release grid,
+        thinned to at most ``MAX_LANDMARKS`` points). ``eta`` specs always use the grid nodes (the records
+        are snapped to them, so the subspace is the whole space there).
 
     Raises
     ------
@@ -99,8 +116,12 @@ class ERMSpec:
     solver_slack: float = 1e-2
     rel_tol: float = 1e-12
     privacy_unit: object = None
+    approximation: str = "auto"
+    landmarks: int | tuple | None = None
 
     def __post_init__(self):
+        if self.approximation not in APPROXIMATIONS:
+            raise InputError(f"unknown kernel approximation {self.approximation!r}", f"use one of {APPROXIMATIONS}")
         if self.privacy_unit is not None:
             from ..units import PrivacyUnit
 
@@ -343,7 +364,10 @@ class ERMSpec:
                        + ("" if self.loss != "squared" else f" (labels clipped to [-{self.label_bound:g}, "
                                                             f"{self.label_bound:g}])")
                        + f"; kernel bounded, kappa^2 = {self.kappa**2:g}; no unpenalised intercept; solver certified "
-                         f"within {self.rho_target:.3g} of the minimiser in RKHS norm (adds 2x that)")
+                         f"within {self.rho_target:.3g} of the minimiser in RKHS norm (adds 2x that)"
+                       + ("" if self.method == "exact" else "; Nystroem: minimiser over the span of kernel sections at "
+                          "public landmarks, an isometric subspace of the RKHS with kappa~ <= kappa, so the same "
+                          "bound holds in the same norm (fdp_ppl.erm.nystroem)"))
         if self.eta is None and norm == "cameron-martin":
             return Sensitivity(self.delta_rkhs, norm, "paper+solver", NEIGHBOURING, assumptions, HALL_SOURCE)
         if self.eta is not None and norm == "1,C":
@@ -360,7 +384,13 @@ class ERMSpec:
                "admissibility_M": self.admissibility, "kappa": self.kappa,
                "sensitivity_exact_minimiser": self.delta_rkhs_exact, "solver_slack": float(self.solver_slack),
                "solver_rho_target": self.rho_target, "intercept": "none (not covered by the bound)",
-               "space": "RKHS of K (Hall 2013)" if self.eta is None else "RKHS of C^eta on the grid eigenbasis"}
+               "space": "RKHS of K (Hall 2013)" if self.eta is None else "RKHS of C^eta on the grid eigenbasis",
+               "kernel_approximation": self.method}
+        if self.method == "nystroem":
+            out.update(nystroem_landmarks=int(len(self.landmark_points())),
+                       nystroem_landmark_grid=list(self.landmark_sizes()),
+                       nystroem_space="span of K(., l) at public landmarks (isometric subspace of the RKHS; same "
+                                      "sensitivity and noise)")
         if self.loss == "squared":
             out["label_bound"] = self.label_bound
         if self.eta is not None:
@@ -372,19 +402,86 @@ class ERMSpec:
             out["privacy_unit"] = "record"
         return out
 
-    def check_size(self) -> None:
-        """Refuse a fit that cannot fit in memory, from the public n alone (about three n × n float64
-        arrays: the Gram matrix, the hinge dual's Q and the solver's work), before any budget is charged.
+    @property
+    def method(self) -> str:
+        """``"exact"`` or ``"nystroem"``: :attr:`approximation` with ``"auto"`` resolved from the public n."""
+        if self.approximation != "auto":
+            return self.approximation
+        return "exact" if self.n <= EXACT_MAX_N else "nystroem"
+
+    def landmark_sizes(self) -> tuple:
+        """Landmarks per axis of the Nyström lattice (public): ``landmarks``, else the grid halved until at most
+        ``MAX_LANDMARKS`` points (``eta`` specs: the grid).
 
         Raises
         ------
         InputError
-            Not enough memory for n (:func:`fdp_ppl.settings.check_memory`).
+            ``landmarks`` < 1 on an axis.
+        """
+        if self.eta is not None:
+            return tuple(self.grid_size)
+        if self.landmarks is None:
+            sizes = np.asarray(self.grid_size)
+            while np.prod(sizes) > MAX_LANDMARKS:
+                sizes = np.maximum(2, sizes // 2)
+        else:
+            sizes = np.broadcast_to(np.asarray(self.landmarks, dtype=int), (self.d,))
+            if np.any(sizes < 1):
+                raise InputError(f"landmarks must be >= 1 per axis (got {self.landmarks})", "e.g. landmarks=32")
+        return tuple(int(k) for k in sizes)
+
+    def landmark_points(self) -> np.ndarray:
+        """Public Nyström landmarks (m, d): the grid nodes (``eta``), else a lattice on the box (``landmarks``)."""
+        if self.eta is not None:
+            return self.axes[0][:, None]
+        sizes = self.landmark_sizes()
+        axes = [np.linspace(lo, hi, int(k)) if k > 1 else np.array([(lo + hi) / 2]) for (lo, hi), k in
+                zip(self.domain, sizes)]
+        mesh = np.meshgrid(*axes, indexing="ij")
+        return np.stack([m.ravel() for m in mesh], axis=-1)
+
+    def nystroem_map(self):
+        """The public :class:`~fdp_ppl.erm.nystroem.NystroemMap` of this spec (cached)."""
+        cached = self.__dict__.get("_nystroem")
+        if cached is None:
+            from .nystroem import NystroemMap
+
+            cached = NystroemMap(self._fit_gram, self.landmark_points(), kappa=self.kappa)
+            object.__setattr__(self, "_nystroem", cached)
+        return cached
+
+    def memory_needed(self) -> float:
+        """Bytes a fit plans to hold, from public sizes only: the exact hinge machine one n × n Gram matrix
+        plus a block of rows, the exact smooth losses about three n × n arrays (Gram, Jacobian, factor), the
+        Nyström machine the n × m features and kernel slab and the m × m landmark Gram (m landmarks)."""
+        n = float(self.n)
+        if self.method == "exact":
+            return 8.0 * n * n * (1.0 if self.loss == "hinge" else 3.0) + 8.0 * 2 * 1024 * n
+        from .nystroem import FEATURE_BLOCK
+
+        m = float(len(self.landmark_points()))
+        return 8.0 * n * m + 8.0 * 2 * FEATURE_BLOCK * m + 4 * 8.0 * m * m + 8.0 * 4 * n * self.d
+
+    def check_size(self) -> None:
+        """Refuse a fit that cannot fit in memory, from public sizes alone (:meth:`memory_needed`), before any
+        budget is charged; the message says what to do instead.
+
+        Raises
+        ------
+        InputError
+            Not enough memory (:func:`fdp_ppl.settings.check_memory`).
         """
         from ..settings import check_memory
 
-        check_memory(3.0 * 8.0 * self.n * self.n, f"a kernel machine on n = {self.n} records (n x n Gram matrices)",
-                     "use fewer records (a public subsample rule) or a larger machine")
+        if self.method == "exact":
+            check_memory(self.memory_needed(), f"an exact kernel machine on n = {self.n} records (n x n Gram "
+                                               "matrix)",
+                         "use approximation='nystroem' (public landmarks, same sensitivity and noise), fewer records "
+                         "(a public subsample rule) or a larger machine")
+        else:
+            check_memory(self.memory_needed(), f"a Nystroem kernel machine on n = {self.n} records with "
+                                               f"{len(self.landmark_points())} landmarks",
+                         "use fewer landmarks (landmarks=...), fewer records, or a larger machine")
 
     # ------------------------------------------------------------------ fit
     def fit(self, features, labels, units=None) -> ERMFit:
@@ -429,8 +526,57 @@ class ERMSpec:
         Xc = np.clip(X, self.domain[:, 0], self.domain[:, 1])
         n_clipped = int(np.sum(np.any(Xc != X, axis=1)))
         yc = np.clip(y, -self.label_bound, self.label_bound) if self.loss == "squared" else y
-        sol = solve_erm(self.gram(Xc, Xc), yc, loss=self.loss, lam=self.lam, rho_target=self.rho_target)
+        if self.method == "nystroem":
+            from .nystroem import nystroem_solution
+
+            nmap = self.nystroem_map()
+            sol = nystroem_solution(nmap, Xc, yc, loss=self.loss, lam=self.lam, rho_target=self.rho_target)
+            return ERMFit(self, nmap.landmarks, sol, n_clipped)
+        sol = solve_erm(self._gram_blocks(Xc), yc, loss=self.loss, lam=self.lam, rho_target=self.rho_target)
         return ERMFit(self, Xc, sol, n_clipped)
+
+    def _gram_blocks(self, X, block: int = 1024) -> np.ndarray:
+        """``gram(X, X)`` filled by blocks of rows (one n × n array, no n × n temporaries), symmetric by
+        construction (upper block triangle computed, mirrored), diagonal exactly ``k(0)``."""
+        n = X.shape[0]
+        out = np.empty((n, n))
+        buf = np.empty(block * n) if self._gaussian_fast else None
+        for s in range(0, n, block):
+            e = min(s + block, n)
+            self._fit_gram(X[s:e], X[s:], out=out[s:e, s:], buf=buf)
+            out[e:, s:e] = out[s:e, e:].T
+        if self.eta is None:
+            np.fill_diagonal(out, float(self.kernel(np.zeros(1))[0]))
+        return out
+
+    @property
+    def _gaussian_fast(self) -> bool:
+        return self.eta is None and type(self.kernel) is Gaussian
+
+    def _fit_gram(self, a, b, out=None, buf=None) -> np.ndarray:
+        """:meth:`gram` for the fit: the Gaussian kernel from squared coordinate differences and one in-place
+        exponential, written into ``out`` (no square root, no distance matrix, no fresh block-sized arrays
+        when ``out`` and ``buf`` are given); other kernels :meth:`gram`. Equal to :meth:`gram` up to rounding."""
+        if not self._gaussian_fast:
+            res = self.gram(a, b)
+            if out is None:
+                return res
+            out[...] = res
+            return out
+        a = np.asarray(a, dtype=float).reshape(-1, self.d)
+        b = np.asarray(b, dtype=float).reshape(-1, self.d)
+        sq = np.empty((a.shape[0], b.shape[0])) if out is None else out
+        np.subtract.outer(a[:, 0], b[:, 0], out=sq)
+        sq *= sq
+        if self.d > 1:
+            tmp = (np.empty(sq.shape) if buf is None else buf[:sq.size].reshape(sq.shape))
+            for k in range(1, self.d):
+                np.subtract.outer(a[:, k], b[:, k], out=tmp)
+                tmp *= tmp
+                sq += tmp
+        rho = float(self.kernel.rho)
+        sq *= -(1.0 / rho if self.kernel.convention == "mirshani" else 1.0 / (2.0 * rho * rho))
+        return np.exp(sq, out=sq)
 
 
 @dataclass(eq=False)
@@ -440,8 +586,8 @@ class ERMFit:
     Attributes
     ----------
     spec : ERMSpec
-    support : ndarray, shape (n, d)
-        The clipped features.
+    support : ndarray, shape (n, d) or (m, d)
+        The clipped features (exact machine), or the public landmarks (Nyström).
     solution : Solution
         Representer coefficients and the certificate.
     n_clipped : int

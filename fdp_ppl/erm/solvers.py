@@ -90,33 +90,19 @@ def hinge_gap(a, Q, C: float) -> float:
     return float(np.sum(C * np.maximum(m, 0.0) - a * m))
 
 
-def _solve_hinge(K, y, lam, rho_target, max_sweeps):
+def _solve_hinge(K, y, lam, rho_target, max_sweeps, features=None):
+    """Hinge dual by compiled coordinate ascent with exact active-set solves (:mod:`fdp_ppl.erm.fast`).
+
+    ``K`` the Gram matrix (n, n), or ``features`` (n, r) with ``K = Z Zᵀ`` (then ``K`` is ignored and the
+    coefficients returned are ``a ∘ y``, whose function is ``w = Zᵀ(a ∘ y)`` in feature space).
+    """
+    from .fast import solve_hinge_dual
+
     n = y.size
     C = 1.0 / (2.0 * lam * n)
-    Q = (y[:, None] * y[None, :]) * K
     gap_target = 0.5 * rho_target**2
-
-    def fun(a):
-        Qa = Q @ a
-        return 0.5 * a @ Qa - a.sum(), Qa - 1.0
-
-    res = optimize.minimize(fun, np.full(n, 0.5 * C), jac=True, method="L-BFGS-B", bounds=[(0.0, C)] * n,
-                            options={"maxiter": 60, "maxcor": 30})
-    a = np.clip(res.x, 0.0, C)
-    gap = max(hinge_gap(a, Q, C), 0.0)
-    # exact coordinate ascent on the box QP finishes the solve (Q_ii = K(x_i, x_i) > 0)
-    Qa = Q @ a
-    sweeps = 0
-    while gap > gap_target and sweeps < max_sweeps:
-        for _ in range(10):
-            for i in range(n):
-                new = min(max(a[i] + (1.0 - Qa[i]) / Q[i, i], 0.0), C)
-                if new != a[i]:
-                    Qa += (new - a[i]) * Q[:, i]
-                    a[i] = new
-        sweeps += 10
-        Qa = Q @ a  # refresh against accumulated rounding
-        gap = max(float(np.sum(C * np.maximum(1.0 - Qa, 0.0) - a * (1.0 - Qa))), 0.0)
+    a, gap, sweeps = solve_hinge_dual(y, C, gap_target, gram=None if features is not None else K,
+                                      features=features, max_sweeps=max_sweeps)
     if gap <= gap_target:
         return Solution(a * y, float(np.sqrt(2.0 * gap)), sweeps)
     raise InputError(f"data holder only: the hinge-loss solver did not reach its public duality-gap target within "
@@ -171,8 +157,8 @@ def solve_erm(gram, y, *, loss: str, lam: float, rho_target: float, max_rounds: 
     y : ndarray, shape (n,)
         Labels (±1 for hinge and logistic; real for squared).
     loss : {"hinge", "logistic", "squared"}
-        Hinge: dual box QP by L-BFGS-B (``scipy.optimize.minimize``) with exact
-        coordinate polishing; logistic: first-order condition by MINPACK
+        Hinge: dual box QP by compiled exact coordinate ascent with exact active-set
+        solves (:func:`fdp_ppl.erm.fast.solve_hinge_dual`; one n × n array); logistic: first-order condition by MINPACK
         (``scipy.optimize.root``); squared: the normal equations (``scipy.linalg.solve``).
     lam : float
         λ > 0.

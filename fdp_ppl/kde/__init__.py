@@ -8,9 +8,12 @@ KDEs on a public Cartesian grid in d = 1 or 2 are public summary specs
 * :class:`SobolevKDESpec`: Gaussian kernel, L¹-exponential (OU) GP noise (Hall §4.2);
 * :class:`ICLPKDESpec`: estimator kernel ``K^η``, ICLP Laplace noise (Lin & Reimherr §4.3);
 * FRL / Bernstein baselines in :mod:`fdp_ppl.kde.baselines`;
+* bounded memory: :func:`kde_values_chunked` (exact, chunked), :func:`binned_kde_values`
+  (``estimator="binned"``), :func:`check_kde_size` (refuse before the charge);
 * bandwidths: :func:`bandwidth_rule` (public) and :func:`private_bandwidth` (Hall §4.1.2).
 """
 
+from .accumulate import binned_kde_values, check_kde_size, kde_values_chunked
 from .bandwidth import private_bandwidth, private_quantile
 from .gaussian import (
     CartesianGrid,
@@ -34,8 +37,11 @@ __all__ = [
     "ProductEigenbasis",
     "SobolevKDESpec",
     "bandwidth_rule",
+    "binned_kde_values",
+    "check_kde_size",
     "cameron_martin_difference",
     "gaussian_kde_values",
+    "kde_values_chunked",
     "one_c_difference",
     "private_bandwidth",
     "private_quantile",

@@ -258,6 +258,16 @@ class ProductEigenbasis:
             out = np.moveaxis(out, -1, axis)
         return out
 
+    def node_sums(self, counts) -> np.ndarray:
+        """``Σ_nodes counts(node) e_j(node)`` (no quadrature weights); ``counts`` ``(*grid.shape) -> (J,)``.
+
+        The coefficients of a sum of point evaluations at grid nodes, axis by axis (never (nodes × J)).
+        """
+        out = np.asarray(counts, dtype=float)
+        for k in range(self.grid.d):
+            out = np.moveaxis(np.tensordot(out, self.axis_functions[k], axes=([k], [0])), -1, k)
+        return out.reshape(-1)[self.index]
+
     def functions_at(self, indices) -> np.ndarray:
         """Retained eigenfunctions at grid nodes; ``indices`` (m, d) integer node indices -> (m, J)."""
         idx = np.atleast_2d(np.asarray(indices, dtype=int))
@@ -289,20 +299,15 @@ def gaussian_kde_values(points, observations, bandwidths, weights=None) -> np.nd
     weights : ndarray, shape (n,), optional
         Weights of the observations summing to 1 (default 1/n each): a privacy unit's records share
         one record's weight (:meth:`KDESpec.unit_weights`).
+
+    Notes
+    -----
+    Accumulated over chunks of records (:func:`fdp_ppl.kde.accumulate.kde_values_chunked`): memory
+    ``O(chunk × Σ_k K_k)``, never ``O(n × Σ_k K_k)``; equal to the one-shot sum up to rounding.
     """
-    obs = np.asarray(observations, dtype=float)
-    obs = obs[:, None] if obs.ndim == 1 else obs
-    h = np.asarray(bandwidths, dtype=float)
-    n, d = obs.shape
-    factors = [gaussian_kernel_1d(points[k], obs[:, k], h[k]) for k in range(d)]  # (K_k, n)
-    letters = "abcdefgh"[:d]
-    norm = (2 * np.pi) ** (d / 2) * np.prod(h)
-    if weights is None:
-        norm = norm * n
-    else:
-        factors[0] = factors[0] * np.asarray(weights, dtype=float)[None, :]
-    expr = ",".join(f"{letters[k]}z" for k in range(d)) + "->" + letters
-    return np.einsum(expr, *factors) / norm
+    from .accumulate import kde_values_chunked
+
+    return kde_values_chunked(points, observations, bandwidths, weights)
 
 
 def bandwidth_rule(n: int, d: int = 1, scale=1.0, constant: float = 1.06) -> np.ndarray:
@@ -359,6 +364,17 @@ class KDESpec(SummarySpec):
         Public number of observations (>= 2).
     rel_tol : float
         Eigenvalue cut-off of the noise-kernel eigenbasis.
+    estimator : {"exact", "binned"}
+        How the estimate on the grid is computed (public; recorded in the release attrs as ``kde_estimator``).
+        ``"exact"`` (default): the kernel sum, accumulated over chunks of records (memory
+        ``O(chunk × Σ K_k)``, :func:`fdp_ppl.kde.accumulate.kde_values_chunked`). ``"binned"``: multilinear
+        binning on a fine public lattice, then kernel smoothing (``O(n + grid × bins)``,
+        :func:`fdp_ppl.kde.accumulate.binned_kde_values`), within ``bin_rel_error × f_max`` of the exact
+        estimate at every grid point. Both have the same sensitivity, hence the same noise: a binned record
+        is a convex combination of kernel sections at bin centres (proof in
+        :mod:`fdp_ppl.kde.accumulate`).
+    bin_rel_error : float
+        Accuracy of the binned lattice relative to the peak of one bump (public; default 1e-3).
 
     Attributes
     ----------
@@ -391,7 +407,13 @@ class KDESpec(SummarySpec):
     axis_variance = 1.0
 
     def __init__(self, *, grid: CartesianGrid, bandwidth=None, n: int, rel_tol: float = DEFAULT_REL_TOL,
-                 privacy_unit=None):
+                 privacy_unit=None, estimator: str = "exact", bin_rel_error: float | None = None):
+        from .accumulate import BINNED_REL_ERROR, KDE_ESTIMATORS
+
+        if estimator not in KDE_ESTIMATORS:
+            raise InputError(f"unknown KDE estimator {estimator!r}", f"use one of {KDE_ESTIMATORS}")
+        self.estimator = estimator
+        self.bin_rel_error = float(BINNED_REL_ERROR if bin_rel_error is None else bin_rel_error)
         n = public_n(n)
         object.__setattr__(self, "n", n)
         object.__setattr__(self, "privacy_unit", _check_kde_unit(privacy_unit))
@@ -402,6 +424,12 @@ class KDESpec(SummarySpec):
         if np.any(~np.isfinite(h)) or np.any(h <= 0):
             raise InputError(f"bandwidths must be positive and finite (got {h})", "pass h > 0")
         self.bandwidths = h
+        if estimator == "binned":
+            from .accumulate import bin_axes
+
+            self.bins = bin_axes(grid.domain, h, self.bin_rel_error)  # refuses a lattice above MAX_BINS
+        else:
+            self.bins = None
         self.basis = ProductEigenbasis(grid, h, rel_tol, kernel=self.noise_kernel_kind,
                                        axis_variance=self.axis_variance)
         object.__setattr__(self, "tau", float(self._record_norm_bound()))
@@ -494,9 +522,40 @@ class KDESpec(SummarySpec):
             "eigen_rel_tol": self.basis.rel_tol,
             "tau": float(self.tau),
             "summary_source": self.source,
+            **self.estimator_attrs(),
         }
         out.update(self.params)
         return out
+
+    def estimator_attrs(self) -> dict:
+        """``kde_estimator`` and, when binned, the public lattice size and error bound (release attrs)."""
+        if self.bins is None:
+            return {"kde_estimator": self.estimator}
+        from .accumulate import binned_error_bound
+
+        return {"kde_estimator": self.estimator, "kde_bins": [int(b.size) for b in self.bins],
+                "kde_binned_error_bound": binned_error_bound(self.bins, self.bandwidths)}
+
+    def check_size(self, draws: int = 1, n_records: int | None = None) -> None:
+        """Refuse, from public sizes only and before any charge, a fit and release that do not fit in memory
+        (:func:`fdp_ppl.kde.accumulate.check_kde_size`).
+
+        Parameters
+        ----------
+        draws : int
+            Releases drawn at once.
+        n_records : int, optional
+            Records passed to :meth:`fit` (default the public n; more with a privacy unit).
+
+        Raises
+        ------
+        InputError
+            Not enough memory, with what to do instead.
+        """
+        from .accumulate import check_kde_size
+
+        check_kde_size(self.grid.shape, self.n if n_records is None else int(n_records), self.d,
+                       estimator=self.estimator, draws=draws)
 
     # ------------------------------------------------------------------ data
     def _check_observations(self, observations, units=None) -> tuple[np.ndarray, int]:
@@ -520,7 +579,19 @@ class KDESpec(SummarySpec):
         return clipped, int(np.sum(np.any(clipped != obs, axis=1)))
 
     def record_values(self, x) -> np.ndarray:
-        """One record's contribution to the estimate on the grid, ``normaliser × bump(x)``; ``x`` (d,)."""
+        """One record's contribution to the estimate on the grid, ``normaliser × bump(x)``; ``x`` (d,).
+
+        Binned estimator: ``normaliser × Σ_l a_l(x) bump(b_l)`` over the ``2^d`` corners of its bin cell.
+        """
+        if self.bins is not None:
+            from .accumulate import record_bin_weights
+
+            corners, wts = record_bin_weights(self.bins, x)
+            return sum(wt * self._bump(c) for c, wt in zip(corners, wts))
+        return self._bump(x)
+
+    def _bump(self, x) -> np.ndarray:
+        """``normaliser × exp(-½ Σ_k (t_k − x_k)²/h_k²)`` on the grid; ``x`` (d,)."""
         vals = None
         for k in range(self.d):
             f = np.exp(-0.5 * ((self.grid.axes[k] - x[k]) / self.bandwidths[k]) ** 2)
@@ -542,9 +613,15 @@ class KDESpec(SummarySpec):
         InputError
             Wrong shape, non-finite values or a count different from the public n.
         """
+        self.check_size(n_records=np.shape(observations)[0] if np.ndim(observations) else None)
         clipped, n_clipped = self._check_observations(observations, units)
         clipped, weights = self._unit_select(clipped, units)
-        values = gaussian_kde_values(self.grid.axes, clipped, self.bandwidths, weights)
+        if self.bins is not None:
+            from .accumulate import binned_kde_values
+
+            values = binned_kde_values(self.grid.axes, clipped, self.bandwidths, weights, bins=self.bins)
+        else:
+            values = gaussian_kde_values(self.grid.axes, clipped, self.bandwidths, weights)
         return KDESummary(self, self.basis.coefficients(values), values, n_clipped)
 
     def _unit_select(self, clipped, units):
