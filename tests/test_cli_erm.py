@@ -100,3 +100,23 @@ def test_cli_erm_imports_only_argparse():
     top = [line for line in src.splitlines() if line.startswith(("import ", "from "))]
     assert top and all(any(m in line for m in ("argparse", "sys", "warnings", "pathlib", "__future__"))
                        for line in top)
+
+
+def test_svm_nystroem_on_public_landmarks(tmp_path, table, capsys):
+    """--approximation nystroem: the same RKHS's subspace on public landmarks; recorded and stated in the table."""
+    out = tmp_path / "ny.nc"
+    code, stdout, err = _run(capsys, "svm", "--data", table, "--features", "a", "--label", "label", "--lam", 0.05,
+                             "--kernel", "gaussian", "--bandwidth", 0.3, "--mechanism", "gp", "--epsilon", 1,
+                             "--delta", 1e-5, "--grid-size", 30, "--approximation", "nystroem", "--landmarks", 8,
+                             "--seed", 3, "--study", "--out", out)
+    assert code == 0, err
+    at = xr.open_datatree(out).attrs
+    assert at["kernel_approximation"] == "nystroem" and int(at["nystroem_landmarks"]) == 8
+    assert "Nystroem on 8 public landmarks" in stdout
+    from fdp_ppl.erm import ERMSpec
+
+    assert ERMSpec.from_attrs(at).method == "nystroem"
+    code, _, err = _run(capsys, "svm", "--data", table, "--features", "a", "--label", "label", "--lam", 0.05,
+                        "--bandwidth", 0.3, "--epsilon", 1, "--delta", 1e-5, "--approximation", "exact",
+                        "--landmarks", 8, "--out", tmp_path / "x.nc")
+    assert code == 2 and "--landmarks" in err and len(err.strip().splitlines()) == 1

@@ -174,3 +174,15 @@ def test_kde_cli_normalise_divides_by_the_public_mass(tmp_path, csv_file, capsys
                                rtol=1e-12)
     for key in ("sensitivity", "epsilon", "budget_spent_epsilon"):
         assert norm.attrs[key] == raw.attrs[key]
+
+
+def test_kde_cli_binned_estimator(tmp_path, csv_file, capsys):
+    out = tmp_path / "binned.nc"
+    assert main(["kde", "--data", str(csv_file), "--var", "x", "--mechanism", "gp", "--epsilon", "1", "--delta",
+                 "1e-5", "--domain", "0", "1", "--grid-size", "50", "--kde-estimator", "binned", "--seed", "1",
+                 "--study", "--out", str(out)]) == 0, capsys.readouterr().err
+    assert xr.open_datatree(out).attrs["kde_estimator"] == "binned"
+    capsys.readouterr()
+    assert main(["kde", "--data", str(csv_file), "--var", "x", "--mechanism", "iclp", "--epsilon", "1", "--domain",
+                 "0", "1", "--kde-estimator", "binned", "--out", str(tmp_path / "x.nc")]) == 2
+    assert "--kde-estimator binned applies to --mechanism gp and sobolev" in capsys.readouterr().err

@@ -60,6 +60,10 @@ def add_subparser(sub) -> None:
                    help="public domain of the observations (both axes for a 2-D KDE); data are clipped to it")
     m.add_argument("--grid-size", type=int, default=None,
                    help="grid points per axis (default 200 in 1-D, 30 in 2-D)")
+    m.add_argument("--kde-estimator", choices=("exact", "binned"), default="exact",
+                   help="gp and sobolev: exact (default; the sum over records, in chunks of bounded memory) or binned "
+                        "(linear binning on a fine public lattice, then smoothing: faster, same sensitivity, error "
+                        "bound in the release attrs)")
     m.add_argument("--draws", type=int, default=1, help="number of released draws; each costs (epsilon, delta)")
     m.add_argument("--seed", type=int, default=None, help=SEED_HELP)
     add_output_args(p)
@@ -72,6 +76,9 @@ def _check(a):
     if not (finite(a.epsilon) and a.epsilon > 0):
         raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon})", "pass e.g. --epsilon 1")
     a.unit = check_unit_args(a)
+    if a.kde_estimator != "exact" and a.mechanism not in ("gp", "sobolev"):
+        raise CLIError(f"--kde-estimator {a.kde_estimator} applies to --mechanism gp and sobolev",
+                       "drop --kde-estimator")
     from .common import warn_large_epsilon
 
     warn_large_epsilon(a.epsilon)
@@ -220,7 +227,12 @@ def run(a) -> int:
     inside = np.all((obs >= lo) & (obs <= hi), axis=-1) if d == 2 else (obs >= lo) & (obs <= hi)
     n_clipped = int(np.sum(~inside))
     size = a.grid_size or (200 if d == 1 else 30)
+    from ..kde import check_kde_size
     from .common import check_output_space
+
+    # public sizes only (grid, n, draws): a plan that does not fit in memory is refused before any charge
+    check_kde_size((size,) * d, obs.shape[0], d, estimator=a.kde_estimator if a.mechanism in ("gp", "sobolev")
+                   else "exact", draws=a.draws)
 
     check_output_space(a, 8.0 * a.draws * size**d * 2 + 8.0 * size**d * 8)
     if bw_eps:  # Hall 4.1.2 with private IQRs, charged to the ledger before its draws
@@ -358,7 +370,7 @@ def _grid_release(a, obs, n, d, size, ledger, label, units=None):
         mech = ICLP(a.epsilon)
     else:
         cls = KDESpec if a.mechanism == "gp" else SobolevKDESpec
-        spec = cls(grid=grid, bandwidth=a.bandwidth, n=n, **unit)
+        spec = cls(grid=grid, bandwidth=a.bandwidth, n=n, estimator=a.kde_estimator, **unit)
         mech = GaussianMechanism(a.epsilon, a.delta)
     return release_kde(spec.fit(obs, units=units), mech, draws=a.draws, random_seed=a.seed, ledger=ledger,
                        label=label, dataset=str(a.data))

@@ -63,6 +63,14 @@ def add_subparser(sub) -> None:
                                                                "feature, 40 for two)")
     m.add_argument("--solver-slack", type=float, default=0.01, help="relative inflation of Delta paying for the "
                                                                     "solver's certified accuracy (default 0.01)")
+    m.add_argument("--approximation", choices=("auto", "exact", "nystroem"), default="auto",
+                   help="how the machine is solved: exact (n x n Gram), nystroem (the span of the kernel at public "
+                        "landmarks, an isometric subspace of the same RKHS: same sensitivity and noise, n x r "
+                        "features) or auto (default: exact up to 25000 records, Nystroem above; decided from the "
+                        "public n)")
+    m.add_argument("--landmarks", type=int, default=None, metavar="N",
+                   help="nystroem: landmarks per feature, an evenly spaced lattice on the public --domain (default: "
+                        "the release grid, halved until small enough)")
     m.add_argument("--draws", type=int, default=1, help="number of released functions; charged draws x budget")
     m.add_argument("--seed", type=int, default=None, help=SEED_HELP)
     add_output_args(p)
@@ -97,6 +105,9 @@ def _check(a):
     if a.unit is not None and (a.unit.max_contributions != 1 or a.unit.order is not None):
         raise CLIError("a kernel machine takes --max-contributions 1 per person (it is not linear in its records: "
                        "they cannot be combined)", "pass --privacy-unit COLUMN --max-contributions 1")
+    if a.landmarks is not None and (a.landmarks < 1 or a.approximation == "exact"):
+        raise CLIError("--landmarks takes a count >= 1 and applies to the Nystroem approximation",
+                       "pass --approximation nystroem (or auto) with --landmarks N >= 1, or drop --landmarks")
     a.feature_names = [f.strip() for f in a.features.split(",") if f.strip()]
     if len(a.feature_names) not in (1, 2):
         raise CLIError(f"--features takes one or two column names (got {a.features!r})", "e.g. --features x1,x2")
@@ -238,7 +249,8 @@ def run(a) -> int:
 
     n = y.size if a.unit is None else int(np.unique(a.unit_ids).size)
     spec = ERMSpec(_kernel(a), lam=a.lam, n=n, loss=a.loss, domain=a.domain_box, grid_size=grid_size,
-                   eta=a.eta if a.mechanism == "iclp" else None, solver_slack=a.solver_slack, privacy_unit=a.unit)
+                   eta=a.eta if a.mechanism == "iclp" else None, solver_slack=a.solver_slack, privacy_unit=a.unit,
+                   approximation=a.approximation, landmarks=a.landmarks)
     mech = GaussianMechanism(a.epsilon, a.delta, a.calibration) if a.mechanism == "gp" else ICLP(a.epsilon)
     from .common import check_output_space
 
@@ -276,7 +288,9 @@ def _print_table(tree, out, a, ledger) -> None:
         ("spent", (f"epsilon {at['budget_spent_epsilon']:g}, delta {at['budget_spent_delta']:g} "
                   f"({a.draws} release{'s' if a.draws > 1 else ''}, basic composition)")),
         ("machine", f"{a.loss} loss, lambda {a.lam:g}, no intercept, n = {at['n']}"),
-        ("kernel", f"{a.kernel}, bandwidth {a.bandwidth:g}"),
+        ("kernel", f"{a.kernel}, bandwidth {a.bandwidth:g}; " + (
+            f"Nystroem on {int(at['nystroem_landmarks'])} public landmarks (same RKHS, same sensitivity)"
+            if at.get("kernel_approximation") == "nystroem" else "exact (n x n Gram)")),
         ("privacy unit", unit_text(at)),
         ("sensitivity", (f"{at['sensitivity']:.4g} in the {at['sensitivity_norm']} norm (M = "
                         f"{at['admissibility_M']:.3g}, solver slack {a.solver_slack:g})")),

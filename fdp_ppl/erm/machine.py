@@ -308,8 +308,9 @@ class ERMSpec:
         """The public spec a kernel-machine release was made with, rebuilt from its root attributes.
 
         Reads ``kernel``, ``kernel_rho`` (and ``kernel_nu`` / ``kernel_convention``), ``lam``, ``n``,
-        ``loss``, ``domain``, ``grid_size``, ``eta``, ``label_bound``, ``solver_slack`` and
-        ``eigen_rel_tol`` (``eta`` specs) as :meth:`attrs` writes them (lists as ``"a,b"`` strings
+        ``loss``, ``domain``, ``grid_size``, ``eta``, ``label_bound``, ``solver_slack``,
+        ``eigen_rel_tol`` (``eta`` specs) and ``kernel_approximation`` / ``nystroem_landmark_grid`` (exact
+        when absent) as :meth:`attrs` writes them (lists as ``"a,b"`` strings
         after :func:`fdp_ppl.schema.clean_attrs`). No privacy unit is attached (it does not change the
         function space).
 
@@ -339,6 +340,10 @@ class ERMSpec:
             eta = None if eta is None or str(eta) == "none" else float(eta)
             dom = np.asarray(floats(attrs["domain"])).reshape(-1, 2)
             extra = {"rel_tol": float(attrs["eigen_rel_tol"])} if eta is not None and "eigen_rel_tol" in attrs else {}
+            approximation = str(attrs.get("kernel_approximation", "exact"))  # releases before Nyström: exact
+            if approximation == "nystroem":
+                extra["landmarks"] = tuple(int(g) for g in floats(attrs["nystroem_landmark_grid"]))
+            extra["approximation"] = approximation
             return cls(kernel, lam=float(attrs["lam"]), n=int(attrs["n"]), loss=str(attrs["loss"]), domain=dom,
                        grid_size=tuple(int(g) for g in floats(attrs["grid_size"])), eta=eta,
                        label_bound=float(attrs.get("label_bound", 1.0)),
