@@ -36,7 +36,8 @@ from _common import write_results  # noqa: E402
 TARGETS = ("summary", "population")
 
 
-def replicate(design: str, n: int, seed: int, *, grid_size: int, epsilon: float, draws: int, tune: int) -> list[dict]:
+def replicate(design: str, n: int, seed: int, *, grid_size: int, epsilon: float, draws: int, tune: int,
+              targets=TARGETS) -> list[dict]:
     """One data set, one release, both targets: grid-averaged coverage of μ₀, X̄ and the summary."""
     import fdp_ppl as fp
     from fdp_ppl.datasets import simulate_iclp
@@ -62,7 +63,7 @@ def replicate(design: str, n: int, seed: int, *, grid_size: int, epsilon: float,
         tree = fp.release(summary, fp.ICLP(epsilon), random_seed=s_rel)
     truths = {"mu0": mu0, "data_mean": curves.mean("curve").values, "summary": summary.curve().values}
     rows = []
-    for target in TARGETS:
+    for target in targets:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -70,7 +71,7 @@ def replicate(design: str, n: int, seed: int, *, grid_size: int, epsilon: float,
         seconds = time.perf_counter() - t0
         band = credible_band(post, ci_prob=0.9)
         lo, hi = band["lower"].values, band["upper"].values
-        row = {"design": design, "n": n, "seed": seed, "target": target, "seconds": seconds,
+        row = {"design": design, "n": n, "epsilon": epsilon, "seed": seed, "target": target, "seconds": seconds,
                "width": float(np.mean(hi - lo))}
         for name, truth in truths.items():
             row[f"cover_{name}"] = float(np.mean((lo <= truth) & (truth <= hi)))
@@ -78,23 +79,25 @@ def replicate(design: str, n: int, seed: int, *, grid_size: int, epsilon: float,
     return rows
 
 
-def run(quick: bool = False, replicates: int | None = None) -> dict:
+def run(quick: bool = False, replicates: int | None = None, epsilons=(1.0,), targets=TARGETS) -> dict:
     import pandas as pd
 
     replicates = replicates or (3 if quick else 25)
     draws = tune = 150 if quick else 400
     configs = [("S-1", 50), ("GP", 50), ("S-1", 500)] if not quick else [("S-1", 50)]
     rows = []
-    for design, n in configs:
-        for r in range(replicates):
-            rows += replicate(design, n, 1000 * r + n, grid_size=30, epsilon=1.0, draws=draws, tune=tune)
-        print(f"  {design} n={n}: {replicates} replicates done", flush=True)
+    for eps in epsilons:
+        for design, n in configs:
+            for r in range(replicates):
+                rows += replicate(design, n, 1000 * r + n, grid_size=30, epsilon=eps, draws=draws, tune=tune,
+                                  targets=targets)
+            print(f"  epsilon={eps:g} {design} n={n}: {replicates} replicates done", flush=True)
     table = pd.DataFrame(rows)
     cols = ["cover_mu0", "cover_data_mean", "cover_summary", "width", "seconds"]
-    summary = table.groupby(["design", "n", "target"])[cols].mean().reset_index()
-    print("\n90% bands, share of grid points covered (mean over replicates), epsilon = 1\n")
+    summary = table.groupby(["epsilon", "design", "n", "target"])[cols].mean().reset_index()
+    print("\n90% bands, share of grid points covered (mean over replicates)\n")
     print(summary.to_markdown(index=False, floatfmt=".3f") if hasattr(summary, "to_markdown") else summary)
-    pooled = table.groupby("target")[["cover_mu0", "cover_data_mean", "cover_summary"]].mean()
+    pooled = table.groupby(["epsilon", "target"])[["cover_mu0", "cover_data_mean", "cover_summary"]].mean()
     print("\npooled over configurations:\n", pooled.round(3).to_string())
     return {"replicates": replicates, "draws": draws, "rows": rows, "summary": summary.to_dict("records"),
             "pooled": pooled.reset_index().to_dict("records")}
@@ -104,9 +107,12 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--replicates", type=int, default=None)
+    p.add_argument("--epsilons", type=float, nargs="+", default=[1.0])
+    p.add_argument("--targets", nargs="+", choices=TARGETS, default=list(TARGETS))
     p.add_argument("--out", default=None)
     a = p.parse_args(argv)
-    write_results("bench_coverage_target", run(a.quick, a.replicates), quick=a.quick, out=a.out)
+    write_results("bench_coverage_target", run(a.quick, a.replicates, tuple(a.epsilons), tuple(a.targets)),
+                  quick=a.quick, out=a.out)
 
 
 if __name__ == "__main__":

@@ -43,68 +43,6 @@ LATER_SWEEPS = 3
 
 
 @njit(cache=True, nogil=True)
-def _cd_dense(K, y, a, g, C, sweeps, order):  # pragma: no cover - compiled
-    """``sweeps`` exact coordinate-ascent sweeps in ``order``; ``g = Qa − 1`` kept up to date in place."""
-    n = a.size
-    for _ in range(sweeps):
-        moved = 0
-        for idx in range(n):
-            i = order[idx]
-            gi = g[i]
-            ai = a[i]
-            if (ai <= 0.0 and gi >= 0.0) or (ai >= C and gi <= 0.0):
-                continue
-            new = ai - gi / K[i, i]
-            if new < 0.0:
-                new = 0.0
-            elif new > C:
-                new = C
-            dlt = new - ai
-            if dlt != 0.0:
-                moved += 1
-                a[i] = new
-                f = dlt * y[i]
-                row = K[i]
-                for j in range(n):
-                    g[j] += y[j] * f * row[j]
-        if moved == 0:
-            break
-
-
-@njit(cache=True, nogil=True)
-def _cd_linear(Z, y, a, w, C, sweeps, order, qd):  # pragma: no cover - compiled
-    """Dual coordinate ascent with features: ``w = Σ a_i y_i z_i`` kept in place; ``qd_i = ‖z_i‖²``."""
-    n, r = Z.shape
-    for _ in range(sweeps):
-        moved = 0
-        for idx in range(n):
-            i = order[idx]
-            if qd[i] <= 0.0:
-                continue
-            s = 0.0
-            for k in range(r):
-                s += Z[i, k] * w[k]
-            gi = y[i] * s - 1.0
-            ai = a[i]
-            if (ai <= 0.0 and gi >= 0.0) or (ai >= C and gi <= 0.0):
-                continue
-            new = ai - gi / qd[i]
-            if new < 0.0:
-                new = 0.0
-            elif new > C:
-                new = C
-            dlt = new - ai
-            if dlt != 0.0:
-                moved += 1
-                a[i] = new
-                f = dlt * y[i]
-                for k in range(r):
-                    w[k] += f * Z[i, k]
-        if moved == 0:
-            break
-
-
-@njit(cache=True, nogil=True)
 def _cd_dense_subset(K, y, a, g, C, sweeps, idx, pg_tol):  # pragma: no cover - compiled
     """Sweeps over the working set ``idx`` only; ``g`` is kept up to date on ``idx`` (refresh it after)."""
     m = idx.size
@@ -186,7 +124,7 @@ class _Dense:
 
     def sweep(self, a, C, sweeps, order):
         g = -self.slack(a)
-        _cd_dense(self.K, self.y, a, g, C, sweeps, order)
+        _cd_dense_subset(self.K, self.y, a, g, C, sweeps, order, 0.0)  # every record
 
     def sweep_subset(self, a, C, sweeps, idx, pg_tol):
         g = -self.slack(a)
@@ -212,7 +150,7 @@ class _Features:
 
     def sweep(self, a, C, sweeps, order):
         w = self.w(a)
-        _cd_linear(self.Z, self.y, a, w, C, sweeps, order, self.qd)
+        _cd_linear_subset(self.Z, self.y, a, w, C, sweeps, order, self.qd, 0.0)  # a full sweep
 
     def sweep_subset(self, a, C, sweeps, idx, pg_tol):
         w = self.w(a)
