@@ -165,7 +165,7 @@ class KDEView:
         Quadrature weights per axis (data units).
     released : ndarray (J,)
         The released coefficients of the draw conditioned on.
-    observed : ndarray (*grid shape)
+    observed : ndarray (grid shape)
         The released density of that draw.
     scale : ndarray (J,)
     law : NoiseLaw
@@ -471,14 +471,14 @@ def infer_density(release: xr.DataTree, prior=None, *, target: str = "kde", draw
     Returns
     -------
     xr.DataTree
-        * ``posterior``: ``kde`` (chain, draw, *grid) — the non-private estimate on the release's grid, in the
-          release's density units (``population`` instead with ``target="population"``); ``pdf`` (chain, draw, *grid) — ``max(kde, 0)`` normalised to mass 1 on the
+        * ``posterior``: ``kde`` (chain, draw, grid dims) — the non-private estimate on the release's grid, in the
+          release's density units (``population`` instead with ``target="population"``); ``pdf`` (chain, draw, grid dims) — ``max(kde, 0)`` normalised to mass 1 on the
           box; ``coefficients`` (chain, draw, component); ``amplitude`` (chain, draw) (envelope prior);
-        * ``posterior_predictive``: ``density`` (chain, draw, *grid), replicated releases ``kde + ξ``;
-        * ``observed_data``: ``density`` (*grid), the release, and ``released`` (component), its coefficients;
+        * ``posterior_predictive``: ``density`` (chain, draw, grid dims), replicated releases ``kde + ξ``;
+        * ``observed_data``: ``density`` (grid dims), the release, and ``released`` (component), its coefficients;
         * ``log_likelihood``: ``released`` (chain, draw, component), pointwise log-likelihood of the release;
         * ``constant_data``: quadrature weights per axis, ``noise_scale`` and ``envelope`` (component),
-          ``prob_negative`` (*grid): posterior probability that the estimate is below zero;
+          ``prob_negative`` (grid dims): posterior probability that the estimate is below zero;
         * attrs: kind :data:`fdp_ppl.schema.INFERENCE`, ``family = "kde"``, the mechanism, the prior,
           ``posterior_mass_below_zero`` (posterior mean of ``∫ max(−kde, 0)``), ``posterior_mass`` (posterior
           mean of ``∫ kde``), the release's public attributes (``release_*``), ``privacy_cost``.
