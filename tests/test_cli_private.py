@@ -70,6 +70,27 @@ def test_missing_impute_gives_neighbours_identical_public_parameters(tmp_path, c
     assert "2 missing points in 1 of 6 curves" in errs[0] and "0 missing points in 0 of 6 curves" in errs[1]
 
 
+def test_missing_impute_with_a_public_offset_imputes_the_offset(tmp_path, capsys, neighbours):
+    """With --offset c, a missing point becomes c (a zero deviation), not 0 (a deviation of -c): the release equals
+    the one of the file with those points set to c, drawn with the same seed."""
+    incomplete, _ = neighbours
+    filled = incomplete.parent / "filled.nc"
+    values = xr.open_dataset(incomplete)["y"].values.copy()
+    values[np.isnan(values)] = 1.5
+    _write(filled, values)
+    outs = []
+    for i, (path, missing) in enumerate(((incomplete, "impute"), (filled, "error"))):
+        out = tmp_path / f"o{i}.nc"
+        assert main(["release", "--data", str(path), *ARGS, "--offset", "1.5", "--missing", missing, "--seed",
+                     str(2**40), "--out", str(out)]) == 0, capsys.readouterr().err
+        outs.append(xr.open_datatree(out))
+    err = capsys.readouterr()
+    assert "set to the public offset" in err.out and "were set to the public --offset" in err.err
+    assert "public --offset" in outs[0].attrs["missing_rule"]
+    np.testing.assert_allclose(outs[0]["posterior"]["curve"].values, outs[1]["posterior"]["curve"].values,
+                               rtol=1e-12, atol=1e-12)
+
+
 def test_missing_error_is_the_default_and_drop_incomplete_is_gone(tmp_path, capsys, neighbours):
     out = tmp_path / "x.nc"
     assert main(["release", "--data", str(neighbours[0]), *ARGS, "--out", str(out)]) == 2

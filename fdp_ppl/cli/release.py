@@ -88,7 +88,8 @@ def add_subparser(sub) -> None:
                    help="directory with the data files (default: $FDP_PPL_DATA_DIR or the datasets shipped with the package)")
     g.add_argument("--missing", choices=("error", "impute"), default="error",
                    help="missing (NaN/inf) values: error (default) stops before anything is drawn; impute sets each "
-                        "missing point to 0 (the record contributes 0 there) and keeps every record, so n stays the "
+                        "missing point to 0 (the record contributes 0 there), or to the --offset if one is given "
+                        "(a zero deviation), and keeps every record, so n stays the "
                         "number of records and no public parameter depends on which values are missing (the rule "
                         "is written to the release as missing_rule; the counts only to the terminal). Choose it "
                         "before looking at the data. There is no --drop-incomplete: it made the count of complete "
@@ -296,8 +297,7 @@ def release_curves(curves, mech, a, *, source: str, ledger=None, labels: dict | 
     if missing == "impute":
         print(f"data holder only (not written to the file): {int(curves.attrs.get('n_imputed_points', 0))} missing "
               f"points in {int(curves.attrs.get('n_imputed_curves', 0))} of {int(curves.sizes[dims.CURVE])} curves "
-              "were set to 0 "
-              "(--missing impute)", file=sys.stderr)
+              f"were set to {'the public --offset' if offset is not None else '0'} (--missing impute)", file=sys.stderr)
     return 0
 
 
@@ -369,7 +369,8 @@ def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
                              else "compiled float64 sampler, NOT floating-point safe")
          + f"; guaranteed epsilon {float(meta.extra.get('epsilon_guaranteed', meta.epsilon)):.6g}"
          + (f", delta {float(meta.extra.get('delta_guaranteed', meta.delta)):.3g}" if meta.delta > 0 else "")),
-        ("missing", "imputed by a public rule (--missing impute): a missing point is set to 0"
+        ("missing", "imputed by a public rule (--missing impute): a missing point is set to "
+         + ("the public offset (a zero deviation)" if "public_offset" in at else "0")
          if meta.extra.get("missing") == "impute" else "none allowed (--missing error)"),
         ("release", str(out)),
     ]
@@ -425,9 +426,12 @@ def run(a) -> int:
         from ..distributed import run_release_cli  # out of core: lazy store, dask cluster
 
         return run_release_cli(a, mech, ledger, release_curves)
+    # with a public centre, a missing point is imputed by the centre (a zero deviation), not by 0
+    centre = {} if a.offset is None or a.missing != "impute" else {
+        "reference": lambda t: _offset_on(a, np.asarray(t, dtype=float))[0], "reference_name": "the public --offset"}
     with stage(f"loading {a.data}"):
         curves = load_data(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim,
-                       t_dim=a.t_dim)
+                           t_dim=a.t_dim, **centre)
     name = Path(str(a.data)).name
     source = f"{name}" + (f" / {a.var}" if a.var else "")
     offset, offset_source = _offset(a, curves)
@@ -442,10 +446,20 @@ def _offset(a, curves):
     CLIError
         Neither a number nor a readable file with one curve on the grid.
     """
-    text = getattr(a, "offset", None)
-    if text is None:
+    if getattr(a, "offset", None) is None:
         return None, ""
-    t = np.asarray(curves[dims.T].values, dtype=float)
+    return _offset_on(a, np.asarray(curves[dims.T].values, dtype=float))
+
+
+def _offset_on(a, t):
+    """``--offset VALUE|FILE`` on the grid points ``t`` (K,): the public curve and its description.
+
+    Raises
+    ------
+    CLIError
+        Neither a number nor a readable file with one curve on the grid.
+    """
+    text = a.offset
     try:
         value = float(text)
     except ValueError:
