@@ -347,6 +347,14 @@ class FPCASpec:
         InputError
             Units missing or given without a privacy unit, or an n that does not match.
         """
+        from ..distributed_kde_fpca import is_lazy
+
+        if is_lazy(curves):  # curves out of core: the Gram summed chunk by chunk on dask
+            if units is not None:
+                raise InputError("units= is not supported out of core", "load the curves in memory")
+            from ..distributed_kde_fpca import fit_fpca_lazy
+
+            return fit_fpca_lazy(self, curves, n)
         c, n_clipped = self.coefficients(curves)
         if (self.privacy_unit is None) != (units is None):
             raise InputError("units= goes with a privacy_unit in the spec, and a privacy_unit needs units=",

@@ -613,6 +613,14 @@ class KDESpec(SummarySpec):
         InputError
             Wrong shape, non-finite values or a count different from the public n.
         """
+        from ..distributed_kde_fpca import is_lazy
+
+        if is_lazy(observations):  # records out of core: reduced chunk by chunk on dask
+            if units is not None:
+                raise InputError("units= is not supported out of core", "load the records in memory")
+            from ..distributed_kde_fpca import fit_kde_lazy
+
+            return fit_kde_lazy(self, observations)
         self.check_size(n_records=np.shape(observations)[0] if np.ndim(observations) else None)
         clipped, n_clipped = self._check_observations(observations, units)
         clipped, weights = self._unit_select(clipped, units)

@@ -256,6 +256,14 @@ class ICLPKDESpec(KDESpec):
         InputError
             Wrong shape, non-finite values or a count different from the public n.
         """
+        from ..distributed_kde_fpca import is_lazy
+
+        if is_lazy(observations):  # records out of core: reduced chunk by chunk on dask
+            if units is not None:
+                raise InputError("units= is not supported out of core", "load the records in memory")
+            from ..distributed_kde_fpca import fit_kde_lazy
+
+            return fit_kde_lazy(self, observations)
         self.check_size(n_records=np.shape(observations)[0] if np.ndim(observations) else None)
         clipped, n_clipped = self._check_observations(observations, units)
         clipped, weights = self._unit_select(clipped, units)
@@ -263,7 +271,12 @@ class ICLPKDESpec(KDESpec):
         flat = np.ravel_multi_index(tuple(self.snap(clipped).T), self.grid.shape)
         counts = np.bincount(flat, weights=None if weights is None else self.n * np.asarray(weights, dtype=float),
                              minlength=int(np.prod(self.grid.shape))).reshape(self.grid.shape)
-        total = self.basis.node_sums(counts)  # a unit weighs one record (1/n)
+        return self.fit_counts(counts, n_clipped)
+
+    def fit_counts(self, counts, n_clipped: int = 0) -> KDESummary:
+        """``f̂_D`` from grid-node counts (grid shape; a record or unit counts 1), e.g. summed over chunks of
+        records read out of core (:mod:`fdp_ppl.distributed_kde_fpca`)."""
+        total = self.basis.node_sums(np.asarray(counts, dtype=float))  # a unit weighs one record (1/n)
         coef = total * self.eigenvalues ** self.eta * self.scale
         # grid values divided by the public mass when normalise (the coefficients stay those of eq. 12)
         return KDESummary(self, coef, self.basis.reconstruct(coef) * self.release_scale, n_clipped)
