@@ -25,9 +25,12 @@ metadata), never a count of records read. With a ``dask.distributed`` client
 open (:func:`fdp_ppl.distributed.dask_client`) the chunks are reduced on its
 workers; without one, by dask's threads in this process.
 
-The specs' ``fit`` methods call :func:`fit_lazy` when given a dask array or a
-dask-backed ``xarray.DataArray``; a privacy unit (``units=``) is not supported
-out of core.
+The specs own their partial sums (``KDESpec.chunk_sums``,
+``ICLPKDESpec.chunk_sums``, ``FPCASpec.chunk_gram``) and how the total becomes
+the summary; this module only reduces them (:func:`reduce_records`), so it
+imports neither package. The specs' ``fit`` methods take this path when given a
+dask array or a dask-backed ``xarray.DataArray`` (:func:`is_lazy`); a privacy
+unit (``units=``) is not supported out of core.
 """
 
 from __future__ import annotations
@@ -59,156 +62,63 @@ def _records(x, width: int | None, what: str):
     return data.astype(float) if data.dtype != float else data
 
 
-def _reduce(data, block_fn, size: int, *args):
-    """Sum over the record chunks of ``block_fn(block, *args)`` (each a flat float vector of length ``size``)."""
+def reduce_records(records, width: int | None, what: str, part, size: int, *,
+                   n: int | None = None) -> tuple[np.ndarray, int, int]:
+    """Sum ``part(chunk)`` over the record chunks of a dask array, on dask (the workers of an open client).
+
+    Parameters
+    ----------
+    records : dask.array.Array or xarray.DataArray (dask-backed), shape (n, width) or (n,)
+        Records along the first axis (a DataArray with a ``curve`` dim is put records first).
+    width : int or None
+        Values per record (1-D records count as width 1); None: any.
+    what : str
+        Name of the records in error messages.
+    part : callable
+        ``part(chunk) -> ndarray (size,)`` for a finite float chunk (m, width); called on the workers, so it
+        must pickle (a module-level function or a bound method of a public spec).
+    size : int
+        Length of ``part``'s output.
+    n : int, optional
+        The public n; checked against the array's length before anything is read.
+
+    Returns
+    -------
+    total : ndarray, shape (size,)
+        Sum over the chunks of ``part``.
+    n : int
+        Number of records: the array's length (the store's metadata), never a count of records read.
+    n_bad : int
+        Records holding NaN/inf (set to 0 before ``part``; the caller refuses them).
+
+    Raises
+    ------
+    InputError
+        Wrong shape; a length different from ``n``.
+    """
     import dask
 
-    parts = data.map_blocks(lambda b, *a: block_fn(b, *a)[None, :], *args, dtype=float,
-                            chunks=((1,) * data.numblocks[0], (size,)))
-    (total,) = dask.compute(parts.sum(axis=0))
-    return np.asarray(total, dtype=float)
+    if type(records).__module__.split(".")[0] == "xarray" and "curve" in records.dims:
+        records = records.transpose("curve", ...)
+    data = _records(records, width, what)
+    if n is not None and int(n) != int(data.shape[0]):
+        raise InputError(f"the {what} hold n = {data.shape[0]} records but the public n is {int(n)}",
+                         "n is public: use the number of records (the length of the record dim)")
+    out = data.map_blocks(_block, part, size, dtype=float, chunks=((1,) * data.numblocks[0], (size + 1,)))
+    (total,) = dask.compute(out.sum(axis=0))
+    total = np.asarray(total, dtype=float)
+    return total[:size], int(data.shape[0]), int(total[size])
 
 
-def _clean(block):
-    """Block as float, its non-finite values set to 0, and the number of records holding one."""
+def _block(block, part, size):
     block = np.asarray(block, dtype=float)
     ok = np.isfinite(block)
-    if ok.all():
-        return block, 0
-    bad_rows = int(np.count_nonzero(~ok.all(axis=1)))
-    return np.where(ok, block, 0.0), bad_rows
-
-
-def _kde_block(block, lo, hi, axes, h, bins, iclp_shape, iclp_spec):
-    from .kde.accumulate import kde_values_chunked, linear_binning
-
-    block, bad = _clean(block)
-    clipped = np.clip(block, lo, hi)
-    n_clipped = int(np.count_nonzero(np.any(clipped != block, axis=1)))
-    if iclp_shape is not None:
-        idx = iclp_spec.snap(clipped)
-        part = np.bincount(np.ravel_multi_index(tuple(idx.T), iclp_shape),
-                           minlength=int(np.prod(iclp_shape))).astype(float)
-    elif bins is not None:
-        part = linear_binning(bins, clipped).ravel()
-    elif clipped.shape[0]:
-        # weights of 1: the kernel sum divided by (2π)^{d/2} Π h only (n applied once at the end)
-        part = kde_values_chunked(axes, clipped, h, np.ones(clipped.shape[0])).ravel()
-    else:
-        part = np.zeros(int(np.prod([a.size for a in axes])))
-    return np.concatenate([part, [n_clipped, bad]])
-
-
-def fit_kde_lazy(spec, observations):
-    """:meth:`fdp_ppl.kde.KDESpec.fit` of records held in a dask array, reduced chunk by chunk.
-
-    Parameters
-    ----------
-    spec : KDESpec, SobolevKDESpec or ICLPKDESpec
-        Public spec; ``spec.n`` must equal the number of records (the array's shape).
-    observations : dask.array.Array or xarray.DataArray (dask-backed), shape (n, d) or (n,)
-        Records along the first axis, chunked along it.
-
-    Returns
-    -------
-    KDESummary
-        Equal to the in-memory fit up to floating-point rounding (the additions are grouped by chunk).
-
-    Raises
-    ------
-    InputError
-        Wrong shape, n different from the spec's, a privacy unit in the spec, or NaN/inf records (found in
-        the same pass).
-    """
-    from .kde.accumulate import smooth_bin_masses
-    from .kde.iclp import ICLPKDESpec
-    from .kde.gaussian import KDESummary
-
-    if spec.privacy_unit is not None:
-        raise InputError("a KDE with a privacy unit is not fitted out of core",
-                         "load the records and their units in memory, or drop the privacy unit")
-    data = _records(observations, spec.d, "observations")
-    n = int(data.shape[0])
-    if n != spec.n:
-        raise InputError(f"the spec says n = {spec.n} but the store holds {n} observations",
-                         "build the spec with the public n (the length of the record dim)")
-    dom = spec.grid.domain
-    iclp = isinstance(spec, ICLPKDESpec)
-    if iclp:
-        shape = tuple(spec.grid.shape)
-    elif spec.bins is not None:
-        shape = tuple(b.size for b in spec.bins)
-    else:
-        shape = tuple(spec.grid.shape)
-    size = int(np.prod(shape))
-    total = _reduce(data, _kde_block, size + 2, dom[:, 0], dom[:, 1], spec.grid.axes, spec.bandwidths,
-                    None if iclp else spec.bins, shape if iclp else None, spec if iclp else None)
-    part, n_clipped, bad = total[:size].reshape(shape), int(total[size]), int(total[size + 1])
-    if bad:
-        raise InputError(f"observations must be finite ({bad} records hold NaN/inf)",
-                         "drop or impute missing values before release")
-    if iclp:
-        return spec.fit_counts(part, n_clipped)
-    if spec.bins is not None:
-        values = smooth_bin_masses(spec.grid.axes, part, spec.bandwidths, spec.bins, n=n)
-    else:
-        values = part / n
-    return KDESummary(spec, spec.basis.coefficients(values), values, n_clipped)
-
-
-def _fpca_block(block, spec):
-    block, bad = _clean(block)
-    if block.shape[0] == 0:
-        return np.zeros(spec.m * spec.m + 2)
-    c, n_clipped = spec.coefficients(block)
-    return np.concatenate([(c.T @ c).ravel(), [n_clipped, bad]])
-
-
-def fit_fpca_lazy(spec, curves, n: int | None = None):
-    """:meth:`fdp_ppl.expmech.FPCASpec.fit` of curves held in a dask array: the Gram ``G = Σ_i c_i c_iᵀ`` of
-    the clipped coefficient rows, summed chunk by chunk.
-
-    Parameters
-    ----------
-    spec : FPCASpec
-    curves : dask.array.Array or xarray.DataArray (dask-backed), shape (n, K)
-        Curves on ``spec.grid`` along the first axis, chunked along it (dims ``("curve", "t")`` for a
-        DataArray).
-    n : int, optional
-        The public n the release is for; checked against the array's shape.
-
-    Returns
-    -------
-    FPCAFit
-        ``gram`` (m, m) equal to the in-memory fit up to floating-point rounding.
-
-    Raises
-    ------
-    InputError
-        Wrong shape, a privacy unit in the spec, an n that does not match, NaN/inf curves.
-    """
-    from .expmech.fpca import FPCAFit
-
-    if spec.privacy_unit is not None:
-        raise InputError("an FPCA with a privacy unit is not fitted out of core",
-                         "load the curves and their units in memory, or drop the privacy unit")
-    if type(curves).__module__.split(".")[0] == "xarray" and "curve" in curves.dims:
-        curves = curves.transpose("curve", ...)
-    data = _records(curves, spec.grid.size, "curves")
-    n_public = int(data.shape[0])
-    if n_public < 1:
-        raise InputError(f"curves must have shape (n, {spec.grid.size}), got {tuple(data.shape)}",
-                         "pass one row per curve evaluated on spec.grid")
-    if n is not None and int(n) != n_public:
-        raise InputError(f"the data give n = {n_public} but the release is planned for the public n = {n}",
-                         "n is public: pass the number of records (or units) the release is for")
-    m = spec.m
-    total = _reduce(data, _fpca_block, m * m + 2, spec)
-    if int(total[-1]):
-        raise InputError(f"curves contain NaN or infinite values ({int(total[-1])} curves)",
-                         "remove or impute them before the release")
-    gram = total[: m * m].reshape(m, m)
-    return FPCAFit(spec=spec, gram=0.5 * (gram + gram.T), n=n_public, n_clipped=int(total[-2]))
+    bad = 0
+    if not ok.all():
+        bad = int(np.count_nonzero(~ok.all(axis=1)))
+        block = np.where(ok, block, 0.0)
+    res = np.zeros(size) if block.shape[0] == 0 else np.asarray(part(block), dtype=float).reshape(size)
+    return np.concatenate([res, [bad]])[None, :]
 
 
 def open_records(path, var: str | None = None, *, chunks: int | None = None, record_dim: str | None = None):
@@ -273,4 +183,4 @@ def open_records(path, var: str | None = None, *, chunks: int | None = None, rec
     return da
 
 
-__all__ = ["fit_fpca_lazy", "fit_kde_lazy", "is_lazy", "open_records"]
+__all__ = ["is_lazy", "open_records", "reduce_records"]

@@ -105,7 +105,7 @@ def test_lazy_inputs_are_refused_like_memory(obs1):
     import fdp_ppl as fp
 
     spec = KDESpec(grid=CartesianGrid.uniform([[-2.0, 2.0]], 21), bandwidth=0.3, n=N + 1)
-    with pytest.raises(InputError, match="n = 2504"):
+    with pytest.raises(InputError, match="public n is 2504"):
         spec.fit(dsa.from_array(obs1, chunks=CHUNK))
     bad = obs1.copy()
     bad[[5, 2000]] = np.nan
@@ -113,7 +113,7 @@ def test_lazy_inputs_are_refused_like_memory(obs1):
     with dask.config.set(scheduler="synchronous"), pytest.raises(InputError, match="2 records"):
         spec.fit(dsa.from_array(bad, chunks=CHUNK))
     fspec = FPCASpec(grid=fp.Grid.uniform(8), m=3, k=1, epsilon=1.0, tau=1.0)
-    with pytest.raises(InputError, match="public n = 7"):
+    with pytest.raises(InputError, match="public n is 7"):
         fspec.fit(dsa.zeros((10, 8), chunks=4), n=7)
 
 
