@@ -139,7 +139,7 @@ def run(quick: bool = False, n: int | None = None, chunks: int | None = None, di
             xs_check = open_records(kde_store)[:check_n].values  # the first records, in memory
             ys_check = open_curves(fpca_store, chunks=chunks).isel(curve=slice(0, check_n)).values
             for name, spec in specs.items():
-                fit, sec, peak = _timed(client, lambda: spec.fit(open_records(kde_store, chunks=chunks)))
+                fit, sec, peak = _timed(client, lambda s=spec: s.fit(open_records(kde_store, chunks=chunks)))
                 small = type(spec)(grid=box, bandwidth=0.2, n=min(n, CHECK_N),
                                    **({"estimator": spec.estimator} if name != "kde_iclp" else {}))
                 # the check reads the first records out of core in 7 chunks, so the chunk sums are really added

@@ -99,10 +99,10 @@ def test_the_records_are_never_gathered_whole(obs1):
 
 
 def test_lazy_inputs_are_refused_like_memory(obs1):
+    import fdp_ppl as fp
     from fdp_ppl.errors import InputError
     from fdp_ppl.expmech import FPCASpec
     from fdp_ppl.kde import CartesianGrid, KDESpec
-    import fdp_ppl as fp
 
     spec = KDESpec(grid=CartesianGrid.uniform([[-2.0, 2.0]], 21), bandwidth=0.3, n=N + 1)
     with pytest.raises(InputError, match="public n is 2504"):
@@ -139,10 +139,9 @@ def test_kde_and_fpca_on_a_two_worker_cluster(obs1, rng):
     curves = rng.standard_normal((N, 12))
     fspec = FPCASpec(grid=fp.Grid.uniform(12), m=4, k=1, epsilon=1.0, tau=2.0)
     want_kde, want_fpca = spec.fit(obs1), fspec.fit(curves)
-    with dask_client(n_workers=2, processes=False) as client:
-        with distributed.get_task_stream(client) as stream:
-            got_kde = spec.fit(dsa.from_array(obs1, chunks=CHUNK))
-            got_fpca = fspec.fit(dsa.from_array(curves, chunks=(CHUNK, 12)))
+    with dask_client(n_workers=2, processes=False) as client, distributed.get_task_stream(client) as stream:
+        got_kde = spec.fit(dsa.from_array(obs1, chunks=CHUNK))
+        got_fpca = fspec.fit(dsa.from_array(curves, chunks=(CHUNK, 12)))
     assert len({task["worker"] for task in stream.data}) == 2
     _close(got_kde.values, want_kde.values)
     _close(got_fpca.gram, want_fpca.gram)

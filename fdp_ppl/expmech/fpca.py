@@ -378,7 +378,7 @@ class FPCASpec:
         c, n_clipped = self.coefficients(block)
         return np.append((c.T @ c).ravel(), n_clipped)
 
-    def _fit_lazy(self, curves, units, n) -> "FPCAFit":
+    def _fit_lazy(self, curves, units, n) -> FPCAFit:
         """:meth:`fit` of curves in a dask array (or dask-backed DataArray, dims ``("curve", "t")``):
         :meth:`chunk_gram` of every chunk added on dask (:func:`fdp_ppl.distributed_kde_fpca.reduce_records`),
         never the curves gathered. n (public) is the array's length. No privacy unit out of core."""

@@ -265,7 +265,7 @@ def binned_kde_values(points, observations, bandwidths, weights=None, *, bins=No
     obs = obs[:, None] if obs.ndim == 1 else obs
     h = np.asarray(bandwidths, dtype=float)
     axes = [np.asarray(a, dtype=float) for a in points]
-    n, d = obs.shape
+    n = obs.shape[0]
     if bins is None:
         dom = np.array([[a[0], a[-1]] for a in axes]) if domain is None else domain
         bins = bin_axes(dom, h, rel_error)

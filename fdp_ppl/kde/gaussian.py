@@ -600,7 +600,7 @@ class KDESpec(SummarySpec):
             part = kde_values_chunked(self.grid.axes, clipped, self.bandwidths, np.ones(clipped.shape[0]))
         return np.append(part.ravel(), n_clipped)
 
-    def _from_sums(self, part, n_clipped: int) -> "KDESummary":
+    def _from_sums(self, part, n_clipped: int) -> KDESummary:
         """The summary from :meth:`chunk_sums` added over all chunks (grid- or lattice-shaped ``part``)."""
         if self.bins is not None:
             from .accumulate import smooth_bin_masses
@@ -610,7 +610,7 @@ class KDESpec(SummarySpec):
             values = part / self.n
         return KDESummary(self, self.basis.coefficients(values), values, n_clipped)
 
-    def _fit_lazy(self, observations, units) -> "KDESummary":
+    def _fit_lazy(self, observations, units) -> KDESummary:
         """:meth:`fit` of records in a dask array (or dask-backed DataArray), records first: :meth:`chunk_sums`
         of every chunk added on dask (:func:`fdp_ppl.distributed_kde_fpca.reduce_records`), never the records
         gathered. n (public) is the array's length. No privacy unit out of core."""
