@@ -112,9 +112,15 @@ def test_lazy_inputs_are_refused_like_memory(obs1):
     spec = KDESpec(grid=CartesianGrid.uniform([[-2.0, 2.0]], 21), bandwidth=0.3, n=N)
     with dask.config.set(scheduler="synchronous"), pytest.raises(InputError, match="2 records"):
         spec.fit(dsa.from_array(bad, chunks=CHUNK))
+    with pytest.raises(InputError, match="privacy unit"):
+        spec.fit(dsa.from_array(obs1, chunks=CHUNK), units=np.arange(N))
     fspec = FPCASpec(grid=fp.Grid.uniform(8), m=3, k=1, epsilon=1.0, tau=1.0)
     with pytest.raises(InputError, match="public n is 7"):
         fspec.fit(dsa.zeros((10, 8), chunks=4), n=7)
+    curves = np.ones((10, 8))
+    curves[3, 2] = np.inf
+    with dask.config.set(scheduler="synchronous"), pytest.raises(InputError, match="1 curves"):
+        fspec.fit(dsa.from_array(curves, chunks=4))
 
 
 def test_open_records_reads_a_zarr_store_lazily(tmp_path, obs1):
