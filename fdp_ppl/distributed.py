@@ -24,6 +24,9 @@ Examples
 ...     tree = fp.release(summary, fp.ICLP(epsilon=1.0))
 
 Command line: ``fdp-ppl release --data big.zarr --chunks 100000 [--scheduler ADDRESS] ...``.
+
+KDE and FPCA fits read a store the same way: their specs' ``fit`` take a
+dask-backed array (:mod:`fdp_ppl.distributed_kde_fpca`).
 """
 
 from __future__ import annotations

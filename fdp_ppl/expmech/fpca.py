@@ -347,6 +347,10 @@ class FPCASpec:
         InputError
             Units missing or given without a privacy unit, or an n that does not match.
         """
+        from ..distributed_kde_fpca import is_lazy
+
+        if is_lazy(curves):  # curves out of core: the Gram summed chunk by chunk on dask
+            return self._fit_lazy(curves, units, n)
         c, n_clipped = self.coefficients(curves)
         if (self.privacy_unit is None) != (units is None):
             raise InputError("units= goes with a privacy_unit in the spec, and a privacy_unit needs units=",
@@ -367,6 +371,31 @@ class FPCASpec:
             raise InputError(f"the data give n = {n_public} but the release is planned for the public n = {n}",
                              "n is public: pass the number of records (or units) the release is for")
         return FPCAFit(spec=self, gram=gram, n=n_public, n_clipped=n_clipped)
+
+    def chunk_gram(self, block) -> np.ndarray:
+        """One chunk's share of :meth:`fit` (data holder only): ``CᵀC`` of the clipped coefficient rows of the
+        finite curves (m_rows, K) (:meth:`coefficients`), flat (m²,), then the number of curves clipped."""
+        c, n_clipped = self.coefficients(block)
+        return np.append((c.T @ c).ravel(), n_clipped)
+
+    def _fit_lazy(self, curves, units, n) -> FPCAFit:
+        """:meth:`fit` of curves in a dask array (or dask-backed DataArray, dims ``("curve", "t")``):
+        :meth:`chunk_gram` of every chunk added on dask (:func:`fdp_ppl.distributed_kde_fpca.reduce_records`),
+        never the curves gathered. n (public) is the array's length. No privacy unit out of core."""
+        from ..distributed_kde_fpca import reduce_records
+
+        if self.privacy_unit is not None or units is not None:
+            raise InputError("an FPCA with a privacy unit (units=) is not fitted out of core",
+                             "load the curves and their units in memory, or drop the privacy unit")
+        m = self.m
+        total, n_public, bad = reduce_records(curves, self.grid.size, "curves", self.chunk_gram, m * m + 1, n=n)
+        if bad:
+            raise InputError(f"curves contain NaN or infinite values ({bad} curves)",
+                             "remove or impute them before the release")
+        if n_public < 1:
+            raise InputError(f"curves must have shape (n, {self.grid.size}), got (0, {self.grid.size})",
+                             "pass one row per curve evaluated on spec.grid")
+        return FPCAFit(spec=self, gram=total[: m * m].reshape(m, m), n=n_public, n_clipped=int(total[m * m]))
 
 
 @dataclass(frozen=True, eq=False)

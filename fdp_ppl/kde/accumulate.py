@@ -265,16 +265,24 @@ def binned_kde_values(points, observations, bandwidths, weights=None, *, bins=No
     obs = obs[:, None] if obs.ndim == 1 else obs
     h = np.asarray(bandwidths, dtype=float)
     axes = [np.asarray(a, dtype=float) for a in points]
-    n, d = obs.shape
+    n = obs.shape[0]
     if bins is None:
         dom = np.array([[a[0], a[-1]] for a in axes]) if domain is None else domain
         bins = bin_axes(dom, h, rel_error)
     mass = linear_binning(bins, obs, weights)
-    out = mass
-    for k in range(d):
-        factor = _axis_factor(np.asarray(axes[k]), np.asarray(bins[k]), h[k])  # (K_k, M_k)
+    return smooth_bin_masses(axes, mass, h, bins, n=n if weights is None else 1.0)
+
+
+def smooth_bin_masses(points, mass, bandwidths, bins, n: float = 1.0) -> np.ndarray:
+    """The smoothing step of :func:`binned_kde_values`: bin masses (M_1, ..., M_d) (:func:`linear_binning`,
+    summed over any number of record chunks) to the binned KDE on the grid (K_1, ..., K_d), divided by
+    ``n (2π)^{d/2} Π_k h_k`` (``n = 1`` for masses of weights summing to 1)."""
+    h = np.asarray(bandwidths, dtype=float)
+    out = np.asarray(mass, dtype=float)
+    for k in range(h.size):
+        factor = _axis_factor(np.asarray(points[k], dtype=float), np.asarray(bins[k]), h[k])  # (K_k, M_k)
         out = np.moveaxis(np.tensordot(factor, out, axes=([1], [k])), 0, k)
-    norm = (2 * np.pi) ** (d / 2) * np.prod(h) * (n if weights is None else 1.0)
+    norm = (2 * np.pi) ** (h.size / 2) * np.prod(h) * float(n)
     return out / norm
 
 
@@ -338,4 +346,4 @@ def check_kde_size(grid_shape, n: int, d: int | None = None, *, estimator: str =
 
 __all__ = ["BINNED_REL_ERROR", "KDE_CHUNK_BYTES", "KDE_ESTIMATORS", "MAX_BINS", "bin_axes", "binned_error_bound",
            "binned_kde_values", "check_kde_size", "kde_chunk_size", "kde_memory", "kde_values_chunked",
-           "linear_binning", "record_bin_weights"]
+           "linear_binning", "record_bin_weights", "smooth_bin_masses"]

@@ -574,9 +574,58 @@ class KDESpec(SummarySpec):
                              "build the spec with the public n")
         if not np.all(np.isfinite(obs)):
             raise InputError("observations must be finite", "drop or impute missing values before release")
+        return self._clip(obs)
+
+    def _clip(self, obs) -> tuple[np.ndarray, int]:
+        """Finite records (m, d) clipped to the public box, and the number of records moved."""
         dom = self.grid.domain
         clipped = np.clip(obs, dom[:, 0], dom[:, 1])
         return clipped, int(np.sum(np.any(clipped != obs, axis=1)))
+
+    # ------------------------------------------------------------------ out of core
+    @property
+    def _sums_shape(self) -> tuple:
+        return tuple(b.size for b in self.bins) if self.bins is not None else tuple(self.grid.shape)
+
+    def chunk_sums(self, block) -> np.ndarray:
+        """One chunk's share of :meth:`fit`, flat (data holder only): finite records (m, d) clipped to the box,
+        then the kernel sum ``Σ_i exp(-½ Σ_k (t_k − x_ik)²/h_k²) / ((2π)^{d/2} Π h_k)`` on the grid (exact) or
+        the linear-binning masses (binned); the last entry is the number of records clipped."""
+        from .accumulate import kde_values_chunked, linear_binning
+
+        clipped, n_clipped = self._clip(np.asarray(block, dtype=float))
+        if self.bins is not None:
+            part = linear_binning(self.bins, clipped)
+        else:  # weights of 1: the sum divided by (2π)^{d/2} Π h only; n is applied once in _from_sums
+            part = kde_values_chunked(self.grid.axes, clipped, self.bandwidths, np.ones(clipped.shape[0]))
+        return np.append(part.ravel(), n_clipped)
+
+    def _from_sums(self, part, n_clipped: int) -> KDESummary:
+        """The summary from :meth:`chunk_sums` added over all chunks (grid- or lattice-shaped ``part``)."""
+        if self.bins is not None:
+            from .accumulate import smooth_bin_masses
+
+            values = smooth_bin_masses(self.grid.axes, part, self.bandwidths, self.bins, n=self.n)
+        else:
+            values = part / self.n
+        return KDESummary(self, self.basis.coefficients(values), values, n_clipped)
+
+    def _fit_lazy(self, observations, units) -> KDESummary:
+        """:meth:`fit` of records in a dask array (or dask-backed DataArray), records first: :meth:`chunk_sums`
+        of every chunk added on dask (:func:`fdp_ppl.distributed_kde_fpca.reduce_records`), never the records
+        gathered. n (public) is the array's length. No privacy unit out of core."""
+        from ..distributed_kde_fpca import reduce_records
+
+        if self.privacy_unit is not None or units is not None:
+            raise InputError("a KDE with a privacy unit (units=) is not fitted out of core",
+                             "load the records and their units in memory, or drop the privacy unit")
+        shape = self._sums_shape
+        size = int(np.prod(shape))
+        total, _, bad = reduce_records(observations, self.d, "observations", self.chunk_sums, size + 1, n=self.n)
+        if bad:
+            raise InputError(f"observations must be finite ({bad} records hold NaN/inf)",
+                             "drop or impute missing values before release")
+        return self._from_sums(total[:size].reshape(shape), int(total[size]))
 
     def record_values(self, x) -> np.ndarray:
         """One record's contribution to the estimate on the grid, ``normaliser × bump(x)``; ``x`` (d,).
@@ -613,6 +662,10 @@ class KDESpec(SummarySpec):
         InputError
             Wrong shape, non-finite values or a count different from the public n.
         """
+        from ..distributed_kde_fpca import is_lazy
+
+        if is_lazy(observations):  # records out of core: reduced chunk by chunk on dask
+            return self._fit_lazy(observations, units)
         self.check_size(n_records=np.shape(observations)[0] if np.ndim(observations) else None)
         clipped, n_clipped = self._check_observations(observations, units)
         clipped, weights = self._unit_select(clipped, units)

@@ -256,6 +256,10 @@ class ICLPKDESpec(KDESpec):
         InputError
             Wrong shape, non-finite values or a count different from the public n.
         """
+        from ..distributed_kde_fpca import is_lazy
+
+        if is_lazy(observations):  # records out of core: node counts reduced chunk by chunk on dask
+            return self._fit_lazy(observations, units)
         self.check_size(n_records=np.shape(observations)[0] if np.ndim(observations) else None)
         clipped, n_clipped = self._check_observations(observations, units)
         clipped, weights = self._unit_select(clipped, units)
@@ -263,7 +267,26 @@ class ICLPKDESpec(KDESpec):
         flat = np.ravel_multi_index(tuple(self.snap(clipped).T), self.grid.shape)
         counts = np.bincount(flat, weights=None if weights is None else self.n * np.asarray(weights, dtype=float),
                              minlength=int(np.prod(self.grid.shape))).reshape(self.grid.shape)
-        total = self.basis.node_sums(counts)  # a unit weighs one record (1/n)
+        return self.fit_counts(counts, n_clipped)
+
+    @property
+    def _sums_shape(self) -> tuple:
+        return tuple(self.grid.shape)
+
+    def chunk_sums(self, block) -> np.ndarray:
+        """One chunk's grid-node counts, flat (data holder only): finite records (m, d) clipped to the box and
+        snapped (:meth:`snap`); the last entry is the number of records clipped."""
+        clipped, n_clipped = self._clip(np.asarray(block, dtype=float))
+        flat = np.ravel_multi_index(tuple(self.snap(clipped).T), self.grid.shape)
+        return np.append(np.bincount(flat, minlength=int(np.prod(self.grid.shape))).astype(float), n_clipped)
+
+    def _from_sums(self, part, n_clipped: int) -> KDESummary:
+        return self.fit_counts(part, n_clipped)
+
+    def fit_counts(self, counts, n_clipped: int = 0) -> KDESummary:
+        """``f̂_D`` from grid-node counts (grid shape; a record or unit counts 1), e.g. summed over chunks of
+        records read out of core (:meth:`chunk_sums`)."""
+        total = self.basis.node_sums(np.asarray(counts, dtype=float))  # a unit weighs one record (1/n)
         coef = total * self.eigenvalues ** self.eta * self.scale
         # grid values divided by the public mass when normalise (the coefficients stay those of eq. 12)
         return KDESummary(self, coef, self.basis.reconstruct(coef) * self.release_scale, n_clipped)
