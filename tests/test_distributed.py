@@ -150,3 +150,26 @@ def test_cli_release_from_a_store_on_a_scheduler(store, cluster, tmp_path, raw):
     assert int(tree.attrs["n"]) == N  # from the store's metadata
     assert tree["posterior"]["curve"].shape == (1, 1, K)
     assert tree["posterior"]["curve"].attrs.get("units") == "cm"
+
+
+def test_cli_fpca_from_a_store_on_a_scheduler(store, cluster, tmp_path, raw, capsys):
+    """fdp-ppl fpca on a Zarr store: the Gram is summed chunk by chunk on the cluster, n from the metadata, and the
+    fit equals the in-memory one (same seed, same release)."""
+    from fdp_ppl.cli import main
+
+    outs = []
+    for name, data in (("lazy", str(store)), ("memory", None)):
+        out = tmp_path / f"{name}.nc"
+        if data is None:  # the same curves as a NetCDF file read into memory
+            data = str(tmp_path / "curves.nc")
+            xr.open_zarr(store).load().to_netcdf(data)
+            extra = []
+        else:
+            extra = ["--chunks", "700", "--scheduler", cluster.scheduler_address]
+        code = main(["fpca", "--data", data, "--record-dim", "subject", "--t-dim", "age", *extra, "--k", "1", "--m",
+                     "4", "--epsilon", "1", "--tau", "3", "--seed", str(2**40), "--out", str(out)])
+        assert code == 0, capsys.readouterr().err
+        outs.append(xr.open_datatree(out))
+    lazy, memory = outs
+    assert int(lazy.attrs["n"]) == N
+    np.testing.assert_allclose(lazy["posterior"]["frame"].values, memory["posterior"]["frame"].values, atol=1e-12)

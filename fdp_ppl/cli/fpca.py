@@ -66,6 +66,13 @@ def add_subparser(sub) -> None:
                    help="name of the record dimension (the privacy unit)")
     g.add_argument("--t-dim", default=None, metavar="NAME", help="name of the grid dimension")
     add_unit_args(g)
+    g.add_argument("--chunks", type=int, default=None, metavar="N",
+                   help="read the curves lazily, N records per chunk, and sum the second-moment operator chunk by "
+                        "chunk on a dask cluster (curves larger than memory; a Zarr store is always read this way; "
+                        "needs pip install 'fdp-ppl[dask]'); n is the length of the record dim in the file's metadata")
+    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="address of a dask.distributed scheduler (tcp://host:8786) for --chunks; default: a local "
+                        "cluster of 2 worker processes")
     m = p.add_argument_group("mechanism")
     m.add_argument("--k", type=int, required=True, help="number of components released jointly (one frame, one epsilon)")
     m.add_argument("--m", type=int, required=True, help="number of basis functions (k <= m <= grid size)")
@@ -167,7 +174,7 @@ def run(a) -> int:
     """Run ``fdp-ppl fpca`` with parsed arguments; returns the exit code."""
     from .. import dims
     from .._progress import stage
-    from .common import dataset_identity, load_data, open_ledger, plotter, write_release
+    from .common import CLIError, dataset_identity, load_data, open_ledger, plotter, write_release
     from ..errors import SeededReleaseWarning
     from ..expmech import fpca_release
     from ..expmech.fpca import release_plan
@@ -175,13 +182,26 @@ def run(a) -> int:
     import numpy as np
 
     _check(a)
-    with stage(f"loading {a.data}"):
-        curves = load_data(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim,
-                       t_dim=a.t_dim)
+    lazy = a.chunks is not None or a.scheduler is not None or str(a.data).rstrip("/").endswith(".zarr")
+    if lazy:  # out of core: a lazy store, the Gram summed chunk by chunk on a dask cluster
+        if a.unit is not None:
+            raise CLIError("--privacy-unit is not available out of core (--chunks, --scheduler, Zarr)",
+                           "combine each person's records into one in the store first, or run in memory")
+        from ..distributed import open_curves
+
+        with stage(f"opening {a.data} lazily"):
+            curves = open_curves(a.data, a.var, chunks=a.chunks, record_dim=a.record_dim, t_dim=a.t_dim,
+                                 missing=a.missing)
+    else:
+        with stage(f"loading {a.data}"):
+            curves = load_data(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim,
+                               t_dim=a.t_dim)
     spec = _spec(a, curves)
     from .common import warn_record_level
 
-    if a.unit is None:
+    if lazy:
+        units, n = None, int(curves.sizes[dims.CURVE])  # public: the store's metadata
+    elif a.unit is None:
         warn_record_level(curves)
         units, n = None, int(curves.sizes[dims.CURVE])  # public (replace-one adjacency)
     else:  # public under the unit-level relation: units (combine) or k x units (max_contributions)
@@ -190,8 +210,14 @@ def run(a) -> int:
     # the cost that will be charged (pure epsilon'' or (epsilon', delta')), and every public refusal, before the ledger
     plan = release_plan(spec, n, a.sampler, draws=a.draws, iterations=a.iterations, delta=a.delta, flags=True)
     ledger = open_ledger(a, plan["cost"])
-    with stage("fitting the summary (basis, clipping at tau)"):
-        fit = spec.fit(curves.transpose(dims.CURVE, dims.T).values, units=units, n=n)
+    if lazy:
+        from ..distributed import dask_client
+
+        with stage("fitting the summary chunk by chunk (dask)"), dask_client(a.scheduler):
+            fit = spec.fit(curves.transpose(dims.CURVE, dims.T), n=n)
+    else:
+        with stage("fitting the summary (basis, clipping at tau)"):
+            fit = spec.fit(curves.transpose(dims.CURVE, dims.T).values, units=units, n=n)
     bars = a.sampler != "exact" and sys.stderr.isatty()  # the samplers' own progress bars (one live display)
     source = Path(str(a.data)).name + (f" / {a.var}" if a.var else "")
     with warnings.catch_warnings(), (contextlib.nullcontext() if bars else stage("drawing the release")):
