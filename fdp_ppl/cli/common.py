@@ -187,6 +187,17 @@ def warn_record_level(records) -> None:
               file=sys.stderr)
 
 
+def add_out_of_core_args(g, what: str = "reduce it") -> None:
+    """``--chunks`` and ``--scheduler``: read a store lazily and ``what`` chunk by chunk on a dask cluster."""
+    g.add_argument("--chunks", type=int, default=None, metavar="N",
+                   help=f"read the data lazily, N records per chunk, and {what} chunk by chunk on a dask cluster "
+                        "(curves larger than memory; a Zarr store is always read this way; needs "
+                        "pip install 'fdp-ppl[dask]'); n is the length of the record dim in the file's metadata")
+    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="address of a dask.distributed scheduler (tcp://host:8786) for --chunks; default: a local "
+                        "cluster of 2 worker processes")
+
+
 def add_ledger_args(p):
     g = p.add_argument_group("privacy budget")
     g.add_argument("--ledger", default=None, metavar="FILE",
@@ -586,4 +597,4 @@ def ledger_text(ledger, attrs) -> str:
 
 __all__ = ["CLIError", "Prepaid", "write_release", "print_table", "save_plot", "plotter", "check_output_space", "check_out",
            "open_ledger", "load_data", "seed_text", "unit_text", "ledger_text", "warn_large_epsilon",
-           "warn_record_level", "add_unit_args", "add_output_args", "add_ledger_args"]
+           "warn_record_level", "add_unit_args", "add_output_args", "add_ledger_args", "add_out_of_core_args"]

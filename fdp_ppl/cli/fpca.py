@@ -31,7 +31,7 @@ FORMS, SAMPLERS = FPCA_FORMS, FPCA_SAMPLERS
 
 def add_subparser(sub) -> None:
     """Add ``fpca`` to the sub-command parsers of ``fdp-ppl``."""
-    from .common import DEFAULT_RHO, SEED_HELP, add_ledger_args, add_output_args, add_unit_args
+    from .common import DEFAULT_RHO, SEED_HELP, add_ledger_args, add_out_of_core_args, add_output_args, add_unit_args
 
     p = sub.add_parser(
         NAME, help="release epsilon-DP principal components (exponential mechanism)",
@@ -66,13 +66,7 @@ def add_subparser(sub) -> None:
                    help="name of the record dimension (the privacy unit)")
     g.add_argument("--t-dim", default=None, metavar="NAME", help="name of the grid dimension")
     add_unit_args(g)
-    g.add_argument("--chunks", type=int, default=None, metavar="N",
-                   help="read the curves lazily, N records per chunk, and sum the second-moment operator chunk by "
-                        "chunk on a dask cluster (curves larger than memory; a Zarr store is always read this way; "
-                        "needs pip install 'fdp-ppl[dask]'); n is the length of the record dim in the file's metadata")
-    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="address of a dask.distributed scheduler (tcp://host:8786) for --chunks; default: a local "
-                        "cluster of 2 worker processes")
+    add_out_of_core_args(g, "sum the second-moment operator")
     m = p.add_argument_group("mechanism")
     m.add_argument("--k", type=int, required=True, help="number of components released jointly (one frame, one epsilon)")
     m.add_argument("--m", type=int, required=True, help="number of basis functions (k <= m <= grid size)")

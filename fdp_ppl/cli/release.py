@@ -33,8 +33,8 @@ from .. import dims
 from .._names import BERNSTEIN_DEFAULT_K
 from .._progress import stage
 from ..errors import SeededReleaseWarning
-from .common import (DEFAULT_KERNEL, DEFAULT_RHO, PROG, SEED_HELP, CLIError, add_ledger_args, add_output_args,
-                     add_unit_args, check_ledger_args, check_out, check_output_space, check_unit_args,
+from .common import (DEFAULT_KERNEL, DEFAULT_RHO, PROG, SEED_HELP, CLIError, add_ledger_args, add_out_of_core_args,
+                     add_output_args, add_unit_args, check_ledger_args, check_out, check_output_space, check_unit_args,
                      dataset_identity, finite, ledger_text, load_data, np, open_ledger, print_table, registry,
                      seed_text, unit_text, warn_large_epsilon, warn_record_level, write_release)
 
@@ -104,13 +104,7 @@ def add_subparser(sub) -> None:
     g.add_argument("--t-dim", default=None, metavar="NAME",
                    help="name of the grid dimension of the variable in the file (default: the other dim)")
     add_unit_args(g)
-    g.add_argument("--chunks", type=int, default=None, metavar="N",
-                   help="read the data lazily, N records per chunk, and reduce it chunk by chunk on a dask cluster "
-                        "(curves larger than memory; a Zarr store is always read this way; needs "
-                        "pip install 'fdp-ppl[dask]'); n is the length of the record dim in the file's metadata")
-    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="address of a dask.distributed scheduler (tcp://host:8786) for --chunks; default: a local "
-                        "cluster of 2 worker processes")
+    add_out_of_core_args(g)
     m = r.add_argument_group("mechanism")
     m.add_argument("--mechanism", required=True, choices=tuple(registry.MECHANISMS),
                    help="the mechanism (listed below); " + ", ".join(n for n, e in registry.MECHANISMS.items()
