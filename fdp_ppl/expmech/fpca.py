@@ -390,7 +390,7 @@ class FPCASpec:
         m = self.m
         total, n_public, bad = reduce_records(curves, self.grid.size, "curves", self.chunk_gram, m * m + 1, n=n)
         if bad:
-            raise InputError(f"curves contain NaN or infinite values ({bad} curves)",
+            raise InputError("curves contain NaN or infinite values",  # no count: it depends on the data
                              "remove or impute them before the release")
         if n_public < 1:
             raise InputError(f"curves must have shape (n, {self.grid.size}), got (0, {self.grid.size})",

@@ -623,7 +623,7 @@ class KDESpec(SummarySpec):
         size = int(np.prod(shape))
         total, _, bad = reduce_records(observations, self.d, "observations", self.chunk_sums, size + 1, n=self.n)
         if bad:
-            raise InputError(f"observations must be finite ({bad} records hold NaN/inf)",
+            raise InputError("observations must be finite",  # no count: it depends on the data
                              "drop or impute missing values before release")
         return self._from_sums(total[:size].reshape(shape), int(total[size]))
 
