@@ -323,11 +323,9 @@ def run(a) -> int:
 def _run_other(a, release, family: str) -> int:
     """``fdp-ppl infer`` on a density (``kde``) or kernel-machine (``svm``) release: the family's exact posterior
     (:mod:`fdp_ppl.inference.density`, :mod:`fdp_ppl.inference.machine`), written atomically, and its table."""
-    import fdp_ppl as fp
 
-    from .._progress import stage
     from ..errors import FdpPplError
-    from .common import CLIError, print_table, write_release
+    from .common import CLIError
 
     name = {"kde": "density (fdp-ppl kde)", "svm": "kernel-machine (fdp-ppl svm)",
             "fpca": "principal-components (fdp-ppl fpca)"}[family]
@@ -359,20 +357,24 @@ def _run_other(a, release, family: str) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UserWarning)
-            result = _infer_other(a, release, family, prior, fp, stage)
+            result = _infer_other(a, release, family, prior)
     except FdpPplError as err:
         raise CLIError(_flags(err.message), _flags(err.fix)) from None
     notes = [_flags(" ".join(str(w.message).split())) for w in caught
              if issubclass(w.category, UserWarning) and "BLAS" not in str(w.message)]
     result.attrs["release_file"] = str(a.release)
-    out = _write_other(a, result, family, print_table, write_release)
+    out = _write_other(a, result, family)
     for note in notes:
         print(f"fdp-ppl: warning: {note}", file=sys.stderr)
     return out
 
 
-def _infer_other(a, release, family, prior, fp, stage):
+def _infer_other(a, release, family, prior):
     """The family's posterior (``fp.infer`` dispatches on the release's kind)."""
+    import fdp_ppl as fp
+
+    from .._progress import stage
+
     if family == "fpca":  # NUTS on the covariance (fdp_ppl.inference.components)
         with stage("computing the posterior (NUTS on the second-moment operator)"):
             return fp.infer(release, None, draws=a.draws, tune=a.tune, chains=a.chains,
@@ -382,8 +384,10 @@ def _infer_other(a, release, family, prior, fp, stage):
                         chains=a.chains, random_seed=a.seed)
 
 
-def _write_other(a, result, family, print_table, write_release) -> int:
+def _write_other(a, result, family) -> int:
     """Write a density, kernel-machine or components posterior atomically and print its table."""
+    from .common import print_table, write_release
+
     out = write_release(result, a.out, None, None, charged=False)  # inference charges nothing
     ci = a.ci_prob or 0.9
     if family == "svm":

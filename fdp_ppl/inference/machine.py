@@ -486,6 +486,16 @@ def _at_points(da: xr.DataArray, points) -> xr.DataArray:
                         coords={**{d: da[d] for d in lead}, **coords})
 
 
+def _decisions(tree: xr.DataTree, points=None) -> tuple[xr.DataArray, xr.DataArray]:
+    """Posterior draws and the released decision function of a kernel-machine inference result, on the grid or
+    interpolated at ``points`` (:func:`_at_points`)."""
+    _check_machine_inference(tree)
+    post, obs = tree[S.POSTERIOR][DECISION], tree[S.OBSERVED_DATA][DECISION]
+    if points is not None:
+        post, obs = _at_points(post, points), _at_points(obs, points)
+    return post, obs
+
+
 def sign_agreement(tree: xr.DataTree, points=None) -> xr.DataArray:
     """Posterior probability that the non-private classifier agrees with the released one, per point.
 
@@ -520,11 +530,7 @@ def sign_agreement(tree: xr.DataTree, points=None) -> xr.DataArray:
     InputError
         Non-finite points.
     """
-    _check_machine_inference(tree)
-    post = tree[S.POSTERIOR][DECISION]
-    obs = tree[S.OBSERVED_DATA][DECISION]
-    if points is not None:
-        post, obs = _at_points(post, points), _at_points(obs, points)
+    post, obs = _decisions(tree, points)
     agree = (np.sign(post) == np.sign(obs)).mean((D.CHAIN, D.DRAW))
     n = post.sizes[D.CHAIN] * post.sizes[D.DRAW]
     agree.name = "sign_agreement"
@@ -544,10 +550,7 @@ def positive_probability(tree: xr.DataTree, points=None) -> xr.DataArray:
     InputError
         Non-finite points.
     """
-    _check_machine_inference(tree)
-    post = tree[S.POSTERIOR][DECISION]
-    if points is not None:
-        post = _at_points(post, points)
+    post, _ = _decisions(tree, points)
     p = (post > 0).mean((D.CHAIN, D.DRAW))
     p.name = "positive_probability"
     p.attrs = {"description": "posterior probability that the non-private decision function is > 0"}
