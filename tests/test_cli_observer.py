@@ -395,3 +395,16 @@ def test_fpca_delta_is_refused_for_uncertified_mcmc(tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "uncertified MCMC" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "f.nc").exists()
+
+
+def test_a_memory_error_is_one_line_not_a_traceback(monkeypatch, capsys):
+    """A size no public check foresaw ends with one line and exit code 2."""
+    import fdp_ppl.cli.ledger as ledger_cmd
+
+    def boom(a):
+        raise MemoryError
+
+    monkeypatch.setattr(ledger_cmd, "run", boom)
+    assert main(["ledger", "x.sqlite"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fdp-ppl: error: not enough memory") and len(err.strip().splitlines()) == 1

@@ -78,6 +78,9 @@ def main(argv=None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python flushes stdout at exit: let that go nowhere
         return 0
+    except MemoryError:  # a size no public check foresaw: one line, not a traceback (pre-charge checks refuse the rest)
+        return fail("not enough memory for this size; use a smaller grid, fewer draws or records per run, or the "
+                    "out-of-core path (--chunks)")
     except FileNotFoundError as e:
         return fail(os_message(e))
     except (ValueError, TypeError, KeyError) as e:
