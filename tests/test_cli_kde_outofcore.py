@@ -4,7 +4,6 @@ of core is refused in one line before the ledger is touched."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 
 import numpy as np
@@ -15,7 +14,7 @@ pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("zarr")
 
-from fdp_ppl.cli import main  # noqa: E402
+from fdp_ppl.cli import main
 
 N = 523  # not a multiple of the chunks: the last chunk is short
 CHUNKS = "50"

@@ -35,7 +35,12 @@ def add_subparser(sub) -> None:
     p = sub.add_parser(
         NAME, help="release a private kernel density estimate of one or two columns",
         description="Release a differentially private kernel density estimate on a public grid (Hall, Rinaldo & "
-                    "Wasserman 2013; Lin & Reimherr 2026). Neighbouring datasets replace one observation; n is public.")
+                    "Wasserman 2013; Lin & Reimherr 2026). Neighbouring datasets replace one observation; n is public.",
+        epilog="out of core (--chunks, --scheduler, or any Zarr store): each of --var, --var2 is a 1-D variable of a "
+               "NetCDF file or Zarr store; gp, sobolev (exact or binned) and iclp are fitted chunk by chunk on a dask "
+               "cluster and release what the in-memory command releases. --bandwidth-epsilon, --privacy-unit and the "
+               "frl and bernstein baselines need the data in memory and are refused out of core before the "
+               "ledger is opened.")
     g = p.add_argument_group("data")
     g.add_argument("--data", required=True, metavar="PATH",
                    help="NetCDF (.nc), CSV or Parquet file, or Zarr store (read out of core: gp, sobolev and iclp "
@@ -43,8 +48,7 @@ def add_subparser(sub) -> None:
     g.add_argument("--var", required=True, metavar="NAME", help="variable / column of scalar observations")
     g.add_argument("--var2", default=None, metavar="NAME", help="second column: a 2-D KDE of the pairs")
     add_unit_args(g)
-    add_out_of_core_args(g, "sum the KDE (gp, sobolev, iclp; a 1-D variable per column of a NetCDF file or Zarr "
-                            "store; no --bandwidth-epsilon or --privacy-unit)")
+    add_out_of_core_args(g, "sum the KDE (gp, sobolev, iclp; each column a 1-D variable)")
     m = p.add_argument_group("mechanism")
     m.add_argument("--mechanism", required=True, choices=MECHANISMS,
                    help="gp: (eps, delta), Gaussian-kernel GP noise; sobolev: (eps, delta), L1-exponential (rough) "
@@ -194,8 +198,8 @@ def _lazy_records(a):
     InputError
         From :func:`fdp_ppl.distributed_kde_fpca.open_records` (dask/zarr missing, no such path or variable).
     """
-    from .common import CLIError
     from ..distributed_kde_fpca import open_records
+    from .common import CLIError
 
     cols = []
     for name in (a.var, a.var2):
