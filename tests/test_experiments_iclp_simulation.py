@@ -8,7 +8,7 @@ import pytest
 
 import fdp_ppl as fp
 from fdp_ppl.errors import PrivacyLeakWarning
-from fdp_ppl.experiments import iclp_simulation as sim
+from studies import iclp_simulation as sim
 from fdp_ppl.summaries import cv_score, noise_energy
 
 CFG = sim.Config(n_grid=(40, 80), replicates=2, folds=5, n_psi=5, pilot_size=400)

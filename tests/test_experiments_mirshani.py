@@ -1,5 +1,5 @@
 """Mirshani, Reimherr & Slavković (2019) reproduction: spec sanity numbers (specs/gaussian-banach.md §3.5)
-and the experiment functions of fdp_ppl.experiments.mirshani."""
+and the experiment functions of studies.mirshani."""
 
 import math
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fdp_ppl as fp
-from fdp_ppl.experiments import mirshani as M
+from studies import mirshani as M
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """Fast tests of the Lin & Reimherr (2026) Table 1 / Table 2 reproductions
-(``fdp_ppl.experiments.timing`` and ``fdp_ppl.experiments.real_data``)."""
+(``studies.timing`` and ``studies.real_data``)."""
 
 import warnings
 
@@ -9,8 +9,8 @@ import xarray as xr
 
 import fdp_ppl as fp
 from fdp_ppl.errors import PrivacyLeakWarning
-from fdp_ppl.experiments import real_data as rd
-from fdp_ppl.experiments import timing
+from studies import real_data as rd
+from studies import timing
 
 
 def _data_available():

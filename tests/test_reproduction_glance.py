@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fdp_ppl.experiments import real_data as rd
-from fdp_ppl.experiments import timing
-from fdp_ppl.experiments.verdicts import glance, range_verdict, relative_difference, verdict
+from studies import real_data as rd
+from studies import timing
+from studies.verdicts import glance, range_verdict, relative_difference, verdict
 
 RESULTS = Path(__file__).resolve().parents[1] / "notebooks" / "results"
 
@@ -73,7 +73,7 @@ def test_table1_glance_from_committed_results():
 
 
 def test_simulation_glance_from_committed_results():
-    from fdp_ppl.experiments import iclp_simulation as sim
+    from studies import iclp_simulation as sim
 
     g = sim.reproduction_summary(pd.read_csv(RESULTS / "iclp_simulation_claims.csv"))
     v = dict(zip(g["item"], g["verdict"]))
@@ -83,7 +83,7 @@ def test_simulation_glance_from_committed_results():
 
 
 def test_mirshani_glance_says_sigma2_is_not_printed():
-    from fdp_ppl.experiments import mirshani as M
+    from studies import mirshani as M
 
     g = M.reproduction_summary(pd.read_csv(RESULTS / "mirshani_comparison.csv"),
                                pd.read_csv(RESULTS / "mirshani_sanity.csv"))
@@ -92,7 +92,7 @@ def test_mirshani_glance_says_sigma2_is_not_printed():
 
 
 def test_elliptical_glance_and_theorem5_statement():
-    from fdp_ppl.experiments import elliptical as E
+    from studies import elliptical as E
 
     g = E.reproduction_summary(RESULTS)
     assert "corrected M_W is above the true delta for every law" in g.iloc[-1]["verdict"]

@@ -65,7 +65,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .. import dims
+from fdp_ppl import dims
 
 # ----------------------------------------------------------------------------- the paper's numbers
 PAPER_TABLE2_SOURCE = ("Lin & Reimherr (2026), 'Pure Differential Privacy for Functional Summaries with a "
@@ -296,9 +296,9 @@ def prepare(dataset: str, setting: Setting, data_dir=None) -> Prepared:
         Unknown dataset or transform.
     """
     import fdp_ppl as fp
-    from ..datasets import load_dataset
-    from ..errors import PrivacyLeakWarning
-    from ..summaries import DataDerived
+    from fdp_ppl.datasets import load_dataset
+    from fdp_ppl.errors import PrivacyLeakWarning
+    from fdp_ppl.summaries import DataDerived
 
     if dataset not in DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}; use one of {DATASETS}")
@@ -342,7 +342,7 @@ def build_summaries(prep: Prepared, nu: float, setting: Setting, rho: float = 0.
     lattice ``k = 20`` and the setting's τ_∞.
     """
     import fdp_ppl as fp
-    from ..summaries import kernel_beta, pss
+    from fdp_ppl.summaries import kernel_beta, pss
 
     basis = fp.eigenbasis(fp.Matern(rho=rho, nu=nu), prep.grid)
     n = prep.info["n"]
@@ -390,7 +390,7 @@ def mc_errors(summary, mech_cls, xbar, epsilons, *, bound: str = "tight", replic
         estimate); each an array over ``epsilons``; ``replicate_means``
         (replicates, len(epsilons)); ``replicates`` and ``draws``.
     """
-    from ..sampling import draw_releases
+    from fdp_ppl.sampling import draw_releases
 
     mech = mech_cls(1.0)
     scale = mech.calibrate(summary, bound).scale
@@ -618,7 +618,7 @@ def frl_floor_identification(Ms=range(1, 11), data_dir=None) -> pd.DataFrame:
     two rows as ``v_6 − (v_5 − v_6)/3`` (noise ∝ 1/ε², ε doubling)."""
     import fdp_ppl as fp
 
-    from ..datasets import load_dataset
+    from fdp_ppl.datasets import load_dataset
 
     rows = []
     for ds in DATASETS:
@@ -764,7 +764,7 @@ def calibration_search(mechanisms=("iclp-qr", "iclp-ar"), *, etas=None, psis=Non
     """
     import fdp_ppl as fp
 
-    from ..errors import InputError
+    from fdp_ppl.errors import InputError
 
     etas = np.linspace(1.05, 3.0, 40) if etas is None else np.asarray(etas, dtype=float)
     psis = np.logspace(-5, 0, 41) if psis is None else np.asarray(psis, dtype=float)
@@ -864,7 +864,7 @@ def reproduction_summary(df: pd.DataFrame, calibration: pd.DataFrame | None = No
     Returns
     -------
     pandas.DataFrame
-        :func:`fdp_ppl.experiments.verdicts.glance` rows: item, paper, ours, verdict.
+        :func:`studies.verdicts.glance` rows: item, paper, ours, verdict.
     """
     from .verdicts import fmt, glance, range_verdict, verdict
 

@@ -75,12 +75,12 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from ..datasets import simulate_iclp
-from ..mechanisms import Mechanism
-from ..registry import MECHANISMS as REGISTRY
-from ..sampling import draw_releases
-from ..spaces import Eigenbasis, Grid, Matern, eigenbasis
-from ..summaries import (SummarySpec, ar_j_star, ar_thresholds, bernstein_design, bernstein_mean, frl_mean,
+from fdp_ppl.datasets import simulate_iclp
+from fdp_ppl.mechanisms import Mechanism
+from fdp_ppl.registry import MECHANISMS as REGISTRY
+from fdp_ppl.sampling import draw_releases
+from fdp_ppl.spaces import Eigenbasis, Grid, Matern, eigenbasis
+from fdp_ppl.summaries import (SummarySpec, ar_j_star, ar_thresholds, bernstein_design, bernstein_mean, frl_mean,
                          iclp_ar_mean, iclp_qr_mean, pss, ridge_shrinkage)
 
 DESIGNS = ("S-1", "S-2", "S-3", "S-4")
@@ -816,7 +816,7 @@ def reproduction_summary(claims: pd.DataFrame, error_process: str = "gp", kernel
     Returns
     -------
     pandas.DataFrame
-        Rows item, paper, ours, verdict (:func:`fdp_ppl.experiments.verdicts.glance`).
+        Rows item, paper, ours, verdict (:func:`studies.verdicts.glance`).
     """
     from .verdicts import glance
 

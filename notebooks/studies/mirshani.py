@@ -59,16 +59,16 @@ import pandas as pd
 import xarray as xr
 from scipy import optimize
 
-from .. import dims
-from ..accounting import gaussian_delta
-from ..errors import PrivacyLeakWarning
-from ..mechanisms import GaussianMechanism
-from ..releasing import release
-from ..schema import read_release
-from ..spaces import Eigenbasis, Exponential, Gaussian, Grid, Kernel, Matern, eigenbasis
-from ..summaries import LinearSummary, RKHSSpec, rkhs_mean
-from ..summaries.curves import data_tau
-from ..tuning import cv_grid
+from fdp_ppl import dims
+from fdp_ppl.accounting import gaussian_delta
+from fdp_ppl.errors import PrivacyLeakWarning
+from fdp_ppl.mechanisms import GaussianMechanism
+from fdp_ppl.releasing import release
+from fdp_ppl.schema import read_release
+from fdp_ppl.spaces import Eigenbasis, Exponential, Gaussian, Grid, Kernel, Matern, eigenbasis
+from fdp_ppl.summaries import LinearSummary, RKHSSpec, rkhs_mean
+from fdp_ppl.summaries.curves import data_tau
+from fdp_ppl.tuning import cv_grid
 
 PAPER = "Mirshani, Reimherr & Slavkovic (2019), ICML, PMLR 97:4595-4604"
 
@@ -473,7 +473,7 @@ def run_simulation(psis=SIM_PSI_PANELS, *, risk_psis=None, n: int = SIM_N, rho: 
     PrivacyLeakWarning
         When ``"data"`` is among ``tau_choices`` (τ from the private curves).
     """
-    from ..datasets import simulate_mirshani
+    from fdp_ppl.datasets import simulate_mirshani
 
     psis = np.asarray(list(psis), dtype=float)
     risk_psis = np.geomspace(*SIM_PSI_RANGE, 61) if risk_psis is None else np.asarray(list(risk_psis), float)
@@ -576,7 +576,7 @@ def load_dti(var: str = "cca", *, nan_policy: str = "drop", quadrature: str = "u
     FileNotFoundError
         ``dti.nc`` not found.
     """
-    from ..datasets import load_dataset
+    from fdp_ppl.datasets import load_dataset
 
     if nan_policy == "drop":
         with warnings.catch_warnings():
@@ -584,7 +584,7 @@ def load_dti(var: str = "cca", *, nan_policy: str = "drop", quadrature: str = "u
             da = load_dataset("dti", var, data_dir=data_dir, drop_incomplete=True)
         n_interp = 0
     elif nan_policy == "interpolate":
-        from ..datasets import data_directory
+        from fdp_ppl.datasets import data_directory
 
         path = data_directory(data_dir) / "dti.nc"
         if not path.is_file():
@@ -901,7 +901,7 @@ def reproduction_summary(comparison: pd.DataFrame, sanity: pd.DataFrame) -> pd.D
     Returns
     -------
     pandas.DataFrame
-        Rows item, paper, ours, verdict (:func:`fdp_ppl.experiments.verdicts.glance`).
+        Rows item, paper, ours, verdict (:func:`studies.verdicts.glance`).
     """
     from .verdicts import glance, range_verdict
 
