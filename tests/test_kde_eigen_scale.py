@@ -96,3 +96,15 @@ def test_max_pairwise_l1_on_kde_rows_and_inputs_unchanged():
     before = rows.copy()
     assert l1_diameter(rows) == pytest.approx(_brute(rows), rel=1e-12)
     assert np.array_equal(rows, before)
+
+
+def test_own_kernel_check_products_equal_the_gram_matrix():
+    from fdp_ppl.inference.infer import _kernel_times
+    from fdp_ppl.spaces import Matern
+
+    k = Matern(rho=0.1, nu=1.5)
+    x = np.random.default_rng(3).normal(size=(700, 3))
+    for t in (np.linspace(0.0, 1.0, 700), np.sort(np.random.default_rng(4).uniform(0, 1, 700))):
+        got = _kernel_times(k, t, x)
+        want = k.gram(t) @ x
+        assert np.max(np.abs(got - want)) <= 1e-12 * np.max(np.abs(want))
