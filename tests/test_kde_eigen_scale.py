@@ -43,8 +43,9 @@ def _same_basis(fast, ref):
         assert np.max(np.abs(f[:, ok] - g[:, ok])) <= 1e-7 * np.max(np.abs(g[:, ok]))
 
 
-def test_product_eigenbasis_retained_pairs_equal_the_dense_path(monkeypatch):
-    grid = CartesianGrid.uniform((-5.0, 5.0), 800)
+@pytest.mark.parametrize("size", [800, 801])   # even and odd: the mirror split has a middle node when odd
+def test_product_eigenbasis_retained_pairs_equal_the_dense_path(monkeypatch, size):
+    grid = CartesianGrid.uniform((-5.0, 5.0), size)
     fast = ProductEigenbasis(grid, [0.3])
     assert fast.axis_methods == ["lanczos-fft"]             # the fast path really ran
     ref = _dense(monkeypatch, lambda: ProductEigenbasis(grid, [0.3]))
