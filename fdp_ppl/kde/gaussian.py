@@ -185,11 +185,25 @@ class ProductEigenbasis:
         Each 1-D factor is multiplied by it (``1/√(2π)`` makes the Gaussian
         factor the standard normal density, the ICLP KDE kernel).
 
+    Attributes
+    ----------
+    axis_methods : list of str
+        How each axis's retained pairs were computed (:func:`fdp_ppl.spaces.eigenbasis.retained_eigenpairs`:
+        ``"dense"``, ``"lanczos-fft"`` or ``"lanczos-dense"``).
+
+    Raises
+    ------
+    InputError
+        Not enough memory for an axis's eigenpairs (the solver's check, before any large allocation).
+
     Notes
     -----
     Nothing of size (Π K_k)² is formed: the eigenpairs, the coefficients and
     the reconstruction act axis by axis (Kronecker structure), so noise on a
-    2-D grid is drawn through the 1-D factors.
+    2-D grid is drawn through the 1-D factors. Per axis only the retained
+    pairs are computed, by the package's eigen-solver (Lanczos with FFT
+    products on a uniform axis where few are retained, as for the Gaussian
+    factor on a fine grid; else the dense decomposition).
     """
 
     def __init__(self, grid: CartesianGrid, bandwidths, rel_tol: float = DEFAULT_REL_TOL, kernel: str = "gaussian",

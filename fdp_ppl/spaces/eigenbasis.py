@@ -17,7 +17,8 @@ few are retained (fast eigenvalue decay, e.g. a Gaussian kernel, or a smooth
 Matérn kernel on a fine grid) by Lanczos iteration (ARPACK) to machine
 precision, with an exact FFT (circulant-embedding) product for a stationary
 kernel on a uniform grid, whose Gram matrix is Toeplitz, so that no ``m × m``
-matrix is formed; otherwise (many retained pairs, where Lanczos would cost more
+matrix is formed (and, the grid and its weights being mirror-symmetric, on the
+even and odd halves separately: the operator commutes with the reflection); otherwise (many retained pairs, where Lanczos would cost more
 than the ``O(m³)`` decomposition) by the dense symmetric eigendecomposition. Both are the same
 eigenpairs to rounding (``tests/test_eigenbasis_scale.py``).
 
@@ -187,8 +188,9 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
     method : {"auto", "dense", "lanczos"}
         ``"dense"``: ``scipy.linalg.eigh`` of the ``m × m`` matrix (where many pairs are retained the
         full decomposition is faster than LAPACK's value-subset driver); ``"lanczos"``: ARPACK (``scipy.sparse.linalg.eigsh``,
-        ``tol=0``) for the largest ``k`` eigenpairs, ``k`` doubled until the smallest found is below
-        ``rel_tol · λ_1`` (FFT products when ``t`` is uniform, else the dense Gram matrix);
+        ``tol=0``) for the largest ``k`` eigenpairs, ``k`` grown (2x to 8x, by the decay found) until the smallest
+        found is below ``rel_tol · λ_1`` (FFT products when ``t`` is uniform, else the dense Gram matrix; on a
+        uniform grid with mirror-symmetric weights the even and odd eigenvectors are found separately);
         ``"auto"``: Lanczos when the grid has at least :data:`LANCZOS_MIN_SIZE` points and the kernel's
         eigenvalue decay (``Kernel.eigen_decay`` β: about ``max(1, 1/ρ) rel_tol^{-1/β}`` pairs; 32 to
         start with for super-polynomial decay) predicts fewer than
