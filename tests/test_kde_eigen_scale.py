@@ -62,10 +62,14 @@ def test_iclp_kde_sensitivity_equals_the_dense_path_1d_and_2d(monkeypatch):
     for grid, h in [(CartesianGrid.uniform((-5.0, 5.0), 800), 0.3),
                     (CartesianGrid.uniform([(-3.0, 3.0), (-3.0, 3.0)], [30, 30]), 0.5)]:
         spec = ICLPKDESpec(grid=grid, bandwidth=h, n=500, kernel="gaussian")
-        ref = _dense(monkeypatch, lambda: ICLPKDESpec(grid=grid, bandwidth=h, n=500, kernel="gaussian"))
+        ref = _dense(monkeypatch, lambda g=grid, b=h: ICLPKDESpec(grid=g, bandwidth=b, n=500, kernel="gaussian"))
         _same_basis(spec.basis, ref.basis)
         d_fast, d_ref = spec.sensitivity().value, ref.sensitivity().value
         assert abs(d_fast / d_ref - 1) <= 1e-10
+
+
+def _unit_l1(z):
+    return z / np.abs(z).sum(1, keepdims=True)
 
 
 def _brute(x):
@@ -84,7 +88,7 @@ def test_max_pairwise_l1_is_the_brute_force_maximum(case):
          "antipodal": lambda: np.vstack([rng.uniform(-1, 1, size=(150, 8)) * 0.4, [np.full(8, 0.5)],
                                          [np.full(8, -0.5)]])[rng.permutation(152)],
          # every row at the same distance from the centre: bounds cannot separate them
-         "shell": lambda: (lambda z: z / np.abs(z).sum(1, keepdims=True))(rng.normal(size=(250, 12))),
+         "shell": lambda: _unit_l1(rng.normal(size=(250, 12))),
          "binary": lambda: rng.integers(0, 2, size=(180, 10)).astype(float)}[case]()
     got = max_pairwise_l1(x)
     want = _brute(x) if x.shape[0] > 1 else 0.0

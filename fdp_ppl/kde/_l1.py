@@ -62,9 +62,7 @@ def _diameter(x, order, D, suffix, best, slack):  # pragma: no cover - compiled
             b = order[ib]
             ub = D[a, 0] + D[b, 0]
             for p in range(1, P):
-                v = D[a, p] + D[b, p]
-                if v < ub:
-                    ub = v
+                ub = min(ub, D[a, p] + D[b, p])
             if ub * (1.0 + slack) <= best:
                 continue
             s = 0.0

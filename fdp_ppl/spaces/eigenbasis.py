@@ -136,8 +136,8 @@ def _mirror_parts(mat, m: int):
 def _lanczos_parts(parts, m: int, k: int, k_max: int, cap: int, rel_tol: float):
     """ARPACK (``tol=0``) on each invariant part until its smallest pair found is below ``rel_tol`` times its
     largest (or ``cap`` pairs); eigenpairs of the whole operator, descending, or None (no convergence, or more
-    than ``k_max`` pairs needed: the caller decomposes densely). The next ``k`` at least doubles, up to 8x when the
-    decay of the pairs found (a log-linear extrapolation) says so."""
+    than ``k_max`` pairs needed: the caller decomposes densely). The next ``k`` follows a log-linear extrapolation
+    of the decay found (at least ``k + max(16, k/4)``, at most ``8k``): a fast decay is not overshot by doubling."""
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
     lams, us = [], []
@@ -146,8 +146,7 @@ def _lanczos_parts(parts, m: int, k: int, k_max: int, cap: int, rel_tol: float):
         # a fixed generic start vector: the same pairs every run, and not symmetric about the grid's centre
         # (a symmetric start is orthogonal to every odd eigenfunction of a symmetric grid)
         v0 = np.random.default_rng(0).standard_normal(size)
-        # the parts share k_max in proportion to their size; with a cap (n_components) each may need all of it
-        kk_max = min(max(-(-k_max * size // m), min(cap, k_max)), size - 2)
+        kk_max = min(-(-k_max * size // m), size - 2)       # the parts share k_max in proportion to their size
         kk = max(1, min(k * size // m if len(parts) > 1 else k, kk_max))
         while True:
             try:
@@ -165,7 +164,7 @@ def _lanczos_parts(parts, m: int, k: int, k_max: int, cap: int, rel_tol: float):
             if lam[-1] > 0 and lo > lam[-1]:   # log-linear extrapolation of the decay to rel_tol · λ_1
                 slope = (np.log(lam[-1]) - np.log(lo)) / (kk - 1 - kk // 2)
                 need = kk - 1 + (np.log(rel_tol * lam[0]) - np.log(lam[-1])) / slope
-                nxt = min(max(nxt, int(np.ceil(1.1 * need)) + 8), 8 * kk)
+                nxt = min(max(kk + max(16, kk // 4), int(np.ceil(1.1 * need)) + 8), 8 * kk)
             kk = min(nxt, kk_max)
         lams.append(lam)
         us.append(embed(u))
@@ -188,7 +187,7 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
     method : {"auto", "dense", "lanczos"}
         ``"dense"``: ``scipy.linalg.eigh`` of the ``m × m`` matrix (where many pairs are retained the
         full decomposition is faster than LAPACK's value-subset driver); ``"lanczos"``: ARPACK (``scipy.sparse.linalg.eigsh``,
-        ``tol=0``) for the largest ``k`` eigenpairs, ``k`` grown (2x to 8x, by the decay found) until the smallest
+        ``tol=0``) for the largest ``k`` eigenpairs, ``k`` grown (up to 8x, by the decay found) until the smallest
         found is below ``rel_tol · λ_1`` (FFT products when ``t`` is uniform, else the dense Gram matrix; on a
         uniform grid with mirror-symmetric weights the even and odd eigenvectors are found separately);
         ``"auto"``: Lanczos when the grid has at least :data:`LANCZOS_MIN_SIZE` points and the kernel's
@@ -263,8 +262,9 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
         # a uniform grid with mirror-symmetric weights: the operator commutes with the reflection t -> -t, so
         # its eigenvectors are even or odd and each half is an (m/2)-dimensional problem (about 4x less work);
         # weights mirror-equal to 1e-12 (rounding of the grid), so the pairs agree with the unsplit ones to rounding
-        parts = (_mirror_parts(mat, m) if step is not None and np.allclose(w, w[::-1], rtol=1e-12, atol=0) else
-                 [(mat, m, lambda y: y)])
+        # (not with a cap on the count: each half would need up to n_components pairs, twice the work)
+        split = step is not None and cap >= m and np.allclose(w, w[::-1], rtol=1e-12, atol=0)
+        parts = _mirror_parts(mat, m) if split else [(mat, m, lambda y: y)]
         found = _lanczos_parts(parts, m, k, k_max, cap, rel_tol)
         if found is not None:
             lam, u = found
