@@ -326,7 +326,8 @@ def _own_kernel_variances(ctx, prior) -> np.ndarray | None:
     ``specs/iclp.md`` §4.2), so the prior is diagonal by construction: no ``m × m`` kernel matrix, no
     tolerance that a finer grid crosses. The identity is checked, not assumed: the release's kernel is
     rebuilt from its public attributes, compared with the prior's at a few distances, and
-    ``K W φ_j = λ_j φ_j`` is verified on eight eigenpairs (``O(8 m²)``) to ``1e-8 λ_1``.
+    ``K W φ_j = λ_j φ_j`` is verified on eight eigenpairs to ``1e-8 λ_1`` (:func:`_kernel_times`: FFT products
+    on a uniform grid, ``O(8 m log m)``, no ``m × m`` matrix).
     """
     from ..spaces import Matern
     from ..spaces.kernels import kernel_from_name
@@ -347,11 +348,21 @@ def _own_kernel_variances(ctx, prior) -> np.ndarray | None:
     t, w = ctx["t"], ctx["pub"]["quadrature_weights"]
     J = lam.size
     probe = np.unique(np.linspace(0, J - 1, min(J, 8)).astype(int))
-    Kw = release_kernel.gram(t) * w[None, :]
-    resid = Kw @ phi[:, probe] - phi[:, probe] * lam[probe]
+    resid = _kernel_times(release_kernel, t, w[:, None] * phi[:, probe]) - phi[:, probe] * lam[probe]
     if float(np.sqrt(np.max(np.sum(w[:, None] * resid**2, axis=0)))) > 1e-8 * float(lam[0]):
         return None
     return np.asarray(lam, dtype=float)
+
+
+def _kernel_times(kernel, t, x) -> np.ndarray:
+    """``G x`` with ``G = [k(t_a, t_b)]`` for x (m, p): the exact FFT (Toeplitz) product of
+    :mod:`fdp_ppl.spaces.eigenbasis` on a uniform grid, else the Gram matrix in blocks of 512 rows."""
+    from ..spaces.eigenbasis import _toeplitz_matmat, _uniform_step
+
+    t = np.asarray(t, dtype=float)
+    if _uniform_step(t) is not None:
+        return _toeplitz_matmat(kernel, t, np.ones_like(t))(x)
+    return np.vstack([kernel.gram(t[s:s + 512], t) @ x for s in range(0, t.size, 512)])
 
 
 def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: int = 0,

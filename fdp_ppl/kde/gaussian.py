@@ -38,7 +38,7 @@ from ..accounting.calibration import gaussian_delta
 from ..errors import InputError, SeededReleaseWarning
 from ..mechanisms.gaussian import GaussianMechanism
 from ..schema import CONSTANT_DATA, POSTERIOR, kde_attrs
-from ..spaces.eigenbasis import _sign_convention
+from ..spaces.eigenbasis import _sign_convention, retained_eigenpairs
 from ..summaries.base import Sensitivity, SummarySpec, public_n
 
 DEFAULT_REL_TOL = 1e-12
@@ -118,16 +118,16 @@ class CartesianGrid:
 
 
 def max_pairwise_l1(rows: np.ndarray, block: int = 64) -> float:
-    """``max_{a,b} ‖rows[a] − rows[b]‖₁`` over all pairs of rows, shape (P, J) → float, in blocks of rows.
+    """``max_{a,b} ‖rows[a] − rows[b]‖₁`` over all pairs of rows, shape (P, J) → float (exact).
 
     The exact ℓ¹ sensitivity of a release whose records are snapped to grid nodes: ``rows[a]`` is what one
-    record at node ``a`` contributes (replace-one: the worst pair of nodes).
+    record at node ``a`` contributes (replace-one: the worst pair of nodes). A compiled search that skips a
+    pair only when a proven triangle-inequality bound cannot beat a distance already found
+    (:func:`fdp_ppl.kde._l1.l1_diameter`); ``block`` rows at a time in numpy without Numba.
     """
-    rows = np.asarray(rows, dtype=float)
-    best = 0.0
-    for start in range(0, rows.shape[0], block):
-        best = max(best, float(np.abs(rows[start:start + block, None, :] - rows[None, :, :]).sum(-1).max()))
-    return best
+    from ._l1 import l1_diameter
+
+    return l1_diameter(rows, block)
 
 
 def gaussian_kernel_1d(x, y, h: float) -> np.ndarray:
@@ -185,11 +185,25 @@ class ProductEigenbasis:
         Each 1-D factor is multiplied by it (``1/√(2π)`` makes the Gaussian
         factor the standard normal density, the ICLP KDE kernel).
 
+    Attributes
+    ----------
+    axis_methods : list of str
+        How each axis's retained pairs were computed (:func:`fdp_ppl.spaces.eigenbasis.retained_eigenpairs`:
+        ``"dense"``, ``"lanczos-fft"`` or ``"lanczos-dense"``).
+
+    Raises
+    ------
+    InputError
+        Not enough memory for an axis's eigenpairs (the solver's check, before any large allocation).
+
     Notes
     -----
     Nothing of size (Π K_k)² is formed: the eigenpairs, the coefficients and
     the reconstruction act axis by axis (Kronecker structure), so noise on a
-    2-D grid is drawn through the 1-D factors.
+    2-D grid is drawn through the 1-D factors. Per axis only the retained
+    pairs are computed, by the package's eigen-solver (Lanczos with FFT
+    products on a uniform axis where few are retained, as for the Gaussian
+    factor on a fine grid; else the dense decomposition).
     """
 
     def __init__(self, grid: CartesianGrid, bandwidths, rel_tol: float = DEFAULT_REL_TOL, kernel: str = "gaussian",
@@ -199,23 +213,16 @@ class ProductEigenbasis:
         self.rel_tol = float(rel_tol)
         self.kernel = kernel
         self.axis_variance = float(axis_variance)
-        self.axis_values, self.axis_functions = [], []
-        from ..settings import check_memory
-
-        for a in grid.axes:
-            m = int(np.asarray(a).size)
-            check_memory(4.0 * 8.0 * m * m, f"the eigenbasis of a {m}-point grid axis ({m} x {m} dense "
-                                            "eigendecomposition)", "use fewer grid points per axis (--grid-size)")
+        self.axis_values, self.axis_functions, self.axis_methods = [], [], []
         for a, w, h in zip(grid.axes, grid.weights, self.bandwidths):
+            # only the retained pairs of each 1-D factor (Lanczos with FFT products on a uniform axis, else dense;
+            # the package's one eigen-solver). The factor times axis_variance has the same eigenvectors and
+            # eigenvalues times axis_variance, and the cut-off is relative, so the same pairs are kept.
+            lam, v, _, how = retained_eigenpairs(axis_kernel(kernel, h), a, w, rel_tol)
             sw = np.sqrt(w)
-            gram = self.axis_variance * axis_kernel(kernel, h).gram(a, a)
-            lam, v = np.linalg.eigh(sw[:, None] * gram * sw[None, :])
-            order = np.argsort(lam)[::-1]
-            lam, v = lam[order], v[:, order]
-            keep = lam > rel_tol * lam[0]
-            v = v[:, keep]
-            self.axis_values.append(lam[keep])
+            self.axis_values.append(self.axis_variance * lam)
             self.axis_functions.append(v * _sign_convention(v) / sw[:, None])
+            self.axis_methods.append(how)
         lam = self.axis_values[0]
         for extra in self.axis_values[1:]:
             lam = np.multiply.outer(lam, extra)
