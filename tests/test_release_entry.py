@@ -11,11 +11,18 @@ import pytest
 import fdp_ppl as fp
 from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
 from fdp_ppl.errors import CompatibilityError, InputError
+from fdp_ppl.registry import RELEASES
 
 pytestmark = pytest.mark.filterwarnings("ignore::fdp_ppl.errors.SeededReleaseWarning")
 
 #: attrs that record when a tree was made (differ between two calls by construction)
 _CLOCK = {"created_at"}
+
+
+def _family(fitted_class: str):
+    """The family release function the registry names for a fitted class (imported through the registry)."""
+    (entry,) = [e for key, e in RELEASES.items() if key.endswith("." + fitted_class)]
+    return entry.resolve()
 
 
 def _same(a, b):
@@ -76,7 +83,7 @@ def fpca_fit():
 
 # ---------------------------------------------------------------------- same release as the family function
 def test_mean_release_equals_family_function(mean_summary):
-    from fdp_ppl.releasing import release_linear
+    release_linear = _family("LinearSummary")
 
     mech = fp.ICLP(1.0)
     _same(fp.release(mean_summary, mech, draws=3, random_seed=5, bound="paper"),
@@ -85,7 +92,7 @@ def test_mean_release_equals_family_function(mean_summary):
 
 def test_elliptical_release_equals_family_function(mean_summary):
     from fdp_ppl.elliptical.process import EllipticalMechanism
-    from fdp_ppl.releasing import release_linear
+    release_linear = _family("LinearSummary")
 
     mech = EllipticalMechanism(1.0, family="t", nu=5.0)
     a = fp.release(mean_summary, mech, draws=2, random_seed=6)
@@ -94,29 +101,29 @@ def test_elliptical_release_equals_family_function(mean_summary):
 
 
 def test_kde_release_equals_family_function(kde_fit):
-    from fdp_ppl.kde.gaussian import release_kde
+    family = _family("KDESummary")
 
     mech = fp.GaussianMechanism(0.5, 1e-5)
     a = fp.release(kde_fit, mech, draws=2, chains=2, random_seed=7, generator="pymc", label="k", dataset="d")
-    _same(a, release_kde(kde_fit, mech, draws=2, chains=2, random_seed=7, generator="pymc", label="k", dataset="d"))
+    _same(a, family(kde_fit, mech, draws=2, chains=2, random_seed=7, generator="pymc", label="k", dataset="d"))
     assert a.posterior["density"].shape[:2] == (2, 2)
 
 
 def test_erm_release_equals_family_function(erm_fit):
-    from fdp_ppl.erm.release import release_erm
+    family = _family("ERMFit")
 
     mech = fp.GaussianMechanism(1.0, 1e-5)
     a = fp.release(erm_fit, mech, draws=2, chains=2, random_seed=8)
-    _same(a, release_erm(erm_fit, mech, draws=2, chains=2, random_seed=8))
+    _same(a, family(erm_fit, mech, draws=2, chains=2, random_seed=8))
     assert a.posterior["decision"].shape[:2] == (2, 2)
 
 
-def test_fpca_release_equals_family_function(fpca_fit):
-    from fdp_ppl.expmech.fpca import fpca_release
+def test_fpca_equals_family_function(fpca_fit):
+    family = _family("FPCAFit")
 
     mech = fp.ExponentialMechanism("exact", delta=1e-10)
     a = fp.release(fpca_fit, mech, draws=3, random_seed=9)
-    _same(a, fpca_release(fpca_fit, mech, draws=3, random_seed=9))
+    _same(a, family(fpca_fit, mech, draws=3, random_seed=9))
     assert a.attrs["delta_target"] == 1e-10 and a.posterior["frame"].shape[:2] == (1, 3)
 
 
@@ -184,11 +191,13 @@ def test_unsupported_option_refused_before_charge(case, mean_summary, kde_fit, e
 
 
 def test_family_functions_are_not_exported():
-    import fdp_ppl.erm
-    import fdp_ppl.expmech
-    import fdp_ppl.kde
+    """The registered family functions are what fp.release calls, not a second public path."""
+    import importlib
 
-    assert "release_kde" not in fdp_ppl.kde.__all__ and not hasattr(fdp_ppl.kde, "release_kde")
-    assert "release_erm" not in fdp_ppl.erm.__all__ and not hasattr(fdp_ppl.erm, "release_erm")
-    assert "fpca_release" not in fdp_ppl.expmech.__all__ and not hasattr(fdp_ppl.expmech, "fpca_release")
-    assert "ExponentialMechanism" in fp.__all__ and fp.ExponentialMechanism is fdp_ppl.expmech.ExponentialMechanism
+    for entry in RELEASES.values():
+        module, _, name = entry.function.partition(":")
+        package = importlib.import_module(module.rsplit(".", 1)[0])
+        assert name not in getattr(package, "__all__", ()) and not hasattr(package, name), entry.function
+        assert name not in fp.__all__
+    assert "ExponentialMechanism" in fp.__all__
+    assert fp.ExponentialMechanism is importlib.import_module("fdp_ppl.expmech").ExponentialMechanism

@@ -353,7 +353,8 @@ def _warn_repeated_ids(a) -> None:
 
 
 def _grid_release(a, obs, n, d, size, ledger, label, units=None):
-    from ..kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec, release_kde
+    from ..kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec
+    import fdp_ppl as fp
     from ..kde.baselines import BernsteinKDESpec, FRLKDESpec
     from ..mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
 
@@ -372,8 +373,8 @@ def _grid_release(a, obs, n, d, size, ledger, label, units=None):
         cls = KDESpec if a.mechanism == "gp" else SobolevKDESpec
         spec = cls(grid=grid, bandwidth=a.bandwidth, n=n, estimator=a.kde_estimator, **unit)
         mech = GaussianMechanism(a.epsilon, a.delta)
-    return release_kde(spec.fit(obs, units=units), mech, draws=a.draws, random_seed=a.seed, ledger=ledger,
-                       label=label, dataset=str(a.data))
+    return fp.release(spec.fit(obs, units=units), mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
+                      dataset=str(a.data))
 
 
 def _baseline(a, obs, n, size, ledger, label, units=None):
