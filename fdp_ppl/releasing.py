@@ -95,7 +95,7 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
     BudgetExceededError
         The ledger cannot pay for the release; nothing is drawn.
     """
-    from .registry import release_entry
+    from ._releases import release_entry
 
     entry = release_entry(fitted)
     if entry is None:

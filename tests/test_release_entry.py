@@ -201,3 +201,14 @@ def test_family_functions_are_not_exported():
         assert name not in fp.__all__
     assert "ExponentialMechanism" in fp.__all__
     assert fp.ExponentialMechanism is importlib.import_module("fdp_ppl.expmech").ExponentialMechanism
+
+
+def test_releasing_does_not_import_the_families():
+    """The families import fdp_ppl.releasing, never the reverse: the registry resolves them on first use."""
+    import subprocess
+    import sys
+
+    code = ("import sys, fdp_ppl.releasing, fdp_ppl.registry; "
+            "print(sorted(m for m in ('fdp_ppl.kde', 'fdp_ppl.erm', 'fdp_ppl.expmech') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
