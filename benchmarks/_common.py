@@ -6,15 +6,24 @@ import datetime
 import os
 import platform
 import statistics
+import sys
 import threading
 import time
 import tracemalloc
+from pathlib import Path
+
+#: The checkout's root. Importing this module puts the root (this checkout's ``fdp_ppl``) and ``notebooks/``
+#: (the package ``studies``, which is not installed) first on ``sys.path``, so ``python benchmarks/bench_x.py``
+#: imports the same code as the tests and notebooks. Scripts import ``_common`` before ``studies``.
+ROOT = Path(__file__).resolve().parents[1]
+for _path in (ROOT / "notebooks", ROOT):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 
 def write_results(name: str, res: dict, *, quick: bool = False, out=None) -> None:
     """Write ``{"machine": machine_info(), **res}`` to ``out`` or ``results/<name>[_quick].json``; say where."""
     import json
-    from pathlib import Path
 
     path = Path(out) if out else Path(__file__).resolve().parent / "results" / f"{name}{'_quick' if quick else ''}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Benchmark: coverage of noise-aware bands for private kernel machines, and the cost of the exact posterior.
 
-Setting (:mod:`fdp_ppl.experiments.machine_coverage`): per replicate, n = 200 records ``x ~ U(0, 1)``,
+Setting (:mod:`studies.machine_coverage`): per replicate, n = 200 records ``x ~ U(0, 1)``,
 ``y = sign(sin(3πx) + 0.5 e)``; the hinge-loss kernel machine (Gaussian kernel exp(-d²/(2h²)), h = 0.1,
 λ = 0.02, solver slack 0.1, no intercept) released once with ``GaussianMechanism(ε, 1e-5, "analytic")`` on a
 100-point grid; ``infer_machine`` with the default RKHS-ball prior (2 × 500 exact draws); the 90% ETI band
@@ -50,7 +50,7 @@ SEED = 20261125
 def coverage_table(epsilons, replicates, draws, seed, mechanism="gp"):
     import numpy as np
 
-    from fdp_ppl.experiments.machine_coverage import run_machine_coverage, summarise_machine_coverage
+    from studies.machine_coverage import run_machine_coverage, summarise_machine_coverage
 
     t0 = time.perf_counter()
     df = run_machine_coverage(epsilons, replicates, noise_factors=(1.0, np.sqrt(2.0), 1 / np.sqrt(2.0)),
@@ -66,7 +66,7 @@ def cost_comparison(draws, tune, seed):
     import pytensor.tensor as pt
 
     import fdp_ppl as fp
-    from fdp_ppl.experiments.machine_coverage import DELTA, machine_spec, simulate_records
+    from studies.machine_coverage import DELTA, machine_spec, simulate_records
     from fdp_ppl.inference.machine import _BASES, infer_machine, machine_posterior
     from fdp_ppl.mechanisms import GaussianMechanism
 

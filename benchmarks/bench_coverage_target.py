@@ -41,7 +41,7 @@ def replicate(design: str, n: int, seed: int, *, grid_size: int, epsilon: float,
     """One data set, one release, both targets: grid-averaged coverage of μ₀, X̄ and the summary."""
     import fdp_ppl as fp
     from fdp_ppl.datasets import simulate_iclp
-    from fdp_ppl.experiments.coverage import gp_truth
+    from studies.coverage import gp_truth
     from fdp_ppl.inference import credible_band
     from fdp_ppl.spaces import Grid, Matern, eigenbasis
     from fdp_ppl.summaries import iclp_qr_mean

@@ -19,7 +19,7 @@ Gaussian kernel, Σ = K·diag(λ), ε = 1) for k = 1 and k = 3 this measures, in
 * ``gp-base``      the Theorem 4.1 form by exact rejection from its base measure (a different target:
                    listed for its cost, not comparable in law). A release refuses this size (its data-independent
                    proposal budget is ~10⁷ per frame at k = 1 and ~10¹² at k = 2), so this times the study loop
-                   (``fdp_ppl.experiments.fpca.study_frames``: run until accepted, data-dependent cost).
+                   (``studies.fpca.study_frames``: run until accepted, data-dependent cost).
 
 ESS is always computed on a sign- and rotation-invariant quantity (never on V or Z). Independent draws
 count as ESS = number of draws. The ``ratio`` column is ESS/s divided by the baseline's samples per
@@ -45,7 +45,6 @@ import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 PAPER_ITERATIONS = 20_000
 EPSILON = 1.0
 
@@ -78,10 +77,9 @@ def setup_environment():
         os.environ["PYTENSOR_FLAGS"] = ",".join(f for f in (flags, "mode=CVM") if f)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
+    import _common  # noqa: F401 - puts the checkout and notebooks/ (the package studies) on sys.path
 
 
 def _ess(x) -> float:
@@ -97,7 +95,7 @@ def bench_k(k: int, args, rng) -> list[dict]:
     import numpy as np
 
     from fdp_ppl.errors import SeededReleaseWarning
-    from fdp_ppl.experiments import fpca as F
+    from studies import fpca as F
     import fdp_ppl as fp
     from fdp_ppl.expmech.samplers import gibbs_matrix_bingham
 

@@ -21,7 +21,7 @@ noisy while a ratio measured back to back is not:
 * ``ours cold``  ``eigenbasis`` + summary + ``fdp_ppl.release(draws=...)``
   right after clearing the package's caches (the compiled samplers,
   :func:`fdp_ppl.sampling.clear_cache`, and the eigenbasis LRU cache; shared
-  with the Table 1 notebook as :func:`fdp_ppl.experiments.timing.clear_caches`):
+  with the Table 1 notebook as :func:`studies.timing.clear_caches`):
   includes the eigendecomposition (once) and building/compiling the PyTensor
   sampler (a :class:`fdp_ppl.CompiledSampler`).
 * ``ours warm``  the same call with both caches filled.
@@ -57,7 +57,6 @@ import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 
 #: Lin & Reimherr (2026), Table 1: seconds for 100 draws, (ICLP, GP).
 PAPER_TABLE1 = {
@@ -132,43 +131,44 @@ def setup_environment(args):
     if args.blas_threads > 0:  # must happen before numpy loads its BLAS
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
             os.environ[var] = str(args.blas_threads)
-    if str(ROOT) not in sys.path:  # run from a source checkout without installing
-        sys.path.insert(0, str(ROOT))
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    import _common  # noqa: F401 - puts the checkout and notebooks/ (the package studies) on sys.path
 
 
 # ----------------------------------------------------------------------------- problem set-up
 # The literal algorithms and the inputs are shared with the Table 1 notebook
-# (fdp_ppl.experiments.timing), so the benchmark and the notebook time the same code.
+# (studies.timing), so the benchmark and the notebook time the same code.
 def make_kernel(fp, name):
     """The four kernels of Table 1 (ρ = 0.1; Gaussian in Hall et al.'s convention)."""
-    from fdp_ppl.experiments.timing import make_kernel as _make
+    from studies.timing import make_kernel as _make
 
     return _make(name)
 
 
 def make_curves(grid, n, seed):
     """Simulation S-1 mean plus smooth random terms; shape (n, K)."""
-    from fdp_ppl.experiments.timing import make_curves as _make
+    from studies.timing import make_curves as _make
 
     return _make(grid, n, seed)
 
 
 def baseline_iclp(kernel, grid, f_hat, delta, epsilon, draws, rng, rel_tol):
     """Algorithm 1 of Lin & Reimherr (2026) literally: Gram matrix and eigendecomposition per draw."""
-    from fdp_ppl.experiments.timing import literal_iclp
+    from studies.timing import literal_iclp
 
     return literal_iclp(kernel, grid, f_hat, delta, epsilon, draws, rng, rel_tol)
 
 
 def gp_jitter(kernel, grid):
-    from fdp_ppl.experiments.timing import gp_jitter as _jitter
+    from studies.timing import gp_jitter as _jitter
 
     return _jitter(kernel, grid)
 
 
 def baseline_gp(kernel, grid, f_hat, sigma, draws, rng, jitter):
     """Literal Gaussian-process release: Gram matrix and Cholesky factor per draw."""
-    from fdp_ppl.experiments.timing import literal_gp
+    from studies.timing import literal_gp
 
     return literal_gp(kernel, grid, f_hat, sigma, draws, rng, jitter)
 
@@ -238,7 +238,7 @@ def machine_info(args, fp):
 def bench_cell(fp, K, kname, args, state):
     import numpy as np
 
-    from fdp_ppl.experiments.timing import clear_caches  # fdp_ppl.sampling.clear_cache() + the eigenbasis cache
+    from studies.timing import clear_caches  # fdp_ppl.sampling.clear_cache() + the eigenbasis cache
     from fdp_ppl.spaces import DEFAULT_REL_TOL as rel_tol
 
     kernel = make_kernel(fp, kname)

@@ -1,6 +1,6 @@
 """One registry of the mechanisms, summaries, kernels and noise laws.
 
-The command line's choices, plot labels and the experiments read these
+The command line's choices, plot labels and the studies (notebooks/studies) read these
 tables; adding a mechanism or a summary is one new module plus one line here
 (see ``CONTRIBUTING.md``).
 

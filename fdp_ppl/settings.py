@@ -12,7 +12,7 @@ environment variable           meaning
                                sets a mode)
 ``FDP_PPL_DATA_DIR``           directory of the NetCDF datasets (see
                                :func:`fdp_ppl.datasets.data_directory`)
-``FDP_PPL_FAST``               ``1``: notebooks and experiments run in their fast mode
+``FDP_PPL_FAST``               ``1``: notebooks and studies run in their fast mode
 ``FDP_PPL_BLAS_THREADS``       BLAS threads in :func:`fdp_ppl.infer` and :func:`fdp_ppl.release` (default 1;
                                ``0``: leave the library's own setting)
 =============================  ==========================================================
@@ -27,7 +27,7 @@ import os
 DATA_DIR_ENV = "FDP_PPL_DATA_DIR"
 #: environment variable overriding the PyTensor mode
 PYTENSOR_MODE_ENV = "FDP_PPL_PYTENSOR_MODE"
-#: environment variable of the fast mode of notebooks and experiments
+#: environment variable of the fast mode of notebooks and studies
 FAST_ENV = "FDP_PPL_FAST"
 #: environment variable of the number of BLAS threads during inference
 BLAS_THREADS_ENV = "FDP_PPL_BLAS_THREADS"
@@ -174,7 +174,7 @@ _THREAD_ENV = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
 
 
 def fast_mode() -> bool:
-    """True when ``FDP_PPL_FAST=1`` (notebooks and experiments in their fast mode)."""
+    """True when ``FDP_PPL_FAST=1`` (notebooks and studies in their fast mode)."""
     return os.environ.get(FAST_ENV, "0") == "1"
 
 

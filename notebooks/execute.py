@@ -41,7 +41,8 @@ def full_mode_environment() -> None:
         os.environ.pop(var, None)
     os.environ["PYTENSOR_FLAGS"] = os.environ.get("PYTENSOR_FLAGS") or "mode=CVM"
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    os.environ["PYTHONPATH"] = os.pathsep.join(  # this checkout's fdp_ppl and studies (notebooks/studies)
+        p for p in (str(ROOT), str(ROOT / "notebooks"), os.environ.get("PYTHONPATH")) if p)
 
 
 def _clean_text(text: str, nb_dir: Path) -> str:

@@ -1,6 +1,7 @@
 """Architecture checks: the seams of issue 9 hold for every registered component.
 
 * the import graph of ``fdp_ppl`` has no cycle and every internal import names a module that exists;
+* nothing in ``fdp_ppl`` imports the reproductions (the package ``studies`` in ``notebooks/``, not shipped);
 * releases from several threads at once are each exactly what they are alone (one shared compiled sampler);
 * every spec of :data:`fdp_ppl.registry.SUMMARIES` calibrates every compatible mechanism of
   :data:`fdp_ppl.registry.MECHANISMS` without data, exactly as its fit does;
@@ -182,6 +183,38 @@ def test_every_internal_import_names_a_module():
     missing = sorted(f"{m}: line {line}: {how}" for m, es in edges.items() for t, (line, how) in es.items()
                      if t not in modules)
     assert not missing, "imports of modules that do not exist:\n" + "\n".join(missing)
+
+
+def _top_level_imports(source: str) -> set[str]:
+    """First component of every absolute import of a module's source, run-time ``importlib.import_module``
+    literals included (relative imports stay inside ``fdp_ppl``)."""
+    names = set()
+    for node in _walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {a.name.partition(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.partition(".")[0])
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            fn = node.func
+            if (fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")) == "import_module":
+                names.add(str(node.args[0].value).partition(".")[0])
+    return names
+
+
+def test_the_library_imports_no_study():
+    """The studies import ``fdp_ppl``; ``fdp_ppl`` never imports them (they are not installed with it)."""
+    studies = {p.name for p in (Path(__file__).resolve().parents[1] / "notebooks" / "studies").glob("*.py")}
+    assert "__init__.py" in studies  # the check below looks at the right package
+    offenders = sorted(f"{m}: {sorted(names)}" for m, (path, _) in _modules().items()
+                       if (names := _top_level_imports(path.read_text()) & {"studies", "notebooks"}))
+    assert not offenders, "fdp_ppl imports the studies:\n" + "\n".join(offenders)
+    assert not (PACKAGE / "experiments").exists()  # moved to notebooks/studies
+
+
+def test_study_import_finder_finds_study_imports():
+    found = _top_level_imports("import studies.fpca\nfrom studies import kde\nfrom . import x\n"
+                               "def f():\n    import importlib\n    importlib.import_module('notebooks.studies')\n")
+    assert found == {"studies", "importlib", "notebooks"}
 
 
 # ====================================================================================== threads

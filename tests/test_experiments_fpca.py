@@ -1,4 +1,4 @@
-"""Notebook 07's computations (fdp_ppl.experiments.fpca): ε-DP FPCA, Awan et al. (2019) Section 6."""
+"""Notebook 07's computations (studies.fpca): ε-DP FPCA, Awan et al. (2019) Section 6."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fdp_ppl.experiments import fpca as F
+from studies import fpca as F
 
 
 def test_paper_tables_are_complete_and_in_range():

@@ -8,7 +8,8 @@ import pytest
 
 import fdp_ppl as fp
 from fdp_ppl.errors import PrivacyLeakWarning
-from fdp_ppl.experiments import iclp_simulation as sim
+from studies import iclp_simulation as sim
+from studies import iclp_simulation_checks as simc
 from fdp_ppl.summaries import cv_score, noise_energy
 
 CFG = sim.Config(n_grid=(40, 80), replicates=2, folds=5, n_psi=5, pilot_size=400)
@@ -37,7 +38,7 @@ def test_errors_match_library_summaries_and_noise_energy(setting, data):
     x, mu0 = data
     assert np.any(setting.config.grid.norm(x) > setting.tau)  # clipping is active
     rows = sim.replicate_errors(x, mu0, setting, random_seed=3)
-    lib = sim.library_summaries(x, setting)
+    lib = simc.library_summaries(x, setting)
     w = setting.config.grid.weights
     for bound in sim.BOUNDS:
         got = _rows(rows, bound)
@@ -95,7 +96,7 @@ def test_pcv_scores_equal_library_cv_score(setting, data, mech):
 def test_exact_decomposition_matches_monte_carlo(setting, data):
     """E‖μ̃ − μ0‖² = ‖μ̂ − μ0‖² + noise_energy, checked with exact PyMC forward draws."""
     x, mu0 = data
-    out = sim.monte_carlo_check(x, mu0, setting, draws=3000, bound="tight", random_seed=2)
+    out = simc.monte_carlo_check(x, mu0, setting, draws=3000, bound="tight", random_seed=2)
     assert list(out["mechanism"]) == list(sim.MECHANISMS)
     assert np.all(np.abs(out["z"]) < 4.5), out
     zp = (out["mc_privacy"] - out["exact_privacy"]) / out["mc_privacy_se"]

@@ -1,4 +1,4 @@
-"""Numbers computed by fdp_ppl.experiments.kde (notebook 08, Hall et al. 2013 Figures 1-3) and kde_iclp (notebook 09)."""
+"""Numbers computed by studies.kde (notebook 08, Hall et al. 2013 Figures 1-3) and kde_iclp (notebook 09)."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fdp_ppl.experiments import kde as K
+from studies import kde as K
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +105,7 @@ def test_svm_releases_separate_calls_compose():
 
 
 # ----------------------------------------------------------------------------- notebook 09 (Lin & Reimherr Figures 3-4)
-from fdp_ppl.experiments import kde_iclp as I
+from studies import kde_iclp as I
 
 
 def test_truncated_mixtures_integrate_to_one_and_samples_stay_in_the_box():

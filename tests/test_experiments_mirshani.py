@@ -1,5 +1,5 @@
 """Mirshani, Reimherr & Slavković (2019) reproduction: spec sanity numbers (specs/gaussian-banach.md §3.5)
-and the experiment functions of fdp_ppl.experiments.mirshani."""
+and the experiment functions of studies.mirshani."""
 
 import math
 
@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import fdp_ppl as fp
-from fdp_ppl.experiments import mirshani as M
+from studies import mirshani as M
+from studies import mirshani_dti as D
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +19,7 @@ def sim_basis():
 @pytest.fixture(scope="module")
 def dti():
     try:
-        return M.load_dti(nan_policy="drop")
+        return D.load_dti(nan_policy="drop")
     except FileNotFoundError:
         pytest.skip("dti.nc not available (set FDP_PPL_DATA_DIR)")
 
@@ -64,8 +65,8 @@ def test_simulation_sigma2_closed_form_matches_spec(sim_basis):
 def test_dti_sigma_matches_spec_for_n382_and_dropping_changes_it(dti):
     """σ = 0.641 … 0.0203 for τ = 1, N = 382 (the paper's row count); dropping the 6 NaN rows gives N = 376."""
     basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), dti.attrs["grid"])
-    psis = list(M.SPEC_DTI_SIGMA)
-    spec = np.array([M.SPEC_DTI_SIGMA[p] for p in psis])
+    psis = list(D.SPEC_DTI_SIGMA)
+    spec = np.array([D.SPEC_DTI_SIGMA[p] for p in psis])
     s382 = M.noise_table(basis, tau=1.0, n=382, psis=psis)["sigma_closed_form"].values
     assert [float(f"{s:.3g}") for s in s382] == list(spec)
     assert dti.sizes["curve"] == 376 and dti.attrs["n_dropped"] == 6
@@ -195,7 +196,7 @@ def test_sweet_spot_summary(sim):
 def test_load_dti_nan_policies(dti):
     assert np.isfinite(dti.values).all()
     assert dti.attrs["max_scans_per_subject"] == 7 and "scan" in dti.attrs["privacy_unit"]
-    full = M.load_dti(nan_policy="interpolate")
+    full = D.load_dti(nan_policy="interpolate")
     assert full.sizes["curve"] == 382 and np.isfinite(full.values).all()
     assert full.attrs["n_interpolated"] == 6
     # complete scans are unchanged, and in the same order
@@ -203,20 +204,20 @@ def test_load_dti_nan_policies(dti):
     np.testing.assert_array_equal(full.values[keep], dti.values)
     assert np.all(full.attrs["grid"].norm(full.values) <= 1.0)  # τ = 1 is a valid public bound
     with pytest.raises(ValueError, match="nan_policy"):
-        M.load_dti(nan_policy="zero")
+        D.load_dti(nan_policy="zero")
 
 
 @pytest.fixture(scope="module")
 def dti_scores(dti):
     with pytest.warns(fp.PrivacyLeakWarning):
-        cv = M.dti_cv(dti, kernels=("gaussian", "exponential"), psis=(1e-4, 1e-2), rhos=(0.02, 0.2, 1.0), folds=3,
+        cv = D.dti_cv(dti, kernels=("gaussian", "exponential"), psis=(1e-4, 1e-2), rhos=(0.02, 0.2, 1.0), folds=3,
                       random_seed=5)
     with pytest.warns(fp.PrivacyLeakWarning):
-        pcv = M.dti_pcv(dti, kernels=("gaussian", "exponential"), psis=(1e-3, 1e-2, 0.1), n_rho=3, folds=3,
+        pcv = D.dti_pcv(dti, kernels=("gaussian", "exponential"), psis=(1e-3, 1e-2, 0.1), n_rho=3, folds=3,
                         random_seed=5)
     with pytest.warns(fp.PrivacyLeakWarning):
-        pcv_cv = M.dti_cv(dti, kernels=("gaussian",), psis=(1e-3, 1e-2, 0.1),
-                          rhos=np.geomspace(*M.PCV_RHO_RANGES["gaussian"], 3), folds=3, random_seed=5)
+        pcv_cv = D.dti_cv(dti, kernels=("gaussian",), psis=(1e-3, 1e-2, 0.1),
+                          rhos=np.geomspace(*D.PCV_RHO_RANGES["gaussian"], 3), folds=3, random_seed=5)
     return cv, pcv, pcv_cv
 
 
@@ -240,7 +241,7 @@ def test_dti_cv_and_pcv_labels_and_closed_form_noise(dti, dti_scores):
 
 def test_choices_table_argmins(dti, dti_scores):
     cv, pcv, _ = dti_scores
-    table = M.choices_table(cv, pcv, n=dti.sizes["curve"])
+    table = D.choices_table(cv, pcv, n=dti.sizes["curve"])
     assert (table.privacy_safe == 0).all()
     assert set(table.method) == {"CV (psi fixed)", "CV (joint)", "PCV"}
     for k, da in cv.items():
@@ -260,20 +261,20 @@ def test_choices_table_argmins(dti, dti_scores):
 
 def test_dti_releases(dti, dti_scores):
     cv, pcv, _ = dti_scores
-    table = M.choices_table(None, pcv, n=dti.sizes["curve"])
-    rel = M.dti_releases(dti, table, random_seed=1)
+    table = D.choices_table(None, pcv, n=dti.sizes["curve"])
+    rel = D.dti_releases(dti, table, random_seed=1)
     assert rel.sizes["choice"] == len(table) and rel.sizes["t"] == 93
     assert (rel.privacy_safe == 0).all() and "scan" in rel.attrs["privacy_unit"]
     np.testing.assert_allclose(rel.sigma, [M.classical_sigma_closed_form(1.0, 376, p) for p in table.psi])
     assert np.all(np.abs(rel.private - rel.smoothed).max("t") > 0)
-    again = M.dti_releases(dti, table, random_seed=1)
+    again = D.dti_releases(dti, table, random_seed=1)
     np.testing.assert_array_equal(rel.private.values, again.private.values)
 
 
 def test_expected_private_error_of_cv_choices_equals_pcv(dti_scores):
     """A CV row's `expected_private_error` is the PCV score of the same (ψ, ρ) (closed-form σ, same folds)."""
     _, pcv, pcv_cv = dti_scores
-    table = M.choices_table(pcv_cv, None, n=376)
+    table = D.choices_table(pcv_cv, None, n=376)
     for _, row in table[table.method == "CV (psi fixed)"].iterrows():
         assert row.expected_private_error == pytest.approx(float(pcv["gaussian"].sel(psi=row.psi, rho=row.rho)),
                                                            rel=1e-6)

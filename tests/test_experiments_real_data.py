@@ -1,5 +1,5 @@
 """Fast tests of the Lin & Reimherr (2026) Table 1 / Table 2 reproductions
-(``fdp_ppl.experiments.timing`` and ``fdp_ppl.experiments.real_data``)."""
+(``studies.timing`` and ``studies.real_data``)."""
 
 import warnings
 
@@ -9,8 +9,9 @@ import xarray as xr
 
 import fdp_ppl as fp
 from fdp_ppl.errors import PrivacyLeakWarning
-from fdp_ppl.experiments import real_data as rd
-from fdp_ppl.experiments import timing
+from studies import real_data as rd
+from studies import real_data_diagnostics as rdd
+from studies import timing
 
 
 def _data_available():
@@ -66,13 +67,13 @@ def test_column_readings_are_permutations():
 
 
 def test_paper_numbers_decay_like_a_doubling_epsilon_grid():
-    r = rd.paper_difference_ratios()
+    r = rdd.paper_difference_ratios()
     assert len(r) == 16
     dti = r[r.dataset == "dti"]
     # floor-free ratios: ~4 for a doubling grid; 2.86 expected for labels 2, 3, 4 read literally
     assert dti.median_ratio.between(3.5, 4.5).all()
     assert dti.expected_if_printed_eps.iloc[0][0] == pytest.approx(2.86, abs=0.01)
-    k = rd.paper_floor_kernel_dependence()
+    k = rdd.paper_floor_kernel_dependence()
     ar = k[k.printed_column == "iclp-ar"].relative_difference
     others = k[k.printed_column.isin(["iclp-qr", "bernstein"])].relative_difference
     assert ar.max() < 0.005 < others.min()  # only the printed ICLP-AR column is kernel-free
@@ -191,7 +192,7 @@ def test_prepare_settings():
 
 @needs_data
 def test_frl_floor_identifies_standardisation_and_m4():
-    ident = rd.frl_floor_identification(Ms=(3, 4, 5))
+    ident = rdd.frl_floor_identification(Ms=(3, 4, 5))
     ident["err"] = np.abs(np.log(ident.ratio))
     worst = ident.groupby(["normalisation", "M"]).err.max()
     assert worst.idxmin() == ("per-curve standardised", 4)

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import pytest
 
-from fdp_ppl.experiments.coverage import clopper_pearson, run_coverage, summarise_coverage
+from studies.coverage import clopper_pearson, run_coverage, summarise_coverage
 from fdp_ppl.inference import GPPrior
 
 
 def run_replicates(design, n_rep, *, grid_size=30, prior=None, draws=200, tune=200, chains=2, seed=0):
     """Per replicate: covered indicators at POINTS, pointwise coverage on the whole grid, error ratio
-    (:func:`fdp_ppl.experiments.coverage.run_coverage`, shared with notebook 06)."""
+    (:func:`studies.coverage.run_coverage`, shared with notebook 06)."""
     reps = run_coverage(design, n_rep, prior=prior, seeds=[seed * 1000 + r for r in range(n_rep)],
                         grid_size=grid_size, draws=draws, tune=tune, chains=chains)
     row = summarise_coverage(reps).iloc[0]

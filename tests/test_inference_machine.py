@@ -14,7 +14,7 @@ import fdp_ppl as fp
 from fdp_ppl.cli import main
 from fdp_ppl.erm import ERMSpec, grid_basis
 from fdp_ppl.errors import InputError, SchemaError
-from fdp_ppl.experiments.machine_coverage import (
+from studies.machine_coverage import (
     machine_spec,
     run_machine_coverage,
     simulate_records,

@@ -19,7 +19,8 @@ def test_notebook_runs_in_fast_mode(path, tmp_path, monkeypatch):
     monkeypatch.setenv("FDP_PPL_FAST", "1")
     monkeypatch.setenv("FDP_PPL_OUTPUT_DIR", str(tmp_path))
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    monkeypatch.setenv("PYTHONPATH", str(path.parents[1]) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join((str(path.parents[1]), str(path.parent),  # fdp_ppl, studies
+                                                      os.environ.get("PYTHONPATH", ""))))
     committed = path.read_bytes()
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:  # the committed full-mode outputs are not inputs: run from a clean slate, in memory

@@ -7,9 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fdp_ppl.experiments import real_data as rd
-from fdp_ppl.experiments import timing
-from fdp_ppl.experiments.verdicts import glance, range_verdict, relative_difference, verdict
+from studies import real_data as rd
+from studies import real_data_diagnostics as rdd
+from studies import timing
+from studies.verdicts import glance, range_verdict, relative_difference, verdict
 
 RESULTS = Path(__file__).resolve().parents[1] / "notebooks" / "results"
 
@@ -35,19 +36,19 @@ def test_paper_floor_and_noise_inverts_a_plus_b_over_eps_squared():
     saved = rd.PAPER_TABLE2["electricity"]["C1.5"]["frl"]
     rd.PAPER_TABLE2["electricity"]["C1.5"]["frl"] = (vals, saved[1])
     try:
-        fa, fb = rd.paper_floor_and_noise("electricity", "C1.5", "frl")
+        fa, fb = rdd.paper_floor_and_noise("electricity", "C1.5", "frl")
     finally:
         rd.PAPER_TABLE2["electricity"]["C1.5"]["frl"] = saved
     assert fa == pytest.approx(a, rel=1e-12) and fb == pytest.approx(b, rel=1e-12)
 
 
 def test_calibration_search_finds_the_known_best_and_pss():
-    s = rd.calibration_search(("iclp-qr",), etas=[1.15, 1.5, 2.5], psis=[1e-5, 1 / 508, 0.1],
+    s = rdd.calibration_search(("iclp-qr",), etas=[1.15, 1.5, 2.5], psis=[1e-5, 1 / 508, 0.1],
                               bounds=("tight",), datasets=("electricity",), kernels=("C1.5",))
     assert set(s.tuning) == {"PSS", "grid"}
     pss = s[s.tuning == "PSS"].iloc[0]
     assert pss.n_psi == pytest.approx(1.0) and pss.eta == pytest.approx(1.5)
-    best = rd.best_calibrations(s)
+    best = rdd.best_calibrations(s)
     row = best[best.cell == "electricity C1.5: best"].iloc[0]
     assert row.log_error == pytest.approx(s[s.tuning == "grid"].log_error.min())
     # the tight bound with light smoothing gets within a factor 1.5 of the printed column; PSS does not
@@ -57,7 +58,7 @@ def test_calibration_search_finds_the_known_best_and_pss():
 def test_table2_glance_from_committed_results():
     df = pd.read_csv(RESULTS / "iclp_table2_real_data.csv")
     cal = pd.read_csv(RESULTS / "iclp_table2_calibration.csv")
-    g = rd.reproduction_summary(df, cal)
+    g = rdd.reproduction_summary(df, cal)
     v = dict(zip(g["item"], g["verdict"]))
     frl = [k for k in v if k.startswith("dti: FRL")][0]
     assert v[frl].startswith("matches")
@@ -73,9 +74,9 @@ def test_table1_glance_from_committed_results():
 
 
 def test_simulation_glance_from_committed_results():
-    from fdp_ppl.experiments import iclp_simulation as sim
+    from studies import iclp_simulation_checks as simc
 
-    g = sim.reproduction_summary(pd.read_csv(RESULTS / "iclp_simulation_claims.csv"))
+    g = simc.reproduction_summary(pd.read_csv(RESULTS / "iclp_simulation_claims.csv"))
     v = dict(zip(g["item"], g["verdict"]))
     # the committed numbers: with the paper's bounds ICLP-QR is not the best mechanism, GP-ADP beats it
     assert v["Fig. 2, Theorem 12 bounds: ICLP-QR is the best eps-DP mechanism at every n"] == "does not hold"
@@ -83,7 +84,7 @@ def test_simulation_glance_from_committed_results():
 
 
 def test_mirshani_glance_says_sigma2_is_not_printed():
-    from fdp_ppl.experiments import mirshani as M
+    from studies import mirshani as M
 
     g = M.reproduction_summary(pd.read_csv(RESULTS / "mirshani_comparison.csv"),
                                pd.read_csv(RESULTS / "mirshani_sanity.csv"))
@@ -92,7 +93,7 @@ def test_mirshani_glance_says_sigma2_is_not_printed():
 
 
 def test_elliptical_glance_and_theorem5_statement():
-    from fdp_ppl.experiments import elliptical as E
+    from studies import elliptical as E
 
     g = E.reproduction_summary(RESULTS)
     assert "corrected M_W is above the true delta for every law" in g.iloc[-1]["verdict"]

@@ -191,7 +191,7 @@ def add_out_of_core_args(g, what: str = "reduce it") -> None:
     """``--chunks`` and ``--scheduler``: read a store lazily and ``what`` chunk by chunk on a dask cluster."""
     g.add_argument("--chunks", type=int, default=None, metavar="N",
                    help=f"read the data lazily, N records per chunk, and {what} chunk by chunk on a dask cluster "
-                        "(curves larger than memory; a Zarr store is always read this way; needs "
+                        "(data larger than memory; a Zarr store is always read this way; needs "
                         "pip install 'fdp-ppl[dask]'); n is the length of the record dim in the file's metadata")
     g.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address of a dask.distributed scheduler (tcp://host:8786) for --chunks; default: a local "

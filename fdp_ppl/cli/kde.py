@@ -8,6 +8,13 @@ or two (``--var2``) of a NetCDF or CSV file; observations outside the public ``-
 and counted for the data holder only (stderr). The file holds ``posterior/density`` (chain, draw, x) or
 (chain, draw, x1, x2) and ``constant_data`` the grid; root attrs ε, δ, n, h, kernel, sensitivity, noise.
 
+Out of core (``--chunks``, ``--scheduler`` or a ``*.zarr`` store): the column(s) are opened lazily
+(:func:`fdp_ppl.distributed_kde_fpca.open_records`; ``--var2`` stacked into (n, 2) records on dask), n is the
+length of the record dim in the store's metadata, and the public spec's ``fit`` sums the KDE chunk by chunk on a
+dask cluster (:func:`fdp_ppl.distributed.dask_client`) for ``gp``, ``sobolev`` (exact or binned) and ``iclp``;
+the release path after the fit is the in-memory one. What needs the records in memory is refused before the
+ledger is opened (:func:`_check_lazy`).
+
 This module imports only :mod:`argparse` at import time.
 """
 
@@ -23,17 +30,25 @@ BERNSTEIN_K = {1: 20, 2: 10}
 
 def add_subparser(sub) -> None:
     """Add ``kde`` to the sub-command parsers of ``fdp-ppl``."""
-    from .common import SEED_HELP, add_ledger_args, add_output_args, add_unit_args
+    from .common import SEED_HELP, add_ledger_args, add_out_of_core_args, add_output_args, add_unit_args
 
     p = sub.add_parser(
         NAME, help="release a private kernel density estimate of one or two columns",
         description="Release a differentially private kernel density estimate on a public grid (Hall, Rinaldo & "
-                    "Wasserman 2013; Lin & Reimherr 2026). Neighbouring datasets replace one observation; n is public.")
+                    "Wasserman 2013; Lin & Reimherr 2026). Neighbouring datasets replace one observation; n is public.",
+        epilog="out of core (--chunks, --scheduler, or any Zarr store): each of --var, --var2 is a 1-D variable of a "
+               "NetCDF file or Zarr store; gp, sobolev (exact or binned) and iclp are fitted chunk by chunk on a dask "
+               "cluster and release what the in-memory command releases. --bandwidth-epsilon, --privacy-unit and the "
+               "frl and bernstein baselines need the data in memory and are refused out of core before the "
+               "ledger is opened.")
     g = p.add_argument_group("data")
-    g.add_argument("--data", required=True, metavar="PATH", help="NetCDF (.nc) or CSV file")
+    g.add_argument("--data", required=True, metavar="PATH",
+                   help="NetCDF (.nc), CSV or Parquet file, or Zarr store (read out of core: gp, sobolev and iclp "
+                        "only)")
     g.add_argument("--var", required=True, metavar="NAME", help="variable / column of scalar observations")
     g.add_argument("--var2", default=None, metavar="NAME", help="second column: a 2-D KDE of the pairs")
     add_unit_args(g)
+    add_out_of_core_args(g, "sum the KDE (gp, sobolev, iclp; each column a 1-D variable)")
     m = p.add_argument_group("mechanism")
     m.add_argument("--mechanism", required=True, choices=MECHANISMS,
                    help="gp: (eps, delta), Gaussian-kernel GP noise; sobolev: (eps, delta), L1-exponential (rough) "
@@ -132,6 +147,83 @@ def _check(a):
     check_ledger_args(a)
 
 
+def _is_lazy(a) -> bool:
+    """Whether the command reads its data out of core: ``--chunks``, ``--scheduler`` or a Zarr store."""
+    from ..distributed import is_store
+
+    return a.chunks is not None or a.scheduler is not None or is_store(a.data)
+
+
+def _check_lazy(a) -> None:
+    """Refuse, from the flags and the path alone (before the ledger is opened), what cannot run out of core.
+
+    Raises
+    ------
+    CLIError
+        ``--bandwidth-epsilon`` (the private IQRs need the records in memory), ``--mechanism frl``/``bernstein``
+        (their bumps are records of a mean, built in memory), ``--privacy-unit`` (no unit grouping on dask), a CSV
+        or Parquet file (not a chunked store), or ``--chunks`` < 1.
+    """
+    from .common import CLIError
+
+    flag = "--chunks/--scheduler" if (a.chunks is not None or a.scheduler is not None) else "a Zarr store"
+    if a.chunks is not None and a.chunks < 1:
+        raise CLIError(f"--chunks must be a number of records >= 1 (got {a.chunks})", "pass e.g. --chunks 100000")
+    if a.bandwidth_epsilon is not None:
+        raise CLIError(f"--bandwidth-epsilon is not available out of core ({flag}): the private IQRs need the "
+                       "records in memory", "pass a public --bandwidth (or the default rule), or run in memory")
+    if a.mechanism in ("frl", "bernstein"):
+        raise CLIError(f"--mechanism {a.mechanism} is not available out of core ({flag})",
+                       "pass --mechanism gp, sobolev or iclp, or run the baseline in memory")
+    if a.unit is not None:
+        raise CLIError(f"--privacy-unit is not available out of core ({flag})",
+                       "combine each person's observations into one in the store first, or run in memory")
+    if str(a.data).lower().endswith((".csv", ".parquet", ".pq")):
+        raise CLIError(f"{a.data} is a table: out of core ({flag}) reads a Zarr store or a NetCDF file",
+                       "convert it (xarray .to_zarr) or drop --chunks/--scheduler")
+
+
+def _lazy_records(a):
+    """The records of ``--var`` (and ``--var2``) as a dask array (n,) or (n, 2), from the store's metadata only.
+
+    Returns
+    -------
+    obs : dask.array.Array, shape (n,) or (n, 2)
+        Lazy: nothing but metadata is read; n (public) is the record dim's length.
+
+    Raises
+    ------
+    CLIError
+        A variable that is not 1-D, or --var and --var2 of different lengths.
+    InputError
+        From :func:`fdp_ppl.distributed_kde_fpca.open_records` (dask/zarr missing, no such path or variable).
+    """
+    from ..distributed_kde_fpca import open_records
+    from .common import CLIError
+
+    cols = []
+    for name in (a.var, a.var2):
+        if name is None:
+            continue
+        da = open_records(a.data, name, chunks=a.chunks)
+        if da.ndim != 1:
+            raise CLIError(f"variable {name!r} has dims {tuple(map(str, da.dims))}: out of core each of --var and "
+                           "--var2 must be a 1-D variable of observations", "store each column as a 1-D variable")
+        cols.append(da.data)
+    if len(cols) == 1:
+        obs = cols[0]
+    else:
+        import dask.array as dsa
+
+        if cols[0].shape[0] != cols[1].shape[0]:
+            raise CLIError(f"--var and --var2 have {cols[0].shape[0]} and {cols[1].shape[0]} values",
+                           "pass paired columns")
+        obs = dsa.stack([cols[0], cols[1].rechunk(cols[0].chunks)], axis=1)  # (n, 2), lazy
+    if obs.shape[0] < 2:
+        raise CLIError(f"{a.var!r} has {obs.shape[0]} observation(s)", "a KDE needs n >= 2 observations")
+    return obs
+
+
 def _column(a, name, *, ids: bool = False):
     """The values of column / variable ``name`` (floats; any values with ``ids``: a privacy unit's column)."""
     import numpy as np
@@ -204,34 +296,43 @@ def run(a) -> int:
     from ..errors import SeededReleaseWarning
 
     _check(a)
+    lazy = _is_lazy(a)
+    if lazy:  # every refusal of the out-of-core path comes from the flags and the store's metadata
+        _check_lazy(a)
+        obs = _lazy_records(a)
     bw_eps = a.bandwidth_epsilon or 0.0
     cost = PrivacyBudget(a.epsilon * a.draws + bw_eps, (a.delta or 0.0) * a.draws)
     ledger = open_ledger(a, cost)
-    obs = _column(a, a.var)
-    if a.var2 is not None:
-        second = _column(a, a.var2)
-        if second.size != obs.size:
-            raise CLIError(f"--var and --var2 have {obs.size} and {second.size} values", "pass paired columns")
-        obs = np.stack([obs, second], -1)
     units = None
-    if a.unit is not None:
-        units = _column(a, a.unit.column, ids=True)
-        if units.size != obs.shape[0]:
-            raise CLIError(f"--privacy-unit {a.unit.column} and --var have different lengths",
-                           "pass a unit column along the observations")
-    else:
-        _warn_repeated_ids(a)
+    if not lazy:
+        obs = _column(a, a.var)
+        if a.var2 is not None:
+            second = _column(a, a.var2)
+            if second.size != obs.size:
+                raise CLIError(f"--var and --var2 have {obs.size} and {second.size} values", "pass paired columns")
+            obs = np.stack([obs, second], -1)
+        if a.unit is not None:
+            units = _column(a, a.unit.column, ids=True)
+            if units.size != obs.shape[0]:
+                raise CLIError(f"--privacy-unit {a.unit.column} and --var have different lengths",
+                               "pass a unit column along the observations")
+        else:
+            _warn_repeated_ids(a)
     d = 1 if obs.ndim == 1 else 2
-    n = obs.shape[0] if units is None else int(np.unique(units).size)
+    n = obs.shape[0] if units is None else int(np.unique(units).size)  # lazy: the store's metadata (public)
     lo, hi = a.domain
-    inside = np.all((obs >= lo) & (obs <= hi), axis=-1) if d == 2 else (obs >= lo) & (obs <= hi)
-    n_clipped = int(np.sum(~inside))
+    n_clipped = None
+    if not lazy:  # out of core the fit counts them, chunk by chunk (data holder only, like this count)
+        inside = np.all((obs >= lo) & (obs <= hi), axis=-1) if d == 2 else (obs >= lo) & (obs <= hi)
+        n_clipped = int(np.sum(~inside))
     size = a.grid_size or (200 if d == 1 else 30)
     from ..kde import check_kde_size
     from .common import check_output_space
 
-    # public sizes only (grid, n, draws): a plan that does not fit in memory is refused before any charge
-    check_kde_size((size,) * d, obs.shape[0], d, estimator=a.kde_estimator if a.mechanism in ("gp", "sobolev")
+    # public sizes only (grid, n or the records per chunk, draws): a plan that does not fit in memory is refused
+    # before any charge; out of core the records held at once are one chunk's (the chunk size is public)
+    held = int(max(obs.chunks[0])) if lazy else obs.shape[0]
+    check_kde_size((size,) * d, held, d, estimator=a.kde_estimator if a.mechanism in ("gp", "sobolev")
                    else "exact", draws=a.draws)
 
     check_output_space(a, 8.0 * a.draws * size**d * 2 + 8.0 * size**d * 8)
@@ -247,9 +348,21 @@ def run(a) -> int:
                                   label=f"kde bandwidth (private IQR, epsilon {bw_eps:g}) -> {a.out}")
         a.bandwidth = float(h[0]) if d == 1 else h
     label = f"kde {a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
+    if lazy:  # the spec's fit of dask records: partial sums per chunk on the cluster, never the records gathered
+        from ..distributed import dask_client
+
+        spec, mech = _grid_spec(a, n, d, size)
+        with stage("fitting the KDE chunk by chunk (dask)"), dask_client(a.scheduler):
+            fit = spec.fit(obs)
+        n_clipped = fit.n_clipped
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated below instead
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        if a.mechanism in ("frl", "bernstein") and d == 1:
+        if lazy:
+            import fdp_ppl as fp
+
+            tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
+                              dataset=str(a.data))
+        elif a.mechanism in ("frl", "bernstein") and d == 1:
             tree = _baseline(a, obs, n, size, ledger, label, units)
         else:
             tree = _grid_release(a, obs, n, d, size, ledger, label, units)
@@ -352,9 +465,9 @@ def _warn_repeated_ids(a) -> None:
     warn_record_level(records)
 
 
-def _grid_release(a, obs, n, d, size, ledger, label, units=None):
+def _grid_spec(a, n, d, size):
+    """The public KDE spec and mechanism of the flags on the ``size``^d grid over ``--domain``."""
     from ..kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec
-    import fdp_ppl as fp
     from ..kde.baselines import BernsteinKDESpec, FRLKDESpec
     from ..mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
 
@@ -373,6 +486,13 @@ def _grid_release(a, obs, n, d, size, ledger, label, units=None):
         cls = KDESpec if a.mechanism == "gp" else SobolevKDESpec
         spec = cls(grid=grid, bandwidth=a.bandwidth, n=n, estimator=a.kde_estimator, **unit)
         mech = GaussianMechanism(a.epsilon, a.delta)
+    return spec, mech
+
+
+def _grid_release(a, obs, n, d, size, ledger, label, units=None):
+    import fdp_ppl as fp
+
+    spec, mech = _grid_spec(a, n, d, size)
     return fp.release(spec.fit(obs, units=units), mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
                       dataset=str(a.data))
 

@@ -57,7 +57,7 @@ DEFAULT_ETA = 1e-10
 #: Largest number of proposals (T × draws) an exact release will run; larger requests are refused before the charge.
 DEFAULT_MAX_PROPOSALS = 20_000_000
 #: Public floor on Gibbs scans for k > 1: at n = 100–500 the invariant statistics matched the exact law within
-#: 5–10 scans (spec §4) and at m = 5 were stationary after 5–20 (fdp_ppl.experiments.fpca.gibbs_convergence);
+#: 5–10 scans (spec §4) and at m = 5 were stationary after 5–20 (studies.fpca.gibbs_convergence);
 #: 20 is the upper end. A floor, not a certificate: the chain's distance to the target stays unknown.
 GIBBS_MIN_SCANS = 20
 #: Public floor on NUTS tuning steps: PyMC's step-size dual averaging and diagonal mass-matrix windows (default

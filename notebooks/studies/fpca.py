@@ -64,7 +64,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import SeededReleaseWarning
+from fdp_ppl.errors import SeededReleaseWarning
 
 # ----------------------------------------------------------------------------- the paper's numbers
 PAPER_SOURCE = ("Awan, Kenney, Reimherr & Slavkovic (2019), 'Benefits and pitfalls of the exponential mechanism "
@@ -129,7 +129,7 @@ def paper_table() -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- the Gaussian-kernel Σ
 def _cumulative_share(grid, rho: float, j: int) -> float:
-    from ..spaces import Gaussian, eigenbasis
+    from fdp_ppl.spaces import Gaussian, eigenbasis
 
     lam = eigenbasis(Gaussian(rho=rho), grid).eigenvalues
     # the operator's trace is Σ_k w_k k(t_k, t_k) = Σ w = 1 for a unit-variance kernel
@@ -238,8 +238,8 @@ def prepare(dataset: str, setting: str = "paper-reading", *, rho: float | None =
     Prepared
         ``curves`` (n, K) to pass to :meth:`FPCASpec.fit` with ``tau``.
     """
-    from ..datasets import GROWTH_DEVIATION_TAU, growth_reference, load_dataset
-    from ..spaces import Grid
+    from fdp_ppl.datasets import GROWTH_DEVIATION_TAU, growth_reference, load_dataset
+    from fdp_ppl.spaces import Grid
 
     s = SETTINGS[setting]
     ref_name = None
@@ -285,8 +285,8 @@ def _sigma_scale(reading, grid) -> float:
 def make_spec(prep: Prepared, *, k: int, epsilon: float, form: str = "bingham", sigma_reading="grid-size",
               m: int = 5):
     """The :class:`~fdp_ppl.expmech.FPCASpec` of one table cell (public choices only)."""
-    from ..expmech import FPCASpec
-    from ..spaces import Gaussian, eigenbasis
+    from fdp_ppl.expmech import FPCASpec
+    from fdp_ppl.spaces import Gaussian, eigenbasis
 
     basis = eigenbasis(Gaussian(rho=prep.rho), prep.grid)
     return FPCASpec(grid=prep.grid, m=m, k=k, epsilon=epsilon, tau=prep.tau, basis=basis, form=form,
@@ -333,8 +333,8 @@ def study_frames(fit, *, draws: int, sampler: str, iterations: int, rng, max_pro
     -------
     ndarray, shape (draws, m, k)
     """
-    from ..expmech.samplers import gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
-    from ..sampling import seed_sequence
+    from fdp_ppl.expmech.samplers import gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
+    from fdp_ppl.sampling import seed_sequence
 
     spec = fit.spec
     g = np.random.default_rng(seed_sequence(rng))
@@ -387,7 +387,7 @@ def real_data_table(datasets=DATASETS, epsilons=EPSILONS, ks=KS, *, replicates: 
         ``paper``, ``paper_se``, ``z`` = (ours − paper)/sqrt(SE² + SE²), ``sampler``, ``iterations``,
         ``exact``, ``n``, ``rho``, ``setting``.
     """
-    from ..expmech import subspace_distance, variance_ratio
+    from fdp_ppl.expmech import subspace_distance, variance_ratio
 
     rng = np.random.default_rng(random_seed)
     rows = []
@@ -457,7 +457,7 @@ def gibbs_convergence(dataset: str = "growth", *, k: int = 3, epsilon: float = 2
     ratio and of the subspace norm per iteration count. Evaluation only (uses the confidential G); the chains
     are run by :func:`fdp_ppl.expmech.gibbs_matrix_bingham` directly (:func:`study_frames`: 1 and 5 scans are
     below the release floor of 20, which is the point of the study)."""
-    from ..expmech import subspace_distance, variance_ratio
+    from fdp_ppl.expmech import subspace_distance, variance_ratio
 
     rng = np.random.default_rng(random_seed)
     prep = prepare(dataset, setting)
@@ -508,8 +508,8 @@ def simulate_curves(n: int, grid=None, *, p: int = SIM_P, var_u: float = SIM_VAR
     true_pc : ndarray, shape (K,)
         The true first functional principal component (the Fourier function of largest score variance).
     """
-    from ..expmech import fourier_basis
-    from ..spaces import Grid
+    from fdp_ppl.expmech import fourier_basis
+    from fdp_ppl.spaces import Grid
 
     grid = Grid.uniform(SIM_GRID_SIZE) if grid is None else grid
     rng = np.random.default_rng(rng)
@@ -537,8 +537,8 @@ def simulation_study(ns=SIM_NS, epsilons=SIM_EPSILONS, *, replicates: int = 10, 
         One row per (form, n, epsilon, replicate): ``variance_ratio``, ``subspace_norm``,
         ``sin2_true`` (sin² of the angle to the true first FPC), ``sin2_nonprivate_true``.
     """
-    from ..expmech import FPCASpec, subspace_distance, variance_ratio
-    from ..spaces import Grid
+    from fdp_ppl.expmech import FPCASpec, subspace_distance, variance_ratio
+    from fdp_ppl.spaces import Grid
 
     rng = np.random.default_rng(random_seed)
     grid = Grid.uniform(SIM_GRID_SIZE)
@@ -575,8 +575,8 @@ def form_comparison(n: int = 500, epsilon: float = 1.0, scales=(0.01, 1.0, 100.0
     """E sin²∠(ṽ, v̂) of the Bingham form and the GP-base form as the scale of Σ = c·diag(i⁻³) changes
     (k = 1, m = 40, one simulated data set; ``specs/expmech-fpca.md`` §2.3c). The GP-base form is
     invariant to c (Theorem 4.1 depends on Σ only through span); the Bingham form is not."""
-    from ..expmech import FPCASpec, subspace_distance
-    from ..spaces import Grid
+    from fdp_ppl.expmech import FPCASpec, subspace_distance
+    from fdp_ppl.spaces import Grid
 
     rng = np.random.default_rng(random_seed)
     grid = Grid.uniform(SIM_GRID_SIZE)
@@ -622,7 +622,7 @@ def clt_study(ns=CLT_NS, *, d: int = 4, lam: float = 0.2, epsilon: float = 1.0, 
     """
     from scipy import stats
 
-    from ..expmech import (penalised_mean_clt_covariance, penalised_mean_draws, penalised_mean_estimate,
+    from fdp_ppl.expmech import (penalised_mean_clt_covariance, penalised_mean_draws, penalised_mean_estimate,
                            penalised_mean_gaussian)
 
     rng = np.random.default_rng(random_seed)

@@ -90,7 +90,7 @@ Readings of what the paper leaves open (each a parameter here, the default state
     projection for FRL, the Bernstein polynomial of the lattice means) — the bias part; ``noise_energy`` is
     ``∫(f̃ − f̂)²``, what the release adds to it.
 
-Every release goes through :func:`fdp_ppl.release` or :func:`fdp_ppl.release`, seeded (a study).
+Every release goes through :func:`fdp_ppl.release`, seeded (a study).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..errors import SeededReleaseWarning
+from fdp_ppl.errors import SeededReleaseWarning
 
 PAPER_SOURCE = ("Lin & Reimherr (2026), 'Pure differential privacy for functional summaries via the independent "
                 "component Laplace process', Section 6.2, Figures 3-4 (no numbers printed)")
@@ -189,7 +189,7 @@ def pdf_2d(x1, x2, **design) -> np.ndarray:
 
 def bandwidth(n: int, d: int, width: float) -> float:
     """``h = 1.06 (width/4) n^{-1/(4+d)}`` (public)."""
-    from ..kde import bandwidth_rule
+    from fdp_ppl.kde import bandwidth_rule
 
     return float(bandwidth_rule(n, d, width / 4)[0])
 
@@ -198,8 +198,8 @@ def bandwidth(n: int, d: int, width: float) -> float:
 @lru_cache(maxsize=4)
 def specs_1d(n: int = D1["n"], grid_size: int = D1["grid_size"], etas=ETAS_1D, bernstein_k=BERNSTEIN_K) -> dict:
     """Public specs of every 1-D mechanism (cached): key -> spec."""
-    from ..kde import CartesianGrid, ICLPKDESpec, KDESpec
-    from ..kde.baselines import bernstein_kde_spec, frl_kde_spec
+    from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec
+    from fdp_ppl.kde.baselines import bernstein_kde_spec, frl_kde_spec
 
     grid = CartesianGrid.uniform(D1["domain"], grid_size)
     h = bandwidth(n, 1, D1["domain"][1] - D1["domain"][0])
@@ -218,8 +218,8 @@ def specs_1d(n: int = D1["n"], grid_size: int = D1["grid_size"], etas=ETAS_1D, b
 def specs_2d(n: int = D2["n"], grid_size: int = D2["grid_size"], etas=ETAS_2D, iclp_kernel: str | None = None) -> dict:
     """Public specs of every 2-D mechanism (cached); ``iclp_kernel``: ``ICLPKDESpec``'s kernel (None: its 2-D
     default, the product exponential kernel of the paper's Figure 4)."""
-    from ..kde import CartesianGrid, ICLPKDESpec, KDESpec
-    from ..kde.baselines import BernsteinKDESpec, FRLKDESpec
+    from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec
+    from fdp_ppl.kde.baselines import BernsteinKDESpec, FRLKDESpec
 
     lo, hi = D2["domain"]
     grid = CartesianGrid.uniform([(lo, hi), (lo, hi)], grid_size)
@@ -251,7 +251,7 @@ def public_mass(spec) -> float:
 
 
 def _mechanism(key: str, epsilon: float):
-    from ..mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
+    from fdp_ppl.mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
 
     if key == "gp":
         return GaussianMechanism(epsilon, GP_DELTA)
@@ -275,8 +275,8 @@ def fit_and_release(key: str, spec, observations, *, h: float | None = None, poi
     """
     import fdp_ppl as fp
 
-    from ..kde import KDESpec
-    from ..kde.baselines import kde_bumps
+    from fdp_ppl.kde import KDESpec
+    from fdp_ppl.kde.baselines import kde_bumps
 
     baseline = key == "frl" or key.startswith("bernstein")
     with warnings.catch_warnings():

@@ -27,11 +27,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..erm import ERMSpec
+from fdp_ppl.erm import ERMSpec
 import fdp_ppl as fp
-from ..mechanisms import ICLP, GaussianMechanism
-from ..schema import CONSTANT_DATA, NOISE_SCALE
-from ..spaces import Gaussian
+from fdp_ppl.mechanisms import ICLP, GaussianMechanism
+from fdp_ppl.schema import CONSTANT_DATA, NOISE_SCALE
+from fdp_ppl.spaces import Gaussian
 
 CI_PROB = 0.9
 EPSILONS = (0.5, 1.0, 4.0)
@@ -86,7 +86,7 @@ def machine_replicate(epsilon: float, seed: int, *, noise_factors=(1.0,), draws:
         σ for GP noise, Δ_{1,C}/ε for ICLP),
         ``norm`` (``‖f̂‖_H``), ``radius`` (prior R), ``infer_s`` (wall time of the inference).
     """
-    from ..inference.machine import decision_band, infer_machine, machine_posterior, sign_agreement
+    from fdp_ppl.inference.machine import decision_band, infer_machine, machine_posterior, sign_agreement
 
     spec = spec or machine_spec(**({"eta": 2.0} if mechanism == "iclp" else {}))
     rng = np.random.default_rng(seed)
@@ -125,7 +125,7 @@ def machine_replicate(epsilon: float, seed: int, *, noise_factors=(1.0,), draws:
 def run_machine_coverage(epsilons=EPSILONS, replicates: int = 40, *, noise_factors=(1.0,), draws: int = 500,
                          seed: int = 0, **kwargs) -> pd.DataFrame:
     """Replicates × ε (× noise factor) rows of :func:`machine_replicate` as a DataFrame."""
-    from ..settings import blas_threads
+    from fdp_ppl.settings import blas_threads
 
     rows = []
     with blas_threads():  # small dense problems: one BLAS thread each is faster on shared cores

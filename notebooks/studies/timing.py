@@ -48,7 +48,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from ..settings import blas_threads as settings_blas_threads
+from fdp_ppl.settings import blas_threads as settings_blas_threads
 
 #: Lin & Reimherr (2026), arXiv:2309.00125v3, Table 1: seconds to generate 100
 #: draws, ``(kernel, K) -> (ICLP, GP)``.
@@ -181,8 +181,8 @@ def clear_caches() -> None:
     """Empty the package's in-process caches: compiled release samplers
     (:func:`fdp_ppl.sampling.clear_cache`) and eigenbases (the on-disk
     PyTensor compile cache is kept)."""
-    from ..sampling import clear_cache
-    from ..spaces.eigenbasis import _cached  # the eigenbasis LRU cache has no public clear
+    from fdp_ppl.sampling import clear_cache
+    from fdp_ppl.spaces.eigenbasis import _cached  # the eigenbasis LRU cache has no public clear
 
     clear_cache()
     _cached.cache_clear()
@@ -240,7 +240,7 @@ def time_table1(kernels=KERNELS, grid_sizes=GRID_SIZES, *, draws: int = 100, rep
         the process), machine notes and the source of the paper values.
     """
     import fdp_ppl as fp
-    from ..spaces import DEFAULT_REL_TOL as rel_tol
+    from fdp_ppl.spaces import DEFAULT_REL_TOL as rel_tol
 
     draws, repeats = int(draws), int(repeats)
     if draws < 1 or repeats < 1:
@@ -360,7 +360,7 @@ def reproduction_summary(df: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Rows item, paper, ours, verdict (:func:`fdp_ppl.experiments.verdicts.glance`).
+        Rows item, paper, ours, verdict (:func:`studies.verdicts.glance`).
     """
     from .verdicts import glance, verdict
 

@@ -33,7 +33,7 @@ Readings of what the paper leaves open (each a parameter here, the default state
     ε = 1, δ = 0.1. ``excess_ise`` is the release's ISE minus the non-private KDE's on the same data set
     (paired, so its SE is free of the data-set-to-data-set spread of the ISE).
 
-Every release goes through :func:`fdp_ppl.release` / :func:`fdp_ppl.release`, seeded (a
+Every release goes through :func:`fdp_ppl.release`, seeded (a
 study: the releases say ``noise_seeded = 1``).
 """
 
@@ -47,7 +47,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from ..errors import SeededReleaseWarning
+from fdp_ppl.errors import SeededReleaseWarning
 
 PAPER_SOURCE = ("Hall, Rinaldo & Wasserman (2013), 'Differential privacy for functions and functional data', "
                 "JMLR 14, Figures 1-3 (no numbers printed)")
@@ -92,14 +92,14 @@ def mixture_pdf(x, *, means=MIX_MEANS, weights=MIX_WEIGHTS, sd: float = MIX_SD) 
 @lru_cache(maxsize=8)
 def specs(grid_size: int = GRID_SIZE, h: float = H, n: int = N) -> dict:
     """Public specs of both routes on an evenly spaced grid of ``grid_size`` points on [0, 1] (cached)."""
-    from ..kde import CartesianGrid, KDESpec, SobolevKDESpec
+    from fdp_ppl.kde import CartesianGrid, KDESpec, SobolevKDESpec
 
     grid = CartesianGrid.uniform(DOMAIN, int(grid_size))
     return {"gaussian": KDESpec(grid=grid, bandwidth=h, n=n), "sobolev": SobolevKDESpec(grid=grid, bandwidth=h, n=n)}
 
 
 def mechanism(epsilon: float = EPSILON, delta: float = DELTA, calibration: str = "classical"):
-    from ..mechanisms import GaussianMechanism
+    from fdp_ppl.mechanisms import GaussianMechanism
 
     return GaussianMechanism(float(epsilon), float(delta), calibration)
 
@@ -240,8 +240,8 @@ def svm_data(n: int, rng: np.random.Generator, *, radius: float = SVM_SETTING["r
 
 def svm_fit(seed: int = 3, **setting):
     """Fit the non-private kernel SVM of :data:`SVM_SETTING` (updated by ``setting``); returns (fit, X, y, s)."""
-    from ..erm import ERMSpec
-    from ..spaces.kernels import Gaussian
+    from fdp_ppl.erm import ERMSpec
+    from fdp_ppl.spaces.kernels import Gaussian
 
     s = {**SVM_SETTING, **setting}
     X, y = svm_data(s["n"], np.random.default_rng(seed), radius=s["radius"], flip=s["flip"])
@@ -257,7 +257,7 @@ def svm_releases(fit, *, epsilon: float, delta: float, calibration: str, release
     draws would charge draws × δ, which exceeds 1 for δ = 0.1 and 10 draws).
     """
     import fdp_ppl as fp
-    from ..mechanisms import GaussianMechanism
+    from fdp_ppl.mechanisms import GaussianMechanism
 
     mech = GaussianMechanism(float(epsilon), float(delta), calibration)
     out = []

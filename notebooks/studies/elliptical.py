@@ -43,7 +43,7 @@ def reproduction_summary(results: Path) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Rows item, paper, ours, verdict (:func:`fdp_ppl.experiments.verdicts.glance`).
+        Rows item, paper, ours, verdict (:func:`studies.verdicts.glance`).
     """
     from .verdicts import glance
 

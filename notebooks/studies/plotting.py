@@ -1,8 +1,8 @@
 """Figures of the experiments (Lin & Reimherr 2026, Tables 1 and 2).
 
 Only notebooks and callers that plot import this module: the computation
-modules (:mod:`~fdp_ppl.experiments.timing`,
-:mod:`~fdp_ppl.experiments.real_data`, ...) do not import matplotlib.
+modules (:mod:`~studies.timing`,
+:mod:`~studies.real_data`, ...) do not import matplotlib.
 matplotlib is imported when a figure is drawn.
 """
 
@@ -13,8 +13,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..releasing import release
-from ..schema import read_release
+from fdp_ppl.releasing import release
+from fdp_ppl.schema import read_release
 from . import real_data as rd
 from . import timing
 

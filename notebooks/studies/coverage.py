@@ -35,13 +35,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..datasets import simulate_iclp
-from ..inference import ICLPPrior, credible_band, infer
-from ..mechanisms import ICLP
-from ..releasing import release as release_summary
-from ..schema import read_release
-from ..spaces import Grid, Matern, eigenbasis
-from ..summaries import iclp_qr_mean
+from fdp_ppl.datasets import simulate_iclp
+from fdp_ppl.inference import ICLPPrior, credible_band, infer
+from fdp_ppl.mechanisms import ICLP
+from fdp_ppl.releasing import release as release_summary
+from fdp_ppl.schema import read_release
+from fdp_ppl.spaces import Grid, Matern, eigenbasis
+from fdp_ppl.summaries import iclp_qr_mean
 
 #: evaluation points of the pooled coverage
 POINTS = (0.1, 0.3, 0.5, 0.7, 0.9)

@@ -1,6 +1,6 @@
 """Figures of notebooks 08 (Hall et al. 2013) and 09 (ICLP KDE); matplotlib is imported when a figure is drawn.
 
-The computation modules :mod:`~fdp_ppl.experiments.kde` and :mod:`~fdp_ppl.experiments.kde_iclp` do not
+The computation modules :mod:`~studies.kde` and :mod:`~studies.kde_iclp` do not
 import matplotlib. Every function returns ``(fig, axes)``.
 """
 
