@@ -5,7 +5,7 @@ Design: a fixed population on the public box [0, 1], a two-component normal mixt
 ``0.6 N(0.35, 0.08²) + 0.4 N(0.7, 0.06²)`` (values outside the box clipped by the spec), n records per data set,
 a 1-D grid of ``--grid`` points, the package's default public bandwidth. For every replicate: draw a data set,
 fit the public spec (its non-private estimate on the grid, ``summary.density``, is the target), release it once
-with :func:`fdp_ppl.kde.release_kde` (seeded: a study), run ``infer_density`` (default prior: envelope with a
+with :func:`fdp_ppl.release` (seeded: a study), run ``infer_density`` (default prior: envelope with a
 half-Cauchy amplitude; ``--prior flat`` for the likelihood alone) and record the fraction of grid points where
 the 90% equal-tailed band of ``kde`` covers the target. The table gives the mean over replicates (pointwise
 coverage averaged over the grid and over data sets) and its Monte Carlo standard error, the mean band width
@@ -97,13 +97,13 @@ def replicate(spec, mech, rng, *, prior=None, draws: int = 400, ci_prob: float =
     """
     from fdp_ppl.errors import SeededReleaseWarning
     from fdp_ppl.inference.density import infer_density
-    from fdp_ppl.kde import release_kde
+    import fdp_ppl as fp
 
     x = population(spec.n, rng)
     summary = spec.fit(x)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        rel = release_kde(summary, mech, random_seed=int(rng.integers(2**62)), generator="pymc")
+        rel = fp.release(summary, mech, random_seed=int(rng.integers(2**62)), generator="pymc")
     if noise_factor != 1.0:
         rel["constant_data"]["noise_scale"] = rel["constant_data"]["noise_scale"] * noise_factor
     post = infer_density(rel, prior, target=target, draws=draws, chains=1, random_seed=int(rng.integers(2**31)),
@@ -176,13 +176,13 @@ def cost_ratio(mechanism: str, *, epsilon: float = 1.0, n: int = 500, grid_size:
 
     from fdp_ppl.errors import SeededReleaseWarning
     from fdp_ppl.inference.density import infer_density, read_kde_release
-    from fdp_ppl.kde import release_kde
+    import fdp_ppl as fp
 
     rng = np.random.default_rng(seed)
     spec, mech = make_spec(mechanism, n, grid_size), make_mechanism(mechanism, epsilon)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        rel = release_kde(spec.fit(population(n, rng)), mech, random_seed=seed, generator="pymc")
+        rel = fp.release(spec.fit(population(n, rng)), mech, random_seed=seed, generator="pymc")
     view = read_kde_release(rel)
 
     def ess_per_s(kde, seconds):

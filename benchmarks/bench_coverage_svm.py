@@ -65,7 +65,7 @@ def cost_comparison(draws, tune, seed):
     import pymc as pm
     import pytensor.tensor as pt
 
-    from fdp_ppl.erm import release_erm
+    import fdp_ppl as fp
     from studies.machine_coverage import DELTA, machine_spec, simulate_records
     from fdp_ppl.inference.machine import _BASES, infer_machine, machine_posterior
     from fdp_ppl.mechanisms import GaussianMechanism
@@ -75,7 +75,7 @@ def cost_comparison(draws, tune, seed):
     fit = spec.fit(x, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        release = release_erm(fit, GaussianMechanism(1.0, DELTA, "analytic"), random_seed=seed)
+        release = fp.release(fit, GaussianMechanism(1.0, DELTA, "analytic"), random_seed=seed)
     _BASES.clear()  # time the factorisation too
     t0 = time.perf_counter()
     exact = infer_machine(release, draws=draws, chains=2, random_seed=seed)

@@ -8,12 +8,12 @@ Gaussian kernel, Σ = K·diag(λ), ε = 1) for k = 1 and k = 3 this measures, in
 
 * ``baseline``     the paper's recipe: one chain of 20,000 Gibbs scans per released frame
                    (``fdp_ppl.expmech.gibbs_matrix_bingham``); effective samples per second = 1 / time;
-* ``exact``        k = 1 only: exact ACG rejection as released (``fpca_release(sampler="exact")``: the pure
+* ``exact``        k = 1 only: exact ACG rejection as released (``fp.release(fit, ExponentialMechanism("exact"))``: the pure
                    ε''-DP plan, a data-independent T proposals per draw), independent draws;
 * ``gibbs-chain``  one long Gibbs chain, ESS of the invariant explained-variance ratio tr(VᵀGV)/tr(G)
                    (arviz ``ess``, bulk) per second;
 * ``gibbs-short``  independent chains of ``--short-scans`` scans (default 20; stationary after ~5 at
-                   m = 5, notebook 07 §4), one frame per chain, as ``fpca_release(sampler="gibbs")`` does;
+                   m = 5, notebook 07 §4), one frame per chain, as ``fp.release(fit, ExponentialMechanism("gibbs"))`` does;
 * ``nuts``         PyMC NUTS on ``fpca_pymc_model`` (Euclidean auxiliary Z, potential), ESS of the
                    deterministic ``explained`` per second; compile time reported separately;
 * ``gp-base``      the Theorem 4.1 form by exact rejection from its base measure (a different target:
@@ -96,7 +96,7 @@ def bench_k(k: int, args, rng) -> list[dict]:
 
     from fdp_ppl.errors import SeededReleaseWarning
     from studies import fpca as F
-    from fdp_ppl.expmech import fpca_release
+    import fdp_ppl as fp
     from fdp_ppl.expmech.samplers import gibbs_matrix_bingham
 
     prep = F.prepare("growth", "paper-reading")
@@ -135,7 +135,7 @@ def bench_k(k: int, args, rng) -> list[dict]:
         # ---- exact (k = 1)
         if k == 1:
             t0 = time.perf_counter()
-            tree = fpca_release(fit, sampler="exact", draws=args.draws, random_seed=rng)
+            tree = fp.release(fit, fp.ExponentialMechanism(sampler="exact"), draws=args.draws, random_seed=rng)
             t = time.perf_counter() - t0
             Q = tree["posterior"]["frame"].values[0]
             add("exact", t, float(args.draws), args.draws, float(frames_explained(Q).mean()), "ACG rejection")
@@ -146,8 +146,8 @@ def bench_k(k: int, args, rng) -> list[dict]:
         add("gibbs-chain", t, _ess(tr), args.chain_scans, float(np.mean(tr)), f"{args.chain_scans} scans")
         # ---- independent short chains, one frame each
         t0 = time.perf_counter()
-        tree = fpca_release(fit, sampler="gibbs", draws=args.short_chains, iterations=args.short_scans,
-                            random_seed=rng)
+        tree = fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=args.short_scans),
+                          draws=args.short_chains, random_seed=rng)
         t = time.perf_counter() - t0
         Q = tree["posterior"]["frame"].values[0]
         add("gibbs-short", t, float(args.short_chains), args.short_chains, float(frames_explained(Q).mean()),

@@ -12,7 +12,7 @@ Three parts:
    ``--quick`` the series is skipped beyond a spread
    of 5000 (at m = 40, Σ⁻¹ reaches 64000·s and the series takes ~30 s).
 2. **SBC** (Talts et al. 2018) — per replicate: S from the prior, G = nS, one frame from the mechanism with the
-   package's exact sampler (``fpca_release``), a NUTS fit, the rank of the truth among thinned posterior draws
+   package's exact sampler (``fp.release`` of an FPCA fit), a NUTS fit, the rank of the truth among thinned posterior draws
    for λ₁/tr S, tr S, λ₁, (u₁ᵀe₁)² and the log-likelihood of the released frame. Ranks are tested for uniformity
    with a chi-square test (``--bins``).
 3. **Scale check** — SBC with ``--scale-frames`` frames per release (default 10: one frame carries little
@@ -76,14 +76,16 @@ def fresh_pymc_seconds(spec, n, draws, tune, chains, rng) -> float:
     """Seconds of one plain ``pm.sample`` on a freshly built model of the same posterior (compile included)."""
     import pymc as pm
 
-    from fdp_ppl.expmech import FPCAFit, fpca_release
+    from fdp_ppl.expmech import FPCAFit
+    import fdp_ppl as fp
     from fdp_ppl.inference.components import (ComponentsPrior, FrameLikelihood, _likelihood_scale, _read_fpca,
                                               components_model, initial_values)
 
     S = ComponentsPrior().draw(spec.m, 1, rng)[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = fpca_release(FPCAFit(spec=spec, gram=n * S, n=n), draws=1, random_seed=int(rng.integers(2**31)))
+        tree = fp.release(FPCAFit(spec=spec, gram=n * S, n=n), fp.ExponentialMechanism(), draws=1,
+                          random_seed=int(rng.integers(2**31)))
         at, frames, sigma, _, _ = _read_fpca(tree)
         lik = FrameLikelihood.build(frames, sigma, _likelihood_scale(at), n)
         t0 = time.perf_counter()

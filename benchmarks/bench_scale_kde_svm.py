@@ -94,7 +94,8 @@ def kde_rows(sizes, estimators=("exact", "binned"), iclp=True) -> list:
     import numpy as np
     from scipy.stats import gaussian_kde
 
-    from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec, release_kde
+    from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec
+    import fdp_ppl as fp
     from fdp_ppl.mechanisms import ICLP, GaussianMechanism
 
     rows = []
@@ -113,13 +114,13 @@ def kde_rows(sizes, estimators=("exact", "binned"), iclp=True) -> list:
         for est in estimators:
             def ours(est=est):
                 spec = KDESpec(grid=grid, bandwidth=h, n=n, estimator=est)
-                return release_kde(spec.fit(x), GaussianMechanism(1.0, 1e-6))
+                return fp.release(spec.fit(x), GaussianMechanism(1.0, 1e-6))
 
             rows.append(_row(f"kde-gp {est}", size, ours, "scipy gaussian_kde", scipy_kde, baseline_seconds=base))
         if iclp:
             def ours_iclp():
                 spec = ICLPKDESpec(grid=grid, bandwidth=h, n=n)
-                return release_kde(spec.fit(x), ICLP(1.0))
+                return fp.release(spec.fit(x), ICLP(1.0))
 
             rows.append(_row("kde-iclp", size, ours_iclp, "scipy gaussian_kde", scipy_kde, baseline_seconds=base))
     return rows

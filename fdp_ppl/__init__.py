@@ -28,6 +28,7 @@ _NAMES = {
     "errors": ("BudgetExceededError", "CompatibilityError", "FdpPplError", "InputError", "PrivacyLeakWarning",
                "SchemaError", "SeededReleaseWarning"),
     "mechanisms": ("FRL", "ICLP", "Bernstein", "GaussianMechanism", "Mechanism"),
+    "expmech.mechanism": ("ExponentialMechanism",),
     "inference": ("infer",),
     "releasing": ("release",),
     "sampling": ("CompiledSampler",),

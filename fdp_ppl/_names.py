@@ -6,6 +6,6 @@ KERNEL_NAMES = ("matern12", "matern32", "matern52", "exponential", "gaussian", "
 #: default lattice size k of the Bernstein mechanism (:class:`fdp_ppl.summaries.BernsteinSpec`)
 BERNSTEIN_DEFAULT_K = 20
 
-#: forms and samplers of the ε-DP FPCA release (:func:`fdp_ppl.expmech.fpca_release`)
+#: forms and samplers of the ε-DP FPCA release (:class:`fdp_ppl.ExponentialMechanism`)
 FPCA_FORMS = ("bingham", "gp-base")
 FPCA_SAMPLERS = ("exact", "gibbs", "nuts")

@@ -265,7 +265,7 @@ def plot_eigenbasis(basis, n: int = 6):
 
 
 def plot_fpca(tree: xr.DataTree, *, draw: int = 0, ax=None, max_draws: int = 30):
-    """The released principal subspace of an ε-DP FPCA release (:func:`fdp_ppl.expmech.fpca_release`).
+    """The released principal subspace of an ε-DP FPCA release (:func:`fdp_ppl.release`).
 
     Parameters
     ----------
@@ -450,7 +450,7 @@ def plot_inference(posterior_tree: xr.DataTree, release_tree: xr.DataTree | None
 
 
 def plot_decision(tree: xr.DataTree, *, draw: int = 0, ax=None, points=None, labels=None):
-    """Plot a released kernel-machine decision function (:func:`fdp_ppl.erm.release_erm`).
+    """Plot a released kernel-machine decision function (:func:`fdp_ppl.release`).
 
     One feature: every released draw as a line, with the zero level (the private classifier
     is the sign). Two features: the chosen draw as a filled contour with its zero contour.
@@ -477,7 +477,7 @@ def plot_decision(tree: xr.DataTree, *, draw: int = 0, ax=None, points=None, lab
     try:
         dec = tree[POSTERIOR]["decision"]
     except KeyError:
-        raise SchemaError("the tree has no posterior/decision variable", "pass a tree from fdp_ppl.erm.release_erm") \
+        raise SchemaError("the tree has no posterior/decision variable", "pass a tree from fdp_ppl.release") \
             from None
     grid_dims = [d for d in dec.dims if d not in ("chain", "draw")]
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6, 4.5))

@@ -6,6 +6,9 @@ tables; adding a mechanism or a summary is one new module plus one line here
 
 * :data:`MECHANISMS` — name → :class:`MechanismEntry`: how to build the
   mechanism from (ε, δ, options) and which summary spec it releases.
+* :data:`RELEASES` — fitted class → :class:`ReleaseEntry`: the family release function
+  :func:`fdp_ppl.release` calls, the mechanisms it accepts (including the FPCA
+  :class:`~fdp_ppl.expmech.mechanism.ExponentialMechanism`) and its options.
 * :data:`SUMMARIES` — spec name (``attrs["summary"]``) → spec class.
 * :data:`KERNELS` — kernel names of :func:`fdp_ppl.spaces.kernel_from_name`.
 * :data:`LAWS` — noise-law classes.
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ._names import KERNEL_NAMES
+from ._releases import RELEASES, ReleaseEntry, release_entry
 
 # The entries name their classes; the classes (and PyMC, which the mechanisms import) are imported when an entry
 # builds something or when SUMMARIES / LAWS are first read (PEP 562), so `fdp-ppl --help` stays fast.
@@ -230,4 +234,5 @@ def label(name: str, kind: str = "mechanism") -> str:
     return name
 
 
-__all__ = ["MECHANISMS", "MechanismEntry", "SUMMARIES", "KERNELS", "LAWS", "label"]
+__all__ = ["MECHANISMS", "MechanismEntry", "RELEASES", "ReleaseEntry", "release_entry", "SUMMARIES", "KERNELS",
+           "LAWS", "label"]

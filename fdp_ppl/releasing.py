@@ -26,11 +26,109 @@ from .schema import NOISE_SCALE, ReleaseMetadata, ReleaseTemplate, release_tree
 from .summaries import LinearSummary
 
 
-def release(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, random_seed=None,
-            ledger: PrivacyLedger | None = None, bound: str = "tight", progressbar: bool = False,
-            label: str = "", generator: str | None = None, dataset: str = "",
-            allow_nonprivate: bool = False) -> xr.DataTree:
-    """Release a summary privately: exact forward draws of the mechanism's noise law.
+#: keyword options of :func:`release` that only some families take (``None`` / False: not given)
+_FAMILY_OPTIONS = ("bound", "generator", "chains", "allow_nonprivate")
+
+
+def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: PrivacyLedger | None = None,
+            label: str = "", dataset: str = "", progressbar: bool = False, bound: str | None = None,
+            generator: str | None = None, chains: int | None = None,
+            allow_nonprivate: bool | None = None) -> xr.DataTree:
+    """Release any fitted object privately: one entry for every mechanism family.
+
+    Dispatches on the type of ``fitted`` through :data:`fdp_ppl.registry.RELEASES` to its
+    family's release function (imported on first use): the result is the one that function
+    makes, value for value and attribute for attribute.
+
+    ========================================  ==============================================  ====================
+    fitted (from)                             mechanism                                       family options
+    ========================================  ==============================================  ====================
+    LinearSummary (``iclp_qr_mean``, ...)     ICLP, FRL, Bernstein, GaussianMechanism,         bound, generator,
+                                              elliptical mechanisms                           allow_nonprivate
+    KDESummary (``KDESpec(...).fit``)         GaussianMechanism (KDESpec, SobolevKDESpec),    bound, generator,
+                                              ICLP (ICLPKDESpec), FRL / Bernstein baselines   chains
+    ERMFit (``ERMSpec(...).fit``)             GaussianMechanism (eta=None), ICLP (eta > 1)    chains
+    FPCAFit (``FPCASpec(...).fit``)           :class:`~fdp_ppl.ExponentialMechanism`          (in the mechanism)
+    ========================================  ==============================================  ====================
+
+    Parameters
+    ----------
+    fitted : LinearSummary, KDESummary, ERMFit or FPCAFit
+        A fitted summary (data holder only); its sensitivity comes from its public spec.
+    mechanism
+        A mechanism the family accepts (table above).
+    draws : int
+        Number of independent releases; ``k`` draws cost ``k ×`` the per-draw guarantee.
+    random_seed : int, sequence of int, numpy Generator or None
+        None (the default): fresh OS entropy. A seed makes the noise reproducible by anyone who
+        knows it (studies, tests): the release records ``noise_seeded = 1`` and a
+        :class:`~fdp_ppl.errors.SeededReleaseWarning` is emitted.
+    ledger : PrivacyLedger or FileLedger, optional
+        Charged before any draw, after every public check; a refused release costs nothing.
+    label, dataset : str
+        Ledger label (empty: the family's default label) and dataset identity.
+    progressbar : bool
+        Progress of long draws (mean and FPCA releases; the others are not long and ignore it).
+    bound : {"tight", "paper", "closed-form"}, optional
+        Sensitivity bound (mean and KDE; default ``"tight"``).
+    generator : {None, "opendp", "pymc"}, optional
+        Release sampler (mean and KDE; default: OpenDP when unseeded and the law has one).
+    chains : int, optional
+        Releases arranged ``(chain, draw)`` (KDE and ERM; default 1).
+    allow_nonprivate : bool, optional
+        Release a mean whose τ came from the data (mean only; the release records ``private = 0``).
+
+    Returns
+    -------
+    xr.DataTree
+        The family's release (``posterior`` with dims ``chain``, ``draw`` first, ``constant_data``, root attrs
+        recording the mechanism, ε, δ, the sensitivity and the budget spent; never the non-private fit).
+
+    Raises
+    ------
+    CompatibilityError
+        ``fitted`` is not a fitted object of a registered family, or ``mechanism`` is not one the
+        family accepts (before any charge).
+    InputError
+        A family option the family does not take (e.g. ``bound`` for an ERM fit), before any
+        charge; and the family's own refusals (:func:`release_linear` and the family functions).
+    BudgetExceededError
+        The ledger cannot pay for the release; nothing is drawn.
+    """
+    from ._releases import release_entry
+
+    entry = release_entry(fitted)
+    if entry is None:
+        raise CompatibilityError(f"cannot release a {type(fitted).__name__}: fp.release takes a fitted summary",
+                                 "fit one first, e.g. iclp_qr_mean(curves, basis, tau=1), KDESpec(...).fit(x), "
+                                 "ERMSpec(...).fit(X, y) or FPCASpec(...).fit(curves)")
+    names = {f"{cls.__module__}.{cls.__qualname__}" for cls in type(mechanism).__mro__}
+    if not names.intersection(entry.mechanisms):
+        raise CompatibilityError(f"a {entry.family} fit is not released with {type(mechanism).__name__}",
+                                 f"use {entry.hint}")
+    given = {"bound": bound, "generator": generator, "chains": chains, "allow_nonprivate": allow_nonprivate or None}
+    refused = [name for name in _FAMILY_OPTIONS if given[name] is not None and name not in entry.options]
+    if refused:
+        takes = [o for o in entry.options if o in _FAMILY_OPTIONS]
+        raise InputError(f"a {entry.family} release takes no {', '.join(refused)}",
+                         f"drop {', '.join(refused)} (its options: {', '.join(takes) or 'none'})")
+    options = {name: value for name, value in given.items() if value is not None}
+    if "progressbar" in entry.options:
+        options["progressbar"] = progressbar
+    if label:
+        options["label"] = label
+    return entry.resolve()(fitted, mechanism, draws=draws, random_seed=random_seed, ledger=ledger, dataset=dataset,
+                           **options)
+
+
+def release_linear(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, random_seed=None,
+                   ledger: PrivacyLedger | None = None, bound: str = "tight", progressbar: bool = False,
+                   label: str = "", generator: str | None = None, dataset: str = "",
+                   allow_nonprivate: bool = False) -> xr.DataTree:
+    """Release a linear summary (a mean curve) privately: exact forward draws of the mechanism's noise law.
+
+    The family function :func:`release` calls for a :class:`~fdp_ppl.summaries.LinearSummary`;
+    call ``fp.release(summary, mechanism, ...)``.
 
     Parameters
     ----------

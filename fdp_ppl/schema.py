@@ -47,11 +47,11 @@ KIND_ATTR = "fdp_ppl_kind"
 SCHEMA_ATTR = "fdp_ppl_schema_version"
 RELEASE = "release"
 INFERENCE = "inference"
-#: kind of an ε-DP FPCA release (:func:`fdp_ppl.expmech.fpca_release`): a frame, not a curve
+#: kind of an ε-DP FPCA release (``fp.release`` of an FPCA fit): a frame, not a curve
 EXPMECH_FPCA = "expmech_fpca"
-#: kind of a private kernel-machine release (:func:`fdp_ppl.erm.release_erm`): a decision function on a grid
+#: kind of a private kernel-machine release (``fp.release`` of an ERM fit): a decision function on a grid
 ERM_RELEASE = "erm_release"
-#: kind of a private kernel density estimate (:func:`fdp_ppl.kde.release_kde`, ``fdp-ppl kde``): a density on a grid
+#: kind of a private kernel density estimate (``fp.release`` of a KDE, ``fdp-ppl kde``): a density on a grid
 KDE_RELEASE = "kde_release"
 
 # groups
@@ -630,7 +630,7 @@ KDE_SUMMARIES = ("kde", "kde-sobolev", "kde-iclp-qr", "kde-frl", "kde-bernstein"
 
 
 def is_kde_release(tree) -> bool:
-    """True for a private kernel density estimate (:func:`fdp_ppl.kde.release_kde`, ``fdp-ppl kde``).
+    """True for a private kernel density estimate (``fp.release`` of a KDE, ``fdp-ppl kde``).
 
     A file says so with :data:`KIND_ATTR` ``= "kde_release"``. Files written before the kind existed are recognised
     by what they carry: ``posterior/density`` without released ``coefficients``, and either a KDE spec's ``summary``
@@ -656,7 +656,7 @@ def is_inference(tree) -> bool:
 
 
 def is_fpca_release(tree) -> bool:
-    """True for an ε-DP FPCA release (:func:`fdp_ppl.expmech.fpca_release`)."""
+    """True for an ε-DP FPCA release (``fp.release`` of an FPCA fit)."""
     return isinstance(tree, xr.DataTree) and tree.attrs.get(KIND_ATTR) == EXPMECH_FPCA
 
 

@@ -8,21 +8,9 @@ from scipy import integrate, stats
 
 from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
 from fdp_ppl.accounting.calibration import gaussian_delta
-from fdp_ppl.erm import (
-    ERMSpec,
-    GPPath,
-    GridEigenbasis,
-    KroneckerEigenbasis,
-    OnlineRelease,
-    chol_jitter,
-    erm_model,
-    gaussian_conditional,
-    grid_basis,
-    ou_conditional,
-    predict_labels,
-    release_erm,
-    rkhs_distance,
-)
+from fdp_ppl.erm import (ERMSpec, GPPath, GridEigenbasis, KroneckerEigenbasis, OnlineRelease, chol_jitter, erm_model,
+                         gaussian_conditional, grid_basis, ou_conditional, predict_labels, rkhs_distance)
+import fdp_ppl as fp
 from fdp_ppl.erm.gp import EIGEN_REL_TOL
 from fdp_ppl.errors import (
     BudgetExceededError,
@@ -99,7 +87,7 @@ def test_iclp_space_sensitivity_brute_force():
     assert worst_1c <= spec.sensitivity("1,C").value
     # ICLP privacy loss (Laplace, exact log-density ratio) at a far point: Σ|Δh_j|/b_j <= ε
     eps = 1.0
-    tree = release_erm(fit, ICLP(eps), random_seed=0)
+    tree = fp.release(fit, ICLP(eps), random_seed=0)
     b = tree["constant_data"]["noise_scale"].values
     f2 = spec.fit(*_neighbour(X, y, 0, [1.0], -y[0]))
     h2 = f2.eigen_coefficients()
@@ -121,7 +109,7 @@ def test_grid_release_privacy_loss_within_epsilon_delta(calibration):
     eps, delta = 1.0, 1e-3
     spec, fa, fb = _adversarial_pair_1d()
     mech = GaussianMechanism(eps, delta, calibration)
-    tree = release_erm(fa, mech, draws=300, random_seed=7)
+    tree = fp.release(fa, mech, draws=300, random_seed=7)
     sigma = tree.attrs["sigma"]
     assert tree.attrs["noise_generator"] == "pymc" and tree.attrs["fp_safe"] == 0  # seeded study
     pts = spec.points
@@ -208,7 +196,7 @@ def test_gp_release_noise_covariance_is_the_kernel_on_retained_eigenpairs():
     X, y = _data(8, 1, 2)
     fit = spec.fit(X, y)
     mech = GaussianMechanism(1.0, 1e-3)
-    tree = release_erm(fit, mech, draws=4000, random_seed=5)
+    tree = fp.release(fit, mech, draws=4000, random_seed=5)
     basis = grid_basis(spec)
     sigma = tree.attrs["sigma"]
     noise = (tree["posterior"]["decision"].values.reshape(-1, len(pts))
@@ -285,7 +273,7 @@ def test_release_tree_ledger_and_predictions(tmp_path):
     spec = ERMSpec(HALL, lam=0.05, n=30, domain=[[0, 1], [0, 1]], grid_size=(8, 9))
     fit = spec.fit(X, y)
     ledger = PrivacyLedger(PrivacyBudget(1.5, 1e-4))
-    tree = release_erm(fit, GaussianMechanism(0.5, 1e-5), draws=3, random_seed=0, ledger=ledger)
+    tree = fp.release(fit, GaussianMechanism(0.5, 1e-5), draws=3, random_seed=0, ledger=ledger)
     dec = tree["posterior"]["decision"]
     assert dec.dims == ("chain", "draw", "x1", "x2") and dec.shape == (1, 3, 8, 9)
     at = tree.attrs
@@ -296,7 +284,7 @@ def test_release_tree_ledger_and_predictions(tmp_path):
     # one more release fits by tight composition (the ledger composes the Gaussian events' privacy-loss
     # distributions); 40 more fit by neither: refused, charged before any draw, so nothing is released
     with pytest.raises(BudgetExceededError):
-        release_erm(fit, GaussianMechanism(0.5, 1e-5), ledger=ledger, random_seed=0, draws=40)
+        fp.release(fit, GaussianMechanism(0.5, 1e-5), ledger=ledger, random_seed=0, draws=40)
     assert ledger.spent.epsilon == pytest.approx(1.5)
     path = tmp_path / "svm.nc"
     tree.to_netcdf(path)
@@ -307,11 +295,11 @@ def test_release_tree_ledger_and_predictions(tmp_path):
     labels = predict_labels(tree, X)
     assert labels.shape == (1, 3, 30)
     with pytest.warns(SeededReleaseWarning):
-        release_erm(fit, GaussianMechanism(0.5, 1e-5), random_seed=1)
+        fp.release(fit, GaussianMechanism(0.5, 1e-5), random_seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        a = release_erm(fit, GaussianMechanism(0.5, 1e-5))  # fresh OS entropy, no warning
-        b = release_erm(fit, GaussianMechanism(0.5, 1e-5))
+        a = fp.release(fit, GaussianMechanism(0.5, 1e-5))  # fresh OS entropy, no warning
+        b = fp.release(fit, GaussianMechanism(0.5, 1e-5))
     assert not np.array_equal(a["posterior"]["decision"].values, b["posterior"]["decision"].values)
 
 
@@ -332,10 +320,10 @@ def test_bad_inputs_refused():
         GaussianMechanism(2.0, 1e-5, "classical")
     fit = spec.fit(X, y)
     with pytest.raises(CompatibilityError):
-        release_erm(fit, ICLP(1.0))
+        fp.release(fit, ICLP(1.0))
     ispec = ERMSpec(Matern(0.2), lam=0.1, n=10, eta=2.0)
     with pytest.raises(CompatibilityError):
-        release_erm(ispec.fit(X, y), GaussianMechanism(1.0, 1e-5))
+        fp.release(ispec.fit(X, y), GaussianMechanism(1.0, 1e-5))
     # clipping to the public domain
     Xo = X.copy()
     Xo[0] = 3.0
@@ -354,7 +342,7 @@ def test_many_draws_compose_even_when_k_delta_reaches_one():
 def test_erm_release_follows_the_schema():
     import fdp_ppl as fp
     from fdp_ppl import schema
-    from fdp_ppl.erm import ERMSpec, release_erm
+    from fdp_ppl.erm import ERMSpec
     from fdp_ppl.errors import SchemaError
     from fdp_ppl.mechanisms import GaussianMechanism
 
@@ -362,7 +350,7 @@ def test_erm_release_follows_the_schema():
     spec = ERMSpec(HALL, lam=0.1, n=30, domain=[[0, 1]], grid_size=20)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = release_erm(spec.fit(X, y), GaussianMechanism(1.0, 1e-3), random_seed=6)
+        tree = fp.release(spec.fit(X, y), GaussianMechanism(1.0, 1e-3), random_seed=6)
     assert tree.attrs[schema.KIND_ATTR] == schema.ERM_RELEASE
     assert tree.attrs[schema.SCHEMA_ATTR] == schema.SCHEMA_VERSION
     post = fp.infer(tree, draws=50)  # kernel machines have their own exact posterior (fdp_ppl.inference.machine)
@@ -376,13 +364,13 @@ def test_unseeded_iclp_machine_noise_is_floating_point_safe():
     X, y = _data(20, 1, 8)
     spec = ERMSpec(Matern(0.2, nu=1.5), lam=0.5, n=20, grid_size=30, eta=2.0)
     fit = spec.fit(X, y)
-    tree = release_erm(fit, ICLP(1.0), draws=2)
+    tree = fp.release(fit, ICLP(1.0), draws=2)
     a = tree.attrs
     assert a["fp_safe"] == 1 and a["noise_generator"] == "opendp" and a["noise_seeded"] == 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        seeded = release_erm(fit, ICLP(1.0), random_seed=3)
-        again = release_erm(fit, ICLP(1.0), random_seed=3)
+        seeded = fp.release(fit, ICLP(1.0), random_seed=3)
+        again = fp.release(fit, ICLP(1.0), random_seed=3)
     assert seeded.attrs["fp_safe"] == 0 and seeded.attrs["noise_generator"] == "pymc"
     assert np.array_equal(seeded["posterior"]["decision"].values, again["posterior"]["decision"].values)
 
@@ -396,7 +384,7 @@ def test_unseeded_gp_machine_noise_is_floating_point_safe():
     mech = GaussianMechanism(1.0, 1e-3)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        gp = release_erm(fit, mech, draws=2)
+        gp = fp.release(fit, mech, draws=2)
     a = gp.attrs
     assert a["fp_safe"] == 1 and a["noise_generator"] == "opendp" and a["noise_seeded"] == 0
     assert a["fp_safe_reason"].startswith("1: OpenDP") and "contraction" in a["fp_safe_reason"]
@@ -406,8 +394,8 @@ def test_unseeded_gp_machine_noise_is_floating_point_safe():
     assert np.allclose(g["noise_scale"].values, a["sigma"] * np.sqrt(g["eigenvalues"].values))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        s1 = release_erm(fit, mech, random_seed=4)
-        s2 = release_erm(fit, mech, random_seed=4)
+        s1 = fp.release(fit, mech, random_seed=4)
+        s2 = fp.release(fit, mech, random_seed=4)
     assert s1.attrs["fp_safe"] == 0 and s1.attrs["noise_generator"] == "pymc"
     assert s1.attrs["fp_safe_reason"].startswith("0: a seeded study")
     assert np.array_equal(s1["posterior"]["decision"].values, s2["posterior"]["decision"].values)
@@ -446,7 +434,7 @@ def test_pymc_model_fragment_matches_the_release_law(case):
         mean, cov = Phi @ fit.eigen_coefficients(), (Phi * 2 * b**2) @ Phi.T
     else:
         basis = grid_basis(spec)
-        sigma = release_erm(fit, mech, random_seed=1).attrs["sigma"]  # the seeded release's σ
+        sigma = fp.release(fit, mech, random_seed=1).attrs["sigma"]  # the seeded release's σ
         mean = basis.reconstruct(basis.coefficients(fit.decision(pts)))
         cov = sigma**2 * basis.covariance()
         assert np.max(np.abs(cov / sigma**2 - spec.kernel_matrix(pts, pts))) < 1e-8
@@ -533,7 +521,7 @@ def test_seeded_release_law_is_the_same_through_both_bases():
     out = {}
     for name, basis in (("kronecker", kb), ("dense", db)):
         rel._BASES[spec] = {float(EIGEN_REL_TOL): basis}
-        tree = release_erm(fit, mech, draws=3, random_seed=2)
+        tree = fp.release(fit, mech, draws=3, random_seed=2)
         assert tree.attrs["noise_structure"] == name
         assert tree["posterior"]["decision"].shape == (1, 3, 12, 15)
         centre = basis.reconstruct(basis.coefficients(fit.decision(spec.points)))
@@ -595,10 +583,10 @@ def test_large_kronecker_grid_release_200x200():
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        tree = release_erm(fit, mech, draws=2)  # OpenDP, fresh entropy
+        tree = fp.release(fit, mech, draws=2)  # OpenDP, fresh entropy
     t_opendp = time.perf_counter() - t0
     t0 = time.perf_counter()
-    seeded = release_erm(fit, mech, draws=2, random_seed=1)
+    seeded = fp.release(fit, mech, draws=2, random_seed=1)
     t_seeded = time.perf_counter() - t0
     for tr, gen in ((tree, "opendp"), (seeded, "pymc")):
         dec = tr["posterior"]["decision"]

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from fdp_ppl.erm import ERMSpec, release_erm, rkhs_distance, solve_erm
+from fdp_ppl.erm import ERMSpec, rkhs_distance, solve_erm
+import fdp_ppl as fp
 from fdp_ppl.erm.fast import solve_hinge_dual
 from fdp_ppl.erm.machine import EXACT_MAX_N
 from fdp_ppl.erm.nystroem import NystroemMap
@@ -137,8 +138,8 @@ def test_iclp_nystroem_on_grid_nodes_equals_exact():
     fn = spec_n.fit(X, y)
     assert rkhs_distance(spec_n, fe, fn) <= 2 * spec_n.rho_target + 1e-6 * spec_n.delta_rkhs_exact
     # the ICLP release of the Nystroem fit has the exact machine's calibration
-    t1 = release_erm(fe, ICLP(1.0), random_seed=0)
-    t2 = release_erm(fn, ICLP(1.0), random_seed=0)
+    t1 = fp.release(fe, ICLP(1.0), random_seed=0)
+    t2 = fp.release(fn, ICLP(1.0), random_seed=0)
     np.testing.assert_array_equal(t1["constant_data"]["noise_scale"].values, t2["constant_data"]["noise_scale"].values)
 
 
@@ -151,7 +152,7 @@ def test_approximation_choice_is_public_and_recorded():
     trees = {}
     for approx in ("exact", "nystroem"):
         spec = ERMSpec(HALL, lam=0.1, n=20, grid_size=30, approximation=approx)
-        trees[approx] = release_erm(spec.fit(X, y), GaussianMechanism(1.0, 1e-5), random_seed=1)
+        trees[approx] = fp.release(spec.fit(X, y), GaussianMechanism(1.0, 1e-5), random_seed=1)
     assert trees["exact"].attrs["kernel_approximation"] == "exact"
     assert trees["nystroem"].attrs["kernel_approximation"] == "nystroem"
     assert trees["nystroem"].attrs["nystroem_landmarks"] == 30

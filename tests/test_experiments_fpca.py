@@ -169,7 +169,7 @@ def test_penalised_mean_draws_are_the_truncated_gaussian():
 def test_studies_run_cells_a_release_refuses_and_keep_their_numbers():
     """The reproduction draws with the low-level samplers (F.study_frames: a study, not a release): GP-base k = 2 on
     growth (a release refuses it: ~1e12 proposals per frame) and Gibbs below the release floor of 20 scans. The
-    values are those of the pre-issue-22 fpca_release path (same random-number stream), so the committed
+    values are those of the pre-issue-22 FPCA release path (same random-number stream), so the committed
     notebooks/results/expmech_fpca_*.csv stay reproducible. Fails on code that routes the studies through the
     release (refusal) or changes their random numbers."""
     t = F.real_data_table(datasets=("growth",), epsilons=(1.0,), ks=(2,), replicates=4, forms=("gp-base",),

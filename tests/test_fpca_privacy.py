@@ -21,7 +21,8 @@ from scipy import special
 
 from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
 from fdp_ppl.errors import InputError, SeededReleaseWarning
-from fdp_ppl.expmech import FPCASpec, fpca_release, gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
+from fdp_ppl.expmech import FPCASpec, gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
+import fdp_ppl as fp
 from fdp_ppl.expmech.fpca import FPCAFit, exact_plan
 from fdp_ppl.expmech.samplers import (acg_acceptance_bound, acg_envelope, bingham_log_density_floor, fallback_guarantee,
                                       gp_base_acceptance_bound, gp_base_log_density_floor, proposal_budget,
@@ -148,7 +149,7 @@ def test_issue_neighbour_pair_is_refused_identically_before_the_charge():
     ledger = PrivacyLedger(PrivacyBudget(10.0, 1e-3))
     for G in (_along(5, 28, 4), _along(5, 28, 4, replaced=0)):
         with pytest.raises(InputError, match="form='bingham'") as err:
-            fpca_release(FPCAFit(spec=spec, gram=G, n=28), ledger=ledger)
+            fp.release(FPCAFit(spec=spec, gram=G, n=28), fp.ExponentialMechanism(), ledger=ledger)
         msgs.append(str(err.value))
     assert msgs[0] == msgs[1] and ledger.spent.epsilon == 0
 
@@ -160,11 +161,12 @@ def test_gibbs_k2_is_recorded_and_charged_as_uncertified_mcmc():
     ledger = PrivacyLedger(PrivacyBudget(5.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fpca_release(fit, sampler="gibbs", draws=2, iterations=20, random_seed=8, ledger=ledger)
+        tree = fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=20), draws=2, random_seed=8,
+                          ledger=ledger)
         with pytest.raises(InputError, match="floor"):
-            fpca_release(fit, sampler="gibbs", iterations=19, ledger=ledger)
-        k1 = fpca_release(FPCASpec(grid=Grid.uniform(20), m=4, k=1, epsilon=1.0, tau=1.0).fit(fit_curves()),
-                          sampler="gibbs", iterations=1, random_seed=9)
+            fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=19), ledger=ledger)
+        k1 = fp.release(FPCASpec(grid=Grid.uniform(20), m=4, k=1, epsilon=1.0, tau=1.0).fit(fit_curves()),
+                        fp.ExponentialMechanism(sampler="gibbs", iterations=1), random_seed=9)
     a = tree.attrs
     assert a["certified"] == 0 and a["private"] == 0 and math.isnan(a["delta_guaranteed"])
     assert "uncertified MCMC" in a["guarantee"] and a["mechanism"].endswith("(uncertified MCMC)")
@@ -180,10 +182,10 @@ def test_nuts_release_is_quiet_uncertified_and_says_how_it_starts(capfd, caplog)
     spec = FPCASpec(grid=Grid.uniform(20), m=3, k=1, epsilon=1.0, tau=1.0)
     fit = spec.fit(fit_curves())
     with pytest.raises(InputError, match="floor"):
-        fpca_release(fit, sampler="nuts", iterations=99)
+        fp.release(fit, fp.ExponentialMechanism(sampler="nuts", iterations=99))
     with warnings.catch_warnings(), caplog.at_level(logging.INFO):
         warnings.simplefilter("ignore")
-        tree = fpca_release(fit, sampler="nuts", iterations=100, random_seed=11)
+        tree = fp.release(fit, fp.ExponentialMechanism(sampler="nuts", iterations=100), random_seed=11)
     out = capfd.readouterr()
     assert "took" not in out.err + out.out + caplog.text  # PyMC's "Sampling ... took X seconds"
     a = tree.attrs
@@ -318,9 +320,9 @@ def test_pure_release_is_the_default_and_fits_a_pure_ledger():
     ledger = PrivacyLedger(PrivacyBudget(3.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fpca_release(fit, draws=2, random_seed=15, ledger=ledger)
+        tree = fp.release(fit, fp.ExponentialMechanism(), draws=2, random_seed=15, ledger=ledger)
         with pytest.raises(Exception, match="delta"):
-            fpca_release(fit, random_seed=16, ledger=ledger, delta=1e-10)  # the (eps', delta') variant needs a delta
+            fp.release(fit, fp.ExponentialMechanism(delta=1e-10), random_seed=16, ledger=ledger)  # the (eps', delta') variant needs a delta
     a = tree.attrs
     assert a["pure"] == 1 and a["delta_guaranteed"] == 0 and a["budget_spent_delta"] == 0
     assert 0.5 < a["epsilon_guaranteed"] <= 0.5 + 1e-9 and ledger.spent.delta == 0
@@ -338,14 +340,14 @@ def test_pure_unservable_names_the_delta_variant_or_refuses_both():
     ledger = PrivacyLedger(PrivacyBudget(10.0, 1e-3))
     fit = FPCAFit(spec=spec, gram=_along(5, 93, 4), n=93)
     with pytest.raises(InputError, match="delta=1e-10") as err:
-        fpca_release(fit, ledger=ledger)
+        fp.release(fit, fp.ExponentialMechanism(), ledger=ledger)
     assert "\n" not in str(err.value) and ledger.spent.epsilon == 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fpca_release(fit, ledger=ledger, delta=1e-10, random_seed=17)
+        tree = fp.release(fit, fp.ExponentialMechanism(delta=1e-10), ledger=ledger, random_seed=17)
     assert tree.attrs["pure"] == 0 and 0 < tree.attrs["delta_guaranteed"] <= 1e-10
     # k = 2: neither can be served
     spec2 = FPCASpec(grid=grid, m=5, k=2, epsilon=1.0, tau=1.0, basis=spec.basis, form="gp-base")
     with pytest.raises(InputError, match="neither") as err:
-        fpca_release(FPCAFit(spec=spec2, gram=_along(5, 93, 4), n=93), ledger=ledger)
+        fp.release(FPCAFit(spec=spec2, gram=_along(5, 93, 4), n=93), fp.ExponentialMechanism(), ledger=ledger)
     assert "form='bingham' with k = 1" in str(err.value)

@@ -11,7 +11,7 @@ from scipy import integrate, special
 import fdp_ppl as fp
 from fdp_ppl import schema as S
 from fdp_ppl.errors import InputError
-from fdp_ppl.expmech import FPCAFit, FPCASpec, fpca_release
+from fdp_ppl.expmech import FPCAFit, FPCASpec
 from fdp_ppl.inference import components as C
 
 
@@ -117,7 +117,8 @@ def test_bad_inputs_are_refused():
 def _release(spec, S_true, n, draws, seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return fpca_release(FPCAFit(spec=spec, gram=n * S_true, n=n), draws=draws, random_seed=seed)
+        return fp.release(FPCAFit(spec=spec, gram=n * S_true, n=n), fp.ExponentialMechanism(), draws=draws,
+                          random_seed=seed)
 
 
 def _known_operator(m):

@@ -36,7 +36,7 @@ def _release(mech, eps=1.0, n=200, grid=40, seed=1, d=1):
     summary = spec.fit(x)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        rel = fp.kde.release_kde(summary, make_mechanism(mech, eps), random_seed=seed + 100, generator="pymc")
+        rel = fp.release(summary, make_mechanism(mech, eps), random_seed=seed + 100, generator="pymc")
     return summary, rel
 
 
@@ -106,7 +106,7 @@ def test_normalised_iclp_release():
     summary = spec.fit(population(200, np.random.default_rng(3)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        rel = fp.kde.release_kde(summary, make_mechanism("iclp", 4.0), random_seed=4, generator="pymc")
+        rel = fp.release(summary, make_mechanism("iclp", 4.0), random_seed=4, generator="pymc")
     post = fp.infer(rel, draws=400, random_seed=1)
     err = np.abs(post["posterior"]["kde"].mean(("chain", "draw")).values - summary.density)
     assert np.mean(err) < 0.1 * np.max(summary.density)
@@ -194,7 +194,7 @@ def test_noise_scale_off_by_sqrt2_is_detected(mech):
     spec, m = make_spec(mech, 300, 50), make_mechanism(mech, 1.0)
 
     def coefficient_coverage(factor):
-        from fdp_ppl.kde import release_kde
+        pass
 
         rng = np.random.default_rng([11, len(mech)])
         hits = []
@@ -202,7 +202,7 @@ def test_noise_scale_off_by_sqrt2_is_detected(mech):
             summary = spec.fit(population(300, rng))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SeededReleaseWarning)
-                rel = release_kde(summary, m, random_seed=int(rng.integers(2**62)), generator="pymc")
+                rel = fp.release(summary, m, random_seed=int(rng.integers(2**62)), generator="pymc")
             rel["constant_data"]["noise_scale"] = rel["constant_data"]["noise_scale"] * factor
             coef = infer_density(rel, "flat", draws=1000, chains=1, random_seed=int(rng.integers(2**31)),
                                  predictive=False)["posterior"]["coefficients"].values[0]
@@ -272,7 +272,7 @@ def test_release_with_several_draws_conditions_on_one(releases):
     summary, _ = releases["gp"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        rel = fp.kde.release_kde(summary, make_mechanism("gp", 1.0), draws=3, random_seed=9, generator="pymc")
+        rel = fp.release(summary, make_mechanism("gp", 1.0), draws=3, random_seed=9, generator="pymc")
     with pytest.warns(UserWarning, match="holds 3 draws"):
         post = fp.infer(rel, draw=2, draws=20, random_seed=1)
     np.testing.assert_allclose(post["observed_data"]["density"].values, rel["posterior"]["density"].values[0, 2])

@@ -12,7 +12,7 @@ from scipy.special import ndtr
 
 import fdp_ppl as fp
 from fdp_ppl.cli import main
-from fdp_ppl.erm import ERMSpec, grid_basis, release_erm
+from fdp_ppl.erm import ERMSpec, grid_basis
 from fdp_ppl.errors import InputError, SchemaError
 from studies.machine_coverage import (
     machine_spec,
@@ -38,7 +38,7 @@ def gp_release():
     fit = spec.fit(x, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = release_erm(fit, GaussianMechanism(1.0, 1e-5, "analytic"), random_seed=7)
+        tree = fp.release(fit, GaussianMechanism(1.0, 1e-5, "analytic"), random_seed=7)
     return fit, tree
 
 
@@ -239,7 +239,7 @@ def test_ou_markov_release(monkeypatch):
     fit = spec.fit(x, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        release = release_erm(fit, GaussianMechanism(0.5, 1e-5, "analytic"), random_seed=3)
+        release = fp.release(fit, GaussianMechanism(0.5, 1e-5, "analytic"), random_seed=3)
     assert release.attrs["noise_structure"] == "markov" and "eigenvalues" not in release["constant_data"]
     res = fp.infer(release, draws=1500, random_seed=5)
     sigma, R = float(release.attrs["sigma"]), spec.norm_bound

@@ -9,7 +9,8 @@ from fdp_ppl.accounting.calibration import gaussian_sigma
 from fdp_ppl.accounting.budget import PrivacyBudget
 from fdp_ppl.accounting.ledger import PrivacyLedger
 from fdp_ppl.errors import BudgetExceededError, CompatibilityError, InputError, SeededReleaseWarning
-from fdp_ppl.kde import CartesianGrid, KDESpec, bandwidth_rule, cameron_martin_difference, release_kde
+from fdp_ppl.kde import CartesianGrid, KDESpec, bandwidth_rule, cameron_martin_difference
+import fdp_ppl as fp
 from fdp_ppl.kde.gaussian import realised_delta
 from fdp_ppl.mechanisms.gaussian import GaussianMechanism
 
@@ -90,9 +91,9 @@ def test_privacy_loss_monte_carlo_1d():
     fd = s.fit(np.append(base, 0.0))
     fd2 = s.fit(np.append(base, 1.0))
     with pytest.warns(SeededReleaseWarning):
-        tree = release_kde(fd, m, draws=4000, random_seed=11)
+        tree = fp.release(fd, m, draws=4000, random_seed=11)
     with pytest.warns(SeededReleaseWarning):
-        tree2 = release_kde(fd2, m, draws=4000, random_seed=12)
+        tree2 = fp.release(fd2, m, draws=4000, random_seed=12)
     scale = tree["constant_data"]["noise_scale"].values
 
     def loss(dens):
@@ -114,7 +115,7 @@ def test_empirical_noise_covariance_matches_kernel():
     m = GaussianMechanism(1.0, 1e-3)
     fit = s.fit(np.linspace(0.1, 0.9, 30))
     with pytest.warns(SeededReleaseWarning):
-        tree = release_kde(fit, m, draws=20000, random_seed=5)
+        tree = fp.release(fit, m, draws=20000, random_seed=5)
     noise = tree["posterior"]["density"].values[0] - fit.density
     emp = noise.T @ noise / noise.shape[0]
     sigma = tree.attrs["sigma"]
@@ -132,7 +133,7 @@ def test_release_tree_2d_clipping_ledger(tmp_path):
     ledger = PrivacyLedger(total=PrivacyBudget(1.0, 1e-5))
     m = GaussianMechanism(1.0, 1e-5)
     with pytest.warns(SeededReleaseWarning):
-        tree = release_kde(fit, m, draws=2, chains=1, random_seed=0)
+        tree = fp.release(fit, m, draws=2, chains=1, random_seed=0)
     assert tree["posterior"]["density"].dims == ("chain", "draw", "x1", "x2")
     assert tree["posterior"]["density"].shape == (1, 2, 30, 40)
     for key in ("epsilon", "delta", "n", "kernel", "sensitivity", "sensitivity_norm", "noise_covariance", "sigma"):
@@ -141,14 +142,14 @@ def test_release_tree_2d_clipping_ledger(tmp_path):
     # the estimate is (almost) in the retained span: Kronecker reconstruction is consistent
     assert np.max(np.abs(fit.density - fit.values)) < 1e-6 * np.max(fit.values)
     assert 0.3 < s.grid.integrate(fit.values) <= 1.0  # mass of the clipped KDE inside the box
-    tree = release_kde(fit, m, ledger=ledger)  # unseeded: no warning
+    tree = fp.release(fit, m, ledger=ledger)  # unseeded: no warning
     # unseeded: OpenDP's floating-point-safe sampler (was numpy, fp_safe = 0, before the release went through
     # mechanism.calibrate / sampler_for like fp.release)
     assert tree.attrs["noise_seeded"] == 0 and tree.attrs["fp_safe"] == 1
     assert tree.attrs["noise_generator"] == "opendp"
     tree.to_netcdf(tmp_path / "kde.nc")
     with pytest.raises(BudgetExceededError):
-        release_kde(fit, m, ledger=ledger)
+        fp.release(fit, m, ledger=ledger)
     assert len(ledger.entries) == 1
 
 
@@ -179,7 +180,7 @@ def test_integrated_squared_error_hall_figure_1():
     fit = s.fit(_mixture_sample(rng, 100))
     m = GaussianMechanism(1.0, 0.1, "classical")
     with pytest.warns(SeededReleaseWarning):
-        tree = release_kde(fit, m, draws=200, random_seed=7)
+        tree = fp.release(fit, m, draws=200, random_seed=7)
     truth = _mixture_pdf(s.grid.axes[0])
     ise_kde = float(s.grid.integrate((fit.values - truth) ** 2))
     ise_rel = s.grid.integrate((tree["posterior"]["density"].values[0] - truth) ** 2)
@@ -254,7 +255,7 @@ def test_sobolev_release_noise_covariance_is_ou_and_privacy():
     m = GaussianMechanism(1.0, 1e-3)
     fit = s.fit(np.linspace(0.1, 0.9, 30))
     with pytest.warns(SeededReleaseWarning):
-        tree = release_kde(fit, m, draws=20000, random_seed=5)
+        tree = fp.release(fit, m, draws=20000, random_seed=5)
     noise = tree["posterior"]["density"].values[0] - fit.density
     emp = noise.T @ noise / noise.shape[0]
     x = s.grid.axes[0][:, None]
@@ -309,7 +310,7 @@ def test_iclp_kde_privacy_loss_within_epsilon_and_release():
     base = rng.uniform(0.2, 0.8, 99)
     fd, fd2 = s.fit(np.append(base, 0.0)), s.fit(np.append(base, 1.0))
     with pytest.warns(SeededReleaseWarning):
-        tree = release_kde(fd, m, draws=3000, random_seed=2)
+        tree = fp.release(fd, m, draws=3000, random_seed=2)
     b = tree["constant_data"]["noise_scale"].values
     assert b == pytest.approx(s.sensitivity().value * np.sqrt(s.eigenvalues) / 1.0)
     c = s.basis.coefficients(tree["posterior"]["density"].values[0])
@@ -325,12 +326,12 @@ def test_iclp_kde_privacy_loss_within_epsilon_and_release():
     assert tree.attrs["sensitivity_norm"] == "1,C" and tree.attrs["eta"] == 1.25
     # unseeded: OpenDP Laplace, ledger charged before drawing
     ledger = PrivacyLedger(total=PrivacyBudget(1.5, 0.0))
-    t2 = release_kde(fd, m, ledger=ledger)
+    t2 = fp.release(fd, m, ledger=ledger)
     assert t2.attrs["fp_safe"] == 1 and t2.attrs["noise_generator"] == "opendp"
     with pytest.raises(BudgetExceededError):
-        release_kde(fd, m, ledger=ledger)
+        fp.release(fd, m, ledger=ledger)
     with pytest.raises(CompatibilityError, match="iclp mechanism"):
-        release_kde(fd, GaussianMechanism(1.0, 1e-5))
+        fp.release(fd, GaussianMechanism(1.0, 1e-5))
 
 
 def test_iclp_kde_2d_kronecker():
@@ -340,7 +341,7 @@ def test_iclp_kde_2d_kronecker():
     assert one_c_difference(s, a, b).max() <= s.sensitivity().value * (1 + 1e-12)
     fit = s.fit(np.random.default_rng(0).normal(0, 2, (60, 2)))
     with pytest.warns(SeededReleaseWarning):
-        tree = release_kde(fit, ICLP(2.0), draws=3, random_seed=1)
+        tree = fp.release(fit, ICLP(2.0), draws=3, random_seed=1)
     assert tree["posterior"]["density"].dims == ("chain", "draw", "x1", "x2")
     assert tree["posterior"]["density"].shape == (1, 3, 15, 16)
 
@@ -421,7 +422,7 @@ def test_baselines_2d_privacy_loss_and_release():
         c1, c2 = spec.fit(d1).coefficients, spec.fit(d2).coefficients
         scale = mech.calibrate(spec).scale
         with pytest.warns(SeededReleaseWarning):
-            tree = release_kde(spec.fit(d1), mech, draws=200, random_seed=3)
+            tree = fp.release(spec.fit(d1), mech, draws=200, random_seed=3)
         dens = tree["posterior"]["density"]
         assert dens.dims == ("chain", "draw", "x1", "x2") and dens.shape == (1, 200, 16, 16)
         assert tree.attrs["mechanism"] == mech.family and tree.attrs["sensitivity_norm"] == "l1"
@@ -431,10 +432,10 @@ def test_baselines_2d_privacy_loss_and_release():
         assert np.max(np.abs(loss)) <= 1.0 + 1e-9
         assert mech.privacy_loss(far, c1, c2, scale) == pytest.approx(1.0, rel=1e-6)
         # unseeded: OpenDP draws the noise
-        tree = release_kde(spec.fit(obs), mech)
+        tree = fp.release(spec.fit(obs), mech)
         assert tree.attrs["noise_generator"] == "opendp"
     with pytest.raises(CompatibilityError):
-        release_kde(_baselines_2d()[1].fit(obs), FRL(1.0))
+        fp.release(_baselines_2d()[1].fit(obs), FRL(1.0))
 
 
 def test_iclp_kde_2d_uses_the_product_exponential_kernel_with_exact_grid_sensitivity():
@@ -490,9 +491,9 @@ def test_iclp_kde_normalise_divides_by_the_public_mass_at_no_privacy_cost():
     assert float(grid.integrate(centre.density)) == pytest.approx(1.0, rel=1e-9)
     assert float(grid.integrate(raw.fit(np.full(100, 0.5)).density)) == pytest.approx(mass, rel=1e-9)
     with pytest.warns(SeededReleaseWarning):
-        t_raw = release_kde(f_raw, ICLP(1.0), draws=4, random_seed=11)
+        t_raw = fp.release(f_raw, ICLP(1.0), draws=4, random_seed=11)
     with pytest.warns(SeededReleaseWarning):
-        t_norm = release_kde(f_norm, ICLP(1.0), draws=4, random_seed=11)
+        t_norm = fp.release(f_norm, ICLP(1.0), draws=4, random_seed=11)
     d_raw, d_norm = t_raw["posterior"]["density"].values, t_norm["posterior"]["density"].values
     # the normalised release integrates to the raw one's integral over the public mass, draw by draw
     i_raw = np.array([grid.integrate(v) for v in d_raw[0]])

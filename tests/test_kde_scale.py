@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from fdp_ppl.errors import InputError
-from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec, cameron_martin_difference, release_kde
+from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec, cameron_martin_difference
+import fdp_ppl as fp
 from fdp_ppl.kde.accumulate import (
     bin_axes,
     binned_error_bound,
@@ -119,7 +120,7 @@ def test_binned_release_has_the_same_calibration(rng):
     for est in ("exact", "binned"):
         spec = KDESpec(grid=grid, bandwidth=0.06, n=300, estimator=est)
         with pytest.warns(Warning):
-            trees[est] = release_kde(spec.fit(obs), mech, draws=2, random_seed=3)
+            trees[est] = fp.release(spec.fit(obs), mech, draws=2, random_seed=3)
     a, b = trees["exact"].attrs, trees["binned"].attrs
     assert a["sigma"] == b["sigma"] and a["sensitivity"] == b["sensitivity"]
     assert a["kde_estimator"] == "exact" and b["kde_estimator"] == "binned"

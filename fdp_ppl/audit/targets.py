@@ -27,7 +27,7 @@ KDE_MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
 SVM_MECHANISMS = ("gp", "iclp")
 #: default releases per side of the FPCA audits (its exact samplers use a fixed, large proposal budget per frame)
 FPCA_SAMPLES = 1000
-#: frames per fpca_release call when the audit draws many (each call is one exact batch of the sampler)
+#: frames per fp.release call of an FPCA fit when the audit draws many (each call is one exact batch of the sampler)
 FPCA_CHUNK = 100
 FPCA_MECHANISMS = ("gp-base/exact", "bingham/exact", "bingham/gibbs", "gp-base/nuts", "bingham/nuts")
 
@@ -181,7 +181,7 @@ def _release_target(name, epsilon, delta, options, spec=None):
 # ----------------------------------------------------------------------------- KDE
 def _kde_target(name, epsilon, delta, options, spec=None):
     import fdp_ppl as fp
-    from ..kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec, release_kde
+    from ..kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec
     from ..kde.baselines import bernstein_kde_spec, frl_kde_spec, kde_bumps
     from ..mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
 
@@ -222,7 +222,7 @@ def _kde_target(name, epsilon, delta, options, spec=None):
 
         def draw(obs, draws, rng):
             with _NoSeedWarning():
-                tree = release_kde(fit(obs), mech, draws=int(draws), random_seed=rng)
+                tree = fp.release(fit(obs), mech, draws=int(draws), random_seed=rng)
             return np.asarray(tree["posterior"]["density"].values, float).reshape(int(draws), -1)
 
         features = "the released density on the grid"
@@ -247,7 +247,8 @@ def _kde_target(name, epsilon, delta, options, spec=None):
 
 # ----------------------------------------------------------------------------- SVM (kernel machines)
 def _svm_target(name, epsilon, delta, options, spec=None):
-    from ..erm import ERMSpec, release_erm
+    from ..erm import ERMSpec
+    import fdp_ppl as fp
     from ..mechanisms import ICLP, GaussianMechanism
     from ..spaces import Gaussian
 
@@ -283,7 +284,7 @@ def _svm_target(name, epsilon, delta, options, spec=None):
     def draw(data, draws, rng):
         fit = spec.fit(*data)
         with _NoSeedWarning():
-            tree = release_erm(fit, mech, draws=int(draws), random_seed=rng)
+            tree = fp.release(fit, mech, draws=int(draws), random_seed=rng)
         return np.asarray(tree["posterior"]["decision"].values, float).reshape(int(draws), -1)
 
     def release_one(data, rng):
@@ -335,7 +336,7 @@ def frame_features(frames) -> np.ndarray:
 
 
 def _fpca_target(name, epsilon, delta, options, spec=None):
-    from ..expmech import fpca_release
+    import fdp_ppl as fp
 
     if name in ("gp-base", "bingham"):
         name = f"{name}/exact"
@@ -379,7 +380,8 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
 
     def release_one(curves, rng):
         with _NoSeedWarning():
-            tree = fpca_release(spec.fit(curves), sampler=sampler, draws=1, iterations=iterations, random_seed=rng)
+            tree = fp.release(spec.fit(curves), fp.ExponentialMechanism(sampler=sampler, iterations=iterations),
+                              draws=1, random_seed=rng)
         return frame_features(tree["posterior"]["frame"].values.reshape(1, spec.m, spec.k))[0]
 
     draw = None
@@ -397,15 +399,16 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
             for start in range(0, int(size), chunk):  # chunks: the samplers cap proposals per call
                 todo = min(chunk, int(size) - start)
                 with _NoSeedWarning():
-                    tree = fpca_release(fit, sampler=sampler, draws=todo, iterations=iterations, random_seed=rng)
+                    tree = fp.release(fit, fp.ExponentialMechanism(sampler=sampler, iterations=iterations), draws=todo,
+                                      random_seed=rng)
                 out.append(frame_features(tree["posterior"]["frame"].values.reshape(todo, spec.m, spec.k)))
             return np.concatenate(out)
 
     eps_claim, delta_claim = float(spec.epsilon), 0.0
     try:  # the release states its guarantee (epsilon_guaranteed, delta_guaranteed): that is the claim audited
         with _NoSeedWarning():
-            at = fpca_release(spec.fit(pairs[0].first), sampler=sampler, draws=1, iterations=iterations,
-                              random_seed=np.random.default_rng(0)).attrs
+            at = fp.release(spec.fit(pairs[0].first), fp.ExponentialMechanism(sampler=sampler, iterations=iterations),
+                            draws=1, random_seed=np.random.default_rng(0)).attrs
         e, d = float(at.get("epsilon_guaranteed", np.nan)), float(at.get("delta_guaranteed", np.nan))
         eps_claim = e if np.isfinite(e) else eps_claim
         delta_claim = d if np.isfinite(d) else delta_claim

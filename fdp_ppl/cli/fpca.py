@@ -7,7 +7,7 @@ functions: Fourier on the grid or a kernel's first m eigenfunctions, Σ by a sta
 each curve to the public ``--tau`` in L² norm and divides by it (never by the data's largest norm),
 charges the ledger ``draws × (ε'', 0)`` (the pure guarantee of the fixed-budget exact samplers; ``draws × (ε', δ')``
 with ``--delta``; ``draws × ε`` for uncertified MCMC) and releases ``--draws`` frames with the chosen sampler
-(:func:`~fdp_ppl.expmech.fpca_release`). The file holds ``posterior/components`` (chain, draw,
+(:func:`fdp_ppl.release`). The file holds ``posterior/components`` (chain, draw,
 component, t) and ``posterior/frame`` (chain, draw, basis, component); ``constant_data`` the public
 basis on the grid, its quadrature weights and Σ; root attrs ε, τ, n, m, k, basis, ``sigma_rule``, form,
 sampler, iterations, exact.
@@ -170,7 +170,7 @@ def run(a) -> int:
     from .._progress import stage
     from .common import CLIError, dataset_identity, load_data, open_ledger, plotter, write_release
     from ..errors import SeededReleaseWarning
-    from ..expmech import fpca_release
+    import fdp_ppl as fp
     from ..expmech.fpca import release_plan
 
     import numpy as np
@@ -216,10 +216,10 @@ def run(a) -> int:
     source = Path(str(a.data)).name + (f" / {a.var}" if a.var else "")
     with warnings.catch_warnings(), (contextlib.nullcontext() if bars else stage("drawing the release")):
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fpca_release(fit, sampler=a.sampler, draws=a.draws, iterations=a.iterations, random_seed=a.seed,
-                            delta=a.delta, ledger=ledger, dataset=dataset_identity(curves),
-                            label=f"fpca {a.form}/{a.sampler} k={a.k} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}",
-                            progressbar=bars)
+        tree = fp.release(fit, fp.ExponentialMechanism(sampler=a.sampler, iterations=a.iterations, delta=a.delta),
+                          draws=a.draws, random_seed=a.seed, ledger=ledger, dataset=dataset_identity(curves),
+                          label=f"fpca {a.form}/{a.sampler} k={a.k} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}",
+                          progressbar=bars)
     tree.attrs["data_source"] = source
     tree.attrs["missing"] = a.missing
     from ..summaries.base import curve_labels

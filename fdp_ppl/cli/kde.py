@@ -358,10 +358,10 @@ def run(a) -> int:
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated below instead
         warnings.simplefilter("ignore", SeededReleaseWarning)
         if lazy:
-            from ..kde import release_kde
+            import fdp_ppl as fp
 
-            tree = release_kde(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
-                               dataset=str(a.data))
+            tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
+                              dataset=str(a.data))
         elif a.mechanism in ("frl", "bernstein") and d == 1:
             tree = _baseline(a, obs, n, size, ledger, label, units)
         else:
@@ -490,11 +490,11 @@ def _grid_spec(a, n, d, size):
 
 
 def _grid_release(a, obs, n, d, size, ledger, label, units=None):
-    from ..kde import release_kde
+    import fdp_ppl as fp
 
     spec, mech = _grid_spec(a, n, d, size)
-    return release_kde(spec.fit(obs, units=units), mech, draws=a.draws, random_seed=a.seed, ledger=ledger,
-                       label=label, dataset=str(a.data))
+    return fp.release(spec.fit(obs, units=units), mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
+                      dataset=str(a.data))
 
 
 def _baseline(a, obs, n, size, ledger, label, units=None):

@@ -4,7 +4,7 @@ Reads a labelled table (CSV with a header, or a netCDF file of 1-D variables alo
 clips the features to the public ``--domain`` box (the count goes to stderr only, never to the file),
 builds the public :class:`~fdp_ppl.erm.ERMSpec` (kernel, λ, n, loss, grid), fits the machine with no
 intercept to a fixed solver accuracy, charges the ledger ``draws × (ε, δ)`` and releases the decision
-function on the grid (:func:`~fdp_ppl.erm.release_erm`): Gaussian-process noise with the machine's kernel
+function on the grid (:func:`fdp_ppl.release`): Gaussian-process noise with the machine's kernel
 (Hall, Rinaldo & Wasserman 2013, §4.3) or ICLP noise on the kernel's eigenbasis (Lin & Reimherr 2026,
 Theorem 18). Predicted labels are the sign of the released function.
 
@@ -234,7 +234,8 @@ def run(a) -> int:
     from ..accounting import PrivacyBudget
     from .._progress import stage
     from .common import Prepaid, open_ledger, plotter, write_release
-    from ..erm import ERMSpec, release_erm
+    from ..erm import ERMSpec
+    import fdp_ppl as fp
     from ..errors import SeededReleaseWarning
     from ..mechanisms import ICLP, GaussianMechanism
 
@@ -263,7 +264,7 @@ def run(a) -> int:
         fit = spec.fit(X, y, units=a.unit_ids)
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated in the table
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = release_erm(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label)
+        tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label)
     tree.attrs["data_source"] = Path(str(a.data)).name
     tree.attrs["features"] = ",".join(a.feature_names)
     tree.attrs["label"] = a.label

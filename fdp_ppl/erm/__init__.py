@@ -1,7 +1,7 @@
 """Private kernel machines (regularised ERM in an RKHS) and online release of a GP path.
 
 Hall, Rinaldo & Wasserman (2013), §4.3 and §5; Lin & Reimherr (2026), §4.3, Theorem 18.
-:class:`ERMSpec` (public) → :meth:`ERMSpec.fit` (data holder) → :func:`release_erm`
+:class:`ERMSpec` (public) → :meth:`ERMSpec.fit` (data holder) → :func:`fdp_ppl.release`
 (grid, GP or ICLP noise) or :class:`OnlineRelease` (queries one at a time, GP noise).
 """
 
@@ -23,7 +23,6 @@ from .release import (
            gp_grid_draws,
            grid_basis,
            predict_labels,
-           release_erm,
 )
 from .solvers import LOSSES, Solution, solve_erm
 
@@ -48,7 +47,6 @@ __all__ = [
            "grid_basis",
            "ou_conditional",
            "predict_labels",
-           "release_erm",
            "rkhs_distance",
            "solve_erm",
 ]

@@ -145,7 +145,7 @@ class GPPath:
     def condition_on_coefficients(self, points, basis: "GridEigenbasis", zeta) -> np.ndarray:
         """Start the path from a released block of whitened eigen-coefficients on a grid.
 
-        The grid release of :func:`fdp_ppl.erm.release_erm` publishes the linear
+        The grid release of :func:`fdp_ppl.release` of an ERM fit publishes the linear
         functionals ``o_j = u_jᵀ ξ(P) = √λ_j ζ_j`` (``j`` retained, ``ζ_j`` i.i.d.
         N(0, 1)); they are exactly that law for ``ξ ~ GP(0, K)``. Later queries are
         drawn from the GP conditional given these functionals (and every later query),

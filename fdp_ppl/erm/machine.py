@@ -350,7 +350,7 @@ class ERMSpec:
                        solver_slack=float(attrs.get("solver_slack", 1e-2)), **extra)
         except (KeyError, ValueError, TypeError) as err:
             raise SchemaError(f"the kernel-machine release's attributes do not describe its spec ({err})",
-                              "pass a file written by fdp-ppl svm / fdp_ppl.erm.release_erm") from None
+                              "pass a file written by fdp-ppl svm / fdp_ppl.release") from None
 
     def sensitivity(self, norm: str | None = None) -> Sensitivity:
         """Sensitivity of the fitted decision function.

@@ -97,14 +97,14 @@ def _calibrate(spec: ERMSpec, mechanism):
                      "use GaussianMechanism(epsilon, delta) or ICLP(epsilon)")
 
 
-def _charge(ledger, mechanism, k: int, label: str, sens=None, scale=None):
+def _charge(ledger, mechanism, k: int, label: str, sens=None, scale=None, dataset: str = ""):
     cost = mechanism.budget * k  # basic composition; k·δ may reach 1 (a vacuous but valid statement)
     if ledger is not None:
         from ..accounting.events import PrivacyEvent
 
         event = (PrivacyEvent.for_noise(mechanism.law.name, mechanism.epsilon, mechanism.delta, scale, sens.value, k)
                  if sens is not None else None)
-        ledger.spend(cost, label=label, mechanism=mechanism.family, event=event)
+        ledger.spend(cost, label=label, dataset=dataset, mechanism=mechanism.family, event=event)
     return cost
 
 
@@ -264,8 +264,11 @@ def _gp_attrs(spec: ERMSpec, mechanism, sigma: float, sampler_text: str, generat
 
 
 def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, random_seed=None, ledger=None,
-                label: str = "kernel machine") -> xr.DataTree:
+                label: str = "kernel machine", dataset: str = "") -> xr.DataTree:
     """Release the decision function of a fitted kernel machine on the spec's grid.
+
+    The family function :func:`fdp_ppl.release` calls for an :class:`~fdp_ppl.erm.ERMFit` (through
+    :data:`fdp_ppl.registry.RELEASES`); call ``fp.release(fit, mechanism, ...)``.
 
     Parameters
     ----------
@@ -279,6 +282,8 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
         None (default): fresh OS entropy. A seed warns :class:`SeededReleaseWarning`.
     ledger : PrivacyLedger or FileLedger, optional
         Charged ``chains·draws·(ε, δ)`` before any noise is drawn.
+    label, dataset : str
+        Ledger label and dataset identity.
 
     Returns
     -------
@@ -305,7 +310,7 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
     from ..releasing import check_public_sizes
 
     check_public_sizes(np.atleast_1d(scale), k, 2 * int(np.prod(spec.grid_size)))
-    cost = _charge(ledger, mechanism, k, label, sens, scale)
+    cost = _charge(ledger, mechanism, k, label, sens, scale, dataset=dataset)
     if random_seed is not None:
         warnings.warn("seeded kernel-machine release: private only while the seed stays secret",
                       SeededReleaseWarning, stacklevel=2)
@@ -561,5 +566,4 @@ class OnlineRelease:
         return len(self.path)
 
 
-__all__ = ["KIND", "MAX_COMPONENTS", "MAX_GRID_POINTS", "MAX_KRONECKER_POINTS", "GPGridDraws", "OnlineRelease", "erm_model", "gp_calibration", "gp_grid_draws", "grid_basis", "predict_labels",
-           "release_erm"]
+__all__ = ["KIND", "MAX_COMPONENTS", "MAX_GRID_POINTS", "MAX_KRONECKER_POINTS", "GPGridDraws", "OnlineRelease", "erm_model", "gp_calibration", "gp_grid_draws", "grid_basis", "predict_labels"]

@@ -4,19 +4,21 @@ Slavković 2019).
 * :mod:`.general` — Prop. 3.1 as a PyMC model (``pm.Potential``), Example 3.5 and its CLT (Thms 3.2–3.3).
 * :mod:`.samplers` — exact vector Bingham (Kent et al. 2018), column-wise Gibbs (Hoff 2009), exact
   rejection from the GP base (Thm 4.1).
-* :mod:`.fpca` — public :class:`FPCASpec`, data-holder :class:`FPCAFit`, :func:`fpca_release`, and the
+* :mod:`.fpca` — public :class:`FPCASpec`, data-holder :class:`FPCAFit`, the release (``fp.release(fit,
+  ExponentialMechanism(...))``, :mod:`.mechanism`), and the
   Section 6 utility measures.
 """
 
-from .fpca import (FORMS, SAMPLERS, FPCAFit, FPCASpec, fourier_basis, fpca_pymc_model, fpca_release, nuts_parametrisation,
+from .fpca import (FORMS, SAMPLERS, FPCAFit, FPCASpec, fourier_basis, fpca_pymc_model, nuts_parametrisation,
                    subspace_distance, variance_ratio)
 from .general import (GaussianProcessBase, UniformBase, exponential_mechanism_model, penalised_mean_clt_covariance,
                       penalised_mean_draws, penalised_mean_estimate, penalised_mean_gaussian,
                       penalised_mean_model)
+from .mechanism import ExponentialMechanism
 from .samplers import (SamplerBudgetError, gibbs_matrix_bingham, random_frame, rejection_from_gp_base,
                        sample_vector_bingham)
 
-__all__ = ["FPCASpec", "FPCAFit", "fpca_release", "fpca_pymc_model", "nuts_parametrisation", "fourier_basis", "variance_ratio",
+__all__ = ["FPCASpec", "FPCAFit", "ExponentialMechanism", "fpca_pymc_model", "nuts_parametrisation", "fourier_basis", "variance_ratio",
            "subspace_distance", "FORMS", "SAMPLERS", "GaussianProcessBase", "UniformBase",
            "exponential_mechanism_model", "penalised_mean_model",
            "penalised_mean_gaussian", "penalised_mean_estimate", "penalised_mean_draws", "penalised_mean_clt_covariance",

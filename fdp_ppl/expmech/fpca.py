@@ -686,11 +686,14 @@ def release_plan(spec: FPCASpec, n: int, sampler: str, *, draws: int = 1, iterat
     return plan
 
 
-def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, iterations: int = 200,
-                 random_seed=None, ledger=None, label: str = "", dataset: str = "",
-                 diagnostics: bool = False, max_proposals: int = DEFAULT_MAX_PROPOSALS,
-                 delta: float | None = None, eta: float = DEFAULT_ETA, progressbar: bool = False) -> xr.DataTree:
+def fpca_release(fitted: FPCAFit, mechanism, *, draws: int = 1, random_seed=None, ledger=None, label: str = "",
+                 dataset: str = "", progressbar: bool = False) -> xr.DataTree:
     """Release DP principal components: ``draws`` frames, pure ε''-DP each by default (issue 22).
+
+    The family function :func:`fdp_ppl.release` calls for an :class:`FPCAFit` (through
+    :data:`fdp_ppl.registry.RELEASES`); call ``fp.release(fitted, ExponentialMechanism(...))``.
+    The sampler options below are the fields of ``mechanism``
+    (:class:`~fdp_ppl.expmech.mechanism.ExponentialMechanism`); ε is the spec's.
 
     Guarantee (per frame; ``draws`` independent frames compose to ``draws ×`` it):
 
@@ -728,6 +731,9 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
     ----------
     fitted : FPCAFit
         From :meth:`FPCASpec.fit` (data holder only).
+    mechanism : ExponentialMechanism
+        Carries ``sampler``, ``iterations``, ``max_proposals``, ``delta``, ``eta`` and
+        ``diagnostics`` (described here):
     sampler : {"exact", "gibbs", "nuts"}
         ``"exact"``: Bingham form with k = 1 by ACG rejection (Kent et al. 2018);
         GP-base form (any k) by rejection from the base measure (Thm 4.1).
@@ -798,6 +804,8 @@ def fpca_release(fitted: FPCAFit, *, sampler: str = "exact", draws: int = 1, ite
         From the ledger; nothing is drawn.
     """
     spec = fitted.spec
+    sampler, iterations, diagnostics = mechanism.sampler, mechanism.iterations, mechanism.diagnostics
+    max_proposals, delta, eta = mechanism.max_proposals, mechanism.delta, mechanism.eta
     draws, iterations = int(draws), int(iterations)
     seeded = random_seed is not None
     if seeded:

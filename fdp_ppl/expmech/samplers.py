@@ -15,7 +15,7 @@
 
 Two stopping rules (issue 22; DESIGN invariant 9):
 
-* ``proposals=T`` (what :func:`~fdp_ppl.expmech.fpca_release` uses): every draw
+* ``proposals=T`` (what :func:`fdp_ppl.release` of an FPCA fit uses): every draw
   costs exactly T proposals, generated in fixed batches whatever is accepted
   (the RNG consumption and the work are data-independent); the first accepted
   proposal is released and, when none is, a draw from a public fallback law.

@@ -633,7 +633,7 @@ def summarise_second_moment(Sdraws, reference, basis_values) -> dict:
 def _read_fpca(release):
     if not S.is_fpca_release(release):
         raise InputError("infer_components takes an epsilon-DP FPCA release (fdp-ppl fpca)",
-                         "pass the file written by fdp-ppl fpca or fdp_ppl.expmech.fpca_release")
+                         "pass the file written by fdp-ppl fpca or fdp_ppl.release")
     at = dict(release.attrs)
     k = int(at.get("k", 1))
     if k != 1:
@@ -818,7 +818,7 @@ def sbc_ranks(spec, n: int, replicates: int, *, prior=None, frames: int = 1, dra
 
     Each replicate draws S from the prior, G = nS, ``frames`` frames (one release of ``frames`` draws) from the
     mechanism with the package's exact sampler
-    (:func:`fdp_ppl.expmech.fpca_release` on an :class:`~fdp_ppl.expmech.FPCAFit` holding G), fits the posterior
+    (:func:`fdp_ppl.release` on an :class:`~fdp_ppl.expmech.FPCAFit` holding G), fits the posterior
     with :func:`infer_components`, and ranks the true value of each of :data:`SBC_SUMMARIES` among the thinned
     posterior draws. Uniform ranks for every summary are what a correct likelihood and sampler give.
 
@@ -850,7 +850,8 @@ def sbc_ranks(spec, n: int, replicates: int, *, prior=None, frames: int = 1, dra
     import time
 
     from ..errors import SeededReleaseWarning
-    from ..expmech import FPCAFit, FPCASpec, fpca_release
+    from ..expmech import FPCAFit, FPCASpec
+    import fdp_ppl as fp
 
     prior = _resolve_prior(prior)
     rng = np.random.default_rng(random_seed)
@@ -865,7 +866,8 @@ def sbc_ranks(spec, n: int, replicates: int, *, prior=None, frames: int = 1, dra
         fit = FPCAFit(spec=sim_spec, gram=n * S_true, n=int(n))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SeededReleaseWarning)
-            tree = fpca_release(fit, draws=int(frames), random_seed=int(rng.integers(2**31 - 1)))
+            tree = fp.release(fit, fp.ExponentialMechanism(), draws=int(frames),
+                              random_seed=int(rng.integers(2**31 - 1)))
         if scale_factor != 1.0:  # the fit reads the nominal epsilon
             tree.attrs["epsilon"] = spec.epsilon
         t0 = time.perf_counter()

@@ -1,6 +1,6 @@
 """Noise-aware posterior of a density from one private kernel density estimate (post-processing: no privacy cost).
 
-Every KDE release the package writes (:func:`fdp_ppl.kde.release_kde`, ``fdp-ppl kde``) is a vector of released
+Every KDE release the package writes (:func:`fdp_ppl.release`, ``fdp-ppl kde``) is a vector of released
 coefficients ``y_j = c_j + ξ_j`` on a public basis, reconstructed on a public grid:
 
 ==========  ===========================================  ===========================================
@@ -216,7 +216,7 @@ def _mechanism(attrs) -> str:
         mech = _SUMMARY_TO_MECHANISM.get(str(attrs.get("summary", "")))
     if mech not in MECHANISMS:
         raise SchemaError(f"cannot tell which KDE mechanism wrote this file (summary {attrs.get('summary')!r})",
-                          "pass a file written by fdp_ppl.kde.release_kde or fdp-ppl kde")
+                          "pass a file written by fdp_ppl.release or fdp-ppl kde")
     return str(mech)
 
 
@@ -256,7 +256,7 @@ def read_kde_release(release: xr.DataTree, draw: int = 0) -> KDEView:
     Parameters
     ----------
     release : xr.DataTree
-        From :func:`fdp_ppl.kde.release_kde` or ``fdp-ppl kde`` (any mechanism, 1-D or 2-D).
+        From :func:`fdp_ppl.release` or ``fdp-ppl kde`` (any mechanism, 1-D or 2-D).
     draw : int
         Released draw to condition on (chains then draws flattened); each draw is a separate publication.
 
@@ -276,7 +276,7 @@ def read_kde_release(release: xr.DataTree, draw: int = 0) -> KDEView:
 
     if not S.is_kde_release(release):
         raise SchemaError("not a kernel density estimate release", "pass a file written by fdp-ppl kde or "
-                          "fdp_ppl.kde.release_kde")
+                          "fdp_ppl.release")
     attrs = dict(release.attrs)
     mech = _mechanism(attrs)
     dens = release[S.POSTERIOR]["density"]
@@ -312,7 +312,7 @@ def read_kde_release(release: xr.DataTree, draw: int = 0) -> KDEView:
             if stored.shape != spec.eigenvalues.shape or not np.allclose(stored, spec.eigenvalues, rtol=1e-6,
                                                                          atol=1e-12 * stored.max()):
                 raise SchemaError("the file's attributes do not rebuild its eigenbasis (stored eigenvalues differ)",
-                                  "pass an unmodified file written by fdp-ppl kde / fdp_ppl.kde.release_kde")
+                                  "pass an unmodified file written by fdp-ppl kde / fdp_ppl.release")
         rows = np.stack([spec.record_coefficients(np.array([a[i] for a, i in zip(axes, node)]))
                          for node in np.ndindex(*spec.grid.shape)]) * spec.n
     else:  # fdp-ppl kde, 1-D frl / bernstein: the KDE bumps released as a mean curve
@@ -338,7 +338,7 @@ def read_kde_release(release: xr.DataTree, draw: int = 0) -> KDEView:
         rows = kde_bumps(pts, pts, h) @ A.T  # one record at each grid node (its bump), in the release's basis
     if released.shape[-1] != scale.size:
         raise SchemaError(f"the rebuilt basis has {released.shape[-1]} components but the file has {scale.size} "
-                          "noise scales", "pass an unmodified file written by fdp-ppl kde / fdp_ppl.kde.release_kde")
+                          "noise scales", "pass an unmodified file written by fdp-ppl kde / fdp_ppl.release")
     env = np.max(np.abs(rows), axis=0)
     env = np.maximum(env, 1e-12 * float(env.max()))
     return KDEView(mechanism=mech, spec=spec, grid_dims=grid_dims, axes=axes, weights=weights,
@@ -445,7 +445,7 @@ def infer_density(release: xr.DataTree, prior=None, *, target: str = "kde", draw
     Parameters
     ----------
     release : xr.DataTree
-        A KDE release (:func:`fdp_ppl.kde.release_kde`, ``fdp-ppl kde``; gp, sobolev, iclp, frl, bernstein;
+        A KDE release (:func:`fdp_ppl.release`, ``fdp-ppl kde``; gp, sobolev, iclp, frl, bernstein;
         1-D or 2-D), or a file read back with ``xr.open_datatree``. Only public content is read.
     prior : DensityPrior, "envelope", "flat" or None
         Prior of the estimate's coefficients (module docstring); None, ``"gp"`` or ``"auto"``: the envelope

@@ -1,6 +1,6 @@
 """Noise-aware posterior of a private kernel machine's decision function, from its release alone.
 
-A kernel-machine release (:func:`fdp_ppl.erm.release_erm`, ``fdp-ppl svm``; kind
+A kernel-machine release (:func:`fdp_ppl.release`, ``fdp-ppl svm``; kind
 :data:`fdp_ppl.schema.ERM_RELEASE`) is one draw of ``f̃ = f̂ + noise`` on a public grid, where
 ``f̂`` is the regularised minimiser of Hall, Rinaldo & Wasserman (2013), eq. 11:
 
@@ -162,7 +162,7 @@ class MachinePosterior:
 
 class OUGridPath:
     """Grid values as coordinates, with unit OU noise ``exp(−|s − t|/ρ)`` (d = 1, sorted grid): the releases
-    ``fdp_ppl.erm.release_erm`` draws by the Markov recursion (OU kernel on a grid above
+    ``fdp_ppl.release`` draws by the Markov recursion (OU kernel on a grid above
     ``MAX_GRID_POINTS``; no eigenbasis is stored). ``coefficients`` and ``reconstruct`` are the identity;
     :meth:`unit_paths` draws ``G ~ GP(0, K)`` on the grid by AR(1) steps whose coefficients come from
     :func:`fdp_ppl.erm.gp.ou_conditional` (O(m) per path, exact)."""
@@ -221,7 +221,7 @@ def machine_posterior(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0)
     Parameters
     ----------
     release : xr.DataTree
-        Kind :data:`fdp_ppl.schema.ERM_RELEASE` (``fdp-ppl svm``, :func:`fdp_ppl.erm.release_erm`), in memory
+        Kind :data:`fdp_ppl.schema.ERM_RELEASE` (``fdp-ppl svm``, :func:`fdp_ppl.release`), in memory
         or read back from netCDF.
     prior : {"rkhs-ball", "flat"} or float
         See the module docstring; a float is the radius ``R`` of ``N(0, R² K)``.
@@ -245,7 +245,7 @@ def machine_posterior(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0)
 
     if not isinstance(release, xr.DataTree) or release.attrs.get(S.KIND_ATTR) != S.ERM_RELEASE:
         raise SchemaError("not a kernel-machine release (fdp_ppl_kind is not 'erm_release')",
-                          "pass a file written by fdp-ppl svm / fdp_ppl.erm.release_erm")
+                          "pass a file written by fdp-ppl svm / fdp_ppl.release")
     attrs = dict(release.attrs)
     spec = ERMSpec.from_attrs(attrs)
     post = release[S.POSTERIOR].to_dataset()
@@ -309,7 +309,7 @@ def infer_machine(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0, dra
     Parameters
     ----------
     release : xr.DataTree
-        A kernel-machine release (``fdp-ppl svm`` / :func:`fdp_ppl.erm.release_erm`; kind
+        A kernel-machine release (``fdp-ppl svm`` / :func:`fdp_ppl.release`; kind
         :data:`fdp_ppl.schema.ERM_RELEASE`), GP or ICLP noise. Only public content is read.
     prior : {"rkhs-ball", "flat"} or float
         ``"rkhs-ball"`` (default): ``f̂ ~ N(0, R² K)`` with ``R`` the public norm bound of the regularised

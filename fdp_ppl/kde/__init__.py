@@ -2,7 +2,7 @@
 
 KDEs on a public Cartesian grid in d = 1 or 2 are public summary specs
 (:class:`~fdp_ppl.summaries.SummarySpec` subclasses) released by
-:func:`release_kde` through the package's mechanisms and samplers:
+:func:`fdp_ppl.release` through the package's mechanisms and samplers:
 
 * :class:`KDESpec`: Gaussian kernel, GP noise with the same Gaussian kernel (Hall §4.1);
 * :class:`SobolevKDESpec`: Gaussian kernel, L¹-exponential (OU) GP noise (Hall §4.2);
@@ -24,7 +24,6 @@ from .gaussian import (
     cameron_martin_difference,
     gaussian_kde_values,
     realised_delta,
-    release_kde,
 )
 from .iclp import ICLPKDESpec, one_c_difference
 from .sobolev import SobolevKDESpec
@@ -45,6 +44,5 @@ __all__ = [
     "one_c_difference",
     "private_bandwidth",
     "private_quantile",
-    "release_kde",
     "realised_delta",
 ]

@@ -17,7 +17,7 @@ Both bounds are properties of the kernel, never of the data; the specs clip to
 them anyway, so a quadrature norm slightly above τ only shrinks that bump.
 
 On a 2-D (or any) :class:`~fdp_ppl.kde.CartesianGrid` the baselines are KDE
-specs released by :func:`~fdp_ppl.kde.release_kde` (posterior ``density``
+specs released by :func:`fdp_ppl.release` (posterior ``density``
 (chain, draw, x1, x2)) with the package's :class:`~fdp_ppl.mechanisms.FRL` and
 :class:`~fdp_ppl.mechanisms.Bernstein` mechanisms (Lin & Reimherr 2026, §6.2,
 Figure 4; ``specs/iclp.md`` §1.7, §3.3):

@@ -763,6 +763,9 @@ def release_kde(summary: KDESummary, mechanism, *, draws: int = 1, chains: int =
                 generator: str | None = None) -> xr.DataTree:
     """Release a fitted KDE through the package's release path (calibrate, ledger, sampler).
 
+    The family function :func:`fdp_ppl.release` calls for a :class:`KDESummary` (through
+    :data:`fdp_ppl.registry.RELEASES`); call ``fp.release(summary, mechanism, ...)``.
+
     The same steps as :func:`fdp_ppl.release`: the mechanism calibrates the
     noise from the spec's public sensitivity (``mechanism.calibrate(spec)``),
     the ledger is charged ``chains × draws × (ε, δ)`` before any draw, and the

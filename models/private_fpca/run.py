@@ -25,7 +25,7 @@ import xarray as xr
 
 import fdp_ppl as fp
 from fdp_ppl.datasets import GROWTH_DEVIATION_TAU, growth_reference, load_dataset
-from fdp_ppl.expmech import FPCASpec, fpca_release
+from fdp_ppl.expmech import FPCASpec
 
 EPSILON = 1.0
 K = 1  # k > 1: only Gibbs / NUTS (uncertified MCMC) serve the Bingham form; the GP-base form is refused at n = 93
@@ -52,8 +52,8 @@ def run(out_dir: Path = Path("."), epsilon: float = EPSILON, k: int = K, form: s
     spec = FPCASpec(grid=grid, m=M, k=k, epsilon=epsilon, tau=TAU, basis=basis, form=form,
                     sigma_scale=float(grid.size))
     fit = spec.fit(deviations)
-    tree = fpca_release(fit, sampler=sampler, iterations=iterations, random_seed=seed, delta=delta,
-                        dataset="growth", label="models/private_fpca")
+    tree = fp.release(fit, fp.ExponentialMechanism(sampler=sampler, iterations=iterations, delta=delta),
+                      random_seed=seed, dataset="growth", label="models/private_fpca")
     tree.attrs.update({
         "data_source": "Berkeley Growth Study heights (fdars), deviations from the CDC 2000 median height",
         "model": "models/private_fpca",

@@ -22,14 +22,8 @@ import xarray as xr
 
 from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
 from fdp_ppl.datasets import load_dataset
-from fdp_ppl.kde import (
-    CartesianGrid,
-    ICLPKDESpec,
-    KDESpec,
-    bandwidth_rule,
-    private_bandwidth,
-    release_kde,
-)
+from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec, bandwidth_rule, private_bandwidth
+import fdp_ppl as fp
 from fdp_ppl.mechanisms import ICLP, GaussianMechanism
 
 EPSILON = 1.0
@@ -79,8 +73,8 @@ def run(out_dir: Path = Path("."), mechanism: str = "gp", epsilon: float = EPSIL
     else:
         raise SystemExit(f"unknown mechanism {mechanism!r}: use gp or iclp")
     fit = spec.fit(heights)
-    tree = release_kde(fit, mech, random_seed=None if seed is None else [seed, 2], ledger=ledger,
-                       label="models/private_kde", dataset="growth (height at 18)")
+    tree = fp.release(fit, mech, random_seed=None if seed is None else [seed, 2], ledger=ledger,
+                      label="models/private_kde", dataset="growth (height at 18)")
     tree.attrs.update({
         "data_source": "Berkeley Growth Study heights at age 18 (fdars), one record per child",
         "model": "models/private_kde",

@@ -50,8 +50,8 @@ the column-wise Gibbs sampler with a fixed number of scans from a uniform random
 ran 20,000 iterations; at m = 5 the invariant statistics are stationary after ~5–20 scans, shown by
 :func:`gibbs_convergence`); the GP-base form for every k by exact rejection from its base measure.
 The frames are drawn by :func:`study_frames` (seeded; the low-level samplers with the historical loops, exactly as
-:func:`fdp_ppl.expmech.fpca_release` drew them before issue 22, so the committed results are unchanged): a study,
-not a release. A release (:func:`fdp_ppl.expmech.fpca_release`) runs data-independent proposal budgets and refuses
+the FPCA release drew them before issue 22, so the committed results are unchanged): a study,
+not a release. A release (:func:`fdp_ppl.release`) runs data-independent proposal budgets and refuses
 what it cannot certify (the GP-base form at k > 1 or large n·ε; fewer than 20 Gibbs scans at k > 1).
 """
 
@@ -311,7 +311,7 @@ def study_frames(fit, *, draws: int, sampler: str, iterations: int, rng, max_pro
     The paper's reproduction needs cells a release refuses (the GP-base form for k > 1 or large n·ε, whose
     data-independent proposal budget is out of reach; Gibbs with fewer scans than the release floor, to
     show convergence) and must keep the committed numbers. This draws exactly as
-    :func:`fdp_ppl.expmech.fpca_release` did before issue 22 (same random-number stream: a child
+    the FPCA release did before issue 22 (same random-number stream: a child
     generator from ``seed_sequence(rng)``, then the historical run-until-accepted loops), so a seeded
     study reproduces ``notebooks/results/expmech_fpca_*.csv``. Those loops' run time and failure depend
     on the data: they are for studies on data the analyst may see, never for a release.

@@ -33,7 +33,7 @@ Readings of what the paper leaves open (each a parameter here, the default state
     ε = 1, δ = 0.1. ``excess_ise`` is the release's ISE minus the non-private KDE's on the same data set
     (paired, so its SE is free of the data-set-to-data-set spread of the ISE).
 
-Every release goes through :func:`fdp_ppl.kde.release_kde` / :func:`fdp_ppl.erm.release_erm`, seeded (a
+Every release goes through :func:`fdp_ppl.release`, seeded (a
 study: the releases say ``noise_seeded = 1``).
 """
 
@@ -105,11 +105,11 @@ def mechanism(epsilon: float = EPSILON, delta: float = DELTA, calibration: str =
 
 
 def _release(fit, mech, seed) -> tuple[np.ndarray, dict]:
-    from fdp_ppl.kde import release_kde
+    import fdp_ppl as fp
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = release_kde(fit, mech, draws=1, random_seed=seed)
+        tree = fp.release(fit, mech, draws=1, random_seed=seed)
     return tree["posterior"]["density"].values[0, 0], tree.attrs
 
 
@@ -253,10 +253,10 @@ def svm_fit(seed: int = 3, **setting):
 def svm_releases(fit, *, epsilon: float, delta: float, calibration: str, releases: int, seed) -> np.ndarray:
     """``releases`` independent released decision functions on the spec's grid, shape (releases, G1, G2).
 
-    One :func:`fdp_ppl.erm.release_erm` call per release (each is one publication; a single call with many
+    One :func:`fdp_ppl.release` call per release (each is one publication; a single call with many
     draws would charge draws × δ, which exceeds 1 for δ = 0.1 and 10 draws).
     """
-    from fdp_ppl.erm import release_erm
+    import fdp_ppl as fp
     from fdp_ppl.mechanisms import GaussianMechanism
 
     mech = GaussianMechanism(float(epsilon), float(delta), calibration)
@@ -264,7 +264,7 @@ def svm_releases(fit, *, epsilon: float, delta: float, calibration: str, release
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
         for child in np.random.SeedSequence(seed).spawn(int(releases)):
-            tree = release_erm(fit, mech, draws=1, random_seed=child)
+            tree = fp.release(fit, mech, draws=1, random_seed=child)
             out.append(tree["posterior"]["decision"].values[0, 0])
     return np.asarray(out), tree.attrs
 

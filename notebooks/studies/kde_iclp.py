@@ -90,7 +90,7 @@ Readings of what the paper leaves open (each a parameter here, the default state
     projection for FRL, the Bernstein polynomial of the lattice means) — the bias part; ``noise_energy`` is
     ``∫(f̃ − f̂)²``, what the release adds to it.
 
-Every release goes through :func:`fdp_ppl.kde.release_kde` or :func:`fdp_ppl.release`, seeded (a study).
+Every release goes through :func:`fdp_ppl.release`, seeded (a study).
 """
 
 from __future__ import annotations
@@ -270,12 +270,12 @@ def fit_and_release(key: str, spec, observations, *, h: float | None = None, poi
 
     The 1-D FRL and Bernstein baselines need the public bandwidth ``h`` and grid ``points``: each record
     becomes its kernel bump on the grid and the baseline spec releases their mean (:mod:`fdp_ppl.kde.baselines`).
-    The 2-D ones are grid KDE specs released by ``release_kde`` at :data:`BASELINE_BOUNDS`.
+    The 2-D ones are grid KDE specs released by ``fp.release`` at :data:`BASELINE_BOUNDS`.
     For ``key = "kde"`` the release is None.
     """
     import fdp_ppl as fp
 
-    from fdp_ppl.kde import KDESpec, release_kde
+    from fdp_ppl.kde import KDESpec
     from fdp_ppl.kde.baselines import kde_bumps
 
     baseline = key == "frl" or key.startswith("bernstein")
@@ -290,7 +290,7 @@ def fit_and_release(key: str, spec, observations, *, h: float | None = None, poi
         if key == "kde":
             return fit.values, None
         bound = BASELINE_BOUNDS[key.split("-")[0]] if baseline else "tight"
-        tree = release_kde(fit, _mechanism(key, epsilon), draws=draws, random_seed=seed, bound=bound)
+        tree = fp.release(fit, _mechanism(key, epsilon), draws=draws, random_seed=seed, bound=bound)
         scale = public_mass(spec) if key.endswith("-rescaled") else 1.0
         return fit.density / scale, tree["posterior"]["density"].values[0] / scale
 

@@ -7,7 +7,7 @@ One replicate (:func:`machine_replicate`):
    (a two-boundary problem with label noise; the design is the project's);
 2. fit the hinge-loss kernel machine (Gaussian kernel, Hall's convention, bandwidth 0.1, λ = 0.02,
    solver slack 0.1, no intercept; :class:`fdp_ppl.erm.ERMSpec`) and release it **once** with
-   ``GaussianMechanism(ε, δ = 1e-5, "analytic")`` on a 100-point grid (:func:`fdp_ppl.erm.release_erm`);
+   ``GaussianMechanism(ε, δ = 1e-5, "analytic")`` on a 100-point grid (:func:`fdp_ppl.release`);
 3. run :func:`fdp_ppl.inference.machine.infer_machine` on the release (default prior: the RKHS ball);
 4. score the 90% ETI band against the **non-private minimiser** ``f̂`` on the grid (``fit.decision``:
    the study may use it, the inference never sees it): the share of grid points covered; and the
@@ -27,7 +27,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from fdp_ppl.erm import ERMSpec, release_erm
+from fdp_ppl.erm import ERMSpec
+import fdp_ppl as fp
 from fdp_ppl.mechanisms import ICLP, GaussianMechanism
 from fdp_ppl.schema import CONSTANT_DATA, NOISE_SCALE
 from fdp_ppl.spaces import Gaussian
@@ -93,7 +94,7 @@ def machine_replicate(epsilon: float, seed: int, *, noise_factors=(1.0,), draws:
     fit = spec.fit(x, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # seeded study releases warn by design
-        release = release_erm(fit, study_mechanism(mechanism, epsilon), random_seed=seed)
+        release = fp.release(fit, study_mechanism(mechanism, epsilon), random_seed=seed)
     truth = fit.decision(spec.points)
     released = release["posterior"]["decision"].values.reshape(-1)
     rows = []

@@ -1,0 +1,89 @@
+"""The exponential mechanism of ε-DP functional PCA as a mechanism object (Awan, Kenney, Reimherr & Slavković 2019).
+
+``fp.release(FPCASpec(...).fit(curves), ExponentialMechanism(sampler="exact"))`` releases principal
+components the way ``fp.release(summary, ICLP(epsilon))`` releases a mean curve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._names import FPCA_SAMPLERS
+from ..errors import InputError
+from .fpca import DEFAULT_ETA, DEFAULT_MAX_PROPOSALS
+
+
+@dataclass(frozen=True)
+class ExponentialMechanism:
+    """The exponential mechanism that releases an :class:`~fdp_ppl.expmech.FPCAFit` (its sampler and plan).
+
+    **ε lives in the spec, not here.** :class:`~fdp_ppl.expmech.FPCASpec` keeps ``epsilon``
+    because it defines the target density ``exp(ε u(V; D)/(2Δ))`` itself (paper Prop. 3.1,
+    Thm 4.1), and with it the public density floor, acceptance bound and proposal budget
+    that the fit and :func:`~fdp_ppl.expmech.fpca.release_plan` compute. A second ε here
+    could disagree with the spec's, so this object carries none: it has no ``epsilon``
+    attribute and refuses an ``epsilon`` argument. The ε charged is the spec's (or the
+    guarantee the plan derives from it: ε'' for the pure plan, (ε', δ') with ``delta``).
+
+    Parameters
+    ----------
+    sampler : {"exact", "gibbs", "nuts"}
+        ``"exact"``: rejection sampling (ACG for the Bingham form with k = 1, the GP base
+        measure for the GP-base form, any k); ``"gibbs"``: column-wise Gibbs scans (Bingham
+        form; uncertified MCMC for k > 1); ``"nuts"``: PyMC's NUTS (uncertified MCMC).
+    iterations : int
+        Gibbs scans or NUTS tuning steps per chain (ignored by ``"exact"``); a public floor
+        applies (:func:`~fdp_ppl.expmech.fpca.iteration_floor`).
+    max_proposals : int
+        Largest number of proposals a release may run; more is refused before any charge.
+    delta : float or None
+        None (default): the pure ε''-DP plan. A number in (0, 1): the (ε', δ') plan with each
+        frame's fallback probability ≤ δ.
+    eta : float
+        η of the pure plan (fallback probability ≤ η × density floor), in (0, 1).
+    diagnostics : bool
+        Record R̂/ESS of the chains (Gibbs, NUTS). Computed on the confidential data and not
+        covered by ε: for a release that stays with the data holder.
+
+    Raises
+    ------
+    InputError
+        An unknown sampler, ``delta`` or ``eta`` outside (0, 1), ``iterations`` < 0 or
+        ``max_proposals`` < 1, or an ``epsilon`` argument (ε is ``FPCASpec(epsilon=...)``).
+        The plan's own refusals (a sampler that does not serve the form, iterations below the
+        floor, too many proposals) come from :func:`fdp_ppl.release`, before any charge.
+    """
+
+    sampler: str = "exact"
+    iterations: int = 200
+    max_proposals: int = DEFAULT_MAX_PROPOSALS
+    delta: float | None = None
+    eta: float = DEFAULT_ETA
+    diagnostics: bool = False
+
+    #: attrs["mechanism"] of its releases start with this
+    family = "expmech-fpca"
+
+    def __init__(self, sampler: str = "exact", *, iterations: int = 200, max_proposals: int = DEFAULT_MAX_PROPOSALS,
+                 delta: float | None = None, eta: float = DEFAULT_ETA, diagnostics: bool = False, **unknown):
+        if "epsilon" in unknown:
+            raise InputError("ExponentialMechanism takes no epsilon: the FPCA spec's epsilon defines the target "
+                             "density", "pass epsilon to FPCASpec(..., epsilon=...)")
+        if unknown:
+            raise InputError(f"ExponentialMechanism takes no argument {sorted(unknown)}",
+                             "its options are sampler, iterations, max_proposals, delta, eta, diagnostics")
+        if sampler not in FPCA_SAMPLERS:
+            raise InputError(f"unknown sampler {sampler!r}", f"choose one of {FPCA_SAMPLERS}")
+        if delta is not None and not 0.0 < float(delta) < 1.0:
+            raise InputError(f"delta must be in (0, 1) or None, got {delta!r}", "e.g. delta=1e-10, or None (pure)")
+        if not 0.0 < float(eta) < 1.0:
+            raise InputError(f"eta must be in (0, 1), got {eta!r}", "e.g. eta=1e-10 (the default)")
+        if int(iterations) < 0 or int(max_proposals) < 1:
+            raise InputError("iterations must be >= 0 and max_proposals >= 1", "e.g. iterations=200")
+        for name, value in (("sampler", sampler), ("iterations", int(iterations)),
+                            ("max_proposals", int(max_proposals)), ("delta", None if delta is None else float(delta)),
+                            ("eta", float(eta)), ("diagnostics", bool(diagnostics))):
+            object.__setattr__(self, name, value)
+
+
+__all__ = ["ExponentialMechanism"]
