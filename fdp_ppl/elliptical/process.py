@@ -15,8 +15,7 @@
     because the released curve is a function of the J coefficients only
     (DESIGN invariant 2); ε grows with J for the t family.
 
-:func:`release_elliptical` draws exact releases with numpy and returns the
-layout of :func:`fdp_ppl.release`.
+:func:`fdp_ppl.release` releases a summary with these mechanisms (exact draws, the mean-curve layout).
 """
 
 from __future__ import annotations
@@ -25,16 +24,15 @@ import functools
 
 
 import numpy as np
-import xarray as xr
 
-from ..accounting import PrivacyLedger, analytic_sigma
+from ..accounting import analytic_sigma
 from ..errors import CompatibilityError, InputError, check_delta, check_epsilon
 from ..laws import Elliptical
 from ..mechanisms import Mechanism
 from ..summaries import EigenSpec, LinearSummary
 from .privacy import calibrate_sigma, sigma_for_delta
 
-__all__ = ["EllipticalProcessMechanism", "EllipticalMechanism", "release_elliptical", "draw_elliptical",
+__all__ = ["EllipticalProcessMechanism", "EllipticalMechanism", "draw_elliptical",
            "expected_sq_error"]
 
 _SOURCE = "Reimherr & Awan (2019), Theorems 1, 3, 5 (corrected: Delta/sigma in Thm 3, MGF of V^2 in Thm 5)"
@@ -210,34 +208,6 @@ def draw_elliptical(mechanism: _EllipticalBase, summary: LinearSummary, scale, d
     from ..sampling import draw_releases
 
     return draw_releases(mechanism, summary, scale, draws, random_seed)
-
-
-def release_elliptical(summary: LinearSummary, mechanism: _EllipticalBase, *, draws: int = 1, random_seed=None,
-                       ledger: PrivacyLedger | None = None, bound: str = "tight", label: str = "") -> xr.DataTree:
-    """Release a summary with elliptical noise: exact forward draws (numpy), as ``xr.DataTree``.
-
-    Same layout as :func:`fdp_ppl.release`: ``posterior`` with ``coefficients``
-    (chain, draw, basis) and ``curve`` (chain, draw, t); ``constant_data`` with
-    eigenvalues, eigenfunctions, quadrature weights and ``noise_scale``
-    (dispersion scale ``σ√λ_j``); root attrs with ε, δ, sensitivity (CM norm),
-    budget spent, the family, ν and the calibration. The non-private summary is
-    never included.
-
-    Raises
-    ------
-    CompatibilityError
-        Wrong summary or mechanism type.
-    BudgetExceededError
-        The ledger cannot pay ``draws × (ε, δ)``.
-    ValueError
-        draws < 1.
-    """
-    from ..releasing import release
-
-    if not isinstance(mechanism, _EllipticalBase):
-        raise CompatibilityError("mechanism must be EllipticalProcessMechanism or EllipticalMechanism")
-    return release(summary, mechanism, draws=draws, random_seed=random_seed, ledger=ledger, bound=bound,
-                   label=label)
 
 
 def expected_sq_error(mechanism, summary: LinearSummary, bound: str = "tight") -> float:
