@@ -67,7 +67,7 @@ def make_spec(mechanism: str, n: int, grid_size: int):
 
 
 def make_mechanism(mechanism: str, epsilon: float):
-    from fdp_ppl.mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
+    from fdp_ppl.noise.mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
 
     if mechanism in ("gp", "sobolev"):
         return GaussianMechanism(epsilon, 1e-5)

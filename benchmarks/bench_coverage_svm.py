@@ -68,7 +68,7 @@ def cost_comparison(draws, tune, seed):
     import fdp_ppl as fp
     from studies.machine_coverage import DELTA, machine_spec, simulate_records
     from fdp_ppl.inference.machine import _BASES, infer_machine, machine_posterior
-    from fdp_ppl.mechanisms import GaussianMechanism
+    from fdp_ppl.noise.mechanisms import GaussianMechanism
 
     spec = machine_spec()
     x, y = simulate_records(spec.n, np.random.default_rng(seed))

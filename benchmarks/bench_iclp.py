@@ -20,7 +20,7 @@ noisy while a ratio measured back to back is not:
   multivariate-normal draw.
 * ``ours cold``  ``eigenbasis`` + summary + ``fdp_ppl.release(draws=...)``
   right after clearing the package's caches (the compiled samplers,
-  :func:`fdp_ppl.sampling.clear_cache`, and the eigenbasis LRU cache; shared
+  :func:`fdp_ppl.noise.sampling.clear_cache`, and the eigenbasis LRU cache; shared
   with the Table 1 notebook as :func:`studies.timing.clear_caches`):
   includes the eigendecomposition (once) and building/compiling the PyTensor
   sampler (a :class:`fdp_ppl.CompiledSampler`).
@@ -238,7 +238,7 @@ def machine_info(args, fp):
 def bench_cell(fp, K, kname, args, state):
     import numpy as np
 
-    from studies.timing import clear_caches  # fdp_ppl.sampling.clear_cache() + the eigenbasis cache
+    from studies.timing import clear_caches  # fdp_ppl.noise.sampling.clear_cache() + the eigenbasis cache
     from fdp_ppl.spaces import DEFAULT_REL_TOL as rel_tol
 
     kernel = make_kernel(fp, kname)

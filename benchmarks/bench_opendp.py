@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Benchmark: the floating-point-safe OpenDP release path against the compiled PyMC sampler.
 
-Issue 10 makes OpenDP's lattice samplers (:class:`fdp_ppl.sampling.OpenDPSampler`) the default
+Issue 10 makes OpenDP's lattice samplers (:class:`fdp_ppl.noise.sampling.OpenDPSampler`) the default
 generator of unseeded releases; this measures what that costs. For 1000 draws at K = 500 grid
 points (Matérn 3/2, ρ = 0.1, J = 500 retained components):
 
@@ -110,7 +110,7 @@ def run(args):
     import numpy as np
 
     import fdp_ppl as fp
-    from fdp_ppl.sampling import sampler_for
+    from fdp_ppl.noise.sampling import sampler_for
 
     warnings.filterwarnings("ignore", category=UserWarning)
     info = machine_info()

@@ -4,7 +4,7 @@
 Writes n curves × K points (default 10^7 × 100, 8 GB of float64) to a local
 Zarr store chunk by chunk (the workers generate and write their chunks), then
 releases their ICLP-QR mean (Matérn 3/2, ρ = 0.1, ICLP ε = 1, one draw) with
-the store opened lazily (:func:`fdp_ppl.distributed.open_curves`) and reduced
+the store opened lazily (:func:`fdp_ppl.io.stores.open_curves`) and reduced
 chunk by chunk on a ``LocalCluster`` of 2 worker processes (1 thread each,
 memory limit 2 GB each). Reported: the time of the release (open, one pass,
 noise, tree), the peak resident memory of each worker (target < 2 GB), and
@@ -92,7 +92,7 @@ def run(quick: bool = False, n: int | None = None, chunks: int | None = None, di
         keep: bool = False, n_memory: int | None = None) -> dict:
     """Write the store, release its mean on a 2-worker LocalCluster, compare with memory; returns a dict."""
     import fdp_ppl as fp
-    from fdp_ppl.distributed import dask_client, open_curves
+    from fdp_ppl.io.stores import dask_client, open_curves
 
     warnings.simplefilter("ignore")
     n = int(n or (200_000 if quick else 10_000_000))

@@ -104,8 +104,8 @@ def run(quick: bool = False, n: int | None = None, chunks: int | None = None, di
     import numpy as np
 
     import fdp_ppl as fp
-    from fdp_ppl.distributed import dask_client, open_curves
-    from fdp_ppl.distributed_kde_fpca import open_records
+    from fdp_ppl.io.stores import dask_client, open_curves
+    from fdp_ppl.io.records import open_records
     from fdp_ppl.expmech import FPCASpec
     from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec
 
@@ -133,7 +133,7 @@ def run(quick: bool = False, n: int | None = None, chunks: int | None = None, di
                     sec = _write(path, n, chunks, width)
                     print(f"wrote {path.name} in {sec:.1f} s", flush=True)
             out["fpca_store_disk_gb"] = sum(f.stat().st_size for f in fpca_store.rglob("*") if f.is_file()) / 2**30
-            client.run(lambda: __import__("fdp_ppl.distributed_kde_fpca"))  # imports on the workers, untimed
+            client.run(lambda: __import__("fdp_ppl.io.records"))  # imports on the workers, untimed
             check_n = min(n, CHECK_N)
             check_chunks = -(-check_n // 7)
             xs_check = open_records(kde_store)[:check_n].values  # the first records, in memory

@@ -2,8 +2,8 @@
 """Benchmark: the overhead of ``fp.release`` over its raw sampler.
 
 ``fp.release`` checks its inputs, calibrates the noise, draws from the
-compiled sampler of :mod:`fdp_ppl.sampling` and builds the release tree
-(:func:`fdp_ppl.schema.release_tree`). The raw sampler is the same compiled
+compiled sampler of :mod:`fdp_ppl.noise.sampling` and builds the release tree
+(:func:`fdp_ppl.releasing.schema.release_tree`). The raw sampler is the same compiled
 sampler called directly with the same centre, scales and number of draws.
 Both are timed back to back in the same process (minimum over repeats) on
 the DTI ``cca`` ICLP-QR summary (K = 93, Matérn 3/2, ρ = 0.1, ICLP ε = 1),
@@ -39,7 +39,7 @@ def run(quick: bool = False, repeats: int | None = None) -> dict:
 
     import fdp_ppl as fp
     from fdp_ppl.datasets import load_dataset
-    from fdp_ppl.sampling import sampler_for
+    from fdp_ppl.noise.sampling import sampler_for
 
     warnings.simplefilter("ignore")
     repeats = repeats or (5 if quick else 15)

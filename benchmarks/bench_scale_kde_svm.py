@@ -96,7 +96,7 @@ def kde_rows(sizes, estimators=("exact", "binned"), iclp=True) -> list:
 
     from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec
     import fdp_ppl as fp
-    from fdp_ppl.mechanisms import ICLP, GaussianMechanism
+    from fdp_ppl.noise.mechanisms import ICLP, GaussianMechanism
 
     rows = []
     for n, k in sizes:

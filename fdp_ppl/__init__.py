@@ -10,8 +10,8 @@ Quick start::
     tree = fp.release(summary, fp.ICLP(epsilon=1.0))       # fresh OS entropy
 
 The flow is curves → public spec (:mod:`fdp_ppl.summaries`) → fit →
-mechanism and its noise law (:mod:`fdp_ppl.mechanisms`, :mod:`fdp_ppl.laws`)
-→ release (:mod:`fdp_ppl.schema`) → inference (:mod:`fdp_ppl.inference`).
+mechanism and its noise law (:mod:`fdp_ppl.noise.mechanisms`, :mod:`fdp_ppl.noise.laws`)
+→ release (:mod:`fdp_ppl.releasing.schema`) → inference (:mod:`fdp_ppl.inference`).
 """
 
 from ._version import __version__

@@ -18,9 +18,9 @@ import numpy as np
 import xarray as xr
 
 from . import dims
-from .registry import label
+from .releasing.registry import label
 from .errors import SchemaError
-from .schema import CURVE, POSTERIOR, T_ORIGINAL, is_inference, read_release
+from .releasing.schema import CURVE, POSTERIOR, T_ORIGINAL, is_inference, read_release
 
 #: colours (colour-blind safe: Okabe–Ito)
 _RELEASE = "#0072B2"
@@ -40,7 +40,7 @@ def noise_sd(tree: xr.DataTree) -> xr.DataArray:
     """Pointwise standard deviation of a release's noise, from public metadata only.
 
     ``sd(t) = sqrt(Σ_j design_j(t)² Var_j)`` with ``Var_j`` the noise law's
-    variance of coefficient j (:meth:`fdp_ppl.laws.NoiseLaw.variance`: ``2b_j²``
+    variance of coefficient j (:meth:`fdp_ppl.noise.laws.NoiseLaw.variance`: ``2b_j²``
     for Laplace, ``s_j²`` for Normal, ``E[W] s_j²`` for elliptical laws, whose
     coefficients are uncorrelated though not independent).
 
@@ -57,7 +57,7 @@ def noise_sd(tree: xr.DataTree) -> xr.DataArray:
     Raises
     ------
     SchemaError
-        The tree is not a release (:func:`fdp_ppl.schema.read_release`).
+        The tree is not a release (:func:`fdp_ppl.releasing.schema.read_release`).
     """
     view = read_release(tree)
     return xr.DataArray(view.noise_sd(), dims=(dims.T,), coords={dims.T: view.t})

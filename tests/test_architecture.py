@@ -3,11 +3,11 @@
 * the import graph of ``fdp_ppl`` has no cycle and every internal import names a module that exists;
 * nothing in ``fdp_ppl`` imports the reproductions (the package ``studies`` in ``notebooks/``, not shipped);
 * releases from several threads at once are each exactly what they are alone (one shared compiled sampler);
-* every spec of :data:`fdp_ppl.registry.SUMMARIES` calibrates every compatible mechanism of
-  :data:`fdp_ppl.registry.MECHANISMS` without data, exactly as its fit does;
+* every spec of :data:`fdp_ppl.releasing.registry.SUMMARIES` calibrates every compatible mechanism of
+  :data:`fdp_ppl.releasing.registry.MECHANISMS` without data, exactly as its fit does;
 * brute-force neighbouring datasets never exceed any registered spec's sensitivity, and linear specs
   attain it;
-* releases of every registered mechanism round-trip through NetCDF and :func:`fdp_ppl.schema.read_release`;
+* releases of every registered mechanism round-trip through NetCDF and :func:`fdp_ppl.releasing.schema.read_release`;
   other trees are refused with a clear message.
 
 The loops read the registries, so a new mechanism or summary is covered without editing this file
@@ -29,10 +29,10 @@ import pytest
 import xarray as xr
 
 import fdp_ppl as fp
-from fdp_ppl import registry
-from fdp_ppl import schema as S
+from fdp_ppl.releasing import registry
+from fdp_ppl.releasing import schema as S
 from fdp_ppl.errors import CompatibilityError, InputError, SchemaError
-from fdp_ppl.sampling import sampler_for
+from fdp_ppl.noise.sampling import sampler_for
 from fdp_ppl.settings import RELEASE_CHUNK
 
 TAU = 1.0
@@ -162,8 +162,8 @@ def test_import_graph_has_no_cycle():
     """Edges: every import inside fdp_ppl (see :func:`_imports`); a package's ``__init__`` importing its
     children is an edge, so a child importing from its own package ``__init__`` closes a cycle."""
     modules, edges = _graph()
-    assert len(modules) > 30 and "fdp_ppl.laws.base" in modules
-    assert "fdp_ppl.laws" in edges["fdp_ppl.sampling"]  # edges are found
+    assert len(modules) > 30 and "fdp_ppl.noise.laws.base" in modules
+    assert "fdp_ppl.noise.laws" in edges["fdp_ppl.noise.sampling"]  # edges are found
     cycles = _cycles(edges)
     report = "\n".join(" -> ".join(c) + "\n    " + "\n    ".join(
         f"{a} -> {b}: line {edges[a][b][0]}: {edges[a][b][1]}" for a, b in zip(c[:-1], c[1:])) for c in cycles)
@@ -178,7 +178,7 @@ def test_cycle_finder_finds_a_cycle():
 
 def test_every_internal_import_names_a_module():
     """``from fdp_ppl.x import y`` / ``import_module("fdp_ppl.x")`` must name a module that exists
-    (``fdp_ppl.release`` is the function; the module is ``fdp_ppl.releasing``)."""
+    (``fdp_ppl.release`` is the function; the module is ``fdp_ppl.releasing.draw``)."""
     modules, edges = _graph()
     missing = sorted(f"{m}: line {line}: {how}" for m, es in edges.items() for t, (line, how) in es.items()
                      if t not in modules)
@@ -564,7 +564,7 @@ def test_a_newer_schema_version_is_refused(releases):
 
 
 def test_schema_module_is_the_only_writer():
-    """The release layout's names are constants of fdp_ppl.schema; releasing writes through release_tree."""
+    """The release layout's names are constants of fdp_ppl.releasing.schema; releasing writes through release_tree."""
     src = (PACKAGE / "releasing.py").read_text()
     assert "release_tree(" in src and "xr.DataTree.from_dict" not in src
     assert importlib.util.find_spec("fdp_ppl.release") is None  # the function, not a module

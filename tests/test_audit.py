@@ -11,7 +11,7 @@ import fdp_ppl as fp
 from fdp_ppl.audit import VERDICT_OK, VERDICT_VIOLATION, cp_lower, cp_upper, epsilon_lower_bound
 from fdp_ppl.cli import main
 from fdp_ppl.errors import InputError
-from fdp_ppl.mechanisms import ICLP, GaussianMechanism
+from fdp_ppl.noise.mechanisms import ICLP, GaussianMechanism
 
 ROOT2 = np.sqrt(2.0)
 

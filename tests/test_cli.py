@@ -280,8 +280,8 @@ def test_argparse_errors_exit_2(capsys):
     ("knorm", ["--tau", "4000"], "elliptical", "elliptical-knorm", "iclp-qr"),
 ])
 def test_release_bernstein_and_elliptical_mechanisms(tmp_path, capsys, mechanism, extra, family, law, summary):
-    from fdp_ppl import registry
-    from fdp_ppl.schema import read_release
+    from fdp_ppl.releasing import registry
+    from fdp_ppl.releasing.schema import read_release
 
     rc, out = _release(tmp_path, "--data", "electricity", "--var", "demand", "--mechanism", mechanism,
                        "--epsilon", "1", *extra, plot=True)
@@ -326,7 +326,7 @@ def test_bernstein_lattice_size_and_growth(tmp_path, capsys):
 
 
 def test_release_help_lists_every_registered_mechanism(capsys):
-    from fdp_ppl import registry
+    from fdp_ppl.releasing import registry
 
     assert main(["release", "--help"]) == 0
     out = capsys.readouterr().out

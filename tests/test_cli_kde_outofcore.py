@@ -90,7 +90,7 @@ def test_out_of_core_release_equals_in_memory(tmp_path, files, cluster, capsys, 
 def test_zarr_store_with_chunks_only_runs_on_a_local_cluster(tmp_path, files, capsys, monkeypatch):
     """A Zarr store is read lazily even without --chunks; --chunks alone starts the command's own local cluster
     (threads here, to keep the test fast) and releases what the in-memory command releases."""
-    import fdp_ppl.distributed as dist
+    import fdp_ppl.io.stores as dist
 
     started = []
     real = dist.dask_client
@@ -149,7 +149,7 @@ def test_incomplete_records_refused_out_of_core_without_a_count(tmp_path, column
 
     import dask
 
-    import fdp_ppl.distributed as dist
+    import fdp_ppl.io.stores as dist
     from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
 
     x = columns[0].copy()

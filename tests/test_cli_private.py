@@ -12,7 +12,7 @@ import fdp_ppl as fp
 from fdp_ppl.cli import main
 from fdp_ppl.datasets import load_dataset
 from fdp_ppl.errors import InputError, PrivacyLeakWarning, SeededReleaseWarning
-from fdp_ppl.summaries.curves import IMPUTATION_COUNTS, impute_missing
+from fdp_ppl.io.missing import IMPUTATION_COUNTS, impute_missing
 
 K = 8
 

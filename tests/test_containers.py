@@ -11,7 +11,7 @@ import xarray as xr
 
 import fdp_ppl as fp
 from fdp_ppl.cli import main
-from fdp_ppl.containers import read_curves_file, to_curves
+from fdp_ppl.io.containers import read_curves_file, to_curves
 from fdp_ppl.datasets import load_dataset
 from fdp_ppl.errors import InputError
 

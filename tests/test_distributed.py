@@ -51,7 +51,7 @@ def _in_memory(raw):
 
 
 def test_open_curves_is_lazy_and_takes_n_from_the_metadata(store):
-    from fdp_ppl.distributed import open_curves
+    from fdp_ppl.io.stores import open_curves
 
     da = open_curves(store, chunks=700, record_dim="subject")
     assert da.dims == ("curve", "t") and da.shape == (N, K)
@@ -62,7 +62,7 @@ def test_open_curves_is_lazy_and_takes_n_from_the_metadata(store):
 
 def test_summaries_on_a_two_worker_cluster_agree_with_memory(store, raw, cluster, basis):
     import fdp_ppl as fp
-    from fdp_ppl.distributed import dask_client, open_curves
+    from fdp_ppl.io.stores import dask_client, open_curves
 
     mem = _in_memory(raw)
     with warnings.catch_warnings():
@@ -86,7 +86,7 @@ def test_summaries_on_a_two_worker_cluster_agree_with_memory(store, raw, cluster
 
 def test_nan_in_the_store_is_found_in_the_same_pass(tmp_path, raw, basis):
     import fdp_ppl as fp
-    from fdp_ppl.distributed import open_curves
+    from fdp_ppl.io.stores import open_curves
     from fdp_ppl.errors import InputError
 
     bad = raw.copy()
@@ -111,7 +111,7 @@ def test_nan_in_the_store_is_found_in_the_same_pass(tmp_path, raw, basis):
 
 def test_netcdf_is_read_lazily_too(tmp_path, raw, basis):
     import fdp_ppl as fp
-    from fdp_ppl.distributed import open_curves
+    from fdp_ppl.io.stores import open_curves
 
     path = tmp_path / "c.nc"
     xr.Dataset({"y": (("curve", "t"), raw)}, coords={"t": np.linspace(2.0, 20.0, K)}).to_netcdf(path)
@@ -125,7 +125,7 @@ def test_netcdf_is_read_lazily_too(tmp_path, raw, basis):
 
 
 def test_bad_requests_are_refused(store, tmp_path):
-    from fdp_ppl.distributed import open_curves
+    from fdp_ppl.io.stores import open_curves
     from fdp_ppl.errors import InputError
 
     with pytest.raises(InputError, match="no store"):

@@ -127,7 +127,7 @@ def test_lazy_inputs_are_refused_like_memory(obs1):
 
 def test_open_records_reads_a_zarr_store_lazily(tmp_path, obs1):
     pytest.importorskip("zarr")
-    from fdp_ppl.distributed_kde_fpca import is_lazy, open_records
+    from fdp_ppl.io.records import is_lazy, open_records
 
     path = tmp_path / "x.zarr"
     xr.Dataset({"x": (("subject",), obs1)}).chunk({"subject": 1000}).to_zarr(path, mode="w")
@@ -139,7 +139,7 @@ def test_open_records_reads_a_zarr_store_lazily(tmp_path, obs1):
 def test_kde_and_fpca_on_a_two_worker_cluster(obs1, rng):
     distributed = pytest.importorskip("distributed")
     import fdp_ppl as fp
-    from fdp_ppl.distributed import dask_client
+    from fdp_ppl.io.stores import dask_client
     from fdp_ppl.expmech import FPCASpec
     from fdp_ppl.kde import CartesianGrid, KDESpec
 

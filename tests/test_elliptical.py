@@ -7,7 +7,7 @@ import pytest
 from scipy import integrate, stats
 
 import fdp_ppl as fp
-from fdp_ppl import elliptical as el
+from fdp_ppl.noise import elliptical as el
 
 N = 20_000
 KS_P = 1e-3
@@ -391,9 +391,9 @@ def test_process_calibration_is_computed_once_and_scales_with_delta(name):
     """σ for the elliptical processes is one root per (law, ε, δ) scaled by Δ (δ depends on Δ/σ only): every scale
     still meets the claimed δ, and a second calibration reuses the root instead of re-integrating."""
     import fdp_ppl as fp
-    from fdp_ppl import registry
-    from fdp_ppl.elliptical import process
-    from fdp_ppl.elliptical.privacy import delta_exact
+    from fdp_ppl.releasing import registry
+    from fdp_ppl.noise.elliptical import process
+    from fdp_ppl.noise.elliptical.privacy import delta_exact
 
     basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), fp.Grid.uniform(15))
     e = registry.MECHANISMS[name]

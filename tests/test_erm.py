@@ -18,8 +18,8 @@ from fdp_ppl.errors import (
     InputError,
     SeededReleaseWarning,
 )
-from fdp_ppl.laws import Laplace
-from fdp_ppl.mechanisms import ICLP, GaussianMechanism
+from fdp_ppl.noise.laws import Laplace
+from fdp_ppl.noise.mechanisms import ICLP, GaussianMechanism
 from fdp_ppl.spaces import Exponential, Gaussian, Matern
 
 pytestmark = pytest.mark.filterwarnings("ignore::fdp_ppl.errors.SeededReleaseWarning")
@@ -333,7 +333,7 @@ def test_bad_inputs_refused():
 def test_many_draws_compose_even_when_k_delta_reaches_one():
     """Basic composition of 20 draws at δ = 0.1 is (20ε, 2): vacuous but valid; it must not raise."""
     from fdp_ppl.erm.release import _charge
-    from fdp_ppl.mechanisms import GaussianMechanism
+    from fdp_ppl.noise.mechanisms import GaussianMechanism
 
     cost = _charge(None, GaussianMechanism(1.0, 0.1, calibration="classical"), 20, "test")
     assert cost.epsilon == pytest.approx(20.0) and cost.delta == pytest.approx(2.0)
@@ -341,10 +341,10 @@ def test_many_draws_compose_even_when_k_delta_reaches_one():
 
 def test_erm_release_follows_the_schema():
     import fdp_ppl as fp
-    from fdp_ppl import schema
+    from fdp_ppl.releasing import schema
     from fdp_ppl.erm import ERMSpec
     from fdp_ppl.errors import SchemaError
-    from fdp_ppl.mechanisms import GaussianMechanism
+    from fdp_ppl.noise.mechanisms import GaussianMechanism
 
     X, y = _data(30, 1, 5)
     spec = ERMSpec(HALL, lam=0.1, n=30, domain=[[0, 1]], grid_size=20)

@@ -9,7 +9,7 @@ from fdp_ppl.erm.fast import solve_hinge_dual
 from fdp_ppl.erm.machine import EXACT_MAX_N
 from fdp_ppl.erm.nystroem import NystroemMap
 from fdp_ppl.errors import InputError
-from fdp_ppl.mechanisms import ICLP, GaussianMechanism
+from fdp_ppl.noise.mechanisms import ICLP, GaussianMechanism
 from fdp_ppl.spaces import Gaussian, Matern
 
 pytestmark = pytest.mark.filterwarnings("ignore::fdp_ppl.errors.SeededReleaseWarning")

@@ -9,8 +9,8 @@ import xarray as xr
 import fdp_ppl as fp
 from fdp_ppl.inference import GPPrior, ICLPPrior, InferenceWarning
 from fdp_ppl.plots import noise_sd, plot_inference, plot_release
-from fdp_ppl.registry import MECHANISMS
-from fdp_ppl.schema import KIND_ATTR, read_release
+from fdp_ppl.releasing.registry import MECHANISMS
+from fdp_ppl.releasing.schema import KIND_ATTR, read_release
 
 OPTIONS = {"t-process": {"nu": 5.0}, "t": {"nu": 5.0}}
 

@@ -553,7 +553,7 @@ def test_nuts_release():
 
 
 def test_fpca_tree_follows_the_schema():
-    from fdp_ppl import schema
+    from fdp_ppl.releasing import schema
     from fdp_ppl.errors import SchemaError
 
     spec = small_spec(4, k=1)

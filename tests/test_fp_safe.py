@@ -8,7 +8,7 @@
     (ICLP-QR, ε = 1, a neighbour that replaces one scan) most coefficients of a pymc release are unreachable
     from the neighbour's centre and none from the true one: the neighbour is ruled out with certainty.
     On the default OpenDP path the noise lives on the lattice ``2^k ℤ`` with ``k = −1074``
-    (:data:`fdp_ppl.sampling_opendp.LATTICE_K`): every float64 is a lattice point, so every released value is
+    (:data:`fdp_ppl.noise.opendp.LATTICE_K`): every float64 is a lattice point, so every released value is
     reachable from every centre. What is tested there: (i) with exact rational arithmetic, the share of
     coefficients unreachable on that lattice is 0 from the true centre **and** 0 from the neighbour (equal by
     construction of the lattice); (ii) the numpy-model search, run on OpenDP releases, rules out the true
@@ -33,11 +33,11 @@ import pytest
 from scipy import stats
 
 import fdp_ppl as fp
-from fdp_ppl import schema as S
+from fdp_ppl.releasing import schema as S
 from fdp_ppl.errors import CompatibilityError, InputError
-from fdp_ppl.laws import Elliptical, Laplace, Normal
-from fdp_ppl.sampling import OpenDPSampler, draw_releases, resolve_generator, sampler_for
-from fdp_ppl.sampling_opendp import LATTICE_K
+from fdp_ppl.noise.laws import Elliptical, Laplace, Normal
+from fdp_ppl.noise.sampling import OpenDPSampler, draw_releases, resolve_generator, sampler_for
+from fdp_ppl.noise.opendp import LATTICE_K
 
 TAU = 1.0
 TWO53 = 9007199254740992.0
@@ -376,7 +376,7 @@ def test_release_attrs_seeded_unseeded_and_forced(curves, matern_basis):
 
 def test_elliptical_releases_are_not_floating_point_safe(curves, matern_basis):
     s = fp.rkhs_mean(curves, matern_basis, tau=TAU)
-    from fdp_ppl.elliptical import EllipticalProcessMechanism
+    from fdp_ppl.noise.elliptical import EllipticalProcessMechanism
 
     mech = EllipticalProcessMechanism(1.0, 1e-3, family="t", nu=4.0)
     assert not mech.law.fp_safe and Laplace.fp_safe and Normal.fp_safe
@@ -400,7 +400,7 @@ def test_gaussian_guarantee_never_above_the_claim(calibration, eps, delta, curve
     the σ used, δ(ε) <= δ; the analytic σ is raised by at most 1e-8 (OpenDP's zCDP conversion needed 7-14%
     more), and 2% less σ would break the claim (a test that fails if σ is 2% too small). The classical σ is
     kept. ``noise_scale`` is the σ used times √λ_j; OpenDP's own zCDP ρ is recorded."""
-    from fdp_ppl.sampling_opendp import lattice_gaussian_delta
+    from fdp_ppl.noise.opendp import lattice_gaussian_delta
 
     s = fp.rkhs_mean(curves, matern_basis, tau=TAU)
     mech = fp.GaussianMechanism(eps, delta, calibration=calibration)
@@ -430,7 +430,7 @@ def test_lattice_gaussian_profile_against_exact_enumeration():
     the continuous profile plus (1 + e^ε) η is never below the exact δ(ε) of the discrete Gaussian."""
     from scipy import special
 
-    from fdp_ppl.sampling_opendp import lattice_error, lattice_gaussian_delta
+    from fdp_ppl.noise.opendp import lattice_error, lattice_gaussian_delta
 
     sigma, h = 1.0, 1 / 400
     k = math.log2(h)

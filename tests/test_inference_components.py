@@ -9,7 +9,7 @@ import pytest
 from scipy import integrate, special
 
 import fdp_ppl as fp
-from fdp_ppl import schema as S
+from fdp_ppl.releasing import schema as S
 from fdp_ppl.errors import InputError
 from fdp_ppl.expmech import FPCAFit, FPCASpec
 from fdp_ppl.inference import components as C

@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 
 import fdp_ppl as fp
-from fdp_ppl import schema as S
+from fdp_ppl.releasing import schema as S
 from fdp_ppl.errors import InputError, SchemaError, SeededReleaseWarning
 from fdp_ppl.inference.density import DensityPrior, density_bands, density_functionals, infer_density, read_kde_release
 

@@ -28,7 +28,7 @@ from fdp_ppl.inference.machine import (
     positive_probability,
     sign_agreement,
 )
-from fdp_ppl.mechanisms import GaussianMechanism
+from fdp_ppl.noise.mechanisms import GaussianMechanism
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 
 import fdp_ppl as fp
 from fdp_ppl.inference import GPPrior
-from fdp_ppl.schema import read_release
+from fdp_ppl.releasing.schema import read_release
 
 
 @pytest.fixture(scope="module")

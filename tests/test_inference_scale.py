@@ -26,7 +26,7 @@ from scipy import stats
 import fdp_ppl as fp
 from fdp_ppl.inference import GPPrior, InferenceMethodWarning, InferenceWarning, build_model, functionals, infer
 from fdp_ppl.inference.gibbs import SplitGibbs
-from fdp_ppl.laws import Normal
+from fdp_ppl.noise.laws import Normal
 
 
 def _release(m, mechanism, seed=1, n=300):

@@ -12,7 +12,7 @@ from fdp_ppl.errors import BudgetExceededError, CompatibilityError, InputError, 
 from fdp_ppl.kde import CartesianGrid, KDESpec, bandwidth_rule, cameron_martin_difference
 import fdp_ppl as fp
 from fdp_ppl.kde.gaussian import realised_delta
-from fdp_ppl.mechanisms.gaussian import GaussianMechanism
+from fdp_ppl.noise.mechanisms.gaussian import GaussianMechanism
 
 
 def spec_1d(size=200, h=0.1, n=100):
@@ -199,7 +199,7 @@ def test_baselines_frl_bernstein_public_bounds_and_ise():
     """FRL / Bernstein KDE baselines (d = 1) through the existing mean-curve specs and ``fp.release``."""
     import fdp_ppl as fp
     from fdp_ppl.kde.baselines import bernstein_kde_spec, frl_kde_spec, kde_bumps
-    from fdp_ppl.mechanisms import FRL, Bernstein
+    from fdp_ppl.noise.mechanisms import FRL, Bernstein
 
     pts = np.linspace(0, 1, 200)
     h = 0.1
@@ -227,7 +227,7 @@ def test_baselines_frl_bernstein_public_bounds_and_ise():
 
 # ----------------------------------------------------------------------------- Sobolev route (Hall §4.2)
 from fdp_ppl.kde import ICLPKDESpec, SobolevKDESpec, one_c_difference, private_bandwidth  # noqa: E402
-from fdp_ppl.mechanisms import ICLP  # noqa: E402
+from fdp_ppl.noise.mechanisms import ICLP  # noqa: E402
 
 
 def test_sobolev_sensitivity_formula_and_brute_force():
@@ -407,7 +407,7 @@ def test_baselines_2d_sensitivity_brute_force():
 
 
 def test_baselines_2d_privacy_loss_and_release():
-    from fdp_ppl.mechanisms import FRL, Bernstein
+    from fdp_ppl.noise.mechanisms import FRL, Bernstein
 
     rng = np.random.default_rng(8)
     obs = rng.uniform(-5, 5, size=(40, 2))

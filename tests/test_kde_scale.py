@@ -16,7 +16,7 @@ from fdp_ppl.kde.accumulate import (
     linear_binning,
 )
 from fdp_ppl.kde.gaussian import gaussian_kernel_1d
-from fdp_ppl.mechanisms.gaussian import GaussianMechanism
+from fdp_ppl.noise.mechanisms.gaussian import GaussianMechanism
 
 
 def dense_kde(axes, obs, h, weights=None):

@@ -1,13 +1,13 @@
-"""Noise laws (:mod:`fdp_ppl.laws`) checked the way PyMC checks its distributions.
+"""Noise laws (:mod:`fdp_ppl.noise.laws`) checked the way PyMC checks its distributions.
 
-Every law of :data:`fdp_ppl.registry.LAWS` (with the example parameters of
+Every law of :data:`fdp_ppl.releasing.registry.LAWS` (with the example parameters of
 :data:`EXAMPLES` for laws that take parameters) goes through the same sweep, in
 the spirit of ``pymc.testing.check_logp``: over a grid of values × centres ×
 scales (several J for joint laws)
 
 * the numpy log-density equals an independent reference density
   (:data:`REFERENCES`: scipy, the J-variate families of
-  :mod:`fdp_ppl.elliptical.families`, and the Gaussian scale-mixture integral);
+  :mod:`fdp_ppl.noise.elliptical.families`, and the Gaussian scale-mixture integral);
 * the PyTensor log-density (``xp=backend("pt")``) and the PyMC variable
   ``law.pymc(..., observed=)`` give the same numbers; ``pointwise=True`` sums
   to the joint;
@@ -18,7 +18,7 @@ scales (several J for joint laws)
 * invalid parameters are rejected (scale <= 0 or not finite, ν <= 0, unknown
   kinds, shapes that do not match), and names and attributes round-trip.
 
-A new law registered in :data:`fdp_ppl.registry.LAWS` is swept without edits
+A new law registered in :data:`fdp_ppl.releasing.registry.LAWS` is swept without edits
 here, except that it must add its reference density to :data:`REFERENCES`
 (and, if its constructor takes parameters, examples to :data:`EXAMPLES`).
 """
@@ -34,12 +34,12 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-from fdp_ppl import registry
+from fdp_ppl.releasing import registry
 from fdp_ppl._backend import backend
-from fdp_ppl.elliptical.families import EllipticalFamily, KNorm, log_sphere_area
+from fdp_ppl.noise.elliptical.families import EllipticalFamily, KNorm, log_sphere_area
 from fdp_ppl.errors import InputError, SchemaError
-from fdp_ppl.laws import Elliptical, Laplace, NoiseLaw, Normal, law_from_attrs, law_from_name
-from fdp_ppl.sampling import CompiledSampler, sampler_for
+from fdp_ppl.noise.laws import Elliptical, Laplace, NoiseLaw, Normal, law_from_attrs, law_from_name
+from fdp_ppl.noise.sampling import CompiledSampler, sampler_for
 
 PT = backend("pt")
 
@@ -213,7 +213,7 @@ def test_logp_sweep_numpy_reference_pytensor_pymc(law, J):
                                                                                      if not law.product]))
 @pytest.mark.parametrize("J", [1, 2, 5])
 def test_elliptical_logp_equals_family_and_scale_mixture(law, J):
-    """The J-variate density of :mod:`fdp_ppl.elliptical.families` (dispersion diag(scale²)) and the
+    """The J-variate density of :mod:`fdp_ppl.noise.elliptical.families` (dispersion diag(scale²)) and the
     Gaussian scale-mixture integral ∫ N(y; μ, w·diag(scale²)) p_W(w) dw of the law's documented mixing law."""
     fam = law.family(J)
     for y, mu, s in _grid(J)[::2]:

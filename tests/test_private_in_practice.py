@@ -9,8 +9,8 @@ import pytest
 
 import fdp_ppl as fp
 from fdp_ppl.errors import SeededReleaseWarning
-from fdp_ppl.sampling import sampler_for, seed_sequence
-from fdp_ppl.schema import read_release
+from fdp_ppl.noise.sampling import sampler_for, seed_sequence
+from fdp_ppl.releasing.schema import read_release
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_analytic_is_the_default_and_spends_what_it_claims():
 
 
 def test_sigma_for_delta_below_its_floor_is_a_clear_error():
-    from fdp_ppl.elliptical import mixing_law, sigma_for_delta
+    from fdp_ppl.noise.elliptical import mixing_law, sigma_for_delta
 
     with pytest.raises(fp.InputError, match="below what the exact delta"):
         sigma_for_delta(1.0, 1e-20, 1.0, mixing_law("laplace"))

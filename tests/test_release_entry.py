@@ -1,4 +1,4 @@
-"""One release entry for every family: ``fp.release`` dispatches through ``fdp_ppl.registry.RELEASES``.
+"""One release entry for every family: ``fp.release`` dispatches through ``fdp_ppl.releasing.registry.RELEASES``.
 
 Each family's release through :func:`fdp_ppl.release` equals the one its family function makes
 (same seed: same values, same attrs); a wrong mechanism or an option the family does not take is
@@ -11,7 +11,7 @@ import pytest
 import fdp_ppl as fp
 from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
 from fdp_ppl.errors import CompatibilityError, InputError
-from fdp_ppl.registry import RELEASES
+from fdp_ppl.releasing.registry import RELEASES
 
 pytestmark = pytest.mark.filterwarnings("ignore::fdp_ppl.errors.SeededReleaseWarning")
 
@@ -91,7 +91,7 @@ def test_mean_release_equals_family_function(mean_summary):
 
 
 def test_elliptical_release_equals_family_function(mean_summary):
-    from fdp_ppl.elliptical.process import EllipticalMechanism
+    from fdp_ppl.noise.elliptical.process import EllipticalMechanism
     release_linear = _family("LinearSummary")
 
     mech = EllipticalMechanism(1.0, family="t", nu=5.0)
@@ -204,11 +204,11 @@ def test_family_functions_are_not_exported():
 
 
 def test_releasing_does_not_import_the_families():
-    """The families import fdp_ppl.releasing, never the reverse: the registry resolves them on first use."""
+    """The families import fdp_ppl.releasing.draw, never the reverse: the registry resolves them on first use."""
     import subprocess
     import sys
 
-    code = ("import sys, fdp_ppl.releasing, fdp_ppl.registry; "
+    code = ("import sys, fdp_ppl.releasing.draw, fdp_ppl.releasing.registry; "
             "print(sorted(m for m in ('fdp_ppl.kde', 'fdp_ppl.erm', 'fdp_ppl.expmech') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

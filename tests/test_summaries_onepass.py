@@ -163,7 +163,7 @@ def test_chunking_along_curves_does_not_change_the_result(monkeypatch):
 def test_fast_release_tree_is_the_public_constructors_tree():
     """The release tree assembled from a cached template equals the one xarray's public constructors build."""
     import fdp_ppl as fp
-    from fdp_ppl import schema
+    from fdp_ppl.releasing import schema
 
     da = _load("growth")
     basis = _basis(da)
@@ -173,7 +173,7 @@ def test_fast_release_tree_is_the_public_constructors_tree():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tree = fp.release(summary, fp.ICLP(epsilon=1.0), draws=5, random_seed=3, generator="pymc")
-    from fdp_ppl.releasing import _TEMPLATES
+    from fdp_ppl.releasing.draw import _TEMPLATES
 
     template = next(iter(_TEMPLATES[summary.spec].values()))
     meta = schema.ReleaseMetadata.from_attrs(tree.attrs)

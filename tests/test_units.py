@@ -10,7 +10,7 @@ import xarray as xr
 import fdp_ppl as fp
 from fdp_ppl.cli import main
 from fdp_ppl.errors import InputError
-from fdp_ppl.units import PrivacyUnit, repeated_id_coordinates
+from fdp_ppl.io.units import PrivacyUnit, repeated_id_coordinates
 
 K = 12
 TAU = 1.0

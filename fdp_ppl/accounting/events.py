@@ -116,7 +116,7 @@ class PrivacyEvent:
     @classmethod
     def for_noise(cls, law: str, epsilon: float, delta: float, sigma: float, sensitivity: float,
                   count: int = 1) -> "PrivacyEvent":
-        """The event of ``count`` draws of noise law ``law`` (a :mod:`fdp_ppl.laws` name) with global scale
+        """The event of ``count`` draws of noise law ``law`` (a :mod:`fdp_ppl.noise.laws` name) with global scale
         ``sigma`` (Laplace ``b``, Normal sd, in whitened units) for a summary of sensitivity ``sensitivity``,
         stating (ε, δ) per draw.
 

@@ -198,7 +198,7 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
     Parameters
     ----------
     mechanism : str or callable
-        A mechanism name of ``family`` (``"release"``: the names of :data:`fdp_ppl.registry.MECHANISMS`;
+        A mechanism name of ``family`` (``"release"``: the names of :data:`fdp_ppl.releasing.registry.MECHANISMS`;
         ``"kde"``: gp, sobolev, iclp, frl, bernstein; ``"svm"``: gp, iclp; ``"fpca"``: ``FORM/SAMPLER``,
         e.g. ``"gp-base/exact"``, ``"bingham/exact"``), audited on the family's default small public
         spec (stated in ``attrs["spec"]``) and its candidate pairs; or your own release function

@@ -7,7 +7,7 @@ dataset: fit, calibrate, draw; it is timed and its exceptions are failures) and,
 can draw many releases of one fitted summary in one call, ``draw(dataset, size, rng)`` (same law, fast).
 Every released object is reduced to a flat vector of public released numbers (``features``).
 
-Families (``family=``): ``"release"`` (the mechanisms of :data:`fdp_ppl.registry.MECHANISMS`, i.e.
+Families (``family=``): ``"release"`` (the mechanisms of :data:`fdp_ppl.releasing.registry.MECHANISMS`, i.e.
 ``fdp-ppl release --mechanism NAME``), ``"kde"`` (``fdp-ppl kde``), ``"svm"`` (``fdp-ppl svm``) and
 ``"fpca"`` (``fdp-ppl fpca``, names ``FORM/SAMPLER``).
 """
@@ -95,7 +95,7 @@ class _NoSeedWarning:
 # ----------------------------------------------------------------------------- release (registry)
 def _release_target(name, epsilon, delta, options, spec=None):
     import fdp_ppl as fp
-    from ..registry import MECHANISMS
+    from ..releasing.registry import MECHANISMS
 
     if name not in MECHANISMS:
         raise InputError(f"unknown mechanism {name!r} of family 'release'", f"choose one of {', '.join(MECHANISMS)}")
@@ -183,7 +183,7 @@ def _kde_target(name, epsilon, delta, options, spec=None):
     import fdp_ppl as fp
     from ..kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec
     from ..kde.baselines import bernstein_kde_spec, frl_kde_spec, kde_bumps
-    from ..mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
+    from ..noise.mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
 
     if name not in KDE_MECHANISMS:
         raise InputError(f"unknown mechanism {name!r} of family 'kde'", f"choose one of {', '.join(KDE_MECHANISMS)}")
@@ -249,7 +249,7 @@ def _kde_target(name, epsilon, delta, options, spec=None):
 def _svm_target(name, epsilon, delta, options, spec=None):
     from ..erm import ERMSpec
     import fdp_ppl as fp
-    from ..mechanisms import ICLP, GaussianMechanism
+    from ..noise.mechanisms import ICLP, GaussianMechanism
     from ..spaces import Gaussian
 
     if name not in SVM_MECHANISMS:
@@ -438,7 +438,7 @@ def build_target(mechanism: str, family: str, epsilon: float, delta: float | Non
 def mechanisms_of(family: str) -> tuple[str, ...]:
     """Mechanism names of a family (the registry's for ``"release"``)."""
     if family == "release":
-        from ..registry import MECHANISMS
+        from ..releasing.registry import MECHANISMS
 
         return tuple(MECHANISMS)
     return {"kde": KDE_MECHANISMS, "svm": SVM_MECHANISMS, "fpca": FPCA_MECHANISMS}[family]
@@ -447,7 +447,7 @@ def mechanisms_of(family: str) -> tuple[str, ...]:
 def approximate(mechanism: str, family: str) -> bool:
     """Whether a named mechanism is (ε, δ)-DP (it needs δ)."""
     if family == "release":
-        from ..registry import MECHANISMS
+        from ..releasing.registry import MECHANISMS
 
         return mechanism in MECHANISMS and MECHANISMS[mechanism].approximate
     return (family == "kde" and mechanism in ("gp", "sobolev")) or (family == "svm" and mechanism == "gp")

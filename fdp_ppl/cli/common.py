@@ -42,7 +42,7 @@ class _Lazy:
         return getattr(importlib.import_module(self._name), attr)
 
 
-registry = _Lazy("fdp_ppl.registry")
+registry = _Lazy("fdp_ppl.releasing.registry")
 
 
 np = _Lazy("numpy")  # numpy alone takes about 0.2 s to import: --help and --version do without it
@@ -121,7 +121,7 @@ def seed_text(seeded) -> str:
 
 
 def add_unit_args(g) -> None:
-    """``--privacy-unit``, ``--combine``, ``--max-contributions``, ``--unit-order`` (:mod:`fdp_ppl.units`)."""
+    """``--privacy-unit``, ``--combine``, ``--max-contributions``, ``--unit-order`` (:mod:`fdp_ppl.io.units`)."""
     g.add_argument("--privacy-unit", default=None, metavar="COLUMN",
                    help="coordinate (or the table's id column) naming the person a record belongs to: the guarantee "
                         "is then per person, and n is the number of persons; needs --combine mean or "
@@ -138,7 +138,7 @@ def add_unit_args(g) -> None:
 
 
 def check_unit_args(a):
-    """The :class:`~fdp_ppl.units.PrivacyUnit` of the flags (None without ``--privacy-unit``).
+    """The :class:`~fdp_ppl.io.units.PrivacyUnit` of the flags (None without ``--privacy-unit``).
 
     Raises
     ------
@@ -159,7 +159,7 @@ def check_unit_args(a):
         raise CLIError(f"--max-contributions must be >= 1 (got {k})", "e.g. --max-contributions 1")
     if order is not None and k is None:
         raise CLIError("--unit-order applies to --max-contributions", "drop --unit-order")
-    from ..units import PrivacyUnit
+    from ..io.units import PrivacyUnit
 
     return PrivacyUnit(unit, max_contributions=k, combine=combine, order=order)
 
@@ -178,7 +178,7 @@ def warn_large_epsilon(epsilon: float) -> None:
 
 def warn_record_level(records) -> None:
     """One stderr line, no counts, when an id-like coordinate repeats and no ``--privacy-unit`` was given."""
-    from ..units import repeated_id_coordinates
+    from ..io.units import repeated_id_coordinates
 
     names = repeated_id_coordinates(records)
     if names:

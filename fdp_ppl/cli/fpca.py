@@ -181,7 +181,7 @@ def run(a) -> int:
         if a.unit is not None:
             raise CLIError("--privacy-unit is not available out of core (--chunks, --scheduler, Zarr)",
                            "combine each person's records into one in the store first, or run in memory")
-        from ..distributed import open_curves
+        from ..io.stores import open_curves
 
         with stage(f"opening {a.data} lazily"):
             curves = open_curves(a.data, a.var, chunks=a.chunks, record_dim=a.record_dim, t_dim=a.t_dim,
@@ -205,7 +205,7 @@ def run(a) -> int:
     plan = release_plan(spec, n, a.sampler, draws=a.draws, iterations=a.iterations, delta=a.delta, flags=True)
     ledger = open_ledger(a, plan["cost"])
     if lazy:
-        from ..distributed import dask_client
+        from ..io.stores import dask_client
 
         with stage("fitting the summary chunk by chunk (dask)"), dask_client(a.scheduler):
             fit = spec.fit(curves.transpose(dims.CURVE, dims.T), n=n)

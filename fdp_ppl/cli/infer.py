@@ -159,7 +159,7 @@ def _check(a) -> None:
 
 def _family(tree) -> tuple[str, str] | None:
     """What a tree is when :func:`fdp_ppl.infer` cannot read it (None: it may be a release of a family it serves)."""
-    from ..schema import INFERENCE, KIND_ATTR
+    from ..releasing.schema import INFERENCE, KIND_ATTR
 
     kind = tree.attrs.get(KIND_ATTR)
     if kind == INFERENCE:
@@ -176,7 +176,7 @@ _MEAN_ONLY = (("nu", "--nu"), ("lengthscale", "--lengthscale"), ("mean", "--mean
 def _other_family(tree) -> str | None:
     """``"kde"``, ``"svm"`` or ``"fpca"`` for a density, kernel-machine or principal-components release (served by
     their families' own posteriors), else None."""
-    from ..schema import ERM_RELEASE, KIND_ATTR, is_fpca_release, is_kde_release
+    from ..releasing.schema import ERM_RELEASE, KIND_ATTR, is_fpca_release, is_kde_release
 
     if is_kde_release(tree):
         return "kde"
@@ -195,7 +195,7 @@ def _read(a):
 
     from .common import CLIError, os_message
     from ..errors import SchemaError
-    from ..schema import read_release
+    from ..releasing.schema import read_release
 
     path = Path(str(a.release)).expanduser()
     if not path.exists():
@@ -432,7 +432,7 @@ def _write_other(a, result, family) -> int:
 def _print_table(a, release, view, result, prior, out, failed) -> None:
     import numpy as np
 
-    from .. import registry
+    from ..releasing import registry
     from .common import print_table
     from ..inference import credible_band
 

@@ -9,9 +9,9 @@ and counted for the data holder only (stderr). The file holds ``posterior/densit
 (chain, draw, x1, x2) and ``constant_data`` the grid; root attrs ε, δ, n, h, kernel, sensitivity, noise.
 
 Out of core (``--chunks``, ``--scheduler`` or a ``*.zarr`` store): the column(s) are opened lazily
-(:func:`fdp_ppl.distributed_kde_fpca.open_records`; ``--var2`` stacked into (n, 2) records on dask), n is the
+(:func:`fdp_ppl.io.records.open_records`; ``--var2`` stacked into (n, 2) records on dask), n is the
 length of the record dim in the store's metadata, and the public spec's ``fit`` sums the KDE chunk by chunk on a
-dask cluster (:func:`fdp_ppl.distributed.dask_client`) for ``gp``, ``sobolev`` (exact or binned) and ``iclp``;
+dask cluster (:func:`fdp_ppl.io.stores.dask_client`) for ``gp``, ``sobolev`` (exact or binned) and ``iclp``;
 the release path after the fit is the in-memory one. What needs the records in memory is refused before the
 ledger is opened (:func:`_check_lazy`).
 
@@ -149,7 +149,7 @@ def _check(a):
 
 def _is_lazy(a) -> bool:
     """Whether the command reads its data out of core: ``--chunks``, ``--scheduler`` or a Zarr store."""
-    from ..distributed import is_store
+    from ..io.stores import is_store
 
     return a.chunks is not None or a.scheduler is not None or is_store(a.data)
 
@@ -196,9 +196,9 @@ def _lazy_records(a):
     CLIError
         A variable that is not 1-D, or --var and --var2 of different lengths.
     InputError
-        From :func:`fdp_ppl.distributed_kde_fpca.open_records` (dask/zarr missing, no such path or variable).
+        From :func:`fdp_ppl.io.records.open_records` (dask/zarr missing, no such path or variable).
     """
-    from ..distributed_kde_fpca import open_records
+    from ..io.records import open_records
     from .common import CLIError
 
     cols = []
@@ -349,7 +349,7 @@ def run(a) -> int:
         a.bandwidth = float(h[0]) if d == 1 else h
     label = f"kde {a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
     if lazy:  # the spec's fit of dask records: partial sums per chunk on the cluster, never the records gathered
-        from ..distributed import dask_client
+        from ..io.stores import dask_client
 
         spec, mech = _grid_spec(a, n, d, size)
         with stage("fitting the KDE chunk by chunk (dask)"), dask_client(a.scheduler):
@@ -469,7 +469,7 @@ def _grid_spec(a, n, d, size):
     """The public KDE spec and mechanism of the flags on the ``size``^d grid over ``--domain``."""
     from ..kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec
     from ..kde.baselines import BernsteinKDESpec, FRLKDESpec
-    from ..mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
+    from ..noise.mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
 
     grid = CartesianGrid.uniform([tuple(a.domain)] * d, size)
     unit = {"privacy_unit": a.unit}
@@ -505,7 +505,7 @@ def _baseline(a, obs, n, size, ledger, label, units=None):
 
     from ..kde import bandwidth_rule
     from ..kde.baselines import bernstein_kde_spec, frl_kde_spec, kde_bumps
-    from ..mechanisms import FRL, Bernstein
+    from ..noise.mechanisms import FRL, Bernstein
 
     lo, hi = a.domain
     pts = np.linspace(lo, hi, size)
@@ -529,9 +529,9 @@ def _baseline(a, obs, n, size, ledger, label, units=None):
     tree.attrs.update({k: v for k, v in rel.attrs.items()})
     tree.attrs.update({"h": h, "kernel": "gaussian", "estimator": f"Gaussian KDE bumps released as a mean ({a.mechanism})",
                        "domain": str([lo, hi])})
-    from ..schema import kde_attrs
+    from ..releasing.schema import kde_attrs
 
-    tree.attrs.update(kde_attrs())  # a density, not a mean-curve release (fdp_ppl.schema.is_kde_release)
+    tree.attrs.update(kde_attrs())  # a density, not a mean-curve release (fdp_ppl.releasing.schema.is_kde_release)
     return tree
 
 

@@ -1,17 +1,17 @@
-"""``fdp-ppl release``: a private mean curve of a dataset with any mechanism of :data:`fdp_ppl.registry.MECHANISMS`.
+"""``fdp-ppl release``: a private mean curve of a dataset with any mechanism of :data:`fdp_ppl.releasing.registry.MECHANISMS`.
 
 Load curves (a bundled dataset name, a netCDF / Zarr / CSV / Parquet path), fit a public summary spec clipped at a
-public τ, release it, write the release (``xarray.DataTree`` as netCDF, layout :mod:`fdp_ppl.schema`) and optionally
+public τ, release it, write the release (``xarray.DataTree`` as netCDF, layout :mod:`fdp_ppl.releasing.schema`) and optionally
 a PNG, and print a table of the public parameters. The mechanism choices, which flags each mechanism takes (δ,
 ``--nu``, ``--calibration``, ``--eta``/``--psi``, ``--M``, ``--k``), the kernels and the labels all come from
-:mod:`fdp_ppl.registry`; the summary is ``entry.spec(basis_or_grid, tau=, n=, **options).fit(curves)`` and the
+:mod:`fdp_ppl.releasing.registry`; the summary is ``entry.spec(basis_or_grid, tau=, n=, **options).fit(curves)`` and the
 mechanism ``entry.mechanism(epsilon, delta, **options)``.
 
 Privacy notes
 -------------
 * **Privacy unit.** n is the size of the record dimension, which comes from names (``--record-dim NAME``, else the
   dim named ``curve``, else the other dim of the grid dim ``--t-dim`` or ``t``), never from position; with
-  ``--privacy-unit`` the guarantee is per person (:mod:`fdp_ppl.units`).
+  ``--privacy-unit`` the guarantee is per person (:mod:`fdp_ppl.io.units`).
 * **Missing values.** ``--missing error`` (default) stops before anything is drawn; ``--missing impute`` sets each
   missing point to 0 and keeps every record, so every public parameter is the same for a record with a missing
   value and for its complete neighbour. There is no ``--drop-incomplete``: the count of complete curves would
@@ -315,7 +315,7 @@ _NORMS = {"1,C": "‖·‖_{1,C}", "cameron-martin": "Cameron–Martin ‖·‖_
 
 
 def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
-    from ..schema import read_release
+    from ..releasing.schema import read_release
 
     view = read_release(tree)
     meta = view.metadata
@@ -417,7 +417,7 @@ def run(a) -> int:
             raise CLIError("--privacy-unit is not available out of core (--chunks, --scheduler, Zarr)",
                            "combine each person's records into one (their mean) in the store first, or release in "
                            "memory")
-        from ..distributed import run_release_cli  # out of core: lazy store, dask cluster
+        from ..io.stores import run_release_cli  # out of core: lazy store, dask cluster
 
         return run_release_cli(a, mech, ledger, release_curves)
     # with a public centre, a missing point is imputed by the centre (a zero deviation), not by 0

@@ -237,7 +237,7 @@ def run(a) -> int:
     from ..erm import ERMSpec
     import fdp_ppl as fp
     from ..errors import SeededReleaseWarning
-    from ..mechanisms import ICLP, GaussianMechanism
+    from ..noise.mechanisms import ICLP, GaussianMechanism
 
     _check(a)
     delta = a.delta if a.mechanism == "gp" else 0.0

@@ -47,7 +47,8 @@ import xarray as xr
 from .. import dims
 from ..errors import InputError
 from ..settings import DATA_DIR_ENV
-from ..summaries.curves import MISSING_POLICIES, impute_missing, record_and_grid_dims
+from ..io.containers import record_and_grid_dims
+from ..io.missing import MISSING_POLICIES, impute_missing
 
 ENV_VAR = DATA_DIR_ENV
 
@@ -159,8 +160,8 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, missing
         ``"canadian_weather"``, ``"dti"``, ``"electricity"`` /
         ``"electricity_monday"``; case-insensitive) or a path to a NetCDF
         file (``.nc``), a Zarr store (``.zarr``, read into memory; for
-        curves larger than memory see :mod:`fdp_ppl.distributed`) or a CSV /
-        Parquet table (:func:`fdp_ppl.containers.read_curves_file`: wide or
+        curves larger than memory see :mod:`fdp_ppl.io.stores`) or a CSV /
+        Parquet table (:func:`fdp_ppl.io.containers.read_curves_file`: wide or
         long; other formats are refused with a message saying what is
         expected).
     var : str, optional
@@ -290,8 +291,8 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, missing
         da.attrs.update(dataset=key, units=spec["units"], t_units=spec["t_units"])
         return _finish(da, **policy)
 
-    from ..containers import TABLE_SUFFIXES, read_curves_file
-    from ..distributed import is_store
+    from ..io.containers import TABLE_SUFFIXES, read_curves_file
+    from ..io.stores import is_store
 
     if Path(raw).suffix.lower() in TABLE_SUFFIXES:
         if record_dim is not None or t_dim is not None:

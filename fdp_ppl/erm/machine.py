@@ -10,7 +10,7 @@ Two function spaces, fixed by the public spec before any data are seen:
   ``K(x, y) = k(‖x − y‖₂)`` with the package's stationary kernels
   (:mod:`fdp_ppl.spaces.kernels`; e.g. ``Gaussian(h, convention="hall")`` is
   ``exp(−‖x − y‖²/(2h²))``). Released with Gaussian-process noise of covariance
-  ``σ² K`` (:class:`~fdp_ppl.mechanisms.GaussianMechanism`); Δ is in the RKHS
+  ``σ² K`` (:class:`~fdp_ppl.noise.mechanisms.GaussianMechanism`); Δ is in the RKHS
   (= Cameron–Martin) norm.
 * ``eta > 1`` (Lin & Reimherr): d = 1, the domain rescaled to [0, 1] and the grid's
   eigenbasis of ``C`` (:func:`fdp_ppl.spaces.eigenbasis`, weighted convention of
@@ -123,7 +123,7 @@ class ERMSpec:
         if self.approximation not in APPROXIMATIONS:
             raise InputError(f"unknown kernel approximation {self.approximation!r}", f"use one of {APPROXIMATIONS}")
         if self.privacy_unit is not None:
-            from ..units import PrivacyUnit
+            from ..io.units import PrivacyUnit
 
             if not isinstance(self.privacy_unit, PrivacyUnit) or self.privacy_unit.max_contributions != 1:
                 raise InputError("a kernel machine takes privacy_unit=PrivacyUnit(column, max_contributions=1): it is "
@@ -311,7 +311,7 @@ class ERMSpec:
         ``loss``, ``domain``, ``grid_size``, ``eta``, ``label_bound``, ``solver_slack``,
         ``eigen_rel_tol`` (``eta`` specs) and ``kernel_approximation`` / ``nystroem_landmark_grid`` (exact
         when absent) as :meth:`attrs` writes them (lists as ``"a,b"`` strings
-        after :func:`fdp_ppl.schema.clean_attrs`). No privacy unit is attached (it does not change the
+        after :func:`fdp_ppl.releasing.schema.clean_attrs`). No privacy unit is attached (it does not change the
         function space).
 
         Raises

@@ -4,7 +4,7 @@ Gaussian-process noise (Hall, Rinaldo & Wasserman 2013, Corollary 9, §4.3, §5 
 the squared batch scale of ``specs/gp-mechanism-hall.md`` §9): the release is
 ``f_D + σ G``, ``G ~ GP(0, K)`` with the machine's own kernel and
 ``σ = gaussian_sigma(ε, δ, Δ, calibration)`` of the package's
-:class:`~fdp_ppl.mechanisms.GaussianMechanism` (analytic by default, classical
+:class:`~fdp_ppl.noise.mechanisms.GaussianMechanism` (analytic by default, classical
 ``√(2 log(2/δ)) Δ/ε`` for the paper, refused for ε > 1).
 
 On the grid ``P`` the GP noise is drawn on the retained eigenpairs ``(λ_j, u_j)`` of
@@ -27,7 +27,7 @@ same cut-off on the products, same law) without forming the ``m × m`` matrix: g
 
 ICLP noise (Lin & Reimherr 2026, Theorem 18): coefficient ``j`` of the decision
 function on the grid eigenbasis gets ``Laplace(0, b_j)``, ``b_j = Δ_{1,C} √λ_j/ε``
-(the :class:`~fdp_ppl.mechanisms.ICLP` calibration), and the released function is
+(the :class:`~fdp_ppl.noise.mechanisms.ICLP` calibration), and the released function is
 ``Σ_j ỹ_j φ_j`` (estimate and noise on the same retained eigenpairs).
 
 Predicted labels are the sign of the released function (post-processing).
@@ -44,17 +44,17 @@ import xarray as xr
 
 from ..accounting.calibration import gaussian_sigma
 from ..errors import CompatibilityError, InputError, SeededReleaseWarning
-from ..mechanisms.base import Calibration
-from ..mechanisms.gaussian import GaussianMechanism
-from ..mechanisms.laplace import ICLP
-from ..sampling import (
+from ..noise.mechanisms.base import Calibration
+from ..noise.mechanisms.gaussian import GaussianMechanism
+from ..noise.mechanisms.laplace import ICLP
+from ..noise.sampling import (
     generator_attrs,
     generator_sigma,
     resolve_generator,
     sampler_for,
     seed_sequence,
 )
-from ..schema import CONSTANT_DATA, ERM_RELEASE, POSTERIOR, clean_attrs, erm_attrs
+from ..releasing.schema import CONSTANT_DATA, ERM_RELEASE, POSTERIOR, clean_attrs, erm_attrs
 from .gp import EIGEN_REL_TOL, GPPath, GridEigenbasis, KroneckerEigenbasis
 from .machine import ERMFit, ERMSpec
 
@@ -196,7 +196,7 @@ def gp_calibration(spec: ERMSpec, mechanism: GaussianMechanism, random_seed=None
     ``σ`` is the mechanism's (``gaussian_sigma``) for the compiled sampler; for OpenDP it is
     ``max(σ, σ_opendp)`` with ``σ_opendp`` the smallest σ whose privacy map
     (zCDP → approximate DP) guarantees the claimed (ε, δ) at the RKHS sensitivity Δ
-    (:func:`fdp_ppl.sampling.generator_sigma`). Per-coefficient sd ``σ √λ_j``.
+    (:func:`fdp_ppl.noise.sampling.generator_sigma`). Per-coefficient sd ``σ √λ_j``.
 
     Raises
     ------
@@ -221,7 +221,7 @@ def gp_grid_draws(fit: ERMFit, mechanism: GaussianMechanism, k: int = 1, random_
     """``k`` GP grid releases drawn on the whitened eigen-coefficients (module docstring; no ledger).
 
     The centre is the decision function projected on the retained eigenpairs,
-    ``c_j = u_jᵀ f_D(P)``; the release sampler of :mod:`fdp_ppl.sampling` draws
+    ``c_j = u_jᵀ f_D(P)``; the release sampler of :mod:`fdp_ppl.noise.sampling` draws
     ``c_j + σ √λ_j ζ_j`` (OpenDP Gaussian on ``c_j/√λ_j`` when unseeded, the compiled
     sampler when seeded); mapping to the grid is post-processing.
 
@@ -235,7 +235,7 @@ def gp_grid_draws(fit: ERMFit, mechanism: GaussianMechanism, k: int = 1, random_
     random_seed : None, int, sequence, Generator or SeedSequence
         None: fresh OS entropy and OpenDP's floating-point-safe sampler.
     generator : {None, "opendp", "pymc"}
-        Override the default generator (:func:`fdp_ppl.sampling.resolve_generator`).
+        Override the default generator (:func:`fdp_ppl.noise.sampling.resolve_generator`).
 
     Returns
     -------
@@ -268,7 +268,7 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
     """Release the decision function of a fitted kernel machine on the spec's grid.
 
     The family function :func:`fdp_ppl.release` calls for an :class:`~fdp_ppl.erm.ERMFit` (through
-    :data:`fdp_ppl.registry.RELEASES`); call ``fp.release(fit, mechanism, ...)``.
+    :data:`fdp_ppl.releasing.registry.RELEASES`); call ``fp.release(fit, mechanism, ...)``.
 
     Parameters
     ----------
@@ -307,7 +307,7 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
         raise InputError("draws and chains must be >= 1", "pass draws=1 for one release")
     sens, scale = _calibrate(spec, mechanism)
     k = int(chains) * int(draws)
-    from ..releasing import check_public_sizes
+    from ..releasing.draw import check_public_sizes
 
     check_public_sizes(np.atleast_1d(scale), k, 2 * int(np.prod(spec.grid_size)))
     cost = _charge(ledger, mechanism, k, label, sens, scale, dataset=dataset)
@@ -347,7 +347,7 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
         b = scale * np.sqrt(spec.eigenvalues)
         h = fit.eigen_coefficients()
         # the package's release samplers: OpenDP's floating-point-safe Laplace on the whitened coefficients h_j/b_j
-        # when unseeded, the compiled sampler for a seeded study (fdp_ppl.sampling)
+        # when unseeded, the compiled sampler for a seeded study (fdp_ppl.noise.sampling)
         generator = resolve_generator(mechanism.law, None, random_seed)
         sampler = sampler_for(mechanism.law, b.size, generator)
         values = spec.basis.reconstruct(sampler.draw(h, b, k, None if sampler.fp_safe else ss))

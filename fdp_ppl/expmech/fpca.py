@@ -36,8 +36,8 @@ import xarray as xr
 from .._names import FPCA_FORMS, FPCA_SAMPLERS
 from ..accounting import PrivacyBudget
 from ..errors import InputError, SeededReleaseWarning, check_epsilon
-from ..sampling import seed_sequence
-from ..schema import (BASIS_FUNCTIONS, COMPONENTS, CONSTANT_DATA, EXPMECH_FPCA, FRAME, POSTERIOR, QUADRATURE_WEIGHTS,
+from ..noise.sampling import seed_sequence
+from ..releasing.schema import (BASIS_FUNCTIONS, COMPONENTS, CONSTANT_DATA, EXPMECH_FPCA, FRAME, POSTERIOR, QUADRATURE_WEIGHTS,
                       SIGMA, fpca_attrs)
 from ..spaces import Eigenbasis, Grid
 from .samplers import (acg_acceptance_bound, bingham_log_density_floor, fallback_guarantee, gibbs_matrix_bingham,
@@ -161,10 +161,10 @@ class FPCASpec:
 
     def __post_init__(self):
         if self.privacy_unit is not None:
-            from ..units import PrivacyUnit
+            from ..io.units import PrivacyUnit
 
             if not isinstance(self.privacy_unit, PrivacyUnit):
-                raise InputError("privacy_unit must be an fdp_ppl.units.PrivacyUnit",
+                raise InputError("privacy_unit must be an fdp_ppl.io.units.PrivacyUnit",
                                  "e.g. PrivacyUnit('subject_id', combine='mean')")
         if not isinstance(self.grid, Grid):
             raise InputError("grid must be an fdp_ppl.spaces.Grid",
@@ -347,7 +347,7 @@ class FPCASpec:
         InputError
             Units missing or given without a privacy unit, or an n that does not match.
         """
-        from ..distributed_kde_fpca import is_lazy
+        from ..io.records import is_lazy
 
         if is_lazy(curves):  # curves out of core: the Gram summed chunk by chunk on dask
             return self._fit_lazy(curves, units, n)
@@ -380,9 +380,9 @@ class FPCASpec:
 
     def _fit_lazy(self, curves, units, n) -> FPCAFit:
         """:meth:`fit` of curves in a dask array (or dask-backed DataArray, dims ``("curve", "t")``):
-        :meth:`chunk_gram` of every chunk added on dask (:func:`fdp_ppl.distributed_kde_fpca.reduce_records`),
+        :meth:`chunk_gram` of every chunk added on dask (:func:`fdp_ppl.io.records.reduce_records`),
         never the curves gathered. n (public) is the array's length. No privacy unit out of core."""
-        from ..distributed_kde_fpca import reduce_records
+        from ..io.records import reduce_records
 
         if self.privacy_unit is not None or units is not None:
             raise InputError("an FPCA with a privacy unit (units=) is not fitted out of core",
@@ -691,7 +691,7 @@ def fpca_release(fitted: FPCAFit, mechanism, *, draws: int = 1, random_seed=None
     """Release DP principal components: ``draws`` frames, pure ε''-DP each by default (issue 22).
 
     The family function :func:`fdp_ppl.release` calls for an :class:`FPCAFit` (through
-    :data:`fdp_ppl.registry.RELEASES`); call ``fp.release(fitted, ExponentialMechanism(...))``.
+    :data:`fdp_ppl.releasing.registry.RELEASES`); call ``fp.release(fitted, ExponentialMechanism(...))``.
     The sampler options below are the fields of ``mechanism``
     (:class:`~fdp_ppl.expmech.mechanism.ExponentialMechanism`); ε is the spec's.
 

@@ -7,7 +7,7 @@ import numpy as np
 import xarray as xr
 
 from .. import dims
-from ..schema import CONSTANT_DATA, T_UNIT
+from ..releasing.schema import CONSTANT_DATA, T_UNIT
 
 CI_KINDS = ("eti", "hdi")
 
@@ -74,7 +74,7 @@ def credible_band(tree: xr.DataTree, *, ci_prob: float | None = None, ci_kind: s
         ``tree`` is a release, not an inference result: a publication is one draw, so its "band" would have
         zero width; the uncertainty about the true curve is the posterior of :func:`~fdp_ppl.inference.infer`.
     """
-    from ..schema import is_fpca_release, is_kde_release, is_release
+    from ..releasing.schema import is_fpca_release, is_kde_release, is_release
 
     if is_release(tree) or is_fpca_release(tree) or is_kde_release(tree):
         from ..errors import SchemaError

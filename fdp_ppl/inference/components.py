@@ -1,7 +1,7 @@
 """Noise-aware inference for ε-DP principal components (exponential mechanism; Awan, Kenney, Reimherr &
 Slavković 2019).
 
-A ``fdp-ppl fpca`` release (kind :data:`fdp_ppl.schema.EXPMECH_FPCA`) of the Bingham form with k = 1 is a
+A ``fdp-ppl fpca`` release (kind :data:`fdp_ppl.releasing.schema.EXPMECH_FPCA`) of the Bingham form with k = 1 is a
 unit vector v (basis coordinates, m entries) drawn from
 
     p(v | G) = exp(vᵀ A v) / C(A),   A = s (G − Σ⁻¹),   s = ε / (2Δ),
@@ -47,7 +47,7 @@ import xarray as xr
 from scipy import special
 
 from .. import dims
-from .. import schema as S
+from ..releasing import schema as S
 from ..errors import InputError
 
 #: largest spread max(a) − min(a) of the shifted eigenvalues served by the exact series (its cost is quadratic in
@@ -668,7 +668,7 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
     Parameters
     ----------
     release : xr.DataTree
-        Kind :data:`fdp_ppl.schema.EXPMECH_FPCA`, form ``bingham``, k = 1. Only public content is read.
+        Kind :data:`fdp_ppl.releasing.schema.EXPMECH_FPCA`, form ``bingham``, k = 1. Only public content is read.
     prior : None, "default", dict or ComponentsPrior
     draws, tune, chains, target_accept
         NUTS settings (``pm.sample``).
@@ -685,7 +685,7 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
     Returns
     -------
     xr.DataTree
-        Kind :data:`fdp_ppl.schema.INFERENCE`. ``posterior``: ``second_moment`` (chain, draw, basis, basis_aux)
+        Kind :data:`fdp_ppl.releasing.schema.INFERENCE`. ``posterior``: ``second_moment`` (chain, draw, basis, basis_aux)
         = G/n, ``eigenvalues`` (chain, draw, eigen) descending, ``explained_variance_ratio`` (chain, draw),
         ``top_eigenvector`` (chain, draw, basis) and ``top_eigenfunction`` (chain, draw, t) with the sign that
         agrees with the released frames, ``trace`` (chain, draw) = tr(G)/n. ``posterior_predictive``: ``frame``

@@ -20,7 +20,7 @@ scale are the file's own (``noise_law``, ``constant_data/noise_scale``: on the g
 GP ``σ²K`` restricted to the retained eigenpairs, i.e. independent ``N(0, σ²λ_j)`` coefficients). The likelihood
 of the release is therefore exact, and because the prior below is diagonal in the release's basis the posterior
 factorises into one-dimensional posteriors drawn exactly by the noise law
-(:meth:`fdp_ppl.laws.NoiseLaw.centre_posterior_draws`: conjugate Normal for GP noise, two truncated normals for
+(:meth:`fdp_ppl.noise.laws.NoiseLaw.centre_posterior_draws`: conjugate Normal for GP noise, two truncated normals for
 Laplace noise). No MCMC.
 
 Target and prior
@@ -35,7 +35,7 @@ frl, bernstein; up to the variation of a bump's coefficient between neighbouring
 records are not snapped). The amplitude ``a`` is either fixed or, by default, has a
 half-Cauchy(``amplitude_scale``) hyperprior integrated exactly on a fine logarithmic grid (the marginal
 likelihood of each amplitude is a product of the law's one-dimensional marginals,
-:meth:`fdp_ppl.laws.NoiseLaw.marginal_logp`); ``a`` is drawn from that discrete posterior, then the coefficients
+:meth:`fdp_ppl.noise.laws.NoiseLaw.marginal_logp`); ``a`` is drawn from that discrete posterior, then the coefficients
 given ``a``. ``DensityPrior("flat")`` uses the likelihood alone (posterior ``c = y − ξ``, exact frequentist
 coverage of every band, widest bands).
 
@@ -70,7 +70,7 @@ import numpy as np
 import xarray as xr
 
 from .. import dims
-from .. import schema as S
+from ..releasing import schema as S
 from ..errors import InputError, SchemaError
 
 #: dim of the released coefficients of a KDE release (its ``constant_data``)
@@ -272,7 +272,7 @@ def read_kde_release(release: xr.DataTree, draw: int = 0) -> KDEView:
     InputError
         ``draw`` out of range.
     """
-    from ..laws import law_from_name
+    from ..noise.laws import law_from_name
 
     if not S.is_kde_release(release):
         raise SchemaError("not a kernel density estimate release", "pass a file written by fdp-ppl kde or "
@@ -357,7 +357,7 @@ def _trapezoid(t) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------- posterior
 def _noise_draws(law, scale, size, rng) -> np.ndarray:
     """Draws of the release noise ``(*size, J)`` from the law (Normal / Laplace: numpy; others: the law's graph)."""
-    from ..laws import Laplace, Normal
+    from ..noise.laws import Laplace, Normal
 
     b = np.broadcast_to(scale, tuple(size) + scale.shape)
     if isinstance(law, Normal):
@@ -374,10 +374,10 @@ def amplitude_posterior(view: KDEView, prior: DensityPrior) -> tuple[np.ndarray,
     """The amplitude grid and its posterior probabilities (exact marginal likelihood at every grid point).
 
     ``log p(a | y) = log p(a) + Σ_j log ∫ law(y_j; c, b_j) N(c; 0, (a e_j)²) dc + const``, with the law's own
-    one-dimensional marginal (:meth:`fdp_ppl.laws.NoiseLaw.marginal_logp`) and the half-Cauchy hyperprior on a
+    one-dimensional marginal (:meth:`fdp_ppl.noise.laws.NoiseLaw.marginal_logp`) and the half-Cauchy hyperprior on a
     logarithmic grid (density times the grid's Jacobian ``a``). Returns ``(grid (G,), probabilities (G,))``.
     """
-    from ..laws import Normal
+    from ..noise.laws import Normal
 
     grid = prior.amplitude_scale * np.logspace(-5, 2, int(prior.grid_size))
     g = grid[:, None] * view.envelope[None, :]
@@ -479,7 +479,7 @@ def infer_density(release: xr.DataTree, prior=None, *, target: str = "kde", draw
         * ``log_likelihood``: ``released`` (chain, draw, component), pointwise log-likelihood of the release;
         * ``constant_data``: quadrature weights per axis, ``noise_scale`` and ``envelope`` (component),
           ``prob_negative`` (grid dims): posterior probability that the estimate is below zero;
-        * attrs: kind :data:`fdp_ppl.schema.INFERENCE`, ``family = "kde"``, the mechanism, the prior,
+        * attrs: kind :data:`fdp_ppl.releasing.schema.INFERENCE`, ``family = "kde"``, the mechanism, the prior,
           ``posterior_mass_below_zero`` (posterior mean of ``∫ max(−kde, 0)``), ``posterior_mass`` (posterior
           mean of ``∫ kde``), the release's public attributes (``release_*``), ``privacy_cost``.
 
@@ -496,7 +496,7 @@ def infer_density(release: xr.DataTree, prior=None, *, target: str = "kde", draw
     Exactness: the release's likelihood is the mechanism's noise law on its retained coefficients (Hall et al.
     2013, Corollary 9 and §4.2 for gp / sobolev; Lin & Reimherr 2026, Theorem 8 and §4.3 for iclp); the prior
     is diagonal in that basis, so each coefficient's posterior is drawn exactly
-    (:meth:`fdp_ppl.laws.NoiseLaw.centre_posterior_draws`); with a free amplitude, the amplitude is drawn first
+    (:meth:`fdp_ppl.noise.laws.NoiseLaw.centre_posterior_draws`); with a free amplitude, the amplitude is drawn first
     from its posterior on a grid (:func:`amplitude_posterior`). Components of the estimate outside the retained
     eigenpairs (below ``eigen_rel_tol``, or beyond M for frl) are not released and not modelled: ``kde`` is the
     estimate projected on the released span, as the release is.
@@ -508,7 +508,7 @@ def infer_density(release: xr.DataTree, prior=None, *, target: str = "kde", draw
 
 
 def _infer_density(release, prior, target, draws, chains, draw, random_seed, predictive):
-    from ..laws import Normal
+    from ..noise.laws import Normal
 
     prior = resolve_density_prior(prior)
     draws, chains = int(draws), int(chains)

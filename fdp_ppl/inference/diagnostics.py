@@ -5,7 +5,7 @@ from __future__ import annotations
 import arviz as az
 import xarray as xr
 
-from .. import schema as S
+from ..releasing import schema as S
 
 
 class InferenceWarning(UserWarning):

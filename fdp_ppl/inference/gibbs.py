@@ -14,7 +14,7 @@ exactly (no approximation of prior or likelihood):
   marginal (a Gaussian auxiliary variable).
 * **θ | α, y** factorises over coefficients: each is a one-dimensional
   posterior with a Normal prior ``N(α_j, D_j)`` and the release's own noise law,
-  drawn exactly by :meth:`fdp_ppl.laws.NoiseLaw.centre_posterior_draws` (for
+  drawn exactly by :meth:`fdp_ppl.noise.laws.NoiseLaw.centre_posterior_draws` (for
   Laplace noise, a mixture of two truncated normals: the Laplace likelihood
   needs no latent scale at all).
 * **α | θ** is Gaussian with a covariance that does not change between
@@ -43,8 +43,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..laws import Normal
-from ..laws.base import NoiseLaw
+from ..noise.laws import Normal
+from ..noise.laws.base import NoiseLaw
 
 #: most directions moved by the slice-sampling step per iteration
 MAX_LINE_DIRECTIONS = 4

@@ -22,11 +22,11 @@ How the posterior is computed (:func:`infer`, ``method="auto"``):
   another GP prior counts as diagonal when the KL to its diagonal is at most
   :data:`~fdp_ppl.settings.DIAGONAL_KL_TOL`. The posterior then factorises
   into one-dimensional posteriors, each drawn exactly by the noise law
-  (:meth:`~fdp_ppl.laws.NoiseLaw.centre_posterior_draws`); the curve and the
+  (:meth:`~fdp_ppl.noise.laws.NoiseLaw.centre_posterior_draws`); the curve and the
   latent mixing scales follow exactly given the coefficients.
 * **NUTS on the hyperparameters only** when they are free and the prior is
   diagonal: the coefficients are integrated out in closed form
-  (:meth:`~fdp_ppl.laws.NoiseLaw.marginal_logp`), then drawn exactly per draw.
+  (:meth:`~fdp_ppl.noise.laws.NoiseLaw.marginal_logp`), then drawn exactly per draw.
 * **Gibbs, exactly targeted** (:mod:`fdp_ppl.inference.gibbs`), where the prior is
   not diagonal (a GP prior with another kernel) but every hyperparameter is
   fixed and the noise is a product law: the prior split into a diagonal part
@@ -62,10 +62,10 @@ import pytensor.tensor as pt
 import xarray as xr
 
 from .. import dims
-from .. import schema as S
+from ..releasing import schema as S
 from .._backend import backend
 from ..errors import InputError
-from ..laws import MIXING_VARIABLE, Laplace, Normal
+from ..noise.laws import MIXING_VARIABLE, Laplace, Normal
 from ..settings import DIAGONAL_KL_TOL, MAX_RHAT, MIN_ESS_PER_CHAIN, blas_threads, compile_mode
 from .diagnostics import InferenceWarning, diagnostics
 from .priors import CustomPrior, GPPrior, resolve_prior
@@ -84,14 +84,14 @@ def coefs_size(model) -> int:
 
 def _grid_to_basis(pub, t):
     """Linear map A (J, K) from a curve on the grid to the release's coefficients
-    (:func:`fdp_ppl.schema.coefficient_map` on a dict of public arrays)."""
+    (:func:`fdp_ppl.releasing.schema.coefficient_map` on a dict of public arrays)."""
     return S.coefficient_map(t, pub["quadrature_weights"], eigenfunctions=pub.get("eigenfunctions"),
                              lattice=pub.get("lattice"))
 
 
 def _shrinkage(view: S.ReleaseView) -> np.ndarray:
     """Shrinkage s_j of a linear summary, rebuilt by its registered spec from public values."""
-    from ..registry import SUMMARIES
+    from ..releasing.registry import SUMMARIES
 
     name = view.metadata.summary
     spec_cls = SUMMARIES.get(name)
@@ -114,13 +114,13 @@ def default_target(view: S.ReleaseView) -> str:
     Parameters
     ----------
     view : ReleaseView
-        A mean-curve release read by :func:`fdp_ppl.schema.read_release` (public content only).
+        A mean-curve release read by :func:`fdp_ppl.releasing.schema.read_release` (public content only).
 
     Returns
     -------
     {"population", "summary"}
     """
-    from ..registry import SUMMARIES
+    from ..releasing.registry import SUMMARIES
 
     spec_cls = SUMMARIES.get(view.metadata.summary)
     return "population" if view.law.product and spec_cls is not None and spec_cls.linear else "summary"
@@ -128,8 +128,8 @@ def default_target(view: S.ReleaseView) -> str:
 
 def normal_laplace_logp(x, g, b):
     """Log-density of ``N(0, g²) + Laplace(0, b)`` at ``x`` (pytensor):
-    :meth:`fdp_ppl.laws.Laplace.convolved_logp` (``specs/iclp.md`` §4.3)."""
-    from ..laws import Laplace
+    :meth:`fdp_ppl.noise.laws.Laplace.convolved_logp` (``specs/iclp.md`` §4.3)."""
+    from ..noise.laws import Laplace
 
     return Laplace().convolved_logp(x, g, b, xp=backend("pt"))
 
@@ -719,7 +719,7 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
     release : xr.DataTree
         A release from :func:`fdp_ppl.release` (or read back with
         ``xr.open_datatree``). Only public content is read. Every family the command line writes is
-        served: a kernel density estimate (:func:`fdp_ppl.schema.is_kde_release`) goes to
+        served: a kernel density estimate (:func:`fdp_ppl.releasing.schema.is_kde_release`) goes to
         :func:`fdp_ppl.inference.density.infer_density` (``prior``, ``draws``, ``chains``, ``draw``,
         ``random_seed``; target ``"summary"`` or None is the estimate, ``"population"`` the smoothed population
         density), a kernel-machine release (``fdp-ppl svm``) to :func:`fdp_ppl.inference.machine.infer_machine`
@@ -753,7 +753,7 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
         diagonal in the release's basis and the noise law is a product law (ICLP, FRL, Bernstein
         Laplace noise; the ICLP prior, or a GP prior whose kernel is the release's so that
         ``A K Aᵀ`` is diagonal to :data:`~fdp_ppl.settings.DIAGONAL_KL_TOL`): the posterior then factorises
-        into one-dimensional posteriors, each drawn exactly (:meth:`fdp_ppl.laws.NoiseLaw.centre_posterior_draws`:
+        into one-dimensional posteriors, each drawn exactly (:meth:`fdp_ppl.noise.laws.NoiseLaw.centre_posterior_draws`:
         two truncated normals for a Normal prior and Laplace noise, three exponential pieces for
         Laplace–Laplace). With free hyperparameters it runs NUTS on the cheapest exact model
         (:func:`build_model`): the hyperparameters alone with the coefficients integrated out in
@@ -786,7 +786,7 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
         ``observed_data`` (``released``: the release), ``log_likelihood`` (``released`` per
         basis coefficient; one term per draw for elliptical laws, whose
         coefficients are not independent). ``attrs`` mark the tree as an
-        inference result (:data:`fdp_ppl.schema.KIND_ATTR`) and record the
+        inference result (:data:`fdp_ppl.releasing.schema.KIND_ATTR`) and record the
         prior, the target, the release's public attributes, the diagnostics,
         ``inference`` (``"exact"``, ``"Gibbs"`` or ``"NUTS"``), ``inference_model`` (the model of
         :func:`build_model`), ``inference_sampler``, ``inference_description``,

@@ -1,7 +1,7 @@
 """Noise-aware posterior of a private kernel machine's decision function, from its release alone.
 
 A kernel-machine release (:func:`fdp_ppl.release`, ``fdp-ppl svm``; kind
-:data:`fdp_ppl.schema.ERM_RELEASE`) is one draw of ``f̃ = f̂ + noise`` on a public grid, where
+:data:`fdp_ppl.releasing.schema.ERM_RELEASE`) is one draw of ``f̃ = f̂ + noise`` on a public grid, where
 ``f̂`` is the regularised minimiser of Hall, Rinaldo & Wasserman (2013), eq. 11:
 
 * GP noise (Hall et al. 2013, §4.3 and Corollary 9): on the retained eigenpairs ``(λ_j, u_j)`` of
@@ -25,8 +25,8 @@ inside the ball), so the posterior is driven by the release. ``"flat"`` is the i
 
 Posterior. In the release's basis the prior and the noise are both diagonal, so the posterior
 factorises over coefficients and is drawn exactly: GP noise gives the conjugate Normal posterior
-(:meth:`fdp_ppl.laws.Normal.centre_posterior_draws`), ICLP noise two truncated normals per
-coefficient (:meth:`fdp_ppl.laws.Laplace.centre_posterior_draws`). The one factorisation is the
+(:meth:`fdp_ppl.noise.laws.Normal.centre_posterior_draws`), ICLP noise two truncated normals per
+coefficient (:meth:`fdp_ppl.noise.laws.Laplace.centre_posterior_draws`). The one factorisation is the
 grid eigendecomposition the release itself used (cached per spec). The posterior's target is the
 minimiser projected on the retained eigenpairs (what the release centres on); the dropped part has
 prior variance at most ``R² · noise_dropped_trace`` (release attr), negligible at the default cut-off.
@@ -46,7 +46,7 @@ import numpy as np
 import xarray as xr
 
 from .. import dims as D
-from .. import schema as S
+from ..releasing import schema as S
 from ..errors import InputError, SchemaError
 
 #: named priors of :func:`infer_machine`
@@ -66,7 +66,7 @@ class MachinePosterior:
         Public spec rebuilt from the release (:meth:`~fdp_ppl.erm.ERMSpec.from_attrs`).
     basis : GridEigenbasis, KroneckerEigenbasis or fdp_ppl.spaces.Eigenbasis
         The release's basis (``coefficients`` (..., m) -> (..., r), ``reconstruct`` back).
-    law : fdp_ppl.laws.Normal or fdp_ppl.laws.Laplace
+    law : fdp_ppl.noise.laws.Normal or fdp_ppl.noise.laws.Laplace
         The noise law per coefficient.
     released : ndarray, shape (m,)
         The released decision function on the grid (C order).
@@ -106,7 +106,7 @@ class MachinePosterior:
 
     def draw_coefficients(self, k: int, rng) -> np.ndarray:
         """``k`` exact posterior draws of the coefficients, shape (k, r)."""
-        from ..laws import Normal
+        from ..noise.laws import Normal
 
         if self.markov:  # posterior N(w f~, w σ² K): the shrunk release plus a scaled OU path
             w = self._shrinkage()
@@ -221,7 +221,7 @@ def machine_posterior(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0)
     Parameters
     ----------
     release : xr.DataTree
-        Kind :data:`fdp_ppl.schema.ERM_RELEASE` (``fdp-ppl svm``, :func:`fdp_ppl.release`), in memory
+        Kind :data:`fdp_ppl.releasing.schema.ERM_RELEASE` (``fdp-ppl svm``, :func:`fdp_ppl.release`), in memory
         or read back from netCDF.
     prior : {"rkhs-ball", "flat"} or float
         See the module docstring; a float is the radius ``R`` of ``N(0, R² K)``.
@@ -241,7 +241,7 @@ def machine_posterior(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0)
         An unknown prior, ``draw`` out of range.
     """
     from ..erm import ERMSpec, grid_basis
-    from ..laws import Laplace, Normal
+    from ..noise.laws import Laplace, Normal
 
     if not isinstance(release, xr.DataTree) or release.attrs.get(S.KIND_ATTR) != S.ERM_RELEASE:
         raise SchemaError("not a kernel-machine release (fdp_ppl_kind is not 'erm_release')",
@@ -310,7 +310,7 @@ def infer_machine(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0, dra
     ----------
     release : xr.DataTree
         A kernel-machine release (``fdp-ppl svm`` / :func:`fdp_ppl.release`; kind
-        :data:`fdp_ppl.schema.ERM_RELEASE`), GP or ICLP noise. Only public content is read.
+        :data:`fdp_ppl.releasing.schema.ERM_RELEASE`), GP or ICLP noise. Only public content is read.
     prior : {"rkhs-ball", "flat"} or float
         ``"rkhs-ball"`` (default): ``f̂ ~ N(0, R² K)`` with ``R`` the public norm bound of the regularised
         minimiser (:attr:`fdp_ppl.erm.ERMSpec.norm_bound`; module docstring for why); a float is ``R``;

@@ -4,7 +4,7 @@ A release is ``ỹ = S θ + ξ`` (summary target: ``θ`` the noise-free summary'
 ``ỹ = S (X̄) + ξ`` with ``X̄ ~ N(θ, sd²/n)`` (population target: ``θ`` the population mean's coefficients, ``S`` the
 summary's public shrinkage, ``sd`` the sampling sd of one record's coefficients), ``ξ`` the mechanism's public noise.
 A replicated release draws ``ξ`` afresh from the release's own noise law with its public scales, through the same
-compiled sampler the release used (:func:`fdp_ppl.sampling.sampler_for`): the law's forward model exists once.
+compiled sampler the release used (:func:`fdp_ppl.noise.sampling.sampler_for`): the law's forward model exists once.
 Comparing replicated and observed releases (``az.plot_ppc``) checks the prior, not the privacy: it costs none.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 import xarray as xr
 
 from .. import dims
-from .. import schema as S
+from ..releasing import schema as S
 
 
 def replicated_releases(meta: dict, post: xr.Dataset, rng: np.random.Generator) -> xr.Dataset:
@@ -35,7 +35,7 @@ def replicated_releases(meta: dict, post: xr.Dataset, rng: np.random.Generator) 
     xr.Dataset
         ``released`` (chain, draw, basis), in the units of the released coefficients.
     """
-    from ..sampling import sampler_for
+    from ..noise.sampling import sampler_for
 
     ctx = meta["ctx"]
     law, scale = ctx["law"], np.asarray(ctx["scale"], dtype=float)

@@ -26,7 +26,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from .._backend import backend
-from ..laws import Laplace, Normal
+from ..noise.laws import Laplace, Normal
 from ..settings import GP_JITTER
 from ..spaces import Matern
 from ..spaces.kernels import matern_half_integer

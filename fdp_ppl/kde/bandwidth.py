@@ -19,7 +19,7 @@ import numpy as np
 
 from ..accounting.budget import PrivacyBudget
 from ..errors import InputError, SeededReleaseWarning, check_epsilon
-from ..sampling import seed_sequence
+from ..noise.sampling import seed_sequence
 
 
 def private_quantile(x, p: float, epsilon: float, domain, rng) -> float:

@@ -18,8 +18,8 @@ them anyway, so a quadrature norm slightly above τ only shrinks that bump.
 
 On a 2-D (or any) :class:`~fdp_ppl.kde.CartesianGrid` the baselines are KDE
 specs released by :func:`fdp_ppl.release` (posterior ``density``
-(chain, draw, x1, x2)) with the package's :class:`~fdp_ppl.mechanisms.FRL` and
-:class:`~fdp_ppl.mechanisms.Bernstein` mechanisms (Lin & Reimherr 2026, §6.2,
+(chain, draw, x1, x2)) with the package's :class:`~fdp_ppl.noise.mechanisms.FRL` and
+:class:`~fdp_ppl.noise.mechanisms.Bernstein` mechanisms (Lin & Reimherr 2026, §6.2,
 Figure 4; ``specs/iclp.md`` §1.7, §3.3):
 
 * :class:`FRLKDESpec`: the first M coefficients of the tensor (Kronecker)
@@ -321,7 +321,7 @@ class BernsteinKDESpec(_SnappedGridKDE, BernsteinSpec):
     Released vector: the Gaussian KDE of the snapped records at the lattice points (density units). Sensitivity
     bounds (ℓ¹): ``"tight"`` exact over node pairs; ``"sup"`` and ``"paper"`` from the sup norm
     ``τ_∞ = (2π)^{-d/2}/Π h_k`` of one bump (:meth:`sensitivity`). A subclass of :class:`~fdp_ppl.summaries.BernsteinSpec` so the package's
-    :class:`~fdp_ppl.mechanisms.Bernstein` mechanism accepts it.
+    :class:`~fdp_ppl.noise.mechanisms.Bernstein` mechanism accepts it.
     """
 
     name: ClassVar[str] = "kde-bernstein"

@@ -36,8 +36,8 @@ import xarray as xr
 
 from ..accounting.calibration import gaussian_delta
 from ..errors import InputError, SeededReleaseWarning
-from ..mechanisms.gaussian import GaussianMechanism
-from ..schema import CONSTANT_DATA, POSTERIOR, kde_attrs
+from ..noise.mechanisms.gaussian import GaussianMechanism
+from ..releasing.schema import CONSTANT_DATA, POSTERIOR, kde_attrs
 from ..spaces.eigenbasis import _sign_convention, retained_eigenpairs
 from ..summaries.base import Sensitivity, SummarySpec, public_n
 
@@ -340,10 +340,10 @@ def _check_kde_unit(unit):
     """
     if unit is None:
         return None
-    from ..units import PrivacyUnit
+    from ..io.units import PrivacyUnit
 
     if not isinstance(unit, PrivacyUnit):
-        raise InputError("privacy_unit must be an fdp_ppl.units.PrivacyUnit", "e.g. PrivacyUnit('id', combine='mean')")
+        raise InputError("privacy_unit must be an fdp_ppl.io.units.PrivacyUnit", "e.g. PrivacyUnit('id', combine='mean')")
     if unit.contributions != 1:
         raise InputError("a KDE takes combine='mean' or max_contributions=1 per unit (k > 1 records would need "
                          "padding bumps at a public point)", "pass combine='mean' (each unit's bumps averaged)")
@@ -619,9 +619,9 @@ class KDESpec(SummarySpec):
 
     def _fit_lazy(self, observations, units) -> KDESummary:
         """:meth:`fit` of records in a dask array (or dask-backed DataArray), records first: :meth:`chunk_sums`
-        of every chunk added on dask (:func:`fdp_ppl.distributed_kde_fpca.reduce_records`), never the records
+        of every chunk added on dask (:func:`fdp_ppl.io.records.reduce_records`), never the records
         gathered. n (public) is the array's length. No privacy unit out of core."""
-        from ..distributed_kde_fpca import reduce_records
+        from ..io.records import reduce_records
 
         if self.privacy_unit is not None or units is not None:
             raise InputError("a KDE with a privacy unit (units=) is not fitted out of core",
@@ -669,7 +669,7 @@ class KDESpec(SummarySpec):
         InputError
             Wrong shape, non-finite values or a count different from the public n.
         """
-        from ..distributed_kde_fpca import is_lazy
+        from ..io.records import is_lazy
 
         if is_lazy(observations):  # records out of core: reduced chunk by chunk on dask
             return self._fit_lazy(observations, units)
@@ -764,13 +764,13 @@ def release_kde(summary: KDESummary, mechanism, *, draws: int = 1, chains: int =
     """Release a fitted KDE through the package's release path (calibrate, ledger, sampler).
 
     The family function :func:`fdp_ppl.release` calls for a :class:`KDESummary` (through
-    :data:`fdp_ppl.registry.RELEASES`); call ``fp.release(summary, mechanism, ...)``.
+    :data:`fdp_ppl.releasing.registry.RELEASES`); call ``fp.release(summary, mechanism, ...)``.
 
     The same steps as :func:`fdp_ppl.release`: the mechanism calibrates the
     noise from the spec's public sensitivity (``mechanism.calibrate(spec)``),
     the ledger is charged ``chains × draws × (ε, δ)`` before any draw, and the
     coefficients are drawn by the release generator of
-    :mod:`fdp_ppl.sampling`: OpenDP's floating-point-safe sampler when
+    :mod:`fdp_ppl.noise.sampling`: OpenDP's floating-point-safe sampler when
     unseeded (default), the compiled PyMC sampler when seeded. The noise is
     ``N(c_j, σ² λ_j)`` (GP noise, Hall et al. 2013, Corollary 9, batch
     release ``s² K`` of ``specs/gp-mechanism-hall.md`` errata) or
@@ -821,8 +821,8 @@ def release_kde(summary: KDESummary, mechanism, *, draws: int = 1, chains: int =
         From the ledger (nothing is drawn).
     """
     from ..errors import CompatibilityError
-    from ..mechanisms import Mechanism
-    from ..sampling import generator_attrs, resolve_generator, sampler_for
+    from ..noise.mechanisms import Mechanism
+    from ..noise.sampling import generator_attrs, resolve_generator, sampler_for
 
     spec = summary.spec
     if not isinstance(mechanism, Mechanism) or mechanism.family not in spec.mechanism_families:
@@ -841,7 +841,7 @@ def release_kde(summary: KDESummary, mechanism, *, draws: int = 1, chains: int =
     gen = resolve_generator(mechanism.law, generator, random_seed)
     cal = mechanism.calibrate(spec, bound, generator=gen)
     sampler = sampler_for(mechanism.law, spec.n_components, gen)
-    from ..releasing import check_public_sizes
+    from ..releasing.draw import check_public_sizes
 
     check_public_sizes(cal.scale, k, spec.n_components + int(np.prod(spec.grid.shape)))
     cost = mechanism.budget * k

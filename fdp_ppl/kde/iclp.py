@@ -256,7 +256,7 @@ class ICLPKDESpec(KDESpec):
         InputError
             Wrong shape, non-finite values or a count different from the public n.
         """
-        from ..distributed_kde_fpca import is_lazy
+        from ..io.records import is_lazy
 
         if is_lazy(observations):  # records out of core: node counts reduced chunk by chunk on dask
             return self._fit_lazy(observations, units)

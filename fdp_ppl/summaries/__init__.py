@@ -15,7 +15,7 @@ from .mean import (PSS, EigenSpec, FRLSpec, ICLPARSpec, ICLPQRSpec, RidgeSpec, R
                    ar_thresholds, frl_mean, iclp_ar_mean, iclp_qr_mean, kernel_beta, pss, ridge_shrinkage, rkhs_mean,
                    sample_mean)
 
-#: names that moved to :mod:`fdp_ppl.tuning` (they need mechanisms, which sit above summaries)
+#: names that moved to :mod:`fdp_ppl.summaries.tuning` (they need mechanisms, which sit above summaries)
 _MOVED = {"cv_grid", "cv_score", "noise_energy"}
 
 
@@ -23,7 +23,7 @@ def __getattr__(name):  # PEP 562: keep ``from fdp_ppl.summaries import cv_score
     if name in _MOVED:
         import importlib
 
-        return getattr(importlib.import_module("fdp_ppl.tuning"), name)
+        return getattr(importlib.import_module("fdp_ppl.summaries.tuning"), name)
     raise AttributeError(f"module 'fdp_ppl.summaries' has no attribute {name!r}")
 
 

@@ -113,7 +113,7 @@ class SummarySpec:
         Public number of records after contribution bounding: the number of units (``combine``) or
         k × the number of units (``max_contributions=k``) when ``privacy_unit`` is given.
     privacy_unit : PrivacyUnit, optional
-        The unit the guarantee is stated for (:class:`fdp_ppl.units.PrivacyUnit`): :meth:`fit`
+        The unit the guarantee is stated for (:class:`fdp_ppl.io.units.PrivacyUnit`): :meth:`fit`
         bounds each unit's contribution by its public rule, and the sensitivity is that of
         replacing one unit (``contributions`` records). Default: one record.
     """
@@ -137,10 +137,10 @@ class SummarySpec:
         object.__setattr__(self, "tau", public_tau(self.tau))
         object.__setattr__(self, "n", public_n(self.n))
         if self.privacy_unit is not None:
-            from ..units import PrivacyUnit
+            from ..io.units import PrivacyUnit
 
             if not isinstance(self.privacy_unit, PrivacyUnit):
-                raise InputError("privacy_unit must be an fdp_ppl.units.PrivacyUnit",
+                raise InputError("privacy_unit must be an fdp_ppl.io.units.PrivacyUnit",
                                  "e.g. privacy_unit=PrivacyUnit('subject_id', combine='mean')")
             if self.n % self.privacy_unit.contributions:
                 raise InputError(f"n = {self.n} is not a multiple of the {self.privacy_unit.contributions} records "

@@ -26,7 +26,7 @@ import fdp_ppl as fp
 from fdp_ppl.datasets import load_dataset
 from fdp_ppl.inference import GPPrior, ICLPPrior, compare, functionals, infer, summarize_functionals
 from fdp_ppl.dims import T
-from fdp_ppl.schema import CURVE, POSTERIOR, read_release
+from fdp_ppl.releasing.schema import CURVE, POSTERIOR, read_release
 
 EPSILON = 1.0
 TAU = 1.0                               # FA in [0, 1] on the domain [0, 1]: ||X||_L2 <= 1, a public bound

@@ -23,7 +23,7 @@ import xarray as xr
 import fdp_ppl as fp
 from fdp_ppl.datasets import data_directory, load_dataset
 from fdp_ppl.dims import T
-from fdp_ppl.schema import CURVE, POSTERIOR
+from fdp_ppl.releasing.schema import CURVE, POSTERIOR
 
 EPSILON = 1.0
 TAU = 1.0  # FA lies in [0, 1] on the domain [0, 1]: ||X||_L2 <= sup|X| <= 1, a public bound

@@ -24,7 +24,7 @@ from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
 from fdp_ppl.datasets import load_dataset
 from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec, bandwidth_rule, private_bandwidth
 import fdp_ppl as fp
-from fdp_ppl.mechanisms import ICLP, GaussianMechanism
+from fdp_ppl.noise.mechanisms import ICLP, GaussianMechanism
 
 EPSILON = 1.0
 DELTA = 1e-5

@@ -37,9 +37,9 @@ from scipy import stats
 
 from fdp_ppl.datasets import simulate_iclp
 from fdp_ppl.inference import ICLPPrior, credible_band, infer
-from fdp_ppl.mechanisms import ICLP
-from fdp_ppl.releasing import release as release_summary
-from fdp_ppl.schema import read_release
+from fdp_ppl.noise.mechanisms import ICLP
+from fdp_ppl.releasing.draw import release as release_summary
+from fdp_ppl.releasing.schema import read_release
 from fdp_ppl.spaces import Grid, Matern, eigenbasis
 from fdp_ppl.summaries import iclp_qr_mean
 

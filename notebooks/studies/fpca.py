@@ -334,7 +334,7 @@ def study_frames(fit, *, draws: int, sampler: str, iterations: int, rng, max_pro
     ndarray, shape (draws, m, k)
     """
     from fdp_ppl.expmech.samplers import gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
-    from fdp_ppl.sampling import seed_sequence
+    from fdp_ppl.noise.sampling import seed_sequence
 
     spec = fit.spec
     g = np.random.default_rng(seed_sequence(rng))

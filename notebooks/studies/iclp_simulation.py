@@ -12,7 +12,7 @@ errors are computed in the grid's weighted L² norm on [0, 1]:
 with independent zero-mean ``ξ_j`` (Laplace or Normal) independent of the
 data and public design columns ``g_j`` (eigenfunctions, or Bernstein
 polynomials). Hence ``E‖μ̃ − μ̂‖² = Σ_j Var(ξ_j)‖g_j‖²`` exactly — this is
-:meth:`mechanism.noise_energy(spec) <fdp_ppl.mechanisms.Mechanism.noise_energy>`
+:meth:`mechanism.noise_energy(spec) <fdp_ppl.noise.mechanisms.Mechanism.noise_energy>`
 — and the cross term vanishes, so
 
     ``E‖μ̃ − μ0‖² = ‖μ̂ − μ0‖² + noise_energy``   (exact, not an approximation).
@@ -21,7 +21,7 @@ The paper averages 1000 Monte Carlo releases per dataset; the formula above is
 the limit of that average (infinitely many releases), so the only Monte Carlo
 error left is over datasets (replicates), reported as standard errors.
 :func:`studies.iclp_simulation_checks.monte_carlo_check` verifies the identity with exact forward draws of the
-library's compiled PyMC samplers (:func:`fdp_ppl.sampling.draw_releases`).
+library's compiled PyMC samplers (:func:`fdp_ppl.noise.sampling.draw_releases`).
 
 **Mechanisms** (Section 6.1.2): FRL, ICLP-AR, ICLP-QR, Bernstein (cover size
 k = 20, sup-norm clipping bound τ_∞) at ε = 1 and GP-ADP (Gaussian mechanism,
@@ -61,7 +61,7 @@ and Bernstein lattice (:class:`~fdp_ppl.summaries.BernsteinSpec`) are applied
 to them for all candidate parameters; the result is tested against the
 library's builders (:func:`iclp_qr_mean`, :func:`iclp_ar_mean`,
 :func:`frl_mean`, :func:`bernstein_mean`) and :func:`cv_score`. Mechanisms and
-summary specs come from :data:`fdp_ppl.registry.MECHANISMS`; noise energies
+summary specs come from :data:`fdp_ppl.releasing.registry.MECHANISMS`; noise energies
 are ``mechanism.noise_energy(spec)`` on public specs (no data), the same
 objects the brute-force sensitivity tests check.
 """
@@ -76,8 +76,8 @@ import numpy as np
 import pandas as pd
 
 from fdp_ppl.datasets import simulate_iclp
-from fdp_ppl.mechanisms import Mechanism
-from fdp_ppl.registry import MECHANISMS as REGISTRY
+from fdp_ppl.noise.mechanisms import Mechanism
+from fdp_ppl.releasing.registry import MECHANISMS as REGISTRY
 from fdp_ppl.spaces import Eigenbasis, Grid, Matern, eigenbasis
 from fdp_ppl.summaries import SummarySpec, ar_j_star, ar_thresholds, bernstein_design, pss, ridge_shrinkage
 
@@ -298,7 +298,7 @@ def public_bounds(variant: Variant, design: str, config: Config, random_seed=Non
 
 
 # ---------------------------------------------------------------------- public summaries and noise energies
-#: paper label -> name in :data:`fdp_ppl.registry.MECHANISMS` (GP-ADP: the Gaussian mechanism on the ICLP-QR summary)
+#: paper label -> name in :data:`fdp_ppl.releasing.registry.MECHANISMS` (GP-ADP: the Gaussian mechanism on the ICLP-QR summary)
 REGISTRY_NAMES = {"FRL": "frl", "ICLP-AR": "iclp-ar", "ICLP-QR": "iclp-qr", "Bernstein": "bernstein",
                   "GP-ADP": "gaussian"}
 #: paper label -> the summary it releases (the registry entry's summary spec name)
@@ -352,7 +352,7 @@ def public_summary(kind: str, basis: Eigenbasis, *, tau: float, n: int, eta: flo
 
 
 def mechanism_for(name: str, config: Config) -> Mechanism:
-    """The library mechanism behind a mechanism label of the paper (from :data:`fdp_ppl.registry.MECHANISMS`).
+    """The library mechanism behind a mechanism label of the paper (from :data:`fdp_ppl.releasing.registry.MECHANISMS`).
 
     ICLP-QR / ICLP-AR: ``ICLP(ε)``; FRL: ``FRL(ε)``; Bernstein: ``Bernstein(ε)``;
     GP-ADP: ``GaussianMechanism(ε, δ, calibration="classical")``.

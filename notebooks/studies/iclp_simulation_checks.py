@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fdp_ppl.sampling import draw_releases
+from fdp_ppl.noise.sampling import draw_releases
 from fdp_ppl.summaries import bernstein_mean, frl_mean, iclp_ar_mean, iclp_qr_mean, pss
 
 from .iclp_simulation import MECHANISMS, _entropy, _Setting, mechanism_for
@@ -39,7 +39,7 @@ def monte_carlo_check(curves, mu0, setting: _Setting, *, mechanisms=MECHANISMS, 
     """Exact decomposition against Monte Carlo releases on one dataset.
 
     Builds each PSS summary with the library (FRL with ``M = max 𝓜``), draws
-    ``draws`` exact releases with :func:`fdp_ppl.sampling.draw_releases` (the
+    ``draws`` exact releases with :func:`fdp_ppl.noise.sampling.draw_releases` (the
     compiled PyMC forward sampler) and compares the Monte Carlo averages of
     ``‖μ̃ − μ0‖²`` and ``‖μ̃ − μ̂‖²`` with ``‖μ̂ − μ0‖² + noise_energy`` and
     ``noise_energy``.

@@ -99,7 +99,7 @@ def specs(grid_size: int = GRID_SIZE, h: float = H, n: int = N) -> dict:
 
 
 def mechanism(epsilon: float = EPSILON, delta: float = DELTA, calibration: str = "classical"):
-    from fdp_ppl.mechanisms import GaussianMechanism
+    from fdp_ppl.noise.mechanisms import GaussianMechanism
 
     return GaussianMechanism(float(epsilon), float(delta), calibration)
 
@@ -257,7 +257,7 @@ def svm_releases(fit, *, epsilon: float, delta: float, calibration: str, release
     draws would charge draws × δ, which exceeds 1 for δ = 0.1 and 10 draws).
     """
     import fdp_ppl as fp
-    from fdp_ppl.mechanisms import GaussianMechanism
+    from fdp_ppl.noise.mechanisms import GaussianMechanism
 
     mech = GaussianMechanism(float(epsilon), float(delta), calibration)
     out = []

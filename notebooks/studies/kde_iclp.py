@@ -251,7 +251,7 @@ def public_mass(spec) -> float:
 
 
 def _mechanism(key: str, epsilon: float):
-    from fdp_ppl.mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
+    from fdp_ppl.noise.mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
 
     if key == "gp":
         return GaussianMechanism(epsilon, GP_DELTA)

@@ -29,8 +29,8 @@ import pandas as pd
 
 from fdp_ppl.erm import ERMSpec
 import fdp_ppl as fp
-from fdp_ppl.mechanisms import ICLP, GaussianMechanism
-from fdp_ppl.schema import CONSTANT_DATA, NOISE_SCALE
+from fdp_ppl.noise.mechanisms import ICLP, GaussianMechanism
+from fdp_ppl.releasing.schema import CONSTANT_DATA, NOISE_SCALE
 from fdp_ppl.spaces import Gaussian
 
 CI_PROB = 0.9

@@ -55,9 +55,9 @@ from scipy import optimize
 from fdp_ppl import dims
 from fdp_ppl.accounting import gaussian_delta
 from fdp_ppl.errors import PrivacyLeakWarning
-from fdp_ppl.mechanisms import GaussianMechanism
-from fdp_ppl.releasing import release
-from fdp_ppl.schema import read_release
+from fdp_ppl.noise.mechanisms import GaussianMechanism
+from fdp_ppl.releasing.draw import release
+from fdp_ppl.releasing.schema import read_release
 from fdp_ppl.spaces import Eigenbasis, Exponential, Gaussian, Grid, Kernel, Matern, eigenbasis
 from fdp_ppl.summaries import LinearSummary, RKHSSpec, rkhs_mean
 from fdp_ppl.summaries.curves import data_tau

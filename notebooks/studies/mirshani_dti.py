@@ -28,11 +28,11 @@ import xarray as xr
 
 from fdp_ppl import dims
 from fdp_ppl.errors import PrivacyLeakWarning
-from fdp_ppl.mechanisms import GaussianMechanism
-from fdp_ppl.releasing import release
-from fdp_ppl.schema import read_release
+from fdp_ppl.noise.mechanisms import GaussianMechanism
+from fdp_ppl.releasing.draw import release
+from fdp_ppl.releasing.schema import read_release
 from fdp_ppl.spaces import Grid, eigenbasis
-from fdp_ppl.tuning import cv_grid
+from fdp_ppl.summaries.tuning import cv_grid
 
 from .mirshani import (KERNEL_NAMES, KERNELS, PAPER, _seeds, _track, classical_sigma_closed_form, make_kernel,
                        mechanism, rkhs_summary)

@@ -13,8 +13,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from fdp_ppl.releasing import release
-from fdp_ppl.schema import read_release
+from fdp_ppl.releasing.draw import release
+from fdp_ppl.releasing.schema import read_release
 from . import real_data as rd
 from . import timing
 

@@ -13,7 +13,7 @@ Everything needed is computed exactly: ``E‖μ̃ − X̄‖² = ‖μ̂ − X̄
 E‖ξ‖²`` (zero-mean noise, so the cross term vanishes), with
 ``‖μ̂ − X̄‖²`` the bias of the non-private summary against the sample mean
 and ``E‖ξ‖²`` ``mechanism.noise_energy(spec)``. Monte Carlo releases
-from the package's exact sampler (:func:`fdp_ppl.sampling.draw_releases`)
+from the package's exact sampler (:func:`fdp_ppl.noise.sampling.draw_releases`)
 give the standard errors. The noise of every mechanism is a scale family in
 ε (``ξ(ε) = ξ(1)/ε``), so one set of draws serves all ε (common random
 numbers; each cell's estimate stays unbiased).
@@ -377,7 +377,7 @@ def mc_errors(summary, mech_cls, xbar, epsilons, *, bound: str = "tight", replic
               draws: int = 1000, random_seed=0) -> dict:
     """Monte Carlo ``E‖μ̃ − X̄‖²`` for several ε from the package's exact sampler.
 
-    ``replicates × draws`` releases at ε = 1 (:func:`fdp_ppl.sampling.draw_releases` with the
+    ``replicates × draws`` releases at ε = 1 (:func:`fdp_ppl.noise.sampling.draw_releases` with the
     calibrated scale); the release at ε is ``μ̂ + ξ/ε`` (the noise is a
     scale family), so ``‖μ̃_ε − X̄‖² = ‖d‖² + 2<d, ξ>/ε + ‖ξ‖²/ε²`` with
     ``d = μ̂ − X̄``.
@@ -392,7 +392,7 @@ def mc_errors(summary, mech_cls, xbar, epsilons, *, bound: str = "tight", replic
         estimate); each an array over ``epsilons``; ``replicate_means``
         (replicates, len(epsilons)); ``replicates`` and ``draws``.
     """
-    from fdp_ppl.sampling import draw_releases
+    from fdp_ppl.noise.sampling import draw_releases
 
     mech = mech_cls(1.0)
     scale = mech.calibrate(summary, bound).scale

@@ -22,7 +22,7 @@ This module measures, **in one process, back to back**:
     ``O(K·J)``.
 ``ours cold``
     The same call right after clearing the package's two in-process caches
-    (compiled samplers, :func:`fdp_ppl.sampling.clear_cache`; eigenbases): one eigendecomposition, building the
+    (compiled samplers, :func:`fdp_ppl.noise.sampling.clear_cache`; eigenbases): one eigendecomposition, building the
     PyMC model and loading/compiling its PyTensor function. The very first
     call of the process (which may compile C code) is reported separately.
 
@@ -179,9 +179,9 @@ def literal_gp(kernel, grid, f_hat, sigma: float, draws: int, rng, jitter: float
 # --------------------------------------------------------------------------- helpers
 def clear_caches() -> None:
     """Empty the package's in-process caches: compiled release samplers
-    (:func:`fdp_ppl.sampling.clear_cache`) and eigenbases (the on-disk
+    (:func:`fdp_ppl.noise.sampling.clear_cache`) and eigenbases (the on-disk
     PyTensor compile cache is kept)."""
-    from fdp_ppl.sampling import clear_cache
+    from fdp_ppl.noise.sampling import clear_cache
     from fdp_ppl.spaces.eigenbasis import _cached  # the eigenbasis LRU cache has no public clear
 
     clear_cache()

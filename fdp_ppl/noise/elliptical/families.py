@@ -43,8 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import integrate, special, stats
 
-from .._backend import NP
-from ..errors import check_positive
+from ..._backend import NP
+from ...errors import check_positive
 from .theorem3 import calibrate_sigma, epsilon_from_family
 
 __all__ = ["EllipticalFamily", "MultivariateNormal", "MultivariateT", "MultivariateLaplace", "EllipsoidalKNorm",
@@ -144,7 +144,7 @@ class EllipticalFamily:
         """``log f(y)`` for squared Mahalanobis distance ``y >= 0`` (unnormalised); like ``y``.
 
         ``xp`` is the array namespace (:mod:`fdp_ppl._backend`): numpy by
-        default, PyTensor for the log-density of :class:`fdp_ppl.laws.Elliptical`.
+        default, PyTensor for the log-density of :class:`fdp_ppl.noise.laws.Elliptical`.
         """
         raise NotImplementedError
 
@@ -273,7 +273,7 @@ class EllipticalFamily:
         return epsilon_from_family(self, a, method=method)
 
     def sigma_for_epsilon(self, epsilon: float, sensitivity: float = 1.0) -> float:
-        """Smallest σ with ε-DP for Mahalanobis sensitivity Δ (see :func:`~fdp_ppl.elliptical.calibrate_sigma`)."""
+        """Smallest σ with ε-DP for Mahalanobis sensitivity Δ (see :func:`~fdp_ppl.noise.elliptical.calibrate_sigma`)."""
         return calibrate_sigma(self, epsilon, sensitivity)
 
     # ------------------------------------------------------------------ PyMC

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CompatibilityError, check_epsilon
+from ...errors import CompatibilityError, check_epsilon
 from ..laws import Laplace
-from ..summaries import BernsteinSpec, EigenSpec
+from ...summaries import BernsteinSpec, EigenSpec
 from .base import Mechanism
 
 

@@ -2,7 +2,7 @@
 
 A mechanism releases ``ỹ_j = f_{D,j} + ξ_j`` for the retained coefficients
 ``j = 1..J`` of a summary; the law of ``ξ`` is the mechanism's
-:class:`~fdp_ppl.laws.NoiseLaw` (``mechanism.law``) and its per-coefficient
+:class:`~fdp_ppl.noise.laws.NoiseLaw` (``mechanism.law``) and its per-coefficient
 scale comes from the summary's public sensitivity (:meth:`Mechanism.calibrate`,
 which takes a public :class:`~fdp_ppl.summaries.SummarySpec` or a fitted
 summary, so budgets can be planned before the data are seen). The released
@@ -22,12 +22,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from .. import dims
-from ..accounting import PrivacyBudget
-from ..errors import CompatibilityError, InputError
+from ... import dims
+from ...accounting import PrivacyBudget
+from ...errors import CompatibilityError, InputError
 from ..laws import NoiseLaw
-from ..settings import compile_mode
-from ..summaries import LinearSummary, Sensitivity, SummarySpec, as_spec
+from ...settings import compile_mode
+from ...summaries import LinearSummary, Sensitivity, SummarySpec, as_spec
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Calibration:
         The mechanism's global multiplier (Δ/ε for ICLP and FRL; the
         Gaussian σ for the Gaussian mechanism).
     generator : str
-        The release generator the calibration is for (:mod:`fdp_ppl.sampling`).
+        The release generator the calibration is for (:mod:`fdp_ppl.noise.sampling`).
     sigma_source : {"mechanism", "opendp", ...}
         Which σ was used: the mechanism's own calibration, or the larger σ that
         the generator's privacy map needs to guarantee the claimed (ε, δ)
@@ -60,9 +60,9 @@ class Calibration:
 
 class Mechanism(ABC):
     """Base class; see :class:`ICLP`, :class:`FRL`, :class:`GaussianMechanism`,
-    :class:`~fdp_ppl.elliptical.EllipticalMechanism`.
+    :class:`~fdp_ppl.noise.elliptical.EllipticalMechanism`.
 
-    Subclasses set :attr:`law` (a :class:`~fdp_ppl.laws.NoiseLaw`), the
+    Subclasses set :attr:`law` (a :class:`~fdp_ppl.noise.laws.NoiseLaw`), the
     sensitivity :attr:`norm`, :attr:`family` and :attr:`source`, and implement
     :meth:`_sigma` (the multiplier from Δ) and, if not ``σ√λ_j``,
     :meth:`_scale`.
@@ -95,7 +95,7 @@ class Mechanism(ABC):
         """The ledger event of ``count`` draws calibrated by ``calibration``: the noise law with its
         multiplier σ/Δ (Laplace, Normal), else a generic (ε, δ) event
         (:meth:`fdp_ppl.accounting.PrivacyEvent.for_noise`)."""
-        from ..accounting.events import PrivacyEvent
+        from ...accounting.events import PrivacyEvent
 
         return PrivacyEvent.for_noise(self.law.name, self.epsilon, self.delta, calibration.sigma,
                                       calibration.sensitivity.value, count)
@@ -121,7 +121,7 @@ class Mechanism(ABC):
         bound : {"tight", "paper", "closed-form"}
             Which sensitivity bound (:meth:`~fdp_ppl.summaries.SummarySpec.sensitivity`).
         generator : str
-            Release generator (:func:`fdp_ppl.sampling.generators`). ``"pymc"``:
+            Release generator (:func:`fdp_ppl.noise.sampling.generators`). ``"pymc"``:
             the mechanism's own σ. ``"opendp"``: ``max(σ_mechanism, σ_opendp)``
             with ``σ_opendp`` the smallest σ for which the lattice sampler
             guarantees the claimed (ε, δ) (Gaussian: the exact lattice

@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from . import dims
-from .errors import InputError
+from .. import dims
+from ..errors import InputError
 
 #: default column names of a long table, tried in order
 ID_COLUMNS = ("id", "curve", "subject", "record")

@@ -6,9 +6,9 @@ process (``W ~ Exp(1)``), ellipsoidal K-norm in dimension J
 (``W ~ χ²_{J+1}``) or Gaussian (``W ≡ 1``). The joint density is the
 J-variate elliptical density of the whitened residual
 ``z = (y − μ)/scale``: ``c_J f(‖z‖²) / Π_j scale_j`` with the family's
-generator ``f`` (:mod:`fdp_ppl.elliptical.families`). The families and
+generator ``f`` (:mod:`fdp_ppl.noise.elliptical.families`). The families and
 mixing laws are imported lazily so that this module does not depend on the
-:mod:`fdp_ppl.elliptical` package (which builds mechanisms on top of it).
+:mod:`fdp_ppl.noise.elliptical` package (which builds mechanisms on top of it).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import re
 
 import numpy as np
 
-from .. import dims as D
-from .._backend import NP
-from ..errors import InputError
+from ... import dims as D
+from ..._backend import NP
+from ...errors import InputError
 from .base import MIXING_VARIABLE, NoiseLaw, check_coefficients, check_scale, check_scale_graph
 
 KINDS = ("t", "laplace", "knorm", "gaussian")
@@ -92,13 +92,13 @@ class Elliptical(NoiseLaw):
 
     # ------------------------------------------------------------------ families
     def family(self, d: int):
-        """The J-variate elliptical family (:mod:`fdp_ppl.elliptical.families`)."""
+        """The J-variate elliptical family (:mod:`fdp_ppl.noise.elliptical.families`)."""
         from ..elliptical.families import make_family
 
         return make_family(self.kind, int(d), nu=self.nu)
 
     def mixing_law(self, d: int | None = None):
-        """Law of W (:class:`fdp_ppl.elliptical.privacy.MixingLaw`); ``d`` is needed for the K-norm."""
+        """Law of W (:class:`fdp_ppl.noise.elliptical.privacy.MixingLaw`); ``d`` is needed for the K-norm."""
         from ..elliptical.families import MixingLaw
 
         return MixingLaw(self.kind, nu=self.nu, d=int(d) if self.kind == "knorm" else None)
@@ -143,7 +143,7 @@ class Elliptical(NoiseLaw):
         scale-mixture forward sampler; accepts ``observed=``."""
         import pymc as pm
 
-        from .._backend import backend
+        from ..._backend import backend
 
         xp = backend("pt")
         d = _static_dim(scale)

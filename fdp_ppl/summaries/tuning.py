@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 import xarray as xr
 
-from .errors import PrivacyLeakWarning
+from ..errors import PrivacyLeakWarning
 
 
 def _folds(n, folds, rng):
@@ -35,7 +35,7 @@ def _folds(n, folds, rng):
 
 
 def noise_energy(mechanism, summary, bound: str = "tight") -> float:
-    """``E‖f̃ − f‖²`` of a release (:meth:`fdp_ppl.mechanisms.Mechanism.noise_energy`):
+    """``E‖f̃ − f‖²`` of a release (:meth:`fdp_ppl.noise.mechanisms.Mechanism.noise_energy`):
     ``Σ_j Var(ξ_j) ‖design_j‖²_w`` with the law's variance; works on a public spec."""
     return mechanism.noise_energy(summary, bound)
 
@@ -89,7 +89,7 @@ def cv_score(curves, make_summary: Callable, *, mechanism=None, folds: int = 10,
         err = float(np.mean(np.sum((values[idx] - fit) ** 2 * w, axis=1)))
         if mechanism is not None:
             if draws > 0:
-                from .sampling import draw_releases
+                from ..noise.sampling import draw_releases
 
                 scale = mechanism.calibrate(s, bound).scale
                 _, rel = draw_releases(mechanism, s, scale, draws, rng)

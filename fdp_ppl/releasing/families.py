@@ -1,6 +1,6 @@
-"""The table :func:`fdp_ppl.release` dispatches through (re-exported as :data:`fdp_ppl.registry.RELEASES`).
+"""The table :func:`fdp_ppl.release` dispatches through (re-exported as :data:`fdp_ppl.releasing.registry.RELEASES`).
 
-A leaf module (standard library only): :mod:`fdp_ppl.releasing` reads it without importing the registry's
+A leaf module (standard library only): :mod:`fdp_ppl.releasing.draw` reads it without importing the registry's
 mechanism builders, and the families are imported only when one of their objects is released.
 """
 
@@ -20,7 +20,7 @@ class ReleaseEntry:
         Family name used in error messages (``"mean"``, ``"kde"``, ``"erm"``, ``"fpca"``).
     function : str
         ``"module:function"`` that releases it, imported on first use (the families import
-        :mod:`fdp_ppl.releasing`, never the reverse); called as
+        :mod:`fdp_ppl.releasing.draw`, never the reverse); called as
         ``function(fitted, mechanism, draws=..., random_seed=..., ledger=..., **options)``.
     mechanisms : tuple of str
         Qualified class names (``module.Class``) of the mechanisms it accepts (a subclass counts).
@@ -46,15 +46,15 @@ class ReleaseEntry:
         return getattr(importlib.import_module(module), name)
 
 
-_MEAN_MECHANISM = "fdp_ppl.mechanisms.base.Mechanism"
-_GAUSSIAN = "fdp_ppl.mechanisms.gaussian.GaussianMechanism"
-_ICLP = "fdp_ppl.mechanisms.laplace.ICLP"
+_MEAN_MECHANISM = "fdp_ppl.noise.mechanisms.base.Mechanism"
+_GAUSSIAN = "fdp_ppl.noise.mechanisms.gaussian.GaussianMechanism"
+_ICLP = "fdp_ppl.noise.mechanisms.laplace.ICLP"
 
 #: release functions by the qualified class name of the fitted object (``type(fitted).__mro__`` is searched,
 #: most derived first): the one table :func:`fdp_ppl.release` dispatches through
 RELEASES: dict[str, ReleaseEntry] = {
     "fdp_ppl.summaries.base.LinearSummary": ReleaseEntry(
-        "mean", "fdp_ppl.releasing:release_linear", (_MEAN_MECHANISM,),
+        "mean", "fdp_ppl.releasing.draw:release_linear", (_MEAN_MECHANISM,),
         ("bound", "generator", "allow_nonprivate", "progressbar"),
         "ICLP(epsilon), FRL(epsilon), Bernstein(epsilon), GaussianMechanism(epsilon, delta) or an elliptical "
         "mechanism"),

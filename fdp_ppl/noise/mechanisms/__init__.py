@@ -1,6 +1,6 @@
 """Privacy mechanisms as noise laws on eigen-coefficients (PyMC model fragments)."""
 
-from ..settings import compile_mode
+from ...settings import compile_mode
 from .base import Calibration, Mechanism
 from .gaussian import GaussianMechanism
 from .laplace import FRL, ICLP, Bernstein

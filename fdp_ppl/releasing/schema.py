@@ -37,8 +37,8 @@ from typing import Any, Mapping
 import numpy as np
 import xarray as xr
 
-from . import dims
-from .errors import SchemaError
+from .. import dims
+from ..errors import SchemaError
 
 SCHEMA_VERSION = 3
 #: root attribute: what the tree is
@@ -165,8 +165,8 @@ class ReleaseMetadata:
 
     @property
     def law(self):
-        """The :class:`~fdp_ppl.laws.NoiseLaw` of the release."""
-        from .laws import law_from_name
+        """The :class:`~fdp_ppl.noise.laws.NoiseLaw` of the release."""
+        from ..noise.laws import law_from_name
 
         return law_from_name(self.noise_law)
 
@@ -287,7 +287,7 @@ class ReleaseView:
         InputError
             ``draw`` out of range.
         """
-        from .errors import InputError
+        from ..errors import InputError
 
         if not 0 <= int(draw) < self.n_draws:
             raise InputError(f"draw must lie in 0..{self.n_draws - 1}")

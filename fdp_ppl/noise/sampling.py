@@ -19,7 +19,7 @@ Generators (:func:`register_generator`, :func:`generators`):
   seedable (studies, tests), but its float64 noise is **not floating-point
   safe** (numpy's ``loc + b·log(2U)`` reaches a centre-dependent set of
   floats; Mironov 2012).
-* ``"opendp"``: :class:`fdp_ppl.sampling_opendp.OpenDPSampler`, exact discrete
+* ``"opendp"``: :class:`fdp_ppl.noise.opendp.OpenDPSampler`, exact discrete
   noise on a lattice with OpenDP's privacy map (Laplace and Normal laws,
   ``law.fp_safe``); fresh OS entropy only, never seeded.
 
@@ -37,7 +37,7 @@ from typing import Callable
 import numpy as np
 
 from .laws import NoiseLaw
-from .settings import RELEASE_CHUNK, compile_mode
+from ..settings import RELEASE_CHUNK, compile_mode
 
 
 def seed_sequence(random_seed=None) -> np.random.SeedSequence:
@@ -129,7 +129,7 @@ class CompiledSampler:
         InputError
             Shapes that do not match J, scales that are not finite and > 0, n_draws < 1.
         """
-        from .errors import InputError
+        from ..errors import InputError
 
         centre = np.asarray(centre, dtype=float)
         scale = np.asarray(scale, dtype=float)
@@ -174,7 +174,7 @@ def register_generator(name: str, factory: Callable[[NoiseLaw, int], object]) ->
 
     The object it returns must have ``draw(centre, scale, n_draws, random_seed,
     progressbar=, calibration=)`` (``calibration`` is the mechanism's
-    :class:`~fdp_ppl.mechanisms.Calibration`, or None), ``guarantee(calibration,
+    :class:`~fdp_ppl.noise.mechanisms.Calibration`, or None), ``guarantee(calibration,
     delta)`` (the privacy one draw actually has, or None for the nominal one),
     and the attributes ``generator`` (its name) and ``fp_safe``. A factory may
     have ``calibrate_sigma(law, sensitivity, epsilon, delta, J, sigma)``
@@ -190,7 +190,7 @@ def generators() -> tuple[str, ...]:
 
 
 def _factory(generator: str):
-    from .errors import InputError
+    from ..errors import InputError
 
     if generator not in _GENERATORS:
         raise InputError(f"unknown release generator {generator!r}", f"use one of {generators()}")
@@ -212,7 +212,7 @@ def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=N
     CompatibilityError
         A generator that cannot sample this law (``"opendp"`` with an elliptical law).
     """
-    from .errors import CompatibilityError, InputError
+    from ..errors import CompatibilityError, InputError
 
     if generator is None:
         return OPENDP if random_seed is None and law.fp_safe and OPENDP in _GENERATORS else "pymc"
@@ -316,8 +316,8 @@ def draw_releases(mechanism, summary, scale, draws: int = 1, random_seed=None, p
 
 
 # the floating-point-safe generator (it does not import this module, and imports opendp only when used)
-from .sampling_opendp import NAME as OPENDP  # noqa: E402
-from .sampling_opendp import OpenDPSampler  # noqa: E402
+from .opendp import NAME as OPENDP  # noqa: E402
+from .opendp import OpenDPSampler  # noqa: E402
 
 register_generator(OPENDP, OpenDPSampler)
 

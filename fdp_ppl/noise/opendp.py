@@ -1,4 +1,4 @@
-"""Floating-point-safe release noise from OpenDP (the ``"opendp"`` generator of :mod:`fdp_ppl.sampling`).
+"""Floating-point-safe release noise from OpenDP (the ``"opendp"`` generator of :mod:`fdp_ppl.noise.sampling`).
 
 Continuous noise drawn in float64 (``loc + b·log(2U)`` with ``U`` on the
 2⁻⁵³ grid, as numpy's ``Generator.laplace`` does) leaks the centre through
@@ -44,12 +44,12 @@ seeded call raises :class:`~fdp_ppl.errors.InputError` (studies that need
 reproducible noise use the ``"pymc"`` generator, which is not
 floating-point safe).
 
-Only the laws with ``fp_safe = True`` (:class:`~fdp_ppl.laws.Laplace`,
-:class:`~fdp_ppl.laws.Normal`) have this sampler; the elliptical laws (one
+Only the laws with ``fp_safe = True`` (:class:`~fdp_ppl.noise.laws.Laplace`,
+:class:`~fdp_ppl.noise.laws.Normal`) have this sampler; the elliptical laws (one
 shared continuous mixing variable, no exact discrete analogue in OpenDP) are
 not floating-point safe.
 
-This module does not import :mod:`fdp_ppl.sampling` (which registers it) and
+This module does not import :mod:`fdp_ppl.noise.sampling` (which registers it) and
 imports ``opendp`` only when a sampler is used.
 """
 
@@ -62,10 +62,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import CompatibilityError, InputError
+from ..errors import CompatibilityError, InputError
 from .laws import NoiseLaw
 
-#: the generator's name in :func:`fdp_ppl.sampling.generators`
+#: the generator's name in :func:`fdp_ppl.noise.sampling.generators`
 NAME = "opendp"
 #: OpenDP lattice exponent: noise on 2^k ℤ; −1074 makes every float64 a lattice point (no input rounding)
 LATTICE_K = -1074
@@ -195,7 +195,7 @@ def lattice_gaussian_delta(epsilon: float, sensitivity: float, sigma: float, n_c
     -------
     float
     """
-    from .accounting.calibration import gaussian_delta
+    from ..accounting.calibration import gaussian_delta
 
     eta = lattice_error(n_components, sigma, k)
     return min(gaussian_delta(epsilon, sensitivity, sigma) + (1.0 + math.exp(epsilon)) * eta, 1.0)
@@ -254,7 +254,7 @@ class OpenDPSampler:
     Parameters
     ----------
     law : NoiseLaw
-        :class:`~fdp_ppl.laws.Laplace` or :class:`~fdp_ppl.laws.Normal` (``law.fp_safe``).
+        :class:`~fdp_ppl.noise.laws.Laplace` or :class:`~fdp_ppl.noise.laws.Normal` (``law.fp_safe``).
     n_components : int
         Number J of released coefficients.
 

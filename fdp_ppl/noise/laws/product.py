@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dims as D
-from .._backend import NP
+from ... import dims as D
+from ..._backend import NP
 from .base import MIXING_VARIABLE, NoiseLaw, check_coefficients, check_scale, check_scale_graph
 
 
@@ -26,7 +26,7 @@ class Laplace(NoiseLaw):
 
     name = "laplace"
     product = True
-    #: OpenDP samples it exactly on a lattice (:class:`fdp_ppl.sampling_opendp.OpenDPSampler`)
+    #: OpenDP samples it exactly on a lattice (:class:`fdp_ppl.noise.opendp.OpenDPSampler`)
     fp_safe = True
     source = "Laplace mechanism (Dwork et al. 2006); ICLP: Lin & Reimherr (2026), Theorem 8"
 
@@ -208,7 +208,7 @@ class Normal(NoiseLaw):
 
     name = "normal"
     product = True
-    #: OpenDP samples it exactly on a lattice (:class:`fdp_ppl.sampling_opendp.OpenDPSampler`)
+    #: OpenDP samples it exactly on a lattice (:class:`fdp_ppl.noise.opendp.OpenDPSampler`)
     fp_safe = True
     source = "Gaussian mechanism: Mirshani et al. (2019), Theorems 3.2-3.3; Hall et al. (2013), Corollary 9"
 

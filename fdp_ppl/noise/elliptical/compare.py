@@ -17,7 +17,7 @@ import math
 
 import pandas as pd
 
-from ..accounting import analytic_sigma
+from ...accounting import analytic_sigma
 from .families import KNorm, MultivariateT
 from .privacy import calibrate_sigma
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 
-from ..accounting import CALIBRATIONS, gaussian_sigma
-from ..errors import InputError, check_delta, check_epsilon
+from ...accounting import CALIBRATIONS, gaussian_sigma
+from ...errors import InputError, check_delta, check_epsilon
 from ..laws import Normal
 from .base import Mechanism
 
@@ -43,7 +43,7 @@ class GaussianMechanism(Mechanism):
     generator="opendp")``, the default of an unseeded :func:`fdp_ppl.release`)
     the noise is OpenDP's discrete Gaussian on the lattice 2⁻¹⁰⁷⁴ℤ, whose
     privacy is the exact lattice profile
-    (:func:`fdp_ppl.sampling_opendp.lattice_gaussian_delta`: the continuous
+    (:func:`fdp_ppl.noise.opendp.lattice_gaussian_delta`: the continuous
     profile plus a lattice error below 1e-300), so σ becomes
     ``max(σ_calibration, σ_lattice)`` with ``σ_lattice`` the analytic σ to
     within 1e-9 (``Calibration.sigma_source`` says which). OpenDP's own

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ._names import KERNEL_NAMES
-from ._releases import RELEASES, ReleaseEntry, release_entry
+from .._names import KERNEL_NAMES
+from .families import RELEASES, ReleaseEntry, release_entry
 
 # The entries name their classes; the classes (and PyMC, which the mechanisms import) are imported when an entry
 # builds something or when SUMMARIES / LAWS are first read (PEP 562), so `fdp-ppl --help` stays fast.
@@ -31,14 +31,14 @@ KERNELS: tuple[str, ...] = KERNEL_NAMES
 
 
 def _summaries() -> dict:
-    from .summaries import BernsteinSpec, FRLSpec, ICLPARSpec, ICLPQRSpec, RKHSSpec, SampleMeanSpec
+    from ..summaries import BernsteinSpec, FRLSpec, ICLPARSpec, ICLPQRSpec, RKHSSpec, SampleMeanSpec
 
     return {cls.name: cls for cls in (ICLPQRSpec, ICLPARSpec, FRLSpec, RKHSSpec, SampleMeanSpec, BernsteinSpec)}
 
 
 def _laws() -> dict:
-    from .elliptical import process  # noqa: F401  (registers the elliptical laws)
-    from .laws import NoiseLaw
+    from ..noise.elliptical import process  # noqa: F401  (registers the elliptical laws)
+    from ..noise.laws import NoiseLaw
 
     return {cls.key: cls for cls in NoiseLaw.classes}
 
@@ -59,32 +59,32 @@ def _lazy(name: str):
 
 
 def _iclp(eps, delta):
-    from .mechanisms import ICLP
+    from ..noise.mechanisms import ICLP
 
     return ICLP(eps)
 
 
 def _frl(eps, delta):
-    from .mechanisms import FRL
+    from ..noise.mechanisms import FRL
 
     return FRL(eps)
 
 
 def _bernstein(eps, delta):
-    from .mechanisms import Bernstein
+    from ..noise.mechanisms import Bernstein
 
     return Bernstein(eps)
 
 
 def _gaussian(eps, delta, calibration):
-    from .mechanisms import GaussianMechanism
+    from ..noise.mechanisms import GaussianMechanism
 
     return GaussianMechanism(eps, delta, calibration=calibration)
 
 
 def _elliptical_process(family):
     def build(eps, delta, calibration, nu=None):
-        from .elliptical.process import EllipticalProcessMechanism
+        from ..noise.elliptical.process import EllipticalProcessMechanism
 
         return EllipticalProcessMechanism(eps, delta, family=family, **({"nu": nu} if family == "t" else {}),
                                           calibration=calibration)
@@ -94,7 +94,7 @@ def _elliptical_process(family):
 
 def _elliptical(family):
     def build(eps, delta, nu=None):
-        from .elliptical.process import EllipticalMechanism
+        from ..noise.elliptical.process import EllipticalMechanism
 
         return EllipticalMechanism(eps, family=family, **({"nu": nu} if family == "t" else {}))
 
@@ -145,7 +145,7 @@ class MechanismEntry:
         extra = {k: v for k, v in options.items() if v is not None}
         unknown = set(extra) - set(self.options)
         if unknown:
-            from .errors import InputError
+            from ..errors import InputError
 
             raise InputError(f"mechanism {self.name!r} takes no option {sorted(unknown)}",
                              f"its options are {list(self.options) or 'none'}")
@@ -153,7 +153,7 @@ class MechanismEntry:
 
     def spec(self, basis_or_grid, *, tau: float, n: int, **options) -> SummarySpec:
         """Build the public summary spec (``basis_or_grid`` is an Eigenbasis, or a Grid for Bernstein)."""
-        from .summaries import BernsteinSpec
+        from ..summaries import BernsteinSpec
 
         opts = {**self.defaults, **{k: v for k, v in options.items() if v is not None}}
         if self.spec_class is BernsteinSpec:

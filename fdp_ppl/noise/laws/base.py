@@ -8,7 +8,7 @@ that knows
 
 * its PyMC variable (:meth:`NoiseLaw.pymc`, usable with ``observed=`` as the
   exact likelihood of a release) and its forward graph (:meth:`NoiseLaw.rv`,
-  compiled by :class:`fdp_ppl.sampling.CompiledSampler`);
+  compiled by :class:`fdp_ppl.noise.sampling.CompiledSampler`);
 * its log-density, written once for numpy and PyTensor (:meth:`NoiseLaw.logp`);
 * its variance per coefficient (:meth:`NoiseLaw.variance`) and the privacy
   loss between two centres (:meth:`NoiseLaw.privacy_loss`);
@@ -16,9 +16,9 @@ that knows
   integrates over (:meth:`NoiseLaw.mixing`, :meth:`NoiseLaw.mixing_draws`) and
   its convolution with Gaussian sampling error (:meth:`NoiseLaw.convolved_logp`);
 * its round trip through release attributes (:meth:`NoiseLaw.attrs`,
-  :func:`fdp_ppl.laws.law_from_attrs`).
+  :func:`fdp_ppl.noise.laws.law_from_attrs`).
 
-Release, inference, utility (:func:`fdp_ppl.tuning.noise_energy`), plots and
+Release, inference, utility (:func:`fdp_ppl.summaries.tuning.noise_energy`), plots and
 the command line ask the law; none re-derives it.
 """
 
@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._backend import NP
+from ..._backend import NP
 
 #: name of the latent mixing variable(s) that inference adds for the noise
 MIXING_VARIABLE = "noise_mixing"
@@ -54,7 +54,7 @@ def check_scale(scale) -> np.ndarray:
         A 0-d scale (the law needs one scale per coefficient), or any entry
         that is not finite and > 0 (a density with such a scale does not exist).
     """
-    from ..errors import InputError
+    from ...errors import InputError
 
     s = np.asarray(scale, dtype=float)
     if s.ndim == 0:
@@ -83,7 +83,7 @@ def check_coefficients(*arrays, scale) -> tuple[np.ndarray, ...]:
     InputError
         A bad scale (:func:`check_scale`), or shapes that do not match.
     """
-    from ..errors import InputError
+    from ...errors import InputError
 
     s = check_scale(scale)
     out = tuple(np.asarray(a, dtype=float) for a in arrays)
@@ -124,11 +124,11 @@ class NoiseLaw(ABC):
         variable).
     fp_safe : bool
         Whether the law has a floating-point-safe release sampler (the
-        ``generator`` seam of :mod:`fdp_ppl.sampling`).
+        ``generator`` seam of :mod:`fdp_ppl.noise.sampling`).
     """
 
     name: ClassVar[str] = ""
-    #: key of the law class in :data:`fdp_ppl.registry.LAWS` (defaults to :attr:`name`)
+    #: key of the law class in :data:`fdp_ppl.releasing.registry.LAWS` (defaults to :attr:`name`)
     key: ClassVar[str] = ""
     #: every concrete law class, in definition order (filled by ``__init_subclass__``)
     classes: ClassVar[list[type["NoiseLaw"]]] = []
@@ -276,7 +276,7 @@ class NoiseLaw(ABC):
         return {}
 
     def attrs(self) -> dict[str, Any]:
-        """Release attributes that identify the law (read back by :func:`fdp_ppl.laws.law_from_attrs`)."""
+        """Release attributes that identify the law (read back by :func:`fdp_ppl.noise.laws.law_from_attrs`)."""
         return {"noise_law": self.name}
 
     def describe_scale(self) -> str:

@@ -22,7 +22,7 @@ clipped and of non-finite records travel back with the partial sums (NaN/inf are
 found in the same pass and stop the fit, as in memory). The number of records n,
 public, is the length of the record axis in the array's shape (a store's
 metadata), never a count of records read. With a ``dask.distributed`` client
-open (:func:`fdp_ppl.distributed.dask_client`) the chunks are reduced on its
+open (:func:`fdp_ppl.io.stores.dask_client`) the chunks are reduced on its
 workers; without one, by dask's threads in this process.
 
 The specs own their partial sums (``KDESpec.chunk_sums``,
@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 
 def is_lazy(x) -> bool:
@@ -130,7 +130,7 @@ def open_records(path, var: str | None = None, *, chunks: int | None = None, rec
     var : str, optional
         Needed when the store holds several 1-D/2-D variables.
     chunks : int, optional
-        Records per chunk (default the store's, else :data:`fdp_ppl.distributed.DEFAULT_CHUNKS`).
+        Records per chunk (default the store's, else :data:`fdp_ppl.io.stores.DEFAULT_CHUNKS`).
     record_dim : str, optional
         The record dim of a 2-D variable (default its first dim).
 
@@ -146,7 +146,7 @@ def open_records(path, var: str | None = None, *, chunks: int | None = None, rec
     """
     import xarray as xr
 
-    from .distributed import DEFAULT_CHUNKS, _require, is_store
+    from .stores import DEFAULT_CHUNKS, _require, is_store
 
     _require("dask.array")
     p = Path(os.fspath(path)).expanduser()

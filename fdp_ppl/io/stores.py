@@ -17,7 +17,7 @@ Needs the optional dependencies ``dask``, ``distributed`` and ``zarr``:
 
 Examples
 --------
->>> from fdp_ppl.distributed import dask_client, open_curves     # doctest: +SKIP
+>>> from fdp_ppl.io.stores import dask_client, open_curves     # doctest: +SKIP
 >>> with dask_client():                                            # doctest: +SKIP
 ...     curves = open_curves("big.zarr", chunks=100_000)
 ...     summary = fp.iclp_qr_mean(curves, basis, tau=1.0)
@@ -26,7 +26,7 @@ Examples
 Command line: ``fdp-ppl release --data big.zarr --chunks 100000 [--scheduler ADDRESS] ...``.
 
 KDE and FPCA fits read a store the same way: their specs' ``fit`` take a
-dask-backed array (:mod:`fdp_ppl.distributed_kde_fpca`).
+dask-backed array (:mod:`fdp_ppl.io.records`).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from . import dims
-from .errors import InputError
+from .. import dims
+from ..errors import InputError
 
 #: records per chunk when none is given and the store has no chunks of its own
 DEFAULT_CHUNKS = 100_000
@@ -105,7 +105,8 @@ def open_curves(path, var: str | None = None, *, chunks: int | None = None, reco
         ``var``, an unknown ``var``; record dim not given by name; chunks < 1;
         an unknown ``missing``.
     """
-    from .summaries.curves import MISSING_POLICIES, missing_rule, record_and_grid_dims
+    from ..io.containers import record_and_grid_dims
+    from ..io.missing import MISSING_POLICIES, missing_rule
 
     _require("dask.array")
     p = Path(os.fspath(path)).expanduser()

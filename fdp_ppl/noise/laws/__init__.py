@@ -1,10 +1,10 @@
-"""Noise laws of the mechanisms: one object owns each law's formulas (see :mod:`fdp_ppl.laws.base`)."""
+"""Noise laws of the mechanisms: one object owns each law's formulas (see :mod:`fdp_ppl.noise.laws.base`)."""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..errors import SchemaError
+from ...errors import SchemaError
 from .base import MIXING_VARIABLE, NoiseLaw
 from .elliptical import KINDS as ELLIPTICAL_KINDS
 from .elliptical import Elliptical

@@ -1,7 +1,7 @@
-"""Exact releases as ``xarray.DataTree`` (the layout is :mod:`fdp_ppl.schema`).
+"""Exact releases as ``xarray.DataTree`` (the layout is :mod:`fdp_ppl.releasing.schema`).
 
 :func:`release` draws from the mechanism's noise law with the shared
-compiled sampler of :mod:`fdp_ppl.sampling` (the summary is an input of each
+compiled sampler of :mod:`fdp_ppl.noise.sampling` (the summary is an input of each
 call, never stored) and returns only released quantities and public
 metadata (DESIGN invariants 5 and 6).
 """
@@ -16,14 +16,14 @@ import weakref
 import numpy as np
 import xarray as xr
 
-from ._version import __version__
-from .accounting import PrivacyLedger
-from .errors import CompatibilityError, InputError, SeededReleaseWarning
-from .mechanisms import Mechanism
-from .sampling import generator_attrs, resolve_generator, sampler_for
-from .settings import blas_threads
+from .._version import __version__
+from ..accounting import PrivacyLedger
+from ..errors import CompatibilityError, InputError, SeededReleaseWarning
+from ..noise.mechanisms import Mechanism
+from ..noise.sampling import generator_attrs, resolve_generator, sampler_for
+from ..settings import blas_threads
 from .schema import NOISE_SCALE, ReleaseMetadata, ReleaseTemplate, release_tree
-from .summaries import LinearSummary
+from ..summaries import LinearSummary
 
 
 #: keyword options of :func:`release` that only some families take (``None`` / False: not given)
@@ -36,7 +36,7 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
             allow_nonprivate: bool | None = None) -> xr.DataTree:
     """Release any fitted object privately: one entry for every mechanism family.
 
-    Dispatches on the type of ``fitted`` through :data:`fdp_ppl.registry.RELEASES` to its
+    Dispatches on the type of ``fitted`` through :data:`fdp_ppl.releasing.registry.RELEASES` to its
     family's release function (imported on first use): the result is the one that function
     makes, value for value and attribute for attribute.
 
@@ -95,7 +95,7 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
     BudgetExceededError
         The ledger cannot pay for the release; nothing is drawn.
     """
-    from ._releases import release_entry
+    from .families import release_entry
 
     entry = release_entry(fitted)
     if entry is None:
@@ -166,7 +166,7 @@ def release_linear(summary: LinearSummary, mechanism: Mechanism, *, draws: int =
         reproducing papers; the release records ``private = 0``. Every other
         release records ``private = 1``.
     generator : {None, "opendp", "pymc"}
-        Release sampler (:func:`fdp_ppl.sampling.generators`), recorded as
+        Release sampler (:func:`fdp_ppl.noise.sampling.generators`), recorded as
         ``attrs["noise_generator"]``. None (the default): ``"opendp"`` when
         ``random_seed`` is None and the law is floating-point safe (Laplace:
         ICLP, FRL, Bernstein; Normal: Gaussian mechanism), else ``"pymc"``.
@@ -183,7 +183,7 @@ def release_linear(summary: LinearSummary, mechanism: Mechanism, *, draws: int =
         ``posterior``: ``coefficients`` (chain, draw, basis) and ``curve``
         (chain, draw, t) with one chain; ``constant_data``: the public basis,
         ``noise_scale`` (basis) and ``quadrature_weights`` (t). Root
-        ``attrs`` (:class:`~fdp_ppl.schema.ReleaseMetadata`) record the
+        ``attrs`` (:class:`~fdp_ppl.releasing.schema.ReleaseMetadata`) record the
         mechanism, noise law, ε, δ, sensitivity, its norm and bound, the
         neighbouring relation, τ, n, kernel and its parameters, η, ψ, M,
         quadrature, package version and the budget spent; the generator:
@@ -276,7 +276,7 @@ def check_public_sizes(scale, draws: int, values_per_draw: int) -> None:
     InputError
         Either check fails; nothing is charged or drawn.
     """
-    from .settings import check_memory
+    from ..settings import check_memory
 
     scale = np.asarray(scale, dtype=float)
     if not (np.all(np.isfinite(scale)) and np.all(scale > 0)):
@@ -328,7 +328,7 @@ def _cache_put(store, spec, key, value) -> None:
         per_spec[key] = value
 
 
-#: public parts of release trees (:class:`~fdp_ppl.schema.ReleaseTemplate`), per public spec (weakly held) and
+#: public parts of release trees (:class:`~fdp_ppl.releasing.schema.ReleaseTemplate`), per public spec (weakly held) and
 #: per (noise scales, their description, labels, public offset): nothing non-private is kept
 _TEMPLATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _TEMPLATES_LOCK = threading.Lock()

@@ -25,11 +25,11 @@ import functools
 
 import numpy as np
 
-from ..accounting import analytic_sigma
-from ..errors import CompatibilityError, InputError, check_delta, check_epsilon
+from ...accounting import analytic_sigma
+from ...errors import CompatibilityError, InputError, check_delta, check_epsilon
 from ..laws import Elliptical
 from ..mechanisms import Mechanism
-from ..summaries import EigenSpec, LinearSummary
+from ...summaries import EigenSpec, LinearSummary
 from .privacy import calibrate_sigma, sigma_for_delta
 
 __all__ = ["EllipticalProcessMechanism", "EllipticalMechanism", "draw_elliptical",
@@ -41,11 +41,11 @@ _SOURCE = "Reimherr & Awan (2019), Theorems 1, 3, 5 (corrected: Delta/sigma in T
 
 @functools.lru_cache(maxsize=256)
 def _unit_sigma(kind: str, nu, epsilon: float, delta: float, calibration: str) -> float:
-    """σ of :func:`~fdp_ppl.elliptical.privacy.sigma_for_delta` for Δ = 1 (cached)."""
+    """σ of :func:`~fdp_ppl.noise.elliptical.privacy.sigma_for_delta` for Δ = 1 (cached)."""
     return sigma_for_delta(epsilon, delta, 1.0, Elliptical(kind, nu=nu).mixing_law(), calibration)
 
 class _EllipticalBase(Mechanism):
-    """Common part of the elliptical mechanisms: the law is :class:`fdp_ppl.laws.Elliptical`."""
+    """Common part of the elliptical mechanisms: the law is :class:`fdp_ppl.noise.laws.Elliptical`."""
 
     norm = "cameron-martin"
     kind: str
@@ -212,6 +212,6 @@ def draw_elliptical(mechanism: _EllipticalBase, summary: LinearSummary, scale, d
 
 def expected_sq_error(mechanism, summary: LinearSummary, bound: str = "tight") -> float:
     """``E‖f̃ − f_D‖²`` (squared L², grid inner product) of one release:
-    :meth:`fdp_ppl.mechanisms.Mechanism.noise_energy` (elliptical laws:
+    :meth:`fdp_ppl.noise.mechanisms.Mechanism.noise_energy` (elliptical laws:
     ``E[W] Σ_j scale_j² ‖φ_j‖²_w``)."""
     return mechanism.noise_energy(summary, bound)

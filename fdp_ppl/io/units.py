@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from . import dims
-from .errors import InputError
+from .. import dims
+from ..errors import InputError
 
 COMBINE = ("mean",)
 #: names of coordinates that look like a person's identifier (a warning when they repeat and no unit is given)

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import integrate, optimize, special, stats
 
-from ..accounting import gaussian_delta
-from ..errors import InputError, check_delta, check_epsilon, check_positive
+from ...accounting import gaussian_delta
+from ...errors import InputError, check_delta, check_epsilon, check_positive
 from .families import (EllipsoidalKNorm, EllipticalFamily, MixingLaw, MultivariateLaplace, MultivariateNormal,
                        MultivariateT, PowerExponential, _PointMass, mixing_law)
 from .theorem3 import EpsilonResult, NoPureDPError, calibrate_sigma, epsilon_from_family, epsilon_from_generator

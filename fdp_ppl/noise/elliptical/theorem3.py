@@ -2,7 +2,7 @@
 by a one-dimensional maximisation, and the σ that gives a target ε.
 
 Works on any object with ``log_generator(y)`` and ``epsilon_closed_form(a)`` /
-``a_closed_form(ε)`` (the families of :mod:`fdp_ppl.elliptical.families`,
+``a_closed_form(ε)`` (the families of :mod:`fdp_ppl.noise.elliptical.families`,
 which import this module; it imports none of them).
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from ..errors import check_epsilon, check_positive
+from ...errors import check_epsilon, check_positive
 
 _TINY = 1e-300
 
@@ -129,7 +129,7 @@ def epsilon_from_generator(log_f, a: float, *, t_hi_rel: float = 1e6, n_grid: in
 
 
 def epsilon_from_family(family, a: float, method: str = "auto") -> EpsilonResult:
-    """ε at ``a = Δ/σ`` for an :class:`~fdp_ppl.elliptical.EllipticalFamily`.
+    """ε at ``a = Δ/σ`` for an :class:`~fdp_ppl.noise.elliptical.EllipticalFamily`.
 
     ``method="auto"`` uses the closed form where one exists (t, K-norm,
     Laplace d = 1, power-exponential) and the numeric maximisation otherwise;
