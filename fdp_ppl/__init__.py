@@ -11,27 +11,32 @@ Quick start::
 
 The flow is curves → public spec (:mod:`fdp_ppl.summaries`) → fit →
 mechanism and its noise law (:mod:`fdp_ppl.noise.mechanisms`, :mod:`fdp_ppl.noise.laws`)
-→ release (:mod:`fdp_ppl.releasing.schema`) → inference (:mod:`fdp_ppl.inference`).
+→ release (:mod:`fdp_ppl.releasing`) → inference (:mod:`fdp_ppl.inference`).
 """
 
 from ._version import __version__
 
 # Names are imported on first use (PEP 562), so ``import fdp_ppl`` and ``fdp-ppl --help`` / ``--version``
 # do not load PyMC; ``fp.release`` etc. import their modules when asked for.
-_SUBMODULES = ("datasets", "dims", "elliptical", "inference", "laws", "schema", "registry", "sampling", "settings",
-               "summaries", "spaces", "mechanisms", "accounting", "errors", "tuning", "releasing", "units")
+#: attribute -> module: the package's folders by stage, and the short names the docs and notebooks use
+_SUBMODULES = {"datasets": "datasets", "dims": "dims", "settings": "settings", "errors": "errors", "io": "io",
+               "units": "io.units", "spaces": "spaces", "summaries": "summaries", "tuning": "summaries.tuning",
+               "noise": "noise", "laws": "noise.laws", "mechanisms": "noise.mechanisms",
+               "elliptical": "noise.elliptical", "sampling": "noise.sampling", "accounting": "accounting",
+               "releasing": "releasing", "schema": "releasing.schema", "registry": "releasing.registry",
+               "kde": "kde", "erm": "erm", "expmech": "expmech", "inference": "inference", "plots": "plots"}
 _NAMES = {
     "audit": ("audit",),
     "accounting": ("PrivacyBudget", "PrivacyLedger", "PrivacyEvent", "analytic_sigma", "classical_sigma",
                    "gaussian_delta"),
-    "units": ("PrivacyUnit",),
+    "io.units": ("PrivacyUnit",),
     "errors": ("BudgetExceededError", "CompatibilityError", "FdpPplError", "InputError", "PrivacyLeakWarning",
                "SchemaError", "SeededReleaseWarning"),
-    "mechanisms": ("FRL", "ICLP", "Bernstein", "GaussianMechanism", "Mechanism"),
+    "noise.mechanisms": ("FRL", "ICLP", "Bernstein", "GaussianMechanism", "Mechanism"),
     "expmech.mechanism": ("ExponentialMechanism",),
     "inference": ("infer",),
     "releasing": ("release",),
-    "sampling": ("CompiledSampler",),
+    "noise.sampling": ("CompiledSampler",),
     "spaces": ("Eigenbasis", "Exponential", "Gaussian", "Grid", "Matern", "eigenbasis", "kernel_from_name"),
     "summaries": ("BernsteinSpec", "FRLSpec", "ICLPARSpec", "ICLPQRSpec", "LinearSummary", "RKHSSpec",
                   "SampleMeanSpec", "Sensitivity", "SummarySpec", "bernstein_mean", "data_tau", "frl_mean",
@@ -46,7 +51,7 @@ def __getattr__(name):
     if name in _WHERE:
         value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
     elif name in _SUBMODULES:
-        value = importlib.import_module(f"{__name__}.{name}")
+        value = importlib.import_module(f"{__name__}.{_SUBMODULES[name]}")
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value

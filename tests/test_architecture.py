@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import os
 import importlib.util
 import threading
 import zlib
@@ -565,7 +566,21 @@ def test_a_newer_schema_version_is_refused(releases):
 
 def test_schema_module_is_the_only_writer():
     """The release layout's names are constants of fdp_ppl.releasing.schema; releasing writes through release_tree."""
-    src = (PACKAGE / "releasing.py").read_text()
+    src = (PACKAGE / "releasing" / "draw.py").read_text()
     assert "release_tree(" in src and "xr.DataTree.from_dict" not in src
     assert importlib.util.find_spec("fdp_ppl.release") is None  # the function, not a module
     assert callable(fp.release)
+
+
+def test_stages_import_one_way():
+    """The import-linter contracts of pyproject.toml (``[tool.importlinter]``): the stages' layers, the families'
+    independence and a foundation that imports no stage. A broken contract names the import that runs back up."""
+    import subprocess
+    import sys
+
+    root = PACKAGE.parent
+    out = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command; "
+                          "lint_imports_command()", "--no-cache"], cwd=root, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "0 broken" in out.stdout and "KEPT" in out.stdout

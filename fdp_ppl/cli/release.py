@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -417,9 +418,7 @@ def run(a) -> int:
             raise CLIError("--privacy-unit is not available out of core (--chunks, --scheduler, Zarr)",
                            "combine each person's records into one (their mean) in the store first, or release in "
                            "memory")
-        from ..io.stores import run_release_cli  # out of core: lazy store, dask cluster
-
-        return run_release_cli(a, mech, ledger, release_curves)
+        return _run_out_of_core(a, mech, ledger, release_curves)
     # with a public centre, a missing point is imputed by the centre (a zero deviation), not by 0
     centre = {} if a.offset is None or a.missing != "impute" else {
         "reference": lambda t: _offset_on(a, np.asarray(t, dtype=float))[0], "reference_name": "the public --offset"}
@@ -487,6 +486,21 @@ def _offset_on(a, t):
         raise CLIError(f"--offset {path.name} must give one finite value at each of the data's {t.size} grid points",
                        "evaluate the public curve on the data's grid")
     return values, f"--offset {path.name} (a public curve)"
+
+
+def _run_out_of_core(a, mechanism, ledger, run) -> int:
+    """``fdp-ppl release`` on a lazy store: open it (:func:`fdp_ppl.io.stores.open_curves`), start or reach the
+    cluster (:func:`fdp_ppl.io.stores.dask_client`) and run the command's pipeline ``run(curves, mechanism, a, ...)``
+    inside it."""
+    from ..io.stores import dask_client, open_curves
+
+    path = Path(os.fspath(a.data)).expanduser()
+    if not path.exists() and getattr(a, "data_dir", None):
+        path = Path(a.data_dir).expanduser() / path
+    curves = open_curves(path, a.var, chunks=a.chunks, record_dim=a.record_dim, t_dim=a.t_dim, missing=a.missing)
+    source = f"{path.name}" + (f" / {a.var}" if a.var else "")
+    with dask_client(a.scheduler):
+        return run(curves, mechanism, a, source=source, ledger=ledger)
 
 
 __all__ = ["add_subparser", "run", "release_curves"]

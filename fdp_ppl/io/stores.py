@@ -200,16 +200,4 @@ def dask_client(scheduler: str | None = None, *, n_workers: int = 2, threads_per
         yield client
 
 
-def run_release_cli(a, mechanism, ledger, run) -> int:
-    """``fdp-ppl release`` on a lazy store: open it (:func:`open_curves`), start or reach the cluster
-    (:func:`dask_client`) and run the command's usual pipeline ``run(curves, mechanism, a, ...)`` inside it."""
-    path = Path(os.fspath(a.data)).expanduser()
-    if not path.exists() and getattr(a, "data_dir", None):
-        path = Path(a.data_dir).expanduser() / path
-    curves = open_curves(path, a.var, chunks=a.chunks, record_dim=a.record_dim, t_dim=a.t_dim, missing=a.missing)
-    source = f"{path.name}" + (f" / {a.var}" if a.var else "")
-    with dask_client(a.scheduler):
-        return run(curves, mechanism, a, source=source, ledger=ledger)
-
-
-__all__ = ["open_curves", "dask_client", "is_store", "run_release_cli", "DEFAULT_CHUNKS"]
+__all__ = ["open_curves", "dask_client", "is_store", "DEFAULT_CHUNKS"]

@@ -14,22 +14,11 @@ from .curves import as_curves, check_finite, clip_curves, clipped_mean, curves_a
 from .mean import (PSS, EigenSpec, FRLSpec, ICLPARSpec, ICLPQRSpec, RidgeSpec, RKHSSpec, SampleMeanSpec, ar_j_star,
                    ar_thresholds, frl_mean, iclp_ar_mean, iclp_qr_mean, kernel_beta, pss, ridge_shrinkage, rkhs_mean,
                    sample_mean)
-
-#: names that moved to :mod:`fdp_ppl.summaries.tuning` (they need mechanisms, which sit above summaries)
-_MOVED = {"cv_grid", "cv_score", "noise_energy"}
-
-
-def __getattr__(name):  # PEP 562: keep ``from fdp_ppl.summaries import cv_score`` working without a cycle
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module("fdp_ppl.summaries.tuning"), name)
-    raise AttributeError(f"module 'fdp_ppl.summaries' has no attribute {name!r}")
-
+from .tuning import cv_grid, cv_score, noise_energy
 
 __all__ = ["SummarySpec", "EigenSpec", "SampleMeanSpec", "FRLSpec", "RidgeSpec", "ICLPQRSpec", "RKHSSpec",
            "ICLPARSpec", "BernsteinSpec", "LinearSummary", "DataHolderReport", "as_spec", "BernsteinSummary",
            "bernstein_design", "bernstein_mean", "DataDerived", "data_tau", "Sensitivity", "NORMS", "NEIGHBOURING",
            "as_curves", "curves_and_grid", "check_finite", "clip_curves", "clipped_mean", "l2_norms", "PSS", "pss",
            "kernel_beta", "ridge_shrinkage", "ar_thresholds", "frl_mean", "iclp_qr_mean", "iclp_ar_mean",
-           "rkhs_mean", "sample_mean", "ar_j_star"]
+           "rkhs_mean", "sample_mean", "ar_j_star", "cv_score", "cv_grid", "noise_energy"]

@@ -171,6 +171,22 @@ class Mechanism(ABC):
         col = np.sum(spec.design**2 * spec.grid.weights[:, None], axis=0)
         return float(np.sum(var * col))
 
+    def simulate(self, summary: LinearSummary, draws: int = 1, random_seed=None, bound: str = "tight"):
+        """Draws of this mechanism's releases of ``summary`` for simulation studies: no ledger, no file.
+
+        The exact law of :func:`fdp_ppl.release` (:func:`fdp_ppl.noise.sampling.draw_releases`, compiled PyMC
+        sampler, seedable); a publication goes through :func:`fdp_ppl.release`. Used by the cross-validation of
+        :mod:`fdp_ppl.summaries.tuning`, which receives a mechanism and so never imports the noise stage.
+
+        Returns
+        -------
+        coefficients : ndarray, shape (draws, J)
+        curves : ndarray, shape (draws, K)
+        """
+        from ..sampling import draw_releases
+
+        return draw_releases(self, summary, self.calibrate(summary, bound).scale, draws, random_seed)
+
     # ---------------------------------------------------------------- PyMC
     def distribution(self, name: str, mu, scale, **kwargs):
         """The law of the released coefficients as a PyMC variable (``law.pymc``).
