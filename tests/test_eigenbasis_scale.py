@@ -85,8 +85,10 @@ def test_release_calibration_unchanged():
 
 
 def test_auto_choice_and_memory_path(monkeypatch):
-    # many retained pairs (Matérn 3/2): the dense path, same as before
-    assert Eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(400)).method == "dense"
+    # many retained pairs (Matérn 3/2): the dense path, split in its mirror-even and mirror-odd halves
+    assert Eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(400)).method == "dense-mirror"
+    # not mirror-symmetric (a non-uniform grid): one decomposition
+    assert Eigenbasis(fp.Matern(rho=0.1, nu=1.5), _nonuniform(400)).method == "dense"
     # small grids stay dense
     assert Eigenbasis(fp.Gaussian(rho=0.1, convention="hall"), fp.Grid.uniform(100)).method == "dense"
     # the FFT path forms no m x m matrix: a memory limit that refuses the dense path lets it through
@@ -118,3 +120,27 @@ def test_bench_scale_infer_rows_and_exponents():
             for n in (100, 200, 400)]
     assert bench.exponents(fake)["x"] == pytest.approx(2.0)
     assert "| x | 400 |" in bench.markdown(fake)
+
+
+@pytest.mark.parametrize("m", [400, 401])
+def test_mirror_split_dense_path_matches_one_decomposition(m):
+    """The dense path on a mirror-symmetric matrix (two half-size eigh) gives the pairs, the retained count and the
+    ICLP calibration of one decomposition of the whole matrix, on even and odd grids."""
+    grid, kernel = fp.Grid.uniform(m), fp.Matern(rho=0.1, nu=1.5)
+    split, whole = Eigenbasis(kernel, grid), Eigenbasis(kernel, grid, method="dense")
+    assert split.method == "dense-mirror" and whole.method == "dense"
+    assert split.size == whole.size and split.size > m // 2
+    lam = whole.eigenvalues
+    np.testing.assert_allclose(split.eigenvalues, lam, rtol=0, atol=1e-12 * lam[0])
+    # eigenfunctions of well-separated eigenvalues agree up to sign; the basis is orthonormal in the grid's inner product
+    gap = np.minimum(np.abs(np.diff(np.r_[np.inf, lam])), np.abs(np.diff(np.r_[lam, -np.inf])))
+    ok = gap > 1e-6 * lam[0]
+    w = grid.weights[:, None]
+    inner = np.sum(w * split.eigenfunctions * whole.eigenfunctions, axis=0)
+    assert ok.sum() > 20 and np.all(np.abs(np.abs(inner[ok]) - 1) < 1e-8)
+    gram = split.eigenfunctions.T @ (w * split.eigenfunctions)
+    assert np.abs(gram - np.eye(split.size)).max() < 1e-10
+    spec_s = fp.ICLPQRSpec(basis=split, tau=1.0, n=50)
+    spec_w = fp.ICLPQRSpec(basis=whole, tau=1.0, n=50)
+    np.testing.assert_allclose(fp.ICLP(1.0).calibrate(spec_s).scale, fp.ICLP(1.0).calibrate(spec_w).scale,
+                               rtol=1e-6)
