@@ -1,6 +1,6 @@
 """Exact ``max_{a,b} ‖x_a − x_b‖₁`` over the rows of a matrix (the ℓ¹ diameter), compiled with pruning.
 
-Used for the exact ℓ¹ sensitivity of grid-snapped KDE releases (:func:`fdp_ppl.kde.gaussian.max_pairwise_l1`).
+Used for the exact ℓ¹ sensitivity of grid-snapped KDE releases (:func:`fdp_ppl.kde.grid.max_pairwise_l1`).
 The answer is the exact maximum (to the rounding of one sum of ``J`` terms), never an estimate: a pair is
 skipped only when a proven upper bound on its distance, with a margin for rounding, cannot beat a distance
 already found.
