@@ -22,16 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-try:  # Numba comes with PyTensor
-    from numba import njit
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - numba missing
-    HAVE_NUMBA = False
-
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
+from .._numba import HAVE_NUMBA, njit
 
 #: number of pivots (farthest-point traversal)
 N_PIVOTS = 8
