@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import fdp_ppl.kde.gaussian as kg
+import fdp_ppl.kde.grid as kg
 from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec
 from fdp_ppl.kde._l1 import l1_diameter
-from fdp_ppl.kde.gaussian import ProductEigenbasis, max_pairwise_l1
+from fdp_ppl.kde.grid import ProductEigenbasis, max_pairwise_l1
 
 
 def _dense_pairs(kernel, t, w, rel_tol, **_):

@@ -15,7 +15,7 @@ from fdp_ppl.kde.accumulate import (
     kde_values_chunked,
     linear_binning,
 )
-from fdp_ppl.kde.gaussian import gaussian_kernel_1d
+from fdp_ppl.kde.grid import gaussian_kernel_1d
 from fdp_ppl.noise.mechanisms.gaussian import GaussianMechanism
 
 

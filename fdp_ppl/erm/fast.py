@@ -22,13 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-try:  # Numba comes with PyTensor; the loops below are plain Python without it
-    from numba import njit
-except ImportError:  # pragma: no cover - numba missing
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
+from .._numba import njit  # the loops below are plain Python without Numba
 
 #: sweeps between two exact active-set solves
 SWEEPS_PER_ROUND = 10

@@ -15,16 +15,8 @@ KDEs on a public Cartesian grid in d = 1 or 2 are public summary specs
 
 from .accumulate import binned_kde_values, check_kde_size, kde_values_chunked
 from .bandwidth import private_bandwidth, private_quantile
-from .gaussian import (
-    CartesianGrid,
-    KDESpec,
-    KDESummary,
-    ProductEigenbasis,
-    bandwidth_rule,
-    cameron_martin_difference,
-    gaussian_kde_values,
-    realised_delta,
-)
+from .gaussian import KDESpec, KDESummary, cameron_martin_difference, realised_delta
+from .grid import CartesianGrid, ProductEigenbasis, bandwidth_rule, gaussian_kde_values
 from .iclp import ICLPKDESpec, one_c_difference
 from .sobolev import SobolevKDESpec
 

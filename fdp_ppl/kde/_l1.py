@@ -1,6 +1,6 @@
 """Exact ``max_{a,b} ‖x_a − x_b‖₁`` over the rows of a matrix (the ℓ¹ diameter), compiled with pruning.
 
-Used for the exact ℓ¹ sensitivity of grid-snapped KDE releases (:func:`fdp_ppl.kde.gaussian.max_pairwise_l1`).
+Used for the exact ℓ¹ sensitivity of grid-snapped KDE releases (:func:`fdp_ppl.kde.grid.max_pairwise_l1`).
 The answer is the exact maximum (to the rounding of one sum of ``J`` terms), never an estimate: a pair is
 skipped only when a proven upper bound on its distance, with a margin for rounding, cannot beat a distance
 already found.
@@ -22,16 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-try:  # Numba comes with PyTensor
-    from numba import njit
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - numba missing
-    HAVE_NUMBA = False
-
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
+from .._numba import HAVE_NUMBA, njit
 
 #: number of pivots (farthest-point traversal)
 N_PIVOTS = 8

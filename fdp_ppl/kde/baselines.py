@@ -56,14 +56,8 @@ from ..spaces.kernels import Gaussian
 from ..summaries import BernsteinSpec, FRLSpec
 from ..summaries.base import Sensitivity
 from ..summaries.bernstein import bernstein_design
-from .gaussian import (
-    DEFAULT_REL_TOL,
-    CartesianGrid,
-    KDESpec,
-    KDESummary,
-    gaussian_kde_values,
-    max_pairwise_l1,
-)
+from .gaussian import KDESpec, KDESummary
+from .grid import DEFAULT_REL_TOL, CartesianGrid, gaussian_kde_values, max_pairwise_l1
 
 BASELINE_2D_SOURCE = ("Lin & Reimherr (2026), Section 6.2, Figure 4; FRL: Theorem 12.1; Bernstein: Alda & "
                       "Rubinstein (2017) via diffpriv; specs/iclp.md 1.7, 3.3")
@@ -154,7 +148,7 @@ class _SnappedGridKDE(KDESpec):
 
 
 def _truncated_product_basis(grid: CartesianGrid, h, M: int, rel_tol: float):
-    from .gaussian import ProductEigenbasis
+    from .grid import ProductEigenbasis
 
     basis = ProductEigenbasis(grid, h, rel_tol, kernel="gaussian")
     if isinstance(M, bool) or not float(M).is_integer() or not 1 <= int(M) <= basis.size:
@@ -367,7 +361,7 @@ class BernsteinKDESpec(_SnappedGridKDE, BernsteinSpec):
 
     def lattice_values(self, points, weights=None) -> np.ndarray:
         """Gaussian KDE of ``points`` (m, d) (no clipping, no snapping; ``weights`` as in
-        :func:`~fdp_ppl.kde.gaussian.gaussian_kde_values`) at the lattice, C order; shape ((k+1)^d,)."""
+        :func:`~fdp_ppl.kde.grid.gaussian_kde_values`) at the lattice, C order; shape ((k+1)^d,)."""
         return gaussian_kde_values(self.basis.lattice, points, self.bandwidths, weights).ravel()
 
     def _node_vectors(self) -> np.ndarray:

@@ -55,7 +55,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..summaries.base import Sensitivity
-from .gaussian import DEFAULT_REL_TOL, CartesianGrid, KDESpec, KDESummary, max_pairwise_l1
+from .gaussian import KDESpec, KDESummary
+from .grid import DEFAULT_REL_TOL, CartesianGrid, max_pairwise_l1
 
 ICLP_KDE_SOURCE = "Lin & Reimherr (2026), Section 4.3, eq. (12), Theorem 16; specs/iclp.md §2.3 (errata a, b)"
 ICLP_KDE_BOUNDS = ("tight", "grid-cs", "corrected")

@@ -101,6 +101,10 @@ def _dp():
 class Guarantee:
     """The privacy of one draw as OpenDP's privacy map states it.
 
+    Returned by :meth:`OpenDPSampler.guarantee` at a calibration's σ and Δ (cached per law, J, σ, Δ, δ);
+    :func:`fdp_ppl.noise.sampling.generator_attrs` writes it into a floating-point-safe release as
+    ``epsilon_guaranteed``, ``delta_guaranteed``, ``rho_guaranteed`` and ``privacy_guarantee``.
+
     Attributes
     ----------
     epsilon : float

@@ -59,7 +59,7 @@ RELEASES: dict[str, ReleaseEntry] = {
         "ICLP(epsilon), FRL(epsilon), Bernstein(epsilon), GaussianMechanism(epsilon, delta) or an elliptical "
         "mechanism"),
     "fdp_ppl.kde.gaussian.KDESummary": ReleaseEntry(
-        "kde", "fdp_ppl.kde.gaussian:release_kde", (_MEAN_MECHANISM,), ("bound", "generator", "chains"),
+        "kde", "fdp_ppl.kde.release:release_kde", (_MEAN_MECHANISM,), ("bound", "generator", "chains"),
         "GaussianMechanism(epsilon, delta) for KDESpec / SobolevKDESpec, ICLP(epsilon) for ICLPKDESpec"),
     "fdp_ppl.erm.machine.ERMFit": ReleaseEntry(
         "erm", "fdp_ppl.erm.release:release_erm", (_GAUSSIAN, _ICLP), ("chains",),

@@ -87,9 +87,10 @@ class EllipticalProcessMechanism(_EllipticalBase):
     Parameters
     ----------
     epsilon : float
-        > 0.
+        ε > 0 of one release of the whole process (the same σ serves every number of retained coefficients).
     delta : float
-        In (0, 1).
+        δ in (0, 1): the bound on ``E_W[δ_G(ε; Δ/(σ√W))]`` (``"exact"``) or the value of
+        ``2 M_W(−ε²σ²/(2Δ²))`` (``"theorem5"``) that fixes σ.
     family : {"t", "laplace", "gaussian"}
         Mixing law of ``W``: t process (``InvGamma(ν/2, scale ν/2)``), Laplace
         process (``Exp(1)``), Gaussian (``W ≡ 1``). The ellipsoidal K-norm is

@@ -20,9 +20,10 @@ class GaussianMechanism(Mechanism):
     Parameters
     ----------
     epsilon : float
-        > 0.
+        ε > 0 of one release (one draw); the ledger is charged ``(ε, δ)`` per draw.
     delta : float
-        In (0, 1).
+        δ in (0, 1) of one release: with ε, the target of the σ calibration at the spec's
+        Cameron–Martin Δ (the Gaussian privacy profile for ``"analytic"``, ``log(2/δ)`` for ``"classical"``).
     calibration : {"analytic", "classical"}
         ``"analytic"`` (default): the exact smallest σ (Balle & Wang 2018), any
         ε: it spends what it claims (at ε = 0.5, δ = 1e-3 the classical σ is
