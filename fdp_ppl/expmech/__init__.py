@@ -6,7 +6,7 @@ Slavković 2019).
   rejection from the GP base (Thm 4.1).
 * :mod:`.fpca` — public :class:`FPCASpec`, data-holder :class:`FPCAFit` and the Section 6 utility measures;
   :mod:`.fpca_plan` — the public proposal budget, guarantee and cost of a release, decided before the charge;
-  :mod:`.fpca_release` — the release (``fp.release(fit, ExponentialMechanism(...))``, :mod:`.mechanism`);
+  :mod:`.release` — the release (``fp.release(fit, ExponentialMechanism(...))``, :mod:`.mechanism`);
   :mod:`.fpca_nuts` — the PyMC model and parametrisation NUTS samples.
 """
 
