@@ -386,7 +386,7 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
 
     draw = None
     if sampler != "nuts":  # one call draws many frames (a sampler failure fails the whole call: see audit)
-        from ..expmech.fpca import DEFAULT_MAX_PROPOSALS, exact_plan
+        from ..expmech.fpca_plan import DEFAULT_MAX_PROPOSALS, exact_plan
 
         try:  # frames per call: as many as the public proposal cap of one release allows
             per_frame = int(exact_plan(spec, n, sampler)["proposals"]) * (iterations if sampler == "gibbs" else 1)

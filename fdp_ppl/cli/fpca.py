@@ -115,7 +115,7 @@ def _check(a):
         raise CLIError(f"--draws must be >= 1 (got {a.draws})", "pass --draws 1 for one release")
     if a.iterations < 1:
         raise CLIError(f"--iterations must be >= 1 (got {a.iterations})", "e.g. --iterations 200")
-    from ..expmech.fpca import iteration_floor
+    from ..expmech.fpca_plan import iteration_floor
 
     floor = iteration_floor(a.sampler, a.k)
     if a.iterations < floor:
@@ -171,7 +171,7 @@ def run(a) -> int:
     from .common import CLIError, dataset_identity, load_data, open_ledger, plotter, write_release
     from ..errors import SeededReleaseWarning
     import fdp_ppl as fp
-    from ..expmech.fpca import release_plan
+    from ..expmech.fpca_plan import release_plan
 
     import numpy as np
 

@@ -4,13 +4,14 @@ Slavković 2019).
 * :mod:`.general` — Prop. 3.1 as a PyMC model (``pm.Potential``), Example 3.5 and its CLT (Thms 3.2–3.3).
 * :mod:`.samplers` — exact vector Bingham (Kent et al. 2018), column-wise Gibbs (Hoff 2009), exact
   rejection from the GP base (Thm 4.1).
-* :mod:`.fpca` — public :class:`FPCASpec`, data-holder :class:`FPCAFit`, the release (``fp.release(fit,
-  ExponentialMechanism(...))``, :mod:`.mechanism`), and the
-  Section 6 utility measures.
+* :mod:`.fpca` — public :class:`FPCASpec`, data-holder :class:`FPCAFit` and the Section 6 utility measures;
+  :mod:`.fpca_plan` — the public proposal budget, guarantee and cost of a release, decided before the charge;
+  :mod:`.release` — the release (``fp.release(fit, ExponentialMechanism(...))``, :mod:`.mechanism`);
+  :mod:`.fpca_nuts` — the PyMC model and parametrisation NUTS samples.
 """
 
-from .fpca import (FORMS, SAMPLERS, FPCAFit, FPCASpec, fourier_basis, fpca_pymc_model, nuts_parametrisation,
-                   subspace_distance, variance_ratio)
+from .fpca import FORMS, SAMPLERS, FPCAFit, FPCASpec, fourier_basis, subspace_distance, variance_ratio
+from .fpca_nuts import fpca_pymc_model, nuts_parametrisation
 from .general import (GaussianProcessBase, UniformBase, exponential_mechanism_model, penalised_mean_clt_covariance,
                       penalised_mean_draws, penalised_mean_estimate, penalised_mean_gaussian,
                       penalised_mean_model)

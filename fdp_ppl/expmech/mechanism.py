@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .._names import FPCA_SAMPLERS
 from ..errors import InputError
-from .fpca import DEFAULT_ETA, DEFAULT_MAX_PROPOSALS
+from .fpca_plan import DEFAULT_ETA, DEFAULT_MAX_PROPOSALS
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class ExponentialMechanism:
     **ε lives in the spec, not here.** :class:`~fdp_ppl.expmech.FPCASpec` keeps ``epsilon``
     because it defines the target density ``exp(ε u(V; D)/(2Δ))`` itself (paper Prop. 3.1,
     Thm 4.1), and with it the public density floor, acceptance bound and proposal budget
-    that the fit and :func:`~fdp_ppl.expmech.fpca.release_plan` compute. A second ε here
+    that the fit and :func:`~fdp_ppl.expmech.fpca_plan.release_plan` compute. A second ε here
     could disagree with the spec's, so this object carries none: it has no ``epsilon``
     attribute and refuses an ``epsilon`` argument. The ε charged is the spec's (or the
     guarantee the plan derives from it: ε'' for the pure plan, (ε', δ') with ``delta``).
@@ -33,7 +33,7 @@ class ExponentialMechanism:
         form; uncertified MCMC for k > 1); ``"nuts"``: PyMC's NUTS (uncertified MCMC).
     iterations : int
         Gibbs scans or NUTS tuning steps per chain (ignored by ``"exact"``); a public floor
-        applies (:func:`~fdp_ppl.expmech.fpca.iteration_floor`).
+        applies (:func:`~fdp_ppl.expmech.fpca_plan.iteration_floor`).
     max_proposals : int
         Largest number of proposals a release may run; more is refused before any charge.
     delta : float or None

@@ -65,7 +65,7 @@ RELEASES: dict[str, ReleaseEntry] = {
         "erm", "fdp_ppl.erm.release:release_erm", (_GAUSSIAN, _ICLP), ("chains",),
         "GaussianMechanism(epsilon, delta) (eta=None specs) or ICLP(epsilon) (eta > 1 specs)"),
     "fdp_ppl.expmech.fpca.FPCAFit": ReleaseEntry(
-        "fpca", "fdp_ppl.expmech.fpca:fpca_release", ("fdp_ppl.expmech.mechanism.ExponentialMechanism",),
+        "fpca", "fdp_ppl.expmech.release:fpca_release", ("fdp_ppl.expmech.mechanism.ExponentialMechanism",),
         ("progressbar",), "ExponentialMechanism(sampler='exact') (epsilon is the FPCASpec's)"),
 }
 

@@ -1,0 +1,313 @@
+"""The ε-DP FPCA release: one private frame per draw as an ArviZ-style DataTree (Awan, Kenney, Reimherr &
+Slavković 2019, §4–5).
+
+:func:`fpca_release` is the family function :func:`fdp_ppl.release` calls for an
+:class:`~fdp_ppl.expmech.fpca.FPCAFit`: it plans the release (:mod:`.fpca_plan`), charges the ledger, draws
+with the exact samplers, Gibbs (:mod:`.samplers`) or NUTS (:mod:`.fpca_nuts`) and records the guarantee in the
+attrs.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import xarray as xr
+
+from ..errors import SeededReleaseWarning
+from ..noise.sampling import seed_sequence
+from ..releasing.schema import (BASIS_FUNCTIONS, COMPONENTS, CONSTANT_DATA, FRAME, POSTERIOR, QUADRATURE_WEIGHTS, SIGMA,
+                                fpca_attrs)
+from .fpca import FPCAFit, FPCASpec
+from .fpca_nuts import _nuts_frames
+from .fpca_plan import release_plan
+from .samplers import gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
+
+
+def _rhat_ess(traces: np.ndarray) -> tuple[float, float]:
+    """Max split-R̂ and min bulk ESS over the scalar traces, shape (chains, iterations, p)."""
+    import arviz as az
+
+    traces = np.asarray(traces, dtype=float)
+    if traces.ndim == 2:
+        traces = traces[..., None]
+    rh, es = [], []
+    for j in range(traces.shape[-1]):
+        x = traces[..., j]
+        if np.ptp(x) == 0:
+            continue
+        rh.append(float(az.rhat(x)))
+        es.append(float(az.ess(x)))
+    return (max(rh) if rh else 1.0), (min(es) if es else float(traces.shape[0] * traces.shape[1]))
+
+
+
+def fpca_release(fitted: FPCAFit, mechanism, *, draws: int = 1, random_seed=None, ledger=None, label: str = "",
+                 dataset: str = "", progressbar: bool = False) -> xr.DataTree:
+    """Release DP principal components: ``draws`` frames, pure ε''-DP each by default (issue 22).
+
+    The family function :func:`fdp_ppl.release` calls for an :class:`FPCAFit` (through
+    :data:`fdp_ppl.releasing.registry.RELEASES`); call ``fp.release(fitted, ExponentialMechanism(...))``.
+    The sampler options below are the fields of ``mechanism``
+    (:class:`~fdp_ppl.expmech.mechanism.ExponentialMechanism`); ε is the spec's.
+
+    Guarantee (per frame; ``draws`` independent frames compose to ``draws ×`` it):
+
+    * ``"exact"`` and k = 1 ``"gibbs"``: every draw costs exactly T proposals, generated
+      whatever is accepted (data-independent run time and RNG use); the first accepted is
+      released, else a public fallback F (a draw of the base law: ν for ``gp-base``, the
+      uniform law for ``bingham``; the k = 1 Gibbs chain keeps its uniform start). F is the
+      reference measure of the target's density f_D, and a_min (acceptance) and f_min
+      (density) are data-independent lower bounds:
+
+      - default (``delta=None``): T with ``p* = (1 − a_min)^T ≤ η f_min`` and the release is
+        **pure ε''-DP**, ``ε'' = log((e^ε + p*/f_min)/(1 − p*)) ≤ ε + log(1 + η e^{−ε}) −
+        log(1 − p*)`` (:func:`~fdp_ppl.expmech.samplers.pure_guarantee`); the ledger is charged
+        ``draws × (ε'', 0)``. f_min = ``exp(−s(n + λ_max(Σ⁻¹) − λ_min(Σ⁻¹)))`` (Bingham),
+        ``exp(−s n)`` (GP base), s = ε/(2Δ).
+      - ``delta`` given: T with ``p* ≤ δ``, **(ε' = ε − log(1 − p*), δ' = p*)-DP**
+        (:func:`~fdp_ppl.expmech.samplers.fallback_guarantee`), charged ``draws × (ε', δ')``:
+        for a ledger with a δ budget when the pure plan needs too many proposals.
+
+      a_min: ``c_Σ^k E[exp(−s n max_{j≤k} D_j)] + (1 − c_Σ^k) e^{−s n}`` for ``gp-base``
+      (proved, :func:`~fdp_ppl.expmech.samplers.gp_base_acceptance_bound`); half the
+      infimum of Kent et al.'s acceptance for the ACG sampler (verified numerically, not
+      proved, :func:`~fdp_ppl.expmech.samplers.acg_acceptance_bound`). A release whose
+      proposals exceed ``max_proposals`` is refused before the charge (:func:`~fdp_ppl.expmech.fpca_plan.release_plan`).
+    * ``"gibbs"`` with k > 1 and ``"nuts"``: **uncertified MCMC**. The guarantee is
+      (ε, (1 + e^ε)γ) with γ the chain's total-variation distance to the target, which is
+      not bounded: the release records ``certified = 0``, ``private = 0``,
+      ``delta_guaranteed = NaN``; the ledger is charged ``draws × ε`` (it cannot charge an
+      unknown δ) under a mechanism name ending "(uncertified MCMC)". NUTS's run time
+      depends on the data (tree depths; not padded); PyMC's log lines (including its
+      "Sampling ... took X seconds") are silenced. Iterations below a public floor
+      (:func:`~fdp_ppl.expmech.fpca_plan.iteration_floor`) are refused.
+
+    Parameters
+    ----------
+    fitted : FPCAFit
+        From :meth:`~fdp_ppl.expmech.fpca.FPCASpec.fit` (data holder only).
+    mechanism : ExponentialMechanism
+        Carries ``sampler``, ``iterations``, ``max_proposals``, ``delta``, ``eta`` and
+        ``diagnostics`` (described here):
+    sampler : {"exact", "gibbs", "nuts"}
+        ``"exact"``: Bingham form with k = 1 by ACG rejection (Kent et al. 2018);
+        GP-base form (any k) by rejection from the base measure (Thm 4.1).
+        ``"gibbs"``: Bingham form, any k, ``iterations`` column-wise Gibbs scans
+        (Hoff 2009) from a uniform random start; each released draw is the last
+        state of its own chain. Not exact for k > 1 (the guarantee is then
+        (ε, (1 + e^ε)γ) with γ the unknown TV distance to the target, spec §4.2).
+        ``"nuts"``: either form, any k: PyMC's NUTS on the Euclidean
+        parametrisation of :func:`~fdp_ppl.expmech.fpca_nuts.fpca_pymc_model` (k Gaussian vectors whose
+        span is the frame; the exponential-mechanism term as a potential), one
+        chain per released draw from a data-independent random start,
+        ``iterations`` tuning steps, the frame of the chain's last state
+        (orthonormalised). Never exact (``exact = 0``): the same (ε, (1 + e^ε)γ)
+        caveat as Gibbs.
+    draws : int
+        Number of released frames; the ledger is charged ``draws ×`` the per-frame guarantee.
+    iterations : int
+        Gibbs scans, or NUTS tuning steps, per chain (fixed in advance; ignored by ``"exact"``);
+        at least :data:`~fdp_ppl.expmech.fpca_plan.GIBBS_MIN_SCANS` (Gibbs, k > 1) or
+        :data:`~fdp_ppl.expmech.fpca_plan.NUTS_MIN_TUNE` (NUTS).
+    random_seed : None, int, sequence or Generator
+        None (default): fresh OS entropy. A seed warns :class:`~fdp_ppl.errors.SeededReleaseWarning`.
+    ledger : PrivacyLedger or FileLedger, optional
+        Charged before any draw; a later failure never refunds.
+    label, dataset : str
+        Ledger entry details.
+    diagnostics : bool
+        For ``"gibbs"``: record max split-R̂ and min ESS of the traces of the
+        rotation/sign-invariant quantities (explained-variance ratio tr(VᵀGV)/tr(G)
+        and the entries of VVᵀ) in attrs. These are computed on the confidential
+        data and are **not covered by ε** (``diagnostics_private = 1``), so they are
+        off by default: turn them on only for a release that stays with the data
+        holder, or diagnose on public data with the same (n, m, ε, Σ).
+    max_proposals : int
+        Largest number of proposals a release runs (T × draws exact, T × k × iterations × draws
+        Gibbs; ~0.2 µs per proposal for k = 1, ~1 µs for k = 2); more is refused before the charge.
+    delta : float, optional
+        None (default): the pure ε''-DP plan. A number in (0, 1): the (ε', δ') plan with each
+        draw's fallback probability ≤ δ (e.g. 1e-10).
+    eta : float
+        η of the pure plan (p* ≤ η f_min), in (0, 1); default 1e-10.
+    progressbar : bool
+        Show progress of the Gibbs scans or of PyMC's NUTS chains.
+
+    Returns
+    -------
+    xr.DataTree
+        ``posterior``: ``components`` (chain, draw, component, t) — the released
+        functions on the grid (in units of the clipped, τ-divided curves: unit
+        L² norm) — and ``frame`` (chain, draw, basis, component);
+        ``constant_data``: ``basis_functions`` (t, basis), ``quadrature_weights`` (t),
+        ``sigma`` (basis, basis2); root attrs: ε, τ, n, m, k, basis, sigma_rule,
+        form, sampler, iterations, exact (1/0), fp_safe = 0, noise_seeded,
+        epsilon_guaranteed, delta_guaranteed (0 for the pure plan, NaN when not bounded), pure,
+        certified, private, guarantee, proposal_budget, fallback_bound_log (log p*),
+        density_floor_log (log f_min; NaN unless pure), eta, fallback, delta_target (0 unless
+        given), budget_spent_epsilon,
+        budget_spent_delta, rhat/ess (Gibbs, only when asked for). Acceptance rates,
+        proposals used and whether a fallback was taken depend on the data and are
+        neither written nor returned.
+
+    Raises
+    ------
+    InputError
+        Unknown sampler, a sampler that does not serve the form, draws < 1, iterations
+        below the floor, δ or η ∉ (0, 1), or a release whose proposals exceed
+        ``max_proposals`` (all before the charge; :func:`~fdp_ppl.expmech.fpca_plan.release_plan`).
+    BudgetExceededError
+        From the ledger; nothing is drawn.
+    """
+    spec = fitted.spec
+    sampler, iterations, diagnostics = mechanism.sampler, mechanism.iterations, mechanism.diagnostics
+    max_proposals, delta, eta = mechanism.max_proposals, mechanism.delta, mechanism.eta
+    draws, iterations = int(draws), int(iterations)
+    seeded = random_seed is not None
+    if seeded:
+        warnings.warn("the release is drawn from the given random_seed: anyone who learns the seed can "
+                      "regenerate the draw, so the release is private only while the seed stays secret; pass no "
+                      "seed for a real release (fresh OS entropy)", SeededReleaseWarning, stacklevel=2)
+    plan = release_plan(spec, fitted.n, sampler, draws=draws, iterations=iterations, delta=delta,
+                        max_proposals=max_proposals, eta=eta)
+    T = plan["proposals"]
+    certified = bool(plan["certified"])
+    cost = plan["cost"]
+    mech_name = f"expmech-fpca-{spec.form}-{sampler}" + ("" if certified else " (uncertified MCMC)")
+    if ledger is not None:
+        lab = label or mech_name
+        if not certified:
+            lab += " [uncertified MCMC: delta not bounded, only epsilon charged]"
+        ledger.spend(cost, lab, dataset=dataset, mechanism=mech_name)
+    rng = np.random.default_rng(seed_sequence(random_seed))
+    G = np.asarray(fitted.gram, dtype=float)
+    m, k = spec.m, spec.k
+    extra: dict = {}
+    if sampler == "nuts":
+        frames, tr = _nuts_frames(fitted, draws, iterations, rng, diagnostics=diagnostics, progressbar=progressbar)
+        exact, its = 0, iterations
+        if diagnostics:
+            rhat, ess = _rhat_ess(tr["invariant"])
+            extra.update(rhat_invariant=rhat, ess_invariant=ess, diagnostics_private=1, divergences=tr["divergences"],
+                         diagnostics_on="explained-variance ratio and entries of V V^T (NUTS draws after tuning)")
+    elif spec.form == "gp-base":
+        frames = rejection_from_gp_base(G, spec.Sigma, k, spec.scale, draws, rng, proposals=T)
+        exact, its = 1, 0
+    elif sampler == "exact":
+        frames = sample_vector_bingham(spec.bingham_parameter(G), draws, rng, proposals=T)[:, :, None]
+        exact, its = 1, 0
+    else:
+        A = spec.bingham_parameter(G)
+        iu = np.triu_indices(m)
+        trG = max(np.trace(G), 1e-300)
+
+        def invariant(V):
+            P = V @ V.T
+            return np.concatenate([[np.trace(V.T @ G @ V) / trG], P[iu]])
+
+        frames, tr = gibbs_matrix_bingham(A, k, iterations, rng, chains=draws, proposals=T,
+                                          trace=invariant if diagnostics else None,
+                                          progress=_progress(draws * iterations, "Gibbs scans") if progressbar
+                                          else None)
+        exact, its = int(k == 1), iterations
+        if diagnostics and iterations >= 4:
+            rhat, ess = _rhat_ess(tr)
+            extra.update(rhat_invariant=rhat, ess_invariant=ess, diagnostics_private=1,
+                         diagnostics_on="explained-variance ratio and entries of V V^T")
+    frames = frames.reshape(1, draws, m, k)
+    B = spec.basis_values
+    comps = np.einsum("tb,cdbk->cdkt", B, frames)
+    t = spec.grid.points
+    post = xr.Dataset(
+        {COMPONENTS: (("chain", "draw", "component", "t"), comps),
+         FRAME: (("chain", "draw", "basis", "component"), frames)},
+        coords={"chain": [0], "draw": np.arange(draws), "component": np.arange(k), "basis": np.arange(m),
+                "t": t})
+    const = xr.Dataset(
+        {BASIS_FUNCTIONS: (("t", "basis"), B), QUADRATURE_WEIGHTS: (("t",), spec.grid.weights),
+         SIGMA: (("basis", "basis2"), spec.Sigma)},
+        coords={"t": t, "basis": np.arange(m), "basis2": np.arange(m)})
+    attrs = {**spec.attrs(), **fpca_attrs(), "mechanism": mech_name, "n": int(fitted.n),
+             "sampler": _SAMPLER_NAMES[(spec.form, sampler)], "sampler_reference": _SAMPLER_REFERENCES[sampler, spec.form],
+             "iterations": its, "exact": exact, "fp_safe": 0, "noise_seeded": int(seeded), "draws": draws,
+             "budget_spent_epsilon": cost.epsilon, "budget_spent_delta": cost.delta, "private": int(certified),
+             "delta": float(cost.delta) / draws, "certified": int(certified), "pure": int(plan["pure"]),
+             "epsilon_guaranteed": plan["epsilon"],
+             "delta_guaranteed": plan["delta"], "delta_target": float(delta) if delta is not None else 0.0,
+             "proposal_budget": int(T), "fallback_bound_log": float(plan["log_p_star"]) if certified else float("nan"),
+             "density_floor_log": float(plan["log_f_min"]), "eta": float(eta) if plan["pure"] else float("nan"),
+             "fallback": _FALLBACKS[(spec.form, sampler)] if sampler != "nuts" else "none",
+             "guarantee": _guarantee_text(spec, sampler, plan),
+             "initialisation": {"gibbs": "uniform random frame (data-independent)",
+                                "nuts": _NUTS_INIT}.get(sampler, "none"),
+             "draws_exact": ("yes: exact draws from the mechanism, except with probability <= "
+                             "exp(fallback_bound_log) a public fallback" if exact else
+                             "no: MCMC after a fixed number of steps; the privacy guarantee holds only up to the "
+                             "chain's distance to the target"),
+             **extra}
+    if ledger is not None and hasattr(ledger, "attrs"):
+        attrs.update(ledger.attrs())
+    post[COMPONENTS].attrs.update(long_name="private principal component (unit L2 norm on the rescaled grid)")
+    tree = xr.DataTree.from_dict({POSTERIOR: post, CONSTANT_DATA: const})
+    tree.attrs = attrs
+    return tree
+
+
+_FALLBACKS = {
+    ("gp-base", "exact"): "a fresh draw of the base law (span of k i.i.d. N(0, Sigma) vectors; public)",
+    ("bingham", "exact"): "a uniformly random unit vector (public)",
+    ("bingham", "gibbs"): "the column update keeps the current column (the target stays invariant)",
+}
+_NUTS_INIT = ("W0 = L^-1 Z0, Z0 a uniformly random orthonormal frame: the starting span span(L W0) = span(Z0) is "
+              "uniform on the Grassmannian (data-independent); W0 itself and the parametrisation Z = L W depend on the "
+              "data through L (the ACG envelope of the target, nuts_parametrisation)")
+
+
+def _guarantee_text(spec: FPCASpec, sampler: str, plan: dict) -> str:
+    """The one-line guarantee recorded in the release attrs."""
+    if not plan["certified"]:
+        return (f"uncertified MCMC: ({spec.epsilon:g}, (1 + e^epsilon) gamma)-DP per frame with gamma the chain's "
+                "unknown total-variation distance to the target (not bounded; delta_guaranteed = NaN); the ledger "
+                "is charged epsilon only" + ("; NUTS's run time depends on the data (tree depths)"
+                                              if sampler == "nuts" else ""))
+    if plan["pure"]:
+        return (f"pure {plan['epsilon']:.12g}-DP per frame: epsilon'' = log((e^epsilon + p*/f_min)/(1 - p*)) with "
+                f"p* = (1 - a_min)^T <= eta f_min, T = {plan['proposals']} proposals per draw (data-independent), "
+                f"a_min = {np.exp(plan['log_a_min']):.3g} a data-independent acceptance bound ({plan['bound']}), "
+                f"f_min = exp({plan['log_f_min']:.6g}) a data-independent floor of the target's density w.r.t. the "
+                "fallback law")
+    return (f"({plan['epsilon']:.12g}, {plan['delta']:.3g})-DP per frame: epsilon - log(1 - p*), p* with "
+            f"p* = (1 - a_min)^T, T = {plan['proposals']} proposals per draw (data-independent), a_min = "
+            f"{np.exp(plan['log_a_min']):.3g} a data-independent acceptance bound ({plan['bound']})")
+
+
+_SAMPLER_NAMES = {("bingham", "exact"): "exact", ("bingham", "gibbs"): "gibbs", ("bingham", "nuts"): "nuts",
+                  ("gp-base", "exact"): "rejection-from-gp-base", ("gp-base", "nuts"): "nuts"}
+_SAMPLER_REFERENCES = {
+    ("exact", "bingham"): "Kent, Ganeiber & Mardia 2018 (ACG rejection)",
+    ("exact", "gp-base"): "rejection from the base measure (Awan et al. 2019, Thm 4.1)",
+    ("gibbs", "bingham"): "Hoff 2009 (column-wise Gibbs)",
+    ("nuts", "bingham"): "PyMC NUTS on span(Z), Z = L W with an angular-central-Gaussian base and the density "
+                         "ratio as a potential (fpca_pymc_model; target: Awan et al. 2019, Sec. 5)",
+    ("nuts", "gp-base"): "PyMC NUTS on span(Z), Z = L W with an angular-central-Gaussian base and the density "
+                         "ratio as a potential (fpca_pymc_model; target: Awan et al. 2019, Thm 4.1-4.2)",
+}
+
+
+def _progress(total: int, description: str):
+    """A callable advancing a rich progress bar by one step per call (closes itself at ``total``)."""
+    from rich.progress import Progress
+
+    bar = Progress(transient=True)
+    task = bar.add_task(description, total=total)
+    bar.start()
+    state = {"done": 0}
+
+    def step():
+        state["done"] += 1
+        bar.advance(task)
+        if state["done"] >= total:
+            bar.stop()
+
+    return step
