@@ -52,7 +52,8 @@ def constant_accuracy(rng, max_spread: float) -> list[dict]:
 
     import fdp_ppl as fp
     from fdp_ppl.expmech import FPCASpec
-    from fdp_ppl.inference.components import ComponentsPrior, bingham_constant_check
+    from fdp_ppl.inference.bingham import bingham_constant_check
+    from fdp_ppl.inference.components import ComponentsPrior
 
     rows = []
     for m, n, eps in [(2, 50, 1.0), (3, 30, 1.0), (5, 100, 1.0), (5, 500, 1.0), (10, 200, 0.5), (20, 500, 1.0), (40, 500, 1.0),
@@ -118,7 +119,7 @@ def main(argv=None) -> int:
     import fdp_ppl as fp
     from _common import write_results
     from fdp_ppl.expmech import FPCASpec
-    from fdp_ppl.inference.components import SBC_SUMMARIES, rank_uniformity, sbc_ranks
+    from fdp_ppl.inference.components_sbc import SBC_SUMMARIES, rank_uniformity, sbc_ranks
 
     rng = np.random.default_rng(a.seed)
     reps = a.replicates or (30 if a.quick else 200)

@@ -237,6 +237,7 @@ def test_infer_in_help_and_module_is_light(capsys):
 
 def test_infer_flag_choices_match_the_library():
     from fdp_ppl.cli import infer as cli_infer
-    from fdp_ppl.inference.infer import METHODS, TARGETS
+    from fdp_ppl.inference.infer import TARGETS
+    from fdp_ppl.inference.plan import METHODS
 
     assert cli_infer.METHODS == METHODS and cli_infer.TARGETS == TARGETS

@@ -12,7 +12,9 @@ import fdp_ppl as fp
 from fdp_ppl.releasing import schema as S
 from fdp_ppl.errors import InputError
 from fdp_ppl.expmech import FPCAFit, FPCASpec
+from fdp_ppl.inference import bingham as B
 from fdp_ppl.inference import components as C
+from fdp_ppl.inference import components_sbc as SBC
 
 
 # ---------------------------------------------------------------------------- normalising constant
@@ -38,22 +40,22 @@ def integral_3(a):
 
 @pytest.mark.parametrize("a", [(3.0, -1.0), (0.0, 50.0), (200.0, -7.0), (1500.0, 0.0)])
 def test_series_matches_closed_form_on_the_circle(a):
-    assert C.bingham_log_constant(np.array(a), "series") == pytest.approx(closed_form_2(*a), abs=1e-11)
+    assert B.bingham_log_constant(np.array(a), "series") == pytest.approx(closed_form_2(*a), abs=1e-11)
 
 
 @pytest.mark.parametrize("a", [(3.0, -1.0, 2.0), (0.0, 50.0, 10.0), (200.0, -7.0, 150.0), (1000.0, 0.0, -300.0)])
 def test_series_matches_one_dimensional_integral_on_the_sphere(a):
-    assert C.bingham_log_constant(np.array(a), "series") == pytest.approx(integral_3(a), abs=1e-10)
+    assert B.bingham_log_constant(np.array(a), "series") == pytest.approx(integral_3(a), abs=1e-10)
 
 
 def test_series_is_rotation_invariant_and_shift_equivariant(rng):
     A = rng.normal(size=(5, 5)) * 4
     A = A + A.T
     Q = np.linalg.qr(rng.normal(size=(5, 5)))[0]
-    base = C.bingham_log_constant(A, "series")
-    assert C.bingham_log_constant(Q @ A @ Q.T, "series") == pytest.approx(base, abs=1e-10)
-    assert C.bingham_log_constant(A + 7.5 * np.eye(5), "series") == pytest.approx(base + 7.5, abs=1e-10)
-    assert C.bingham_log_constant(np.zeros((4, 4)), "series") == 0.0
+    base = B.bingham_log_constant(A, "series")
+    assert B.bingham_log_constant(Q @ A @ Q.T, "series") == pytest.approx(base, abs=1e-10)
+    assert B.bingham_log_constant(A + 7.5 * np.eye(5), "series") == pytest.approx(base + 7.5, abs=1e-10)
+    assert B.bingham_log_constant(np.zeros((4, 4)), "series") == 0.0
 
 
 @pytest.mark.parametrize("m", [4, 10, 40])
@@ -61,7 +63,7 @@ def test_saddlepoint_and_monte_carlo_agree_with_series(m, rng):
     spec = FPCASpec(grid=fp.Grid.uniform(60), m=m, k=1, epsilon=1.0, tau=1.0, sigma_power=3.0 if m < 40 else 1.0)
     n = 200
     A = spec.bingham_parameter(n * C.ComponentsPrior().draw(m, 1, rng)[0])
-    out = C.bingham_constant_check(A, draws=100_000, random_seed=1)
+    out = B.bingham_constant_check(A, draws=100_000, random_seed=1)
     assert abs(out["saddlepoint_3"] - out["series"]) < 0.05  # Kume & Wood: ĉ3 within ~5 % in C
     assert abs(out["saddlepoint_1"] - out["series"]) > abs(out["saddlepoint_3"] - out["series"]) - 0.01
     assert abs(out["monte_carlo"] - out["series"]) < 5 * out["monte_carlo_se"] + 1e-3
@@ -70,20 +72,20 @@ def test_saddlepoint_and_monte_carlo_agree_with_series(m, rng):
 def test_gradient_is_the_bingham_second_moment(rng):
     A = rng.normal(size=(4, 4)) * 3
     A = A + A.T
-    logc, E = C.bingham_log_constant(A, "series", grad=True)
+    logc, E = B.bingham_log_constant(A, "series", grad=True)
     assert np.trace(E) == pytest.approx(1.0, abs=1e-12)
     h = 1e-5
     for i, j in [(0, 0), (1, 2), (3, 3)]:
         D = np.zeros((4, 4))
         D[i, j] = D[j, i] = h
-        fd = (C.bingham_log_constant(A + D, "series") - C.bingham_log_constant(A - D, "series")) / (2 * h)
+        fd = (B.bingham_log_constant(A + D, "series") - B.bingham_log_constant(A - D, "series")) / (2 * h)
         assert fd == pytest.approx(E[i, j] * (1 if i == j else 2), rel=1e-6, abs=1e-9)
     # the exact sampler's draws have E[x xᵀ] as their mean
     from fdp_ppl.expmech import sample_vector_bingham
 
     x = sample_vector_bingham(A, 40_000, np.random.default_rng(3))
     assert np.abs(x.T @ x / x.shape[0] - E).max() < 0.015
-    _, Es = C.bingham_log_constant(A, "saddlepoint", grad=True)
+    _, Es = B.bingham_log_constant(A, "saddlepoint", grad=True)
     assert np.abs(Es - E).max() < 0.02
 
 
@@ -94,21 +96,21 @@ def test_log_constant_op_value_and_gradient(rng):
     A = rng.normal(size=(3, 3))
     A = A + A.T
     X = pt.dmatrix("X")
-    logc, _ = C.bingham_log_constant_op("series")(X)
+    logc, _ = B.bingham_log_constant_op("series")(X)
     f = pytensor.function([X], [logc, pytensor.grad(logc, X)], mode="FAST_COMPILE")
     val, g = f(A)
-    ref, E = C.bingham_log_constant(A, "series", grad=True)
+    ref, E = B.bingham_log_constant(A, "series", grad=True)
     assert float(val) == pytest.approx(ref, abs=1e-12)
     np.testing.assert_allclose(g, E, atol=1e-12)
 
 
 def test_bad_inputs_are_refused():
     with pytest.raises(InputError):
-        C.bingham_log_constant(np.ones((2, 3)))
+        B.bingham_log_constant(np.ones((2, 3)))
     with pytest.raises(InputError):
-        C.bingham_log_constant(np.eye(2), method="holonomic")
+        B.bingham_log_constant(np.eye(2), method="holonomic")
     with pytest.raises(InputError):
-        C.bingham_log_constant(np.diag([0.0, 1e6]), method="series")
+        B.bingham_log_constant(np.diag([0.0, 1e6]), method="series")
     with pytest.raises(InputError):
         C.ComponentsPrior(trace_alpha=0)
 
@@ -234,10 +236,10 @@ def test_refusals(many_frames):
 def test_sbc_small():
     """A small SBC (Talts et al. 2018): 8 replicates; ranks of the five summaries pass a 2-bin chi-square."""
     spec = FPCASpec(grid=fp.Grid.uniform(30), m=3, k=1, epsilon=1.0, tau=1.0)
-    res = C.sbc_ranks(spec, 30, 8, draws=40, tune=60, chains=1, thin=2, random_seed=4)
+    res = SBC.sbc_ranks(spec, 30, 8, draws=40, tune=60, chains=1, thin=2, random_seed=4)
     assert res["ranks"].shape == (8, 5) and res["L"] == 20
     assert np.all((res["ranks"] >= 0) & (res["ranks"] <= res["L"]))
-    _, p = C.rank_uniformity(res["ranks"], res["L"], 2)
+    _, p = SBC.rank_uniformity(res["ranks"], res["L"], 2)
     assert np.all(p > 1e-3)
 
 
@@ -245,8 +247,8 @@ def test_rank_uniformity_rejects_piled_up_ranks():
     rng = np.random.default_rng(0)
     ok = rng.integers(0, 40, size=(400, 1))
     bad = np.minimum(rng.integers(0, 40, size=(400, 1)), rng.integers(0, 40, size=(400, 1)))
-    assert C.rank_uniformity(ok, 39, 8)[1][0] > 1e-3
-    assert C.rank_uniformity(bad, 39, 8)[1][0] < 1e-6
+    assert SBC.rank_uniformity(ok, 39, 8)[1][0] > 1e-3
+    assert SBC.rank_uniformity(bad, 39, 8)[1][0] < 1e-6
 
 
 @pytest.mark.slow
@@ -255,10 +257,10 @@ def test_sbc_large_and_its_power():
     level; with 10 frames per release and the simulated mechanism's s multiplied by √2 (the fit keeping the
     nominal s) at least one summary is rejected."""
     spec = FPCASpec(grid=fp.Grid.uniform(30), m=3, k=1, epsilon=1.0, tau=1.0)
-    res = C.sbc_ranks(spec, 100, 120, draws=160, tune=500, chains=2, thin=4, random_seed=8)
-    _, p = C.rank_uniformity(res["ranks"], res["L"], 8)
+    res = SBC.sbc_ranks(spec, 100, 120, draws=160, tune=500, chains=2, thin=4, random_seed=8)
+    _, p = SBC.rank_uniformity(res["ranks"], res["L"], 8)
     assert np.all(p > 1e-3), p
-    bad = C.sbc_ranks(spec, 100, 120, frames=10, draws=160, tune=500, chains=2, thin=4, random_seed=9,
+    bad = SBC.sbc_ranks(spec, 100, 120, frames=10, draws=160, tune=500, chains=2, thin=4, random_seed=9,
                       scale_factor=math.sqrt(2))
-    _, pb = C.rank_uniformity(bad["ranks"], bad["L"], 8)
+    _, pb = SBC.rank_uniformity(bad["ranks"], bad["L"], 8)
     assert pb.min() < 1e-3, pb

@@ -26,7 +26,8 @@ from scipy import stats
 import fdp_ppl as fp
 from fdp_ppl.errors import InputError
 from fdp_ppl.inference import CustomPrior, GPPrior, ICLPPrior, InferenceWarning, build_model, functionals, infer
-from fdp_ppl.inference.infer import _curves_given_coefficients, _gaussian_coefficients, diagonal_kl
+from fdp_ppl.inference.conditional import _curves_given_coefficients, _gaussian_coefficients
+from fdp_ppl.inference.plan import diagonal_kl
 from fdp_ppl.noise.laws import Laplace, Normal
 from fdp_ppl.releasing.schema import read_release
 

@@ -104,7 +104,7 @@ def test_max_pairwise_l1_on_kde_rows_and_inputs_unchanged():
 
 
 def test_own_kernel_check_products_equal_the_gram_matrix():
-    from fdp_ppl.inference.infer import _kernel_times
+    from fdp_ppl.inference.plan import _kernel_times
     from fdp_ppl.spaces import Matern
 
     k = Matern(rho=0.1, nu=1.5)

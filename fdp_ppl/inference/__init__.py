@@ -1,7 +1,8 @@
 """Noise-aware Bayesian inference from private releases (post-processing: no privacy cost)."""
 
 from .bands import CI_KINDS, compare, credible_band, functionals, summarize_functionals
-from .components import ComponentsPrior, bingham_log_constant, infer_components
+from .bingham import bingham_log_constant
+from .components import ComponentsPrior, infer_components
 from .density import DensityPrior, density_bands, density_functionals, infer_density
 from .infer import InferenceMethodWarning, InferenceWarning, build_model, diagnostics, infer, normal_laplace_logp
 from .machine import (decision_band, describe_machine_inference, infer_machine, machine_posterior,

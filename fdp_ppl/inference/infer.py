@@ -45,16 +45,15 @@ Nothing switches silently: when ``method="auto"`` cannot draw exactly it warns
 and the result's attrs record ``inference_method_requested``,
 ``inference_model`` and ``inference_not_exact_because``.
 
-Conditional draws are batched: one factorisation per distinct length-scale
-(Matheron's rule for the curve given its coefficients), one batched solve per
-posterior draw where the latent scales differ. BLAS runs single-threaded during
+The model is chosen by :mod:`fdp_ppl.inference.plan`; the curve, the coefficients and the latent
+scales the model does not sample are drawn exactly given each posterior draw
+(:mod:`fdp_ppl.inference.conditional`). BLAS runs single-threaded during
 inference (:func:`~fdp_ppl.settings.inference_blas_threads`).
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
@@ -65,9 +64,10 @@ from .. import dims
 from ..releasing import schema as S
 from .._backend import backend
 from ..errors import InputError
-from ..noise.laws import MIXING_VARIABLE, Laplace, Normal
-from ..settings import DIAGONAL_KL_TOL, MAX_RHAT, MIN_ESS_PER_CHAIN, blas_threads, compile_mode
+from ..settings import MAX_RHAT, MIN_ESS_PER_CHAIN, blas_threads, compile_mode
+from .conditional import _conditional_draws, _sampling_base
 from .diagnostics import InferenceWarning, diagnostics
+from .plan import _plan
 from .priors import CustomPrior, GPPrior, resolve_prior
 
 TARGETS = ("summary", "population")
@@ -152,219 +152,6 @@ def _context(release, draw):
             "scale": view.noise_scale, "hint": hint}
 
 
-#: values of ``method`` in :func:`infer` / :func:`build_model`
-METHODS = ("auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs")
-#: bytes of one batch of matrices in the batched conditional draws (bounds memory)
-_BATCH_BYTES = 64 * 2**20
-
-
-def _chunk(size: int) -> int:
-    """Posterior draws per batch when each needs a ``size × size`` matrix (at most 256)."""
-    return int(max(1, min(256, _BATCH_BYTES // (8 * size * size))))
-
-
-def _is_gaussian(law) -> bool:
-    """True for laws whose scale mixture is trivial (``mixing`` is the constant 1)."""
-    return isinstance(law, Normal) or getattr(law, "kind", None) == "gaussian"
-
-
-def diagonal_kl(P) -> float:
-    """``KL(N(0, P) || N(0, diag P)) = −½ log det R`` (nats), ``R`` the correlation matrix of ``P`` (J, J).
-
-    Zero exactly when ``P`` is diagonal; treating ``P`` as diagonal changes the prior of the
-    coefficients by this much (:data:`~fdp_ppl.settings.DIAGONAL_KL_TOL` is the threshold :func:`infer` uses).
-    """
-    d = np.sqrt(np.diag(P))
-    R = P / d[:, None] / d[None, :]
-    sign, logdet = np.linalg.slogdet(R)
-    return float("inf") if sign <= 0 else max(0.0, -0.5 * float(logdet))
-
-
-@dataclass(frozen=True)
-class Plan:
-    """How :func:`infer` computes a posterior (see :func:`build_model`).
-
-    Attributes
-    ----------
-    model : {"marginal", "whitened", "mixture", "dense", "direct", "gibbs"}
-        The PyMC model behind it (``"gibbs"``: no PyMC model, :class:`~fdp_ppl.inference.gibbs.SplitGibbs`).
-    exact : bool
-        True when nothing is left to sample (fixed hyperparameters): every draw is exact.
-    diagonal : bool
-        The prior covariance of the release's coefficients is diagonal (to :data:`DIAGONAL_KL_TOL`).
-    P0 : ndarray (J, J) or None
-        Unit-amplitude prior covariance ``A K_ρ Aᵀ`` of the coefficients at a fixed length-scale (GP prior);
-        None where it is the release's own eigenvalues (``own_kernel``; :meth:`covariance` builds it).
-    kl : float or None
-        :func:`diagonal_kl` of ``P0`` (0 for the release's own kernel, diagonal by construction).
-    prior_var : ndarray (J,) or None
-        Diagonal of ``P0``.
-    own_kernel : bool
-        The GP prior's kernel is the release's: ``A K Aᵀ = Λ`` (the release's eigenvalues) exactly,
-        without forming ``K`` (Karhunen–Loève; the Cholesky jitter is not part of the prior).
-    """
-
-    model: str
-    exact: bool = False
-    diagonal: bool = False
-    P0: np.ndarray | None = None
-    kl: float | None = None
-    prior_var: np.ndarray | None = None
-    own_kernel: bool = False
-    reason: str | None = None
-
-    def covariance(self) -> np.ndarray | None:
-        """``P0`` as a dense (J, J) matrix (the diagonal one for the release's own kernel)."""
-        if self.P0 is None and self.prior_var is not None:
-            return np.diag(self.prior_var)
-        return self.P0
-
-    def describe(self, prior, law) -> str:
-        if self.model == "marginal" and self.diagonal and law.product:
-            what = (f"{prior.law.name} prior x {law.name} noise, independent one-dimensional posteriors "
-                    "drawn exactly per coefficient")
-            return ("exact: " + what) if self.exact else ("NUTS on the hyperparameters with the coefficients "
-                                                           "marginalised in closed form; then " + what)
-        if self.model == "gibbs":
-            return (f"Gibbs sampler exactly targeting the posterior: {prior.law.name} prior not diagonal in the "
-                    f"release's basis split into a diagonal part and a Gaussian auxiliary variable; each "
-                    f"coefficient drawn exactly given it under the {law.name} noise, the auxiliary variable "
-                    "drawn exactly given the coefficients (one factorisation); MCMC diagnostics reported")
-        if self.model == "marginal":
-            return ("exact: Gaussian conjugate posterior" if self.exact else
-                    "NUTS on the hyperparameters with the Gaussian marginal likelihood; exact Gaussian conditional "
-                    "draws")
-        return {"whitened": "NUTS on whitened coefficients with the release's exact likelihood (one factorisation "
-                            "per hyperparameter value); exact conditional draws of the curve and mixing scales",
-                "mixture": "NUTS on the noise law's latent mixing scales (Gaussian scale mixture) and "
-                           "hyperparameters; exact Gaussian conditional draws of the curve",
-                "dense": "NUTS on the latent mixing scales with a dense J x J Gaussian likelihood at every step "
-                         "(the model before exact inference was added); exact Gaussian conditional draws",
-                "direct": "NUTS on the prior's own variables with the release's exact likelihood"}[self.model]
-
-
-def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
-    """Choose the model for ``method`` (see :func:`infer`), or raise if the model does not allow it."""
-    if method not in METHODS:
-        raise InputError(f"method must be one of {METHODS}, got {method!r}")
-    law = ctx["law"]
-    if isinstance(prior, CustomPrior):
-        if method not in ("auto", "nuts"):
-            raise InputError(f"a custom prior is sampled with NUTS on its own variables; method={method!r} does "
-                             "not apply", "use method='auto' or 'nuts'")
-        return Plan("direct")
-    fixed_sampling = target == "summary" or sampling_sd is not None
-    P0, kl, diagonal, prior_var, own = None, None, False, None, False
-    gibbs_ok = False
-    if isinstance(prior, GPPrior):
-        if prior.lengthscale is not None:
-            prior_var = _own_kernel_variances(ctx, prior)
-            own = prior_var is not None
-            if own:
-                kl, diagonal = 0.0, True
-            else:
-                P0 = prior.coefficient_covariance(ctx["A"], ctx["t"], prior.lengthscale)
-                kl = diagonal_kl(P0)
-                diagonal = kl <= DIAGONAL_KL_TOL
-                prior_var = np.diag(P0).copy()
-        fixed = (prior.lengthscale is not None and prior.amplitude is not None and prior.mean is not None
-                 and fixed_sampling)
-        marginal_ok = (law.product and diagonal) or _is_gaussian(law)
-        gibbs_ok = fixed and law.product
-        whitened_ok = law.product
-        # with a free length-scale the whitened model refactorises P(ρ) at every step and NUTS needs deep trees
-        # (DTI: slower than the latent-scale model), so "auto" keeps it for a fixed ρ
-        whitened_auto = whitened_ok and prior.lengthscale is not None
-        mixture_latent = not (_is_gaussian(law) and fixed)
-        if not fixed:
-            why = "the GP prior's hyperparameters are free (fix lengthscale, amplitude and mean)"
-        elif not law.product:
-            why = f"the {law.name} noise shares one mixing variable across coefficients"
-        else:
-            why = (f"the prior's coefficient covariance is not diagonal in the release's basis (KL {kl:.2g} > "
-                   f"{DIAGONAL_KL_TOL:g}: the prior's kernel or length-scale differs from the release's) and the "
-                   f"{law.name} noise is not Gaussian")
-    else:  # ICLPPrior
-        if ctx["pub"]["eigenvalues"] is None:
-            raise InputError("the ICLP prior needs a release in an eigenbasis", "use a GP prior")
-        diagonal = True
-        fixed = prior.amplitude is not None and prior.smoothness is not None
-        marginal_ok = law.product and target == "summary"
-        whitened_ok = whitened_auto = False
-        mixture_latent = True
-        why = ("the ICLP prior's amplitude or smoothness is free (fix both)" if not fixed else
-               f"the {law.name} noise shares one mixing variable across coefficients" if not law.product else
-               "target='population' with an ICLP prior has no closed form")
-    if method == "auto":
-        model = ("marginal" if marginal_ok else "gibbs" if gibbs_ok else
-                 "whitened" if whitened_auto else "mixture")
-    elif method == "exact":
-        if not (marginal_ok and fixed):
-            raise InputError(f"no exact posterior for this model: {why}", "use method='auto' (NUTS where needed)")
-        model = "marginal"
-    elif method == "nuts":
-        model = "mixture" if mixture_latent else ("whitened" if whitened_ok else None)
-        if model is None:
-            raise InputError("nothing to sample with NUTS: the posterior is Gaussian and every hyperparameter is "
-                             "fixed", "use method='exact' or 'auto'")
-    else:
-        model = method
-        ok = {"marginal": marginal_ok, "whitened": whitened_ok, "mixture": mixture_latent,
-              "dense": mixture_latent and isinstance(prior, GPPrior), "gibbs": gibbs_ok}[method]
-        if not ok:
-            raise InputError(f"method={method!r} does not apply to a {prior.name} prior with {law.name} noise and "
-                             f"target={target!r}", "use method='auto'")
-    exact = model == "marginal" and fixed
-    return Plan(model, exact=exact, diagonal=diagonal and model != "dense", P0=P0, kl=kl, prior_var=prior_var,
-                own_kernel=own, reason=None if exact else why)
-
-
-def _own_kernel_variances(ctx, prior) -> np.ndarray | None:
-    """The release's eigenvalues ``λ`` (J,) when the GP prior's kernel is the release's own kernel, else None.
-
-    Then ``A K Aᵀ = Φᵀ W K W Φ = Λ`` exactly (the release's basis is the eigenbasis of ``W^{½} K W^{½}``,
-    ``specs/iclp.md`` §4.2), so the prior is diagonal by construction: no ``m × m`` kernel matrix, no
-    tolerance that a finer grid crosses. The identity is checked, not assumed: the release's kernel is
-    rebuilt from its public attributes, compared with the prior's at a few distances, and
-    ``K W φ_j = λ_j φ_j`` is verified on eight eigenpairs to ``1e-8 λ_1`` (:func:`_kernel_times`: FFT products
-    on a uniform grid, ``O(8 m log m)``, no ``m × m`` matrix).
-    """
-    from ..spaces import Matern
-    from ..spaces.kernels import kernel_from_name
-
-    attrs, lam, phi = ctx["attrs"], ctx["pub"]["eigenvalues"], ctx["pub"]["eigenfunctions"]
-    if lam is None or phi is None or attrs.get("kernel") is None or attrs.get("kernel_rho") is None:
-        return None
-    try:
-        nu = attrs.get("kernel_nu")
-        release_kernel = kernel_from_name(str(attrs["kernel"]), float(attrs["kernel_rho"]),
-                                          None if nu is None else float(nu))
-    except (ValueError, TypeError):
-        return None
-    d = np.linspace(0.0, 1.0, 17)
-    if not np.allclose(release_kernel(d), Matern(rho=float(prior.lengthscale), nu=prior.nu)(d), rtol=1e-12,
-                       atol=1e-14):
-        return None
-    t, w = ctx["t"], ctx["pub"]["quadrature_weights"]
-    J = lam.size
-    probe = np.unique(np.linspace(0, J - 1, min(J, 8)).astype(int))
-    resid = _kernel_times(release_kernel, t, w[:, None] * phi[:, probe]) - phi[:, probe] * lam[probe]
-    if float(np.sqrt(np.max(np.sum(w[:, None] * resid**2, axis=0)))) > 1e-8 * float(lam[0]):
-        return None
-    return np.asarray(lam, dtype=float)
-
-
-def _kernel_times(kernel, t, x) -> np.ndarray:
-    """``G x`` with ``G = [k(t_a, t_b)]`` for x (m, p): the exact FFT (Toeplitz) product of
-    :mod:`fdp_ppl.spaces.eigenbasis` on a uniform grid, else the Gram matrix in blocks of 512 rows."""
-    from ..spaces.eigenbasis import _toeplitz_matmat, _uniform_step
-
-    t = np.asarray(t, dtype=float)
-    if _uniform_step(t) is not None:
-        return _toeplitz_matmat(kernel, t, np.ones_like(t))(x)
-    return np.vstack([kernel.gram(t[s:s + 512], t) @ x for s in range(0, t.size, 512)])
-
-
 def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: int = 0,
                 sampling_sd=None, method: str = "auto") -> pm.Model:
     """The PyMC model behind :func:`infer` (same arguments).
@@ -376,8 +163,8 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, 
     * ``"marginal"`` — the latent coefficients are integrated out in closed form and only the
       hyperparameters remain (none when they are fixed: the posterior is then drawn exactly).
       Where the prior is diagonal in the release's basis (the ICLP prior; a GP prior whose kernel
-      is the release's, ``A K Aᵀ`` diagonal to :data:`DIAGONAL_KL_TOL`) and the noise is a product law,
-      the likelihood is a product of one-dimensional marginals ``law.marginal_logp`` (Normal or
+      is the release's, ``A K Aᵀ`` diagonal to :data:`~fdp_ppl.settings.DIAGONAL_KL_TOL`) and the noise is a
+      product law, the likelihood is a product of one-dimensional marginals ``law.marginal_logp`` (Normal or
       Laplace prior convolved with the Laplace or Normal noise); for Gaussian noise it is the
       Gaussian ``N(S A m, S A Σ_f Aᵀ S + diag(noise + sampling))``.
     * ``"whitened"`` — GP prior, product law, non-diagonal prior: ``θ = m A1 + a L_ρ z`` with
@@ -479,7 +266,8 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, 
 
 def _say_method(method, plan, meta):
     """Warn (stderr) when the posterior is not drawn exactly although ``method`` did not ask for a sampler:
-    ``"auto"`` found no exact form, so it runs the sampler of :attr:`Plan.model` (never a silent switch)."""
+    ``"auto"`` found no exact form, so it runs the sampler of :attr:`~fdp_ppl.inference.plan.Plan.model` (never a
+    silent switch)."""
     if method != "auto" or plan.exact or isinstance(meta["prior"], CustomPrior):
         return
     warnings.warn(f"infer(method='auto'): no exact posterior because {plan.reason}; drawing it with "
@@ -504,11 +292,6 @@ def _run_gibbs(model, draws, tune, chains, rng) -> np.ndarray:
     cov = prior.amplitude**2 * plan.covariance()
     sampler = SplitGibbs(mean, cov, ctx["law"], ctx["y"], ctx["scale"], shrink=shrink, sampling_var=samp)
     return sampler.run(draws, tune, chains, rng)
-
-
-def _sampling_base(pub, J):
-    """``sd_j/κ`` of one curve's coefficients for the population target: ``√λ_j`` (or 1 outside an eigenbasis)."""
-    return np.sqrt(pub["eigenvalues"]) if pub["eigenvalues"] is not None else np.ones(J)
 
 
 def _likelihood(law, mu, b, y, sampling_var, target):
@@ -538,150 +321,6 @@ def _direct(prior, ctx, target, shrink, sampling_var):
             pm.Deterministic("curve", pt.dot(pub["eigenfunctions"], theta), dims=dims.T)
         theta = pm.Deterministic("coefficients", theta, dims=dims.BASIS)
     _likelihood(law, shrink * theta, b, ctx["y"], sampling_var, target)
-
-
-def _factors_by_lengthscale(prior, t, A, rho):
-    """For each distinct length-scale: ``L_K`` (K, K) Cholesky of the jittered kernel, ``L_P`` (J, J)
-    Cholesky of ``P = A K Aᵀ``, and ``G = K Aᵀ P⁻¹`` (K, J); plus the index of each draw's ρ.
-    One factorisation per distinct value, batched."""
-    values, index = np.unique(np.asarray(rho, dtype=float), return_inverse=True)
-    Kmat = prior.kernel_matrices(t, values)                        # (R, K, K)
-    LK = np.linalg.cholesky(Kmat)
-    KA = Kmat @ A.T                                                # (R, K, J)
-    P = A @ KA                                                     # (R, J, J)
-    P = (P + np.swapaxes(P, -1, -2)) / 2
-    LP = np.linalg.cholesky(P)
-    G = np.swapaxes(np.linalg.solve(P, np.swapaxes(KA, -1, -2)), -1, -2)   # K Aᵀ P⁻¹, (R, K, J)
-    return {"LK": LK, "LP": LP, "G": G, "P": P}, index
-
-
-def _curves_given_coefficients(prior, t, A, theta, rho, amp, m, rng):
-    """Exact draws of the GP curve given its coefficients ``θ = A f`` (Matheron's rule):
-    ``f = f₀ + K Aᵀ P⁻¹ (θ − A f₀)`` with ``f₀ ~ N(m, a² K)`` a prior draw (the amplitude cancels in
-    ``K Aᵀ P⁻¹``). Shapes: theta (n, J), rho/amp/m (n,); returns (n, K)."""
-    n, K = theta.shape[0], A.shape[1]
-    out = np.empty((n, K))
-    step = _chunk(K)
-    if np.unique(np.asarray(rho, dtype=float)).size == 1:   # one length-scale: one factorisation for all draws
-        f, _ = _factors_by_lengthscale(prior, t, A, rho[:1])
-        LK, G = f["LK"][0], f["G"][0]
-        for lo in range(0, n, max(step, 256)):
-            sl = slice(lo, min(n, lo + max(step, 256)))
-            f0 = m[sl, None] + amp[sl, None] * (rng.standard_normal((sl.stop - lo, K)) @ LK.T)
-            out[sl] = f0 + (theta[sl] - f0 @ A.T) @ G.T
-        return out
-    for lo in range(0, n, step):
-        sl = slice(lo, min(n, lo + step))
-        f, idx = _factors_by_lengthscale(prior, t, A, rho[sl])
-        z = rng.standard_normal((sl.stop - lo, K))
-        f0 = m[sl, None] + amp[sl, None] * np.einsum("nkl,nl->nk", f["LK"][idx], z)
-        out[sl] = f0 + np.einsum("nkj,nj->nk", f["G"][idx], theta[sl] - f0 @ A.T)
-    return out
-
-
-def _gaussian_coefficients(prior, t, A, y, shrink, D, rho, amp, m, rng):
-    """Exact draws of ``θ`` given the release when it is Gaussian given the latent scales:
-    ``y = S θ + ε``, ``θ ~ N(m A1, a² P_ρ)``, ``ε ~ N(0, diag D_i)`` (D (n, J): noise times its mixing
-    multiplier, plus sampling error). Matheron's rule, ``θ = θ₀ + a² P S C⁻¹ (y − S θ₀ − ε)`` with
-    ``C = a² S P S + diag D``: one batched solve per draw, one factorisation of ``P`` per distinct ρ."""
-    n, J = D.shape
-    out = np.empty((n, J))
-    A1 = A.sum(axis=1)
-    step = _chunk(max(J, A.shape[1]))
-    for lo in range(0, n, step):
-        sl = slice(lo, min(n, lo + step))
-        f, idx = _factors_by_lengthscale(prior, t, A, rho[sl])
-        a2 = amp[sl, None, None] ** 2
-        SP = shrink[:, None] * f["P"][idx]                                       # S P, (n, J, J)
-        C = a2 * SP * shrink[None, None, :] + D[sl, :, None] * np.eye(J)         # a² S P S + diag D
-        th0 = m[sl, None] * A1 + amp[sl, None] * np.einsum("njl,nl->nj", f["LP"][idx], rng.standard_normal((sl.stop - lo, J)))
-        eps = np.sqrt(D[sl]) * rng.standard_normal((sl.stop - lo, J))
-        r = np.linalg.solve(C, (y - shrink * th0 - eps)[..., None])[..., 0]
-        out[sl] = th0 + np.einsum("nij,nj->ni", a2 * np.swapaxes(SP, -1, -2), r)   # a² P S r
-    return out
-
-
-def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dict:
-    """Exact draws of the curve, the coefficients and the latent mixing scales the model did not
-    sample, given each posterior draw of the sampled variables (GP and ICLP priors).
-
-    Returns
-    -------
-    dict of name -> xr.DataArray with dims (chain, draw, ...)
-    """
-    meta = model._fdp_meta
-    prior, ctx, shrink, plan = meta["prior"], meta["ctx"], meta["shrink"], meta["plan"]
-    y, A, b, pub, t, law = ctx["y"], ctx["A"], ctx["scale"], ctx["pub"], ctx["t"], ctx["law"]
-    n_chain, n_draw = post.sizes[dims.CHAIN], post.sizes[dims.DRAW]
-    J, K = A.shape
-    ns = n_chain * n_draw
-
-    def get(name, default):
-        if name in post:
-            return post[name].values.reshape(ns, *post[name].shape[2:])
-        return np.broadcast_to(np.asarray(default, dtype=float), (ns,))
-
-    flat = {name: post[name].values.reshape(ns, *post[name].shape[2:]) for name in post.data_vars}
-    if meta["target"] == "population":
-        n = float(ctx["attrs"]["n"])
-        if meta["sampling_sd"] is None:
-            samp = (shrink * get("sampling_scale", 0.0)[:, None] * _sampling_base(pub, J)) ** 2 / n
-        else:
-            samp = np.broadcast_to((shrink * np.asarray(meta["sampling_sd"], dtype=float)) ** 2 / n, (ns, J))
-    else:
-        samp = np.zeros((ns, J))
-    one_d = plan.model == "marginal" and plan.diagonal and law.product
-    if isinstance(prior, GPPrior):
-        rho = get("lengthscale", prior.lengthscale)
-        amp = get("amplitude", prior.amplitude)
-        m = get("mean_level", prior.mean if prior.mean is not None else 0.0)
-        A1 = A.sum(axis=1)
-        if one_d:   # u = Sθ + e ~ N(S m A1, S² a² P_jj + g²) per coefficient; y = u + ξ
-            prior_sd = amp[:, None] * np.sqrt(plan.prior_var)
-            u_sd = np.sqrt(shrink**2 * prior_sd**2 + samp)
-            u = law.centre_posterior_draws(y, b, Normal(), shrink * m[:, None] * A1, u_sd, rng)
-            if meta["target"] == "population":   # θ | u: Normal prior, Gaussian sampling error
-                u = Normal().centre_posterior_draws(u, np.sqrt(samp), Normal(), shrink * m[:, None] * A1,
-                                                    shrink * prior_sd, rng)
-            coefs = u / shrink
-        elif plan.model in ("whitened", "gibbs"):
-            coefs = flat[S.COEFFICIENTS]
-        else:
-            D = b**2 * law.mixing_draws(flat, ns, J) + samp
-            coefs = _gaussian_coefficients(prior, t, A, y, shrink, D, rho, amp, m, rng)
-        if pub["eigenfunctions"] is not None and J == K:   # A = Φᵀ W is square and A Φ = I: f = Φ θ exactly
-            curves = coefs @ pub["eigenfunctions"].T
-        else:
-            curves = _curves_given_coefficients(prior, t, A, coefs, rho, amp, m, rng)
-        extra = {}
-    else:
-        amp = get("amplitude", prior.amplitude)
-        power = 1.0 + get("smoothness_excess", 0.0) if prior.smoothness is None else get("x", prior.smoothness)
-        c = prior.laplace_scale(pub["eigenvalues"], amp[:, None], power[:, None])          # (ns, J)
-        if one_d:
-            coefs = law.centre_posterior_draws(y, b, Laplace(), 0.0, shrink * c, rng) / shrink
-        else:
-            D = b**2 * law.mixing_draws(flat, ns, J) + samp
-            var_theta = 2 * c**2 * get("prior_mixing", np.ones(J))
-            prec = 1 / var_theta + shrink**2 / D
-            mean = (shrink * y / D) / prec
-            coefs = mean + rng.standard_normal((ns, J)) / np.sqrt(prec)
-        curves = coefs @ pub["eigenfunctions"].T
-        extra = {} if "prior_mixing" in post else {"prior_mixing": Laplace().mixing_conditional_draws(coefs, c, rng)}
-    if law.product and MIXING_VARIABLE not in post:
-        resid = y - shrink * coefs
-        if meta["target"] == "population":   # the noise given the residual r = e + ξ: Normal "prior" N(r, g²)
-            resid = law.centre_posterior_draws(0.0, b, Normal(), resid, np.sqrt(samp), rng) if not _is_gaussian(law) \
-                else resid
-        e = law.mixing_conditional_draws(resid, b, rng)
-        if e is not None:
-            extra[MIXING_VARIABLE] = e
-    shape = (n_chain, n_draw)
-    out = {S.CURVE: xr.DataArray(curves.reshape(*shape, K), dims=(dims.CHAIN, dims.DRAW, dims.T)),
-           S.COEFFICIENTS: xr.DataArray(coefs.reshape(*shape, J), dims=(dims.CHAIN, dims.DRAW, dims.BASIS))}
-    for name, v in extra.items():
-        out[name] = xr.DataArray(v.reshape(*shape, J), dims=(dims.CHAIN, dims.DRAW, dims.BASIS))
-    return out
 
 
 def _pointwise_loglik(model, post: xr.Dataset) -> xr.DataArray:
@@ -929,6 +568,5 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
     return tree
 
 
-__all__ = ["infer", "build_model", "default_target", "diagnostics", "diagonal_kl", "normal_laplace_logp",
-           "InferenceWarning", "InferenceMethodWarning", "Plan",
-           "TARGETS", "METHODS"]
+__all__ = ["infer", "build_model", "default_target", "diagnostics", "normal_laplace_logp",
+           "InferenceWarning", "InferenceMethodWarning", "TARGETS"]
