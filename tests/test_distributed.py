@@ -94,8 +94,9 @@ def test_nan_in_the_store_is_found_in_the_same_pass(tmp_path, raw, basis):
     bad[2900, :2] = np.inf
     path = tmp_path / "bad.zarr"
     xr.Dataset({"y": (("curve", "t"), bad)}, coords={"t": np.linspace(2.0, 20.0, K)}).to_zarr(path, mode="w")
-    with pytest.raises(InputError, match="3 NaN/inf values in 2 curves"):
+    with pytest.raises(InputError, match="NaN/inf values") as err:
         fp.iclp_qr_mean(open_curves(path, chunks=1000), basis, tau=0.8)
+    assert " 3 " not in str(err.value) and " 2 " not in str(err.value)  # no data-dependent count in the text
     # imputed lazily: n stays the length of the record dim, nothing is dropped
     imputed = open_curves(path, chunks=1000, missing="impute")
     with warnings.catch_warnings():

@@ -136,8 +136,9 @@ def test_nan_is_refused_by_every_summary():
 
     da = _load("growth").copy(deep=True)
     da[3, 5] = np.nan
-    with pytest.raises(InputError, match="NaN/inf values in 1 curves"):
+    with pytest.raises(InputError, match="NaN/inf values") as err:
         fp.iclp_qr_mean(da, _basis(da), tau=138.0)
+    assert not any(ch.isdigit() for ch in str(err.value).split("(")[0])  # no data-dependent count in the text
     da[3, 5] = np.inf
     with pytest.raises(InputError, match="NaN/inf"):
         fp.bernstein_mean(da, tau_inf=150.0)

@@ -25,7 +25,7 @@ traceable.
 
 Missing values (NaN/inf) stop the load by default (``missing="error"``).
 ``missing="impute"`` keeps every record and sets each missing point to a
-public value (:func:`fdp_ppl.summaries.curves.impute_missing`), so n stays the
+public value (:func:`fdp_ppl.io.missing.impute_missing`), so n stays the
 number of records and every public parameter of a release is the same for a
 record with a missing value and its complete neighbour. ``drop_incomplete``
 is for studies that reproduce a paper only: n then counts the complete
@@ -176,7 +176,7 @@ def load_dataset(name_or_path, var: str | None = None, *, data_dir=None, missing
         What to do with missing (NaN/inf) values. ``"error"`` (default):
         raise :class:`MissingValuesError`. ``"impute"``: keep every record
         and set each missing point to the public ``reference`` (default 0)
-        with :func:`~fdp_ppl.summaries.curves.impute_missing`; n stays the
+        with :func:`~fdp_ppl.io.missing.impute_missing`; n stays the
         number of records. The rule is ``attrs["missing_rule"]`` (public);
         the counts ``attrs["n_imputed_curves"]`` and
         ``attrs["n_imputed_points"]`` are for the data holder only.

@@ -86,7 +86,7 @@ def open_curves(path, var: str | None = None, *, chunks: int | None = None, reco
         ``"error"``: NaN/inf values stop the summary (found in the same pass,
         nothing is read twice). ``"impute"``: each missing point is set to 0,
         lazily (the public rule of
-        :func:`~fdp_ppl.summaries.curves.impute_missing`; the counts of imputed
+        :func:`~fdp_ppl.io.missing.impute_missing`; the counts of imputed
         points are not computed, so as not to read the store twice).
 
     Returns

@@ -203,7 +203,7 @@ def check_finite(curves: xr.DataArray) -> None:
     ------
     InputError
         Naming the fix: impute the missing points with a public rule
-        (:func:`impute_missing`, ``load_dataset(..., missing="impute")``,
+        (:func:`fdp_ppl.io.missing.impute_missing`, ``load_dataset(..., missing="impute")``,
         ``--missing impute``), which keeps n the number of records.
     """
     if _is_dask(curves.data):
@@ -224,8 +224,10 @@ def check_finite(curves: xr.DataArray) -> None:
 
 def _raise_if_nonfinite(bad: int, n_bad: int) -> None:
     if bad:
-        raise InputError(f"curves contain {bad} NaN/inf values in {n_bad} curves",
-                         "impute them with a public rule (impute_missing(curves), load_dataset(..., "
+        # no count in the text: error text is published with a command's output, and how many values are missing
+        # is a fact about the data (the holder can count them with np.isnan)
+        raise InputError("curves contain NaN/inf values",
+                         "impute them with a public rule (fdp_ppl.io.missing.impute_missing(curves), load_dataset(..., "
                          "missing='impute') or --missing impute), which keeps n the number of records; "
                          "drop incomplete curves only for a study, never for a release (n would then "
                          "depend on the data)")
@@ -494,6 +496,6 @@ def clipped_mean(curves, grid: Grid | None, tau: float, *, check: bool = True, o
 
 
 __all__ = ["DataDerived", "data_tau", "as_curves", "curves_and_grid", "record_and_grid_dims", "check_finite",
-           "l2_norms", "clip_curves", "clipped_mean", "clip_pass", "ClipPass", "CHUNK_BYTES", "impute_missing",
+           "l2_norms", "clip_curves", "clipped_mean", "clip_pass", "ClipPass", "CHUNK_BYTES",
            "TauTooSmallWarning", "warn_if_mostly_clipped", "clipped_warning_text",
            "CLIPPED_SHARE_WARNING"]
