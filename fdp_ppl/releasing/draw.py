@@ -40,23 +40,22 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
     family's release function (imported on first use): the result is the one that function
     makes, value for value and attribute for attribute.
 
-    ========================================  ==============================================  ====================
-    fitted (from)                             mechanism                                       family options
-    ========================================  ==============================================  ====================
-    LinearSummary (``iclp_qr_mean``, ...)     ICLP, FRL, Bernstein, GaussianMechanism,         bound, generator,
-                                              elliptical mechanisms                           allow_nonprivate
-    KDESummary (``KDESpec(...).fit``)         GaussianMechanism (KDESpec, SobolevKDESpec),    bound, generator,
-                                              ICLP (ICLPKDESpec), FRL / Bernstein baselines   chains
-    ERMFit (``ERMSpec(...).fit``)             GaussianMechanism (eta=None), ICLP (eta > 1)    chains
-    FPCAFit (``FPCASpec(...).fit``)           :class:`~fdp_ppl.ExponentialMechanism`          (in the mechanism)
-    ========================================  ==============================================  ====================
+    Families (fitted object, from; mechanisms; family options):
+
+    * ``LinearSummary`` (``iclp_qr_mean``, ...): ICLP, FRL, Bernstein, GaussianMechanism or an elliptical
+      mechanism; ``bound``, ``generator``, ``allow_nonprivate``.
+    * ``KDESummary`` (``KDESpec(...).fit``): GaussianMechanism (KDESpec, SobolevKDESpec), ICLP (ICLPKDESpec),
+      FRL / Bernstein (baselines); ``bound``, ``generator``, ``chains``.
+    * ``ERMFit`` (``ERMSpec(...).fit``): GaussianMechanism (``eta=None``), ICLP (``eta > 1``); ``chains``.
+    * ``FPCAFit`` (``FPCASpec(...).fit``): :class:`~fdp_ppl.ExponentialMechanism` (its sampler options are the
+      mechanism's).
 
     Parameters
     ----------
     fitted : LinearSummary, KDESummary, ERMFit or FPCAFit
         A fitted summary (data holder only); its sensitivity comes from its public spec.
     mechanism
-        A mechanism the family accepts (table above).
+        A mechanism the family accepts (list above).
     draws : int
         Number of independent releases; ``k`` draws cost ``k ×`` the per-draw guarantee.
     random_seed : int, sequence of int, numpy Generator or None
