@@ -212,3 +212,20 @@ def test_releasing_does_not_import_the_families():
             "print(sorted(m for m in ('fdp_ppl.kde', 'fdp_ppl.erm', 'fdp_ppl.expmech') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_seeded_release_warns_at_the_callers_line(mean_summary, kde_fit, erm_fit, fpca_fit):
+    """The seed warning of every family names the line that called fp.release (this file), not the dispatcher."""
+    import warnings
+
+    from fdp_ppl.errors import SeededReleaseWarning
+
+    cases = [(mean_summary, fp.ICLP(1.0)), (kde_fit, fp.GaussianMechanism(1.0, 1e-3)),
+             (erm_fit, fp.GaussianMechanism(1.0, 1e-3)), (fpca_fit, fp.ExponentialMechanism("exact", delta=1e-10))]
+    for fitted, mech in cases:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fp.release(fitted, mech, random_seed=1)
+        seeded = [w for w in caught if issubclass(w.category, SeededReleaseWarning)]
+        assert seeded and {w.filename for w in seeded} == {__file__}, (type(fitted).__name__,
+                                                                        [w.filename for w in seeded])

@@ -313,7 +313,7 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
     cost = _charge(ledger, mechanism, k, label, sens, scale, dataset=dataset)
     if random_seed is not None:
         warnings.warn("seeded kernel-machine release: private only while the seed stays secret",
-                      SeededReleaseWarning, stacklevel=2)
+                      SeededReleaseWarning, stacklevel=3)
     ss = seed_sequence(random_seed)
     pts = spec.points
     coords = dict(zip(spec.dims, spec.axes))

@@ -168,7 +168,7 @@ def fpca_release(fitted: FPCAFit, mechanism, *, draws: int = 1, random_seed=None
     if seeded:
         warnings.warn("the release is drawn from the given random_seed: anyone who learns the seed can "
                       "regenerate the draw, so the release is private only while the seed stays secret; pass no "
-                      "seed for a real release (fresh OS entropy)", SeededReleaseWarning, stacklevel=2)
+                      "seed for a real release (fresh OS entropy)", SeededReleaseWarning, stacklevel=3)
     plan = release_plan(spec, fitted.n, sampler, draws=draws, iterations=iterations, delta=delta,
                         max_proposals=max_proposals, eta=eta)
     T = plan["proposals"]

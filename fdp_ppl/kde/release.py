@@ -97,7 +97,7 @@ def release_kde(summary: KDESummary, mechanism, *, draws: int = 1, chains: int =
     seeded = random_seed is not None
     if seeded:
         warnings.warn("seeded KDE release: anyone who learns the seed can regenerate the noise; private only while "
-                      "the seed stays secret", SeededReleaseWarning, stacklevel=2)
+                      "the seed stays secret", SeededReleaseWarning, stacklevel=3)
     gen = resolve_generator(mechanism.law, generator, random_seed)
     cal = mechanism.calibrate(spec, bound, generator=gen)
     sampler = sampler_for(mechanism.law, spec.n_components, gen)

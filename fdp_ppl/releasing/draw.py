@@ -215,7 +215,7 @@ def release_linear(summary: LinearSummary, mechanism: Mechanism, *, draws: int =
     if seeded:
         warnings.warn("the release noise is drawn from the given random_seed: anyone who learns the seed can "
                       "regenerate the noise and remove it, so the release is private only while the seed stays "
-                      "secret; pass no seed for a real release (fresh OS entropy)", SeededReleaseWarning, stacklevel=2)
+                      "secret; pass no seed for a real release (fresh OS entropy)", SeededReleaseWarning, stacklevel=3)
     spec = summary.spec
     private = not spec.data_dependent  # τ from the data: no formal guarantee
     if not private and not allow_nonprivate:
