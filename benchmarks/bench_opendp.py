@@ -107,7 +107,6 @@ def machine_info():
 
 
 def run(args):
-    import numpy as np
 
     import fdp_ppl as fp
     from fdp_ppl.noise.sampling import sampler_for

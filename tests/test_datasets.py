@@ -2,7 +2,6 @@
 
 import hashlib
 import math
-import os
 import warnings
 from pathlib import Path
 

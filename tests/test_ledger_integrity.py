@@ -1,7 +1,6 @@
 """The ledger composes mechanism events tightly (dp-accounting privacy-loss distributions) and validates itself:
 numbers, events, a hash chain; tampered, truncated and foreign files are refused, never reset (issues 23, 27)."""
 
-import math
 import sqlite3
 
 import numpy as np

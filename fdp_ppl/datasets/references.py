@@ -5,6 +5,10 @@ data-independent: the release is of the deviations, and the reference is
 added back afterwards.
 """
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the command line lists these constants without importing numpy
+    import numpy as np
 
 #: Median height (cm) at whole years of age 1..18, (boys, girls), from the CDC 2000 growth charts
 #: (Kuczmarski et al. 2002): age 1 from the infant length-for-age table (lenageinf, 12 months),

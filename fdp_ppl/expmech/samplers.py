@@ -49,7 +49,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import integrate, optimize, special, stats
 
-from ..errors import FdpPplError, InputError
+from ..errors import FdpPplError
 
 #: proposals generated per vectorised batch of the fixed-budget samplers (data-independent)
 BATCH = 65536

@@ -18,10 +18,14 @@ tables; adding a mechanism or a summary is one new module plus one line here
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .._names import KERNEL_NAMES
 from .families import RELEASES, ReleaseEntry, release_entry
+
+if TYPE_CHECKING:  # annotations only: the entries import their classes when they are built
+    from ..noise.mechanisms import Mechanism
+    from ..summaries import SummarySpec
 
 # The entries name their classes; the classes (and PyMC, which the mechanisms import) are imported when an entry
 # builds something or when SUMMARIES / LAWS are first read (PEP 562), so `fdp-ppl --help` stays fast.

@@ -64,7 +64,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fdp_ppl.errors import SeededReleaseWarning
 
 # ----------------------------------------------------------------------------- the paper's numbers
 PAPER_SOURCE = ("Awan, Kenney, Reimherr & Slavkovic (2019), 'Benefits and pitfalls of the exponential mechanism "

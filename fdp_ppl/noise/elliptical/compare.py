@@ -62,7 +62,7 @@ def functional_comparison(summary, epsilons, delta: float = 1e-5, nus=(3.0, 10.0
     for eps in epsilons:
         eps = float(eps)
         mechs = [("ICLP", "eps", ICLP(eps)),
-                 (f"Gaussian (analytic)", "eps,delta", GaussianMechanism(eps, delta, "analytic"))]
+                 ("Gaussian (analytic)", "eps,delta", GaussianMechanism(eps, delta, "analytic"))]
         for nu in nus:
             mechs.append((f"t process nu={nu:g} (exact)", "eps,delta",
                           EllipticalProcessMechanism(eps, delta, "t", nu=nu)))
@@ -70,7 +70,7 @@ def functional_comparison(summary, epsilons, delta: float = 1e-5, nus=(3.0, 10.0
                 mechs.append((f"t process nu={nu:g} (Thm 5)", "eps,delta",
                               EllipticalProcessMechanism(eps, delta, "t", nu=nu, calibration="theorem5")))
         mechs.append(("Laplace process (exact)", "eps,delta", EllipticalProcessMechanism(eps, delta, "laplace")))
-        mechs.append((f"K-norm on J coefficients", "eps", EllipticalMechanism(eps, "knorm")))
+        mechs.append(("K-norm on J coefficients", "eps", EllipticalMechanism(eps, "knorm")))
         mechs.append((f"t on J coefficients nu={nus[-1]:g}", "eps", EllipticalMechanism(eps, "t", nu=nus[-1])))
         for name, priv, m in mechs:
             cal = m.calibrate(summary, bound)

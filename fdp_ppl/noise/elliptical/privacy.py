@@ -24,15 +24,14 @@ Infinite dimensions ((ε, δ)-DP), corrected Theorem 5
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
-from scipy import integrate, optimize, special, stats
+from scipy import optimize
 
 from ...accounting import gaussian_delta
 from ...errors import InputError, check_delta, check_epsilon, check_positive
 from .families import (EllipsoidalKNorm, EllipticalFamily, MixingLaw, MultivariateLaplace, MultivariateNormal,
-                       MultivariateT, PowerExponential, _PointMass, mixing_law)
+                       MultivariateT, mixing_law)
 from .theorem3 import EpsilonResult, NoPureDPError, calibrate_sigma, epsilon_from_family, epsilon_from_generator
 
 __all__ = ["EpsilonResult", "NoPureDPError", "epsilon_from_generator", "epsilon_from_family", "privacy_epsilon",

@@ -17,7 +17,6 @@ import re
 
 import numpy as np
 
-from ... import dims as D
 from ..._backend import NP
 from ...errors import InputError
 from .base import MIXING_VARIABLE, NoiseLaw, check_coefficients, check_scale, check_scale_graph
