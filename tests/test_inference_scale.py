@@ -132,7 +132,8 @@ def test_gibbs_matches_conjugate_posterior(small):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kw", [{}, {"target": "population", "sampling_sd": 0.3}], ids=["summary", "population"])
+@pytest.mark.parametrize("kw", [{"target": "summary"}, {"target": "population", "sampling_sd": 0.3}],
+                         ids=["summary", "population"])
 def test_gibbs_agrees_with_nuts_laplace(small, kw):
     """Laplace noise, non-diagonal prior: Gibbs against NUTS on the whitened model (~20 s; the fast variant is
     :func:`test_gibbs_matches_conjugate_posterior`)."""
