@@ -207,22 +207,20 @@ def check_finite(curves: xr.DataArray) -> None:
         ``--missing impute``), which keeps n the number of records.
     """
     if _is_dask(curves.data):
-        bad_cells = ~np.isfinite(curves)
-        bad, n_bad = (int(v) for v in _compute(bad_cells.sum().data, bad_cells.any(dims.T).sum().data))
+        (bad,) = _compute((~np.isfinite(curves)).any().data)
     else:
-        bad = n_bad = 0
+        bad = False
         x = curves.transpose(..., dims.T).values if dims.T in curves.dims else np.asarray(curves.values)
         for block in _row_blocks(x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)):
-            # a row sum is non-finite if the row holds NaN/inf (or if finite values overflow: then count exactly)
+            # a row sum is non-finite if the row holds NaN/inf (or if finite values overflow: then look exactly)
             rows = ~np.isfinite(np.sum(block, axis=1))
-            if rows.any():
-                per_row = np.count_nonzero(~np.isfinite(block[rows]), axis=1)
-                bad += int(per_row.sum())
-                n_bad += int(np.count_nonzero(per_row))
-    _raise_if_nonfinite(bad, n_bad)
+            if rows.any() and not np.isfinite(block[rows]).all():
+                bad = True
+                break
+    _raise_if_nonfinite(bool(bad))
 
 
-def _raise_if_nonfinite(bad: int, n_bad: int) -> None:
+def _raise_if_nonfinite(bad: bool) -> None:
     if bad:
         # no count in the text: error text is published with a command's output, and how many values are missing
         # is a fact about the data (the holder can count them with np.isnan)
@@ -257,13 +255,12 @@ def _row_blocks(x: np.ndarray):
         yield x[i:i + step]
 
 
-#: what :func:`_block_stats` returns after the K sums: clipped records, NaN/inf values, curves with NaN/inf,
-#: largest norm
-_N_STATS = 4
+#: what :func:`_block_stats` returns after the K sums: clipped records, NaN/inf values, largest norm
+_N_STATS = 3
 
 
 def _block_stats(x, norm: str, tau: float, weights, offset) -> np.ndarray:
-    """One block of records ``x`` (m, K) → ``[Σ_i clipped X_i (K), n_clipped, n_bad_values, n_bad_curves, max_norm]``.
+    """One block of records ``x`` (m, K) → ``[Σ_i clipped X_i (K), n_clipped, n_bad_values, max_norm]``.
 
     ``norm="l2"``: ``X_i · min(1, τ/‖X_i‖_w)`` (grid L² norm with quadrature
     ``weights``); ``norm="sup"``: pointwise clipping to ``[−τ, τ]``; a public
@@ -273,7 +270,7 @@ def _block_stats(x, norm: str, tau: float, weights, offset) -> np.ndarray:
     x = np.asarray(x)
     k = x.shape[1]
     out = np.zeros(k + _N_STATS)
-    out[k + 3] = -np.inf
+    out[k + 2] = -np.inf
     step = max(1, int(CHUNK_BYTES) // (8 * max(k, 1)))
     scratch = (np.empty((min(step, x.shape[0]), k)), np.ones(min(step, x.shape[0]))) if norm == "sup" else None
     with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf rows are counted and refused by the caller
@@ -302,12 +299,10 @@ def _add_block(out, c, norm, tau, weights, offset, scratch) -> None:
         clipped = top > tau
         out[:k] += ones @ np.clip(c, -tau, tau, out=b)
     if top.size:
-        out[k + 3] = max(out[k + 3], float(np.fmax.reduce(top)))
+        out[k + 2] = max(out[k + 2], float(np.fmax.reduce(top)))
     out[k] += np.count_nonzero(clipped)
     if not ok.all():  # NaN/inf values (or, for L2, finite values whose squares overflow): count exactly
-        per_row = np.count_nonzero(~np.isfinite(c[~ok]), axis=1)
-        out[k + 1] += per_row.sum()
-        out[k + 2] += np.count_nonzero(per_row)
+        out[k + 1] += np.count_nonzero(~np.isfinite(c[~ok]))
 
 
 def _dask_block_stats(block, norm, tau, weights, offset):
@@ -387,12 +382,12 @@ def clip_pass(curves: xr.DataArray, grid: Grid | None, tau: float, *, norm: str 
         (blocks,) = _compute(stats)
         blocks = np.asarray(blocks)
         s = blocks.sum(axis=0)
-        s[k + 3] = np.fmax.reduce(blocks[:, k + 3]) if blocks.shape[0] else -np.inf
+        s[k + 2] = np.fmax.reduce(blocks[:, k + 2]) if blocks.shape[0] else -np.inf
     else:
         s = _block_stats(np.asarray(data), norm, tau, weights, off)
     if check:
-        _raise_if_nonfinite(int(s[k + 1]), int(s[k + 2]))
-    return ClipPass(s[:k], n, int(s[k]), s[k + 3])
+        _raise_if_nonfinite(s[k + 1] > 0)
+    return ClipPass(s[:k], n, int(s[k]), s[k + 2])
 
 
 def _norms_block(x, weights):
