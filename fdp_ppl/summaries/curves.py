@@ -212,11 +212,11 @@ def check_finite(curves: xr.DataArray) -> None:
         bad = False
         x = curves.transpose(..., dims.T).values if dims.T in curves.dims else np.asarray(curves.values)
         for block in _row_blocks(x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)):
-            # a row sum is non-finite if the row holds NaN/inf (or if finite values overflow: then look exactly)
+            # a row sum is non-finite if the row holds NaN/inf (or if finite values overflow: then look exactly);
+            # every block is read, so the time of a refusal does not tell where the first bad record sits
             rows = ~np.isfinite(np.sum(block, axis=1))
             if rows.any() and not np.isfinite(block[rows]).all():
                 bad = True
-                break
     _raise_if_nonfinite(bool(bad))
 
 
