@@ -181,7 +181,15 @@ class Mechanism(ABC):
         Returns
         -------
         coefficients : ndarray, shape (draws, J)
+            Released coefficients (units of the summary's coefficients).
         curves : ndarray, shape (draws, K)
+            Released curves on the summary's grid (units of the curves).
+
+        Raises
+        ------
+        CompatibilityError, InputError
+            From :meth:`calibrate` (a summary this mechanism does not serve, an unknown ``bound``) and from the
+            sampler (``draws`` < 1).
         """
         from ..sampling import draw_releases
 
