@@ -11,14 +11,14 @@ PYTHON ?= $(shell for v in 3.12 3.13 3.14; do for c in python$$v "env PYENV_VERS
 export PYTENSOR_FLAGS ?= mode=CVM
 export MPLBACKEND ?= Agg
 
-.PHONY: demo test test-slow bench bench-quick venv clean docs docs-check
+.PHONY: demo test test-slow bench bench-quick venv clean docs docs-check constraints
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	@if [ -z "$(PYTHON)" ]; then echo "Python >= 3.12 not found: install it (pyenv install 3.12) or pass PYTHON=/path/to/python3.12"; exit 1; fi
 	@echo "creating $(VENV) with $$($(PYTHON) -c 'import sys; print(f"Python {sys.version.split()[0]} at {sys.executable}")')"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -c constraints.txt --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
 	touch $@
 
 venv: $(VENV)/.installed
@@ -46,8 +46,8 @@ notebooks: $(VENV)/.installed
 # Documentation (Sphinx + MyST-NB + PyData theme): its own install stamp, so `make test` installs nothing more.
 # `make docs` writes docs/_build/html/index.html; `make docs-check` also screenshots pages in headless Chromium
 # (Debian package `chromium`) into docs/_build/screenshots/ and fails on a missing or blank page.
-$(VENV)/.docs-installed: $(VENV)/.installed pyproject.toml
-	$(PY) -m pip install -q -e ".[test,docs]"
+$(VENV)/.docs-installed: $(VENV)/.installed pyproject.toml constraints.txt
+	$(PY) -m pip install -q -c constraints.txt -e ".[test,docs]"
 	touch $@
 
 docs: $(VENV)/.docs-installed
@@ -56,6 +56,18 @@ docs: $(VENV)/.docs-installed
 
 docs-check: docs
 	$(PY) docs/screenshots.py docs/_build/html
+
+# Re-pin constraints.txt on purpose (never done by make test): a fresh venv installs what the registry serves today
+# for pyproject's ranges, and its pip freeze becomes the new constraints; then run `make test` and commit both.
+constraints:
+	rm -rf .venv-constraints
+	$(PYTHON) -m venv .venv-constraints
+	.venv-constraints/bin/python -m pip install -q --upgrade pip
+	.venv-constraints/bin/python -m pip install -q -e ".[test,docs]"
+	{ echo "# Exact versions that make test, make demo, make docs and CI install (pip install -c constraints.txt)."; \
+	  echo "# Updated on purpose only: make constraints (a fresh venv without constraints, then pip freeze), then run make test."; \
+	  .venv-constraints/bin/python -m pip freeze --exclude-editable --all | grep -v '^setuptools==\|^wheel==' | sort -f; } > constraints.txt
+	rm -rf .venv-constraints
 
 clean:
 	rm -rf $(VENV) release.nc release.png docs/_build docs/_generated

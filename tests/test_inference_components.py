@@ -158,7 +158,8 @@ def many_frames():
     tree = _release(spec, _known_operator(3), 40, 300, 5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        post = fp.infer(tree, draws=120, tune=200, chains=2, random_seed=2)
+        # 2 x 500 draws: over seeds 0-7 the max R-hat was 1.007-1.031 (at 2 x 120 it reached 1.43 on seed 0)
+        post = fp.infer(tree, draws=500, tune=300, chains=2, random_seed=2)
     return tree, post
 
 
@@ -186,7 +187,7 @@ def test_infer_dispatches_fpca_and_returns_arviz_groups(many_frames):
     ref = C._reference(np.asarray(post[S.OBSERVED_DATA][S.FRAME].values)[:, :, 0])
     assert np.all(np.asarray(p["top_eigenvector"].values) @ ref >= 0)
     assert post.attrs["log_constant"] == "series"
-    assert post.attrs["diagnostic_max_rhat"] < 1.1  # 2 chains x 120 draws
+    assert post.attrs["diagnostic_max_rhat"] < 1.1  # 2 chains x 500 draws: 1.007-1.031 over 8 seeds
 
 
 def test_posterior_recovers_the_operator(many_frames):
