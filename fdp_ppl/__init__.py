@@ -36,6 +36,7 @@ _NAMES = {
     "expmech.mechanism": ("ExponentialMechanism",),
     "inference": ("infer",),
     "releasing": ("release",),
+    "releasing.plans": ("plan", "ReleasePlan"),
     "noise.sampling": ("CompiledSampler",),
     "spaces": ("Eigenbasis", "Exponential", "Gaussian", "Grid", "Matern", "eigenbasis", "kernel_from_name"),
     "summaries": ("BernsteinSpec", "FRLSpec", "ICLPARSpec", "ICLPQRSpec", "LinearSummary", "RKHSSpec",

@@ -1,8 +1,8 @@
-"""One release entry for every family: ``fp.release`` dispatches through ``fdp_ppl.releasing.registry.RELEASES``.
+"""One release protocol for every family: ``fp.plan`` (public, no data) and ``fp.release`` (plan, charge, draw,
+record) dispatch through ``fdp_ppl.releasing.families.FAMILIES``.
 
-Each family's release through :func:`fdp_ppl.release` equals the one its family function makes
-(same seed: same values, same attrs); a wrong mechanism or an option the family does not take is
-refused before the ledger is charged.
+Each family's release follows its plan (``fdp_ppl.testing.family.check_family``); a wrong mechanism or an option
+the family does not take is refused before the ledger is charged.
 """
 
 import numpy as np
@@ -11,32 +11,11 @@ import pytest
 import fdp_ppl as fp
 from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
 from fdp_ppl.errors import CompatibilityError, InputError
-from fdp_ppl.releasing.registry import RELEASES
 
 pytestmark = pytest.mark.filterwarnings("ignore::fdp_ppl.errors.SeededReleaseWarning")
 
 #: attrs that record when a tree was made (differ between two calls by construction)
 _CLOCK = {"created_at"}
-
-
-def _family(fitted_class: str):
-    """The family release function the registry names for a fitted class (imported through the registry)."""
-    (entry,) = [e for key, e in RELEASES.items() if key.endswith("." + fitted_class)]
-    return entry.resolve()
-
-
-def _same(a, b):
-    """Two release trees hold the same variables, values, dims and attrs (creation times aside)."""
-    attrs_a, attrs_b = ({k: v for k, v in t.attrs.items() if k not in _CLOCK} for t in (a, b))
-    assert attrs_a.keys() == attrs_b.keys()
-    np.testing.assert_equal(attrs_a, attrs_b)  # NaN equals NaN here (e.g. eta of an (epsilon, delta) FPCA plan)
-    assert set(a.groups) == set(b.groups)
-    for group in a.groups:
-        da, db = a[group].to_dataset(), b[group].to_dataset()
-        assert set(da.data_vars) == set(db.data_vars), group
-        for name in da.data_vars:
-            assert da[name].dims == db[name].dims
-            np.testing.assert_array_equal(da[name].values, db[name].values)
 
 
 def _curves(n=30, K=25, seed=0):
@@ -81,55 +60,104 @@ def fpca_fit():
     return FPCASpec(grid=fp.Grid.uniform(30), m=5, k=1, epsilon=1.0, tau=2.0).fit(curves)
 
 
-# ---------------------------------------------------------------------- same release as the family function
-def test_mean_release_equals_family_function(mean_summary):
-    release_linear = _family("LinearSummary")
-
-    mech = fp.ICLP(1.0)
-    _same(fp.release(mean_summary, mech, draws=3, random_seed=5, bound="paper"),
-          release_linear(mean_summary, mech, draws=3, random_seed=5, bound="paper"))
-
-
-def test_elliptical_release_equals_family_function(mean_summary):
+# ---------------------------------------------------------------------- the plan is what the release does
+def _cases(mean_summary, kde_fit, erm_fit, fpca_fit):
+    """(name, fitted, mechanism, family options, options only the spec's plan needs): every family and law."""
     from fdp_ppl.noise.elliptical.process import EllipticalMechanism
-    release_linear = _family("LinearSummary")
 
-    mech = EllipticalMechanism(1.0, family="t", nu=5.0)
-    a = fp.release(mean_summary, mech, draws=2, random_seed=6)
-    _same(a, release_linear(mean_summary, mech, draws=2, random_seed=6))
-    assert a.attrs["mechanism"] == "elliptical"
-
-
-def test_kde_release_equals_family_function(kde_fit):
-    family = _family("KDESummary")
-
-    mech = fp.GaussianMechanism(0.5, 1e-5)
-    a = fp.release(kde_fit, mech, draws=2, chains=2, random_seed=7, generator="pymc", label="k", dataset="d")
-    _same(a, family(kde_fit, mech, draws=2, chains=2, random_seed=7, generator="pymc", label="k", dataset="d"))
-    assert a.posterior["density"].shape[:2] == (2, 2)
+    return [("mean-iclp", mean_summary, fp.ICLP(1.0), {"bound": "paper"}, {}),
+            ("mean-gaussian", mean_summary, fp.GaussianMechanism(1.0, 1e-6), {}, {}),
+            ("mean-frl", mean_summary, fp.FRL(1.0), {}, {}),
+            ("mean-t", mean_summary, EllipticalMechanism(1.0, family="t", nu=5.0), {}, {}),
+            ("kde-gp", kde_fit, fp.GaussianMechanism(0.5, 1e-5), {"chains": 2, "generator": "pymc"}, {}),
+            ("machine-gp", erm_fit, fp.GaussianMechanism(1.0, 1e-5), {"chains": 2}, {}),
+            ("fpca-exact", fpca_fit, fp.ExponentialMechanism("exact", delta=1e-10), {}, {"n": 20}),
+            ("fpca-pure", fpca_fit, fp.ExponentialMechanism("exact"), {}, {"n": 20})]
 
 
-def test_erm_release_equals_family_function(erm_fit):
-    family = _family("ERMFit")
+def test_every_family_follows_its_public_plan(tmp_path, mean_summary, kde_fit, erm_fit, fpca_fit):
+    """One table, every family (DESIGN invariant 11: everything charged is known before the data): the plan made
+    from the public spec alone equals the fit's; the ledger is charged exactly ``plan.cost`` with ``plan.event``;
+    the release records ``plan.attrs`` unchanged, has the planned dims, and reads back from netCDF the same."""
+    from fdp_ppl.testing.family import check_family
 
-    mech = fp.GaussianMechanism(1.0, 1e-5)
-    a = fp.release(erm_fit, mech, draws=2, chains=2, random_seed=8)
-    _same(a, family(erm_fit, mech, draws=2, chains=2, random_seed=8))
-    assert a.posterior["decision"].shape[:2] == (2, 2)
+    rows = []
+    for name, fitted, mech, options, plan_options in _cases(mean_summary, kde_fit, erm_fit, fpca_fit):
+        plan, tree = check_family(fitted, mech, draws=2, tmp_path=tmp_path, plan_options=plan_options, **options)
+        rows.append((name, plan.family, plan.cost.epsilon, plan.fp_safe))
+        assert tree.attrs["release_family"] == plan.family
+    assert {r[1] for r in rows} == {"mean", "kde", "machine", "fpca"}
 
 
-def test_fpca_equals_family_function(fpca_fit):
-    family = _family("FPCAFit")
+def test_plan_reads_no_data_and_is_frozen(mean_summary):
+    """fp.plan takes the public spec (no records anywhere in it) and returns an immutable plan."""
+    import dataclasses
 
-    mech = fp.ExponentialMechanism("exact", delta=1e-10)
-    a = fp.release(fpca_fit, mech, draws=3, random_seed=9)
-    _same(a, family(fpca_fit, mech, draws=3, random_seed=9))
-    assert a.attrs["delta_target"] == 1e-10 and a.posterior["frame"].shape[:2] == (1, 3)
+    plan = fp.plan(mean_summary.spec, fp.ICLP(1.0))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.draws = 5
+    with pytest.raises(ValueError):
+        plan.noise_scale[0] = 0.0
+    with pytest.raises(TypeError):
+        plan.attrs["epsilon"] = 9.0
+    of_fit = fp.plan(mean_summary, fp.ICLP(1.0))  # a fit is read for its public spec only
+    assert not any(isinstance(x, np.ndarray) and np.array_equal(x, mean_summary.coefficients)
+                   for x in vars(of_fit).values())
+
+
+def test_a_planted_plan_mismatch_is_caught(mean_summary, monkeypatch):
+    """The protocol records plan.attrs over whatever a draw hook wrote, and check_family fails on a draw hook that
+    releases more than planned (so the kit can fail)."""
+    import dataclasses
+
+    from fdp_ppl.releasing import draw
+    from fdp_ppl.testing.family import check_family
+
+    original = draw.draw_release
+
+    def lying(summary, plan, **kw):
+        tree = original(summary, plan, **kw)
+        tree.attrs["sensitivity"] = tree.attrs["sensitivity"] / 2
+        return tree
+
+    monkeypatch.setattr(draw, "draw_release", lying)
+    plan, tree = check_family(mean_summary, fp.ICLP(1.0))
+    assert tree.attrs["sensitivity"] == plan.sensitivity
+
+    def one_more(summary, plan, **kw):
+        return original(summary, dataclasses.replace(plan, draws=plan.draws + 1), **kw)
+
+    monkeypatch.setattr(draw, "draw_release", one_more)
+    with pytest.raises(AssertionError, match="planned dims"):
+        check_family(mean_summary, fp.ICLP(1.0))
+
+
+def test_composed_plan_sums_costs_and_keeps_both_parts(mean_summary):
+    spec = mean_summary.spec
+    first, second = fp.plan(spec, fp.ICLP(0.25)), fp.plan(spec, fp.GaussianMechanism(1.0, 1e-6), draws=2)
+    both = first.then(second)
+    assert both.cost.epsilon == pytest.approx(0.25 + 2.0) and both.cost.delta == pytest.approx(2e-6)
+    assert both.parts == (first, second) and both.fp_safe == (first.fp_safe and second.fp_safe)
+    assert both.attrs["budget_spent_epsilon"] == pytest.approx(2.25)
+    assert both.attrs["part0_epsilon"] == 0.25 and both.attrs["part1_mechanism"] == "gaussian"
+
+
+def test_plan_refuses_what_release_refuses(mean_summary, fpca_fit):
+    with pytest.raises(InputError, match="chains"):
+        fp.plan(mean_summary.spec, fp.ICLP(1.0), chains=2)
+    with pytest.raises(CompatibilityError):
+        fp.plan(mean_summary.spec, fp.ExponentialMechanism())
+    with pytest.raises(InputError, match="number of curves"):
+        fp.plan(fpca_fit.spec, fp.ExponentialMechanism())
+    with pytest.raises(CompatibilityError, match="plan"):
+        fp.plan(np.zeros(3), fp.ICLP(1.0))
+    with pytest.raises(InputError, match="draws"):
+        fp.plan(mean_summary.spec, fp.ICLP(1.0), draws=0)
 
 
 def test_ledger_label_and_dataset_reach_each_family(tmp_path, mean_summary, kde_fit, erm_fit, fpca_fit):
     cases = {"mean": (mean_summary, fp.ICLP(1.0)), "kde": (kde_fit, fp.GaussianMechanism(0.5, 1e-5)),
-             "erm": (erm_fit, fp.GaussianMechanism(1.0, 1e-6)), "fpca": (fpca_fit, fp.ExponentialMechanism())}
+             "machine": (erm_fit, fp.GaussianMechanism(1.0, 1e-6)), "fpca": (fpca_fit, fp.ExponentialMechanism())}
     for family, (fitted, mech) in cases.items():
         ledger = PrivacyLedger.open(tmp_path / f"{family}.sqlite", PrivacyBudget(10.0, 1e-3))
         fp.release(fitted, mech, random_seed=1, ledger=ledger, label=f"lab-{family}", dataset=f"toy-{family}")
@@ -190,16 +218,20 @@ def test_unsupported_option_refused_before_charge(case, mean_summary, kde_fit, e
     assert ledger.spent.epsilon == 0.0 and ledger.spent.delta == 0.0
 
 
-def test_family_functions_are_not_exported():
-    """The registered family functions are what fp.release calls, not a second public path."""
+def test_family_hooks_are_not_exported():
+    """The registered hooks are what fp.plan and fp.release call, not a second public path."""
     import importlib
 
-    for entry in RELEASES.values():
-        module, _, name = entry.function.partition(":")
-        package = importlib.import_module(module.rsplit(".", 1)[0])
-        assert name not in getattr(package, "__all__", ()) and not hasattr(package, name), entry.function
-        assert name not in fp.__all__
-    assert "ExponentialMechanism" in fp.__all__
+    from fdp_ppl.releasing.families import FAMILIES
+
+    for entry in FAMILIES:
+        for hook in ("plan", "draw"):
+            fn = entry.resolve(hook)
+            assert callable(fn)
+            package = importlib.import_module(entry.module.rsplit(".", 1)[0])
+            assert fn.__name__ not in getattr(package, "__all__", ()) or package.__name__ == "fdp_ppl.releasing"
+            assert fn.__name__ not in fp.__all__
+    assert "ExponentialMechanism" in fp.__all__ and "plan" in fp.__all__ and "ReleasePlan" in fp.__all__
     assert fp.ExponentialMechanism is importlib.import_module("fdp_ppl.expmech").ExponentialMechanism
 
 

@@ -214,21 +214,16 @@ def run(a) -> int:
             fit = spec.fit(curves.transpose(dims.CURVE, dims.T).values, units=units, n=n)
     bars = a.sampler != "exact" and sys.stderr.isatty()  # the samplers' own progress bars (one live display)
     source = Path(str(a.data)).name + (f" / {a.var}" if a.var else "")
+    from ..summaries.base import curve_labels
+
+    # public descriptions of the data (names and units, never values): the table's tau and the plot's axis
+    provenance = {"data_source": source, "missing": a.missing, **curve_labels(curves)}
     with warnings.catch_warnings(), (contextlib.nullcontext() if bars else stage("drawing the release")):
         warnings.simplefilter("ignore", SeededReleaseWarning)
         tree = fp.release(fit, fp.ExponentialMechanism(sampler=a.sampler, iterations=a.iterations, delta=a.delta),
                           draws=a.draws, random_seed=a.seed, ledger=ledger, dataset=dataset_identity(curves),
                           label=f"fpca {a.form}/{a.sampler} k={a.k} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}",
-                          progressbar=bars)
-    tree.attrs["data_source"] = source
-    tree.attrs["missing"] = a.missing
-    from ..summaries.base import curve_labels
-
-    # public descriptions of the data (names and units, never values): the table's tau and the plot's axis
-    tree.attrs.update(curve_labels(curves))
-    for key in ("long_name", "units"):
-        if curves["t"].attrs.get(key):
-            tree["posterior"]["t"].attrs[key] = str(curves["t"].attrs[key])
+                          progressbar=bars, provenance=provenance)
     out = write_release(tree, a.out, a.plot, plotter("plot_fpca"))
     _print_table(tree, out, a, ledger)
     print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.n} curves had L2 norm above tau "

@@ -286,7 +286,6 @@ def run(a) -> int:
     """Run ``fdp-ppl kde`` with parsed arguments; returns the exit code."""
     import sys
     import warnings
-    from pathlib import Path
 
     import numpy as np
 
@@ -336,8 +335,9 @@ def run(a) -> int:
                    else "exact", draws=a.draws)
 
     check_output_space(a, 8.0 * a.draws * size**d * 2 + 8.0 * size**d * 8)
+    composed = ()
     if bw_eps:  # Hall 4.1.2 with private IQRs, charged to the ledger before its draws
-        from ..kde import private_bandwidth
+        from ..kde import bandwidth_plan, private_bandwidth
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SeededReleaseWarning)
@@ -347,7 +347,9 @@ def run(a) -> int:
             h = private_bandwidth(np.clip(obs, lo, hi), bw_eps, [(lo, hi)] * d, ledger=ledger, random_seed=a.seed,
                                   label=f"kde bandwidth (private IQR, epsilon {bw_eps:g}) -> {a.out}")
         a.bandwidth = float(h[0]) if d == 1 else h
+        composed = (bandwidth_plan(bw_eps, d, seeded=a.seed is not None),)
     label = f"kde {a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
+    provenance = kde_provenance(a, bw_eps)
     if lazy:  # the spec's fit of dask records: partial sums per chunk on the cluster, never the records gathered
         from ..io.stores import dask_client
 
@@ -361,35 +363,11 @@ def run(a) -> int:
             import fdp_ppl as fp
 
             tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
-                              dataset=str(a.data))
+                              dataset=str(a.data), provenance=provenance, composed_with=composed)
         elif a.mechanism in ("frl", "bernstein") and d == 1:
-            tree = _baseline(a, obs, n, size, ledger, label, units)
+            tree = _baseline(a, obs, n, size, ledger, label, units, provenance, composed)
         else:
-            tree = _grid_release(a, obs, n, d, size, ledger, label, units)
-    if a.mechanism == "frl":
-        tree.attrs["frl_M"] = int(tree["constant_data"]["noise_scale"].size)  # the M basis functions released
-        tree.attrs["frl_M_source"] = "--frl-m" if a.frl_m is not None else "default floor(n^(1/3))"
-    if a.mechanism == "bernstein":
-        tree.attrs["bernstein_k"] = int(a.bernstein_k if a.bernstein_k is not None else BERNSTEIN_K[d])
-        tree.attrs["bernstein_k_source"] = "--bernstein-k" if a.bernstein_k is not None else "default"
-    tree.attrs["data_source"] = Path(str(a.data)).name + f" / {a.var}" + (f", {a.var2}" if a.var2 else "")
-    tree.attrs["kde_mechanism"] = a.mechanism  # the command's name of the mechanism (the plot's title)
-    tree.attrs["kde_variables"] = a.var + (f", {a.var2}" if a.var2 else "")
-    if a.mechanism == "iclp":
-        tree.attrs["kde_normalised"] = int(bool(a.normalise))
-    tree.attrs["bandwidth_rule"] = (f"private: Hall et al. (2013) 4.1.2 rule of thumb with private IQRs, epsilon "
-                                    f"{bw_eps:g} (included in budget_spent_epsilon)" if bw_eps else "public")
-    tree.attrs["bandwidth_epsilon"] = bw_eps
-    if bw_eps:  # the release is the bandwidth and the density: its spending and its generator cover both
-        tree.attrs["budget_spent_epsilon"] = float(tree.attrs["budget_spent_epsilon"]) + bw_eps
-        tree.attrs["density_noise_fp_safe"] = int(tree.attrs.get("fp_safe", 0))
-        tree.attrs["fp_safe"] = 0
-        tree.attrs["fp_safe_reason"] = ("no: the private bandwidth's quartiles are drawn with numpy's float64 "
-                                        "uniforms (exponential mechanism for quantiles), which is not "
-                                        "floating-point safe; the density noise itself is "
-                                        + ("floating-point safe" if tree.attrs["density_noise_fp_safe"] else
-                                           "not floating-point safe either"))
-        tree.attrs["noise_generator"] = f"{tree.attrs.get('noise_generator', '?')} + numpy (private bandwidth)"
+            tree = _grid_release(a, obs, n, d, size, ledger, label, units, provenance, composed)
     out = write_release(tree, a.out, a.plot, _plot)
     _print_table(tree, out, a, ledger, n, bw_eps)
     print(f"data holder only (not written to the file): {n_clipped} of {n} observations were outside the domain "
@@ -489,22 +467,44 @@ def _grid_spec(a, n, d, size):
     return spec, mech
 
 
-def _grid_release(a, obs, n, d, size, ledger, label, units=None):
+def kde_provenance(a, bw_eps: float = 0.0) -> dict:
+    """The public provenance ``fdp-ppl kde`` records (``fp.release(provenance=...)`` from Python gives the same
+    file): the data file and variables, the command's name of the mechanism, its public tuning choices."""
+    from pathlib import Path
+
+    d = 2 if a.var2 else 1
+    out = {"data_source": Path(str(a.data)).name + f" / {a.var}" + (f", {a.var2}" if a.var2 else ""),
+           "kde_mechanism": a.mechanism, "kde_variables": a.var + (f", {a.var2}" if a.var2 else "")}
+    if a.mechanism == "frl":
+        out["frl_M_source"] = "--frl-m" if a.frl_m is not None else "default floor(n^(1/3))"
+    if a.mechanism == "bernstein":
+        out["bernstein_k"] = int(a.bernstein_k if a.bernstein_k is not None else BERNSTEIN_K[d])
+        out["bernstein_k_source"] = "--bernstein-k" if a.bernstein_k is not None else "default"
+    if a.mechanism == "iclp":
+        out["kde_normalised"] = int(bool(a.normalise))
+    if not bw_eps:
+        out["bandwidth_rule"], out["bandwidth_epsilon"] = "public", 0.0
+    return out
+
+
+def _grid_release(a, obs, n, d, size, ledger, label, units=None, provenance=None, composed=()):
     import fdp_ppl as fp
 
     spec, mech = _grid_spec(a, n, d, size)
+    if a.mechanism == "frl":
+        provenance = {**provenance, "frl_M": int(spec.n_components)}
     return fp.release(spec.fit(obs, units=units), mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
-                      dataset=str(a.data))
+                      dataset=str(a.data), provenance=provenance, composed_with=composed)
 
 
-def _baseline(a, obs, n, size, ledger, label, units=None):
+def _baseline(a, obs, n, size, ledger, label, units=None, provenance=None, composed=()):
     import numpy as np
     import xarray as xr
 
     import fdp_ppl as fp
 
     from ..kde import bandwidth_rule
-    from ..kde.baselines import bernstein_kde_spec, frl_kde_spec, kde_bumps
+    from ..kde.baselines import bernstein_kde_spec, bumps_density, frl_kde_spec, kde_bumps
     from ..noise.mechanisms import FRL, Bernstein
 
     lo, hi = a.domain
@@ -518,21 +518,11 @@ def _baseline(a, obs, n, size, ledger, label, units=None):
     bumps = kde_bumps(obs, pts, h, (lo, hi))
     if units is not None:  # the bumps are the records of the mean: a unit's bumps combined (or its first kept)
         bumps = xr.DataArray(bumps, dims=("curve", "t"), coords={"t": pts, a.unit.column: ("curve", units)})
+    if a.mechanism == "frl":
+        provenance = {**provenance, "frl_M": int(spec.n_components)}
     rel = fp.release(spec.fit(bumps), mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
-                     dataset=str(a.data))
-    curve = np.asarray(rel["posterior"]["curve"].values)
-    post = xr.Dataset({"density": (("chain", "draw", "x"), curve)},
-                      coords={"chain": np.arange(curve.shape[0]), "draw": np.arange(curve.shape[1]), "x": pts})
-    const = xr.Dataset({"noise_scale": (("component",), rel["constant_data"]["noise_scale"].values)},
-                       coords={"x": pts})
-    tree = xr.DataTree.from_dict({"posterior": post, "constant_data": const})
-    tree.attrs.update({k: v for k, v in rel.attrs.items()})
-    tree.attrs.update({"h": h, "kernel": "gaussian", "estimator": f"Gaussian KDE bumps released as a mean ({a.mechanism})",
-                       "domain": str([lo, hi])})
-    from ..releasing.schema import kde_attrs
-
-    tree.attrs.update(kde_attrs())  # a density, not a mean-curve release (fdp_ppl.releasing.schema.is_kde_release)
-    return tree
+                     dataset=str(a.data), provenance=provenance, composed_with=composed)
+    return bumps_density(rel, pts, h, a.mechanism, (lo, hi))
 
 
 def _plot(tree, path) -> None:

@@ -278,11 +278,8 @@ def release_curves(curves, mech, a, *, source: str, ledger=None, labels: dict | 
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated in the table
         warnings.simplefilter("ignore", SeededReleaseWarning)
         tree = fp.release(summary, mech, draws=a.draws, random_seed=a.seed, bound=a.bound, ledger=ledger,
-                          dataset=dataset_identity(curves), label=f"{a.mechanism} ({cost}) -> {a.out}")
-    tree.attrs["data_source"] = source
-    tree.attrs["missing"] = missing
-    tree.attrs["missing_rule"] = curves.attrs.get("missing_rule", _NO_MISSING_RULE) if missing == "impute" \
-        else _NO_MISSING_RULE
+                          dataset=dataset_identity(curves), label=f"{a.mechanism} ({cost}) -> {a.out}",
+                          provenance=release_provenance(source, missing, curves))
     nonprivate = summary.curve().values if show_nonprivate else None
     out = write_release(tree, a.out, a.plot, lambda t, path: _write_plot(
         t, path, offset=offset, offset_source=offset_source, nonprivate=nonprivate))
@@ -294,6 +291,13 @@ def release_curves(curves, mech, a, *, source: str, ledger=None, labels: dict | 
               f"points in {int(curves.attrs.get('n_imputed_curves', 0))} of {int(curves.sizes[dims.CURVE])} curves "
               f"were set to {'the public --offset' if offset is not None else '0'} (--missing impute)", file=sys.stderr)
     return 0
+
+
+def release_provenance(source: str, missing: str, curves) -> dict:
+    """The public provenance ``fdp-ppl release`` records (pass the same to ``fp.release(provenance=...)`` for the
+    same file from Python): the data file, the missing-value rule."""
+    rule = curves.attrs.get("missing_rule", _NO_MISSING_RULE) if missing == "impute" else _NO_MISSING_RULE
+    return {"data_source": source, "missing": missing, "missing_rule": rule}
 
 
 def _write_plot(tree, path, *, offset=None, offset_source="", nonprivate=None):

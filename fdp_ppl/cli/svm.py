@@ -264,10 +264,9 @@ def run(a) -> int:
         fit = spec.fit(X, y, units=a.unit_ids)
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated in the table
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label)
-    tree.attrs["data_source"] = Path(str(a.data)).name
-    tree.attrs["features"] = ",".join(a.feature_names)
-    tree.attrs["label"] = a.label
+        tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
+                          provenance={"data_source": Path(str(a.data)).name, "features": ",".join(a.feature_names),
+                                      "label": a.label})
     out = write_release(tree, a.out, a.plot, plotter("plot_decision"))
     _print_table(tree, out, a, ledger)
     print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.spec.n} records had a feature "

@@ -43,7 +43,7 @@ import numpy as np
 import xarray as xr
 
 from ..accounting.calibration import gaussian_sigma
-from ..errors import CompatibilityError, InputError, SeededReleaseWarning
+from ..errors import CompatibilityError, InputError, SeededReleaseWarning  # noqa: F401 (OnlineRelease warns)
 from ..noise.mechanisms.base import Calibration
 from ..noise.mechanisms.gaussian import GaussianMechanism
 from ..noise.mechanisms.laplace import ICLP
@@ -54,7 +54,7 @@ from ..noise.sampling import (
     sampler_for,
     seed_sequence,
 )
-from ..releasing.schema import CONSTANT_DATA, ERM_RELEASE, POSTERIOR, clean_attrs, erm_attrs
+from ..releasing.schema import CONSTANT_DATA, ERM_RELEASE, POSTERIOR, erm_attrs
 from .gp import EIGEN_REL_TOL, GPPath, GridEigenbasis, KroneckerEigenbasis
 from .machine import ERMFit, ERMSpec
 
@@ -201,7 +201,7 @@ def gp_calibration(spec: ERMSpec, mechanism: GaussianMechanism, random_seed=None
     Raises
     ------
     CompatibilityError, InputError
-        As :func:`release_erm`; a seed with ``generator="opendp"``.
+        As :func:`fdp_ppl.release`; a seed with ``generator="opendp"``.
     """
     sens, sigma = _calibrate(spec, mechanism)
     basis = grid_basis(spec)
@@ -263,97 +263,80 @@ def _gp_attrs(spec: ERMSpec, mechanism, sigma: float, sampler_text: str, generat
             "fp_safe_reason": FP_SAFE_REASON[generator]}
 
 
-def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, random_seed=None, ledger=None,
-                label: str = "kernel machine", dataset: str = "") -> xr.DataTree:
-    """Release the decision function of a fitted kernel machine on the spec's grid.
+def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False, chains: int = 1):
+    """The kernel machine's plan hook: the public plan of releasing its decision function on the spec's grid.
 
-    The family function :func:`fdp_ppl.release` calls for an :class:`~fdp_ppl.erm.ERMFit` (through
-    :data:`fdp_ppl.releasing.registry.RELEASES`); call ``fp.release(fit, mechanism, ...)``.
+    GP noise for ``eta=None`` specs (Hall et al. 2013, Corollary 9, §4.3: the whitened eigen-coefficients of
+    ``K(grid, grid)`` through the release sampler, OpenDP's floating-point-safe Gaussian when unseeded, whose
+    privacy map may raise σ; the OU kernel in d = 1 above ``MAX_GRID_POINTS`` points by its exact Markov
+    recursion, float64), ICLP noise for ``eta > 1`` specs (Lin & Reimherr 2026, Theorem 18).
 
     Parameters
     ----------
-    fit : ERMFit
-        From :meth:`ERMSpec.fit`.
+    spec_or_fit : ERMSpec or ERMFit
     mechanism : GaussianMechanism or ICLP
-        GP noise for ``eta=None`` specs, ICLP noise for ``eta > 1`` specs.
     draws, chains : int
         Independent releases arranged (chain, draw); each costs (ε, δ) (basic composition).
-    random_seed : None, int, sequence, Generator or SeedSequence
-        None (default): fresh OS entropy. A seed warns :class:`SeededReleaseWarning`.
-    ledger : PrivacyLedger or FileLedger, optional
-        Charged ``chains·draws·(ε, δ)`` before any noise is drawn.
-    label, dataset : str
-        Ledger label and dataset identity.
+    seeded : bool
+        A seeded study (the compiled float64 sampler; not floating-point safe).
 
     Returns
     -------
-    xarray.DataTree
-        ``posterior/decision`` (chain, draw, x) or (chain, draw, x1, x2), in label units;
-        ``constant_data``: the grid axes (and for ICLP the eigenvalues and noise scales
-        per component). Root attrs: ε, δ, n, λ, loss, kernel, sensitivity and its norm,
-        noise kernel and scale, jitter, noise_seeded, fp_safe (0, with the reason),
-        budget spent. Never the non-private fit or the clipping count.
+    ReleasePlan
+        ``output``: ``decision`` (chain, draw, x) or (chain, draw, x1, x2), in label units; ``attrs``: ε, δ, n,
+        λ, loss, kernel, sensitivity and its norm, noise kernel and scale, ``fp_safe`` with its reason, the
+        budget spent.
 
     Raises
     ------
     InputError, CompatibilityError
-        Wrong mechanism for the spec, draws or chains < 1, a GP grid above ``MAX_GRID_POINTS``
-        (except the OU kernel in d = 1, sampled by its Markov recursion).
-    BudgetExceededError
-        From the ledger (nothing drawn).
+        Wrong mechanism for the spec, draws or chains < 1, a GP grid above ``MAX_GRID_POINTS`` (except the OU
+        kernel in d = 1), draws that do not fit in memory.
     """
-    spec = fit.spec
-    if int(draws) < 1 or int(chains) < 1:
-        raise InputError("draws and chains must be >= 1", "pass draws=1 for one release")
-    sens, scale = _calibrate(spec, mechanism)
-    k = int(chains) * int(draws)
-    from ..releasing.draw import check_public_sizes
+    from ..releasing.plans import ReleasePlan, check_draws, check_scale
 
-    check_public_sizes(np.atleast_1d(scale), k, 2 * int(np.prod(spec.grid_size)))
-    cost = _charge(ledger, mechanism, k, label, sens, scale, dataset=dataset)
-    if random_seed is not None:
-        warnings.warn("seeded kernel-machine release: private only while the seed stays secret",
-                      SeededReleaseWarning, stacklevel=3)
-    ss = seed_sequence(random_seed)
-    pts = spec.points
-    coords = dict(zip(spec.dims, spec.axes))
-    const = {}
+    spec = spec_or_fit.spec if isinstance(spec_or_fit, ERMFit) else spec_or_fit
+    if not isinstance(spec, ERMSpec):
+        raise CompatibilityError("a kernel-machine plan needs an ERMSpec or its fit", "pass ERMSpec(...) or its fit")
+    draws, chains = check_draws(draws, chains)
+    sens, scale = _calibrate(spec, mechanism)
+    k = chains * draws
+    check_scale(np.atleast_1d(scale))
+    m = int(np.prod(spec.grid_size))
+    const: dict = {}
     if isinstance(mechanism, GaussianMechanism):
-        if spec.ou_rho is not None and len(pts) > MAX_GRID_POINTS:
-            # OU in d = 1: exact Markov recursion, float64 numpy normals
-            mean = fit.decision(pts)
-            values = np.asarray([mean + scale * _path(spec, np.random.default_rng(child)).sample(pts)
-                                 for child in ss.spawn(k)])
+        if spec.ou_rho is not None and m > MAX_GRID_POINTS:  # OU in d = 1: exact Markov recursion, float64 normals
+            mode, cal, basis, sampler, sigma = "markov", None, None, None, float(scale)
             noise_attrs = _gp_attrs(spec, mechanism, scale, "OU Markov (AR(1)/bridge) updates", "markov", "markov")
+            eps_g, dlt_g, generator, noise_scale = mechanism.epsilon, mechanism.delta, "numpy", np.atleast_1d(scale)
         else:
-            draw = gp_grid_draws(fit, mechanism, k, random_seed)
-            values = draw.values
-            basis = draw.basis
-            const = {"eigenvalues": (("component",), basis.eigenvalues),
-                     "noise_scale": (("component",), draw.calibration.scale)}
-            noise_attrs = _gp_attrs(spec, mechanism, draw.calibration.sigma,
+            mode = "gp"
+            cal, generator = gp_calibration(spec, mechanism, 0 if seeded else None)
+            basis = grid_basis(spec)
+            sampler = sampler_for(mechanism.law, basis.size, generator)
+            sigma, noise_scale = float(cal.sigma), cal.scale
+            const = {"eigenvalues": (("component",), basis.eigenvalues), "noise_scale": (("component",), cal.scale)}
+            noise_attrs = _gp_attrs(spec, mechanism, cal.sigma,
                                     "whitened eigen-coefficients of K(grid, grid) via the release sampler"
                                     + (" (eigenpairs from the Kronecker factors K_1 x K_2 of the product kernel)"
-                                       if basis.structure == "kronecker" else ""),
-                                    draw.sampler.generator, basis.structure)
-            noise_attrs.update(generator_attrs(draw.sampler, draw.calibration, mechanism.epsilon, mechanism.delta))
+                                       if basis.structure == "kronecker" else ""), sampler.generator, basis.structure)
+            gattrs = generator_attrs(sampler, cal, mechanism.epsilon, mechanism.delta)
+            noise_attrs.update(gattrs)
             noise_attrs.update({"n_components": basis.size, "eigen_rel_tol": basis.rel_tol,
                                 "noise_dropped_trace": basis.dropped_trace,
-                                "sigma_mechanism": scale, "noise_sigma_source": draw.calibration.sigma_source,
+                                "sigma_mechanism": scale, "noise_sigma_source": cal.sigma_source,
                                 "estimate": "decision function projected on the retained eigenpairs of K(grid, grid)",
                                 "sensitivity_whitened": ("L2 norm of u_j^T f(P)/sqrt(lambda_j) over retained j is "
                                                          "<= the RKHS sensitivity (projection is a contraction)")})
+            eps_g, dlt_g = gattrs["epsilon_guaranteed"], gattrs["delta_guaranteed"]
     else:
+        mode, basis, cal = "iclp", None, None
         b = scale * np.sqrt(spec.eigenvalues)
-        h = fit.eigen_coefficients()
-        # the package's release samplers: OpenDP's floating-point-safe Laplace on the whitened coefficients h_j/b_j
-        # when unseeded, the compiled sampler for a seeded study (fdp_ppl.noise.sampling)
-        generator = resolve_generator(mechanism.law, None, random_seed)
+        generator = resolve_generator(mechanism.law, None, 0 if seeded else None)
         sampler = sampler_for(mechanism.law, b.size, generator)
-        values = spec.basis.reconstruct(sampler.draw(h, b, k, None if sampler.fp_safe else ss))
+        sigma, noise_scale = float(scale), b
         fp_safe = int(bool(sampler.fp_safe))
-        const = {"eigenvalues": (("component",), np.asarray(spec.eigenvalues)),
-                 "noise_scale": (("component",), b)}
+        const = {"eigenvalues": (("component",), np.asarray(spec.eigenvalues)), "noise_scale": (("component",), b)}
         noise_attrs = {"mechanism": "iclp", "noise_law": "laplace",
                        "noise_kernel": f"ICLP: independent Laplace(0, Delta sqrt(lambda_j)/epsilon) on the eigenbasis "
                                        f"of {spec.kernel.name} (rho = {spec.kernel.rho:g}) on the grid",
@@ -361,27 +344,61 @@ def release_erm(fit: ERMFit, mechanism, *, draws: int = 1, chains: int = 1, rand
                        "noise_generator": sampler.generator, "fp_safe": fp_safe,
                        "fp_safe_reason": ("1: OpenDP Laplace on the whitened eigen-coefficients" if fp_safe else
                                           "0: a seeded study draws float64 noise from the compiled sampler")}
-    decision = values.reshape((int(chains), int(draws)) + tuple(spec.grid_size))
+        eps_g, dlt_g = mechanism.epsilon, mechanism.delta
+    from ..accounting.events import PrivacyEvent
+
+    attrs = {**erm_attrs(), **spec.attrs(), **sens.attrs(), **noise_attrs, "chains": chains, "releases": k,
+             "prediction": "sign of the released decision function", "source": sens.source}
+    out = ReleasePlan(
+        family="machine", mechanism=noise_attrs["mechanism"], noise_law=mechanism.law.name,
+        epsilon=float(mechanism.epsilon), delta=float(mechanism.delta), draws=draws,
+        sensitivity=float(sens.value), sensitivity_norm=sens.norm, noise_scale=noise_scale,
+        noise_multiplier=sigma,
+        event=PrivacyEvent.for_noise(mechanism.law.name, mechanism.epsilon, mechanism.delta, sigma, sens.value, k),
+        cost=mechanism.budget * k, privacy_unit="record", neighbouring=sens.neighbouring,
+        guarantee=f"({float(eps_g):.6g}, {float(dlt_g):.3g})-DP per draw for {sens.neighbouring}",
+        fp_safe=bool(noise_attrs["fp_safe"]), certified=True, seeded=seeded, generator=generator,
+        output={"chain": chains, "draw": draws, **dict(zip(spec.dims, (int(v) for v in spec.grid_size)))},
+        memory_bytes=3.0 * 8.0 * k * 2 * m, label="kernel machine", attrs=attrs,
+        state=(spec, mechanism, mode, cal, basis, sampler, sigma, const))
+    out.check_memory()
+    return out
+
+
+def draw_release(fit: ERMFit, plan, *, random_seed=None, progressbar: bool = False) -> xr.DataTree:
+    """The kernel machine's draw hook (called by :func:`fdp_ppl.release` after the charge).
+
+    ``posterior/decision`` (chain, draw, x) or (chain, draw, x1, x2), in label units; ``constant_data``: the
+    grid axes (and the eigenvalues and noise scales per component). Never the non-private fit or the
+    clipping count.
+    """
+    spec, mechanism, mode, cal, basis, sampler, sigma, const = plan.state
+    chains, draws = plan.output["chain"], plan.output["draw"]
+    k = chains * draws
+    ss = seed_sequence(random_seed)
+    pts = spec.points
+    if mode == "markov":
+        mean = fit.decision(pts)
+        values = np.asarray([mean + sigma * _path(spec, np.random.default_rng(child)).sample(pts)
+                             for child in ss.spawn(k)])
+    elif mode == "gp":
+        centre = basis.coefficients(fit.decision(pts))
+        coef = sampler.draw(centre, cal.scale, k, None if sampler.fp_safe else random_seed, calibration=cal)
+        values = basis.reconstruct(coef)
+    else:
+        values = spec.basis.reconstruct(sampler.draw(fit.eigen_coefficients(), plan.noise_scale, k,
+                                                     None if sampler.fp_safe else ss))
+    coords = dict(zip(spec.dims, spec.axes))
+    decision = values.reshape((chains, draws) + tuple(spec.grid_size))
     post = xr.Dataset({"decision": (("chain", "draw") + spec.dims, decision)},
                       coords={"chain": np.arange(chains), "draw": np.arange(draws), **coords})
-    cdata = xr.Dataset(const, coords=coords)
-    attrs = {**erm_attrs(), **spec.attrs(), **sens.attrs(), **noise_attrs,
-             "epsilon": float(mechanism.epsilon), "delta": float(mechanism.delta),
-             "draws": int(draws), "chains": int(chains), "releases": k,
-             "budget_spent_epsilon": cost.epsilon, "budget_spent_delta": cost.delta,
-             "noise_seeded": int(random_seed is not None), "prediction": "sign of the released decision function",
-             "source": sens.source}
-    if ledger is not None:
-        attrs.update(ledger.attrs())
-    tree = xr.DataTree.from_dict({POSTERIOR: post, CONSTANT_DATA: cdata})
-    tree.attrs.update(clean_attrs(attrs))
-    return tree
+    return xr.DataTree.from_dict({POSTERIOR: post, CONSTANT_DATA: xr.Dataset(const, coords=coords)})
 
 
 def erm_model(fit: ERMFit, mechanism):
     """A ``pm.Model`` whose forward draws are releases of the kernel machine's decision function.
 
-    The same law as :func:`release_erm` (exact forward draws, ``pm.draw``): GP noise
+    The same law as :func:`fdp_ppl.release` (exact forward draws, ``pm.draw``): GP noise
     ``coefficients ~ Normal(u_jᵀ f_D(P), σ √λ_j)`` on the retained eigenpairs of
     ``K(P, P)`` (Hall et al. 2013, §4.3, Corollary 9; σ of the mechanism, as the seeded
     release uses), or ICLP noise ``Laplace(h_j, Δ_{1,C} √λ_j/ε)`` on the grid eigenbasis
@@ -389,7 +406,7 @@ def erm_model(fit: ERMFit, mechanism):
 
     The centre enters as ``pm.Data("summary_coefficients")`` and is **non-private**: do not
     publish this model's prior predictive (it copies data into ``constant_data``); use
-    :func:`release_erm`.
+    :func:`fdp_ppl.release`.
 
     Parameters
     ----------
@@ -405,7 +422,7 @@ def erm_model(fit: ERMFit, mechanism):
     Raises
     ------
     CompatibilityError, InputError
-        As :func:`release_erm`; a Kronecker basis whose dense ``m × r`` design exceeds
+        As :func:`fdp_ppl.release`; a Kronecker basis whose dense ``m × r`` design exceeds
         ``fdp_ppl.erm.gp.MAX_DENSE_ENTRIES`` (the model holds the eigenvectors as one matrix).
     """
     import pymc as pm
@@ -472,7 +489,7 @@ class OnlineRelease:
     sensitivity covers any finite set of them, Hall Prop. 8), charged to the ledger
     once, at construction, before any draw.
 
-    With ``grid=True`` the grid is released first exactly as :func:`release_erm` does
+    With ``grid=True`` the grid is released first exactly as :func:`fdp_ppl.release` does
     (whitened eigen-coefficients of ``K(grid, grid)`` through the release sampler:
     OpenDP, floating-point safe, when unseeded; same σ), grid queries return those
     released values, and later points are drawn from the GP conditional given the
@@ -487,7 +504,7 @@ class OnlineRelease:
     grid : bool
         Release the spec's grid first (as one block), then answer queries.
     random_seed, ledger, label
-        As in :func:`release_erm`.
+        As in :func:`fdp_ppl.release`.
 
     Attributes
     ----------

@@ -3,7 +3,7 @@
 Everything decided before the charge and without the data: the proposal budget T of the exact samplers and the
 guarantee it certifies (:func:`exact_plan`), the public floors on MCMC iterations (:func:`iteration_floor`), and
 the cost or refusal of a release (:func:`release_plan`). The release itself is
-:func:`fdp_ppl.expmech.release.fpca_release`.
+:func:`fdp_ppl.expmech.release.draw_release` (through :func:`fdp_ppl.release`).
 """
 
 from __future__ import annotations

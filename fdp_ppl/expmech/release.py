@@ -1,20 +1,18 @@
 """The ε-DP FPCA release: one private frame per draw as an ArviZ-style DataTree (Awan, Kenney, Reimherr &
 Slavković 2019, §4–5).
 
-:func:`fpca_release` is the family function :func:`fdp_ppl.release` calls for an
-:class:`~fdp_ppl.expmech.fpca.FPCAFit`: it plans the release (:mod:`.fpca_plan`), charges the ledger, draws
-with the exact samplers, Gibbs (:mod:`.samplers`) or NUTS (:mod:`.fpca_nuts`) and records the guarantee in the
-attrs.
+:func:`plan_release` and :func:`draw_release` are the family's two hooks for :func:`fdp_ppl.plan` and
+:func:`fdp_ppl.release` (an :class:`~fdp_ppl.expmech.fpca.FPCAFit`): the plan (:mod:`.fpca_plan`: proposal budget,
+guarantee, cost; no data), then, after the protocol's charge, the draw with the exact samplers, Gibbs
+(:mod:`.samplers`) or NUTS (:mod:`.fpca_nuts`).
 """
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import xarray as xr
 
-from ..errors import SeededReleaseWarning
+from ..errors import InputError
 from ..noise.sampling import seed_sequence
 from ..releasing.schema import (BASIS_FUNCTIONS, COMPONENTS, CONSTANT_DATA, FRAME, POSTERIOR, QUADRATURE_WEIGHTS, SIGMA,
                                 fpca_attrs)
@@ -42,12 +40,93 @@ def _rhat_ess(traces: np.ndarray) -> tuple[float, float]:
 
 
 
-def fpca_release(fitted: FPCAFit, mechanism, *, draws: int = 1, random_seed=None, ledger=None, label: str = "",
-                 dataset: str = "", progressbar: bool = False) -> xr.DataTree:
+def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False, n: int | None = None):
+    """The principal components' plan hook: the proposal budget, the guarantee and the cost, before any data.
+
+    Parameters
+    ----------
+    spec_or_fit : FPCASpec or FPCAFit
+    mechanism : ExponentialMechanism
+        Its sampler options (``sampler``, ``iterations``, ``max_proposals``, ``delta``, ``eta``); ε is the
+        spec's.
+    draws : int
+        Released frames; the ledger is charged ``draws ×`` the per-frame guarantee.
+    seeded : bool
+        A seeded study.
+    n : int, optional
+        The public number of curves: required with a spec, and must equal a fit's.
+
+    Returns
+    -------
+    ReleasePlan
+        See :func:`draw_release` for the guarantee of each sampler.
+
+    Raises
+    ------
+    InputError
+        Unknown sampler, a sampler that does not serve the form, draws < 1, iterations below the floor, δ or
+        η ∉ (0, 1), a release whose proposals exceed ``max_proposals``
+        (:func:`~fdp_ppl.expmech.fpca_plan.release_plan`), a spec without ``n``.
+    """
+    from ..releasing.plans import ReleasePlan, check_draws
+
+    if isinstance(spec_or_fit, FPCAFit):
+        spec, fit_n = spec_or_fit.spec, int(spec_or_fit.n)
+        if n is not None and int(n) != fit_n:
+            raise InputError(f"n = {n} disagrees with the fit's public n", "drop n (the fit carries it)")
+        n = fit_n
+    else:
+        spec = spec_or_fit
+        if n is None:
+            raise InputError("planning an FPCA release needs the public number of curves",
+                             "pass n=... (or plan the fit)")
+    draws, _ = check_draws(draws)
+    sampler, iterations = mechanism.sampler, int(mechanism.iterations)
+    plan = release_plan(spec, int(n), sampler, draws=draws, iterations=iterations, delta=mechanism.delta,
+                        max_proposals=mechanism.max_proposals, eta=mechanism.eta)
+    T = plan["proposals"]
+    certified = bool(plan["certified"])
+    cost = plan["cost"]
+    mech_name = f"expmech-fpca-{spec.form}-{sampler}" + ("" if certified else " (uncertified MCMC)")
+    label = mech_name + ("" if certified else " [uncertified MCMC: delta not bounded, only epsilon charged]")
+    exact = int(sampler != "nuts" and (spec.form == "gp-base" or sampler == "exact" or spec.k == 1))
+    its = iterations if sampler in ("nuts", "gibbs") and not (spec.form == "gp-base" and sampler == "exact") else 0
+    delta = mechanism.delta
+    attrs = {**spec.attrs(), **fpca_attrs(), "mechanism": mech_name, "n": int(n),
+             "sampler": _SAMPLER_NAMES[(spec.form, sampler)], "sampler_reference": _SAMPLER_REFERENCES[sampler, spec.form],
+             "iterations": its, "exact": exact, "private": int(certified),
+             "epsilon_guaranteed": plan["epsilon"],
+             "delta_guaranteed": plan["delta"], "delta_target": float(delta) if delta is not None else 0.0,
+             "proposal_budget": int(T), "fallback_bound_log": float(plan["log_p_star"]) if certified else float("nan"),
+             "density_floor_log": float(plan["log_f_min"]), "eta": float(mechanism.eta) if plan["pure"] else float("nan"),
+             "pure": int(plan["pure"]),
+             "fallback": _FALLBACKS[(spec.form, sampler)] if sampler != "nuts" else "none",
+             "initialisation": {"gibbs": "uniform random frame (data-independent)",
+                                "nuts": _NUTS_INIT}.get(sampler, "none"),
+             "draws_exact": ("yes: exact draws from the mechanism, except with probability <= "
+                             "exp(fallback_bound_log) a public fallback" if exact else
+                             "no: MCMC after a fixed number of steps; the privacy guarantee holds only up to the "
+                             "chain's distance to the target")}
+    m, k = spec.m, spec.k
+    out = ReleasePlan(
+        family="fpca", mechanism=mech_name, noise_law="exponential-mechanism", epsilon=float(spec.epsilon),
+        delta=float(cost.delta) / draws, draws=draws, sensitivity=1.0,
+        sensitivity_norm="sum of squared projections of tau-scaled records (utility)", noise_scale=np.zeros(0),
+        noise_multiplier=float("nan"), event=None, cost=cost, privacy_unit="record",
+        neighbouring="replace-one record; n public", guarantee=_guarantee_text(spec, sampler, plan), fp_safe=False,
+        certified=certified, seeded=seeded, generator=_SAMPLER_NAMES[(spec.form, sampler)],
+        output={"chain": 1, "draw": draws, "component": k, "t": int(spec.grid.size)},
+        memory_bytes=3.0 * 8.0 * draws * k * (m + int(spec.grid.size)), label=label, attrs=attrs,
+        state=(spec, mechanism, plan))
+    out.check_memory()
+    return out
+
+
+def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool = False) -> xr.DataTree:
     """Release DP principal components: ``draws`` frames, pure ε''-DP each by default (issue 22).
 
-    The family function :func:`fdp_ppl.release` calls for an :class:`FPCAFit` (through
-    :data:`fdp_ppl.releasing.registry.RELEASES`); call ``fp.release(fitted, ExponentialMechanism(...))``.
+    The principal components' draw hook, called by :func:`fdp_ppl.release` after the charge of the plan
+    (:func:`plan_release`); call ``fp.release(fitted, ExponentialMechanism(...))``.
     The sampler options below are the fields of ``mechanism``
     (:class:`~fdp_ppl.expmech.mechanism.ExponentialMechanism`); ε is the spec's.
 
@@ -160,43 +239,24 @@ def fpca_release(fitted: FPCAFit, mechanism, *, draws: int = 1, random_seed=None
     BudgetExceededError
         From the ledger; nothing is drawn.
     """
-    spec = fitted.spec
-    sampler, iterations, diagnostics = mechanism.sampler, mechanism.iterations, mechanism.diagnostics
-    max_proposals, delta, eta = mechanism.max_proposals, mechanism.delta, mechanism.eta
-    draws, iterations = int(draws), int(iterations)
-    seeded = random_seed is not None
-    if seeded:
-        warnings.warn("the release is drawn from the given random_seed: anyone who learns the seed can "
-                      "regenerate the draw, so the release is private only while the seed stays secret; pass no "
-                      "seed for a real release (fresh OS entropy)", SeededReleaseWarning, stacklevel=3)
-    plan = release_plan(spec, fitted.n, sampler, draws=draws, iterations=iterations, delta=delta,
-                        max_proposals=max_proposals, eta=eta)
-    T = plan["proposals"]
-    certified = bool(plan["certified"])
-    cost = plan["cost"]
-    mech_name = f"expmech-fpca-{spec.form}-{sampler}" + ("" if certified else " (uncertified MCMC)")
-    if ledger is not None:
-        lab = label or mech_name
-        if not certified:
-            lab += " [uncertified MCMC: delta not bounded, only epsilon charged]"
-        ledger.spend(cost, lab, dataset=dataset, mechanism=mech_name)
+    spec, mechanism, pl = plan.state
+    sampler, iterations, diagnostics = mechanism.sampler, int(mechanism.iterations), mechanism.diagnostics
+    draws = plan.draws
+    T = pl["proposals"]
     rng = np.random.default_rng(seed_sequence(random_seed))
     G = np.asarray(fitted.gram, dtype=float)
     m, k = spec.m, spec.k
     extra: dict = {}
     if sampler == "nuts":
         frames, tr = _nuts_frames(fitted, draws, iterations, rng, diagnostics=diagnostics, progressbar=progressbar)
-        exact, its = 0, iterations
         if diagnostics:
             rhat, ess = _rhat_ess(tr["invariant"])
             extra.update(rhat_invariant=rhat, ess_invariant=ess, diagnostics_private=1, divergences=tr["divergences"],
                          diagnostics_on="explained-variance ratio and entries of V V^T (NUTS draws after tuning)")
     elif spec.form == "gp-base":
         frames = rejection_from_gp_base(G, spec.Sigma, k, spec.scale, draws, rng, proposals=T)
-        exact, its = 1, 0
     elif sampler == "exact":
         frames = sample_vector_bingham(spec.bingham_parameter(G), draws, rng, proposals=T)[:, :, None]
-        exact, its = 1, 0
     else:
         A = spec.bingham_parameter(G)
         iu = np.triu_indices(m)
@@ -210,7 +270,6 @@ def fpca_release(fitted: FPCAFit, mechanism, *, draws: int = 1, random_seed=None
                                           trace=invariant if diagnostics else None,
                                           progress=_progress(draws * iterations, "Gibbs scans") if progressbar
                                           else None)
-        exact, its = int(k == 1), iterations
         if diagnostics and iterations >= 4:
             rhat, ess = _rhat_ess(tr)
             extra.update(rhat_invariant=rhat, ess_invariant=ess, diagnostics_private=1,
@@ -228,29 +287,9 @@ def fpca_release(fitted: FPCAFit, mechanism, *, draws: int = 1, random_seed=None
         {BASIS_FUNCTIONS: (("t", "basis"), B), QUADRATURE_WEIGHTS: (("t",), spec.grid.weights),
          SIGMA: (("basis", "basis2"), spec.Sigma)},
         coords={"t": t, "basis": np.arange(m), "basis2": np.arange(m)})
-    attrs = {**spec.attrs(), **fpca_attrs(), "mechanism": mech_name, "n": int(fitted.n),
-             "sampler": _SAMPLER_NAMES[(spec.form, sampler)], "sampler_reference": _SAMPLER_REFERENCES[sampler, spec.form],
-             "iterations": its, "exact": exact, "fp_safe": 0, "noise_seeded": int(seeded), "draws": draws,
-             "budget_spent_epsilon": cost.epsilon, "budget_spent_delta": cost.delta, "private": int(certified),
-             "delta": float(cost.delta) / draws, "certified": int(certified), "pure": int(plan["pure"]),
-             "epsilon_guaranteed": plan["epsilon"],
-             "delta_guaranteed": plan["delta"], "delta_target": float(delta) if delta is not None else 0.0,
-             "proposal_budget": int(T), "fallback_bound_log": float(plan["log_p_star"]) if certified else float("nan"),
-             "density_floor_log": float(plan["log_f_min"]), "eta": float(eta) if plan["pure"] else float("nan"),
-             "fallback": _FALLBACKS[(spec.form, sampler)] if sampler != "nuts" else "none",
-             "guarantee": _guarantee_text(spec, sampler, plan),
-             "initialisation": {"gibbs": "uniform random frame (data-independent)",
-                                "nuts": _NUTS_INIT}.get(sampler, "none"),
-             "draws_exact": ("yes: exact draws from the mechanism, except with probability <= "
-                             "exp(fallback_bound_log) a public fallback" if exact else
-                             "no: MCMC after a fixed number of steps; the privacy guarantee holds only up to the "
-                             "chain's distance to the target"),
-             **extra}
-    if ledger is not None and hasattr(ledger, "attrs"):
-        attrs.update(ledger.attrs())
     post[COMPONENTS].attrs.update(long_name="private principal component (unit L2 norm on the rescaled grid)")
     tree = xr.DataTree.from_dict({POSTERIOR: post, CONSTANT_DATA: const})
-    tree.attrs = attrs
+    tree.attrs = extra  # the data holder's MCMC diagnostics, only when asked for (diagnostics_private = 1)
     return tree
 
 

@@ -14,7 +14,7 @@ KDEs on a public Cartesian grid in d = 1 or 2 are public summary specs
 """
 
 from .accumulate import binned_kde_values, check_kde_size, kde_values_chunked
-from .bandwidth import private_bandwidth, private_quantile
+from .bandwidth import bandwidth_plan, private_bandwidth, private_quantile
 from .gaussian import KDESpec, KDESummary, cameron_martin_difference, realised_delta
 from .grid import CartesianGrid, ProductEigenbasis, bandwidth_rule, gaussian_kde_values
 from .iclp import ICLPKDESpec, one_c_difference
@@ -34,6 +34,7 @@ __all__ = [
     "gaussian_kde_values",
     "kde_values_chunked",
     "one_c_difference",
+    "bandwidth_plan",
     "private_bandwidth",
     "private_quantile",
     "realised_delta",

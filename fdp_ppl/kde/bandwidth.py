@@ -36,6 +36,48 @@ def private_quantile(x, p: float, epsilon: float, domain, rng) -> float:
     return float(rng.uniform(z[i], z[i + 1]))
 
 
+def bandwidth_plan(epsilon: float, d: int = 1, *, seeded: bool = False):
+    """The public plan of :func:`private_bandwidth`: ``(ε, 0)`` for 2d private quartiles, ``ε/(2d)`` each.
+
+    Compose it with the density's plan (``fp.release(..., composed_with=(plan,))``, :meth:`ReleasePlan.then`)
+    so that the density's file records the bandwidth's spending.
+
+    Returns
+    -------
+    ReleasePlan
+        Family ``"kde-bandwidth"``; ``fp_safe`` False (numpy's float64 uniforms within the chosen interval).
+
+    Raises
+    ------
+    InputError
+        ε <= 0 or d not in {1, 2, ...}.
+
+    Examples
+    --------
+    >>> from fdp_ppl.kde import bandwidth_plan
+    >>> p = bandwidth_plan(0.2, d=2)
+    >>> p.cost.epsilon, p.fp_safe, dict(p.output)
+    (0.2, False, {'bandwidth': 2})
+    """
+    from ..releasing.plans import ReleasePlan
+
+    eps = check_epsilon(epsilon)
+    if isinstance(d, bool) or int(d) != d or int(d) < 1:
+        raise InputError(f"d must be a whole number >= 1, got {d!r}", "pass d=1 or d=2")
+    d = int(d)
+    return ReleasePlan(
+        family="kde-bandwidth", mechanism="exponential-quantiles", noise_law="exponential-mechanism", epsilon=eps,
+        delta=0.0, draws=1, sensitivity=1.0, sensitivity_norm="rank utility |#{x_i < q} - p n|",
+        noise_scale=np.zeros(0), noise_multiplier=float("nan"), event=None, cost=PrivacyBudget(eps, 0.0),
+        privacy_unit="record", neighbouring="replace-one record; n public",
+        guarantee=(f"{eps:g}-DP: Hall et al. (2013) 4.1.2 rule of thumb with private IQRs, {2 * d} quartiles by the "
+                   f"exponential mechanism (Smith 2011), epsilon/{2 * d} each"),
+        fp_safe=False, certified=True, seeded=seeded, generator="numpy", output={"bandwidth": d},
+        memory_bytes=8.0 * d, label="kde bandwidth (private IQR)",
+        attrs={"bandwidth_rule": f"private: Hall et al. (2013) 4.1.2 rule of thumb with private IQRs, epsilon {eps:g}",
+               "bandwidth_epsilon": eps})
+
+
 def private_bandwidth(observations, epsilon: float, domain, *, ledger=None, random_seed=None,
                       floor: float | None = None, label: str = "kde bandwidth (private IQR)") -> np.ndarray:
     """Hall §4.1.2 rule-of-thumb bandwidth with private IQRs; shape (d,).
@@ -68,8 +110,9 @@ def private_bandwidth(observations, epsilon: float, domain, *, ledger=None, rand
         raise InputError("observations must be finite, shape (n, d), with one (lo, hi) per dimension",
                          "pass domain=[(lo, hi)] * d")
     n, d = obs.shape
+    plan = bandwidth_plan(eps, d, seeded=random_seed is not None)
     if ledger is not None:
-        ledger.spend(PrivacyBudget(eps, 0.0), label)
+        ledger.spend(plan.cost, label or plan.label, mechanism=plan.mechanism)
     if random_seed is not None:
         warnings.warn("seeded private bandwidth: private only while the seed stays secret", SeededReleaseWarning,
                       stacklevel=2)
@@ -84,4 +127,4 @@ def private_bandwidth(observations, epsilon: float, domain, *, ledger=None, rand
     return out
 
 
-__all__ = ["private_bandwidth", "private_quantile"]
+__all__ = ["bandwidth_plan", "private_bandwidth", "private_quantile"]

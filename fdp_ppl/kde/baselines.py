@@ -420,8 +420,52 @@ class BernsteinKDESpec(_SnappedGridKDE, BernsteinSpec):
         return f"BernsteinKDESpec(n={self.n}, h={[round(float(v), 4) for v in self.bandwidths]}, grid={self.grid.shape}, k={self.k})"
 
 
+def bumps_density(release, points, h: float, mechanism: str, domain):
+    """A 1-D density release from the release of its kernel bumps as a mean (FRL / Bernstein baselines).
+
+    Post-processing of a public release: the released mean of the bumps ``φ_h(t_k − x_i)`` (Lin & Reimherr
+    2026, §4.3: a KDE is the mean of its bumps) is the released density on ``points``; the file keeps the
+    mean release's attributes and says it is a density (:func:`~fdp_ppl.releasing.schema.is_kde_release`).
+
+    Parameters
+    ----------
+    release : xr.DataTree
+        ``fp.release`` of :func:`frl_kde_spec` or :func:`bernstein_kde_spec`'s fit of :func:`kde_bumps`.
+    points : ndarray (K,)
+        The grid of the bumps, in data units (the ``x`` coordinate).
+    h : float
+        The public bandwidth.
+    mechanism : {"frl", "bernstein"}
+    domain : (lo, hi)
+
+    Returns
+    -------
+    xr.DataTree
+        ``posterior/density`` (chain, draw, x); ``constant_data/noise_scale`` (component).
+    """
+    import xarray as xr
+
+    from ..releasing.schema import kde_attrs
+
+    pts = np.asarray(points, dtype=float)
+    curve = np.asarray(release["posterior"]["curve"].values)
+    post = xr.Dataset({"density": (("chain", "draw", "x"), curve)},
+                      coords={"chain": np.arange(curve.shape[0]), "draw": np.arange(curve.shape[1]), "x": pts})
+    post.attrs.update(release["posterior"].attrs)
+    const = xr.Dataset({"noise_scale": (("component",), release["constant_data"]["noise_scale"].values)},
+                       coords={"x": pts})
+    tree = xr.DataTree.from_dict({"posterior": post, "constant_data": const})
+    tree.attrs.update(release.attrs)
+    tree.attrs.update({"h": float(h), "kernel": "gaussian",
+                       "estimator": f"Gaussian KDE bumps released as a mean ({mechanism})",
+                       "domain": str([float(domain[0]), float(domain[1])])})
+    tree.attrs.update(kde_attrs())  # a density, not a mean-curve release (fdp_ppl.releasing.schema.is_kde_release)
+    return tree
+
+
 __all__ = [
     "BASELINE_2D_SOURCE",
+    "bumps_density",
     "BernsteinKDESpec",
     "FRLKDESpec",
     "TensorBernsteinBasis",

@@ -26,19 +26,17 @@ from .schema import NOISE_SCALE, ReleaseMetadata, ReleaseTemplate, release_tree
 from ..summaries import LinearSummary
 
 
-#: keyword options of :func:`release` that only some families take (``None`` / False: not given)
-_FAMILY_OPTIONS = ("bound", "generator", "chains", "allow_nonprivate")
-
-
 def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: PrivacyLedger | None = None,
-            label: str = "", dataset: str = "", progressbar: bool = False, bound: str | None = None,
-            generator: str | None = None, chains: int | None = None,
+            label: str = "", dataset: str = "", progressbar: bool = False, provenance=None, composed_with=(),
+            bound: str | None = None, generator: str | None = None, chains: int | None = None,
             allow_nonprivate: bool | None = None) -> xr.DataTree:
-    """Release any fitted object privately: one entry for every mechanism family.
+    """Release any fitted object privately: one protocol for every family.
 
-    Dispatches on the type of ``fitted`` through :data:`fdp_ppl.releasing.registry.RELEASES` to its
-    family's release function (imported on first use): the result is the one that function
-    makes, value for value and attribute for attribute.
+    The steps, in this order and only here: refuse a mechanism or option the family does not take → the
+    family's public plan (:func:`fdp_ppl.plan`: calibration, every size and memory check; no data) → the
+    seed warning → the ledger charge of ``plan.cost`` with ``plan.event`` → the family's draw (the only step
+    that reads the fit) → the plan's attributes, the provenance and the ledger's state recorded on the tree.
+    A refusal at any step before the charge costs nothing; after it nothing is refunded.
 
     Families (fitted object, from; mechanisms; family options):
 
@@ -63,25 +61,35 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
         knows it (studies, tests): the release records ``noise_seeded = 1`` and a
         :class:`~fdp_ppl.errors.SeededReleaseWarning` is emitted.
     ledger : PrivacyLedger or FileLedger, optional
-        Charged before any draw, after every public check; a refused release costs nothing.
+        Charged ``plan.cost`` (with ``plan.event``) before any draw, after every public check.
     label, dataset : str
-        Ledger label (empty: the family's default label) and dataset identity.
+        Ledger label (empty: the plan's label) and dataset identity.
     progressbar : bool
-        Progress of long draws (mean and FPCA releases; the others are not long and ignore it).
+        Progress of long draws (mean and FPCA releases; the others are not long).
+    provenance : mapping of str to str or number, optional
+        Public descriptions recorded as root attributes as given (``data_source``, ``missing``, the variables'
+        names): the command line passes its own here, so a release made from Python with the same provenance
+        is the same file. A key that the plan records is refused.
+    composed_with : sequence of ReleasePlan, optional
+        Plans already charged on the same data that this release completes (a density's private bandwidth,
+        :func:`fdp_ppl.kde.bandwidth_plan`): the file records their composition (:meth:`ReleasePlan.then`:
+        the summed budget, floating-point safe only if every part is); only this release's own plan is
+        charged here.
     bound : {"tight", "paper", "closed-form"}, optional
         Sensitivity bound (mean and KDE; default ``"tight"``).
     generator : {None, "opendp", "pymc"}, optional
         Release sampler (mean and KDE; default: OpenDP when unseeded and the law has one).
     chains : int, optional
-        Releases arranged ``(chain, draw)`` (KDE and ERM; default 1).
+        Releases arranged ``(chain, draw)`` (KDE and machines; default 1).
     allow_nonprivate : bool, optional
         Release a mean whose τ came from the data (mean only; the release records ``private = 0``).
 
     Returns
     -------
     xr.DataTree
-        The family's release (``posterior`` with dims ``chain``, ``draw`` first, ``constant_data``, root attrs
-        recording the mechanism, ε, δ, the sensitivity and the budget spent; never the non-private fit).
+        The family's release: ``posterior`` with dims ``chain``, ``draw`` first, ``constant_data``, root attrs
+        equal to ``plan.attrs`` (the mechanism, ε, δ, the sensitivity, the budget spent, the privacy unit, the
+        guarantee) plus the provenance, the ledger's state and the creation stamp; never the non-private fit.
 
     Raises
     ------
@@ -89,201 +97,217 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
         ``fitted`` is not a fitted object of a registered family, or ``mechanism`` is not one the
         family accepts (before any charge).
     InputError
-        A family option the family does not take (e.g. ``bound`` for an ERM fit), before any
-        charge; and the family's own refusals (:func:`release_linear` and the family functions).
+        A family option the family does not take, a provenance key the plan records, and the family
+        plan's own refusals (sizes, memory, scales), all before any charge.
     BudgetExceededError
         The ledger cannot pay for the release; nothing is drawn.
+
+    See Also
+    --------
+    fdp_ppl.plan : the same plan, without data and without spending.
+    fdp_ppl.infer : the posterior of the truth given the release (no privacy cost).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import fdp_ppl as fp
+    >>> curves = fp.datasets.load_dataset("growth")
+    >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.from_points(curves["t"].values))
+    >>> summary = fp.iclp_qr_mean(curves, basis, tau=200.0)
+    >>> tree = fp.release(summary, fp.ICLP(epsilon=1.0))       # fresh OS entropy: floating-point-safe noise
+    >>> tree.attrs["release_family"], tree.attrs["noise_generator"], tree.attrs["budget_spent_epsilon"]
+    ('mean', 'opendp', 1.0)
+    >>> tree["posterior"]["curve"].dims
+    ('chain', 'draw', 't')
     """
     from .families import release_entry
+    from .plans import ReleasePlan
 
     entry = release_entry(fitted)
     if entry is None:
         raise CompatibilityError(f"cannot release a {type(fitted).__name__}: fp.release takes a fitted summary",
                                  "fit one first, e.g. iclp_qr_mean(curves, basis, tau=1), KDESpec(...).fit(x), "
                                  "ERMSpec(...).fit(X, y) or FPCASpec(...).fit(curves)")
-    names = {f"{cls.__module__}.{cls.__qualname__}" for cls in type(mechanism).__mro__}
-    if not names.intersection(entry.mechanisms):
-        raise CompatibilityError(f"a {entry.family} fit is not released with {type(mechanism).__name__}",
-                                 f"use {entry.hint}")
-    given = {"bound": bound, "generator": generator, "chains": chains, "allow_nonprivate": allow_nonprivate or None}
-    refused = [name for name in _FAMILY_OPTIONS if given[name] is not None and name not in entry.options]
-    if refused:
-        takes = [o for o in entry.options if o in _FAMILY_OPTIONS]
-        raise InputError(f"a {entry.family} release takes no {', '.join(refused)}",
-                         f"drop {', '.join(refused)} (its options: {', '.join(takes) or 'none'})")
-    options = {name: value for name, value in given.items() if value is not None}
-    if "progressbar" in entry.options:
-        options["progressbar"] = progressbar
-    if label:
-        options["label"] = label
-    return entry.resolve()(fitted, mechanism, draws=draws, random_seed=random_seed, ledger=ledger, dataset=dataset,
-                           **options)
+    options = {"bound": bound, "generator": generator, "chains": chains, "allow_nonprivate": allow_nonprivate or None}
+    entry.check(mechanism, options)
+    seeded = random_seed is not None
+    plan = entry.resolve("plan")(fitted, mechanism, draws=draws, seeded=seeded,
+                                 **{k: v for k, v in options.items() if v is not None})
+    if not isinstance(plan, ReleasePlan):
+        raise TypeError(f"the {entry.family} family's plan hook returned a {type(plan).__name__}")
+    extra = _provenance(provenance, plan)
+    if seeded:
+        warnings.warn(f"the {entry.family} release is drawn from the given random_seed: anyone who learns the seed "
+                      "can regenerate the noise and remove it, so the release is private only while the seed stays "
+                      "secret; pass no seed for a real release (fresh OS entropy)", SeededReleaseWarning, stacklevel=2)
+    recorded = plan
+    for earlier in reversed(tuple(composed_with or ())):
+        if not isinstance(earlier, ReleasePlan):
+            raise InputError("composed_with takes the ReleasePlans already charged", "e.g. composed_with=(bw_plan,)")
+        recorded = earlier.then(recorded)
+    if ledger is not None:  # charged before any draw: a failure after this point never refunds
+        ledger.spend(plan.cost, label or plan.label, dataset=dataset, mechanism=plan.mechanism, event=plan.event)
+    tree = entry.resolve("draw")(fitted, plan, random_seed=random_seed, progressbar=bool(progressbar))
+    return _record(tree, recorded, extra, ledger)
 
 
-def release_linear(summary: LinearSummary, mechanism: Mechanism, *, draws: int = 1, random_seed=None,
-                   ledger: PrivacyLedger | None = None, bound: str = "tight", progressbar: bool = False,
-                   label: str = "", generator: str | None = None, dataset: str = "",
-                   allow_nonprivate: bool = False) -> xr.DataTree:
-    """Release a linear summary (a mean curve) privately: exact forward draws of the mechanism's noise law.
+def _provenance(provenance, plan) -> dict:
+    """The caller's public descriptions as attributes (refusing a key the plan records)."""
+    from .schema import clean_attrs
 
-    The family function :func:`release` calls for a :class:`~fdp_ppl.summaries.LinearSummary`;
-    call ``fp.release(summary, mechanism, ...)``.
+    if not provenance:
+        return {}
+    extra = clean_attrs(dict(provenance))
+    clash = sorted(set(extra) & set(plan.attrs))
+    if clash:
+        raise InputError(f"provenance may not set {', '.join(clash)}: the release plan records them",
+                         "drop them from provenance (they come from the spec and the mechanism)")
+    return extra
+
+
+def _record(tree: xr.DataTree, plan, extra: dict, ledger) -> xr.DataTree:
+    """The one place a release's root attributes are written: the family's tree, the plan's attributes, the
+    caller's provenance, the ledger's state after the charge and the creation stamp (ArviZ's ``created_at``,
+    ``creation_library`` on the posterior group too)."""
+    from .schema import POSTERIOR, clean_attrs
+
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat()
+    attrs = dict(tree.attrs)
+    attrs.update(plan.attrs)
+    attrs.update(extra)
+    if ledger is not None and hasattr(ledger, "attrs"):
+        attrs.update(ledger.attrs())
+    attrs.update({"fdp_ppl_version": __version__, "created_at": now})
+    tree.attrs = clean_attrs(attrs)
+    if POSTERIOR in tree.children:
+        post = tree[POSTERIOR]
+        post.attrs.update({"created_at": now, "creation_library": "fdp_ppl", "creation_library_version": __version__})
+        if "t" in post.coords:  # the grid's public name and units, when the provenance gives them
+            for key, attr in (("t_name", "long_name"), ("t_units", "units")):
+                if key in extra:
+                    post.coords["t"].attrs[attr] = str(extra[key])
+    return tree
+
+
+def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False, bound: str | None = None,
+                 generator: str | None = None, allow_nonprivate: bool | None = None):
+    """The mean family's plan hook: the public plan of releasing a linear summary (a mean curve).
+
+    Called by :func:`fdp_ppl.plan` and :func:`fdp_ppl.release`; reads the spec only.
 
     Parameters
     ----------
-    summary : LinearSummary
-        A fitted summary, e.g. ``iclp_qr_mean(curves, basis, tau=1.0)``; its
-        sensitivity comes from its public spec only.
+    spec_or_fit : SummarySpec or LinearSummary
     mechanism : Mechanism
-        ``ICLP(epsilon)``, ``FRL(epsilon)``, ``Bernstein(epsilon)``,
-        ``GaussianMechanism(epsilon, delta)``, or an elliptical mechanism.
+        ``ICLP(epsilon)``, ``FRL(epsilon)``, ``Bernstein(epsilon)``, ``GaussianMechanism(epsilon, delta)``, or
+        an elliptical mechanism.
     draws : int
-        Number of independent releases. One draw is one publication; ``k``
-        draws cost ``k × (ε, δ)`` by basic composition (recorded in attrs and
-        charged to the ledger). ``k > 1`` is for studying the mechanism.
-    random_seed : int, sequence of int, numpy Generator or None
-        None (the default): fresh OS entropy (128 bits), ``attrs["noise_seeded"] = 0``.
-        A seed makes the noise reproducible by anyone who knows it: for studies
-        and tests; the release records ``noise_seeded = 1`` and a
-        :class:`~fdp_ppl.errors.SeededReleaseWarning` is emitted.
-    ledger : PrivacyLedger or FileLedger, optional
-        Charged ``draws × mechanism.budget`` before any draw (a failure later
-        never refunds); the release is refused, with nothing drawn, if it does
-        not fit. ``PrivacyLedger.open(path, total)`` gives a ledger shared by
-        processes and runs.
+        One draw is one publication; ``k`` draws cost ``k × (ε, δ)``.
+    seeded : bool
+        A seeded study: the compiled float64 sampler (not floating-point safe) instead of OpenDP's.
     bound : {"tight", "paper", "closed-form"}
-        Which sensitivity bound calibrates the noise
-        (:meth:`~fdp_ppl.summaries.SummarySpec.sensitivity`).
-    progressbar : bool
-    label : str
-        Ledger label.
-    dataset : str
-        Identity of the dataset, recorded in the ledger.
-    allow_nonprivate : bool
-        Release a summary whose public parameters were computed from the
-        private data (τ from :func:`~fdp_ppl.summaries.data_tau`), for
-        reproducing papers; the release records ``private = 0``. Every other
-        release records ``private = 1``.
+        Which sensitivity bound calibrates the noise (:meth:`~fdp_ppl.summaries.SummarySpec.sensitivity`).
     generator : {None, "opendp", "pymc"}
-        Release sampler (:func:`fdp_ppl.noise.sampling.generators`), recorded as
-        ``attrs["noise_generator"]``. None (the default): ``"opendp"`` when
-        ``random_seed`` is None and the law is floating-point safe (Laplace:
-        ICLP, FRL, Bernstein; Normal: Gaussian mechanism), else ``"pymc"``.
-        ``"opendp"``: exact discrete noise on a lattice (OpenDP), never seeded;
-        the Gaussian σ is raised if OpenDP's privacy map needs it.
-        ``"pymc"``: the compiled float64 sampler, seedable and fast, **not
-        floating-point safe** (its noise reaches a centre-dependent set of
-        floats, Mironov 2012). Elliptical releases are always ``"pymc"``:
-        they are not floating-point safe.
+        Release sampler (:func:`fdp_ppl.noise.sampling.generators`). None: ``"opendp"`` (exact discrete
+        noise on a lattice) when unseeded and the law is floating-point safe (Laplace: ICLP, FRL, Bernstein;
+        Normal: Gaussian mechanism; the Gaussian σ is raised if OpenDP's privacy map needs it), else ``"pymc"``
+        (float64, seedable, **not floating-point safe**: Mironov 2012). Elliptical laws are always ``"pymc"``.
+    allow_nonprivate : bool
+        Release a summary whose τ was computed from the private data (``data_tau``), for reproducing papers;
+        the release records ``private = 0`` and ``certified = 0``.
 
     Returns
     -------
-    xr.DataTree
-        ``posterior``: ``coefficients`` (chain, draw, basis) and ``curve``
-        (chain, draw, t) with one chain; ``constant_data``: the public basis,
-        ``noise_scale`` (basis) and ``quadrature_weights`` (t). Root
-        ``attrs`` (:class:`~fdp_ppl.releasing.schema.ReleaseMetadata`) record the
-        mechanism, noise law, ε, δ, sensitivity, its norm and bound, the
-        neighbouring relation, τ, n, kernel and its parameters, η, ψ, M,
-        quadrature, package version and the budget spent; the generator:
-        ``noise_generator``, ``fp_safe`` (1/0), ``epsilon_guaranteed`` and
-        ``delta_guaranteed`` (per draw: OpenDP's privacy map on the
-        ``"opendp"`` path, the nominal ε, δ otherwise), ``fp_safety`` and
-        ``privacy_guarantee`` (sentences), ``noise_sigma_source``. The
-        non-private summary is never included.
+    ReleasePlan
+        ``attrs`` are the release's root attributes (:class:`~fdp_ppl.releasing.schema.ReleaseMetadata`:
+        mechanism, noise law, ε, δ, sensitivity, its norm and bound, the neighbouring relation, τ, n, kernel
+        and its parameters, η, ψ, M, quadrature, the budget spent; the generator: ``noise_generator``,
+        ``fp_safe``, ``epsilon_guaranteed`` / ``delta_guaranteed`` (per draw: OpenDP's privacy map on the
+        ``"opendp"`` path, the nominal ε, δ otherwise), ``fp_safety``, ``privacy_guarantee``,
+        ``noise_sigma_source``).
 
     Raises
     ------
     CompatibilityError
-        Summary or mechanism of the wrong type; ``generator="opendp"`` for a
-        law without a floating-point-safe sampler (elliptical laws).
-    BudgetExceededError
-        The ledger cannot pay for the release.
+        A mechanism that is not an fdp_ppl Mechanism, a spec it cannot release; ``generator="opendp"`` for a
+        law without a floating-point-safe sampler.
     InputError
-        draws < 1; a data-derived τ without ``allow_nonprivate=True``; an
-        unknown generator, or ``generator="opendp"`` with a seed.
+        draws < 1; a data-derived τ without ``allow_nonprivate=True``; an unknown generator or
+        ``"opendp"`` with a seed; a scale that is not finite; draws that do not fit in memory.
     """
+    from ..summaries import SummarySpec
+    from .plans import ReleasePlan, check_draws, check_scale
+
     if not isinstance(mechanism, Mechanism):
         raise CompatibilityError("mechanism must be an fdp_ppl Mechanism", "e.g. ICLP(epsilon=1)")
-    if not isinstance(summary, LinearSummary):
-        raise CompatibilityError("summary must be a fitted summary",
+    spec = spec_or_fit.spec if isinstance(spec_or_fit, LinearSummary) else spec_or_fit
+    if not isinstance(spec, SummarySpec):
+        raise CompatibilityError("summary must be a fitted summary or its spec",
                                  "e.g. iclp_qr_mean(curves, basis, tau=1) or spec.fit(curves)")
-    draws = int(draws)
-    if draws < 1:
-        raise InputError("draws must be >= 1")
-    seeded = random_seed is not None
-    if seeded:
-        warnings.warn("the release noise is drawn from the given random_seed: anyone who learns the seed can "
-                      "regenerate the noise and remove it, so the release is private only while the seed stays "
-                      "secret; pass no seed for a real release (fresh OS entropy)", SeededReleaseWarning, stacklevel=3)
-    spec = summary.spec
+    draws, _ = check_draws(draws)
     private = not spec.data_dependent  # τ from the data: no formal guarantee
     if not private and not allow_nonprivate:
         raise InputError("tau was computed from the private data (data_tau): the release would carry no privacy "
                          "guarantee", "pass a public tau, or allow_nonprivate=True for a study (the release then "
                          "records private = 0)")
-    generator = resolve_generator(mechanism.law, generator, random_seed)
-    cal, sampler, head, tail = _public_parts(spec, mechanism, bound, generator)
-    check_public_sizes(cal.scale, draws, spec.n_components + spec.grid.size)
+    generator = resolve_generator(mechanism.law, generator, 0 if seeded else None)
+    cal, sampler, head, tail = _public_parts(spec, mechanism, bound or "tight", generator)
+    check_scale(cal.scale)
+    J, K = spec.n_components, spec.grid.size
     cost = mechanism.budget * draws
-    if ledger is not None:  # charged before any draw: a failure after this point never refunds
-        ledger.spend(cost, label or f"{mechanism.family} release of {spec.name}", dataset=dataset,
-                     mechanism=mechanism.family, event=mechanism.privacy_event(cal, draws))
-    coef = sampler.draw(summary.coefficients, cal.scale, draws, random_seed, progressbar=progressbar,
-                        calibration=cal)
-    with blas_threads():  # a small product: OpenBLAS's second thread only synchronises (10x slower under load)
-        curves = coef @ spec.design.T
-
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat()
     extra = dict(head)
-    extra.update({
-        "noise_multiplier": cal.sigma,
-        "noise_seeded": int(seeded),
-        "private": int(private),
-        "fdp_ppl_version": __version__,
-        "created_at": now,
-        "sampling": ("exact forward draws (OpenDP lattice sampler), not MCMC" if getattr(sampler, "fp_safe", False)
-                     else "exact forward draws (compiled PyMC sampler), not MCMC"),
-    })
+    extra.update({"noise_multiplier": cal.sigma, "private": int(private),
+                  "sampling": ("exact forward draws (OpenDP lattice sampler), not MCMC"
+                               if getattr(sampler, "fp_safe", False)
+                               else "exact forward draws (compiled PyMC sampler), not MCMC")})
     extra.update(tail)
-    if ledger is not None:
-        extra.update(ledger.attrs())
     meta = ReleaseMetadata(
         mechanism=mechanism.family, noise_law=mechanism.law.name, summary=spec.name, epsilon=mechanism.epsilon,
         delta=mechanism.delta, sensitivity=cal.sensitivity.value, sensitivity_norm=cal.sensitivity.norm, n=spec.n,
         tau=float(spec.tau), draws=draws, budget_spent_epsilon=cost.epsilon, budget_spent_delta=cost.delta,
         extra={k: v for k, v in extra.items() if k not in ReleaseMetadata._TYPES})
-    template = _template(summary, np.asarray(cal.scale, dtype=float), mechanism.law.describe_scale())
-    return release_tree(meta, coef, curves, None, None, None,
-                        {"created_at": now, "creation_library": "fdp_ppl", "creation_library_version": __version__,
-                         "sampling": "exact forward draws"}, template=template)
+    unit = getattr(spec, "privacy_unit", None)
+    eps_g, dlt_g = tail.get("epsilon_guaranteed", mechanism.epsilon), tail.get("delta_guaranteed", mechanism.delta)
+    out = ReleasePlan(
+        family="mean", mechanism=mechanism.family, noise_law=mechanism.law.name, epsilon=float(mechanism.epsilon),
+        delta=float(mechanism.delta), draws=draws, sensitivity=float(cal.sensitivity.value),
+        sensitivity_norm=cal.sensitivity.norm, noise_scale=cal.scale, noise_multiplier=float(cal.sigma),
+        event=mechanism.privacy_event(cal, draws), cost=cost,
+        privacy_unit="record" if unit is None else unit.column, neighbouring=cal.sensitivity.neighbouring,
+        guarantee=(f"({float(eps_g):.6g}, {float(dlt_g):.3g})-DP per draw for {cal.sensitivity.neighbouring}"
+                   + ("" if private else "; NOT private: tau was computed from the data")),
+        fp_safe=bool(tail.get("fp_safe", 0)), certified=private, seeded=seeded, generator=generator,
+        output={"chain": 1, "draw": draws, "t": K}, memory_bytes=3.0 * 8.0 * draws * (J + K),
+        label=f"{mechanism.family} release of {spec.name}", attrs=meta.to_attrs(),
+        state=(spec, cal, sampler, mechanism.law.describe_scale()))
+    out.check_memory()
+    return out
+
+
+def draw_release(summary: LinearSummary, plan, *, random_seed=None, progressbar: bool = False) -> xr.DataTree:
+    """The mean family's draw hook: exact forward draws of the planned noise around the summary.
+
+    ``posterior``: ``coefficients`` (chain, draw, basis) and ``curve`` (chain, draw, t) with one chain;
+    ``constant_data``: the public basis, ``noise_scale`` (basis) and ``quadrature_weights`` (t). The
+    non-private summary is never included. Called by :func:`fdp_ppl.release` after the charge.
+    """
+    spec, cal, sampler, scale_description = plan.state
+    if summary.spec is not spec:
+        raise CompatibilityError("the plan was made for another spec", "plan the release of this summary's spec")
+    coef = sampler.draw(summary.coefficients, cal.scale, plan.draws, random_seed, progressbar=progressbar,
+                        calibration=cal)
+    with blas_threads():  # a small product: OpenBLAS's second thread only synchronises (10x slower under load)
+        curves = coef @ spec.design.T
+    meta = ReleaseMetadata.from_attrs(plan.attrs)
+    template = _template(summary, np.asarray(cal.scale, dtype=float), scale_description)
+    return release_tree(meta, coef, curves, None, None, None, {"sampling": "exact forward draws"},
+                        template=template)
 
 
 #: public calibration, sampler and attributes per public spec (weakly held) and per (mechanism class and
 #: parameters, bound, generator); only mechanisms whose parameters are plain numbers and strings are cached
 _PUBLIC: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _PLAIN_PARAMS = (int, float, str, bool, type(None))
-
-
-def check_public_sizes(scale, draws: int, values_per_draw: int) -> None:
-    """Public checks before any charge: the noise scales are finite and > 0 (a sampler cannot serve an infinite
-    scale: e.g. τ = 1e308 overflows the sensitivity), and ``draws`` releases of ``values_per_draw`` float64
-    values fit in memory (the draws, the curves and the tree's copy).
-
-    Raises
-    ------
-    InputError
-        Either check fails; nothing is charged or drawn.
-    """
-    from ..settings import check_memory
-
-    scale = np.asarray(scale, dtype=float)
-    if not (np.all(np.isfinite(scale)) and np.all(scale > 0)):
-        raise InputError("the noise scale is not a finite positive number (the sensitivity overflows: tau or the "
-                         "kernel's constants are too large, or the eigenvalues too small)",
-                         "pass a smaller public tau, in the data's units")
-    check_memory(3.0 * 8.0 * float(draws) * float(values_per_draw), f"{draws} draws of {values_per_draw} values",
-                 "release fewer draws at a time (--draws)")
 
 
 def _public_parts(spec, mechanism: Mechanism, bound: str, generator: str):
@@ -351,4 +375,4 @@ def _template(summary: LinearSummary, scale: np.ndarray, scale_description: str)
     return template
 
 
-__all__ = ["release"]
+__all__ = ["release", "plan_release", "draw_release"]

@@ -1,4 +1,5 @@
-"""The table :func:`fdp_ppl.release` dispatches through (re-exported as :data:`fdp_ppl.releasing.registry.RELEASES`).
+"""The families :func:`fdp_ppl.release` and :func:`fdp_ppl.plan` dispatch through (:data:`RELEASES`, :data:`PLANS`;
+re-exported as :data:`fdp_ppl.releasing.registry.RELEASES`).
 
 A leaf module (standard library only): :mod:`fdp_ppl.releasing.draw` reads it without importing the registry's
 mechanism builders, and the families are imported only when one of their objects is released.
@@ -10,73 +11,134 @@ from dataclasses import dataclass
 from typing import Callable
 
 
+#: options every family's release takes (the protocol's own); a family lists only the options beyond these
+COMMON_OPTIONS = ("draws", "random_seed", "ledger", "label", "dataset", "progressbar", "provenance", "composed_with")
+#: every family option fp.release / fp.plan know; a family takes a subset (``ReleaseEntry.options``)
+FAMILY_OPTIONS = ("bound", "generator", "chains", "allow_nonprivate", "n")
+
+
 @dataclass(frozen=True)
 class ReleaseEntry:
-    """How :func:`fdp_ppl.release` releases one family of fitted objects.
+    """How :func:`fdp_ppl.release` and :func:`fdp_ppl.plan` serve one family: its two hooks and what it takes.
 
     Attributes
     ----------
     family : str
-        Family name used in error messages (``"mean"``, ``"kde"``, ``"erm"``, ``"fpca"``).
-    function : str
-        ``"module:function"`` that releases it, imported on first use (the families import
-        :mod:`fdp_ppl.releasing.draw`, never the reverse); called as
-        ``function(fitted, mechanism, draws=..., random_seed=..., ledger=..., **options)``.
+        The family's one name (``"mean"``, ``"kde"``, ``"machine"``, ``"fpca"``), used in messages, plans
+        (``ReleasePlan.family``) and files (``release_family``).
+    module : str
+        The module holding the family's hooks, imported on first use (the families import
+        :mod:`fdp_ppl.releasing`, never the reverse): ``plan_release(spec_or_fit, mechanism, *, draws, seeded,
+        **options) -> ReleasePlan`` (public: no data) and ``draw_release(fitted, plan, *, random_seed,
+        progressbar) -> xr.DataTree`` (the draw; the protocol records the attributes).
+    fitted : tuple of str
+        Qualified class names (``module.Class``) of the fitted objects it releases.
+    specs : tuple of str
+        Qualified class names of the public specs :func:`fdp_ppl.plan` takes for it.
     mechanisms : tuple of str
-        Qualified class names (``module.Class``) of the mechanisms it accepts (a subclass counts).
+        Qualified class names of the mechanisms it accepts (a subclass counts).
     options : tuple of str
-        Keyword options of :func:`fdp_ppl.release` it takes beyond ``draws``, ``random_seed``,
-        ``ledger``, ``label``, ``dataset`` (``bound``, ``generator``, ``chains``,
-        ``allow_nonprivate``, ``progressbar``); an unsupported family option is refused.
+        Family options it takes beyond :data:`COMMON_OPTIONS` (a subset of :data:`FAMILY_OPTIONS`); any
+        other is refused.
     hint : str
         The mechanisms to use, for the refusal of a wrong one.
     """
 
     family: str
-    function: str
+    module: str
+    fitted: tuple[str, ...]
+    specs: tuple[str, ...]
     mechanisms: tuple[str, ...]
     options: tuple[str, ...] = ()
     hint: str = ""
 
-    def resolve(self) -> Callable:
-        """The release function (imported with :mod:`importlib`)."""
+    def resolve(self, hook: str) -> Callable:
+        """The family's ``plan`` or ``draw`` hook (imported with :mod:`importlib`)."""
         import importlib
 
-        module, _, name = self.function.partition(":")
-        return getattr(importlib.import_module(module), name)
+        return getattr(importlib.import_module(self.module), f"{hook}_release")
+
+    def check(self, mechanism, options: dict) -> None:
+        """Refuse a mechanism or an option (given, not None) this family does not take, before any work.
+
+        Raises
+        ------
+        CompatibilityError
+            A mechanism of another family.
+        InputError
+            An option the family does not take, naming the options it does take.
+        """
+        from ..errors import CompatibilityError, InputError
+
+        names = {f"{cls.__module__}.{cls.__qualname__}" for cls in type(mechanism).__mro__}
+        if not names.intersection(self.mechanisms):
+            raise CompatibilityError(f"a {self.family} release is not made with {type(mechanism).__name__}",
+                                     f"use {self.hint}")
+        refused = sorted(k for k, v in options.items() if v is not None and k not in self.options)
+        if refused:
+            raise InputError(f"a {self.family} release takes no {', '.join(refused)}",
+                             f"drop {', '.join(refused)} (its options: {', '.join(self.options) or 'none'})")
 
 
 _MEAN_MECHANISM = "fdp_ppl.noise.mechanisms.base.Mechanism"
 _GAUSSIAN = "fdp_ppl.noise.mechanisms.gaussian.GaussianMechanism"
 _ICLP = "fdp_ppl.noise.mechanisms.laplace.ICLP"
 
-#: release functions by the qualified class name of the fitted object (``type(fitted).__mro__`` is searched,
-#: most derived first): the one table :func:`fdp_ppl.release` dispatches through
-RELEASES: dict[str, ReleaseEntry] = {
-    "fdp_ppl.summaries.base.LinearSummary": ReleaseEntry(
-        "mean", "fdp_ppl.releasing.draw:release_linear", (_MEAN_MECHANISM,),
-        ("bound", "generator", "allow_nonprivate", "progressbar"),
-        "ICLP(epsilon), FRL(epsilon), Bernstein(epsilon), GaussianMechanism(epsilon, delta) or an elliptical "
-        "mechanism"),
-    "fdp_ppl.kde.gaussian.KDESummary": ReleaseEntry(
-        "kde", "fdp_ppl.kde.release:release_kde", (_MEAN_MECHANISM,), ("bound", "generator", "chains"),
-        "GaussianMechanism(epsilon, delta) for KDESpec / SobolevKDESpec, ICLP(epsilon) for ICLPKDESpec"),
-    "fdp_ppl.erm.machine.ERMFit": ReleaseEntry(
-        "erm", "fdp_ppl.erm.release:release_erm", (_GAUSSIAN, _ICLP), ("chains",),
-        "GaussianMechanism(epsilon, delta) (eta=None specs) or ICLP(epsilon) (eta > 1 specs)"),
-    "fdp_ppl.expmech.fpca.FPCAFit": ReleaseEntry(
-        "fpca", "fdp_ppl.expmech.release:fpca_release", ("fdp_ppl.expmech.mechanism.ExponentialMechanism",),
-        ("progressbar",), "ExponentialMechanism(sampler='exact') (epsilon is the FPCASpec's)"),
-}
+#: the families, in the order their classes are searched (a KDE spec is a SummarySpec: it comes first)
+FAMILIES: tuple[ReleaseEntry, ...] = (
+    ReleaseEntry("kde", "fdp_ppl.kde.release", ("fdp_ppl.kde.gaussian.KDESummary",),
+                 ("fdp_ppl.kde.gaussian.KDESpec",), (_MEAN_MECHANISM,), ("bound", "generator", "chains"),
+                 "GaussianMechanism(epsilon, delta) for KDESpec / SobolevKDESpec, ICLP(epsilon) for ICLPKDESpec"),
+    ReleaseEntry("mean", "fdp_ppl.releasing.draw", ("fdp_ppl.summaries.base.LinearSummary",),
+                 ("fdp_ppl.summaries.base.SummarySpec",), (_MEAN_MECHANISM,),
+                 ("bound", "generator", "allow_nonprivate"),
+                 "ICLP(epsilon), FRL(epsilon), Bernstein(epsilon), GaussianMechanism(epsilon, delta) or an "
+                 "elliptical mechanism"),
+    ReleaseEntry("machine", "fdp_ppl.erm.release", ("fdp_ppl.erm.machine.ERMFit",), ("fdp_ppl.erm.machine.ERMSpec",),
+                 (_GAUSSIAN, _ICLP), ("chains",),
+                 "GaussianMechanism(epsilon, delta) (eta=None specs) or ICLP(epsilon) (eta > 1 specs)"),
+    ReleaseEntry("fpca", "fdp_ppl.expmech.release", ("fdp_ppl.expmech.fpca.FPCAFit",),
+                 ("fdp_ppl.expmech.fpca.FPCASpec",), ("fdp_ppl.expmech.mechanism.ExponentialMechanism",), ("n",),
+                 "ExponentialMechanism(sampler='exact') (epsilon is the FPCASpec's)"),
+)
+
+#: fitted class name -> entry: the table :func:`fdp_ppl.release` dispatches through
+RELEASES: dict[str, ReleaseEntry] = {name: e for e in FAMILIES for name in e.fitted}
+#: spec class name -> entry: the table :func:`fdp_ppl.plan` dispatches through
+PLANS: dict[str, ReleaseEntry] = {name: e for e in FAMILIES for name in e.specs}
 
 
-def release_entry(fitted) -> ReleaseEntry | None:
-    """The :data:`RELEASES` entry of a fitted object (its most derived registered class), or None."""
-    for cls in type(fitted).__mro__:
-        entry = RELEASES.get(f"{cls.__module__}.{cls.__qualname__}")
+def _lookup(table: dict, obj) -> ReleaseEntry | None:
+    for cls in type(obj).__mro__:
+        entry = table.get(f"{cls.__module__}.{cls.__qualname__}")
         if entry is not None:
             return entry
     return None
 
 
-__all__ = ["RELEASES", "ReleaseEntry", "release_entry"]
+def release_entry(fitted) -> ReleaseEntry | None:
+    """The entry of a fitted object (its most derived registered class), or None."""
+    return _lookup(RELEASES, fitted)
+
+
+def entry_for(spec_or_fit) -> ReleaseEntry | None:
+    """The entry of a public spec or of a fitted object, or None."""
+    return _lookup(PLANS, spec_or_fit) or _lookup(RELEASES, spec_or_fit)
+
+
+def family_entry(name: str) -> ReleaseEntry:
+    """The entry of a family by its name.
+
+    Raises
+    ------
+    KeyError
+        An unknown family name.
+    """
+    for e in FAMILIES:
+        if e.family == name:
+            return e
+    raise KeyError(name)
+
+
+__all__ = ["COMMON_OPTIONS", "FAMILIES", "FAMILY_OPTIONS", "PLANS", "RELEASES", "ReleaseEntry", "entry_for",
+           "family_entry", "release_entry"]
