@@ -68,7 +68,8 @@ class BernsteinSpec(SummarySpec):
 
     See Also
     --------
-    bernstein_mean : build and fit in one call; Bernstein : its mechanism.
+    bernstein_mean : build and fit in one call.
+    Bernstein : its mechanism.
     """
 
     lattice_grid: Grid | None = None

@@ -269,7 +269,8 @@ class FRLSpec(EigenSpec):
 
     See Also
     --------
-    FRL : the mechanism that releases it; frl_mean : build and fit in one call.
+    FRL : the mechanism that releases it.
+    frl_mean : build and fit in one call.
     """
 
     M: int | None = None
@@ -374,7 +375,8 @@ class ICLPQRSpec(RidgeSpec):
 
     See Also
     --------
-    iclp_qr_mean : build and fit in one call; ICLP : its mechanism.
+    iclp_qr_mean : build and fit in one call.
+    ICLP : its mechanism.
     """
 
     name: ClassVar[str] = "iclp-qr"
@@ -412,7 +414,8 @@ class RKHSSpec(RidgeSpec):
 
     See Also
     --------
-    rkhs_mean : build and fit in one call; GaussianMechanism : its mechanism.
+    rkhs_mean : build and fit in one call.
+    GaussianMechanism : its mechanism.
     """
 
     name: ClassVar[str] = "rkhs"
@@ -459,7 +462,8 @@ class ICLPARSpec(EigenSpec):
 
     See Also
     --------
-    iclp_ar_mean : build and fit in one call; ICLP : its mechanism.
+    iclp_ar_mean : build and fit in one call.
+    ICLP : its mechanism.
     """
 
     eta: float | None = None
@@ -570,7 +574,9 @@ def iclp_qr_mean(curves, basis: Eigenbasis, *, tau: float, eta: float | None = N
 
     See Also
     --------
-    ICLPQRSpec : the public spec alone; ICLP : its mechanism; fdp_ppl.release : release it.
+    ICLPQRSpec : the public spec alone.
+    ICLP : its mechanism.
+    fdp_ppl.release : release it.
     """
     return _fit(ICLPQRSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau, eta=eta, psi=psi)
 
