@@ -2,6 +2,14 @@
 
 Every array the package returns uses these names so results line up in
 xarray and ArviZ without renaming.
+
+Examples
+--------
+>>> import fdp_ppl as fp
+>>> fp.dims.CURVE, fp.dims.T, fp.dims.BASIS
+('curve', 't', 'basis')
+>>> fp.datasets.load_dataset("growth").dims == (fp.dims.CURVE, fp.dims.T)
+True
 """
 
 CURVE = "curve"  #: index of records (one curve per record)

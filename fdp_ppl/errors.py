@@ -1,4 +1,19 @@
-"""Warnings, exceptions and input validation shared by every module."""
+"""Warnings, exceptions and input validation shared by every module.
+
+Every error is an :class:`FdpPplError` with a one-line message and a fix; the input errors are also
+``ValueError``, so generic handlers keep working.
+
+Examples
+--------
+>>> import fdp_ppl as fp
+>>> try:
+...     fp.ICLP(epsilon=-1.0)
+... except fp.FdpPplError as err:
+...     print(err.message, "|", err.fix)
+epsilon must be finite and > 0, got -1.0 | pass e.g. epsilon=1.0
+>>> issubclass(fp.InputError, ValueError), issubclass(fp.PrivacyLeakWarning, UserWarning)
+(True, True)
+"""
 
 from __future__ import annotations
 
@@ -17,6 +32,20 @@ class FdpPplError(Exception):
     fix : str, optional
         What to do instead; appended to the message after ``"; "`` and kept in
         :attr:`fix`, so a command line prints the library's message unchanged.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> err = fp.InputError("noise scales must be finite and > 0",
+    ...                     "pass the public scale from mechanism.calibrate(spec).scale")
+    >>> str(err)
+    'noise scales must be finite and > 0; pass the public scale from mechanism.calibrate(spec).scale'
+    >>> isinstance(err, fp.FdpPplError), err.fix.startswith("pass")
+    (True, True)
+
+    See Also
+    --------
+    InputError, SchemaError, CompatibilityError, BudgetExceededError : its subclasses.
     """
 
     def __init__(self, message: str, fix: str = ""):
@@ -26,11 +55,30 @@ class FdpPplError(Exception):
 
 
 class InputError(FdpPplError, ValueError):
-    """Bad input: a parameter out of range, NaN curves, wrong dims ... (DESIGN invariant 7)."""
+    """Bad input: a parameter out of range, NaN curves, wrong dims ... (DESIGN invariant 7).
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> fp.PrivacyBudget(epsilon=0)
+    Traceback (most recent call last):
+    ...
+    fdp_ppl.errors.InputError: epsilon must be finite and > 0, got 0; pass e.g. epsilon=1.0
+    """
 
 
 class SchemaError(FdpPplError, ValueError):
-    """A tree is not a release / inference result of a schema this version reads."""
+    """A tree is not a release / inference result of a schema this version reads.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> import fdp_ppl as fp
+    >>> fp.schema.read_release(xr.DataTree())
+    Traceback (most recent call last):
+    ...
+    fdp_ppl.errors.SchemaError: not an fdp_ppl release (schema version 1): attributes [...] are missing; ...
+    """
 
 
 class PrivacyLeakWarning(UserWarning):
@@ -39,17 +87,60 @@ class PrivacyLeakWarning(UserWarning):
     Raised (as a warning) whenever a sensitivity, clipping bound or tuning
     parameter was computed from the confidential records; the result is then
     labelled ``data_dependent`` and carries no formal guarantee.
+
+    Examples
+    --------
+    A clipping bound τ taken from the data (Mirshani et al. 2019, Section 5) is not public:
+
+    >>> import warnings
+    >>> import fdp_ppl as fp
+    >>> curves = fp.datasets.load_dataset("growth")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     tau = fp.data_tau(curves)
+    >>> [w.category is fp.PrivacyLeakWarning for w in caught]
+    [True]
     """
 
 
 class SeededReleaseWarning(UserWarning):
     """A release drew its noise from a caller's seed: anyone who learns the seed can
     regenerate the noise and subtract it, so the release is private only while
-    the seed stays secret. For studies and tests; real releases pass no seed."""
+    the seed stays secret. For studies and tests; real releases pass no seed.
+
+    Examples
+    --------
+    A simulation study that seeds its releases on purpose silences it for that block only:
+
+    >>> import warnings
+    >>> import fdp_ppl as fp
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", fp.SeededReleaseWarning)
+    ...     pass  # seeded fp.release(..., random_seed=...) calls of the study
+    >>> issubclass(fp.SeededReleaseWarning, UserWarning)
+    True
+
+    See Also
+    --------
+    fdp_ppl.release : draws from fresh OS entropy when no seed is given.
+    """
 
 
 class BudgetExceededError(FdpPplError, ValueError):
-    """A release would spend more privacy budget than the ledger has left."""
+    """A release would spend more privacy budget than the ledger has left.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> ledger = fp.PrivacyLedger(fp.PrivacyBudget(1.0))
+    >>> try:
+    ...     ledger.spend(fp.PrivacyBudget(2.0), "too much")
+    ... except fp.BudgetExceededError as err:
+    ...     print(err.fix)
+    lower the number of draws or epsilon; nothing was released
+    >>> ledger.spent                                   # nothing was charged
+    PrivacyBudget(epsilon=0.0, delta=0.0)
+    """
 
 
 class LedgerError(FdpPplError, ValueError):
@@ -58,7 +149,19 @@ class LedgerError(FdpPplError, ValueError):
 
 
 class CompatibilityError(FdpPplError, ValueError):
-    """A summary and a mechanism do not fit (different eigenbases, norms ...)."""
+    """A summary and a mechanism do not fit (different eigenbases, norms ...).
+
+    Examples
+    --------
+    The ICLP adds noise in a kernel's eigenbasis; a Bernstein lattice summary has none:
+
+    >>> import fdp_ppl as fp
+    >>> spec = fp.BernsteinSpec(lattice_grid=fp.Grid.uniform(50), tau=2.0, n=100)
+    >>> fp.ICLP(epsilon=1.0).calibrate(spec)
+    Traceback (most recent call last):
+    ...
+    fdp_ppl.errors.CompatibilityError: ICLP needs a summary in a kernel's eigenbasis, got 'bernstein'; ...
+    """
 
 
 def check_epsilon(epsilon) -> float:

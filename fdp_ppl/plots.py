@@ -10,6 +10,18 @@ released curve(s) and the noise band, which is a function of the public
 ``reference`` curves are whatever the caller passes (a simulation's true mean,
 a public reference curve, or the data holder's own non-private estimate) and
 are labelled as such.
+
+Examples
+--------
+>>> import fdp_ppl as fp
+>>> curves = fp.datasets.load_dataset("growth")
+>>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.from_points(curves["t"].values))
+>>> tree = fp.release(fp.iclp_qr_mean(curves, basis, tau=200.0), fp.ICLP(epsilon=1.0))
+>>> fig, ax = fp.plots.plot_release(tree)                   # released curve and public noise band
+>>> ax.get_ylabel()
+'height (cm)'
+>>> round(float(fp.plots.noise_sd(tree).max()), 2)          # the band's noise sd (cm), from public data
+40.83
 """
 
 from __future__ import annotations

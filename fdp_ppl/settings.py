@@ -16,6 +16,14 @@ environment variable           meaning
 ``FDP_PPL_BLAS_THREADS``       BLAS threads in :func:`fdp_ppl.infer` and :func:`fdp_ppl.release` (default 1;
                                ``0``: leave the library's own setting)
 =============================  ==========================================================
+
+Examples
+--------
+>>> import fdp_ppl as fp
+>>> fp.settings.MAX_RHAT, fp.settings.MIN_ESS_PER_CHAIN     # MCMC diagnostic thresholds of fp.infer
+(1.01, 100)
+>>> fp.settings.DATA_DIR_ENV                                # where load_dataset finds the NetCDF files
+'FDP_PPL_DATA_DIR'
 """
 
 from __future__ import annotations

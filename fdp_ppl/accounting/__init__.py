@@ -1,4 +1,14 @@
-"""Privacy accounting: budgets, privacy events, a composition ledger (basic and tight), calibration constants."""
+"""Privacy accounting: budgets, privacy events, a composition ledger (basic and tight), calibration constants.
+
+Examples
+--------
+>>> import fdp_ppl as fp
+>>> ledger = fp.PrivacyLedger(fp.PrivacyBudget(epsilon=3.0))
+>>> for label in ("mean curve, boys", "mean curve, girls"):
+...     ledger.spend(fp.PrivacyBudget(epsilon=1.0), label)
+>>> ledger.spent, ledger.remaining
+(PrivacyBudget(epsilon=2.0, delta=0.0), PrivacyBudget(epsilon=1.0, delta=0.0))
+"""
 
 from .budget import PrivacyBudget
 from .events import PrivacyEvent, basic_total, tight_epsilon

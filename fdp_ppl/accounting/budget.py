@@ -27,6 +27,21 @@ class PrivacyBudget:
     ------
     ValueError
         ε <= 0 or not finite; δ outside [0, 1).
+
+    Examples
+    --------
+    Budgets add up by basic composition (Dwork & Roth 2014, Theorem 3.16):
+
+    >>> import fdp_ppl as fp
+    >>> fp.PrivacyBudget(1.0) + fp.PrivacyBudget(0.5, delta=1e-6)
+    PrivacyBudget(epsilon=1.5, delta=1e-06)
+    >>> three = 3 * fp.PrivacyBudget(1.0)          # three draws of a 1-DP mechanism
+    >>> three, three.fits_in(fp.PrivacyBudget(2.0))
+    (PrivacyBudget(epsilon=3.0, delta=0.0), False)
+
+    See Also
+    --------
+    PrivacyLedger : spending against a total budget.
     """
 
     epsilon: float

@@ -23,6 +23,19 @@ def gaussian_delta(epsilon: float, sensitivity: float, sigma: float) -> float:
 
     ``δ(ε) = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ)`` (Balle & Wang 2018,
     Theorem 8), evaluated with ``log_ndtr`` for stability.
+
+    Examples
+    --------
+    The classical σ for (ε, δ) = (1, 1e-5) spends a far smaller δ than it claims:
+
+    >>> import fdp_ppl as fp
+    >>> sigma = fp.classical_sigma(epsilon=1.0, delta=1e-5, sensitivity=1.0)
+    >>> f"{fp.gaussian_delta(epsilon=1.0, sensitivity=1.0, sigma=sigma):.2e}"
+    '2.43e-08'
+
+    See Also
+    --------
+    analytic_sigma : the σ at which this δ equals the target.
     """
     eps = float(epsilon)
     r = float(sensitivity) / float(sigma)
@@ -41,6 +54,20 @@ def classical_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     ValueError
         ε > 1 (the bound is not valid there; use ``calibration="analytic"``),
         ε <= 0, δ outside (0, 1), Δ < 0.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> round(fp.classical_sigma(epsilon=1.0, delta=1e-5, sensitivity=1.0), 4)   # sqrt(2 log(2/δ)) Δ/ε
+    4.9409
+    >>> fp.classical_sigma(epsilon=2.0, delta=1e-5, sensitivity=1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: the classical Gaussian calibration is only valid for epsilon <= 1 (got 2); use calibration='analytic'
+
+    See Also
+    --------
+    analytic_sigma : the smallest σ, for any ε.
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta)
@@ -57,6 +84,22 @@ def analytic_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     ------
     ValueError
         ε <= 0, δ outside (0, 1), Δ <= 0.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> sigma = fp.analytic_sigma(epsilon=1.0, delta=1e-5, sensitivity=1.0)
+    >>> round(sigma, 4)                                  # the classical σ is 4.9409
+    3.7306
+    >>> fp.gaussian_delta(1.0, 1.0, sigma) <= 1e-5       # spends exactly what it claims
+    True
+    >>> round(fp.analytic_sigma(1.0, 1e-5, sensitivity=0.1) / sigma, 4)   # σ is linear in Δ
+    0.1
+
+    See Also
+    --------
+    GaussianMechanism : calibrates its noise with it (``calibration="analytic"``).
+    gaussian_delta, classical_sigma
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta)

@@ -64,6 +64,23 @@ class PrivacyEvent:
     InputError
         Unknown law, a parameter out of range, or a stated (ε, δ) that the noise does not give
         (a Laplace event claiming ε < 1/noise_multiplier; a Gaussian one whose δ at ε is exceeded).
+
+    Examples
+    --------
+    Ten Gaussian releases, each (1, 1e-5)-DP: basic composition spends ε = 10, the privacy-loss
+    distributions far less at δ = 1e-4:
+
+    >>> import fdp_ppl as fp
+    >>> sigma = fp.analytic_sigma(epsilon=1.0, delta=1e-5, sensitivity=1.0)
+    >>> event = fp.PrivacyEvent("gaussian", 1.0, 1e-5, noise_multiplier=sigma, count=10)
+    >>> event.basic
+    PrivacyBudget(epsilon=10.0, delta=0.0001)
+    >>> round(fp.accounting.tight_epsilon([event], delta=1e-4), 2)
+    3.13
+
+    See Also
+    --------
+    PrivacyLedger : records one event per charge.
     """
 
     law: str

@@ -139,10 +139,20 @@ class PrivacyLedger(_Totals):
 
     Examples
     --------
-    >>> ledger = PrivacyLedger(PrivacyBudget(2.0))
-    >>> ledger.spend(PrivacyBudget(1.0), "mean curve")
+    >>> import fdp_ppl as fp
+    >>> ledger = fp.PrivacyLedger(fp.PrivacyBudget(2.0))
+    >>> ledger.spend(fp.PrivacyBudget(1.0), "mean curve")
     >>> ledger.remaining
     PrivacyBudget(epsilon=1.0, delta=0.0)
+    >>> ledger.spend(fp.PrivacyBudget(1.5), "second curve")
+    Traceback (most recent call last):
+    ...
+    fdp_ppl.errors.BudgetExceededError: release needs epsilon=1.5, delta=0 but only epsilon=1, delta=0 remain ...
+
+    See Also
+    --------
+    PrivacyLedger.open : the same ledger in an SQLite file, shared by runs.
+    PrivacyEvent : what each charge records, for tight composition.
     """
 
     total: PrivacyBudget

@@ -7,6 +7,16 @@
 * :func:`iclp_mean_function`, :func:`simulate_iclp` — Lin & Reimherr (2026),
   Section 6.1 and Appendix D.
 * :func:`simulate_mirshani` — Mirshani, Reimherr & Slavković (2019), Section 5.
+
+Examples
+--------
+>>> import fdp_ppl as fp
+>>> curves = fp.datasets.load_dataset("growth")             # embedded: no download
+>>> dict(curves.sizes), curves.attrs["units"], curves.attrs["t_units"]
+({'curve': 93, 't': 31}, 'cm', 'years')
+>>> grid = fp.Grid.from_points(curves["t"].values)          # ages 1-18 rescaled to [0, 1]
+>>> grid.lower, grid.upper
+(1.0, 18.0)
 """
 
 from .references import CDC2000_MEDIAN_HEIGHT_CM, GROWTH_DEVIATION_TAU, growth_reference

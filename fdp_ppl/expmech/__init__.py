@@ -8,6 +8,13 @@ Slavković 2019).
   :mod:`.fpca_plan` — the public proposal budget, guarantee and cost of a release, decided before the charge;
   :mod:`.release` — the release (``fp.release(fit, ExponentialMechanism(...))``, :mod:`.mechanism`);
   :mod:`.fpca_nuts` — the PyMC model and parametrisation NUTS samples.
+
+Examples
+--------
+>>> import fdp_ppl as fp
+>>> spec = fp.expmech.FPCASpec(grid=fp.Grid.uniform(50), m=10, k=1, epsilon=1.0, tau=1.0)
+>>> spec.sensitivity, spec.attrs()["basis"], spec.sigma_rule   # Δ = 1 after scaling by τ
+(1.0, 'fourier', '1 * diag(i^-3), i = 1..10')
 """
 
 from .fpca import FORMS, SAMPLERS, FPCAFit, FPCASpec, fourier_basis, subspace_distance, variance_ratio

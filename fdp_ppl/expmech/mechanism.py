@@ -52,6 +52,26 @@ class ExponentialMechanism:
         ``max_proposals`` < 1, or an ``epsilon`` argument (ε is ``FPCASpec(epsilon=...)``).
         The plan's own refusals (a sampler that does not serve the form, iterations below the
         floor, too many proposals) come from :func:`fdp_ppl.release`, before any charge.
+
+    Examples
+    --------
+    ε is the FPCA spec's; the mechanism chooses how to sample the target density:
+
+    >>> import fdp_ppl as fp
+    >>> spec = fp.expmech.FPCASpec(grid=fp.Grid.uniform(50), m=10, k=1, epsilon=1.0, tau=1.0)
+    >>> spec.sensitivity, spec.scale                     # Δ and ε/(2Δ) of exp(ε u(V; D)/(2Δ))
+    (1.0, 0.5)
+    >>> mechanism = fp.ExponentialMechanism(sampler="exact")
+    >>> mechanism.family, mechanism.delta                # delta=None: the pure ε-DP plan
+    ('expmech-fpca', None)
+    >>> fp.ExponentialMechanism(epsilon=1.0)
+    Traceback (most recent call last):
+    ...
+    fdp_ppl.errors.InputError: ExponentialMechanism takes no epsilon: ...; pass epsilon to FPCASpec(..., epsilon=...)
+
+    See Also
+    --------
+    fdp_ppl.expmech.FPCASpec : the public spec (ε, τ, m, k, basis).
     """
 
     sampler: str = "exact"

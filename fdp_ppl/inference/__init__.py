@@ -1,4 +1,22 @@
-"""Noise-aware Bayesian inference from private releases (post-processing: no privacy cost)."""
+"""Noise-aware Bayesian inference from private releases (post-processing: no privacy cost).
+
+Examples
+--------
+Inference reads only the release: its noise law, noise scales and public basis.
+
+>>> import fdp_ppl as fp
+>>> curves = fp.datasets.load_dataset("growth")
+>>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.from_points(curves["t"].values))
+>>> tree = fp.release(fp.iclp_qr_mean(curves, basis, tau=200.0), fp.ICLP(epsilon=1.0))
+>>> tree.attrs["noise_law"], tree["constant_data"]["noise_scale"].shape
+('laplace', (31,))
+
+The posterior draws are random, so they are not printed here:
+
+>>> posterior = fp.infer(tree, prior="iclp")                   # doctest: +SKIP
+>>> posterior.posterior["curve"].dims                          # doctest: +SKIP
+('chain', 'draw', 't')
+"""
 
 from .bands import CI_KINDS, compare, credible_band, functionals, summarize_functionals
 from .bingham import bingham_log_constant

@@ -19,6 +19,12 @@ before the sensitivity is computed (OpenDP's ``unit_of(contributions=k)`` with
 The number of units is public under this relation (replacing a unit keeps it), as n is for records.
 Which records belong to which unit is the data holder's knowledge and is never released; the release
 records the unit's name, the rule and the guarantee per unit.
+
+Examples
+--------
+>>> import fdp_ppl as fp
+>>> fp.units.PrivacyUnit("subject_id", combine="mean").rule
+"each subject_id's records combined by their mean into one record's contribution (combine = mean)"
 """
 
 from __future__ import annotations
@@ -56,6 +62,22 @@ class PrivacyUnit:
     ------
     InputError
         Neither or both rules, k < 1, an unknown combination.
+
+    Examples
+    --------
+    A guarantee per subject who contributes up to 4 scans: the sensitivity is 4 times a record's.
+
+    >>> import fdp_ppl as fp
+    >>> unit = fp.PrivacyUnit("subject_id", max_contributions=4)
+    >>> unit.contributions, unit.attrs()["privacy_unit"]
+    (4, 'subject_id')
+    >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(50))
+    >>> per_record = fp.ICLPQRSpec(basis=basis, tau=1.0, n=400).sensitivity().value
+    >>> per_subject = fp.ICLPQRSpec(basis=basis, tau=1.0, n=400, privacy_unit=unit).sensitivity().value
+    >>> round(per_subject / per_record, 6)
+    4.0
+    >>> fp.PrivacyUnit("subject_id", combine="mean").contributions   # one averaged record each
+    1
     """
 
     column: str

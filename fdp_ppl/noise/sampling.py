@@ -25,6 +25,15 @@ Generators (:func:`register_generator`, :func:`generators`):
 
 :func:`resolve_generator` picks the default of a release: ``"opendp"`` for an
 unseeded release of a floating-point-safe law, ``"pymc"`` otherwise.
+
+Examples
+--------
+>>> import fdp_ppl as fp
+>>> fp.sampling.generators()
+('pymc', 'opendp')
+>>> law = fp.laws.Laplace()
+>>> fp.sampling.resolve_generator(law), fp.sampling.resolve_generator(law, random_seed=1)
+('opendp', 'pymc')
 """
 
 from __future__ import annotations
@@ -70,9 +79,20 @@ class CompiledSampler:
 
     Examples
     --------
-    >>> s = CompiledSampler(Laplace(), 3)                                  # doctest: +SKIP
-    >>> s.draw(np.zeros(3), np.ones(3), 5, random_seed=1).shape            # doctest: +SKIP
+    >>> import numpy as np
+    >>> import fdp_ppl as fp
+    >>> fp.CompiledSampler.generator, fp.CompiledSampler.fp_safe   # seedable, not floating-point safe
+    ('pymc', False)
+
+    Building one compiles a PyTensor function (about 1 s warm, 10 s cold), so it is not run here:
+
+    >>> sampler = fp.CompiledSampler(fp.laws.Laplace(), 3)                        # doctest: +SKIP
+    >>> sampler.draw(np.zeros(3), np.ones(3), 5, random_seed=1).shape             # doctest: +SKIP
     (5, 3)
+
+    See Also
+    --------
+    fdp_ppl.noise.opendp.OpenDPSampler : the floating-point-safe generator of unseeded releases.
     """
 
     generator = "pymc"

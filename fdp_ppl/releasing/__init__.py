@@ -5,6 +5,19 @@
 
 May import noise, summaries, spaces, accounting and data in; the families (KDE, kernel machines, FPCA) are reached
 through the registry by name, never imported here.
+
+Examples
+--------
+The noise is random (fresh OS entropy); what the release records about it is public and fixed:
+
+>>> import fdp_ppl as fp
+>>> curves = fp.datasets.load_dataset("growth")
+>>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.from_points(curves["t"].values))
+>>> tree = fp.release(fp.iclp_qr_mean(curves, basis, tau=200.0), fp.ICLP(epsilon=1.0))
+>>> tree.attrs["mechanism"], tree.attrs["epsilon"], round(tree.attrs["sensitivity"], 4)
+('iclp', 1.0, 28.8703)
+>>> tree.posterior["curve"].dims, tree.posterior["curve"].shape
+(('chain', 'draw', 't'), (1, 1, 31))
 """
 
 

@@ -13,6 +13,14 @@ tables; adding a mechanism or a summary is one new module plus one line here
 * :data:`KERNELS` — kernel names of :func:`fdp_ppl.spaces.kernel_from_name`.
 * :data:`LAWS` — noise-law classes.
 * :func:`label` — display names for plots and tables.
+
+Examples
+--------
+>>> import fdp_ppl as fp
+>>> list(fp.registry.MECHANISMS)[:5]                        # the command line's --mechanism choices
+['iclp-qr', 'iclp-ar', 'frl', 'bernstein', 'gaussian']
+>>> fp.registry.label("iclp"), fp.registry.label("iclp-qr", kind="summary")
+('ICLP', 'ICLP-QR mean')
 """
 
 from __future__ import annotations

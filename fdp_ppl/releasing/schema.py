@@ -27,6 +27,18 @@ they carry the required attributes, and refused with a clear message otherwise.
 Versions 1–2 had the rescaled grid as the ``t`` index and the original grid
 as a ``t_original`` coordinate (which ArviZ's ``summary`` cannot combine
 across variables); they are still read.
+
+Examples
+--------
+>>> import fdp_ppl as fp
+>>> curves = fp.datasets.load_dataset("growth")
+>>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.from_points(curves["t"].values))
+>>> tree = fp.release(fp.iclp_qr_mean(curves, basis, tau=200.0), fp.ICLP(epsilon=1.0))
+>>> view = fp.schema.read_release(tree)                    # what inference and plots read
+>>> view.metadata.noise_law, view.metadata.sensitivity_norm, view.n_components
+('laplace', '1,C', 31)
+>>> [round(float(b), 4) for b in view.noise_scale[:2]]     # public Laplace scales b_j
+[13.5379, 12.5846]
 """
 
 from __future__ import annotations

@@ -349,6 +349,25 @@ class Eigenbasis:
     method : str
         How the retained pairs were computed (:func:`retained_eigenpairs`): ``"dense"``,
         ``"lanczos-fft"`` or ``"lanczos-dense"``.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(50))
+    >>> basis
+    Eigenbasis(Matern(rho=0.1, nu=1.5), K=50, J=50, dropped=0)
+    >>> basis.eigenfunctions.shape               # (K grid points, J eigenpairs)
+    (50, 50)
+    >>> phi_1 = basis.eigenfunctions[:, 0]
+    >>> round(float(basis.grid.norm(phi_1)), 6)  # orthonormal in the grid's inner product
+    1.0
+    >>> c = basis.coefficients(phi_1)            # (1, 0, 0, ...)
+    >>> round(float(basis.norm_cameron_martin(c)), 4)   # ‖φ_1‖_C = λ_1^(-1/2)
+    2.1329
+
+    See Also
+    --------
+    eigenbasis : build (and cache) one.
     """
 
     def __init__(self, kernel: Kernel, grid: Grid, rel_tol: float = DEFAULT_REL_TOL, method: str = "auto",
@@ -505,6 +524,23 @@ def eigenbasis(kernel: Kernel, grid: Grid, rel_tol: float = DEFAULT_REL_TOL,
     ------
     TypeError
         If kernel or grid is not an fdp_ppl object.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> grid = fp.Grid.uniform(50)
+    >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), grid)
+    >>> [round(float(lam), 4) for lam in basis.eigenvalues[:3]]   # λ_1 > λ_2 > λ_3
+    [0.2198, 0.1907, 0.1531]
+    >>> fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), grid) is basis   # cached
+    True
+    >>> fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), grid, n_components=8).size
+    8
+
+    See Also
+    --------
+    Eigenbasis : the eigenpairs and the norms (Cameron–Martin, ``‖·‖_{1,C}``) they define.
+    Grid.from_points : the grid of a dataset's evaluation points.
     """
     if not isinstance(kernel, Kernel) or not isinstance(grid, Grid):
         return Eigenbasis(kernel, grid, rel_tol)  # raises the informative TypeError

@@ -37,6 +37,23 @@ class Grid:
         How the weights were built (recorded in release metadata).
     lower, upper : float
         The original domain ``[lower, upper]`` that was rescaled to [0, 1].
+
+    Examples
+    --------
+    Four ages in years become points of [0, 1] with trapezoidal weights summing to 1:
+
+    >>> import fdp_ppl as fp
+    >>> grid = fp.Grid.from_points([1.0, 1.5, 2.0, 3.0])
+    >>> grid.t, grid.weights
+    (array([0.  , 0.25, 0.5 , 1.  ]), array([0.125, 0.25 , 0.375, 0.25 ]))
+    >>> grid.points                       # back in years
+    array([1. , 1.5, 2. , 3. ])
+    >>> float(grid.norm([2.0, 2.0, 2.0, 2.0]))   # L² norm of a constant curve
+    2.0
+
+    See Also
+    --------
+    eigenbasis : the kernel's eigenpairs on this grid.
     """
 
     t: np.ndarray

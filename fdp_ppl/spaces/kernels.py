@@ -93,6 +93,22 @@ class Matern(Kernel):
     ``k(d) = 2^{1-ν}/Γ(ν) (√(2ν) d/ρ)^ν K_ν(√(2ν) d/ρ)``; eigenvalues on [0, 1]
     decay as ``j^{-(2ν+1)}`` (Lin & Reimherr 2026, Section 6.1), so
     ν = 3/2 gives β = 4 and ν = 5/2 gives β = 6.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> kernel = fp.Matern(rho=0.1, nu=1.5)
+    >>> kernel.name, kernel.eigen_decay          # eigenvalues decay as j^-4
+    ('matern32', 4.0)
+    >>> round(float(kernel(0.1)), 4)             # correlation at distance ρ
+    0.4834
+    >>> kernel.params()                          # what a release records
+    {'kernel': 'matern32', 'kernel_rho': 0.1, 'kernel_nu': 1.5}
+
+    See Also
+    --------
+    eigenbasis : the kernel's eigenvalues and eigenfunctions on a grid.
+    kernel_from_name : the same kernel from a short name (``"matern32"``).
     """
 
     nu: float = 1.5
@@ -125,7 +141,23 @@ class Matern(Kernel):
 
 @dataclass(frozen=True)
 class Exponential(Kernel):
-    """Exponential kernel ``exp(-d/ρ)`` (Matérn ν = 1/2; β = 2)."""
+    """Exponential kernel ``exp(-d/ρ)`` (Matérn ν = 1/2; β = 2).
+
+    Rough sample paths; its eigenvalues decay slowly (``λ_j ≍ j^{-2}``), so a summary needs more components.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> kernel = fp.Exponential(rho=0.2)
+    >>> kernel.name, kernel.eigen_decay
+    ('exponential', 2.0)
+    >>> round(float(kernel(0.2)), 4)             # exp(-1) at distance ρ
+    0.3679
+
+    See Also
+    --------
+    Matern : the smoother family it belongs to (ν = 1/2).
+    """
 
     def __call__(self, d):
         return np.exp(-np.abs(np.asarray(d, dtype=float)) / self.rho)
@@ -142,6 +174,19 @@ class Gaussian(Kernel):
     ``convention="mirshani"``: ``exp(-d²/ρ)`` (Mirshani et al. 2019, eq. 3).
     ``convention="hall"``: ``exp(-d²/(2ρ²))`` (Hall et al. 2013; ρ is h).
     Eigenvalues decay faster than any power (``eigen_decay`` is None).
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> kernel = fp.Gaussian(rho=0.1)             # exp(-d²/ρ), Mirshani et al. (2019)
+    >>> round(float(kernel(0.1)), 4), kernel.eigen_decay   # exp(-0.1²/0.1); no polynomial decay
+    (0.9048, None)
+    >>> grid = fp.Grid.uniform(50)
+    >>> basis = fp.eigenbasis(kernel, grid)       # numerically zero eigenvalues are dropped
+    >>> basis.size < grid.size
+    True
+    >>> fp.Gaussian(rho=0.1, convention="hall").params()["kernel_convention"]
+    'hall'
     """
 
     convention: str = "mirshani"
@@ -174,6 +219,16 @@ def kernel_from_name(name: str, rho: float, nu: float | None = None) -> Kernel:
     ------
     ValueError
         Unknown name.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> fp.kernel_from_name("matern52", rho=0.2)
+    Matern(rho=0.2, nu=2.5)
+    >>> fp.kernel_from_name("gaussian-hall", rho=0.1)
+    Gaussian(rho=0.1, convention='hall')
+    >>> fp.kernel_from_name("matern", rho=0.1, nu=0.8).eigen_decay
+    2.6
     """
     key = name.lower().replace("_", "").replace("é", "e")
     table = {"matern12": 0.5, "matern32": 1.5, "matern52": 2.5}

@@ -5,6 +5,16 @@ The flow is ``curves → spec → spec.fit(curves) → mechanism → release``:
 :class:`ICLPQRSpec`, :class:`RKHSSpec`, :class:`ICLPARSpec`, :class:`FRLSpec`,
 :class:`SampleMeanSpec`, :class:`BernsteinSpec`; the ``*_mean`` functions
 build a spec with n = the number of records and fit it.
+
+Examples
+--------
+>>> import fdp_ppl as fp
+>>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(50))
+>>> spec = fp.ICLPQRSpec(basis=basis, tau=1.0, n=100)        # public: no data
+>>> round(spec.sensitivity().value, 4), spec.sensitivity().norm
+(0.1376, '1,C')
+>>> fp.summaries.ridge_shrinkage([1.0, 0.01], eta=1.5, psi=0.01).round(4)   # λ^η/(λ^η + ψ)
+array([0.9901, 0.0909])
 """
 
 from .base import (NEIGHBOURING, NORMS, DataDerived, DataHolderReport, LinearSummary, Sensitivity, SummarySpec,

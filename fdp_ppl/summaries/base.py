@@ -60,6 +60,24 @@ class Sensitivity:
     data_dependent : bool
         True when a quantity behind the bound was computed from private data
         (a :class:`~fdp_ppl.errors.PrivacyLeakWarning` was raised).
+
+    Examples
+    --------
+    The Cameron–Martin sensitivity of an RKHS mean, from public quantities only:
+
+    >>> import fdp_ppl as fp
+    >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(50))
+    >>> sens = fp.RKHSSpec(basis=basis, tau=1.0, n=100).sensitivity()
+    >>> round(sens.value, 4), sens.norm, sens.bound
+    (0.0999, 'cameron-martin', 'tight')
+    >>> sens.source
+    'Mirshani et al. (2019), Theorem 4.1 (sup_j form)'
+    >>> sens.attrs()["sensitivity_data_dependent"]    # τ was public
+    0
+
+    See Also
+    --------
+    SummarySpec.sensitivity : the bounds (tight, paper, closed form) in each norm.
     """
 
     value: float
@@ -116,6 +134,24 @@ class SummarySpec:
         The unit the guarantee is stated for (:class:`fdp_ppl.io.units.PrivacyUnit`): :meth:`fit`
         bounds each unit's contribution by its public rule, and the sensitivity is that of
         replacing one unit (``contributions`` records). Default: one record.
+
+    Examples
+    --------
+    Every spec answers the same public questions before any data are seen:
+
+    >>> import fdp_ppl as fp
+    >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(50))
+    >>> spec = fp.ICLPQRSpec(basis=basis, tau=1.0, n=100)
+    >>> isinstance(spec, fp.SummarySpec), spec.n_components, spec.default_norm
+    (True, 50, '1,C')
+    >>> round(spec.sensitivity().value, 4), round(spec.sensitivity("cameron-martin").value, 4)
+    (0.1376, 0.0489)
+    >>> spec.attrs()["summary"], spec.attrs()["privacy_unit"]
+    ('iclp-qr', 'record')
+
+    See Also
+    --------
+    ICLPQRSpec, RKHSSpec, ICLPARSpec, FRLSpec, SampleMeanSpec, BernsteinSpec : the concrete specs.
     """
 
     tau: float
@@ -424,6 +460,23 @@ class LinearSummary:
     labels : dict
         Public descriptions of the curves (``value_name``, ``value_units``,
         ``t_name``, ``t_units``) from the input's attributes.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> curves = fp.datasets.load_dataset("growth")        # 93 children, height (cm) at 31 ages
+    >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.from_points(curves["t"].values))
+    >>> summary = fp.ICLPQRSpec(basis=basis, tau=200.0, n=93).fit(curves)
+    >>> summary                                             # the repr hides the non-private values
+    LinearSummary(ICLPQRSpec(tau=200, n=93, J=31, eta=1.5, psi=0.01075); non-private coefficients hidden)
+    >>> summary.coefficients.shape, summary.n_clipped       # data holder only: never released
+    ((31,), 0)
+    >>> summary.labels["value_units"], round(summary.sensitivity().value, 4)
+    ('cm', 28.8703)
+
+    See Also
+    --------
+    fdp_ppl.release : the only way its coefficients leave the data holder (with noise).
     """
 
     spec: SummarySpec

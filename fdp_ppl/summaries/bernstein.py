@@ -55,6 +55,21 @@ class BernsteinSpec(SummarySpec):
     ------
     InputError
         τ_∞ <= 0, n < 2, k < 1.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> spec = fp.BernsteinSpec(lattice_grid=fp.Grid.uniform(50), tau=2.0, n=100, k=20)
+    >>> spec.n_components                                    # k + 1 lattice values
+    21
+    >>> sens = spec.sensitivity()                            # (k + 1) 2τ_∞/n in ℓ¹
+    >>> sens.norm, round(sens.value, 4)
+    ('l1', 0.84)
+
+    See Also
+    --------
+    bernstein_mean : build and fit in one call.
+    Bernstein : its mechanism.
     """
 
     lattice_grid: Grid | None = None
@@ -173,6 +188,18 @@ def bernstein_mean(curves, grid: Grid | None = None, *, tau_inf: float, k: int =
     ------
     InputError
         NaN/inf curves, τ_∞ <= 0, k < 1.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> curves = fp.datasets.load_dataset("growth")          # heights in cm: |X(t)| <= 200
+    >>> summary = fp.bernstein_mean(curves, tau_inf=200.0, k=20)
+    >>> summary.n_components, round(summary.sensitivity().value, 4)
+    (21, 90.3226)
+
+    See Also
+    --------
+    BernsteinSpec, Bernstein
     """
     da, grid = curves_and_grid(curves, grid, curve_dim=curve_dim, t_dim=t_dim)
     spec = BernsteinSpec(lattice_grid=grid, tau=tau_inf, n=int(da.sizes[dims.CURVE]), k=k)

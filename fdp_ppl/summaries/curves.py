@@ -450,6 +450,24 @@ def data_tau(curves, grid: Grid | None = None) -> DataDerived:
     labelled ``data_dependent``. :func:`fdp_ppl.release` refuses a summary
     built on it unless called with ``allow_nonprivate=True``, and such a
     release records ``private = 0``. Use a public bound for real releases.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import fdp_ppl as fp
+    >>> curves = fp.datasets.load_dataset("growth")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     tau = fp.data_tau(curves)                            # the largest curve norm
+    >>> round(tau, 2), caught[0].category.__name__
+    (153.23, 'PrivacyLeakWarning')
+    >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.from_points(curves["t"].values))
+    >>> fp.ICLPQRSpec(basis=basis, tau=tau, n=93).sensitivity().data_dependent
+    True
+
+    See Also
+    --------
+    pss : privacy-safe tuning from public (n, β) only.
     """
     da, grid = curves_and_grid(curves, grid)
     value = float(l2_norms(da, grid).max().values)

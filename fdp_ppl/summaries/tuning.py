@@ -15,6 +15,16 @@ no formal guarantee for the tuning step (``specs/gaussian-banach.md`` pitfall
   ``CV + E‖noise‖² = CV + Σ_j Var(ξ_j) ‖design_j‖²`` (``specs/gaussian-banach.md``
   §4, A7), used here instead of Monte Carlo; ``draws > 0`` gives the Monte
   Carlo version for checking.
+
+Examples
+--------
+The expected noise energy ``E‖f̃ − f‖²`` of a release needs only the public spec (it falls as 1/ε²):
+
+>>> import fdp_ppl as fp
+>>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(50))
+>>> spec = fp.ICLPQRSpec(basis=basis, tau=1.0, n=100)
+>>> [round(fp.tuning.noise_energy(fp.ICLP(epsilon=eps), spec), 5) for eps in (0.5, 1.0)]
+[0.15139, 0.03785]
 """
 
 from __future__ import annotations

@@ -12,6 +12,20 @@
 
 Errata implemented (``specs/elliptical.md``): Δ/σ (not Δ/σ²) inside ``f`` in
 Theorem 3 / Corollary 1; the MGF of ``W = V²`` (not of ``V``) in Theorem 5.
+
+Examples
+--------
+Pure ε-DP elliptical noise on the J coefficients, calibrated to the Cameron–Martin sensitivity:
+
+>>> import fdp_ppl as fp
+>>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(50))
+>>> spec = fp.RKHSSpec(basis=basis, tau=1.0, n=100)                  # Δ = 0.0999
+>>> knorm = fp.elliptical.EllipticalMechanism(epsilon=1.0, family="knorm")
+>>> round(knorm.calibrate(spec).sigma, 4)                             # K-norm: σ = Δ/ε
+0.0999
+>>> t3 = fp.elliptical.EllipticalMechanism(epsilon=1.0, family="t", nu=3)
+>>> round(t3.calibrate(spec).sigma, 4)                                # t: Δ/(2√ν sinh(ε/(ν+J)))
+1.5288
 """
 
 from .compare import finite_dimensional_comparison, functional_comparison

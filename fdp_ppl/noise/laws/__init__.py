@@ -1,4 +1,16 @@
-"""Noise laws of the mechanisms: one object owns each law's formulas (see :mod:`fdp_ppl.noise.laws.base`)."""
+"""Noise laws of the mechanisms: one object owns each law's formulas (see :mod:`fdp_ppl.noise.laws.base`).
+
+Examples
+--------
+>>> import numpy as np
+>>> import fdp_ppl as fp
+>>> scale = np.array([1.0, 2.0])
+>>> fp.laws.Laplace().variance(scale), fp.laws.Normal().variance(scale)
+(array([2., 8.]), array([1., 4.]))
+>>> y, centre, centre_prime = np.array([-1.0, 0.0]), np.zeros(2), np.array([1.0, 0.0])
+>>> float(fp.laws.Laplace().privacy_loss(y, centre, centre_prime, np.ones(2)))   # log p_D(y) − log p_D'(y)
+1.0
+"""
 
 from __future__ import annotations
 
