@@ -21,9 +21,6 @@ import fdp_ppl as fp
 #: names whose docstrings are being rewritten elsewhere (remove a name here once its Examples section is in); a name
 #: listed here before it reaches ``fp.__all__`` skips nothing
 BEING_REWRITTEN = {
-    "release": "being rewritten",  # fdp_ppl/releasing/draw.py
-    "plan": "being rewritten",  # fdp_ppl/releasing/plans.py (the release rewrite)
-    "ReleasePlan": "being rewritten",  # fdp_ppl/releasing/plans.py (the release rewrite)
     "audit": "being rewritten",  # fdp_ppl/audit/ (moving to fdp_ppl/auditing/)
     "infer": "being rewritten",  # fdp_ppl/inference/infer.py (signature)
 }
