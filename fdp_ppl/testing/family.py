@@ -21,7 +21,8 @@ def _equal(a, b) -> bool:
     return a == b
 
 
-def check_family(fitted, mechanism, *, spec=None, draws: int = 2, tmp_path=None, plan_options=None, **options):
+def check_family(fitted, mechanism, *, spec=None, draws: int = 2, random_seed=None, tmp_path=None, plan_options=None,
+                 **options):
     """Assert that a family's release follows its public plan.
 
     Parameters
@@ -34,6 +35,8 @@ def check_family(fitted, mechanism, *, spec=None, draws: int = 2, tmp_path=None,
         The public spec to plan from without data (default ``fitted.spec``).
     draws : int
         Draws of the checked release.
+    random_seed : optional
+        A seed for the release (a study; the plans are made with ``seeded=True``); None: fresh OS entropy.
     tmp_path : path-like, optional
         A folder for the netCDF round trip (skipped when None).
     plan_options : dict, optional
@@ -66,8 +69,9 @@ def check_family(fitted, mechanism, *, spec=None, draws: int = 2, tmp_path=None,
     from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
 
     spec = fitted.spec if spec is None else spec
-    public = fp.plan(spec, mechanism, draws=draws, **options, **(plan_options or {}))
-    of_fit = fp.plan(fitted, mechanism, draws=draws, **options)
+    seeded = random_seed is not None
+    public = fp.plan(spec, mechanism, draws=draws, seeded=seeded, **options, **(plan_options or {}))
+    of_fit = fp.plan(fitted, mechanism, draws=draws, seeded=seeded, **options)
     assert dict(public.attrs).keys() == dict(of_fit.attrs).keys(), "the spec's plan and the fit's differ in attrs"
     for key, value in public.attrs.items():
         assert _equal(value, of_fit.attrs[key]), f"plan attr {key}: spec {value!r} != fit {of_fit.attrs[key]!r}"
@@ -75,7 +79,7 @@ def check_family(fitted, mechanism, *, spec=None, draws: int = 2, tmp_path=None,
     ledger = PrivacyLedger(PrivacyBudget(1e6, 0.5))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = fp.release(fitted, mechanism, draws=draws, ledger=ledger, **options)
+        tree = fp.release(fitted, mechanism, draws=draws, ledger=ledger, random_seed=random_seed, **options)
     assert math.isclose(ledger.spent.epsilon, public.cost.epsilon, rel_tol=1e-12), \
         f"charged epsilon {ledger.spent.epsilon} != planned {public.cost.epsilon}"
     assert math.isclose(ledger.spent.delta, public.cost.delta, rel_tol=1e-12, abs_tol=1e-300), \
