@@ -140,7 +140,9 @@ def test_the_sample_variance_check_catches_what_the_integral_cannot():
 
 
 def test_a_wrong_stated_epsilon_is_caught():
-    laplace_eps = lambda h, s: float(np.sum(np.abs(h) / s))  # noqa: E731
+    def laplace_eps(h, s):
+        return float(np.sum(np.abs(h) / s))
+
     with pytest.raises(AssertionError, match="exceeds the stated ε"):
         check_law(Laplace(), scales=J3, samplers=(), epsilon=lambda h, s: 0.9 * laplace_eps(h, s))
     with pytest.raises(AssertionError, match="falls short of the stated ε"):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -41,6 +41,8 @@ RTOL, ATOL = 1e-9, 1e-9
 REF_RTOL, REF_ATOL = 1e-8, 1e-8
 #: the sample variance may differ from ``law.variance`` by this many standard errors
 N_SE = 5.0
+#: public scale vectors of :func:`check_law` by default: J = 1 and J = 3
+DEFAULT_SCALES = ((0.7,), (0.3, 1.0, 2.5))
 #: whitened values up to this size are integrated (CDF, mass, variance); beyond, a power-law tail is added
 _REACH = 1e12
 
@@ -534,7 +536,7 @@ def _check_privacy_loss(law, scale, rng, epsilon, report):
     groups = _grid(rng, scale)
     y = np.concatenate([g[0] for g in groups])
     c = rng.uniform(-2.0, 2.0, J) * scale
-    for k, cp in enumerate([c + rng.standard_normal(J) * scale, c + 1e-3 * scale, c - 5.0 * scale]):
+    for cp in (c + rng.standard_normal(J) * scale, c + 1e-3 * scale, c - 5.0 * scale):
         loss = np.asarray(law.privacy_loss(y, c, cp, scale), dtype=float)
         if loss.shape != (len(y),):
             _fail(law, f"privacy_loss of values (N, J) = {y.shape} has shape {loss.shape}, expected ({len(y)},)")
@@ -584,7 +586,7 @@ def _check_privacy_loss(law, scale, rng, epsilon, report):
 
 
 # ---------------------------------------------------------------------------------------------------- entry point
-def check_law(law, *, scales=(np.array([0.7]), np.array([0.3, 1.0, 2.5])), n_draws: int = 4000,
+def check_law(law, *, scales=DEFAULT_SCALES, n_draws: int = 4000,
               random_seed=0, alpha: float = ALPHA, reference: Callable | None = None,
               epsilon: Callable | str | None = "stated",
               samplers: tuple[str, ...] = ("compiled sampler", "pm.draw(law.pymc)")) -> LawReport:
@@ -596,7 +598,8 @@ def check_law(law, *, scales=(np.array([0.7]), np.array([0.3, 1.0, 2.5])), n_dra
     law : NoiseLaw
         The law under test, e.g. ``Laplace()`` or ``Elliptical("t", nu=3)``.
     scales : sequence of array_like, each shape (J,)
-        Public scale vectors; every property is checked at each (one J per vector; J = 1 and 3 by default).
+        Public scale vectors; every property is checked at each (one J per vector; default
+        :data:`DEFAULT_SCALES`, J = 1 and 3).
     n_draws : int
         Draws per sampler and scale for the Kolmogorov–Smirnov and moment tests.
     random_seed : int

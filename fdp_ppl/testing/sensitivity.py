@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -176,7 +176,7 @@ class _Datasets:
 
     def __init__(self, spec, records: _Records, rng):
         self.spec, self.rng = spec, rng
-        K, tau = records.K, records.tau
+        K = records.K
         unit = spec.privacy_unit
         self.unit = unit
         t = np.asarray(spec.grid.t, dtype=float)
@@ -280,7 +280,8 @@ def check_spec_sensitivity(spec, *, norm: str | None = None, bound: str = "tight
 
     Notes
     -----
-    Person-level neighbours: a spec built with ``privacy_unit=PrivacyUnit(column, combine="mean")`` or
+    The neighbouring relation is the spec's own, since its Δ is stated for it. Person-level neighbours: a spec
+    built with ``privacy_unit=PrivacyUnit(column, combine="mean")`` or
     ``max_contributions=k`` (:class:`fdp_ppl.io.units.PrivacyUnit`) is checked on datasets whose persons have
     1 to 3 (``combine``) or 1 to k + 1 (``max_contributions``) records, one person's records all replaced (by
     any number of records: k copies of an adversarial curve, or random ones), against the spec's unit-level Δ.
