@@ -24,7 +24,8 @@ _SUBMODULES = {"datasets": "datasets", "dims": "dims", "settings": "settings", "
                "noise": "noise", "laws": "noise.laws", "mechanisms": "noise.mechanisms",
                "elliptical": "noise.elliptical", "sampling": "noise.sampling", "accounting": "accounting",
                "releasing": "releasing", "schema": "releasing.schema", "registry": "releasing.registry",
-               "kde": "kde", "erm": "erm", "expmech": "expmech", "inference": "inference", "plots": "plots"}
+               "kde": "kde", "erm": "erm", "expmech": "expmech", "inference": "inference", "plots": "plots",
+               "testing": "testing"}
 _NAMES = {
     "audit": ("audit",),
     "accounting": ("PrivacyBudget", "PrivacyLedger", "PrivacyEvent", "analytic_sigma", "classical_sigma",

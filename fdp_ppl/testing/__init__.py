@@ -1,0 +1,18 @@
+"""A shipped test kit, as ``pymc.testing`` ships ``check_logp``: call it from your own tests when you add a noise
+law or a summary spec (the package's tests call it for every registered law and spec).
+
+* :func:`check_law` (:mod:`fdp_ppl.testing.laws`): a :class:`~fdp_ppl.noise.laws.NoiseLaw`'s log-density
+  (against scipy, PyTensor and ``pm.logp``), its draws and variance, its privacy loss and the ε it states.
+* :func:`check_spec_sensitivity` (:mod:`fdp_ppl.testing.sensitivity`): brute-force neighbouring datasets
+  against a :class:`~fdp_ppl.summaries.SummarySpec`'s claimed sensitivity Δ.
+
+Each check raises ``AssertionError`` with a one-line message when a property fails, and returns a small
+report otherwise. The kit sits at the top of the import stages (beside the command line): it may import any
+stage, and nothing in the library imports it.
+"""
+
+from .laws import LawReport, check_law, reference_logp, stated_epsilon
+from .sensitivity import SensitivityReport, check_spec_sensitivity
+
+__all__ = ["check_law", "LawReport", "reference_logp", "stated_epsilon", "check_spec_sensitivity",
+           "SensitivityReport"]
