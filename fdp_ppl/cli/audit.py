@@ -65,7 +65,7 @@ def _check(a):
         raise CLIError(f"--tests must be >= 1 (got {a.tests})", "pass e.g. --tests 4")
     if a.timing_calls < 0:
         raise CLIError(f"--timing-calls must be >= 0 (got {a.timing_calls})", "pass e.g. --timing-calls 300")
-    from ..audit import mechanisms_of
+    from ..auditing import mechanisms_of
 
     names = mechanisms_of(a.family)
     name = a.mechanism if a.family != "fpca" or "/" in a.mechanism else f"{a.mechanism}/exact"
@@ -87,7 +87,7 @@ def run(a) -> int:
     from .common import print_table
 
     name = _check(a)
-    from ..audit import VERDICT_VIOLATION, audit
+    from ..auditing import VERDICT_VIOLATION, audit
 
     kinds = ("statistic", "failure") if a.no_timing else ("statistic", "failure", "timing")
     ds = audit(name, family=a.family, epsilon=a.epsilon, delta=a.delta, samples=a.samples,

@@ -1,4 +1,4 @@
-"""The empirical privacy audit: :func:`audit` (see :mod:`fdp_ppl.audit` and ``docs/audit.md``)."""
+"""The empirical privacy audit: :func:`audit` (see :mod:`fdp_ppl.auditing` and ``docs/audit.md``)."""
 
 from __future__ import annotations
 
