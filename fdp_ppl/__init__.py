@@ -24,10 +24,10 @@ _SUBMODULES = {"datasets": "datasets", "dims": "dims", "settings": "settings", "
                "noise": "noise", "laws": "noise.laws", "mechanisms": "noise.mechanisms",
                "elliptical": "noise.elliptical", "sampling": "noise.sampling", "accounting": "accounting",
                "releasing": "releasing", "schema": "releasing.schema", "registry": "releasing.registry",
-               "kde": "kde", "erm": "erm", "expmech": "expmech", "inference": "inference", "plots": "plots",
-               "testing": "testing"}
+               "kde": "kde", "erm": "erm", "expmech": "expmech", "inference": "inference", "auditing": "auditing",
+               "plots": "plots", "testing": "testing"}
 _NAMES = {
-    "audit": ("audit",),
+    "auditing": ("audit",),
     "accounting": ("PrivacyBudget", "PrivacyLedger", "PrivacyEvent", "analytic_sigma", "classical_sigma",
                    "gaussian_delta"),
     "io.units": ("PrivacyUnit",),

@@ -8,7 +8,7 @@ import pytest
 import xarray as xr
 
 import fdp_ppl as fp
-from fdp_ppl.audit import VERDICT_OK, VERDICT_VIOLATION, cp_lower, cp_upper, epsilon_lower_bound
+from fdp_ppl.auditing import VERDICT_OK, VERDICT_VIOLATION, cp_lower, cp_upper, epsilon_lower_bound
 from fdp_ppl.cli import main
 from fdp_ppl.errors import InputError
 from fdp_ppl.noise.mechanisms import ICLP, GaussianMechanism
@@ -176,7 +176,7 @@ def test_old_gp_base_sampler_failure_leak_is_found():
     """The old GP-base rejection loop (cap on proposals, SamplerBudgetError on exhaustion) on the issue's pair
     (n = 28 curves along phi_5 vs one replaced by phi_1; Gaussian kernel rho = 1, m = 5, k = 1, eps = 1):
     with the historical cap of 2e6 proposals it fails about 16 % vs 2.5 % of the time."""
-    from fdp_ppl.audit import fpca_issue_design
+    from fdp_ppl.auditing import fpca_issue_design
     from fdp_ppl.expmech.samplers import rejection_from_gp_base
 
     spec, first, second = fpca_issue_design(1.0, "gp-base")

@@ -21,7 +21,6 @@ import fdp_ppl as fp
 #: names whose docstrings are being rewritten elsewhere (remove a name here once its Examples section is in); a name
 #: listed here before it reaches ``fp.__all__`` skips nothing
 BEING_REWRITTEN = {
-    "audit": "being rewritten",  # fdp_ppl/audit/ (moving to fdp_ppl/auditing/)
     "infer": "being rewritten",  # fdp_ppl/inference/infer.py (signature)
 }
 #: names that are not documented objects

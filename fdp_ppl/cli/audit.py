@@ -40,8 +40,10 @@ def add_subparser(sub) -> None:
     p.add_argument("--confidence", type=float, default=0.95, help="simultaneous confidence (default 0.95)")
     p.add_argument("--tests", type=int, default=4,
                    help="events counted on the held-out half (the Bonferroni factor; default 4)")
-    p.add_argument("--timing-calls", type=int, default=300, metavar="N",
-                   help="single timed release calls per side for the failure and timing events (default 300)")
+    p.add_argument("--timing-calls", type=int, default=None, metavar="N",
+                   help="single timed release calls per side for the failure and timing events (default 300; "
+                        "mechanisms that release one draw per call, the fpca NUTS samplers, time every call and "
+                        "take no --timing-calls)")
     p.add_argument("--no-timing", action="store_true", help="do not use timing events")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the audit (default 0; an audit is a study on synthetic data, so seeding is fine)")
@@ -63,15 +65,18 @@ def _check(a):
         raise CLIError(f"--samples must be >= 20 (got {a.samples})", "pass e.g. --samples 20000")
     if a.tests < 1:
         raise CLIError(f"--tests must be >= 1 (got {a.tests})", "pass e.g. --tests 4")
-    if a.timing_calls < 0:
+    if a.timing_calls is not None and a.timing_calls < 0:
         raise CLIError(f"--timing-calls must be >= 0 (got {a.timing_calls})", "pass e.g. --timing-calls 300")
-    from ..audit import mechanisms_of
+    from ..auditing.targets import mechanisms_of, option_keys
 
     names = mechanisms_of(a.family)
     name = a.mechanism if a.family != "fpca" or "/" in a.mechanism else f"{a.mechanism}/exact"
     if name not in names:
         raise CLIError(f"unknown --mechanism {a.mechanism!r} for --family {a.family}",
                        f"choose one of {', '.join(names)}")
+    if a.nu is not None and "nu" not in (option_keys(name, a.family) or ()):
+        with_nu = [m for m in mechanisms_of("release") if "nu" in option_keys(m, "release")]
+        raise CLIError(f"--nu applies to {', '.join(with_nu)} only (got --mechanism {a.mechanism})", "drop --nu")
     if a.out is not None:
         from pathlib import Path
 
@@ -87,12 +92,16 @@ def run(a) -> int:
     from .common import print_table
 
     name = _check(a)
-    from ..audit import VERDICT_VIOLATION, audit
+    from ..auditing import VERDICT_VIOLATION, audit
 
     kinds = ("statistic", "failure") if a.no_timing else ("statistic", "failure", "timing")
+    extra = {}  # options not every mechanism takes: passed only when given (the audit refuses the others)
+    if a.timing_calls is not None:
+        extra["timing_calls"] = a.timing_calls
+    if a.nu is not None:
+        extra["options"] = {"nu": a.nu}
     ds = audit(name, family=a.family, epsilon=a.epsilon, delta=a.delta, samples=a.samples,
-               confidence=a.confidence, random_seed=a.seed, tests=a.tests, events=kinds,
-               timing_calls=a.timing_calls, options={"nu": a.nu} if a.nu is not None else None, progressbar=True)
+               confidence=a.confidence, random_seed=a.seed, tests=a.tests, events=kinds, progressbar=True, **extra)
     at = ds.attrs
     if a.out is not None:  # the package's atomic writer (temporary name, fsync, rename); an audit charges nothing
         import xarray as xr

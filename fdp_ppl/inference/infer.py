@@ -54,6 +54,7 @@ inference (:func:`~fdp_ppl.settings.inference_blas_threads`).
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
@@ -63,6 +64,7 @@ import xarray as xr
 from .. import dims
 from ..releasing import schema as S
 from .._backend import backend
+from .._options import Default, given_options, option_values, refuse_options
 from ..errors import InputError
 from ..settings import MAX_RHAT, MIN_ESS_PER_CHAIN, blas_threads, compile_mode
 from .conditional import _conditional_draws, _sampling_base
@@ -71,6 +73,61 @@ from .plan import _plan
 from .priors import CustomPrior, GPPrior, resolve_prior
 
 TARGETS = ("summary", "population")
+
+#: the options of :func:`infer`, in signature order
+OPTIONS = ("prior", "target", "draw", "sampling_sd", "method", "draws", "tune", "chains", "cores", "target_accept",
+           "random_seed", "progressbar", "nuts_sampler")
+
+
+@dataclass(frozen=True)
+class InferenceFamily:
+    """What :func:`infer` takes from one family of releases.
+
+    Attributes
+    ----------
+    family : str
+        Key in :data:`INFERENCE_FAMILIES` (``"mean"``, ``"density"``, ``"machine"``, ``"components"``).
+    label : str
+        The family in messages (``"inference from a <label> release takes no ..."``).
+    options : tuple of str
+        The options of :func:`infer` (:data:`OPTIONS`) that the family uses; any other option given,
+        its default value included, is refused before any work.
+    """
+
+    family: str
+    label: str
+    options: tuple[str, ...]
+
+    def check(self, given) -> None:
+        """Refuse given options the family does not take (:class:`~fdp_ppl.errors.InputError` naming them
+        and the options it takes)."""
+        refuse_options(f"inference from a {self.label} release", given, self.options)
+
+
+#: the options each release family's inference takes (the one table :func:`infer` checks before any work)
+INFERENCE_FAMILIES: dict[str, InferenceFamily] = {
+    "mean": InferenceFamily("mean", "mean-curve", OPTIONS),  # infer's own model
+    "density": InferenceFamily("density", "kernel density estimate",  # inference.density.infer_density
+                               ("prior", "target", "draw", "method", "draws", "chains", "random_seed")),
+    "machine": InferenceFamily("machine", "kernel-machine",  # inference.machine.infer_machine
+                               ("prior", "target", "draw", "method", "draws", "chains", "random_seed")),
+    "components": InferenceFamily("components", "principal-components (FPCA)",  # inference.components
+                                  ("prior", "draws", "tune", "chains", "target_accept", "random_seed",
+                                   "progressbar")),
+}
+
+
+def inference_family(release) -> InferenceFamily:
+    """The :data:`INFERENCE_FAMILIES` entry of a release, read from its public attributes only (anything that is
+    not a density, kernel-machine or principal-components release is read as a mean-curve release, whose
+    reader refuses what is not one)."""
+    if isinstance(release, xr.DataTree) and release.attrs.get(S.KIND_ATTR) == S.ERM_RELEASE:
+        return INFERENCE_FAMILIES["machine"]
+    if S.is_kde_release(release):
+        return INFERENCE_FAMILIES["density"]
+    if S.is_fpca_release(release):
+        return INFERENCE_FAMILIES["components"]
+    return INFERENCE_FAMILIES["mean"]
 
 
 class InferenceMethodWarning(UserWarning):
@@ -347,30 +404,45 @@ def _pointwise_loglik(model, post: xr.Dataset) -> xr.DataArray:
     return xr.DataArray(ll, dims=(dims.CHAIN, dims.DRAW, "released_vector"))
 
 
-def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: int = 0, sampling_sd=None,
-          method: str = "auto", draws: int = 1000, tune: int = 1000, chains: int = 2, cores: int = 1,
-          target_accept: float = 0.9, random_seed=None, progressbar: bool = True,
-          nuts_sampler: str = "pymc") -> xr.DataTree:
+def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Default(None), draw: int = Default(0),
+          sampling_sd=Default(None), method: str = Default("auto"), draws: int = Default(1000),
+          tune: int = Default(1000), chains: int = Default(2), cores: int = Default(1),
+          target_accept: float = Default(0.9), random_seed=Default(None), progressbar: bool = Default(True),
+          nuts_sampler: str = Default("pymc")) -> xr.DataTree:
     """Posterior of the underlying curve given one private release: exact where the model allows, NUTS otherwise.
+
+    Every family the command line writes is served, each by its own function, which takes some of the options
+    below (:data:`INFERENCE_FAMILIES`, read from the release's public attributes):
+
+    ============================  ========================================================================
+    release family                options it takes (any other given, its default value included, is refused)
+    ============================  ========================================================================
+    mean curve                    all of them (this function's own model, described below)
+    kernel density estimate       ``prior``, ``target``, ``draw``, ``method`` (``"auto"`` or ``"exact"``),
+                                  ``draws``, ``chains``, ``random_seed``: exact draws
+                                  (:func:`~fdp_ppl.inference.density.infer_density`, ``fdp-ppl kde``)
+    kernel machine                ``prior``, ``target`` (``"summary"``), ``draw``, ``method`` (``"auto"`` or
+                                  ``"exact"``), ``draws``, ``chains``, ``random_seed``: exact draws
+                                  (:func:`~fdp_ppl.inference.machine.infer_machine`, ``fdp-ppl svm``)
+    principal components (FPCA)   ``prior``, ``draws``, ``tune``, ``chains``, ``target_accept``, ``random_seed``,
+                                  ``progressbar``: NUTS given all released frames
+                                  (:func:`~fdp_ppl.inference.components.infer_components`, ``fdp-ppl fpca``)
+    ============================  ========================================================================
 
     Parameters
     ----------
     release : xr.DataTree
-        A release from :func:`fdp_ppl.release` (or read back with
-        ``xr.open_datatree``). Only public content is read. Every family the command line writes is
-        served: a kernel density estimate (:func:`fdp_ppl.releasing.schema.is_kde_release`) goes to
-        :func:`fdp_ppl.inference.density.infer_density` (``prior``, ``draws``, ``chains``, ``draw``,
-        ``random_seed``; target ``"summary"`` or None is the estimate, ``"population"`` the smoothed population
-        density), a kernel-machine release (``fdp-ppl svm``) to :func:`fdp_ppl.inference.machine.infer_machine`
-        (exact draws), an ε-DP FPCA release (``fdp-ppl fpca``) to
-        :func:`fdp_ppl.inference.components.infer_components` (``prior``, ``draws``, ``tune``, ``chains``,
-        ``target_accept``, ``random_seed``, ``progressbar`` passed on; ``"gp"`` means its default prior); their
-        results are described there.
+        A release from :func:`fdp_ppl.release` (or read back with ``xr.open_datatree``). Only public content is
+        read. The other families' results are described with their functions (table above).
     prior : "gp", "iclp", GPPrior, ICLPPrior or callable
-        Prior over the curve; see :mod:`fdp_ppl.inference.priors` (for a KDE release: a
-        :class:`~fdp_ppl.inference.density.DensityPrior`, ``"envelope"`` or ``"flat"``; ``"gp"`` is the default
-        envelope prior).
+        Prior over the curve; see :mod:`fdp_ppl.inference.priors`. Every family takes it, with its own priors: a
+        KDE release a :class:`~fdp_ppl.inference.density.DensityPrior`, ``"envelope"`` or ``"flat"``; a
+        kernel-machine release ``"rkhs-ball"``, ``"flat"`` or a radius; an FPCA release None, ``"default"``, a
+        dict or a :class:`~fdp_ppl.inference.components.ComponentsPrior`; for these ``"gp"`` (the default) means
+        the family's default prior.
     target : {"population", "summary"} or None
+        Mean curve, density (``"summary"`` or None: the estimate; ``"population"``: the smoothed population
+        density) and kernel machine (``"summary"`` only). For a mean curve,
         ``"population"``: the population mean μ₀, adding the sampling error of
         the clipped sample mean as ``X̄_j ~ N(μ₀_j, sd_j²/n)`` (CLT; clipping
         ignored) and shrinkage ``s_j`` of the summary; for Laplace noise the
@@ -382,12 +454,14 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
         population target and no ``sampling_sd`` the sampling scale κ is learned (NUTS on the
         hyperparameters); pass a public ``sampling_sd`` (and fixed prior hyperparameters) for exact draws.
     draw : int
-        Which released draw to condition on (one draw = one publication).
+        Which released draw to condition on (one draw = one publication; default 0). Mean curve, density and
+        kernel machine (an FPCA posterior conditions on all released frames).
     sampling_sd : float or array (basis,), optional
-        Public/assumed sd of one curve's coefficients for ``target="population"``;
+        Mean curve only. Public/assumed sd of one curve's coefficients for ``target="population"``;
         None puts a half-normal prior on κ with ``sd_j = κ√λ_j``.
     method : {"auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs"}
-        ``"auto"`` (default) draws the posterior **exactly, without MCMC**, when every
+        Mean curve; density and kernel machine take ``"auto"`` and ``"exact"`` (their posteriors are always
+        drawn exactly). ``"auto"`` (default) draws the posterior **exactly, without MCMC**, when every
         hyperparameter is fixed and either the noise is Gaussian (conjugate) or the prior is
         diagonal in the release's basis and the noise law is a product law (ICLP, FRL, Bernstein
         Laplace noise; the ICLP prior, or a GP prior whose kernel is the release's so that
@@ -408,14 +482,16 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
         marginal computations; the other names pick a model of :func:`build_model` directly
         (``"dense"`` is the model before exact inference was added, for benchmarks).
     draws, chains : int
-        Posterior draws per chain and chains (exact draws are independent; they are laid out as
-        chains × draws like MCMC output).
-    tune, cores, target_accept, progressbar
-        Passed to ``pm.sample`` (unused by exact draws).
+        Posterior draws per chain and chains (default 1000 and 2; exact draws are independent; they are laid
+        out as chains × draws like MCMC output). Every family.
+    tune, target_accept, progressbar
+        Passed to ``pm.sample`` (default 1000, 0.9, True; unused by exact draws). Mean curve and FPCA.
+    cores : int
+        Passed to ``pm.sample`` (default 1). Mean curve only (the FPCA sampler runs its chains in one process).
     random_seed : int, sequence, Generator or None
-        Seeds NUTS and the exact conditional draws.
+        Seeds NUTS and the exact conditional draws (default None: fresh entropy). Every family.
     nuts_sampler : {"pymc", "nutpie", "numpyro"}
-        Alternative NUTS implementations when installed.
+        Alternative NUTS implementations when installed (default ``"pymc"``). Mean curve only.
 
     Returns
     -------
@@ -444,21 +520,32 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
     ValueError
         Not a release, unknown target, prior or method, or an unsupported combination
         (``InputError``, a ``ValueError``; e.g. ``method="exact"`` with free hyperparameters).
+    InputError
+        An option the release's family does not take (table above; the default value passed explicitly
+        included), naming the options it takes, before the release is read further.
     """
-    if isinstance(release, xr.DataTree) and release.attrs.get(S.KIND_ATTR) == S.ERM_RELEASE:  # kernel machines
+    options = {"prior": prior, "target": target, "draw": draw, "sampling_sd": sampling_sd, "method": method,
+               "draws": draws, "tune": tune, "chains": chains, "cores": cores, "target_accept": target_accept,
+               "random_seed": random_seed, "progressbar": progressbar, "nuts_sampler": nuts_sampler}
+    family = inference_family(release)
+    family.check(given_options(options))
+    (prior, target, draw, sampling_sd, method, draws, tune, chains, cores, target_accept, random_seed, progressbar,
+     nuts_sampler) = option_values(options).values()
+    if family.family == "machine":  # kernel machines: exact draws (fdp_ppl.inference.machine)
         from .machine import infer_machine_dispatch
 
         return infer_machine_dispatch(release, prior, target="summary" if target is None else target, method=method,
                                       draw=draw, draws=draws, chains=chains, random_seed=random_seed)
-    if S.is_kde_release(release):  # a density: exact draws with its own prior (fdp_ppl.inference.density)
+    if family.family == "density":  # a density: exact draws with its own prior (fdp_ppl.inference.density)
         from .density import infer_density
 
-        if (target is not None and target not in TARGETS) or method not in ("auto", "exact") or sampling_sd is not None:
-            raise InputError("a kernel density estimate release takes method='auto' and no sampling_sd",
+        if (target is not None and target not in TARGETS) or method not in ("auto", "exact"):
+            raise InputError(f"a kernel density estimate release takes method='auto' or 'exact' and target None, "
+                             f"'summary' or 'population' (got method={method!r}, target={target!r})",
                              "drop them (its posterior is always drawn exactly)")
         return infer_density(release, prior, target="population" if target == "population" else "kde", draws=draws,
                              chains=chains, draw=draw, random_seed=random_seed)
-    if S.is_fpca_release(release):  # principal components (exponential mechanism): inference.components
+    if family.family == "components":  # principal components (exponential mechanism): inference.components
         from .components import infer_components
 
         return infer_components(release, prior, draws=draws, tune=tune, chains=chains, target_accept=target_accept,
@@ -569,4 +656,5 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
 
 
 __all__ = ["infer", "build_model", "default_target", "diagnostics", "normal_laplace_logp",
-           "InferenceWarning", "InferenceMethodWarning", "TARGETS"]
+           "InferenceWarning", "InferenceMethodWarning", "TARGETS", "OPTIONS", "InferenceFamily", "INFERENCE_FAMILIES",
+           "inference_family"]

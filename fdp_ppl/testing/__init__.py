@@ -5,6 +5,9 @@ law or a summary spec (the package's tests call it for every registered law and 
   (against scipy, PyTensor and ``pm.logp``), its draws and variance, its privacy loss and the ε it states.
 * :func:`check_spec_sensitivity` (:mod:`fdp_ppl.testing.sensitivity`): brute-force neighbouring datasets
   against a :class:`~fdp_ppl.summaries.SummarySpec`'s claimed sensitivity Δ.
+* :func:`check_family` (:mod:`fdp_ppl.testing.family`): a release family follows its public plan
+  (:func:`fdp_ppl.plan` without data equals the fit's; the ledger is charged ``plan.cost`` with ``plan.event``;
+  the release records ``plan.attrs``; the output has the planned dims; the file reads back the same).
 
 Each check raises ``AssertionError`` with a one-line message when a property fails, and returns a small
 report otherwise. The kit sits at the top of the import stages (beside the command line): it may import any
@@ -12,7 +15,8 @@ stage, and nothing in the library imports it.
 """
 
 from .laws import LawReport, check_law, reference_logp, stated_epsilon
+from .family import check_family
 from .sensitivity import SensitivityReport, check_spec_sensitivity
 
 __all__ = ["check_law", "LawReport", "reference_logp", "stated_epsilon", "check_spec_sensitivity",
-           "SensitivityReport"]
+           "SensitivityReport", "check_family"]

@@ -1,17 +1,19 @@
-"""The empirical privacy audit: :func:`audit` (see :mod:`fdp_ppl.audit` and ``docs/audit.md``)."""
+"""The empirical privacy audit: :func:`audit` (see :mod:`fdp_ppl.auditing` and ``docs/audit.md``)."""
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
 import xarray as xr
 
+from .._options import Default, given_options, option_values, refuse_options
 from ..errors import InputError, check_epsilon
 from .stats import Event, best_threshold, epsilon_lower_bound, fit_statistics
-from .targets import FAMILIES, Pair, Target, approximate, build_target
+from .targets import AUDIT_FAMILIES, FAMILIES, Pair, Target, approximate, build_target, fpca_name, option_keys
 
 VERDICT_OK = "consistent with the claim"
 VERDICT_VIOLATION = "VIOLATION: effective epsilon > claimed"
@@ -172,11 +174,38 @@ def _held_out_counts(cand, values, failed, times, frac):
     return res
 
 
-def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family: str = "release",
-          epsilon: float | None = None, delta: float | None = None, pairs=None, samples: int | None = None,
-          confidence: float = 0.95, random_seed=0, tests: int = 4, events=EVENT_KINDS, timing_calls: int = 300,
-          options: dict | None = None, spec=None, name: str | None = None, train_fraction: float = 0.5,
-          progressbar: bool = False) -> xr.Dataset:
+def _refuse_options(mechanism, given: list[str], family, options, spec) -> None:
+    """Refuse, before any work, the options the audited family or mechanism does not use, naming those it takes
+    (:data:`~fdp_ppl.auditing.targets.AUDIT_FAMILIES`; the keys of ``options``:
+    :func:`~fdp_ppl.auditing.targets.option_keys`)."""
+    if callable(mechanism) and not isinstance(mechanism, str):
+        refuse_options(AUDIT_FAMILIES["callable"].label, given, AUDIT_FAMILIES["callable"].takes())
+        return
+    if family not in FAMILIES:
+        raise InputError(f"unknown family {family!r}", f"choose one of {', '.join(FAMILIES)}")
+    entry, name = AUDIT_FAMILIES[family], str(mechanism)
+    name = fpca_name(name) if family == "fpca" else name
+    what = entry.label if name not in entry.per_call else f"{entry.label} released one frame per call ({name!r})"
+    refuse_options(what, given, entry.takes(name))
+    keys = option_keys(name, family, spec_given=spec is not None)
+    if options is None or keys is None:  # an unknown name is refused by build_target
+        return
+    if not isinstance(options, Mapping):
+        raise InputError(f"options must be a dict, got {type(options).__name__}", "pass e.g. options={'eta': 2.0}")
+    refused = [str(k) for k in options if k not in keys]
+    if refused:
+        where = f"the {family} mechanism {name!r}" + (" with a spec" if spec is not None and family == "release"
+                                                       else "")
+        raise InputError(f"{where} takes no option {', '.join(refused)}",
+                         f"drop {', '.join(refused)} from options (its options: {', '.join(keys) or 'none'})")
+
+
+def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family: str = Default("release"),
+          epsilon: float | None = Default(None), delta: float | None = Default(None), pairs=Default(None),
+          samples: int | None = Default(None), confidence: float = Default(0.95), random_seed=Default(0),
+          tests: int = Default(4), events=Default(EVENT_KINDS), timing_calls: int = Default(300),
+          options: dict | None = Default(None), spec=Default(None), name: str | None = Default(None),
+          train_fraction: float = Default(0.5), progressbar: bool = Default(False)) -> xr.Dataset:
     """Empirical privacy audit: a statistical LOWER bound on the effective ε of a mechanism.
 
     Searches replace-one neighbouring datasets (D, D′) built from public structure, draws ``samples``
@@ -195,6 +224,23 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
     The audit builds synthetic neighbouring datasets and never touches real data or a ledger: it costs
     no privacy budget. Its releases are seeded (an audit is a study); the seed is recorded.
 
+    Each family uses some of the options below (:data:`~fdp_ppl.auditing.targets.AUDIT_FAMILIES`); any other
+    given, its default value included, is refused before any work, naming the options the family takes:
+
+    ==========================  ==========================================================================
+    audited                     options it takes besides ``epsilon``, ``delta``, ``pairs``, ``samples``,
+                                ``confidence``, ``random_seed``, ``tests``, ``events``
+    ==========================  ==========================================================================
+    a release function          ``name``, ``train_fraction``, ``progressbar`` (no ``family``, ``options``,
+                                ``spec``; no ``timing_calls``: every call is timed)
+    ``"release"`` family        ``family``, ``timing_calls``, ``options``, ``spec``, ``train_fraction``,
+                                ``progressbar``
+    ``"kde"``/``"svm"`` family  ``family``, ``timing_calls``, ``options``, ``train_fraction``, ``progressbar``
+                                (no ``spec``: their default spec only)
+    ``"fpca"`` family           ``family``, ``timing_calls`` (not the NUTS samplers: one frame per call, each
+                                timed), ``options``, ``spec``, ``train_fraction``, ``progressbar``
+    ==========================  ==========================================================================
+
     Parameters
     ----------
     mechanism : str or callable
@@ -205,6 +251,7 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
         ``release_fn(dataset, rng) -> array`` (one release per call; any exception is the outcome
         "failed"), audited on ``pairs``.
     family : {"release", "kde", "svm", "fpca"}
+        The family of a named mechanism (default ``"release"``); a release function has none.
     epsilon : float, optional
         The claimed ε (default 1 for a named mechanism; required for a callable).
     delta : float, optional
@@ -227,21 +274,25 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
         Event kinds to search.
     timing_calls : int
         Single release calls per side (interleaved D, D′) whose wall time and failures are recorded
-        when the release path draws N releases in one call (fewer, at least 30, when one call takes
-        long: about ``TIMING_BUDGET_S`` seconds per side and pair; ``attrs["timing_calls"]`` is the
-        number used); callables and per-call paths time every one of their N calls.
+        when the release path draws N releases in one call (default 300; fewer, at least 30, when one call
+        takes long: about ``TIMING_BUDGET_S`` seconds per side and pair; ``attrs["timing_calls"]`` is the
+        number used). Named mechanisms that draw in bulk only: callables and per-call paths (the FPCA NUTS
+        samplers) time every one of their N calls and refuse it.
     options : dict, optional
-        Mechanism and spec options of a named mechanism (``nu``, ``calibration``, ``eta``, ``psi``,
-        ``M``, ``k``, ``iterations``).
+        Mechanism and spec options of a named mechanism; a key the mechanism does not read is refused
+        (:func:`~fdp_ppl.auditing.targets.option_keys`): ``"release"``: the registry's mechanism options
+        (``calibration``; ``nu`` of the t laws) and, without ``spec``, its summary options (``eta``, ``psi``,
+        ``M``, ``k``); ``"kde"``: ``eta`` (iclp), ``M`` (frl), ``k`` (bernstein); ``"svm"``: ``eta`` (iclp);
+        ``"fpca"``: ``n`` and, for the Gibbs and NUTS samplers, ``iterations``.
     spec : object, optional
-        A public spec replacing the family's default: a summary spec of the mechanism's class
-        (``"release"``) or an :class:`~fdp_ppl.expmech.FPCASpec` of the mechanism's form (``"fpca"``;
-        its ε is the claim; pairs: ``options["n"]`` curves (default 28) along the last basis function
-        vs one replaced by the first, and the like).
+        A public spec replacing the family's default (``"release"`` and ``"fpca"`` only): a summary spec of the
+        mechanism's class (``"release"``) or an :class:`~fdp_ppl.expmech.FPCASpec` of the mechanism's form
+        (``"fpca"``; its ε is the claim; pairs: ``options["n"]`` curves (default 28) along the last basis
+        function vs one replaced by the first, and the like).
     train_fraction : float
         Share of each side's releases used to choose the events (the rest is held out), in (0, 1).
     name : str, optional
-        Display name of a callable (default its ``__name__``).
+        Display name of a callable (default its ``__name__``); callables only.
     progressbar : bool
         Show one progress line per pair (:func:`fdp_ppl._progress.stage`: on a terminal, or with
         ``FDP_PPL_PROGRESS=1``).
@@ -266,15 +317,24 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
     Raises
     ------
     InputError
-        Unknown family or mechanism; ε ≤ 0; δ outside [0, 1) or given to a pure ε-DP mechanism;
-        confidence outside (0, 1); samples < 20; tests < 1; an unknown event kind; a callable without
-        pairs or ε; every release call failing on both sides.
+        An option the audited family or mechanism does not take (table above), or a key of ``options`` it
+        does not read, before any work; unknown family or mechanism; ε ≤ 0; δ outside [0, 1) or given to a
+        pure ε-DP mechanism; confidence outside (0, 1); samples < 20; tests < 1; an unknown event kind; a
+        callable without pairs or ε; every release call failing on both sides.
 
     References
     ----------
     Bichsel, Steffen, Bogunovic & Vechev (2021), DP-Sniper, IEEE S&P. Clopper & Pearson (1934),
     Biometrika 26, 404–413. Google DP-Auditorium (github.com/google/differential-privacy).
     """
+    given = {"family": family, "epsilon": epsilon, "delta": delta, "pairs": pairs, "samples": samples,
+             "confidence": confidence, "random_seed": random_seed, "tests": tests, "events": events,
+             "timing_calls": timing_calls, "options": options, "spec": spec, "name": name,
+             "train_fraction": train_fraction, "progressbar": progressbar}
+    o = option_values(given)
+    _refuse_options(mechanism, given_options(given), o["family"], o["options"], o["spec"])
+    (family, epsilon, delta, pairs, samples, confidence, random_seed, tests, events, timing_calls, options, spec, name,
+     train_fraction, progressbar) = o.values()
     t_start = time.perf_counter()
     if not (isinstance(confidence, (int, float)) and 0 < confidence < 1):
         raise InputError(f"confidence must lie in (0, 1), got {confidence!r}", "pass e.g. confidence=0.95")

@@ -1,6 +1,6 @@
 """Statistics of the privacy audit: Clopper–Pearson bounds, ε lower bounds and event selection.
 
-Numpy and scipy only. The audit (:func:`fdp_ppl.audit.audit`) draws releases on both sides of a
+Numpy and scipy only. The audit (:func:`fdp_ppl.auditing.audit`) draws releases on both sides of a
 neighbouring pair (D, D′), chooses events on a training half (:func:`select_events`) and counts them on a
 held-out half; :func:`epsilon_lower_bound` turns the held-out counts into a lower bound on ε.
 

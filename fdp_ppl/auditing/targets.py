@@ -31,6 +31,96 @@ FPCA_SAMPLES = 1000
 FPCA_CHUNK = 100
 FPCA_MECHANISMS = ("gp-base/exact", "bingham/exact", "bingham/gibbs", "gp-base/nuts", "bingham/nuts")
 
+#: the keyword options of :func:`~fdp_ppl.auditing.core.audit`, in signature order
+AUDIT_OPTIONS = ("family", "epsilon", "delta", "pairs", "samples", "confidence", "random_seed", "tests", "events",
+                 "timing_calls", "options", "spec", "name", "train_fraction", "progressbar")
+_EVERY = ("epsilon", "delta", "pairs", "samples", "confidence", "random_seed", "tests", "events")
+
+
+@dataclass(frozen=True)
+class AuditFamily:
+    """What :func:`~fdp_ppl.auditing.core.audit` takes for one family of mechanisms.
+
+    Attributes
+    ----------
+    family : str
+        Key in :data:`AUDIT_FAMILIES`: ``"callable"`` (a release function) or a name of :data:`FAMILIES`.
+    label : str
+        The family in messages (``"<label> takes no ..."``).
+    options : tuple of str
+        The options of :func:`~fdp_ppl.auditing.core.audit` (:data:`AUDIT_OPTIONS`) the family uses; any other
+        given, its default value included, is refused before any work.
+    per_call : tuple of str
+        Mechanisms that release one draw per call: every call is timed, so they take no ``timing_calls``.
+    """
+
+    family: str
+    label: str
+    options: tuple[str, ...]
+    per_call: tuple[str, ...] = ()
+
+    def takes(self, mechanism: str = "") -> tuple[str, ...]:
+        """The options the audit of ``mechanism`` (a name of this family) takes."""
+        if mechanism in self.per_call:
+            return tuple(o for o in self.options if o != "timing_calls")
+        return self.options
+
+
+#: the options each family's audit takes (the one table :func:`~fdp_ppl.auditing.core.audit` checks): a release
+#: function is audited on its own pairs and takes no family, spec or options, nor timing_calls (every call is
+#: timed); a named mechanism takes no name; the kde and svm families audit their default spec only; the FPCA
+#: NUTS samplers release one frame per call
+AUDIT_FAMILIES: dict[str, AuditFamily] = {
+    "callable": AuditFamily("callable", "an audit of a release function",
+                            _EVERY + ("name", "train_fraction", "progressbar")),
+    "release": AuditFamily("release", "an audit of a release mechanism",
+                           ("family",) + _EVERY + ("timing_calls", "options", "spec", "train_fraction", "progressbar")),
+    "kde": AuditFamily("kde", "an audit of a kde mechanism",
+                       ("family",) + _EVERY + ("timing_calls", "options", "train_fraction", "progressbar")),
+    "svm": AuditFamily("svm", "an audit of an svm mechanism",
+                       ("family",) + _EVERY + ("timing_calls", "options", "train_fraction", "progressbar")),
+    "fpca": AuditFamily("fpca", "an audit of an fpca mechanism",
+                        ("family",) + _EVERY + ("timing_calls", "options", "spec", "train_fraction", "progressbar"),
+                        per_call=("gp-base/nuts", "bingham/nuts")),
+}
+
+#: keys of ``options`` the kde and svm mechanisms read
+_KDE_KEYS = {"gp": (), "sobolev": (), "iclp": ("eta",), "frl": ("M",), "bernstein": ("k",)}
+_SVM_KEYS = {"gp": (), "iclp": ("eta",)}
+
+
+def fpca_name(name: str) -> str:
+    """An FPCA mechanism name with its sampler (``"gp-base"`` -> ``"gp-base/exact"``)."""
+    return f"{name}/exact" if name in ("gp-base", "bingham") else name
+
+
+def option_keys(mechanism: str, family: str, spec_given: bool = False) -> tuple[str, ...] | None:
+    """The keys of ``options`` a named mechanism of a family reads, or None for an unknown name.
+
+    ``"release"``: the registry entry's mechanism options (``calibration``, ``nu``) and, when the audit builds
+    the default spec, its summary options (``eta``, ``psi``, ``M``, ``k``); ``"kde"``: ``eta`` (iclp), ``M``
+    (frl), ``k`` (bernstein); ``"svm"``: ``eta`` (iclp); ``"fpca"``: ``n`` (curves per dataset) and
+    ``iterations`` (Gibbs and NUTS samplers; the exact samplers have none).
+    """
+    if family == "release":
+        from ..releasing.registry import MECHANISMS
+
+        entry = MECHANISMS.get(mechanism)
+        if entry is None:
+            return None
+        return tuple(entry.options) + (() if spec_given else tuple(entry.summary_options))
+    if family == "kde":
+        return _KDE_KEYS.get(mechanism)
+    if family == "svm":
+        return _SVM_KEYS.get(mechanism)
+    if family == "fpca":
+        name = fpca_name(mechanism)
+        if name not in FPCA_MECHANISMS:
+            return None
+        return ("n",) if name.endswith("/exact") else ("n", "iterations")
+    return None
+
+
 #: default public specs per family (stated in every audit's attrs)
 DEFAULT_SPECS = {
     "release": "16-point uniform grid on [0, 1], Matern(rho=0.2, nu=1.5) eigenbasis, tau = 1 (L2; Bernstein: "
@@ -338,8 +428,7 @@ def frame_features(frames) -> np.ndarray:
 def _fpca_target(name, epsilon, delta, options, spec=None):
     import fdp_ppl as fp
 
-    if name in ("gp-base", "bingham"):
-        name = f"{name}/exact"
+    name = fpca_name(name)
     if name not in FPCA_MECHANISMS:
         raise InputError(f"unknown mechanism {name!r} of family 'fpca'",
                          f"choose one of {', '.join(FPCA_MECHANISMS)} (FORM/SAMPLER)")
@@ -454,4 +543,5 @@ def approximate(mechanism: str, family: str) -> bool:
 
 
 __all__ = ["FAMILIES", "DEFAULT_SPECS", "Pair", "Target", "build_target", "fpca_issue_design", "frame_features",
-           "mechanisms_of", "approximate"]
+           "mechanisms_of", "approximate", "AUDIT_OPTIONS", "AUDIT_FAMILIES", "AuditFamily", "option_keys",
+           "fpca_name"]

@@ -1,0 +1,26 @@
+"""Empirical privacy audit: a statistical lower bound on a mechanism's effective ε.
+
+``fdp_ppl.audit(...)`` (the function :func:`fdp_ppl.auditing.core.audit`; this package is named ``auditing``
+as :func:`fdp_ppl.release` lives in ``fdp_ppl.releasing``, so ``fdp_ppl.audit`` is the function whatever the
+import order) and ``fdp-ppl audit``. For a registered mechanism (or your own release function) and a public
+spec, the audit searches replace-one neighbouring datasets built from public structure, draws many releases
+from each side, and reports a Clopper–Pearson lower bound on ε next to the claimed ε. A bound above the claim
+refutes the claim; a bound below it proves nothing. Synthetic data only: no budget is spent. See
+``docs/audit.md``.
+
+* :func:`audit` — the audit (returns an ``xarray.Dataset``).
+* :mod:`fdp_ppl.auditing.stats` — Clopper–Pearson bounds, ε lower bounds, statistics and event selection.
+* :mod:`fdp_ppl.auditing.targets` — default specs and neighbouring pairs per family.
+
+Sources: Bichsel et al. (2021), DP-Sniper; Clopper & Pearson (1934); Google DP-Auditorium.
+"""
+
+from __future__ import annotations
+
+from .core import DEFAULT_SAMPLES, EVENT_KINDS, VERDICT_OK, VERDICT_VIOLATION, audit
+from .stats import cp_lower, cp_upper, epsilon_lower_bound
+from .targets import DEFAULT_SPECS, FAMILIES, Pair, fpca_issue_design, frame_features, mechanisms_of
+
+__all__ = ["audit", "Pair", "FAMILIES", "DEFAULT_SPECS", "DEFAULT_SAMPLES", "EVENT_KINDS", "VERDICT_OK",
+           "VERDICT_VIOLATION", "cp_lower", "cp_upper", "epsilon_lower_bound", "fpca_issue_design",
+           "frame_features", "mechanisms_of"]
