@@ -378,7 +378,8 @@ class KroneckerEigenbasis(TensorEigenbasis):
 
     The kernel machine's :class:`~fdp_ppl.spaces.tensor.TensorEigenbasis`: unit weights (point evaluations),
     built from the formed 1-D Gram matrices by one dense ``eigh`` each, LAPACK's signs, ties in increasing
-    multi-index order, and grid values flattened to ``(..., m)`` (C order) as :class:`GridEigenbasis` takes them.
+    multi-index order, and grid values flattened to ``(..., m)`` (C order) as :class:`GridEigenbasis` takes them
+    (``coefficients`` ``c_j = u_jᵀ v`` (..., m) -> (..., r), ``reconstruct`` back, factor by factor).
 
     For a product kernel ``K(x, y) = Π_k k_k(x_k, y_k)`` and a Cartesian grid
     ``P = A_1 × … × A_d`` in C order (the last axis fastest), ``K(P, P)`` is the
@@ -444,37 +445,7 @@ class KroneckerEigenbasis(TensorEigenbasis):
             raise InputError("a Kronecker basis needs at least one factor", "pass the 1-D Gram matrices")
         grid = CartesianGrid(tuple(np.arange(float(K.shape[0])) for K in grams), quadrature="unit")
         super().__init__(None, grid, EIGEN_REL_TOL if rel_tol is None else rel_tol, method="dense",
-                         sign_convention=False, grams=grams)
-
-    @property
-    def weights(self) -> np.ndarray:
-        """Unit weights (m,) (the Euclidean inner product of point evaluations)."""
-        return np.ones(self.n_points)
-
-    def coefficients(self, values) -> np.ndarray:
-        """``c_j = u_jᵀ v`` of grid values (..., m) -> (..., r), applied factor by factor.
-
-        Raises
-        ------
-        InputError
-            Values whose last dimension is not ``m``.
-        """
-        v = np.asarray(values, dtype=float)
-        if v.shape[-1:] != (self.n_points,):
-            raise InputError(f"grid values must have last dimension {self.n_points} (got shape {v.shape})",
-                             "pass values on the basis' grid, C order")
-        return super().coefficients(v.reshape(v.shape[:-1] + self.shape))
-
-    def reconstruct(self, coefficients) -> np.ndarray:
-        """Grid values ``Σ_j c_j u_j`` of coefficients (..., r) -> (..., m), applied factor by factor.
-
-        Raises
-        ------
-        InputError
-            Coefficients whose last dimension is not ``r``.
-        """
-        out = super().reconstruct(coefficients)
-        return out.reshape(out.shape[: out.ndim - len(self.shape)] + (self.n_points,))
+                         sign_convention=False, grams=grams, flat=True)
 
 
 __all__ = ["EIGEN_REL_TOL", "MAX_DENSE_ENTRIES", "GPPath", "GridEigenbasis", "KroneckerEigenbasis", "chol_jitter", "gaussian_conditional", "ou_conditional"]

@@ -179,15 +179,8 @@ class ERMSpec:
         eigenpairs are those of the matrix ``K(P, P)``)."""
         return CartesianGrid.uniform(self.domain, self.grid_size, quadrature="unit")
 
-    @property
-    def axes(self) -> tuple:
-        """Grid axes, one (G_k,) array per feature, in data units."""
-        return self.grid.axes
-
-    @property
-    def points(self) -> np.ndarray:
-        """Grid points (Π G_k, d), C order (the last axis fastest)."""
-        return self.grid.points
+    axes = property(lambda self: self.grid.axes, doc="Grid axes, one (G_k,) array per feature, in data units.")
+    points = property(lambda self: self.grid.points, doc="Grid points (Π G_k, d), C order (the last axis fastest).")
 
     @property
     def basis(self):

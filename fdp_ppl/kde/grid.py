@@ -126,18 +126,8 @@ class ProductEigenbasis(TensorEigenbasis):
                                 factor_variance=self.axis_variance)
         super().__init__(product, grid, rel_tol, ties="legacy")
         self.kernel = kernel
-
-    @property
-    def axis_values(self) -> list:
-        return self.factor_eigenvalues
-
-    @property
-    def axis_functions(self) -> list:
-        return self.factor_functions
-
-    @property
-    def axis_methods(self) -> list:
-        return self.methods
+        self.axis_values, self.axis_functions, self.axis_methods = (self.factor_eigenvalues, self.factor_functions,
+                                                                    self.methods)
 
 
 def gaussian_kde_values(points, observations, bandwidths, weights=None) -> np.ndarray:

@@ -406,10 +406,8 @@ class Eigenbasis:
         """Number J of retained eigenpairs."""
         return self.eigenvalues.size
 
-    @property
-    def weights(self) -> np.ndarray:
-        """Quadrature weights (K,) of the inner product (the grid's; :class:`fdp_ppl.spaces.basis.Basis`)."""
-        return self.grid.weights
+    weights = property(lambda self: self.grid.weights,
+                       doc="Quadrature weights (K,) of the inner product (the grid's; :class:`~fdp_ppl.spaces.Basis`).")
 
     def __repr__(self):
         return f"Eigenbasis({self.kernel!r}, K={self.grid.size}, J={self.size}, dropped={self.n_dropped})"

@@ -69,6 +69,9 @@ class TensorEigenbasis(RetainedPairs):
         retained span do not depend on it; which noise draw meets which eigenvector in a tie does.
     grams : sequence of ndarray, optional
         The 1-D Gram matrices ``(G_k, G_k)`` when already formed (symmetric); used in place of the kernel's.
+    flat : bool
+        Grid values are flattened to ``(..., m)`` (C order) in :meth:`coefficients`, :meth:`reconstruct` and
+        :attr:`weights`, as :class:`fdp_ppl.erm.GridEigenbasis` takes them; else ``(..., *grid.shape)``.
 
     Attributes
     ----------
@@ -107,7 +110,8 @@ class TensorEigenbasis(RetainedPairs):
     structure = "kronecker"
 
     def __init__(self, kernel: ProductKernel | None, grid: CartesianGrid, rel_tol: float = DEFAULT_REL_TOL, *,
-                 method: str = "auto", sign_convention: bool = True, ties: str = "stable", grams=None):
+                 method: str = "auto", sign_convention: bool = True, ties: str = "stable", grams=None,
+                 flat: bool = False):
         if ties not in TIE_ORDERS:
             raise ValueError(f"ties must be one of {TIE_ORDERS}, got {ties!r}")
         if grams is None and (not isinstance(kernel, ProductKernel) or kernel.d != grid.d):
@@ -115,7 +119,7 @@ class TensorEigenbasis(RetainedPairs):
                              "pass e.g. Gaussian(0.1) * Gaussian(0.2), one factor per axis")
         if grams is not None and len(grams) != grid.d:
             raise InputError(f"{len(grams)} Gram factors for a {grid.d}-D grid", "pass one (G_k, G_k) matrix per axis")
-        self.product_kernel, self.grid, self.rel_tol = kernel, grid, float(rel_tol)
+        self.product_kernel, self.grid, self.rel_tol, self.flat = kernel, grid, float(rel_tol), bool(flat)
         scale = 1.0 if kernel is None else kernel.factor_variance
         self.factor_eigenvalues, self.factor_vectors, self.factor_functions, self.methods = [], [], [], []
         traces = []
@@ -164,8 +168,9 @@ class TensorEigenbasis(RetainedPairs):
 
     @property
     def weights(self) -> np.ndarray:
-        """Product quadrature weights, grid shape (:attr:`CartesianGrid.product_weights`)."""
-        return self.grid.product_weights
+        """Product quadrature weights (:attr:`CartesianGrid.product_weights`), grid shape or flat (m,)."""
+        w = self.grid.product_weights
+        return w.reshape(-1) if self.flat else w
 
     def truncate(self, n_components: int) -> "TensorEigenbasis":
         """Keep the leading ``n_components`` pairs (in place; the others join :attr:`dropped_trace`); returns self.
@@ -185,18 +190,22 @@ class TensorEigenbasis(RetainedPairs):
 
     # ------------------------------------------------------------------ the Basis protocol, axis by axis
     def coefficients(self, values) -> np.ndarray:
-        """``c_j = <f, φ_j>_w`` (quadrature); ``values`` ``(..., *grid.shape) -> (..., r)``.
+        """``c_j = <f, φ_j>_w`` (quadrature; ``u_jᵀ v`` for unit weights); ``values`` ``(..., *grid.shape)``
+        (``(..., m)`` if :attr:`flat`) -> ``(..., r)``.
 
         Raises
         ------
         InputError
-            Values that do not end in the grid's shape.
+            Values that do not end in the grid's shape (in ``m`` if flat).
         """
         out = np.asarray(values, dtype=float)
         d = self.grid.d
-        if out.shape[out.ndim - d:] != self.shape:
-            raise InputError(f"grid values must end in shape {self.shape} (got {out.shape})",
-                             "pass values on the basis' grid")
+        if self.flat and out.shape[-1:] == (self.n_points,):
+            out = out.reshape(out.shape[:-1] + self.shape)
+        elif self.flat or out.shape[out.ndim - d:] != self.shape:
+            want = f"last dimension {self.n_points}" if self.flat else f"shape ending in {self.shape}"
+            raise InputError(f"grid values must have {want} (got shape {out.shape})",
+                             "pass values on the basis' grid, C order")
         for k in range(d):  # move grid axis k to the end, contract it with w_k φ_k, move it back
             axis = out.ndim - d + k
             out = np.moveaxis(out, axis, -1)
@@ -206,7 +215,7 @@ class TensorEigenbasis(RetainedPairs):
         return out.reshape(lead + (-1,))[..., self.index]
 
     def reconstruct(self, coefficients) -> np.ndarray:
-        """``Σ_j c_j φ_j`` on the grid; ``(..., r) -> (..., *grid.shape)``.
+        """``Σ_j c_j φ_j`` on the grid; ``(..., r) -> (..., *grid.shape)`` (``(..., m)`` if :attr:`flat`).
 
         Raises
         ------
@@ -227,7 +236,7 @@ class TensorEigenbasis(RetainedPairs):
             out = np.moveaxis(out, axis, -1)
             out = out @ self.factor_functions[k].T
             out = np.moveaxis(out, -1, axis)
-        return out
+        return out.reshape(lead + (self.n_points,)) if self.flat else out
 
     def node_sums(self, counts) -> np.ndarray:
         """``Σ_nodes counts(node) φ_j(node)`` (no quadrature weights); ``counts`` ``(*grid.shape) -> (r,)``.
@@ -254,29 +263,21 @@ class TensorEigenbasis(RetainedPairs):
             raise InputError(f"materialising {what} exceeds {MAX_DENSE_ENTRIES} entries",
                              "use coefficients/reconstruct (factor-wise)")
 
+    def _dense(self, factors, what: str) -> np.ndarray:
+        self._check_dense(self.n_points * self.size, f"{self.n_points} x {self.size} {what}")
+        return _khatri_rao(factors, self.multi_index, self.size)
+
     @property
     def vectors(self) -> np.ndarray:
-        """Retained ``u_j = W^{½} φ_j`` (Euclidean-orthonormal) as a dense (m, r) matrix, C order.
-
-        Raises
-        ------
-        InputError
-            ``m · r`` above :data:`MAX_DENSE_ENTRIES`.
-        """
-        self._check_dense(self.n_points * self.size, f"{self.n_points} x {self.size} eigenvectors")
-        return _khatri_rao(self.factor_vectors, self.multi_index, self.size)
+        """Retained ``u_j = W^{½} φ_j`` (Euclidean-orthonormal) as a dense (m, r) matrix, C order; raises
+        InputError for ``m · r`` above :data:`MAX_DENSE_ENTRIES`."""
+        return self._dense(self.factor_vectors, "eigenvectors")
 
     @property
     def functions(self) -> np.ndarray:
-        """Retained ``φ_j`` at the nodes as a dense (m, r) matrix, C order (``vectors`` for unit weights).
-
-        Raises
-        ------
-        InputError
-            ``m · r`` above :data:`MAX_DENSE_ENTRIES`.
-        """
-        self._check_dense(self.n_points * self.size, f"{self.n_points} x {self.size} eigenfunctions")
-        return _khatri_rao(self.factor_functions, self.multi_index, self.size)
+        """Retained ``φ_j`` at the nodes as a dense (m, r) matrix, C order (``vectors`` for unit weights); raises
+        InputError for ``m · r`` above :data:`MAX_DENSE_ENTRIES`."""
+        return self._dense(self.factor_functions, "eigenfunctions")
 
     def covariance(self) -> np.ndarray:
         """``Σ_j λ_j φ_j(P) φ_j(P)ᵀ`` (m, m): the kernel ``K(P, P)`` restricted to the retained eigenpairs.
