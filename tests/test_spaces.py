@@ -282,7 +282,7 @@ def test_tensor_eigenbasis_equals_the_dense_kronecker_eigh(case):
     if case == "machine-2d":
         spec = ERMSpec(fp.Gaussian(0.2), lam=0.1, n=10, domain=[[0, 1], [0, 2]], grid_size=(11, 13))
         grams, weights = spec.kernel_factors(), [np.ones(11), np.ones(13)]
-        build = lambda tol: KroneckerEigenbasis(grams, tol)  # noqa: E731
+        build = lambda tol: KroneckerEigenbasis(grams, tol)
         basis = grid_basis(spec)
         assert isinstance(basis, KroneckerEigenbasis) and basis.rel_tol == 1e-10
         K = spec.kernel_matrix(spec.points, spec.points)
@@ -298,7 +298,7 @@ def test_tensor_eigenbasis_equals_the_dense_kronecker_eigh(case):
         basis = spec.basis
         grams = basis.product_kernel.factor_grams(grid.axes)
         weights = list(grid.weights)
-        build = lambda tol: type(basis)(grid, spec.bandwidths, tol)  # noqa: E731
+        build = lambda tol: type(basis)(grid, spec.bandwidths, tol)
         values = rng.standard_normal((3,) + grid.shape)
         shape = grid.shape
     for tol in (basis.rel_tol, None):

@@ -20,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
-from ..spaces.grid import CARTESIAN_DIMS as DIMS
 from ..spaces.grid import CartesianGrid
 from ..spaces.kernels import Exponential, Gaussian, ProductKernel, gaussian_bump
 from ..spaces.tensor import TensorEigenbasis
