@@ -9,25 +9,29 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import fdp_ppl.kde.grid as kg
+import fdp_ppl.spaces.tensor as st
 from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec
 from fdp_ppl.kde._l1 import l1_diameter
 from fdp_ppl.kde.grid import ProductEigenbasis, max_pairwise_l1
 
 
 def _dense_pairs(kernel, t, w, rel_tol, **_):
-    """Reference: every eigenpair of W^½ G W^½ by np.linalg.eigh, then the retained ones."""
+    """Reference: every eigenpair of W^½ G W^½ by np.linalg.eigh, then the retained ones (and the positive trace)."""
     sw = np.sqrt(w)
     lam, u = np.linalg.eigh(sw[:, None] * kernel.gram(t) * sw[None, :])
     lam, u = lam[::-1], u[:, ::-1]
     keep = lam > rel_tol * lam[0]
-    return lam[keep], u[:, keep], int((~keep).sum()), "dense-reference"
+    return lam[keep], u[:, keep], int((~keep).sum()), "dense-reference", float(np.clip(lam, 0, None).sum())
 
 
 def _dense(monkeypatch, build):
+    """Build with the tensor basis' 1-D solver replaced by the dense reference (the replacement must take)."""
     with monkeypatch.context() as mp:
-        mp.setattr(kg, "retained_eigenpairs", _dense_pairs)
-        return build()
+        mp.setattr(st, "retained_eigenpairs", _dense_pairs)
+        out = build()
+    basis = getattr(out, "basis", out)
+    assert set(basis.axis_methods) == {"dense-reference"}
+    return out
 
 
 def _same_basis(fast, ref):

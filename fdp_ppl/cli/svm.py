@@ -19,7 +19,9 @@ from pathlib import Path
 
 NAME = "svm"
 LOSSES = ("hinge", "logistic", "squared")
-KERNELS = ("gaussian", "exponential", "matern12", "matern32", "matern52")
+#: ``gaussian`` is Hall's ``exp(-d²/(2h²))`` here (``fdp-ppl release --kernel gaussian`` is Mirshani's ``exp(-d²/ρ)``):
+#: ``gaussian-hall`` and ``gaussian-mirshani`` name each convention the same way in both commands
+KERNELS = ("gaussian", "gaussian-hall", "gaussian-mirshani", "exponential", "matern12", "matern32", "matern52")
 
 
 def add_subparser(sub) -> None:
@@ -34,9 +36,11 @@ def add_subparser(sub) -> None:
                     "2026, Theorem 18). Replace-one-record neighbours, n public. Predicted labels: the sign of the "
                     "released function.",
         epilog="kernels (--kernel, bandwidth h = --bandwidth, on the Euclidean distance of the features): gaussian "
-               "exp(-d^2/(2h^2)) (Hall's convention), exponential exp(-d/h) (Ornstein-Uhlenbeck), matern12/32/52 "
-               "(standard Matern, length-scale h). The solver runs to a fixed accuracy and Delta is inflated by "
-               "--solver-slack (default 1 percent) to pay for it.")
+               "= gaussian-hall exp(-d^2/(2h^2)) (Hall et al.'s convention; note that fdp-ppl release --kernel "
+               "gaussian is Mirshani's exp(-d^2/rho)), gaussian-mirshani exp(-d^2/h) (Mirshani et al.'s: "
+               "--bandwidth is their rho, in squared feature units; rho = 2h^2 gives the Hall kernel), exponential "
+               "exp(-d/h) (Ornstein-Uhlenbeck), matern12/32/52 (standard Matern, length-scale h). The solver runs "
+               "to a fixed accuracy and Delta is inflated by --solver-slack (default 1 percent) to pay for it.")
     g = p.add_argument_group("data")
     g.add_argument("--data", required=True, metavar="PATH", help="CSV file with a header row, or a netCDF file")
     g.add_argument("--features", required=True, metavar="NAME[,NAME]", help="one or two feature columns")
@@ -48,7 +52,9 @@ def add_subparser(sub) -> None:
     m = p.add_argument_group("mechanism")
     m.add_argument("--loss", choices=LOSSES, default="hinge", help="hinge (SVM, default), logistic or squared")
     m.add_argument("--lam", type=float, required=True, help="penalty lambda > 0 (public)")
-    m.add_argument("--kernel", choices=KERNELS, default="gaussian", help="kernel (default gaussian)")
+    m.add_argument("--kernel", choices=KERNELS, default="gaussian",
+                   help="kernel (default gaussian: exp(-d^2/(2h^2)), Hall's convention, = gaussian-hall; "
+                        "gaussian-mirshani: exp(-d^2/h), Mirshani's)")
     m.add_argument("--bandwidth", type=float, required=True, help="kernel bandwidth h > 0 in feature units")
     m.add_argument("--mechanism", choices=("gp", "iclp"), default="gp",
                    help="gp: Gaussian-process noise, (epsilon, delta)-DP (default); iclp: ICLP noise, epsilon-DP, "
@@ -222,8 +228,10 @@ def _kernel(a):
     from ..spaces import Exponential, Gaussian, Matern
 
     h = a.bandwidth
-    if a.kernel == "gaussian":
-        return Gaussian(h, convention="hall")
+    if a.kernel in ("gaussian", "gaussian-hall"):
+        return Gaussian.from_bandwidth(h)
+    if a.kernel == "gaussian-mirshani":
+        return Gaussian(h, convention="mirshani")
     if a.kernel == "exponential":
         return Exponential(h)
     return Matern(h, nu={"matern12": 0.5, "matern32": 1.5, "matern52": 2.5}[a.kernel])

@@ -33,6 +33,9 @@ import numpy as np
 from scipy import linalg
 
 from ..errors import InputError
+from ..spaces.basis import RetainedPairs
+from ..spaces.grid import CartesianGrid
+from ..spaces.tensor import MAX_DENSE_ENTRIES, TensorEigenbasis
 
 
 def chol_jitter(cov, jitter_start: float = 1e-12, tries: int = 12):
@@ -289,24 +292,7 @@ class GPPath:
             self._cache[self._key(p)] = float(v)
 
 
-class _RetainedEigenpairs:
-    """What both grid eigenbases share: ``eigenvalues`` (r,) retained of ``n_points``."""
-
-    eigenvalues: np.ndarray
-    n_points: int
-
-    @property
-    def size(self) -> int:
-        """Number r of retained eigenpairs."""
-        return int(self.eigenvalues.size)
-
-    @property
-    def complete(self) -> bool:
-        """True when every eigenpair is retained (the projection is the identity)."""
-        return self.size == self.n_points
-
-
-class GridEigenbasis(_RetainedEigenpairs):
+class GridEigenbasis(RetainedPairs):
     """Retained eigenpairs of the noise kernel matrix ``K(P, P)`` on a release grid ``P``.
 
     Convention: the noise of a grid release is the vector ``ξ(P) ~ N(0, K(P, P))`` of
@@ -362,6 +348,10 @@ class GridEigenbasis(_RetainedEigenpairs):
         self.dropped_trace = float(np.sum(np.clip(lam[~keep], 0.0, None)))
         self.n_points = int(K.shape[0])
 
+    @property
+    def weights(self) -> np.ndarray:
+        """Unit weights (m,): the Euclidean inner product of point evaluations."""
+        return np.ones(self.n_points)
 
     def coefficients(self, values) -> np.ndarray:
         """``c_j = u_jᵀ v`` of grid values (..., m) -> (..., r)."""
@@ -370,11 +360,6 @@ class GridEigenbasis(_RetainedEigenpairs):
     def reconstruct(self, coefficients) -> np.ndarray:
         """Grid values ``Σ_j c_j u_j`` of coefficients (..., r) -> (..., m)."""
         return np.asarray(coefficients, dtype=float) @ self.vectors.T
-
-    def whitened_norm(self, values) -> np.ndarray:
-        """``(Σ_{j retained} (u_jᵀ v)²/λ_j)^{1/2}`` of grid values (..., m) -> (...,)."""
-        c = self.coefficients(values)
-        return np.sqrt(np.sum(c**2 / self.eigenvalues, axis=-1))
 
     def covariance(self) -> np.ndarray:
         """``U_r Λ_r U_rᵀ`` (m, m): the kernel restricted to the retained eigenpairs."""
@@ -386,12 +371,15 @@ class GridEigenbasis(_RetainedEigenpairs):
 
 #: default relative eigenvalue cut-off of :class:`GridEigenbasis`
 EIGEN_REL_TOL = 1e-10
-#: largest ``m · r`` (grid points × retained pairs) a Kronecker basis materialises as a dense matrix
-MAX_DENSE_ENTRIES = 50_000_000
 
 
-class KroneckerEigenbasis(_RetainedEigenpairs):
+class KroneckerEigenbasis(TensorEigenbasis):
     """Retained eigenpairs of a product kernel matrix ``K(P, P) = K_1 ⊗ … ⊗ K_d`` on a Cartesian grid.
+
+    The kernel machine's :class:`~fdp_ppl.spaces.tensor.TensorEigenbasis`: unit weights (point evaluations),
+    built from the formed 1-D Gram matrices by one dense ``eigh`` each, LAPACK's signs, ties in increasing
+    multi-index order, and grid values flattened to ``(..., m)`` (C order) as :class:`GridEigenbasis` takes them
+    (``coefficients`` ``c_j = u_jᵀ v`` (..., m) -> (..., r), ``reconstruct`` back, factor by factor).
 
     For a product kernel ``K(x, y) = Π_k k_k(x_k, y_k)`` and a Cartesian grid
     ``P = A_1 × … × A_d`` in C order (the last axis fastest), ``K(P, P)`` is the
@@ -404,11 +392,8 @@ class KroneckerEigenbasis(_RetainedEigenpairs):
     dropped (never clipped up). Factor eigenpairs with ``μ_{k,i} <= rel_tol · μ_{k,max}``
     can enter no retained product and are discarded first.
 
-    The ``m × m`` matrix (``m = Π_k G_k``) is never formed: :meth:`coefficients` reshapes
-    grid values to ``(G_1, …, G_d)``, multiplies by ``V_kᵀ`` along axis ``k`` and selects
-    the retained multi-indices; :meth:`reconstruct` scatters the coefficients back and
-    multiplies by ``V_k``. Cost ``O(m Σ_k r_k)`` per vector (``r_k`` kept factor pairs),
-    memory ``O(m + Σ_k G_k²)``.
+    The ``m × m`` matrix (``m = Π_k G_k``) is never formed: cost ``O(m Σ_k r_k)`` per vector
+    (``r_k`` kept factor pairs), memory ``O(m + Σ_k G_k²)``.
 
     Privacy: the release law (GP noise ``σ √λ_j ζ_j`` on ``c_j = u_jᵀ f_D(P)``, Hall,
     Rinaldo & Wasserman 2013, §4.3 and Prop. 8) and the whitened-sensitivity argument are
@@ -445,132 +430,22 @@ class KroneckerEigenbasis(_RetainedEigenpairs):
     Raises
     ------
     InputError
-        A factor that is not square and finite, or no product above the cut-off.
+        A factor that is not square and finite, or with no positive eigenvalue.
     """
 
-    structure = "kronecker"
-
     def __init__(self, factors, rel_tol: float | None = None):
-        self.rel_tol = float(EIGEN_REL_TOL if rel_tol is None else rel_tol)
-        mus, vecs, full_mus = [], [], []
+        grams = []
         for K in factors:
             K = np.asarray(K, dtype=float)
-            if K.ndim != 2 or K.shape[0] != K.shape[1] or not np.all(np.isfinite(K)):
-                raise InputError(f"each kernel factor must be square and finite (got shape {K.shape})",
-                                 "check the kernel and the grid")
-            mu, V = linalg.eigh(0.5 * (K + K.T))
-            mu, V = mu[::-1], V[:, ::-1]
-            if not mu[0] > 0:
-                raise InputError("a kernel factor has no positive eigenvalue", "check the kernel (positive definite)")
-            keep = mu > self.rel_tol * mu[0]
-            full_mus.append(np.clip(mu, 0.0, None))
-            mus.append(mu[keep].copy())
-            vecs.append(np.ascontiguousarray(V[:, keep]))
-        if not mus:
+            if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] < 2 or not np.all(np.isfinite(K)):
+                raise InputError(f"each kernel factor must be square (at least 2 x 2) and finite (got shape "
+                                 f"{K.shape})", "check the kernel and the grid")
+            grams.append(0.5 * (K + K.T))
+        if not grams:
             raise InputError("a Kronecker basis needs at least one factor", "pass the 1-D Gram matrices")
-        self.factor_eigenvalues, self.factor_vectors = mus, vecs
-        self.shape = tuple(int(V.shape[0]) for V in vecs)
-        self.kept_shape = tuple(int(V.shape[1]) for V in vecs)
-        self.n_points = int(np.prod(self.shape))
-        lam_max = float(np.prod([mu[0] for mu in mus]))
-        prod = mus[0]
-        for mu in mus[1:]:
-            prod = np.multiply.outer(prod, mu)
-        prod = np.asarray(prod).ravel()
-        sel = np.flatnonzero(prod > self.rel_tol * lam_max)
-        if sel.size == 0:  # pragma: no cover - the maximal product always passes
-            raise InputError("the kernel matrix has no positive eigenvalue", "check the kernel (positive definite)")
-        order = np.argsort(-prod[sel], kind="stable")
-        self.index = sel[order]
-        self.eigenvalues = prod[self.index].copy()
-        self.multi_index = np.stack(np.unravel_index(self.index, self.kept_shape), axis=-1)
-        total = float(np.prod([np.sum(m) for m in full_mus]))  # Σ of all (clipped) products
-        self.dropped_trace = max(total - float(np.sum(self.eigenvalues)), 0.0)
-
-    # ------------------------------------------------------------------ the GridEigenbasis interface
-
-    def _grid(self, values) -> tuple[np.ndarray, tuple]:
-        v = np.asarray(values, dtype=float)
-        if v.shape[-1:] != (self.n_points,):
-            raise InputError(f"grid values must have last dimension {self.n_points} (got shape {v.shape})",
-                             "pass values on the basis' grid, C order")
-        lead = v.shape[:-1]
-        return v.reshape(lead + self.shape), lead
-
-    def coefficients(self, values) -> np.ndarray:
-        """``c_j = u_jᵀ v`` of grid values (..., m) -> (..., r), applied factor by factor.
-
-        Raises
-        ------
-        InputError
-            Values whose last dimension is not ``m``.
-        """
-        t, lead = self._grid(values)
-        nl = len(lead)
-        for k, V in enumerate(self.factor_vectors):
-            t = np.moveaxis(np.tensordot(t, V, axes=([nl + k], [0])), -1, nl + k)  # V_kᵀ along axis k
-        return t.reshape(lead + (-1,))[..., self.index]
-
-    def reconstruct(self, coefficients) -> np.ndarray:
-        """Grid values ``Σ_j c_j u_j`` of coefficients (..., r) -> (..., m), applied factor by factor.
-
-        Raises
-        ------
-        InputError
-            Coefficients whose last dimension is not ``r``.
-        """
-        c = np.asarray(coefficients, dtype=float)
-        if c.shape[-1:] != (self.size,):
-            raise InputError(f"coefficients must have last dimension {self.size} (got shape {c.shape})",
-                             "pass one coefficient per retained eigenpair")
-        lead = c.shape[:-1]
-        nl = len(lead)
-        full = np.zeros(lead + (int(np.prod(self.kept_shape)),))
-        full[..., self.index] = c
-        t = full.reshape(lead + self.kept_shape)
-        for k, V in enumerate(self.factor_vectors):
-            t = np.moveaxis(np.tensordot(t, V, axes=([nl + k], [1])), -1, nl + k)  # V_k along axis k
-        return t.reshape(lead + (self.n_points,))
-
-    def whitened_norm(self, values) -> np.ndarray:
-        """``(Σ_{j retained} (u_jᵀ v)²/λ_j)^{1/2}`` of grid values (..., m) -> (...,)."""
-        c = self.coefficients(values)
-        return np.sqrt(np.sum(c**2 / self.eigenvalues, axis=-1))
-
-    def _check_dense(self):
-        if self.n_points * self.size > MAX_DENSE_ENTRIES:
-            raise InputError(f"materialising {self.n_points} x {self.size} eigenvectors exceeds "
-                             f"{MAX_DENSE_ENTRIES} entries", "use coefficients/reconstruct (factor-wise)")
-
-    @property
-    def vectors(self) -> np.ndarray:
-        """Retained ``u_j`` as a dense (m, r) matrix (materialised on demand; small grids only).
-
-        Raises
-        ------
-        InputError
-            ``m · r`` above :data:`MAX_DENSE_ENTRIES`.
-        """
-        self._check_dense()
-        cols = [V[:, self.multi_index[:, k]] for k, V in enumerate(self.factor_vectors)]
-        out = cols[0]
-        for C in cols[1:]:  # column-wise Kronecker (Khatri–Rao) product, C order
-            out = (out[:, None, :] * C[None, :, :]).reshape(-1, self.size)
-        return np.ascontiguousarray(out)
-
-    def covariance(self) -> np.ndarray:
-        """``U_r Λ_r U_rᵀ`` (m, m): the kernel restricted to the retained eigenpairs (small grids only).
-
-        Raises
-        ------
-        InputError
-            ``m²`` above :data:`MAX_DENSE_ENTRIES`.
-        """
-        if self.n_points**2 > MAX_DENSE_ENTRIES:
-            raise InputError(f"a {self.n_points}^2 covariance exceeds {MAX_DENSE_ENTRIES} entries",
-                             "use coefficients/reconstruct (factor-wise)")
-        U = self.vectors
-        return (U * self.eigenvalues) @ U.T
+        grid = CartesianGrid(tuple(np.arange(float(K.shape[0])) for K in grams), quadrature="unit")
+        super().__init__(None, grid, EIGEN_REL_TOL if rel_tol is None else rel_tol, method="dense",
+                         sign_convention=False, grams=grams, flat=True)
 
 
 __all__ = ["EIGEN_REL_TOL", "MAX_DENSE_ENTRIES", "GPPath", "GridEigenbasis", "KroneckerEigenbasis", "chol_jitter", "gaussian_conditional", "ou_conditional"]

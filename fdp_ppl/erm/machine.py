@@ -43,13 +43,14 @@ from scipy.spatial.distance import cdist
 
 from ..errors import InputError, check_positive
 from ..spaces import Grid, eigenbasis
-from ..spaces.kernels import Exponential, Gaussian, Kernel, Matern
+from ..spaces.grid import CARTESIAN_DIMS as DIMS
+from ..spaces.grid import CartesianGrid
+from ..spaces.kernels import Exponential, Gaussian, Kernel, Matern, ProductKernel
 from ..summaries.base import Sensitivity, public_n
 from .solvers import LOSSES, Solution, solve_erm
 
 HALL_SOURCE = "Hall, Rinaldo & Wasserman (2013), Section 4.3 (eq. 11), Corollary 9; Bousquet & Elisseeff (2002)"
 ICLP_SOURCE = "Lin & Reimherr (2026), Section 4.3, eq. 13 (squared penalty), Theorem 18"
-DIMS = {1: ("x",), 2: ("x1", "x2")}
 NEIGHBOURING = "replace one labelled record (x, y); n public"
 #: kernel-machine solvers: the exact RKHS, or its Nyström subspace on public landmarks
 APPROXIMATIONS = ("auto", "exact", "nystroem")
@@ -173,15 +174,13 @@ class ERMSpec:
         return DIMS[self.d]
 
     @property
-    def axes(self) -> tuple:
-        """Grid axes, one (G_k,) array per feature, in data units."""
-        return tuple(np.linspace(lo, hi, g) for (lo, hi), g in zip(self.domain, self.grid_size))
+    def grid(self) -> CartesianGrid:
+        """The release grid on the public box, unit weights (the noise is of point evaluations: the
+        eigenpairs are those of the matrix ``K(P, P)``)."""
+        return CartesianGrid.uniform(self.domain, self.grid_size, quadrature="unit")
 
-    @property
-    def points(self) -> np.ndarray:
-        """Grid points (Π G_k, d), C order (the last axis fastest)."""
-        mesh = np.meshgrid(*self.axes, indexing="ij")
-        return np.stack([m.ravel() for m in mesh], axis=-1)
+    axes = property(lambda self: self.grid.axes, doc="Grid axes, one (G_k,) array per feature, in data units.")
+    points = property(lambda self: self.grid.points, doc="Grid points (Π G_k, d), C order (the last axis fastest).")
 
     @property
     def basis(self):
@@ -236,7 +235,7 @@ class ERMSpec:
         if not self.product_kernel:
             raise InputError(f"the {self.kernel.name} kernel of the Euclidean distance in d = {self.d} is not a "
                              "product over coordinates", "use the dense kernel matrix")
-        return [self.kernel(np.abs(ax[:, None] - ax[None, :])) for ax in self.axes]
+        return ProductKernel((self.kernel,) * self.d).factor_grams(self.axes)
 
     def kernel_matrix(self, a, b) -> np.ndarray:
         """``K(a_i, b_j) = k(‖a_i − b_j‖₂)`` (Hall space), shapes (m, d), (p, d) -> (m, p)."""
@@ -579,9 +578,7 @@ class ERMSpec:
                 np.subtract.outer(a[:, k], b[:, k], out=tmp)
                 tmp *= tmp
                 sq += tmp
-        rho = float(self.kernel.rho)
-        sq *= -(1.0 / rho if self.kernel.convention == "mirshani" else 1.0 / (2.0 * rho * rho))
-        return np.exp(sq, out=sq)
+        return self.kernel.bump(sq, squared=True, out=sq)
 
 
 @dataclass(eq=False)

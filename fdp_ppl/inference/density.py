@@ -72,6 +72,7 @@ import xarray as xr
 from .. import dims
 from ..releasing import schema as S
 from ..errors import InputError, SchemaError
+from ..spaces.grid import trapezoid_weights
 
 #: dim of the released coefficients of a KDE release (its ``constant_data``)
 COMPONENT = "component"
@@ -221,8 +222,9 @@ def _mechanism(attrs) -> str:
 
 
 def _grid_spec(mech, attrs, axes):
-    from ..kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec
+    from ..kde import ICLPKDESpec, KDESpec, SobolevKDESpec
     from ..kde.baselines import BernsteinKDESpec, FRLKDESpec
+    from ..spaces.grid import CartesianGrid
 
     grid = CartesianGrid(tuple(axes))
     h = _list(attrs["bandwidth"]) if "bandwidth" in attrs else [float(attrs["h"])] * grid.d
@@ -330,7 +332,7 @@ def read_kde_release(release: xr.DataTree, draw: int = 0) -> KDEView:
                               lattice=pub[S.LATTICE].values if S.LATTICE in pub else None)
         design = np.asarray(spec.design, dtype=float)
         released = np.linalg.lstsq(design, observed, rcond=None)[0]
-        weights = (np.asarray(_trapezoid(pts)),)
+        weights = (trapezoid_weights(pts),)
 
         def recon(c, _D=design):
             return c @ _D.T
@@ -344,14 +346,6 @@ def read_kde_release(release: xr.DataTree, draw: int = 0) -> KDEView:
     return KDEView(mechanism=mech, spec=spec, grid_dims=grid_dims, axes=axes, weights=weights,
                    released=np.asarray(released, dtype=float), observed=observed, scale=scale, law=law,
                    envelope=env, attrs=attrs, _reconstruct=recon, record_rows=rows)
-
-
-def _trapezoid(t) -> np.ndarray:
-    d = np.diff(t)
-    w = np.zeros_like(t)
-    w[:-1] += d / 2
-    w[1:] += d / 2
-    return w
 
 
 # ----------------------------------------------------------------------------------------------- posterior

@@ -53,6 +53,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
+from ..spaces.kernels import gaussian_bump
 
 #: memory one chunk of the exact KDE sum may use (bytes); the public default of ``memory_budget``
 KDE_CHUNK_BYTES = 64 * 2**20
@@ -86,11 +87,9 @@ def kde_chunk_size(grid_shape, memory_budget: float | None = None) -> int:
 
 
 def _axis_factor(x, axis, h):
-    """``exp(-½((x_i − t_k)/h)²)``, shape (m, K)."""
-    d = (x[:, None] - axis[None, :]) * (1.0 / h)
-    d *= d
-    d *= -0.5
-    return np.exp(d, out=d)
+    """``exp(-½((x_i − t_k)/h)²)``, shape (m, K) (:func:`~fdp_ppl.spaces.kernels.gaussian_bump`, in place)."""
+    d = x[:, None] - axis[None, :]
+    return gaussian_bump(d, h, out=d)
 
 
 def kde_values_chunked(points, observations, bandwidths, weights=None, *, chunk: int | None = None,

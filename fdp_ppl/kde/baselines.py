@@ -52,7 +52,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..spaces import Eigenbasis, Grid
-from ..spaces.kernels import Gaussian
+from ..spaces.kernels import Gaussian, gaussian_bump
 from ..summaries import BernsteinSpec, FRLSpec
 from ..summaries.base import Sensitivity
 from ..summaries.bernstein import bernstein_design
@@ -79,7 +79,7 @@ def kde_bumps(observations, points, h: float, domain=None) -> np.ndarray:
     pts = np.asarray(points, dtype=float)
     lo, hi = (pts[0], pts[-1]) if domain is None else domain
     x = np.clip(x, lo, hi)
-    return np.exp(-0.5 * ((pts[None, :] - x[:, None]) / h) ** 2) / (np.sqrt(2 * np.pi) * h)
+    return gaussian_bump(pts[None, :] - x[:, None], h, density=True)
 
 
 def frl_kde_spec(points, h: float, n: int, M: int | None = None, privacy_unit=None) -> FRLSpec:
@@ -87,7 +87,7 @@ def frl_kde_spec(points, h: float, n: int, M: int | None = None, privacy_unit=No
     :func:`kde_bumps` are its records (a ``privacy_unit`` combines or keeps a unit's bumps)."""
     grid = Grid.from_points(points)
     length = grid.upper - grid.lower
-    basis = Eigenbasis(Gaussian(rho=h / length, convention="hall"), grid)
+    basis = Eigenbasis(Gaussian.from_bandwidth(h / length), grid)
     tau = 1.0 / np.sqrt(2 * np.sqrt(np.pi) * h * length)
     return FRLSpec(basis=basis, tau=float(tau), n=int(n), M=M, privacy_unit=privacy_unit)
 
@@ -154,8 +154,7 @@ def _truncated_product_basis(grid: CartesianGrid, h, M: int, rel_tol: float):
     if isinstance(M, bool) or not float(M).is_integer() or not 1 <= int(M) <= basis.size:
         raise InputError(f"M must lie in 1..{basis.size} (retained tensor eigenpairs), got {M!r}",
                          "pass a public M, e.g. floor(n^(1/3))")
-    basis.index, basis.eigenvalues = basis.index[: int(M)], basis.eigenvalues[: int(M)]
-    return basis
+    return basis.truncate(int(M))
 
 
 class FRLKDESpec(_SnappedGridKDE):
@@ -211,7 +210,7 @@ class FRLKDESpec(_SnappedGridKDE):
         per_axis = []  # separable: ‖g_a‖² = Π_k ‖g_{a_k}‖², maximised axis by axis
         for k in range(self.d):
             ax, w, h = self.grid.axes[k], self.grid.weights[k], self.bandwidths[k]
-            g = np.exp(-0.5 * ((ax[None, :] - ax[:, None]) / h) ** 2) / (np.sqrt(2 * np.pi) * h)
+            g = gaussian_bump(ax[None, :] - ax[:, None], h, density=True)
             per_axis.append(float(np.max((g ** 2) @ w)))
         return float(np.sqrt(np.prod(per_axis)))
 
@@ -368,7 +367,7 @@ class BernsteinKDESpec(_SnappedGridKDE, BernsteinSpec):
         if getattr(self, "_rows", None) is None:
             per = []
             for ax, lat, h in zip(self.grid.axes, self.basis.lattice, self.bandwidths):
-                per.append(np.exp(-0.5 * ((lat[None, :] - ax[:, None]) / h) ** 2))  # (K_k, k+1)
+                per.append(gaussian_bump(lat[None, :] - ax[:, None], h))  # (K_k, k+1)
             rows = per[0]
             for f in per[1:]:
                 rows = (rows[:, None, :, None] * f[None, :, None, :]).reshape(rows.shape[0] * f.shape[0], -1)

@@ -37,6 +37,7 @@ from ..accounting.calibration import gaussian_delta
 from ..errors import InputError
 from ..noise.mechanisms.gaussian import GaussianMechanism
 from ..summaries.base import Sensitivity, SummarySpec, public_n
+from ..spaces.kernels import ProductKernel, gaussian_bump
 from .grid import DEFAULT_REL_TOL, CartesianGrid, ProductEigenbasis, axis_kernel, bandwidth_rule, gaussian_kde_values
 
 KDE_SOURCE = "Hall, Rinaldo & Wasserman (2013), Section 4.1 (Delta), 4.1.1 (matrix H), Corollary 9"
@@ -196,14 +197,11 @@ class KDESpec(SummarySpec):
                            source=KDE_SOURCE)
 
     def noise_kernel(self, x, y) -> np.ndarray:
-        """Noise covariance kernel ``K(x, y)`` (product of :func:`axis_kernel`); ``x`` (m, d), ``y`` (p, d) -> (m, p)."""
-        x = np.atleast_2d(np.asarray(x, dtype=float))
-        y = np.atleast_2d(np.asarray(y, dtype=float))
-        out = 1.0
-        for k in range(self.d):
-            out = out * self.axis_variance * axis_kernel(self.noise_kernel_kind, self.bandwidths[k]).gram(
-                x[:, k], y[:, k])
-        return out
+        """Noise covariance kernel ``K(x, y)``: the :class:`~fdp_ppl.spaces.kernels.ProductKernel` of
+        :func:`~fdp_ppl.kde.grid.axis_kernel` factors; ``x`` (m, d), ``y`` (p, d) -> (m, p)."""
+        kernel = ProductKernel(tuple(axis_kernel(self.noise_kernel_kind, h) for h in self.bandwidths),
+                               factor_variance=self.axis_variance)
+        return kernel.gram(np.atleast_2d(np.asarray(x, dtype=float)), np.atleast_2d(np.asarray(y, dtype=float)))
 
     @property
     def params(self) -> dict:
@@ -363,7 +361,7 @@ class KDESpec(SummarySpec):
         """``normaliser × exp(-½ Σ_k (t_k − x_k)²/h_k²)`` on the grid; ``x`` (d,)."""
         vals = None
         for k in range(self.d):
-            f = np.exp(-0.5 * ((self.grid.axes[k] - x[k]) / self.bandwidths[k]) ** 2)
+            f = gaussian_bump(self.grid.axes[k] - x[k], self.bandwidths[k])
             vals = f if vals is None else np.multiply.outer(vals, f)
         return self.normaliser * vals
 

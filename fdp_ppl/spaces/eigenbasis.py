@@ -203,16 +203,18 @@ def _mirror_eigh(a: np.ndarray):
     return lam[order], u[:, order]
 
 
-def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL_TOL, *, method: str = "auto",
-                        n_components: int | None = None):
+def retained_eigenpairs(kernel: Kernel | None, t, weights, rel_tol: float = DEFAULT_REL_TOL, *, method: str = "auto",
+                        n_components: int | None = None, gram: np.ndarray | None = None,
+                        positive_trace: bool = False):
     """Eigenpairs of ``W^{½} G W^{½}`` with ``λ_j > rel_tol · λ_1``, descending, computing only those
     (and at most the leading ``n_components``).
 
     Parameters
     ----------
-    kernel : Kernel
+    kernel : Kernel or None
+        None only with ``gram`` (then ``"auto"`` takes the dense paths, and Lanczos multiplies by ``gram``).
     t, weights : ndarray, shape (m,)
-        Grid and quadrature weights.
+        Grid and quadrature weights (all 1: the eigenpairs of the matrix ``G`` itself).
     rel_tol : float
     method : {"auto", "dense", "lanczos"}
         ``"dense"``: ``scipy.linalg.eigh`` of the ``m × m`` matrix (where many pairs are retained the
@@ -228,6 +230,13 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
     n_components : int, optional
         Keep at most the leading ``n_components`` pairs (a public choice, like the grid); None keeps
         every pair above ``rel_tol``.
+    gram : ndarray, shape (m, m), optional
+        The symmetric Gram matrix ``G = [k(t_a, t_b)]`` when it is already formed (a kernel machine's 1-D
+        factors); used in place of ``kernel.gram(t)``.
+    positive_trace : bool
+        Also return ``Σ_j max(λ_j, 0)`` over *all* pairs, retained or not (what a truncation leaves out is
+        it minus ``Σ`` retained): from the decomposition on the full dense paths, else the trace
+        ``Σ_a w_a G_aa`` (equal but for the round-off negative eigenvalues).
 
     Returns
     -------
@@ -240,19 +249,23 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
     how : str
         ``"dense"``, ``"dense-mirror"`` (a mirror-symmetric matrix: two half-size ``eigh``), ``"lanczos-fft"`` or
         ``"lanczos-dense"``.
+    trace : float
+        Only with ``positive_trace=True`` (a fifth element).
 
     Raises
     ------
     InputError
         Not enough memory for the path taken (:func:`fdp_ppl.settings.check_memory`).
     ValueError
-        Unknown ``method``.
+        Unknown ``method``; neither a kernel nor a Gram matrix.
     """
     from .. import settings
     from ..settings import check_memory
 
     if method not in ("auto", "dense", "lanczos"):
         raise ValueError(f"method must be 'auto', 'dense' or 'lanczos', got {method!r}")
+    if kernel is None and gram is None:
+        raise ValueError("pass a kernel or its Gram matrix (gram=)")
     plain = method == "dense"   # asked for by name: one decomposition of the whole matrix (the reference path)
     t = np.asarray(t, dtype=float)
     w = np.asarray(weights, dtype=float)
@@ -265,7 +278,9 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
     k_max = max(1, int(LANCZOS_MAX_SHARE * m))
     # Lanczos keeps about 2k + 2 vectors of length m (ARPACK's basis and work space): k is capped by memory
     k_mem = max(1, int((settings.MEMORY_SHARE * settings.available_memory() / (16.0 * m) - 2) / 2))
-    if method == "auto":
+    if method == "auto" and kernel is None:
+        method = "dense"    # a formed Gram matrix and no kernel to guess the decay from (the mirror split allowed)
+    elif method == "auto":
         beta = kernel.eigen_decay
         # λ_j/λ_1 ≈ (ρ j)^{-β} past the plateau j ≲ 1/ρ: about max(1, 1/ρ) rel_tol^{-1/β} pairs are retained
         guess = 32 if beta is None else int(np.ceil(max(1.0, 1.0 / kernel.rho) * rel_tol ** (-1.0 / beta)))
@@ -285,11 +300,11 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
         check_memory(2.0 * 8.0 * m * m, f"the eigenbasis of a {m}-point grid (the {m} x {m} kernel matrix for "
                      "Lanczos iteration)", "use a coarser public grid, or a uniform grid (FFT products, O(m) memory)")
     if method == "lanczos":
-        if step is not None:
+        if step is not None and gram is None:
             mat = _toeplitz_matmat(kernel, t, sw)
             how = "lanczos-fft"
         else:
-            a = sw[:, None] * kernel.gram(t) * sw[None, :]
+            a = sw[:, None] * (kernel.gram(t) if gram is None else gram) * sw[None, :]
             mat = a.__matmul__
             how = "lanczos-dense"
         # a uniform grid with mirror-symmetric weights: the operator commutes with the reflection t -> -t, so
@@ -303,20 +318,21 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
             lam, u = found
             keep = lam > rel_tol * lam[0]
             keep[cap:] = False
-            return lam[keep], u[:, keep], m - int(keep.sum()), how
+            return _retained(lam, u, keep, how, _trace(kernel, gram, w) if positive_trace else None)
         # more pairs retained than Lanczos is worth (or ARPACK did not converge): the dense path below
     check_memory(4.0 * 8.0 * m * m, f"the eigenbasis of a {m}-point grid ({m} x {m} dense eigendecomposition)",
-                 "use a coarser public grid; on a Cartesian grid with a Gaussian kernel the Kronecker path "
-                 "(fdp_ppl.kde.CartesianGrid) never forms the m x m matrix")
-    a = sw[:, None] * kernel.gram(t) * sw[None, :]
+                 "use a coarser public grid; on a Cartesian grid with a product kernel the Kronecker path "
+                 "(fdp_ppl.spaces.TensorEigenbasis) never forms the m x m matrix")
+    a = sw[:, None] * (kernel.gram(t) if gram is None else gram) * sw[None, :]
     # all pairs, then the retained ones: with many retained, LAPACK's value-subset driver (MRRR on the
     # clustered tiny eigenvalues) was 1.7-3.4x slower than the full decomposition at m = 1600
     if not plain and cap > m // 2 and m >= LANCZOS_MIN_SIZE and _mirror_symmetric(a):
         lam, u = _mirror_eigh(a)
         keep = lam > rel_tol * lam[0]
         keep[cap:] = False
-        return lam[keep], u[:, keep], m - int(keep.sum()), "dense-mirror"
-    if cap <= m // 2:   # the leading pairs only
+        return _retained(lam, u, keep, "dense-mirror", float(np.sum(np.clip(lam, 0.0, None))) if positive_trace else None)
+    subset = cap <= m // 2
+    if subset:   # the leading pairs only
         lam, u = linalg.eigh(a, subset_by_index=[m - cap, m - 1])
         top = lam[-1]
     else:
@@ -325,7 +341,21 @@ def retained_eigenpairs(kernel: Kernel, t, weights, rel_tol: float = DEFAULT_REL
     lam, u = lam[::-1], u[:, ::-1]
     keep = lam > rel_tol * top
     keep[cap:] = False
-    return lam[keep], u[:, keep], m - int(keep.sum()), "dense"
+    trace = None
+    if positive_trace:
+        trace = _trace(kernel, gram, w) if subset else float(np.sum(np.clip(lam, 0.0, None)))
+    return _retained(lam, u, keep, "dense", trace)
+
+
+def _trace(kernel, gram, w) -> float:
+    """``tr(W^½ G W^½) = Σ_a w_a G_aa``."""
+    diag = np.diagonal(gram) if gram is not None else np.full(w.shape, float(kernel(np.zeros(1))[0]))
+    return float(np.dot(w, diag))
+
+
+def _retained(lam, u, keep, how, trace):
+    out = (lam[keep], u[:, keep], u.shape[0] - int(keep.sum()), how)
+    return out if trace is None else out + (trace,)
 
 
 class Eigenbasis:
@@ -394,6 +424,9 @@ class Eigenbasis:
     def size(self) -> int:
         """Number J of retained eigenpairs."""
         return self.eigenvalues.size
+
+    weights = property(lambda self: self.grid.weights,
+                       doc="Quadrature weights (K,) of the inner product (the grid's; :class:`~fdp_ppl.spaces.Basis`).")
 
     def __repr__(self):
         return f"Eigenbasis({self.kernel!r}, K={self.grid.size}, J={self.size}, dropped={self.n_dropped})"

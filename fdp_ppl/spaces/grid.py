@@ -9,6 +9,11 @@ measured in this inner product (``specs/iclp.md`` §4.2).
 A dataset observed on ``[lower, upper]`` is rescaled to [0, 1] by
 ``t = (s - lower) / (upper - lower)``; the rescaling is recorded in
 ``lower`` / ``upper`` so that plots and results can show the original units.
+
+A :class:`CartesianGrid` is the d-dimensional product of 1-D axes in the data's
+own units (the grids of the KDE and of the kernel machine), with product
+quadrature weights: trapezoid (an integral) or unit (point evaluations).
+:func:`trapezoid_weights` is the one trapezoid rule of the package.
 """
 
 from __future__ import annotations
@@ -18,7 +23,29 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import InputError
+
 QUADRATURES = ("trapezoid", "uniform")
+#: product quadratures of a :class:`CartesianGrid`: trapezoid per axis, or unit weights (point evaluations)
+CARTESIAN_QUADRATURES = ("trapezoid", "unit")
+#: dimension names of a d-dimensional Cartesian grid (d = 1, 2; ``x1, x2, ...`` above)
+CARTESIAN_DIMS = {1: ("x",), 2: ("x1", "x2")}
+
+
+def trapezoid_weights(t) -> np.ndarray:
+    """Composite trapezoid weights of the strictly increasing points ``t`` (K,) -> (K,), unnormalised.
+
+    ``w_0 = (t_1 − t_0)/2``, ``w_k = (t_{k+1} − t_{k−1})/2``, ``w_{K−1} = (t_{K−1} − t_{K−2})/2``, so
+    ``Σ_k w_k f(t_k)`` is the trapezoid rule for ``∫_{t_0}^{t_{K−1}} f`` and ``Σ_k w_k = t_{K−1} − t_0``.
+    The one trapezoid rule of the package (:class:`Grid` normalises it to sum 1 on [0, 1];
+    :class:`CartesianGrid` takes it per axis in data units).
+    """
+    t = np.asarray(t, dtype=float)
+    d = np.diff(t)
+    w = np.zeros_like(t)
+    w[:-1] += d / 2
+    w[1:] += d / 2
+    return w
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,14 +181,105 @@ class Grid:
 
 def _weights(t: np.ndarray, quadrature: str) -> np.ndarray:
     if quadrature == "trapezoid":
-        d = np.diff(t)
-        w = np.zeros_like(t)
-        w[:-1] += d / 2
-        w[1:] += d / 2
+        w = trapezoid_weights(t)
         return w / w.sum()
     if quadrature == "uniform":
         return np.full(t.shape, 1.0 / t.size)
     raise ValueError(f"unknown quadrature {quadrature!r}; use one of {QUADRATURES}")
 
 
-__all__ = ["Grid", "QUADRATURES"]
+@dataclass(frozen=True, eq=False)
+class CartesianGrid:
+    """Public Cartesian grid on a box ``Π_k [lo_k, hi_k]`` with product quadrature weights.
+
+    :class:`Grid` is 1-D on [0, 1]; this grid is d-dimensional (d = 1 or 2 tested) in the data's own
+    units, so that a density and an integrated squared error are in those units. Points are in C order
+    (the last axis fastest), the order of ``values.reshape(-1)`` for values of shape :attr:`shape`.
+
+    Parameters
+    ----------
+    axes : tuple of ndarray
+        One strictly increasing array per dimension, shapes (K_k,).
+    quadrature : {"trapezoid", "unit"}
+        Per-axis weights: the trapezoid rule (:func:`trapezoid_weights`; a KDE's integrals) or 1 at every
+        node (the Euclidean inner product of point evaluations: a kernel machine's grid noise, whose
+        eigenpairs are those of the matrix ``K(P, P)`` itself). The product weight of a node is the
+        product of its axes' weights.
+
+    Raises
+    ------
+    InputError
+        Empty or non-increasing axes, an unknown quadrature.
+    """
+
+    axes: tuple
+    quadrature: str = "trapezoid"
+    weights: tuple = field(init=False)
+
+    def __post_init__(self):
+        axes = tuple(np.asarray(a, dtype=float) for a in self.axes)
+        for a in axes:
+            if a.ndim != 1 or a.size < 2 or np.any(np.diff(a) <= 0):
+                raise InputError("each grid axis must be a strictly increasing 1-D array of >= 2 points",
+                                 "use CartesianGrid.uniform(domain, size)")
+        if self.quadrature not in CARTESIAN_QUADRATURES:
+            raise InputError(f"unknown quadrature {self.quadrature!r}", f"use one of {CARTESIAN_QUADRATURES}")
+        object.__setattr__(self, "axes", axes)
+        rule = trapezoid_weights if self.quadrature == "trapezoid" else np.ones_like
+        object.__setattr__(self, "weights", tuple(rule(a) for a in axes))
+
+    @classmethod
+    def uniform(cls, domain, size, quadrature: str = "trapezoid") -> "CartesianGrid":
+        """Evenly spaced grid; ``domain`` is ``(lo, hi)`` or a list of them, ``size`` an int or a list."""
+        domain = np.atleast_2d(np.asarray(domain, dtype=float))
+        sizes = np.broadcast_to(np.asarray(size, dtype=int), (domain.shape[0],))
+        return cls(tuple(np.linspace(lo, hi, int(k)) for (lo, hi), k in zip(domain, sizes)), quadrature)
+
+    @property
+    def d(self) -> int:
+        """Number of dimensions."""
+        return len(self.axes)
+
+    @property
+    def shape(self) -> tuple:
+        """``(K_1, …, K_d)``."""
+        return tuple(a.size for a in self.axes)
+
+    @property
+    def size(self) -> int:
+        """Number of nodes ``Π_k K_k``."""
+        return int(np.prod(self.shape))
+
+    @property
+    def domain(self) -> np.ndarray:
+        """shape (d, 2)."""
+        return np.array([[a[0], a[-1]] for a in self.axes])
+
+    @property
+    def dims(self) -> tuple:
+        """Dimension names: ``("x",)``, ``("x1", "x2")``, then ``x1 … xd``."""
+        return CARTESIAN_DIMS.get(self.d, tuple(f"x{k + 1}" for k in range(self.d)))
+
+    @property
+    def points(self) -> np.ndarray:
+        """Nodes ``(Π_k K_k, d)`` in C order (the last axis fastest)."""
+        mesh = np.meshgrid(*self.axes, indexing="ij")
+        return np.stack([m.ravel() for m in mesh], axis=-1)
+
+    @property
+    def product_weights(self) -> np.ndarray:
+        """Weight of every node, shape :attr:`shape` (the outer product of the per-axis weights)."""
+        out = self.weights[0]
+        for w in self.weights[1:]:
+            out = np.multiply.outer(out, w)
+        return out
+
+    def integrate(self, values) -> np.ndarray:
+        """Quadrature ``∫ f`` over the box; ``values`` shape ``(..., *shape)``."""
+        out = np.asarray(values, dtype=float)
+        for k in reversed(range(self.d)):
+            out = out @ self.weights[k]
+        return out
+
+
+__all__ = ["CARTESIAN_DIMS", "CARTESIAN_QUADRATURES", "CartesianGrid", "Grid", "QUADRATURES", "trapezoid_weights"]

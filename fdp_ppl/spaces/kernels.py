@@ -1,4 +1,4 @@
-"""Stationary covariance kernels on [0, 1].
+"""Stationary covariance kernels on [0, 1], and their products and sums over coordinates.
 
 Each kernel is a frozen dataclass, callable on distances ``d = |s - t| >= 0``
 and on pairs of grids. All kernels here have unit variance, ``k(0) = 1``, so
@@ -14,8 +14,14 @@ Parametrisations (ρ is always the length-scale parameter ``rho``):
   ``specs/iclp.md`` §2.6.)
 * :class:`Exponential` — ``exp(-d/ρ)`` (Matérn ν = 1/2).
 * :class:`Gaussian` — two conventions, named explicitly:
-  ``convention="mirshani"``: ``exp(-d²/ρ)`` (Mirshani et al. 2019, eq. 3);
-  ``convention="hall"``: ``exp(-d²/(2ρ²))`` (Hall et al. 2013, ρ = h).
+  ``convention="mirshani"``: ``exp(-d²/ρ)`` (Mirshani et al. 2019, eq. 3; ``Gaussian(rho)``);
+  ``convention="hall"``: ``exp(-d²/(2h²))`` (Hall et al. 2013; ``Gaussian.from_bandwidth(h)``, ρ = h).
+  Both are :func:`gaussian_bump`, the package's one Gaussian bump.
+
+On ``R^d``, kernels compose over coordinates: ``k_1 * k_2`` is the :class:`ProductKernel`
+``K(x, y) = k_1(x_1 − y_1) k_2(x_2 − y_2)`` (whose eigenpairs on a Cartesian grid are Kronecker
+products, :class:`fdp_ppl.spaces.tensor.TensorEigenbasis`), ``k_1 + k_2`` the :class:`SumKernel`
+``k_1(x_1 − y_1) + k_2(x_2 − y_2)`` (additive).
 """
 
 from __future__ import annotations
@@ -60,6 +66,14 @@ class Kernel:
     def params(self) -> dict:
         """Kernel name and parameters for release metadata."""
         return {"kernel": self.name, "kernel_rho": self.rho}
+
+    def __mul__(self, other) -> "ProductKernel":
+        """``self * other``: the product over coordinates (this kernel on the first, ``other`` on the next)."""
+        return ProductKernel(_factors(self, ProductKernel) + _factors(other, ProductKernel))
+
+    def __add__(self, other) -> "SumKernel":
+        """``self + other``: the sum over coordinates (this kernel on the first, ``other`` on the next)."""
+        return SumKernel(_factors(self, SumKernel) + _factors(other, SumKernel))
 
 
 HALF_INTEGER_NU = (0.5, 1.5, 2.5)
@@ -167,12 +181,64 @@ class Exponential(Kernel):
         return 2.0
 
 
+def gaussian_bump(d, h: float | None = None, *, rho: float | None = None, squared: bool = False,
+                  density: bool = False, out: np.ndarray | None = None) -> np.ndarray:
+    """The Gaussian bump, unnormalised: ``exp(-d²/(2h²))`` (bandwidth ``h``, Hall et al. 2013) or
+    ``exp(-d²/ρ)`` (``rho=``, Mirshani et al. 2019, eq. 3); the same function with ``ρ = 2h²``.
+
+    The package's one Gaussian bump: the :class:`Gaussian` kernel in both conventions, the KDE's kernel
+    sections (``density=True`` for the normal density) and the kernel machine's Gram matrices.
+
+    Parameters
+    ----------
+    d : array_like
+        Differences (or, with ``squared=True``, squared distances ``d²``), any shape.
+    h, rho : float
+        Exactly one: the bandwidth ``h`` > 0 or the Mirshani scale ``ρ`` > 0.
+    squared : bool
+        ``d`` already holds squared distances.
+    density : bool
+        Divide by ``√(2π) h``: the ``N(0, h²)`` density (with ``h`` only).
+    out : ndarray, optional
+        Written in place (may be ``d`` itself: no temporary of ``d``'s size); the exponent is then ``d²``
+        times ``−1/c`` (one multiplication per entry, as a large Gram matrix wants) instead of ``−d²/c``
+        (``c = 2h²`` or ``ρ``): the two agree to rounding, and each path's values are those the package's
+        releases were drawn with.
+
+    Returns
+    -------
+    ndarray, the shape of ``d``
+
+    Raises
+    ------
+    ValueError
+        Neither or both of ``h`` and ``rho``; ``density`` with ``rho``.
+    """
+    if (h is None) == (rho is None) or (density and h is None):
+        raise ValueError("pass exactly one of h (exp(-d²/(2h²))) and rho (exp(-d²/ρ)); density needs h")
+    c = float(rho) if rho is not None else 2.0 * float(h) ** 2
+    if out is None:
+        d = np.asarray(d, dtype=float)
+        out = np.exp(-(d if squared else d * d) / c)
+    else:
+        if not squared:
+            np.multiply(d, d, out=out)
+        elif out is not d:
+            out[...] = d
+        out *= -(1.0 / c)
+        np.exp(out, out=out)
+    if density:
+        out /= np.sqrt(2 * np.pi) * float(h)
+    return out
+
+
 @dataclass(frozen=True)
 class Gaussian(Kernel):
-    """Gaussian (squared-exponential) kernel in one of two named conventions.
+    """Gaussian (squared-exponential) kernel in one of two named conventions (:func:`gaussian_bump`).
 
-    ``convention="mirshani"``: ``exp(-d²/ρ)`` (Mirshani et al. 2019, eq. 3).
-    ``convention="hall"``: ``exp(-d²/(2ρ²))`` (Hall et al. 2013; ρ is h).
+    ``Gaussian(rho)`` = ``Gaussian(rho, convention="mirshani")``: ``exp(-d²/ρ)`` (Mirshani et al. 2019, eq. 3).
+    ``Gaussian.from_bandwidth(h)`` = ``Gaussian(h, convention="hall")``: ``exp(-d²/(2h²))`` (Hall et al.
+    2013; ρ is h). The two describe the same kernel when ``ρ_mirshani = 2h²``.
     Eigenvalues decay faster than any power (``eigen_decay`` is None).
 
     Examples
@@ -196,11 +262,19 @@ class Gaussian(Kernel):
         if self.convention not in ("mirshani", "hall"):
             raise ValueError("Gaussian convention must be 'mirshani' (exp(-d²/ρ)) or 'hall' (exp(-d²/(2ρ²)))")
 
-    def __call__(self, d):
-        d = np.asarray(d, dtype=float)
+    @classmethod
+    def from_bandwidth(cls, h: float) -> "Gaussian":
+        """``exp(-d²/(2h²))`` (Hall et al. 2013's convention), bandwidth ``h`` > 0."""
+        return cls(rho=h, convention="hall")
+
+    def bump(self, d, *, squared: bool = False, out: np.ndarray | None = None) -> np.ndarray:
+        """:func:`gaussian_bump` in this kernel's convention (``squared``, ``out`` as there)."""
         if self.convention == "mirshani":
-            return np.exp(-d * d / self.rho)
-        return np.exp(-d * d / (2.0 * self.rho**2))
+            return gaussian_bump(d, rho=self.rho, squared=squared, out=out)
+        return gaussian_bump(d, self.rho, squared=squared, out=out)
+
+    def __call__(self, d):
+        return self.bump(d)
 
     def params(self):
         return {"kernel": self.name, "kernel_rho": self.rho, "kernel_convention": self.convention}
@@ -213,7 +287,8 @@ def kernel_from_name(name: str, rho: float, nu: float | None = None) -> Kernel:
     """Build a kernel from a short name used by the command line.
 
     Names: ``matern12``, ``matern32``, ``matern52``, ``matern`` (needs ``nu``),
-    ``exponential``, ``gaussian`` (Mirshani convention), ``gaussian-hall``.
+    ``exponential``, ``gaussian`` and ``gaussian-mirshani`` (``exp(-d²/ρ)``), ``gaussian-hall``
+    (``exp(-d²/(2ρ²))``).
 
     Raises
     ------
@@ -240,11 +315,130 @@ def kernel_from_name(name: str, rho: float, nu: float | None = None) -> Kernel:
         return Matern(rho=rho, nu=nu)
     if key == "exponential":
         return Exponential(rho=rho)
-    if key == "gaussian":
+    if key in ("gaussian", "gaussian-mirshani", "gaussianmirshani"):
         return Gaussian(rho=rho, convention="mirshani")
     if key in ("gaussian-hall", "gaussianhall"):
         return Gaussian(rho=rho, convention="hall")
     raise ValueError(f"unknown kernel {name!r}; choose one of {', '.join(KERNEL_NAMES)}")
 
 
-__all__ = ["Kernel", "Matern", "Exponential", "Gaussian", "kernel_from_name", "KERNEL_NAMES"]
+def _factors(kernel, cls) -> tuple:
+    """The 1-D kernels of ``kernel`` as factors (``cls`` ProductKernel) or terms (SumKernel) of a composition."""
+    if isinstance(kernel, Kernel):
+        return (kernel,)
+    if type(kernel) is cls and getattr(kernel, "factor_variance", 1.0) == 1.0:
+        return kernel.factors
+    raise TypeError("kernels compose over coordinates: products or sums of 1-D fdp_ppl kernels (one each), "
+                    "e.g. Gaussian(0.1) * Matern(0.2)")
+
+
+def _coordinates(a, d: int) -> np.ndarray:
+    a = np.asarray(a, dtype=float)
+    a = a.reshape(-1, 1) if (a.ndim == 1 and d == 1) else np.atleast_2d(a)
+    if a.shape[-1] != d:
+        raise ValueError(f"points must have {d} coordinates, shape (m, {d}) (got shape {a.shape})")
+    return a
+
+
+@dataclass(frozen=True)
+class _OverCoordinates:
+    """Kernels on ``R^d``, one 1-D kernel per coordinate (base of :class:`ProductKernel`, :class:`SumKernel`)."""
+
+    factors: tuple
+
+    def __post_init__(self):
+        factors = tuple(self.factors)
+        if not factors or not all(isinstance(k, Kernel) for k in factors):
+            raise TypeError("factors must be a non-empty sequence of 1-D fdp_ppl kernels, one per coordinate")
+        object.__setattr__(self, "factors", factors)
+
+    @property
+    def d(self) -> int:
+        """Number of coordinates."""
+        return len(self.factors)
+
+    def __call__(self, a, b=None) -> np.ndarray:
+        return self.gram(a, b)
+
+
+@dataclass(frozen=True)
+class ProductKernel(_OverCoordinates):
+    """``K(x, y) = Π_k s · k_k(x_k − y_k)``: a product of 1-D kernels over coordinates (``k_1 * k_2``).
+
+    On a Cartesian grid its Gram matrix is the Kronecker product of the 1-D ones, so its eigenpairs are
+    products of 1-D eigenpairs (:class:`fdp_ppl.spaces.tensor.TensorEigenbasis` takes its factors from it).
+    The Gaussian kernel of the Euclidean distance is one: ``exp(-‖x − y‖²/c) = Π_k exp(-(x_k − y_k)²/c)``.
+
+    Parameters
+    ----------
+    factors : sequence of Kernel
+        One 1-D kernel per coordinate.
+    factor_variance : float
+        ``s`` > 0, multiplying every factor (``1/√(2π)`` makes a Gaussian factor of bandwidth 1 the standard
+        normal density); ``K(x, x) = s^d``.
+
+    Raises
+    ------
+    TypeError
+        Factors that are not 1-D fdp_ppl kernels.
+    """
+
+    factor_variance: float = 1.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "factor_variance", check_positive(self.factor_variance, "factor_variance"))
+
+    def gram(self, a, b=None) -> np.ndarray:
+        """``K(a_i, b_j)``; points ``a`` (m, d), ``b`` (p, d) (or (m,) when d = 1) -> (m, p)."""
+        a = _coordinates(a, self.d)
+        b = a if b is None else _coordinates(b, self.d)
+        out = 1.0
+        for k, kern in enumerate(self.factors):
+            out = out * self.factor_variance * kern.gram(a[:, k], b[:, k])
+        return out
+
+    def factor_grams(self, axes) -> list:
+        """The 1-D Gram matrices ``s · k_k(A_k, A_k)`` (G_k, G_k) on grid axes: ``K(P, P) = ⊗_k`` of them on
+        their Cartesian grid ``P`` in C order."""
+        return [self.factor_variance * k.gram(np.asarray(a, dtype=float)) for k, a in zip(self.factors, axes)]
+
+    def __mul__(self, other) -> "ProductKernel":
+        return ProductKernel(_factors(self, ProductKernel) + _factors(other, ProductKernel))
+
+    def params(self) -> dict:
+        """Name and parameters of every factor for metadata."""
+        out = {"kernel": "product(" + ",".join(k.name for k in self.factors) + ")",
+               "kernel_rho": [float(k.rho) for k in self.factors]}
+        if self.factor_variance != 1.0:
+            out["kernel_factor_variance"] = float(self.factor_variance)
+        return out
+
+
+@dataclass(frozen=True)
+class SumKernel(_OverCoordinates):
+    """``K(x, y) = Σ_k k_k(x_k − y_k)``: an additive kernel over coordinates (``k_1 + k_2``).
+
+    Raises
+    ------
+    TypeError
+        Factors that are not 1-D fdp_ppl kernels.
+    """
+
+    def gram(self, a, b=None) -> np.ndarray:
+        """``K(a_i, b_j)``; points ``a`` (m, d), ``b`` (p, d) (or (m,) when d = 1) -> (m, p)."""
+        a = _coordinates(a, self.d)
+        b = a if b is None else _coordinates(b, self.d)
+        return sum(kern.gram(a[:, k], b[:, k]) for k, kern in enumerate(self.factors))
+
+    def __add__(self, other) -> "SumKernel":
+        return SumKernel(self.factors + _factors(other, SumKernel))
+
+    def params(self) -> dict:
+        """Name and parameters of every term for metadata."""
+        return {"kernel": "sum(" + ",".join(k.name for k in self.factors) + ")",
+                "kernel_rho": [float(k.rho) for k in self.factors]}
+
+
+__all__ = ["Kernel", "Matern", "Exponential", "Gaussian", "ProductKernel", "SumKernel", "gaussian_bump",
+           "kernel_from_name", "KERNEL_NAMES"]
