@@ -13,6 +13,14 @@ refutes the claim; a bound below it proves nothing. Synthetic data only: no budg
 * :mod:`fdp_ppl.auditing.targets` — default specs and neighbouring pairs per family.
 
 Sources: Bichsel et al. (2021), DP-Sniper; Clopper & Pearson (1934); Google DP-Auditorium.
+
+Examples
+--------
+The bound behind every verdict: 90 hits in 100 trials give, at 95% confidence, a success probability of at least
+
+>>> from fdp_ppl.auditing import cp_lower
+>>> round(float(cp_lower(90, 100, 0.95)), 4)
+0.937
 """
 
 from __future__ import annotations

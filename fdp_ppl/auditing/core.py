@@ -326,6 +326,15 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
     ----------
     Bichsel, Steffen, Bogunovic & Vechev (2021), DP-Sniper, IEEE S&P. Clopper & Pearson (1934),
     Biometrika 26, 404–413. Google DP-Auditorium (github.com/google/differential-privacy).
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> result = fp.audit("frl", epsilon=1.0, samples=2000, random_seed=0)  # doctest: +SKIP
+    >>> result.attrs["epsilon_lower_bound"] <= result.attrs["epsilon_claimed"]  # doctest: +SKIP
+    True
+
+    (Skipped in the doctests: 2000 releases per side of 6 neighbouring pairs take about 10 s.)
     """
     given = {"family": family, "epsilon": epsilon, "delta": delta, "pairs": pairs, "samples": samples,
              "confidence": confidence, "random_seed": random_seed, "tests": tests, "events": events,

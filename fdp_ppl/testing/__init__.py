@@ -12,6 +12,16 @@ law or a summary spec (the package's tests call it for every registered law and 
 Each check raises ``AssertionError`` with a one-line message when a property fails, and returns a small
 report otherwise. The kit sits at the top of the import stages (beside the command line): it may import any
 stage, and nothing in the library imports it.
+
+Examples
+--------
+>>> import fdp_ppl as fp
+>>> from fdp_ppl.testing import check_family
+>>> curves = fp.datasets.load_dataset("growth")
+>>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.from_points(curves["t"].values))
+>>> plan, tree = check_family(fp.iclp_qr_mean(curves, basis, tau=200.0), fp.ICLP(1.0), draws=1)
+>>> plan.family, tree.attrs["budget_spent_epsilon"] == plan.cost.epsilon
+('mean', True)
 """
 
 from .laws import LawReport, check_law, reference_logp, stated_epsilon
