@@ -20,7 +20,7 @@ The bound behind every verdict: 90 hits in 100 trials give, at 95% confidence, a
 
 >>> from fdp_ppl.auditing import cp_lower
 >>> round(float(cp_lower(90, 100, 0.95)), 4)
-0.937
+0.9371
 """
 
 from __future__ import annotations
