@@ -172,13 +172,15 @@ def _record(tree: xr.DataTree, plan, extra: dict, ledger) -> xr.DataTree:
     from .schema import POSTERIOR, clean_attrs
 
     now = datetime.datetime.now(datetime.timezone.utc).isoformat()
-    attrs = dict(tree.attrs)
-    attrs.update(plan.attrs)
+    planned = plan.attrs  # already clean (ReleasePlan), like extra
+    attrs = clean_attrs({k: v for k, v in tree.attrs.items() if k not in planned}) if tree.attrs else {}
+    attrs.update(planned)
     attrs.update(extra)
     if ledger is not None and hasattr(ledger, "attrs"):
-        attrs.update(ledger.attrs())
-    attrs.update({"fdp_ppl_version": __version__, "created_at": now})
-    tree.attrs = clean_attrs(attrs)
+        attrs.update(clean_attrs(ledger.attrs()))
+    attrs["fdp_ppl_version"] = __version__
+    attrs["created_at"] = now
+    tree.attrs = attrs
     if POSTERIOR in tree.children:
         post = tree[POSTERIOR]
         post.attrs.update({"created_at": now, "creation_library": "fdp_ppl", "creation_library_version": __version__})
@@ -236,7 +238,7 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
         ``"opendp"`` with a seed; a scale that is not finite; draws that do not fit in memory.
     """
     from ..summaries import SummarySpec
-    from .plans import ReleasePlan, check_draws, check_scale
+    from .plans import check_draws
 
     if not isinstance(mechanism, Mechanism):
         raise CompatibilityError("mechanism must be an fdp_ppl Mechanism", "e.g. ICLP(epsilon=1)")
@@ -245,6 +247,21 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
         raise CompatibilityError("summary must be a fitted summary or its spec",
                                  "e.g. iclp_qr_mean(curves, basis, tau=1) or spec.fit(curves)")
     draws, _ = check_draws(draws)
+    params = tuple(sorted(vars(mechanism).items()))
+    key = (("plan", type(mechanism), params, bound, generator, draws, bool(seeded), bool(allow_nonprivate))
+           if all(isinstance(v, _PLAIN_PARAMS) for _, v in params) else None)
+    out = _cache_get(_PUBLIC, spec, key) if key is not None else None
+    if out is None:  # a plan is public and immutable: made once per spec and mechanism parameters
+        out = _plan_mean(spec, mechanism, draws, seeded, bound, generator, allow_nonprivate)
+        if key is not None:
+            _cache_put(_PUBLIC, spec, key, out)
+    out.check_memory()
+    return out
+
+
+def _plan_mean(spec, mechanism, draws, seeded, bound, generator, allow_nonprivate):
+    from .plans import ReleasePlan, check_scale
+
     private = not spec.data_dependent  # τ from the data: no formal guarantee
     if not private and not allow_nonprivate:
         raise InputError("tau was computed from the private data (data_tau): the release would carry no privacy "
@@ -279,8 +296,7 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
         fp_safe=bool(tail.get("fp_safe", 0)), certified=private, seeded=seeded, generator=generator,
         output={"chain": 1, "draw": draws, "t": K}, memory_bytes=3.0 * 8.0 * draws * (J + K),
         label=f"{mechanism.family} release of {spec.name}", attrs=meta.to_attrs(),
-        state=(spec, cal, sampler, mechanism.law.describe_scale()))
-    out.check_memory()
+        state=(spec, cal, sampler, mechanism.law.describe_scale(), meta))
     return out
 
 
@@ -291,14 +307,13 @@ def draw_release(summary: LinearSummary, plan, *, random_seed=None, progressbar:
     ``constant_data``: the public basis, ``noise_scale`` (basis) and ``quadrature_weights`` (t). The
     non-private summary is never included. Called by :func:`fdp_ppl.release` after the charge.
     """
-    spec, cal, sampler, scale_description = plan.state
+    spec, cal, sampler, scale_description, meta = plan.state
     if summary.spec is not spec:
         raise CompatibilityError("the plan was made for another spec", "plan the release of this summary's spec")
     coef = sampler.draw(summary.coefficients, cal.scale, plan.draws, random_seed, progressbar=progressbar,
                         calibration=cal)
     with blas_threads():  # a small product: OpenBLAS's second thread only synchronises (10x slower under load)
         curves = coef @ spec.design.T
-    meta = ReleaseMetadata.from_attrs(plan.attrs)
     template = _template(summary, np.asarray(cal.scale, dtype=float), scale_description)
     return release_tree(meta, coef, curves, None, None, None, {"sampling": "exact forward draws"},
                         template=template)

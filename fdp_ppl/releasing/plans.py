@@ -30,6 +30,10 @@ PLAN_ATTRS = ("release_family", "epsilon", "delta", "draws", "budget_spent_epsil
               "privacy_unit", "neighbouring", "fp_safe", "certified", "noise_seeded", "guarantee")
 
 
+#: draws needing less memory than this are not checked against the machine's free memory (they always fit)
+SMALL_BYTES = 16 * 2**20
+
+
 def _frozen_array(a) -> np.ndarray:
     out = np.array(a, dtype=float).reshape(-1)
     out.flags.writeable = False
@@ -219,6 +223,8 @@ class ReleasePlan:
         """
         from ..settings import check_memory
 
+        if self.memory_bytes < SMALL_BYTES:  # nothing this small can fail to fit (and reading the free memory costs)
+            return
         check_memory(self.memory_bytes, f"{self.draws} draws of a {self.family} release",
                      "release fewer draws at a time (draws=, --draws)")
 

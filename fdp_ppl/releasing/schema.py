@@ -183,12 +183,16 @@ class ReleaseMetadata:
         return law_from_name(self.noise_law)
 
     def to_attrs(self) -> dict:
-        """Root attributes (with :data:`KIND_ATTR` and :data:`SCHEMA_ATTR`)."""
-        out = dict(self.extra)
-        out.update({k: getattr(self, k) for k in self._TYPES})
-        out[KIND_ATTR] = RELEASE
-        out[SCHEMA_ATTR] = self.schema_version
-        return clean_attrs(out)
+        """Root attributes (with :data:`KIND_ATTR` and :data:`SCHEMA_ATTR`); a new dict per call."""
+        cached = self.__dict__.get("_attrs")  # the metadata is frozen: its attributes are computed once
+        if cached is None:
+            out = dict(self.extra)
+            out.update({k: getattr(self, k) for k in self._TYPES})
+            out[KIND_ATTR] = RELEASE
+            out[SCHEMA_ATTR] = self.schema_version
+            cached = clean_attrs(out)
+            object.__setattr__(self, "_attrs", cached)
+        return dict(cached)
 
     @classmethod
     def from_attrs(cls, attrs: Mapping[str, Any]) -> "ReleaseMetadata":
