@@ -61,6 +61,9 @@ def test_library_release_checks_scales_and_sizes(data):
     with pytest.raises(InputError, match="finite"):
         fp.release(fp.ICLPQRSpec(basis=basis, tau=1e308, n=8).fit(curves.values), fp.ICLP(1.0), ledger=ledger)
     with pytest.raises(InputError, match="memory"):
+        fp.release(fp.ICLPQRSpec(basis=basis, tau=1.0, n=8).fit(curves.values), fp.ICLP(1e-12), draws=10**9,
+                   ledger=ledger)
+    with pytest.raises(InputError, match="draws must be a whole number in 1..1e9"):
         fp.release(fp.ICLPQRSpec(basis=basis, tau=1.0, n=8).fit(curves.values), fp.ICLP(1e-12), draws=10**12,
                    ledger=ledger)
     assert ledger.spent.epsilon == 0

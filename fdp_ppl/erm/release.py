@@ -347,7 +347,9 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
         eps_g, dlt_g = mechanism.epsilon, mechanism.delta
     from ..accounting.events import PrivacyEvent
 
-    attrs = {**erm_attrs(), **spec.attrs(), **sens.attrs(), **noise_attrs, "chains": chains, "releases": k,
+    spec_attrs = spec.attrs()
+    neighbouring = spec_attrs["neighbouring"] if spec.privacy_unit is not None else sens.neighbouring
+    attrs = {**erm_attrs(), **spec_attrs, **sens.attrs(), **noise_attrs, "chains": chains, "releases": k,
              "prediction": "sign of the released decision function", "source": sens.source}
     out = ReleasePlan(
         family="machine", mechanism=noise_attrs["mechanism"], noise_law=mechanism.law.name,
@@ -355,8 +357,8 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
         sensitivity=float(sens.value), sensitivity_norm=sens.norm, noise_scale=noise_scale,
         noise_multiplier=sigma,
         event=PrivacyEvent.for_noise(mechanism.law.name, mechanism.epsilon, mechanism.delta, sigma, sens.value, k),
-        cost=mechanism.budget * k, privacy_unit="record", neighbouring=sens.neighbouring,
-        guarantee=f"({float(eps_g):.6g}, {float(dlt_g):.3g})-DP per draw for {sens.neighbouring}",
+        cost=mechanism.budget * k, privacy_unit=str(spec_attrs["privacy_unit"]), neighbouring=neighbouring,
+        guarantee=f"({float(eps_g):.6g}, {float(dlt_g):.3g})-DP per draw for {neighbouring}",
         fp_safe=bool(noise_attrs["fp_safe"]), certified=True, seeded=seeded, generator=generator,
         output={"chain": chains, "draw": draws, **dict(zip(spec.dims, (int(v) for v in spec.grid_size)))},
         memory_bytes=3.0 * 8.0 * k * 2 * m, label="kernel machine", attrs=attrs,
