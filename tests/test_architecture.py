@@ -477,7 +477,7 @@ def releases():
 @pytest.mark.parametrize("name", list(registry.MECHANISMS))
 def test_release_round_trips_through_netcdf(name, releases, tmp_path):
     tree = releases[name]
-    assert tree.attrs[S.KIND_ATTR] == S.RELEASE and tree.attrs[S.SCHEMA_ATTR] == S.SCHEMA_VERSION
+    assert tree.attrs[S.KIND_ATTR] == S.MEAN_RELEASE and tree.attrs[S.SCHEMA_ATTR] == S.SCHEMA_VERSION
     assert S.is_release(tree) and not S.is_inference(tree)
     path = tmp_path / f"{name}.nc"
     tree.to_netcdf(path)

@@ -55,11 +55,11 @@ def fits():
     X = rng.uniform(0, 1, (12, 1))
     return {
         "mean": (fp.iclp_qr_mean(curves, basis, tau=2.0), fp.ICLP(1.0)),
-        "density": (KDESpec(grid=CartesianGrid.uniform((0.0, 1.0), 30), bandwidth=0.15, n=20).fit(
+        "kde": (KDESpec(grid=CartesianGrid.uniform((0.0, 1.0), 30), bandwidth=0.15, n=20).fit(
             rng.uniform(0.2, 0.8, 20)), fp.GaussianMechanism(1.0, 1e-5)),
         "machine": (ERMSpec(fp.Gaussian(0.3, convention="hall"), lam=1.0, n=12, grid_size=16).fit(
             X, np.where(X[:, 0] > 0.5, 1.0, -1.0)), fp.GaussianMechanism(1.0, 1e-5)),
-        "components": (FPCASpec(grid=fp.Grid.uniform(20), m=3, k=1, epsilon=1.0, tau=1.0).fit(
+        "fpca": (FPCASpec(grid=fp.Grid.uniform(20), m=3, k=1, epsilon=1.0, tau=1.0).fit(
             _curves(10, 20, 2).values), fp.ExponentialMechanism()),
     }
 
@@ -73,9 +73,9 @@ def releases(fits):
 # ---------------------------------------------------------------------- fp.infer
 #: where each family's work starts (patched with a recording stub)
 _INFER_WORK = {"mean": ("fdp_ppl.inference.infer", "_infer"),
-               "density": ("fdp_ppl.inference.density", "infer_density"),
+               "kde": ("fdp_ppl.inference.density", "infer_density"),
                "machine": ("fdp_ppl.inference.machine", "infer_machine_dispatch"),
-               "components": ("fdp_ppl.inference.components", "infer_components")}
+               "fpca": ("fdp_ppl.inference.components", "infer_components")}
 #: a value of each option other than its default (valid for every family that takes it)
 _INFER_OTHER = {"prior": None, "target": "population", "draw": 1, "sampling_sd": 0.5, "method": "exact", "draws": 7,
                 "tune": 9, "chains": 1, "cores": 2, "target_accept": 0.8, "random_seed": 3, "progressbar": False,
@@ -144,7 +144,7 @@ def test_infer_option_sweep(releases, infer_calls, family, option, value):
 def test_infer_names_every_refused_option_at_once(releases, infer_calls):
     with pytest.raises(InputError, match=r"takes no draw, method, cores, nuts_sampler; drop draw, method, cores, "
                                          r"nuts_sampler \(its options: prior, draws, tune"):
-        fp.infer(releases["components"], draw=1, method="nuts", cores=7, nuts_sampler="bogus")
+        fp.infer(releases["fpca"], draw=1, method="nuts", cores=7, nuts_sampler="bogus")
     with pytest.raises(InputError, match="kernel-machine release takes no sampling_sd, tune"):
         fp.infer(releases["machine"], sampling_sd=3, tune=5)
     assert not infer_calls
@@ -155,12 +155,12 @@ def test_components_refuse_before_any_compile(releases):
     for option, value in (("draw", 1), ("method", "nuts"), ("sampling_sd", 3), ("cores", 7),
                           ("nuts_sampler", "bogus"), ("target", "population")):
         with pytest.raises(InputError, match=f"principal-components \\(FPCA\\) release takes no {option}"):
-            fp.infer(releases["components"], **{option: value})
+            fp.infer(releases["fpca"], **{option: value})
 
 
 def test_family_checks_of_values_still_apply(releases, infer_calls):
     with pytest.raises(InputError, match="kernel density estimate"):
-        fp.infer(releases["density"], method="nuts")
+        fp.infer(releases["kde"], method="nuts")
     assert not infer_calls
 
 
@@ -174,8 +174,8 @@ def test_infer_docstring_table_matches_the_table():
         if line[4:34].strip():
             label = line[4:34].strip()
         rows[label] = rows.get(label, "") + line[34:]
-    names = {"mean curve": "mean", "kernel density estimate": "density", "kernel machine": "machine",
-             "principal components (FPCA)": "components"}
+    names = {"mean curve": "mean", "kernel density estimate": "kde", "kernel machine": "machine",
+             "principal components (FPCA)": "fpca"}
     assert set(rows) == set(names)
     for label, family in names.items():
         listed = [o for o in re.findall(r"``(\w+)``", rows[label]) if o in OPTIONS]
@@ -185,7 +185,7 @@ def test_infer_docstring_table_matches_the_table():
 
 # ---------------------------------------------------------------------- fp.audit
 #: a named mechanism of each family (the FPCA NUTS samplers are checked below)
-_AUDIT_MECHANISM = {"release": "iclp-qr", "kde": "iclp", "svm": "iclp", "fpca": "bingham/exact"}
+_AUDIT_MECHANISM = {"mean": "iclp-qr", "kde": "iclp", "machine": "iclp", "fpca": "bingham/exact"}
 _PAIRS = [(np.zeros(2), np.ones(2), "record 0: 0 vs 1")]
 
 
@@ -220,7 +220,7 @@ def _audit_call(family, option, given):
 
 def test_audit_signature_shows_the_documented_defaults():
     assert _defaults(fp.audit) == {
-        "family": "release", "epsilon": None, "delta": None, "pairs": None, "samples": None, "confidence": 0.95,
+        "family": "mean", "epsilon": None, "delta": None, "pairs": None, "samples": None, "confidence": 0.95,
         "random_seed": 0, "tests": 4, "events": ("statistic", "failure", "timing"), "timing_calls": 300,
         "options": None, "spec": None, "name": None, "train_fraction": 0.5, "progressbar": False}
     assert tuple(_defaults(fp.audit)) == AUDIT_OPTIONS
@@ -261,12 +261,12 @@ def test_fpca_nuts_audit_takes_no_timing_calls(audit_work, sampler):
 
 
 @pytest.mark.parametrize("family, name, spec, options, refused, takes", [
-    ("release", "iclp-qr", None, {"nu": 3.0}, "nu", "eta, psi"),
-    ("release", "iclp-qr", object(), {"eta": 2.0}, "eta", "none"),
-    ("release", "gaussian", None, {"nu": 3.0, "eta": 2.0}, "nu", "calibration, eta, psi"),
+    ("mean", "iclp-qr", None, {"nu": 3.0}, "nu", "eta, psi"),
+    ("release", "iclp-qr", object(), {"eta": 2.0}, "eta", "none"),  # the family's former name is still read
+    ("mean", "gaussian", None, {"nu": 3.0, "eta": 2.0}, "nu", "calibration, eta, psi"),
     ("kde", "gp", None, {"eta": 1.5}, "eta", "none"),
     ("kde", "frl", None, {"k": 6}, "k", "M"),
-    ("svm", "gp", None, {"eta": 2.0}, "eta", "none"),
+    ("svm", "gp", None, {"eta": 2.0}, "eta", "none"),  # "svm": the kernel machine's former name
     ("fpca", "bingham/exact", None, {"n": 10, "iterations": 5}, "iterations", "n"),
     ("fpca", "gp-base", None, {"iterations": 5}, "iterations", "n"),
 ])
@@ -278,8 +278,8 @@ def test_audit_refuses_options_keys_a_mechanism_ignores(audit_work, family, name
 
 
 @pytest.mark.parametrize("family, name, options", [
-    ("release", "t-process", {"nu": 3.0, "calibration": "exact", "eta": 2.0}), ("release", "frl", {"M": 4}),
-    ("kde", "iclp", {"eta": 1.5}), ("kde", "bernstein", {"k": 6}), ("svm", "iclp", {"eta": 2.0}),
+    ("mean", "t-process", {"nu": 3.0, "calibration": "exact", "eta": 2.0}), ("mean", "frl", {"M": 4}),
+    ("kde", "iclp", {"eta": 1.5}), ("kde", "bernstein", {"k": 6}), ("machine", "iclp", {"eta": 2.0}),
     ("fpca", "bingham/gibbs", {"n": 10, "iterations": 5}), ("fpca", "gp-base/exact", {"n": 10})])
 def test_audit_takes_the_options_keys_a_mechanism_reads(audit_work, family, name, options):
     assert set(options) <= set(option_keys(name, family))
@@ -307,22 +307,21 @@ def test_cli_audit_refuses_what_the_mechanism_does_not_take(capsys):
 
 
 # ---------------------------------------------------------------------- fp.release (its existing checks)
-_RELEASE_FAMILY = {"mean": "mean", "density": "kde", "machine": "erm", "components": "fpca"}
+_RELEASE_FAMILY = {"mean": "mean", "kde": "kde", "machine": "machine", "fpca": "fpca"}
 _RELEASE_OPTIONS = ("bound", "generator", "chains", "allow_nonprivate")
 _RELEASE_VALUES = {"bound": "paper", "generator": "pymc", "chains": 2, "allow_nonprivate": True}
 
 
 @pytest.fixture
 def release_work(monkeypatch):
-    """Each family's release function raises _Reached (patched where fp.release imports it by name)."""
+    """Each family's plan hook raises _Reached (patched where fp.release imports it by name)."""
     import importlib
 
     def stub(*args, **kwargs):
         raise _Reached(kwargs)
 
     for entry in RELEASES.values():
-        module, _, name = entry.function.partition(":")
-        monkeypatch.setattr(importlib.import_module(module), name, stub)
+        monkeypatch.setattr(importlib.import_module(entry.module), "plan_release", stub)
 
 
 @pytest.mark.parametrize("family", list(_RELEASE_FAMILY))

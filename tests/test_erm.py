@@ -351,7 +351,7 @@ def test_erm_release_follows_the_schema():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tree = fp.release(spec.fit(X, y), GaussianMechanism(1.0, 1e-3), random_seed=6)
-    assert tree.attrs[schema.KIND_ATTR] == schema.ERM_RELEASE
+    assert tree.attrs[schema.KIND_ATTR] == schema.MACHINE_RELEASE
     assert tree.attrs[schema.SCHEMA_ATTR] == schema.SCHEMA_VERSION
     post = fp.infer(tree, draws=50)  # kernel machines have their own exact posterior (fdp_ppl.inference.machine)
     assert post.attrs[schema.KIND_ATTR] == schema.INFERENCE and post["posterior"]["decision"].shape == (2, 50, 20)

@@ -78,7 +78,7 @@ def test_fp_infer_on_cli_svm_gp_two_features(tmp_path, capsys):
     """A file written by `fdp-ppl svm` (GP noise, OpenDP, Kronecker basis) goes through fp.infer."""
     release = _svm_file(tmp_path, capsys, "--features", "a,b", "--lam", 0.05, "--bandwidth", 0.3, "--epsilon", 1,
                         "--delta", 1e-5, "--grid-size", 12)
-    assert release.attrs["fdp_ppl_kind"] == "erm_release" and release.attrs["noise_structure"] == "kronecker"
+    assert release.attrs["fdp_ppl_kind"] == "machine_release" and release.attrs["noise_structure"] == "kronecker"
     res = fp.infer(release, draws=300, random_seed=1)
     _check_result(res, release, ("x1", "x2"))
     assert res.attrs["prior"] == "rkhs-ball"

@@ -13,7 +13,7 @@ import xarray as xr
 from .._options import Default, given_options, option_values, refuse_options
 from ..errors import InputError, check_epsilon
 from .stats import Event, best_threshold, epsilon_lower_bound, fit_statistics
-from .targets import AUDIT_FAMILIES, FAMILIES, Pair, Target, approximate, build_target, fpca_name, option_keys
+from .targets import AUDIT_FAMILIES, FAMILIES, FAMILY_ALIASES, Pair, Target, approximate, build_target, fpca_name, option_keys
 
 VERDICT_OK = "consistent with the claim"
 VERDICT_VIOLATION = "VIOLATION: effective epsilon > claimed"
@@ -194,13 +194,13 @@ def _refuse_options(mechanism, given: list[str], family, options, spec) -> None:
         raise InputError(f"options must be a dict, got {type(options).__name__}", "pass e.g. options={'eta': 2.0}")
     refused = [str(k) for k in options if k not in keys]
     if refused:
-        where = f"the {family} mechanism {name!r}" + (" with a spec" if spec is not None and family == "release"
+        where = f"the {family} mechanism {name!r}" + (" with a spec" if spec is not None and family == "mean"
                                                        else "")
         raise InputError(f"{where} takes no option {', '.join(refused)}",
                          f"drop {', '.join(refused)} from options (its options: {', '.join(keys) or 'none'})")
 
 
-def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family: str = Default("release"),
+def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family: str = Default("mean"),
           epsilon: float | None = Default(None), delta: float | None = Default(None), pairs=Default(None),
           samples: int | None = Default(None), confidence: float = Default(0.95), random_seed=Default(0),
           tests: int = Default(4), events=Default(EVENT_KINDS), timing_calls: int = Default(300),
@@ -233,9 +233,9 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
     ==========================  ==========================================================================
     a release function          ``name``, ``train_fraction``, ``progressbar`` (no ``family``, ``options``,
                                 ``spec``; no ``timing_calls``: every call is timed)
-    ``"release"`` family        ``family``, ``timing_calls``, ``options``, ``spec``, ``train_fraction``,
+    ``"mean"`` family        ``family``, ``timing_calls``, ``options``, ``spec``, ``train_fraction``,
                                 ``progressbar``
-    ``"kde"``/``"svm"`` family  ``family``, ``timing_calls``, ``options``, ``train_fraction``, ``progressbar``
+    ``"kde"``/``"machine"`` family  ``family``, ``timing_calls``, ``options``, ``train_fraction``, ``progressbar``
                                 (no ``spec``: their default spec only)
     ``"fpca"`` family           ``family``, ``timing_calls`` (not the NUTS samplers: one frame per call, each
                                 timed), ``options``, ``spec``, ``train_fraction``, ``progressbar``
@@ -244,14 +244,15 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
     Parameters
     ----------
     mechanism : str or callable
-        A mechanism name of ``family`` (``"release"``: the names of :data:`fdp_ppl.releasing.registry.MECHANISMS`;
-        ``"kde"``: gp, sobolev, iclp, frl, bernstein; ``"svm"``: gp, iclp; ``"fpca"``: ``FORM/SAMPLER``,
+        A mechanism name of ``family`` (``"mean"``: the names of :data:`fdp_ppl.releasing.registry.MECHANISMS`;
+        ``"kde"``: gp, sobolev, iclp, frl, bernstein; ``"machine"``: gp, iclp; ``"fpca"``: ``FORM/SAMPLER``,
         e.g. ``"gp-base/exact"``, ``"bingham/exact"``), audited on the family's default small public
         spec (stated in ``attrs["spec"]``) and its candidate pairs; or your own release function
         ``release_fn(dataset, rng) -> array`` (one release per call; any exception is the outcome
         "failed"), audited on ``pairs``.
-    family : {"release", "kde", "svm", "fpca"}
-        The family of a named mechanism (default ``"release"``); a release function has none.
+    family : {"mean", "kde", "machine", "fpca"}
+        (``"release"`` and ``"svm"``, the former names of ``"mean"`` and ``"machine"``, are read as them.)
+        The family of a named mechanism (default ``"mean"``); a release function has none.
     epsilon : float, optional
         The claimed ε (default 1 for a named mechanism; required for a callable).
     delta : float, optional
@@ -280,13 +281,13 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
         samplers) time every one of their N calls and refuse it.
     options : dict, optional
         Mechanism and spec options of a named mechanism; a key the mechanism does not read is refused
-        (:func:`~fdp_ppl.auditing.targets.option_keys`): ``"release"``: the registry's mechanism options
+        (:func:`~fdp_ppl.auditing.targets.option_keys`): ``"mean"``: the registry's mechanism options
         (``calibration``; ``nu`` of the t laws) and, without ``spec``, its summary options (``eta``, ``psi``,
-        ``M``, ``k``); ``"kde"``: ``eta`` (iclp), ``M`` (frl), ``k`` (bernstein); ``"svm"``: ``eta`` (iclp);
+        ``M``, ``k``); ``"kde"``: ``eta`` (iclp), ``M`` (frl), ``k`` (bernstein); ``"machine"``: ``eta`` (iclp);
         ``"fpca"``: ``n`` and, for the Gibbs and NUTS samplers, ``iterations``.
     spec : object, optional
-        A public spec replacing the family's default (``"release"`` and ``"fpca"`` only): a summary spec of the
-        mechanism's class (``"release"``) or an :class:`~fdp_ppl.expmech.FPCASpec` of the mechanism's form
+        A public spec replacing the family's default (``"mean"`` and ``"fpca"`` only): a summary spec of the
+        mechanism's class (``"mean"``) or an :class:`~fdp_ppl.expmech.FPCASpec` of the mechanism's form
         (``"fpca"``; its ε is the claim; pairs: ``options["n"]`` curves (default 28) along the last basis
         function vs one replaced by the first, and the like).
     train_fraction : float
@@ -341,6 +342,7 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
              "timing_calls": timing_calls, "options": options, "spec": spec, "name": name,
              "train_fraction": train_fraction, "progressbar": progressbar}
     o = option_values(given)
+    o["family"] = FAMILY_ALIASES.get(o["family"], o["family"]) if isinstance(o["family"], str) else o["family"]
     _refuse_options(mechanism, given_options(given), o["family"], o["options"], o["spec"])
     (family, epsilon, delta, pairs, samples, confidence, random_seed, tests, events, timing_calls, options, spec, name,
      train_fraction, progressbar) = o.values()

@@ -7,8 +7,8 @@ dataset: fit, calibrate, draw; it is timed and its exceptions are failures) and,
 can draw many releases of one fitted summary in one call, ``draw(dataset, size, rng)`` (same law, fast).
 Every released object is reduced to a flat vector of public released numbers (``features``).
 
-Families (``family=``): ``"release"`` (the mechanisms of :data:`fdp_ppl.releasing.registry.MECHANISMS`, i.e.
-``fdp-ppl release --mechanism NAME``), ``"kde"`` (``fdp-ppl kde``), ``"svm"`` (``fdp-ppl svm``) and
+Families (``family=``): ``"mean"`` (the mechanisms of :data:`fdp_ppl.releasing.registry.MECHANISMS`, i.e.
+``fdp-ppl release --mechanism NAME``), ``"kde"`` (``fdp-ppl kde``), ``"machine"`` (``fdp-ppl svm``; ``"svm"`` is read as ``"machine"`` and ``"release"`` as ``"mean"``, their former names) and
 ``"fpca"`` (``fdp-ppl fpca``, names ``FORM/SAMPLER``).
 """
 
@@ -22,7 +22,9 @@ import numpy as np
 
 from ..errors import InputError
 
-FAMILIES = ("release", "kde", "svm", "fpca")
+FAMILIES = ("mean", "kde", "machine", "fpca")
+#: former family names, still read: the release families' one name each (:data:`fdp_ppl.releasing.families.FAMILIES`)
+FAMILY_ALIASES = {"release": "mean", "svm": "machine"}
 KDE_MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
 SVM_MECHANISMS = ("gp", "iclp")
 #: default releases per side of the FPCA audits (its exact samplers use a fixed, large proposal budget per frame)
@@ -73,11 +75,11 @@ class AuditFamily:
 AUDIT_FAMILIES: dict[str, AuditFamily] = {
     "callable": AuditFamily("callable", "an audit of a release function",
                             _EVERY + ("name", "train_fraction", "progressbar")),
-    "release": AuditFamily("release", "an audit of a release mechanism",
+    "mean": AuditFamily("mean", "an audit of a mean-curve mechanism",
                            ("family",) + _EVERY + ("timing_calls", "options", "spec", "train_fraction", "progressbar")),
     "kde": AuditFamily("kde", "an audit of a kde mechanism",
                        ("family",) + _EVERY + ("timing_calls", "options", "train_fraction", "progressbar")),
-    "svm": AuditFamily("svm", "an audit of an svm mechanism",
+    "machine": AuditFamily("machine", "an audit of a kernel-machine mechanism",
                        ("family",) + _EVERY + ("timing_calls", "options", "train_fraction", "progressbar")),
     "fpca": AuditFamily("fpca", "an audit of an fpca mechanism",
                         ("family",) + _EVERY + ("timing_calls", "options", "spec", "train_fraction", "progressbar"),
@@ -97,12 +99,12 @@ def fpca_name(name: str) -> str:
 def option_keys(mechanism: str, family: str, spec_given: bool = False) -> tuple[str, ...] | None:
     """The keys of ``options`` a named mechanism of a family reads, or None for an unknown name.
 
-    ``"release"``: the registry entry's mechanism options (``calibration``, ``nu``) and, when the audit builds
+    ``"mean"``: the registry entry's mechanism options (``calibration``, ``nu``) and, when the audit builds
     the default spec, its summary options (``eta``, ``psi``, ``M``, ``k``); ``"kde"``: ``eta`` (iclp), ``M``
-    (frl), ``k`` (bernstein); ``"svm"``: ``eta`` (iclp); ``"fpca"``: ``n`` (curves per dataset) and
+    (frl), ``k`` (bernstein); ``"machine"``: ``eta`` (iclp); ``"fpca"``: ``n`` (curves per dataset) and
     ``iterations`` (Gibbs and NUTS samplers; the exact samplers have none).
     """
-    if family == "release":
+    if family == "mean":
         from ..releasing.registry import MECHANISMS
 
         entry = MECHANISMS.get(mechanism)
@@ -111,7 +113,7 @@ def option_keys(mechanism: str, family: str, spec_given: bool = False) -> tuple[
         return tuple(entry.options) + (() if spec_given else tuple(entry.summary_options))
     if family == "kde":
         return _KDE_KEYS.get(mechanism)
-    if family == "svm":
+    if family == "machine":
         return _SVM_KEYS.get(mechanism)
     if family == "fpca":
         name = fpca_name(mechanism)
@@ -123,11 +125,11 @@ def option_keys(mechanism: str, family: str, spec_given: bool = False) -> tuple[
 
 #: default public specs per family (stated in every audit's attrs)
 DEFAULT_SPECS = {
-    "release": "16-point uniform grid on [0, 1], Matern(rho=0.2, nu=1.5) eigenbasis, tau = 1 (L2; Bernstein: "
+    "mean": "16-point uniform grid on [0, 1], Matern(rho=0.2, nu=1.5) eigenbasis, tau = 1 (L2; Bernstein: "
                "sup-norm tau = 1 and k = 6), n = 8 curves, nu = 5 for the t laws, summary defaults of the registry",
     "kde": "domain [0, 1], 24-point grid, bandwidth h = 0.15, n = 8 observations (iclp: eta = 1.25; frl: default "
            "M; bernstein: k = 6)",
-    "svm": "hinge loss, Gaussian kernel (Hall convention) h = 0.2, lambda = 0.1, domain [0, 1], 16-point grid, "
+    "machine": "hinge loss, Gaussian kernel (Hall convention) h = 0.2, lambda = 0.1, domain [0, 1], 16-point grid, "
            "n = 8 labelled points (iclp: eta = 2)",
     "fpca": "the issue's design: 30-point uniform grid, Gaussian kernel exp(-d^2/rho) eigenbasis with rho = 1, "
             "m = 5, k = 1, tau = 1, n = 28 curves, default Sigma (operator eigenvalues)",
@@ -204,7 +206,7 @@ def _release_target(name, epsilon, delta, options, spec=None):
         else:
             basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), grid)
             spec = entry.spec(basis, tau=tau, n=n, **{k: v for k, v in opts.items() if k in entry.summary_options})
-        spec_text = DEFAULT_SPECS["release"]
+        spec_text = DEFAULT_SPECS["mean"]
     else:
         if not isinstance(spec, entry.spec_class):
             raise InputError(f"mechanism {name!r} releases a {entry.spec_class.__name__}, got {type(spec).__name__}",
@@ -264,7 +266,7 @@ def _release_target(name, epsilon, delta, options, spec=None):
         return draw(dataset, 1, rng)[0]
 
     spec_text = spec_text + f"; {spec.name} summary, J = {spec.n_components} released coefficients"
-    return Target(name, "release", float(mech.epsilon), float(mech.delta), pairs, release_one, draw, spec_text,
+    return Target(name, "mean", float(mech.epsilon), float(mech.delta), pairs, release_one, draw, spec_text,
                   "the released coefficients (chain, draw, basis)", opts)
 
 
@@ -380,8 +382,8 @@ def _svm_target(name, epsilon, delta, options, spec=None):
     def release_one(data, rng):
         return draw(data, 1, rng)[0]
 
-    return Target(name, "svm", float(epsilon), float(delta) if name == "gp" else 0.0, pairs, release_one, draw,
-                  DEFAULT_SPECS["svm"], "the released decision function on the grid", opts)
+    return Target(name, "machine", float(epsilon), float(delta) if name == "gp" else 0.0, pairs, release_one, draw,
+                  DEFAULT_SPECS["machine"], "the released decision function on the grid", opts)
 
 
 # ----------------------------------------------------------------------------- FPCA
@@ -507,7 +509,7 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
                   "the released subspace: upper triangle of V V^T", opts, default_samples=FPCA_SAMPLES)
 
 
-_BUILDERS = {"release": _release_target, "kde": _kde_target, "svm": _svm_target, "fpca": _fpca_target}
+_BUILDERS = {"mean": _release_target, "kde": _kde_target, "machine": _svm_target, "fpca": _fpca_target}
 
 
 def build_target(mechanism: str, family: str, epsilon: float, delta: float | None, options=None,
@@ -525,21 +527,21 @@ def build_target(mechanism: str, family: str, epsilon: float, delta: float | Non
 
 
 def mechanisms_of(family: str) -> tuple[str, ...]:
-    """Mechanism names of a family (the registry's for ``"release"``)."""
-    if family == "release":
+    """Mechanism names of a family (the registry's for ``"mean"``)."""
+    if family == "mean":
         from ..releasing.registry import MECHANISMS
 
         return tuple(MECHANISMS)
-    return {"kde": KDE_MECHANISMS, "svm": SVM_MECHANISMS, "fpca": FPCA_MECHANISMS}[family]
+    return {"kde": KDE_MECHANISMS, "machine": SVM_MECHANISMS, "fpca": FPCA_MECHANISMS}[family]
 
 
 def approximate(mechanism: str, family: str) -> bool:
     """Whether a named mechanism is (ε, δ)-DP (it needs δ)."""
-    if family == "release":
+    if family == "mean":
         from ..releasing.registry import MECHANISMS
 
         return mechanism in MECHANISMS and MECHANISMS[mechanism].approximate
-    return (family == "kde" and mechanism in ("gp", "sobolev")) or (family == "svm" and mechanism == "gp")
+    return (family == "kde" and mechanism in ("gp", "sobolev")) or (family == "machine" and mechanism == "gp")
 
 
 __all__ = ["FAMILIES", "DEFAULT_SPECS", "Pair", "Target", "build_target", "fpca_issue_design", "frame_features",

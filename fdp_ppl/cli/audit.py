@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse  # noqa: F401  (the only import at module import time)
 
 NAME = "audit"
-FAMILIES = ("release", "kde", "svm", "fpca")
+FAMILIES = ("mean", "kde", "machine", "fpca")
+#: former names of two families, still accepted on the command line
+FAMILY_ALIASES = {"release": "mean", "svm": "machine"}
 
 
 def add_subparser(sub) -> None:
@@ -29,8 +31,9 @@ def add_subparser(sub) -> None:
                    help="release: iclp-qr, iclp-ar, frl, bernstein, gaussian, rkhs-gaussian, t-process, "
                         "laplace-process, t, knorm; kde: gp, sobolev, iclp, frl, bernstein; svm: gp, iclp; "
                         "fpca: gp-base/exact, bingham/exact, bingham/gibbs (FORM/SAMPLER)")
-    p.add_argument("--family", choices=FAMILIES, default="release",
-                   help="which command's mechanisms (default release: fdp-ppl release)")
+    p.add_argument("--family", choices=FAMILIES + tuple(FAMILY_ALIASES), default="mean",
+                   help="which release family's mechanisms: mean (fdp-ppl release, the default), kde, machine "
+                        "(fdp-ppl svm), fpca; 'release' and 'svm' are the former names of mean and machine")
     p.add_argument("--epsilon", type=float, default=1.0, help="claimed epsilon (default 1)")
     p.add_argument("--delta", type=float, default=None,
                    help="claimed delta of an (epsilon, delta) mechanism (default 1e-5); refused by pure ones")
@@ -52,6 +55,7 @@ def add_subparser(sub) -> None:
 
 
 def _check(a):
+    a.family = FAMILY_ALIASES.get(a.family, a.family)
     from .common import CLIError, finite
 
     if not (finite(a.epsilon) and a.epsilon > 0):
@@ -75,7 +79,7 @@ def _check(a):
         raise CLIError(f"unknown --mechanism {a.mechanism!r} for --family {a.family}",
                        f"choose one of {', '.join(names)}")
     if a.nu is not None and "nu" not in (option_keys(name, a.family) or ()):
-        with_nu = [m for m in mechanisms_of("release") if "nu" in option_keys(m, "release")]
+        with_nu = [m for m in mechanisms_of("mean") if "nu" in option_keys(m, "mean")]
         raise CLIError(f"--nu applies to {', '.join(with_nu)} only (got --mechanism {a.mechanism})", "drop --nu")
     if a.out is not None:
         from pathlib import Path

@@ -176,13 +176,13 @@ _MEAN_ONLY = (("nu", "--nu"), ("lengthscale", "--lengthscale"), ("mean", "--mean
 def _other_family(tree) -> str | None:
     """``"kde"``, ``"svm"`` or ``"fpca"`` for a density, kernel-machine or principal-components release (served by
     their families' own posteriors), else None."""
-    from ..releasing.schema import ERM_RELEASE, KIND_ATTR, is_fpca_release, is_kde_release
+    from ..releasing.schema import is_fpca_release, is_kde_release, is_machine_release
 
     if is_kde_release(tree):
         return "kde"
     if is_fpca_release(tree):
         return "fpca"
-    if tree.attrs.get(KIND_ATTR) == ERM_RELEASE:
+    if is_machine_release(tree):
         return "svm"
     return None
 

@@ -54,11 +54,11 @@ from ..noise.sampling import (
     sampler_for,
     seed_sequence,
 )
-from ..releasing.schema import CONSTANT_DATA, ERM_RELEASE, POSTERIOR, erm_attrs
+from ..releasing.schema import CONSTANT_DATA, MACHINE_RELEASE, POSTERIOR, machine_attrs
 from .gp import EIGEN_REL_TOL, GPPath, GridEigenbasis, KroneckerEigenbasis
 from .machine import ERMFit, ERMSpec
 
-KIND = ERM_RELEASE
+KIND = MACHINE_RELEASE
 #: largest grid released with a dense eigendecomposition of the noise kernel (m x m)
 MAX_GRID_POINTS = 6000
 #: largest Cartesian grid released through the Kronecker eigenbasis of a product kernel: memory is O(m) per
@@ -349,7 +349,7 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
 
     spec_attrs = spec.attrs()
     neighbouring = spec_attrs["neighbouring"] if spec.privacy_unit is not None else sens.neighbouring
-    attrs = {**erm_attrs(), **spec_attrs, **sens.attrs(), **noise_attrs, "chains": chains, "releases": k,
+    attrs = {**machine_attrs(), **spec_attrs, **sens.attrs(), **noise_attrs, "chains": chains, "releases": k,
              "prediction": "sign of the released decision function", "source": sens.source}
     out = ReleasePlan(
         family="machine", mechanism=noise_attrs["mechanism"], noise_law=mechanism.law.name,

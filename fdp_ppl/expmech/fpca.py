@@ -33,12 +33,12 @@ import numpy as np
 
 from .._names import FPCA_FORMS, FPCA_SAMPLERS
 from ..errors import InputError, check_epsilon
-from ..releasing.schema import EXPMECH_FPCA
+from ..releasing.schema import FPCA_RELEASE
 from ..spaces import Eigenbasis, Grid
 
 FORMS = FPCA_FORMS
 SAMPLERS = FPCA_SAMPLERS
-KIND = EXPMECH_FPCA
+KIND = FPCA_RELEASE
 
 
 def fourier_basis(grid: Grid, m: int) -> np.ndarray:

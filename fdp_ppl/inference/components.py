@@ -1,7 +1,7 @@
 """Noise-aware inference for ε-DP principal components (exponential mechanism; Awan, Kenney, Reimherr &
 Slavković 2019).
 
-A ``fdp-ppl fpca`` release (kind :data:`fdp_ppl.releasing.schema.EXPMECH_FPCA`) of the Bingham form with k = 1 is a
+A ``fdp-ppl fpca`` release (kind :data:`fdp_ppl.releasing.schema.FPCA_RELEASE`) of the Bingham form with k = 1 is a
 unit vector v (basis coordinates, m entries) drawn from
 
     p(v | G) = exp(vᵀ A v) / C(A),   A = s (G − Σ⁻¹),   s = ε / (2Δ),
@@ -360,7 +360,7 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
     Parameters
     ----------
     release : xr.DataTree
-        Kind :data:`fdp_ppl.releasing.schema.EXPMECH_FPCA`, form ``bingham``, k = 1. Only public content is read.
+        Kind :data:`fdp_ppl.releasing.schema.FPCA_RELEASE`, form ``bingham``, k = 1. Only public content is read.
     prior : None, "default", dict or ComponentsPrior
     draws, tune, chains, target_accept
         NUTS settings (``pm.sample``).

@@ -86,7 +86,8 @@ class InferenceFamily:
     Attributes
     ----------
     family : str
-        Key in :data:`INFERENCE_FAMILIES` (``"mean"``, ``"density"``, ``"machine"``, ``"components"``).
+        Key in :data:`INFERENCE_FAMILIES`: the release family's one name (``"mean"``, ``"kde"``, ``"machine"``,
+        ``"fpca"``; :data:`fdp_ppl.releasing.families.FAMILIES`).
     label : str
         The family in messages (``"inference from a <label> release takes no ..."``).
     options : tuple of str
@@ -107,11 +108,11 @@ class InferenceFamily:
 #: the options each release family's inference takes (the one table :func:`infer` checks before any work)
 INFERENCE_FAMILIES: dict[str, InferenceFamily] = {
     "mean": InferenceFamily("mean", "mean-curve", OPTIONS),  # infer's own model
-    "density": InferenceFamily("density", "kernel density estimate",  # inference.density.infer_density
+    "kde": InferenceFamily("kde", "kernel density estimate",  # inference.density.infer_density
                                ("prior", "target", "draw", "method", "draws", "chains", "random_seed")),
     "machine": InferenceFamily("machine", "kernel-machine",  # inference.machine.infer_machine
                                ("prior", "target", "draw", "method", "draws", "chains", "random_seed")),
-    "components": InferenceFamily("components", "principal-components (FPCA)",  # inference.components
+    "fpca": InferenceFamily("fpca", "principal-components (FPCA)",  # inference.components
                                   ("prior", "draws", "tune", "chains", "target_accept", "random_seed",
                                    "progressbar")),
 }
@@ -121,13 +122,7 @@ def inference_family(release) -> InferenceFamily:
     """The :data:`INFERENCE_FAMILIES` entry of a release, read from its public attributes only (anything that is
     not a density, kernel-machine or principal-components release is read as a mean-curve release, whose
     reader refuses what is not one)."""
-    if isinstance(release, xr.DataTree) and release.attrs.get(S.KIND_ATTR) == S.ERM_RELEASE:
-        return INFERENCE_FAMILIES["machine"]
-    if S.is_kde_release(release):
-        return INFERENCE_FAMILIES["density"]
-    if S.is_fpca_release(release):
-        return INFERENCE_FAMILIES["components"]
-    return INFERENCE_FAMILIES["mean"]
+    return INFERENCE_FAMILIES[S.release_family(release) or "mean"]
 
 
 class InferenceMethodWarning(UserWarning):
@@ -536,7 +531,7 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
 
         return infer_machine_dispatch(release, prior, target="summary" if target is None else target, method=method,
                                       draw=draw, draws=draws, chains=chains, random_seed=random_seed)
-    if family.family == "density":  # a density: exact draws with its own prior (fdp_ppl.inference.density)
+    if family.family == "kde":  # a density: exact draws with its own prior (fdp_ppl.inference.density)
         from .density import infer_density
 
         if (target is not None and target not in TARGETS) or method not in ("auto", "exact"):
@@ -545,7 +540,7 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
                              "drop them (its posterior is always drawn exactly)")
         return infer_density(release, prior, target="population" if target == "population" else "kde", draws=draws,
                              chains=chains, draw=draw, random_seed=random_seed)
-    if family.family == "components":  # principal components (exponential mechanism): inference.components
+    if family.family == "fpca":  # principal components (exponential mechanism): inference.components
         from .components import infer_components
 
         return infer_components(release, prior, draws=draws, tune=tune, chains=chains, target_accept=target_accept,

@@ -1,7 +1,7 @@
 """Noise-aware posterior of a private kernel machine's decision function, from its release alone.
 
 A kernel-machine release (:func:`fdp_ppl.release`, ``fdp-ppl svm``; kind
-:data:`fdp_ppl.releasing.schema.ERM_RELEASE`) is one draw of ``f̃ = f̂ + noise`` on a public grid, where
+:data:`fdp_ppl.releasing.schema.MACHINE_RELEASE`) is one draw of ``f̃ = f̂ + noise`` on a public grid, where
 ``f̂`` is the regularised minimiser of Hall, Rinaldo & Wasserman (2013), eq. 11:
 
 * GP noise (Hall et al. 2013, §4.3 and Corollary 9): on the retained eigenpairs ``(λ_j, u_j)`` of
@@ -221,7 +221,7 @@ def machine_posterior(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0)
     Parameters
     ----------
     release : xr.DataTree
-        Kind :data:`fdp_ppl.releasing.schema.ERM_RELEASE` (``fdp-ppl svm``, :func:`fdp_ppl.release`), in memory
+        Kind :data:`fdp_ppl.releasing.schema.MACHINE_RELEASE` (``fdp-ppl svm``, :func:`fdp_ppl.release`), in memory
         or read back from netCDF.
     prior : {"rkhs-ball", "flat"} or float
         See the module docstring; a float is the radius ``R`` of ``N(0, R² K)``.
@@ -243,8 +243,8 @@ def machine_posterior(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0)
     from ..erm import ERMSpec, grid_basis
     from ..noise.laws import Laplace, Normal
 
-    if not isinstance(release, xr.DataTree) or release.attrs.get(S.KIND_ATTR) != S.ERM_RELEASE:
-        raise SchemaError("not a kernel-machine release (fdp_ppl_kind is not 'erm_release')",
+    if not S.is_machine_release(release):
+        raise SchemaError("not a kernel-machine release (fdp_ppl_kind is not 'machine_release')",
                           "pass a file written by fdp-ppl svm / fdp_ppl.release")
     attrs = dict(release.attrs)
     spec = ERMSpec.from_attrs(attrs)
@@ -310,7 +310,7 @@ def infer_machine(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0, dra
     ----------
     release : xr.DataTree
         A kernel-machine release (``fdp-ppl svm`` / :func:`fdp_ppl.release`; kind
-        :data:`fdp_ppl.releasing.schema.ERM_RELEASE`), GP or ICLP noise. Only public content is read.
+        :data:`fdp_ppl.releasing.schema.MACHINE_RELEASE`), GP or ICLP noise. Only public content is read.
     prior : {"rkhs-ball", "flat"} or float
         ``"rkhs-ball"`` (default): ``f̂ ~ N(0, R² K)`` with ``R`` the public norm bound of the regularised
         minimiser (:attr:`fdp_ppl.erm.ERMSpec.norm_bound`; module docstring for why); a float is ``R``;

@@ -26,6 +26,10 @@ class ReleaseEntry:
     family : str
         The family's one name (``"mean"``, ``"kde"``, ``"machine"``, ``"fpca"``), used in messages, plans
         (``ReleasePlan.family``) and files (``release_family``).
+    kind : str
+        The file kind its releases carry (root attribute ``fdp_ppl_kind``): ``"<family>_release"``.
+    legacy_kinds : tuple of str
+        Kinds of files written before the family had its one name (still read).
     module : str
         The module holding the family's hooks, imported on first use (the families import
         :mod:`fdp_ppl.releasing`, never the reverse): ``plan_release(spec_or_fit, mechanism, *, draws, seeded,
@@ -42,15 +46,20 @@ class ReleaseEntry:
         other is refused.
     hint : str
         The mechanisms to use, for the refusal of a wrong one.
+    plan_options : tuple of str
+        Options only :func:`fdp_ppl.plan` takes from a spec (``n`` of an FPCA spec: a fit carries it).
     """
 
     family: str
+    kind: str
+    legacy_kinds: tuple[str, ...]
     module: str
     fitted: tuple[str, ...]
     specs: tuple[str, ...]
     mechanisms: tuple[str, ...]
     options: tuple[str, ...] = ()
     hint: str = ""
+    plan_options: tuple[str, ...] = ()
 
     def resolve(self, hook: str) -> Callable:
         """The family's ``plan`` or ``draw`` hook (imported with :mod:`importlib`)."""
@@ -58,7 +67,7 @@ class ReleaseEntry:
 
         return getattr(importlib.import_module(self.module), f"{hook}_release")
 
-    def check(self, mechanism, options: dict) -> None:
+    def check(self, mechanism, options: dict, *, plan: bool = False) -> None:
         """Refuse a mechanism or an option (given, not None) this family does not take, before any work.
 
         Raises
@@ -74,10 +83,11 @@ class ReleaseEntry:
         if not names.intersection(self.mechanisms):
             raise CompatibilityError(f"a {self.family} release is not made with {type(mechanism).__name__}",
                                      f"use {self.hint}")
-        refused = sorted(k for k, v in options.items() if v is not None and k not in self.options)
+        takes = self.options + (self.plan_options if plan else ())
+        refused = sorted(k for k, v in options.items() if v is not None and k not in takes)
         if refused:
-            raise InputError(f"a {self.family} release takes no {', '.join(refused)}",
-                             f"drop {', '.join(refused)} (its options: {', '.join(self.options) or 'none'})")
+            raise InputError(f"a {self.family} {'plan' if plan else 'release'} takes no {', '.join(refused)}",
+                             f"drop {', '.join(refused)} (its options: {', '.join(takes) or 'none'})")
 
 
 _MEAN_MECHANISM = "fdp_ppl.noise.mechanisms.base.Mechanism"
@@ -86,21 +96,24 @@ _ICLP = "fdp_ppl.noise.mechanisms.laplace.ICLP"
 
 #: the families, in the order their classes are searched (a KDE spec is a SummarySpec: it comes first)
 FAMILIES: tuple[ReleaseEntry, ...] = (
-    ReleaseEntry("kde", "fdp_ppl.kde.release", ("fdp_ppl.kde.gaussian.KDESummary",),
+    ReleaseEntry("kde", "kde_release", (), "fdp_ppl.kde.release", ("fdp_ppl.kde.gaussian.KDESummary",),
                  ("fdp_ppl.kde.gaussian.KDESpec",), (_MEAN_MECHANISM,), ("bound", "generator", "chains"),
                  "GaussianMechanism(epsilon, delta) for KDESpec / SobolevKDESpec, ICLP(epsilon) for ICLPKDESpec"),
-    ReleaseEntry("mean", "fdp_ppl.releasing.draw", ("fdp_ppl.summaries.base.LinearSummary",),
+    ReleaseEntry("mean", "mean_release", ("release",), "fdp_ppl.releasing.draw", ("fdp_ppl.summaries.base.LinearSummary",),
                  ("fdp_ppl.summaries.base.SummarySpec",), (_MEAN_MECHANISM,),
                  ("bound", "generator", "allow_nonprivate"),
                  "ICLP(epsilon), FRL(epsilon), Bernstein(epsilon), GaussianMechanism(epsilon, delta) or an "
                  "elliptical mechanism"),
-    ReleaseEntry("machine", "fdp_ppl.erm.release", ("fdp_ppl.erm.machine.ERMFit",), ("fdp_ppl.erm.machine.ERMSpec",),
+    ReleaseEntry("machine", "machine_release", ("erm_release",), "fdp_ppl.erm.release", ("fdp_ppl.erm.machine.ERMFit",), ("fdp_ppl.erm.machine.ERMSpec",),
                  (_GAUSSIAN, _ICLP), ("chains",),
                  "GaussianMechanism(epsilon, delta) (eta=None specs) or ICLP(epsilon) (eta > 1 specs)"),
-    ReleaseEntry("fpca", "fdp_ppl.expmech.release", ("fdp_ppl.expmech.fpca.FPCAFit",),
-                 ("fdp_ppl.expmech.fpca.FPCASpec",), ("fdp_ppl.expmech.mechanism.ExponentialMechanism",), ("n",),
-                 "ExponentialMechanism(sampler='exact') (epsilon is the FPCASpec's)"),
+    ReleaseEntry("fpca", "fpca_release", ("expmech_fpca",), "fdp_ppl.expmech.release", ("fdp_ppl.expmech.fpca.FPCAFit",),
+                 ("fdp_ppl.expmech.fpca.FPCASpec",), ("fdp_ppl.expmech.mechanism.ExponentialMechanism",), (),
+                 "ExponentialMechanism(sampler='exact') (epsilon is the FPCASpec's)", ("n",)),
 )
+
+#: file kind (current and former) -> family name: how readers (inference, plots, the command line) tell families apart
+KINDS: dict[str, str] = {k: e.family for e in FAMILIES for k in (e.kind, *e.legacy_kinds)}
 
 #: fitted class name -> entry: the table :func:`fdp_ppl.release` dispatches through
 RELEASES: dict[str, ReleaseEntry] = {name: e for e in FAMILIES for name in e.fitted}
@@ -140,5 +153,5 @@ def family_entry(name: str) -> ReleaseEntry:
     raise KeyError(name)
 
 
-__all__ = ["COMMON_OPTIONS", "FAMILIES", "FAMILY_OPTIONS", "PLANS", "RELEASES", "ReleaseEntry", "entry_for",
+__all__ = ["COMMON_OPTIONS", "FAMILIES", "KINDS", "FAMILY_OPTIONS", "PLANS", "RELEASES", "ReleaseEntry", "entry_for",
            "family_entry", "release_entry"]

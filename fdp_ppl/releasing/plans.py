@@ -319,7 +319,7 @@ def plan(spec_or_fit, mechanism, *, draws: int = 1, privacy_unit=None, seeded: b
     if entry is None:
         raise CompatibilityError(f"cannot plan a release of a {type(spec_or_fit).__name__}",
                                  "pass a public spec (ICLPQRSpec, KDESpec, ERMSpec, FPCASpec, ...) or a fit of one")
-    entry.check(mechanism, options)
+    entry.check(mechanism, options, plan=True)
     if privacy_unit is not None:
         spec_or_fit = _with_unit(spec_or_fit, privacy_unit)
     return entry.resolve("plan")(spec_or_fit, mechanism, draws=draws, seeded=bool(seeded), **options)

@@ -52,19 +52,22 @@ import xarray as xr
 from .. import dims
 from ..errors import SchemaError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: root attribute: what the tree is
 KIND_ATTR = "fdp_ppl_kind"
 #: root attribute: schema version of the tree
 SCHEMA_ATTR = "fdp_ppl_schema_version"
-RELEASE = "release"
 INFERENCE = "inference"
-#: kind of an ε-DP FPCA release (``fp.release`` of an FPCA fit): a frame, not a curve
-EXPMECH_FPCA = "expmech_fpca"
-#: kind of a private kernel-machine release (``fp.release`` of an ERM fit): a decision function on a grid
-ERM_RELEASE = "erm_release"
-#: kind of a private kernel density estimate (``fp.release`` of a KDE, ``fdp-ppl kde``): a density on a grid
+#: file kinds, one per release family and spelled after it (:data:`fdp_ppl.releasing.families.FAMILIES`): a mean
+#: curve, a density on a grid, a kernel machine's decision function on a grid, a frame of principal components
+MEAN_RELEASE = "mean_release"
 KDE_RELEASE = "kde_release"
+MACHINE_RELEASE = "machine_release"
+FPCA_RELEASE = "fpca_release"
+#: former kinds, still read: a mean curve (schema <= 3), a kernel machine, principal components
+RELEASE = "release"
+ERM_RELEASE = "erm_release"
+EXPMECH_FPCA = "expmech_fpca"
 
 # groups
 POSTERIOR = "posterior"
@@ -188,7 +191,7 @@ class ReleaseMetadata:
         if cached is None:
             out = dict(self.extra)
             out.update({k: getattr(self, k) for k in self._TYPES})
-            out[KIND_ATTR] = RELEASE
+            out[KIND_ATTR] = MEAN_RELEASE
             out[SCHEMA_ATTR] = self.schema_version
             cached = clean_attrs(out)
             object.__setattr__(self, "_attrs", cached)
@@ -205,19 +208,20 @@ class ReleaseMetadata:
         """
         attrs = dict(attrs)
         kind = attrs.get(KIND_ATTR, RELEASE)
-        if kind == ERM_RELEASE:
+        family = release_family_of_kind(kind)
+        if family == "machine":
             raise SchemaError("this tree is a private kernel-machine release (a decision function), not a "
                               "mean-curve release", "fp.infer(release) gives its posterior (fdp_ppl.inference.machine); "
                               "plot it with fdp_ppl.plots.plot_decision")
-        if kind == KDE_RELEASE:
+        if family == "kde":
             raise SchemaError("this tree is a private kernel density estimate (a density on a grid), not a "
                               "mean-curve release", "fdp_ppl.infer reads it through "
                               "fdp_ppl.inference.density.infer_density; plot_release takes mean-curve releases")
-        if kind == EXPMECH_FPCA:
+        if family == "fpca":
             raise SchemaError("this tree is an epsilon-DP FPCA release (a frame of principal components), not a "
                               "mean-curve release", "read its posterior 'components' and 'frame' directly "
                               "(fdp_ppl.plots.plot_fpca); inference and plot_release take mean-curve releases")
-        if kind != RELEASE:
+        if family != "mean":
             raise SchemaError(f"this tree is an {kind} result, not a release",
                               "pass the release it was computed from (or read its observed_data)")
         version = int(attrs.get(SCHEMA_ATTR, 1))
@@ -634,11 +638,51 @@ def _constant_group(constant: xr.Dataset, t, t_original, labels, offset, offset_
     return constant
 
 
+def release_family_of_kind(kind) -> str | None:
+    """The release family a file kind names (current or former kind; :data:`fdp_ppl.releasing.families.KINDS`),
+    or None for anything else (an inference result, an unknown kind)."""
+    from .families import KINDS
+
+    return KINDS.get(str(kind)) if kind is not None else None
+
+
+def release_family(tree) -> str | None:
+    """The release family of a tree (``"mean"``, ``"kde"``, ``"machine"``, ``"fpca"``) read from its public root
+    attributes, or None when it is not a release (an inference result, another object).
+
+    Files without a kind are read by what they carry: a density without released coefficients and a KDE summary
+    (or ``fdp-ppl kde``'s ``kde_mechanism``) is a density; one with a noise law, a mean curve.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from fdp_ppl.releasing.schema import release_family
+    >>> release_family(xr.DataTree.from_dict({}, name=None)) is None
+    True
+    """
+    if not isinstance(tree, xr.DataTree):
+        return None
+    kind = tree.attrs.get(KIND_ATTR)
+    family = release_family_of_kind(kind)
+    if family not in (None, "mean"):
+        return family
+    if kind not in (None, RELEASE, MEAN_RELEASE):
+        return None
+    if POSTERIOR in tree.children:
+        post = tree[POSTERIOR]
+        if "density" in post.data_vars and COEFFICIENTS not in post.data_vars and (
+                "kde_mechanism" in tree.attrs or str(tree.attrs.get("summary", "")) in KDE_SUMMARIES):
+            return "kde"  # written before densities carried their kind (1-D FRL / Bernstein copied the mean's)
+    if family == "mean" or "noise_law" in tree.attrs:
+        return "mean"
+    return None
+
+
 def is_release(tree) -> bool:
-    """True for a tree whose root says it is a mean-curve release (or an unversioned release file); False for a
-    kernel density estimate (:func:`is_kde_release`), even one written before KDE files carried their kind."""
-    return (isinstance(tree, xr.DataTree) and tree.attrs.get(KIND_ATTR, RELEASE) == RELEASE
-            and "noise_law" in tree.attrs and not is_kde_release(tree))
+    """True for a mean-curve release (kind ``mean_release``, or a former ``release`` / unversioned file with a noise
+    law); False for a kernel density estimate (:func:`is_kde_release`), even one written before KDE files carried
+    their kind."""
+    return release_family(tree) == "mean" and "noise_law" in tree.attrs
 
 
 #: ``summary`` attributes of the KDE specs (:mod:`fdp_ppl.kde`): files written before :data:`KDE_RELEASE` existed
@@ -646,24 +690,14 @@ KDE_SUMMARIES = ("kde", "kde-sobolev", "kde-iclp-qr", "kde-frl", "kde-bernstein"
 
 
 def is_kde_release(tree) -> bool:
-    """True for a private kernel density estimate (``fp.release`` of a KDE, ``fdp-ppl kde``).
+    """True for a private kernel density estimate (``fp.release`` of a KDE, ``fdp-ppl kde``): kind
+    ``kde_release``, or a file written before the kind existed (:func:`release_family`)."""
+    return release_family(tree) == "kde"
 
-    A file says so with :data:`KIND_ATTR` ``= "kde_release"``. Files written before the kind existed are recognised
-    by what they carry: ``posterior/density`` without released ``coefficients``, and either a KDE spec's ``summary``
-    (:data:`KDE_SUMMARIES`) or the ``kde_mechanism`` attribute of ``fdp-ppl kde`` (its 1-D FRL / Bernstein files
-    copied a mean-curve release's kind).
-    """
-    if not isinstance(tree, xr.DataTree):
-        return False
-    kind = tree.attrs.get(KIND_ATTR)
-    if kind == KDE_RELEASE:
-        return True
-    if kind not in (None, RELEASE) or POSTERIOR not in tree.children:
-        return False
-    post = tree[POSTERIOR]
-    if "density" not in post.data_vars or COEFFICIENTS in post.data_vars:
-        return False
-    return "kde_mechanism" in tree.attrs or str(tree.attrs.get("summary", "")) in KDE_SUMMARIES
+
+def is_machine_release(tree) -> bool:
+    """True for a private kernel machine's decision function (kind ``machine_release``, formerly ``erm_release``)."""
+    return release_family(tree) == "machine"
 
 
 def is_inference(tree) -> bool:
@@ -672,13 +706,13 @@ def is_inference(tree) -> bool:
 
 
 def is_fpca_release(tree) -> bool:
-    """True for an ε-DP FPCA release (``fp.release`` of an FPCA fit)."""
-    return isinstance(tree, xr.DataTree) and tree.attrs.get(KIND_ATTR) == EXPMECH_FPCA
+    """True for an ε-DP FPCA release (kind ``fpca_release``, formerly ``expmech_fpca``)."""
+    return release_family(tree) == "fpca"
 
 
-def erm_attrs() -> dict:
+def machine_attrs() -> dict:
     """Root attributes that mark a private kernel-machine release."""
-    return {KIND_ATTR: ERM_RELEASE, SCHEMA_ATTR: SCHEMA_VERSION}
+    return {KIND_ATTR: MACHINE_RELEASE, SCHEMA_ATTR: SCHEMA_VERSION}
 
 
 def kde_attrs() -> dict:
@@ -688,7 +722,7 @@ def kde_attrs() -> dict:
 
 def fpca_attrs() -> dict:
     """Root attributes that mark an ε-DP FPCA release."""
-    return {KIND_ATTR: EXPMECH_FPCA, SCHEMA_ATTR: SCHEMA_VERSION}
+    return {KIND_ATTR: FPCA_RELEASE, SCHEMA_ATTR: SCHEMA_VERSION}
 
 
 def inference_attrs() -> dict:
@@ -700,5 +734,6 @@ __all__ = [n for n in dir() if n.isupper()] + ["ReleaseMetadata", "ReleaseView",
                                                 "ReleaseTemplate",
                                                 "coefficient_map",
                                                 "clean_attrs", "is_release", "is_inference", "inference_attrs",
-                                                "is_fpca_release", "fpca_attrs", "erm_attrs", "is_kde_release",
+                                                "is_fpca_release", "fpca_attrs", "machine_attrs", "is_kde_release", "is_machine_release",
+                                                "release_family", "release_family_of_kind",
                                                 "kde_attrs"]
