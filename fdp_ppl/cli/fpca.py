@@ -214,7 +214,7 @@ def run(a) -> int:
             fit = spec.fit(curves.transpose(dims.CURVE, dims.T).values, units=units, n=n)
     bars = a.sampler != "exact" and sys.stderr.isatty()  # the samplers' own progress bars (one live display)
     source = Path(str(a.data)).name + (f" / {a.var}" if a.var else "")
-    from ..summaries.base import curve_labels
+    from ..summaries import curve_labels
 
     # public descriptions of the data (names and units, never values): the table's tau and the plot's axis
     provenance = {"data_source": source, "missing": a.missing, **curve_labels(curves)}

@@ -521,7 +521,30 @@ class LinearSummary:
 
 def curve_labels(curves, record_dim: str | None = None, t_dim: str | None = None) -> dict:
     """Public descriptions of curves from a DataArray's attributes: ``value_name``,
-    ``value_units``, ``t_name``, ``t_units`` (empty for anything else, e.g. numpy input)."""
+    ``value_units``, ``t_name``, ``t_units`` (empty for anything else, e.g. numpy input).
+
+    A linear summary records them itself; for a release whose fit takes plain arrays (principal components)
+    pass them as ``fp.release(..., provenance={**curve_labels(curves), ...})``, as ``fdp-ppl fpca`` does.
+
+    Parameters
+    ----------
+    curves : xr.DataArray, shape (records, grid)
+        Curves with their public names and units in ``attrs`` (``long_name`` or ``variable``, ``units``,
+        ``t_name``, ``t_units``) or on the grid coordinate.
+    record_dim, t_dim : str, optional
+        Names of the record and grid dims (default: from the dims' names).
+
+    Returns
+    -------
+    dict of str to str
+        Only the descriptions that are set; names and units, never values.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> fp.summaries.curve_labels(fp.datasets.load_dataset("growth"))
+    {'value_name': 'height', 'value_units': 'cm', 't_name': 'age', 't_units': 'years'}
+    """
     if not isinstance(curves, xr.DataArray) or curves.ndim != 2:
         return {}
     attrs = curves.attrs
