@@ -177,3 +177,56 @@ def test_principal_components(tmp_path):
     tree = fp.release(spec.fit(curves), fp.ExponentialMechanism(), random_seed=SEED,
                       provenance={"data_source": "growth", "missing": "error", **fp.summaries.curve_labels(curves)})
     _assert_same_file(out, tree, tmp_path)
+
+
+# ------------------------------------------------------------------------------------------------ no attribute edits
+#: methods that change a mapping in place
+_MUTATORS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
+
+
+def _attrs_edits(source: str, filename: str = "<source>") -> list[str]:
+    """Every place ``source`` writes or edits an ``attrs`` mapping: ``x.attrs[k] = v`` (also ``+=``, ``del``),
+    ``x.attrs = {...}`` and ``x.attrs.update(...)`` (or another in-place method)."""
+    import ast
+
+    def is_attrs(node) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "attrs"
+
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = node.targets
+        for target in targets:
+            for t in ast.walk(target):
+                if is_attrs(t) or (isinstance(t, ast.Subscript) and is_attrs(t.value)):
+                    found.append((node.lineno, f"{filename}:{node.lineno}: {ast.unparse(node).splitlines()[0]}"))
+                    break
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS \
+                and is_attrs(node.func.value):
+            found.append((node.lineno, f"{filename}:{node.lineno}: {ast.unparse(node)}"))
+    return [text for _, text in sorted(found)]
+
+
+def test_the_attrs_check_finds_every_form():
+    src = ("tree.attrs['a'] = 1\nt.attrs = {}\nt.attrs.update(a=1)\nx['posterior'].attrs['b'] += 1\n"
+           "del t.attrs['a']\nt.attrs.setdefault('a', 1)\nt.attrs, y = {}, 1\n"
+           "ok = t.attrs.get('a')\nz = dict(t.attrs)\nc = curves.assign_attrs(a=1)\n")
+    assert [line.split(": ", 1)[0] for line in _attrs_edits(src)] == [f"<source>:{i}" for i in range(1, 8)]
+
+
+def test_no_command_module_writes_attributes():
+    """The command line passes its public descriptions to the library (``fp.release(provenance=...)``,
+    ``fp.infer(provenance=...)``); no command module writes or edits an ``attrs`` mapping itself."""
+    from pathlib import Path
+
+    import fdp_ppl.cli
+
+    files = sorted(Path(fdp_ppl.cli.__file__).parent.glob("*.py"))
+    assert len(files) >= 10
+    found = [hit for f in files for hit in _attrs_edits(f.read_text(), f.name)]
+    assert not found, "\n".join(found)

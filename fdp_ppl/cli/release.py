@@ -215,12 +215,10 @@ def _check_args(a):
 def _labelled(curves, labels: dict):
     """A copy of ``curves`` whose attrs carry the public names and units of ``labels``
     (``{"t": {"long_name", "units"}, "value": {...}}``); the library carries them to the release."""
-    out = curves.copy(deep=False)
-    out.attrs = dict(curves.attrs)
     t, v = labels.get("t", {}), labels.get("value", {})
-    out.attrs.update({k: val for k, val in (("t_name", t.get("long_name")), ("t_units", t.get("units")),
-                                             ("long_name", v.get("long_name")), ("units", v.get("units"))) if val})
-    return out
+    return curves.assign_attrs({k: val for k, val in (("t_name", t.get("long_name")), ("t_units", t.get("units")),
+                                                      ("long_name", v.get("long_name")), ("units", v.get("units")))
+                                if val})
 
 
 def _fit_summary(entry, curves, a, offset=None, offset_source: str = ""):

@@ -350,7 +350,7 @@ def _pointwise_loglik(model, post: xr.Dataset) -> xr.DataArray:
 def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: int = 0, sampling_sd=None,
           method: str = "auto", draws: int = 1000, tune: int = 1000, chains: int = 2, cores: int = 1,
           target_accept: float = 0.9, random_seed=None, progressbar: bool = True,
-          nuts_sampler: str = "pymc") -> xr.DataTree:
+          nuts_sampler: str = "pymc", provenance=None) -> xr.DataTree:
     """Posterior of the underlying curve given one private release: exact where the model allows, NUTS otherwise.
 
     Parameters
@@ -416,6 +416,9 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
         Seeds NUTS and the exact conditional draws.
     nuts_sampler : {"pymc", "nutpie", "numpyro"}
         Alternative NUTS implementations when installed.
+    provenance : mapping of str to str or number, optional
+        Public descriptions recorded as root attributes of the result as given (``fdp-ppl infer`` passes
+        ``release_file``); a key the result already records is refused.
 
     Returns
     -------
@@ -445,6 +448,11 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
         Not a release, unknown target, prior or method, or an unsupported combination
         (``InputError``, a ``ValueError``; e.g. ``method="exact"`` with free hyperparameters).
     """
+    if provenance:  # the result of the same call, with the caller's public descriptions recorded on it
+        return _recorded(infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
+                               draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,
+                               random_seed=random_seed, progressbar=progressbar, nuts_sampler=nuts_sampler),
+                         provenance)
     if isinstance(release, xr.DataTree) and release.attrs.get(S.KIND_ATTR) == S.ERM_RELEASE:  # kernel machines
         from .machine import infer_machine_dispatch
 
@@ -467,6 +475,17 @@ def infer(release: xr.DataTree, prior="gp", *, target: str | None = None, draw: 
         return _infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
                       draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,
                       random_seed=random_seed, progressbar=progressbar, nuts_sampler=nuts_sampler)
+
+
+def _recorded(result: xr.DataTree, provenance) -> xr.DataTree:
+    """``result`` with ``provenance`` added to its root attributes (refusing a key it already records)."""
+    extra = S.clean_attrs(dict(provenance))
+    clash = sorted(set(extra) & set(result.attrs))
+    if clash:
+        raise InputError(f"provenance may not set {', '.join(clash)}: the inference result records them",
+                         "drop them from provenance")
+    result.attrs = {**result.attrs, **extra}
+    return result
 
 
 def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, chains, cores, target_accept,
