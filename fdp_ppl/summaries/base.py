@@ -169,8 +169,25 @@ class SummarySpec:
     #: whether coefficients are ``shrinkage * X̄_j`` (linear in the clipped mean)
     linear: ClassVar[bool] = True
 
+    @classmethod
+    def check_tau(cls, tau) -> float:
+        """The spec's check of its public bound τ, without data (a command line runs it before reading any).
+
+        Raises
+        ------
+        InputError
+            τ not finite and > 0.
+
+        Examples
+        --------
+        >>> import fdp_ppl as fp
+        >>> fp.ICLPQRSpec.check_tau(2)
+        2.0
+        """
+        return public_tau(tau)
+
     def __post_init__(self):
-        object.__setattr__(self, "tau", public_tau(self.tau))
+        object.__setattr__(self, "tau", self.check_tau(self.tau))
         object.__setattr__(self, "n", public_n(self.n))
         if self.privacy_unit is not None:
             from ..io.units import PrivacyUnit
