@@ -50,6 +50,7 @@ def test_infer_end_to_end_exact_with_plot(tmp_path, release_file, capsys):
     np.testing.assert_allclose(curve["t"].values, released["posterior"]["t"].values)
     assert post.attrs["fdp_ppl_kind"] == "inference" and post.attrs["inference"] == "exact"
     assert post.attrs["privacy_cost"].startswith("none")
+    assert post.attrs["release_file"] == str(release_file)  # recorded by fp.infer(provenance=...), not the command
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     lines = cap.out.splitlines()
     assert lines[0] == f"fdp-ppl infer {release_file}"
@@ -130,6 +131,7 @@ def test_infer_serves_a_kde_release(tmp_path, capsys):
     assert "privacy cost" in text and "band" in text and "modes" in text
     post = xr.open_datatree(out)
     assert post.attrs["fdp_ppl_kind"] == "inference" and "posterior_predictive" in post.children
+    assert post.attrs["release_file"] == str(kde)
     assert main(["infer", str(kde), "--lengthscale", "0.1", "--out", str(tmp_path / "y.nc")]) == 2
     _one_line_error(capsys.readouterr(), "--lengthscale describes a mean-curve prior")
     assert not (tmp_path / "y.nc").exists()

@@ -20,7 +20,8 @@ made before any charge, the atomic writer, the public table, seeds and warnings 
 
 Bad input ends with one line ``fdp-ppl: error: ...`` on stderr naming the fix and exit code 2 (argparse's own
 usage errors also exit with 2). Library errors (:class:`fdp_ppl.errors.FdpPplError`: message ``; `` fix) are
-printed unchanged. Everything a command writes to its output file is public; the public table goes to stdout; what
+printed as the library words them, the one check for Python and the command line, with a keyword and its value
+(``epsilon=1.0``) named as the flag that sets it (``--epsilon 1.0``, :func:`fdp_ppl.cli.common.in_flags`). Everything a command writes to its output file is public; the public table goes to stdout; what
 only the data holder may see (clipped and imputed counts) goes to stderr and never into a file.
 """
 
@@ -33,10 +34,13 @@ import sqlite3
 import sys
 
 from ..errors import FdpPplError
-from .common import PROG, fail, os_message
+from .common import PROG, fail, in_flags, os_message
 
 #: the commands, in the order ``fdp-ppl --help`` lists them; each is the module ``fdp_ppl.cli.<name>``
 COMMANDS = ("release", "demo", "infer", "kde", "svm", "fpca", "ledger", "audit")
+
+#: the subcommand's name and the positional arguments (not flags) among the parsed arguments
+_POSITIONAL = ("command", "release", "file")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,10 +74,14 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse usage errors (exit 2) and --help (exit 0)
         return int(e.code) if isinstance(e.code, int) else (0 if e.code is None else 2)
+    module = importlib.import_module(f"{__name__}.{args.command}")
+    # the command's flags by the library keyword they set (dest; a module's LIBRARY_FLAGS where the names differ)
+    flags = {d: "--" + d.replace("_", "-") for d in vars(args) if d not in _POSITIONAL}
+    flags.update(getattr(module, "LIBRARY_FLAGS", {}))
     try:
-        return importlib.import_module(f"{__name__}.{args.command}").run(args)
-    except FdpPplError as e:  # library and command-line errors: message; fix — printed unchanged
-        return fail(e)
+        return module.run(args)
+    except FdpPplError as e:  # library and command-line errors: message; fix — keywords named as flags
+        return fail(in_flags(e, flags))
     except BrokenPipeError:  # the reader of stdout went away (`fdp-ppl ledger FILE | head -1`): not an error
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python flushes stdout at exit: let that go nowhere

@@ -79,6 +79,33 @@ def fail(msg) -> int:
     return 2
 
 
+#: a library keyword with its value in a message or fix: ``epsilon=1.0``, ``calibration='analytic'``
+_KEYWORD = r"(?<![\w.<>!=-])([A-Za-z_][A-Za-z0-9_]*)=(?!=)('[^']*'|\"[^\"]*\"|[^\s,;)]+)"
+
+
+def in_flags(err, flags: dict) -> str:
+    """A library error (message; fix) with the keywords of its fix in the command's flags: ``pass e.g.
+    epsilon=1.0`` becomes ``pass e.g. --epsilon 1.0`` and ``use calibration='analytic'`` becomes ``use
+    --calibration analytic``, for the keywords in ``flags`` (keyword -> flag). The message is unchanged (it may
+    describe something else by the same name: a ledger's ``delta=0``). The one translation every command uses
+    (:func:`fdp_ppl.cli.main` applies it to every :class:`~fdp_ppl.errors.FdpPplError`), so a check made by the
+    library reads the same from Python and from the command line, with the flag to change named.
+    """
+    import re
+
+    def flag(match):
+        name, value = match.group(1), match.group(2)
+        if name not in flags:
+            return match.group(0)
+        value = value[1:-1] if value[:1] in "'\"" and value[-1:] == value[:1] else value
+        return f"{flags[name]} {value}"
+
+    fix = getattr(err, "fix", "")
+    if not (fix and flags):
+        return str(err)
+    return f"{err.message}; {re.sub(_KEYWORD, flag, fix)}"
+
+
 def os_message(err: OSError) -> str:
     msg = err.args[-1] if err.args else str(err)
     fname = getattr(err, "filename", None)
@@ -595,6 +622,6 @@ def ledger_text(ledger, attrs) -> str:
             + f"; remaining epsilon {rem.epsilon:g}" + (f", delta {rem.delta:g}" if with_delta else ""))
 
 
-__all__ = ["CLIError", "Prepaid", "write_release", "print_table", "save_plot", "plotter", "check_output_space", "check_out",
+__all__ = ["CLIError", "in_flags", "Prepaid", "write_release", "print_table", "save_plot", "plotter", "check_output_space", "check_out",
            "open_ledger", "load_data", "seed_text", "unit_text", "ledger_text", "warn_large_epsilon",
            "warn_record_level", "add_unit_args", "add_output_args", "add_ledger_args", "add_out_of_core_args"]

@@ -96,14 +96,19 @@ def add_subparser(sub) -> None:
 
 
 def _check(a):
-    from .common import CLIError, check_ledger_args, check_out, check_unit_args, finite
+    import fdp_ppl as fp
+
+    from ..errors import check_epsilon
+    from ..releasing.plans import check_draws
+    from .common import CLIError, check_ledger_args, check_out, check_unit_args, finite, warn_large_epsilon
 
     a.unit = check_unit_args(a)
-    from .common import warn_large_epsilon
-
+    # the library's checks of epsilon (the spec's), delta and the sampler (the mechanism's) and draws, before the
+    # data are read
+    check_epsilon(a.epsilon)
     warn_large_epsilon(a.epsilon)
-    if not (finite(a.epsilon) and a.epsilon > 0):
-        raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon})", "pass e.g. --epsilon 1")
+    a.mech = fp.ExponentialMechanism(sampler=a.sampler, iterations=a.iterations, delta=a.delta)
+    check_draws(a.draws)
     if not (finite(a.tau) and a.tau > 0):
         raise CLIError(f"--tau must be a finite number > 0 (got {a.tau})",
                        "pass a public bound on the curves' L2 norm, e.g. --tau 1")
@@ -111,8 +116,6 @@ def _check(a):
         raise CLIError(f"--k and --m must be >= 1 (got k = {a.k}, m = {a.m})", "e.g. --k 2 --m 5")
     if a.k > a.m:
         raise CLIError(f"--k {a.k} components cannot exceed --m {a.m} basis functions", "choose k <= m")
-    if a.draws < 1:
-        raise CLIError(f"--draws must be >= 1 (got {a.draws})", "pass --draws 1 for one release")
     if a.iterations < 1:
         raise CLIError(f"--iterations must be >= 1 (got {a.iterations})", "e.g. --iterations 200")
     from ..expmech.fpca_plan import iteration_floor
@@ -122,17 +125,15 @@ def _check(a):
         what = "NUTS tuning steps" if a.sampler == "nuts" else "Gibbs scans (k > 1)"
         raise CLIError(f"--iterations {a.iterations} is below the public floor of {floor} {what}",
                        f"pass --iterations {floor} or more (default 200)")
-    if a.rho is not None and not (finite(a.rho) and a.rho > 0):
-        raise CLIError(f"--rho must be > 0 (got {a.rho})", "e.g. --rho 0.1")
     from .._names import KERNEL_NAMES
+    from .common import DEFAULT_RHO
 
     if a.basis != "fourier" and a.basis not in KERNEL_NAMES:
         raise CLIError(f"unknown --basis {a.basis!r}", f"choose fourier or a kernel: {', '.join(KERNEL_NAMES)}")
     if a.basis == "fourier" and a.rho is not None:
         raise CLIError("--rho applies to a kernel basis, not to --basis fourier", "drop --rho or pass --basis matern32")
-    if a.delta is not None and not (finite(a.delta) and 0 < a.delta < 1):
-        raise CLIError(f"--delta must lie strictly between 0 and 1 (got {a.delta})",
-                       "pass e.g. --delta 1e-10, or omit it for pure epsilon-DP")
+    # the kernel of a kernel basis (the library refuses a bad rho), before the data are read
+    a.kernel = None if a.basis == "fourier" else fp.kernel_from_name(a.basis, DEFAULT_RHO if a.rho is None else a.rho)
     if a.delta is not None and (a.sampler == "nuts" or (a.sampler == "gibbs" and a.k > 1)):
         raise CLIError("--delta applies to the exact samplers (and k = 1 Gibbs); NUTS and Gibbs with k > 1 are "
                        "uncertified MCMC, with no delta to state", "drop --delta or pass --sampler exact --k 1")
@@ -153,13 +154,10 @@ def _spec(a, curves):
 
     from .. import dims
     from ..expmech import FPCASpec
-    from ..spaces import Grid, eigenbasis, kernel_from_name
-    from .common import DEFAULT_RHO
+    from ..spaces import Grid, eigenbasis
 
     grid = Grid.from_points(np.asarray(curves[dims.T].values, dtype=float))
-    basis = "fourier"
-    if a.basis != "fourier":
-        basis = eigenbasis(kernel_from_name(a.basis, a.rho if a.rho is not None else DEFAULT_RHO), grid)
+    basis = "fourier" if a.kernel is None else eigenbasis(a.kernel, grid)
     return FPCASpec(grid=grid, m=a.m, k=a.k, epsilon=a.epsilon, tau=a.tau, basis=basis, form=a.form,
                     privacy_unit=a.unit)
 
@@ -214,13 +212,13 @@ def run(a) -> int:
             fit = spec.fit(curves.transpose(dims.CURVE, dims.T).values, units=units, n=n)
     bars = a.sampler != "exact" and sys.stderr.isatty()  # the samplers' own progress bars (one live display)
     source = Path(str(a.data)).name + (f" / {a.var}" if a.var else "")
-    from ..summaries.base import curve_labels
+    from ..summaries import curve_labels
 
     # public descriptions of the data (names and units, never values): the table's tau and the plot's axis
     provenance = {"data_source": source, "missing": a.missing, **curve_labels(curves)}
     with warnings.catch_warnings(), (contextlib.nullcontext() if bars else stage("drawing the release")):
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fp.release(fit, fp.ExponentialMechanism(sampler=a.sampler, iterations=a.iterations, delta=a.delta),
+        tree = fp.release(fit, a.mech,
                           draws=a.draws, random_seed=a.seed, ledger=ledger, dataset=dataset_identity(curves),
                           label=f"fpca {a.form}/{a.sampler} k={a.k} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}",
                           progressbar=bars, provenance=provenance)

@@ -300,7 +300,8 @@ def run(a) -> int:
             warnings.simplefilter("always", UserWarning)
             result = fp.infer(release, prior, target=a.target, draw=a.release_draw, sampling_sd=a.sampling_sd,
                               method=a.method, draws=a.draws, tune=a.tune, chains=a.chains,
-                              target_accept=a.target_accept, random_seed=a.seed, progressbar=bars)
+                              target_accept=a.target_accept, random_seed=a.seed, progressbar=bars,
+                              provenance={"release_file": str(a.release)})
     except FdpPplError as err:  # the library's message, in terms of flags
         raise CLIError(_flags(err.message), _flags(err.fix)) from None
     finally:
@@ -308,7 +309,6 @@ def run(a) -> int:
     notes = [_flags(" ".join(str(w.message).split())) for w in caught
              if issubclass(w.category, (InferenceWarning, UserWarning)) and "BLAS" not in str(w.message)]
     failed = [n for n in notes if n.startswith("MCMC diagnostics failed")]
-    result.attrs["release_file"] = str(a.release)
 
     from .common import plotter
 
@@ -362,7 +362,6 @@ def _run_other(a, release, family: str) -> int:
         raise CLIError(_flags(err.message), _flags(err.fix)) from None
     notes = [_flags(" ".join(str(w.message).split())) for w in caught
              if issubclass(w.category, UserWarning) and "BLAS" not in str(w.message)]
-    result.attrs["release_file"] = str(a.release)
     out = _write_other(a, result, family)
     for note in notes:
         print(f"fdp-ppl: warning: {note}", file=sys.stderr)
@@ -378,10 +377,11 @@ def _infer_other(a, release, family, prior):
     if family == "fpca":  # NUTS on the covariance (fdp_ppl.inference.components)
         with stage("computing the posterior (NUTS on the second-moment operator)"):
             return fp.infer(release, None, draws=a.draws, tune=a.tune, chains=a.chains,
-                            target_accept=a.target_accept, random_seed=a.seed, progressbar=False)
+                            target_accept=a.target_accept, random_seed=a.seed, progressbar=False,
+                            provenance={"release_file": str(a.release)})
     with stage("computing the posterior (exact draws)"):
         return fp.infer(release, prior, target=a.target, draw=a.release_draw, method=a.method, draws=a.draws,
-                        chains=a.chains, random_seed=a.seed)
+                        chains=a.chains, random_seed=a.seed, provenance={"release_file": str(a.release)})
 
 
 def _write_other(a, result, family) -> int:

@@ -86,29 +86,22 @@ def add_subparser(sub) -> None:
 
 
 def _check(a):
-    from .common import CLIError, check_ledger_args, check_out, check_unit_args, finite
+    from ..releasing.plans import check_draws
+    from .common import CLIError, check_ledger_args, check_out, check_unit_args, finite, warn_large_epsilon
 
-    if not (finite(a.epsilon) and a.epsilon > 0):
-        raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon})", "pass e.g. --epsilon 1")
     a.unit = check_unit_args(a)
     if a.kde_estimator != "exact" and a.mechanism not in ("gp", "sobolev"):
         raise CLIError(f"--kde-estimator {a.kde_estimator} applies to --mechanism gp and sobolev",
                        "drop --kde-estimator")
-    from .common import warn_large_epsilon
-
-    warn_large_epsilon(a.epsilon)
+    if a.mechanism not in ("gp", "sobolev") and a.delta is not None:
+        raise CLIError(f"--mechanism {a.mechanism} is pure epsilon-DP and takes no --delta", "drop --delta")
+    a.mech = _mechanism(a)  # the library's checks of epsilon and delta, before the ledger and the data
+    check_draws(a.draws)
     if a.unit is not None and a.unit.contributions > 1:
         raise CLIError("a KDE takes --combine mean or --max-contributions 1 per person",
                        "pass --combine mean (each person's observations share one observation's weight)")
     if a.unit is not None and a.unit.order is not None:
         raise CLIError("--unit-order is not available for kde", "sort the file by it and drop --unit-order")
-    approx = a.mechanism in ("gp", "sobolev")
-    if approx and a.delta is None:
-        raise CLIError(f"--mechanism {a.mechanism} is (epsilon, delta)-DP and needs --delta", "pass e.g. --delta 1e-5")
-    if approx and not (finite(a.delta) and 0 < a.delta < 1):
-        raise CLIError(f"--delta must lie in (0, 1) (got {a.delta})", "pass e.g. --delta 1e-5")
-    if not approx and a.delta is not None:
-        raise CLIError(f"--mechanism {a.mechanism} is pure epsilon-DP and takes no --delta", "drop --delta")
     lo, hi = a.domain
     if not (finite(lo) and finite(hi) and lo < hi):
         raise CLIError(f"--domain needs finite LO < HI (got {lo} {hi})", "pass e.g. --domain 0 1")
@@ -123,8 +116,6 @@ def _check(a):
                            "pass e.g. --bandwidth-epsilon 0.1")
     if a.grid_size is not None and a.grid_size < 3:
         raise CLIError(f"--grid-size must be >= 3 (got {a.grid_size})", "pass e.g. --grid-size 200")
-    if a.draws < 1:
-        raise CLIError(f"--draws must be >= 1 (got {a.draws})", "pass --draws 1 for one release")
     if a.frl_m is not None:
         if a.mechanism != "frl":
             raise CLIError(f"--frl-m applies to --mechanism frl only (got {a.mechanism})", "drop --frl-m")
@@ -145,6 +136,16 @@ def _check(a):
         raise CLIError(f"--eta must be > 1 (got {a.eta})", "pass e.g. --eta 1.25")
     check_out(a)
     check_ledger_args(a)
+    warn_large_epsilon(a.epsilon)
+
+
+def _mechanism(a):
+    """The mechanism of ``--mechanism`` with ``--epsilon`` (and ``--delta``): the library refuses bad values."""
+    from ..noise.mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
+
+    if a.mechanism in ("gp", "sobolev"):
+        return GaussianMechanism(a.epsilon, a.delta)
+    return {"iclp": ICLP, "frl": FRL, "bernstein": Bernstein}[a.mechanism](a.epsilon)
 
 
 def _is_lazy(a) -> bool:
@@ -447,24 +448,20 @@ def _grid_spec(a, n, d, size):
     """The public KDE spec and mechanism of the flags on the ``size``^d grid over ``--domain``."""
     from ..kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec
     from ..kde.baselines import BernsteinKDESpec, FRLKDESpec
-    from ..noise.mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
 
     grid = CartesianGrid.uniform([tuple(a.domain)] * d, size)
     unit = {"privacy_unit": a.unit}
     if a.mechanism == "frl":  # 2-D: first floor(n^(1/3)) tensor-eigenbasis coefficients, exact l1 sensitivity
-        spec, mech = FRLKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, M=a.frl_m, **unit), FRL(a.epsilon)
+        spec = FRLKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, M=a.frl_m, **unit)
     elif a.mechanism == "bernstein":  # 2-D: (k + 1)^2 lattice values, k = 10 by default, exact l1 sensitivity
         spec = BernsteinKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, k=BERNSTEIN_K[2] if a.bernstein_k is None
                                 else a.bernstein_k, **unit)
-        mech = Bernstein(a.epsilon)
     elif a.mechanism == "iclp":
         spec = ICLPKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, eta=a.eta, normalise=a.normalise, **unit)
-        mech = ICLP(a.epsilon)
     else:
         cls = KDESpec if a.mechanism == "gp" else SobolevKDESpec
         spec = cls(grid=grid, bandwidth=a.bandwidth, n=n, estimator=a.kde_estimator, **unit)
-        mech = GaussianMechanism(a.epsilon, a.delta)
-    return spec, mech
+    return spec, a.mech
 
 
 def kde_provenance(a, bw_eps: float = 0.0) -> dict:
@@ -505,16 +502,16 @@ def _baseline(a, obs, n, size, ledger, label, units=None, provenance=None, compo
 
     from ..kde import bandwidth_rule
     from ..kde.baselines import bernstein_kde_spec, bumps_density, frl_kde_spec, kde_bumps
-    from ..noise.mechanisms import FRL, Bernstein
 
     lo, hi = a.domain
     pts = np.linspace(lo, hi, size)
     h = a.bandwidth or float(bandwidth_rule(n, 1, (hi - lo) / 4)[0])
+    mech = a.mech
     if a.mechanism == "frl":
-        spec, mech = frl_kde_spec(pts, h, n, M=a.frl_m, privacy_unit=a.unit), FRL(a.epsilon)
+        spec = frl_kde_spec(pts, h, n, M=a.frl_m, privacy_unit=a.unit)
     else:
-        spec, mech = bernstein_kde_spec(pts, h, n, k=BERNSTEIN_K[1] if a.bernstein_k is None else a.bernstein_k,
-                                        privacy_unit=a.unit), Bernstein(a.epsilon)
+        spec = bernstein_kde_spec(pts, h, n, k=BERNSTEIN_K[1] if a.bernstein_k is None else a.bernstein_k,
+                                  privacy_unit=a.unit)
     bumps = kde_bumps(obs, pts, h, (lo, hi))
     if units is not None:  # the bumps are the records of the mean: a unit's bumps combined (or its first kept)
         bumps = xr.DataArray(bumps, dims=("curve", "t"), coords={"t": pts, a.unit.column: ("curve", units)})

@@ -36,12 +36,11 @@ from .._progress import stage
 from ..errors import SeededReleaseWarning
 from .common import (DEFAULT_KERNEL, DEFAULT_RHO, PROG, SEED_HELP, CLIError, add_ledger_args, add_out_of_core_args,
                      add_output_args, add_unit_args, check_ledger_args, check_out, check_output_space, check_unit_args,
-                     dataset_identity, finite, ledger_text, load_data, np, open_ledger, print_table, registry,
+                     dataset_identity, ledger_text, load_data, np, open_ledger, print_table, registry,
                      seed_text, unit_text, warn_large_epsilon, warn_record_level, write_release)
 
-#: ``--calibration`` values (which ones a mechanism knows is the library's business) and, for the
-#: calibrations valid only for ε <= 1 (classical Gaussian bound), the one to use above 1
-_CALIBRATIONS = {"classical": "analytic", "analytic": None, "exact": None, "theorem5": "exact"}
+#: ``--calibration`` values (which ones a mechanism knows, and for which ε, is the library's business)
+_CALIBRATIONS = ("classical", "analytic", "exact", "theorem5")
 
 
 #: registry option name -> flag
@@ -51,11 +50,6 @@ _FLAGS = {"nu": "--nu", "calibration": "--calibration", "eta": "--eta", "psi": "
 def _users(option: str) -> list[str]:
     """Mechanisms whose registry entry takes ``option`` (a mechanism or a summary option)."""
     return [name for name, e in registry.MECHANISMS.items() if option in (*e.options, *e.summary_options)]
-
-
-def _option_default(entry: registry.MechanismEntry, option: str):
-    """Default of a mechanism option of a registry entry."""
-    return entry.option_defaults.get(option)
 
 
 def _uses_eigenbasis(entry: registry.MechanismEntry) -> bool:
@@ -115,7 +109,7 @@ def add_subparser(sub) -> None:
                    help="δ in (0, 1); required by the (ε, δ) mechanisms, refused by the others")
     m.add_argument("--nu", type=float, default=None,
                    help=f"degrees of freedom ν > 0 of the t law ({', '.join(_users('nu'))}; required there)")
-    m.add_argument("--calibration", choices=tuple(_CALIBRATIONS), default=None,
+    m.add_argument("--calibration", choices=_CALIBRATIONS, default=None,
                    help="noise calibration: analytic (default, exact for any ε) or classical (the papers', ε <= 1) for "
                         "gaussian and rkhs-gaussian; "
                         "exact (default) or theorem5 (ε <= 1) for t-process and laplace-process")
@@ -152,7 +146,11 @@ def add_subparser(sub) -> None:
 
 
 def _check_args(a):
-    """Check the flags and build the mechanism (before any data is read).
+    """Check the flags and build the mechanism and the noise kernel (before any data is read).
+
+    What the library checks (ε, δ, the calibration, ν, the kernel and ρ, τ, draws) it checks here, by building the
+    mechanism and the kernel and by the spec's and the plan's own checks of τ and draws: one wording from Python and
+    from the command line. Only the flags' own rules are the command's.
 
     Returns
     -------
@@ -162,31 +160,18 @@ def _check_args(a):
     Raises
     ------
     CLIError
-        A flag out of range or one that does not apply to the mechanism.
+        A flag that does not apply to the mechanism, or a removed flag.
     FdpPplError
-        The library refuses the mechanism's parameters (printed unchanged).
+        The library refuses a parameter (printed with its keyword as the flag).
     """
+    from ..releasing.plans import check_draws
+
     entry = registry.MECHANISMS[a.mechanism]
     if getattr(a, "drop_incomplete", False):
         raise CLIError("--drop-incomplete was removed: the count of complete curves became the public n, so a record "
                        "with a missing value and its complete neighbour got different n, psi, sensitivity and noise "
                        "scales", "pass --missing impute (each missing point set to 0, every record kept)")
-    if not (finite(a.epsilon) and a.epsilon > 0):
-        raise CLIError(f"--epsilon must be a finite number > 0 (got {a.epsilon})", "pass e.g. --epsilon 1")
-    if not (finite(a.tau) and a.tau > 0):
-        what = "sup-norm bound on |X(t)|" if not _uses_eigenbasis(entry) else "bound on the curves' L2 norm"
-        raise CLIError(f"--tau must be a finite number > 0 (got {a.tau})",
-                       f"pass a public {what}, e.g. --tau 1 for curves with values in [-1, 1]")
-    if a.rho is not None and not (finite(a.rho) and a.rho > 0):
-        raise CLIError(f"--rho must be > 0 (got {a.rho})", "e.g. --rho 0.1")
-    if a.draws < 1:
-        raise CLIError(f"--draws must be >= 1 (got {a.draws})")
-    if entry.approximate:
-        if a.delta is None:
-            raise CLIError(f"--mechanism {a.mechanism} is (epsilon, delta)-DP and needs --delta", "e.g. --delta 1e-5")
-        if not (finite(a.delta) and 0 < a.delta < 1):
-            raise CLIError(f"--delta must lie strictly between 0 and 1 (got {a.delta})", "pass e.g. --delta 1e-5")
-    elif a.delta is not None:
+    if not entry.approximate and a.delta is not None:
         approx = ", ".join(n for n, e in registry.MECHANISMS.items() if e.approximate)
         raise CLIError(f"--mechanism {a.mechanism} is pure epsilon-DP and takes no --delta",
                        f"drop --delta or use an (epsilon, delta) mechanism ({approx})")
@@ -198,30 +183,32 @@ def _check_args(a):
     if not _uses_eigenbasis(entry) and (a.kernel is not None or a.rho is not None):
         raise CLIError(f"--kernel/--rho do not apply to --mechanism {a.mechanism} (a polynomial basis on a lattice, "
                        "no kernel)", "drop them; --k sets the lattice size")
-    if a.kernel is not None and a.kernel not in registry.KERNELS:
-        raise CLIError(f"unknown kernel {a.kernel!r}", f"choose --kernel from {', '.join(registry.KERNELS)}")
-    if "calibration" in entry.options:
-        cal = a.calibration or _option_default(entry, "calibration")
-        alternative = _CALIBRATIONS.get(cal)
-        if alternative and a.epsilon > 1:
-            raise CLIError(f"the {cal} calibration of --mechanism {a.mechanism} is valid only for epsilon <= 1 "
-                           f"(got {a.epsilon:g})", f"pass --calibration {alternative} or a smaller --epsilon")
+    mechanism = entry.mechanism(a.epsilon, a.delta, **{o: getattr(a, o) for o in entry.options})
+    if _uses_eigenbasis(entry):
+        _noise_kernel(a)
+    entry.spec_class.check_tau(a.tau)
+    check_draws(a.draws)
     a.unit = check_unit_args(a)
     check_out(a)
     check_ledger_args(a)
     warn_large_epsilon(a.epsilon)
-    return entry.mechanism(a.epsilon, a.delta, **{o: getattr(a, o) for o in entry.options})
+    return mechanism
+
+
+def _noise_kernel(a):
+    """The noise kernel of ``--kernel`` and ``--rho`` (the library refuses an unknown name or a bad ρ)."""
+    import fdp_ppl as fp
+
+    return fp.kernel_from_name(a.kernel or DEFAULT_KERNEL, DEFAULT_RHO if a.rho is None else a.rho)
 
 
 def _labelled(curves, labels: dict):
     """A copy of ``curves`` whose attrs carry the public names and units of ``labels``
     (``{"t": {"long_name", "units"}, "value": {...}}``); the library carries them to the release."""
-    out = curves.copy(deep=False)
-    out.attrs = dict(curves.attrs)
     t, v = labels.get("t", {}), labels.get("value", {})
-    out.attrs.update({k: val for k, val in (("t_name", t.get("long_name")), ("t_units", t.get("units")),
-                                             ("long_name", v.get("long_name")), ("units", v.get("units"))) if val})
-    return out
+    return curves.assign_attrs({k: val for k, val in (("t_name", t.get("long_name")), ("t_units", t.get("units")),
+                                                      ("long_name", v.get("long_name")), ("units", v.get("units")))
+                                if val})
 
 
 def _fit_summary(entry, curves, a, offset=None, offset_source: str = ""):
@@ -236,10 +223,7 @@ def _fit_summary(entry, curves, a, offset=None, offset_source: str = ""):
     grid = fp.Grid.from_points(np.asarray(curves[dims.T].values, dtype=float))
     public = grid
     if _uses_eigenbasis(entry):
-        public = fp.eigenbasis(fp.kernel_from_name(a.kernel or DEFAULT_KERNEL, DEFAULT_RHO if a.rho is None else a.rho), grid)
-        if a.M is not None and not 1 <= a.M <= public.size:
-            raise CLIError(f"--M must lie in 1..{public.size} (the eigenpairs retained for this kernel and grid), "
-                           f"got {a.M}", "pass a smaller --M or omit it for floor(n^(1/3))")
+        public = fp.eigenbasis(_noise_kernel(a), grid)
     unit = getattr(a, "unit", None)
     n = int(curves.sizes[dims.CURVE]) if unit is None else unit.n_units(curves) * unit.contributions
     spec = entry.spec(public, tau=a.tau, n=n, privacy_unit=unit, **{o: getattr(a, o) for o in entry.summary_options})

@@ -102,12 +102,11 @@ def _parse_domain(text, d):
 
 
 def _check(a):
-    from .common import CLIError, check_ledger_args, check_out, check_unit_args, finite
+    from ..noise.mechanisms import ICLP, GaussianMechanism
+    from ..releasing.plans import check_draws
+    from .common import CLIError, check_ledger_args, check_out, check_unit_args, finite, warn_large_epsilon
 
     a.unit = check_unit_args(a)
-    from .common import warn_large_epsilon
-
-    warn_large_epsilon(a.epsilon)
     if a.unit is not None and (a.unit.max_contributions != 1 or a.unit.order is not None):
         raise CLIError("a kernel machine takes --max-contributions 1 per person (it is not linear in its records: "
                        "they cannot be combined)", "pass --privacy-unit COLUMN --max-contributions 1")
@@ -117,26 +116,20 @@ def _check(a):
     a.feature_names = [f.strip() for f in a.features.split(",") if f.strip()]
     if len(a.feature_names) not in (1, 2):
         raise CLIError(f"--features takes one or two column names (got {a.features!r})", "e.g. --features x1,x2")
-    for flag, v in (("--epsilon", a.epsilon), ("--lam", a.lam), ("--bandwidth", a.bandwidth)):
-        if not (finite(v) and v > 0):
-            raise CLIError(f"{flag} must be a finite number > 0 (got {v})", f"pass e.g. {flag} 1")
-    if a.mechanism == "gp":
-        if a.delta is None:
-            raise CLIError("--mechanism gp is (epsilon, delta)-DP and needs --delta", "e.g. --delta 1e-5")
-        if not (finite(a.delta) and 0 < a.delta < 1):
-            raise CLIError(f"--delta must lie strictly between 0 and 1 (got {a.delta})", "e.g. --delta 1e-5")
-        if a.calibration == "classical" and a.epsilon > 1:
-            raise CLIError(f"the classical calibration is valid only for epsilon <= 1 (got {a.epsilon:g})",
-                           "pass --calibration analytic or a smaller --epsilon")
-    else:
+    if a.mechanism == "iclp":
         if a.delta is not None:
             raise CLIError("--mechanism iclp is pure epsilon-DP and takes no --delta", "drop --delta")
         if len(a.feature_names) != 1:
             raise CLIError("--mechanism iclp releases a machine on one feature", "use --mechanism gp for two")
-        if not (finite(a.eta) and a.eta > 1):
-            raise CLIError(f"--eta must be > 1 (got {a.eta})", "e.g. --eta 2")
-    if a.draws < 1:
-        raise CLIError(f"--draws must be >= 1 (got {a.draws})", "pass --draws 1 for one release")
+    # the library's checks of epsilon, delta, the calibration and draws, before the ledger and the data
+    a.mech = GaussianMechanism(a.epsilon, a.delta, a.calibration) if a.mechanism == "gp" else ICLP(a.epsilon)
+    check_draws(a.draws)
+    # what the spec checks once n is known (after the table is read), checked here before it is read
+    for flag, v in (("--lam", a.lam), ("--bandwidth", a.bandwidth)):
+        if not (finite(v) and v > 0):
+            raise CLIError(f"{flag} must be a finite number > 0 (got {v})", f"pass e.g. {flag} 1")
+    if a.mechanism == "iclp" and not (finite(a.eta) and a.eta > 1):
+        raise CLIError(f"--eta must be > 1 (got {a.eta})", "e.g. --eta 2")
     if a.grid_size is not None and a.grid_size < 2:
         raise CLIError(f"--grid-size must be >= 2 (got {a.grid_size})", "e.g. --grid-size 50")
     if not (finite(a.solver_slack) and 0 < a.solver_slack < 1):
@@ -144,6 +137,7 @@ def _check(a):
     a.domain_box = _parse_domain(a.domain, len(a.feature_names))
     check_out(a)
     check_ledger_args(a)
+    warn_large_epsilon(a.epsilon)
 
 
 def _load_table(a):
@@ -245,7 +239,6 @@ def run(a) -> int:
     from ..erm import ERMSpec
     import fdp_ppl as fp
     from ..errors import SeededReleaseWarning
-    from ..noise.mechanisms import ICLP, GaussianMechanism
 
     _check(a)
     delta = a.delta if a.mechanism == "gp" else 0.0
@@ -260,7 +253,7 @@ def run(a) -> int:
     spec = ERMSpec(_kernel(a), lam=a.lam, n=n, loss=a.loss, domain=a.domain_box, grid_size=grid_size,
                    eta=a.eta if a.mechanism == "iclp" else None, solver_slack=a.solver_slack, privacy_unit=a.unit,
                    approximation=a.approximation, landmarks=a.landmarks)
-    mech = GaussianMechanism(a.epsilon, a.delta, a.calibration) if a.mechanism == "gp" else ICLP(a.epsilon)
+    mech = a.mech
     from .common import check_output_space
 
     check_output_space(a, 8.0 * a.draws * int(np.prod(spec.grid_size)) * 2 + 8.0 * int(np.prod(spec.grid_size)) * 8)

@@ -403,7 +403,7 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
           sampling_sd=Default(None), method: str = Default("auto"), draws: int = Default(1000),
           tune: int = Default(1000), chains: int = Default(2), cores: int = Default(1),
           target_accept: float = Default(0.9), random_seed=Default(None), progressbar: bool = Default(True),
-          nuts_sampler: str = Default("pymc")) -> xr.DataTree:
+          nuts_sampler: str = Default("pymc"), provenance=None) -> xr.DataTree:
     """Posterior of the underlying curve given one private release: exact where the model allows, NUTS otherwise.
 
     Every family the command line writes is served, each by its own function, which takes some of the options
@@ -487,6 +487,9 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
         Seeds NUTS and the exact conditional draws (default None: fresh entropy). Every family.
     nuts_sampler : {"pymc", "nutpie", "numpyro"}
         Alternative NUTS implementations when installed (default ``"pymc"``). Mean curve only.
+    provenance : mapping of str to str or number, optional
+        Public descriptions recorded as root attributes of the result as given (``fdp-ppl infer`` passes
+        ``release_file``); a key the result already records is refused. Every family.
 
     Returns
     -------
@@ -519,6 +522,11 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
         An option the release's family does not take (table above; the default value passed explicitly
         included), naming the options it takes, before the release is read further.
     """
+    if provenance:  # the result of the same call, with the caller's public descriptions recorded on it
+        return _recorded(infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
+                               draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,
+                               random_seed=random_seed, progressbar=progressbar, nuts_sampler=nuts_sampler),
+                         provenance)
     options = {"prior": prior, "target": target, "draw": draw, "sampling_sd": sampling_sd, "method": method,
                "draws": draws, "tune": tune, "chains": chains, "cores": cores, "target_accept": target_accept,
                "random_seed": random_seed, "progressbar": progressbar, "nuts_sampler": nuts_sampler}
@@ -549,6 +557,17 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
         return _infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
                       draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,
                       random_seed=random_seed, progressbar=progressbar, nuts_sampler=nuts_sampler)
+
+
+def _recorded(result: xr.DataTree, provenance) -> xr.DataTree:
+    """``result`` with ``provenance`` added to its root attributes (refusing a key it already records)."""
+    extra = S.clean_attrs(dict(provenance))
+    clash = sorted(set(extra) & set(result.attrs))
+    if clash:
+        raise InputError(f"provenance may not set {', '.join(clash)}: the inference result records them",
+                         "drop them from provenance")
+    result.attrs = {**result.attrs, **extra}
+    return result
 
 
 def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, chains, cores, target_accept,

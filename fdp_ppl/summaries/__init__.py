@@ -18,7 +18,7 @@ array([0.9901, 0.0909])
 """
 
 from .base import (NEIGHBOURING, NORMS, DataDerived, DataHolderReport, LinearSummary, Sensitivity, SummarySpec,
-                   as_spec)
+                   as_spec, curve_labels)
 from .bernstein import BernsteinSpec, BernsteinSummary, bernstein_design, bernstein_mean
 from .curves import as_curves, check_finite, clip_curves, clipped_mean, curves_and_grid, data_tau, l2_norms
 from .mean import (PSS, EigenSpec, FRLSpec, ICLPARSpec, ICLPQRSpec, RidgeSpec, RKHSSpec, SampleMeanSpec, ar_j_star,
@@ -31,4 +31,4 @@ __all__ = ["SummarySpec", "EigenSpec", "SampleMeanSpec", "FRLSpec", "RidgeSpec",
            "bernstein_design", "bernstein_mean", "DataDerived", "data_tau", "Sensitivity", "NORMS", "NEIGHBOURING",
            "as_curves", "curves_and_grid", "check_finite", "clip_curves", "clipped_mean", "l2_norms", "PSS", "pss",
            "kernel_beta", "ridge_shrinkage", "ar_thresholds", "frl_mean", "iclp_qr_mean", "iclp_ar_mean",
-           "rkhs_mean", "sample_mean", "ar_j_star", "cv_score", "cv_grid", "noise_energy"]
+           "rkhs_mean", "sample_mean", "ar_j_star", "cv_score", "cv_grid", "noise_energy", "curve_labels"]

@@ -169,8 +169,25 @@ class SummarySpec:
     #: whether coefficients are ``shrinkage * X̄_j`` (linear in the clipped mean)
     linear: ClassVar[bool] = True
 
+    @classmethod
+    def check_tau(cls, tau) -> float:
+        """The spec's check of its public bound τ, without data (a command line runs it before reading any).
+
+        Raises
+        ------
+        InputError
+            τ not finite and > 0.
+
+        Examples
+        --------
+        >>> import fdp_ppl as fp
+        >>> fp.ICLPQRSpec.check_tau(2)
+        2.0
+        """
+        return public_tau(tau)
+
     def __post_init__(self):
-        object.__setattr__(self, "tau", public_tau(self.tau))
+        object.__setattr__(self, "tau", self.check_tau(self.tau))
         object.__setattr__(self, "n", public_n(self.n))
         if self.privacy_unit is not None:
             from ..io.units import PrivacyUnit
@@ -521,7 +538,30 @@ class LinearSummary:
 
 def curve_labels(curves, record_dim: str | None = None, t_dim: str | None = None) -> dict:
     """Public descriptions of curves from a DataArray's attributes: ``value_name``,
-    ``value_units``, ``t_name``, ``t_units`` (empty for anything else, e.g. numpy input)."""
+    ``value_units``, ``t_name``, ``t_units`` (empty for anything else, e.g. numpy input).
+
+    A linear summary records them itself; for a release whose fit takes plain arrays (principal components)
+    pass them as ``fp.release(..., provenance={**curve_labels(curves), ...})``, as ``fdp-ppl fpca`` does.
+
+    Parameters
+    ----------
+    curves : xr.DataArray, shape (records, grid)
+        Curves with their public names and units in ``attrs`` (``long_name`` or ``variable``, ``units``,
+        ``t_name``, ``t_units``) or on the grid coordinate.
+    record_dim, t_dim : str, optional
+        Names of the record and grid dims (default: from the dims' names).
+
+    Returns
+    -------
+    dict of str to str
+        Only the descriptions that are set; names and units, never values.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> fp.summaries.curve_labels(fp.datasets.load_dataset("growth"))
+    {'value_name': 'height', 'value_units': 'cm', 't_name': 'age', 't_units': 'years'}
+    """
     if not isinstance(curves, xr.DataArray) or curves.ndim != 2:
         return {}
     attrs = curves.attrs

@@ -79,13 +79,17 @@ class BernsteinSpec(SummarySpec):
     norms: ClassVar[tuple[str, ...]] = ("l1",)
     source: ClassVar[str] = "Aldà & Rubinstein (2017); Lin & Reimherr (2026), Section 6.1"
 
+    @classmethod
+    def check_tau(cls, tau) -> float:
+        """The check of the public sup-norm bound τ_∞ on |X(t)|, without data."""
+        return public_tau(tau, "tau_inf", "pass a public bound on |X(t)|")
+
     def __post_init__(self):
-        object.__setattr__(self, "tau", public_tau(self.tau, "tau_inf", "pass a public bound on |X(t)|"))
         super().__post_init__()
         if not isinstance(self.lattice_grid, Grid):
             raise InputError("a Bernstein spec needs the curves' grid", "pass lattice_grid=Grid.from_points(points)")
         if isinstance(self.k, bool) or not float(self.k).is_integer() or int(self.k) < 1:
-            raise InputError(f"k (lattice size) must be an integer >= 1, got {self.k!r}")
+            raise InputError(f"k (lattice size) must be an integer >= 1, got {self.k!r}", "pass e.g. k=20")
         object.__setattr__(self, "k", int(self.k))
 
     @property

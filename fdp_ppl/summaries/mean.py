@@ -282,7 +282,8 @@ class FRLSpec(EigenSpec):
         super().__post_init__()
         M = pss(self.n, self._beta()).m_range[1] if self.M is None else self.M
         if isinstance(M, bool) or not float(M).is_integer() or not 1 <= int(M) <= self.basis.size:
-            raise InputError(f"M must lie in 1..{self.basis.size} (retained eigenpairs), got {M}")
+            raise InputError(f"M must lie in 1..{self.basis.size} (retained eigenpairs), got {M}",
+                             "pass a smaller M, or none for the default (the PSS range's upper end)")
         object.__setattr__(self, "M", int(M))
 
     @property

@@ -125,7 +125,8 @@ class EllipticalProcessMechanism(_EllipticalBase):
         if calibration not in ("exact", "theorem5"):
             raise InputError(f"unknown calibration {calibration!r}; use 'exact' or 'theorem5'")
         if calibration == "theorem5" and self.epsilon > 1:
-            raise InputError("calibration='theorem5' uses the classical Gaussian bound (epsilon <= 1); use 'exact'")
+            raise InputError(f"calibration='theorem5' uses the classical Gaussian bound, valid only for epsilon <= 1 "
+                             f"(got {self.epsilon:g})", "use calibration='exact' or a smaller epsilon")
         self.kind = family
         self.nu = float(nu) if nu is not None else None
         self.calibration = calibration
