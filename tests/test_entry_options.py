@@ -88,7 +88,7 @@ _INFER_DEFAULTS = {"prior": "gp", "target": None, "draw": 0, "sampling_sd": None
 
 def _defaults(function) -> dict:
     return {name: p.default.value for name, p in inspect.signature(function).parameters.items()
-            if name not in ("release", "mechanism")}
+            if name not in ("release", "mechanism", "provenance")}  # provenance: every family, not a family option
 
 
 @pytest.fixture
