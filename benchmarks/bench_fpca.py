@@ -7,7 +7,7 @@ On the Berkeley growth data (paper-reading setting of notebook 07: m = 5 eigenfu
 Gaussian kernel, Σ = K·diag(λ), ε = 1) for k = 1 and k = 3 this measures, in one process:
 
 * ``baseline``     the paper's recipe: one chain of 20,000 Gibbs scans per released frame
-                   (``fdp_ppl.expmech.gibbs_matrix_bingham``); effective samples per second = 1 / time;
+                   (``fdp_ppl.fpca.gibbs_matrix_bingham``); effective samples per second = 1 / time;
 * ``exact``        k = 1 only: exact ACG rejection as released (``fp.release(fit, ExponentialMechanism("exact"))``: the pure
                    ε''-DP plan, a data-independent T proposals per draw), independent draws;
 * ``gibbs-chain``  one long Gibbs chain, ESS of the invariant explained-variance ratio tr(VᵀGV)/tr(G)
@@ -97,7 +97,7 @@ def bench_k(k: int, args, rng) -> list[dict]:
     from fdp_ppl.errors import SeededReleaseWarning
     from studies import fpca as F
     import fdp_ppl as fp
-    from fdp_ppl.expmech.samplers import gibbs_matrix_bingham
+    from fdp_ppl.fpca.samplers import gibbs_matrix_bingham
 
     prep = F.prepare("growth", "paper-reading")
     spec = F.make_spec(prep, k=k, epsilon=EPSILON)
@@ -164,7 +164,7 @@ def bench_k(k: int, args, rng) -> list[dict]:
     if not args.no_nuts:
         import pymc as pm
 
-        from fdp_ppl.expmech import fpca_pymc_model
+        from fdp_ppl.fpca import fpca_pymc_model
 
         model = fpca_pymc_model(fit)
         t0 = time.perf_counter()

@@ -12,7 +12,7 @@ compress). Each is then opened lazily and fitted chunk by chunk on a
   ``--grid`` nodes (default 128) over [-4, 4], exact estimator (the kernel sum)
   and binned estimator (linear binning, smoothed once);
 * ICLP KDE (grid-node counts);
-* FPCA (:class:`fdp_ppl.expmech.FPCASpec`, Fourier basis m = 8): the Gram of the
+* FPCA (:class:`fdp_ppl.fpca.FPCASpec`, Fourier basis m = 8): the Gram of the
   clipped coefficient rows.
 
 Reported per fit: the time (open, one pass, reduction, the spec's finishing
@@ -106,7 +106,7 @@ def run(quick: bool = False, n: int | None = None, chunks: int | None = None, di
     import fdp_ppl as fp
     from fdp_ppl.io.stores import dask_client, open_curves
     from fdp_ppl.io.records import open_records
-    from fdp_ppl.expmech import FPCASpec
+    from fdp_ppl.fpca import FPCASpec
     from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec
 
     warnings.simplefilter("ignore")

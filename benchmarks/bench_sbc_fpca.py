@@ -51,7 +51,7 @@ def constant_accuracy(rng, max_spread: float) -> list[dict]:
     from scipy import special
 
     import fdp_ppl as fp
-    from fdp_ppl.expmech import FPCASpec
+    from fdp_ppl.fpca import FPCASpec
     from fdp_ppl.inference.bingham import bingham_constant_check
     from fdp_ppl.inference.components import ComponentsPrior
 
@@ -77,7 +77,7 @@ def fresh_pymc_seconds(spec, n, draws, tune, chains, rng) -> float:
     """Seconds of one plain ``pm.sample`` on a freshly built model of the same posterior (compile included)."""
     import pymc as pm
 
-    from fdp_ppl.expmech import FPCAFit
+    from fdp_ppl.fpca import FPCAFit
     import fdp_ppl as fp
     from fdp_ppl.inference.components import (ComponentsPrior, FrameLikelihood, _likelihood_scale, _read_fpca,
                                               components_model, initial_values)
@@ -118,7 +118,7 @@ def main(argv=None) -> int:
 
     import fdp_ppl as fp
     from _common import write_results
-    from fdp_ppl.expmech import FPCASpec
+    from fdp_ppl.fpca import FPCASpec
     from fdp_ppl.inference.components_sbc import SBC_SUMMARIES, rank_uniformity, sbc_ranks
 
     rng = np.random.default_rng(a.seed)

@@ -136,7 +136,7 @@ def _svm_data(n, seed=1):
 
 
 def svm_rows(exact_sizes, nystroem_sizes) -> list:
-    from fdp_ppl.erm import ERMSpec
+    from fdp_ppl.machine import ERMSpec
     from fdp_ppl.spaces import Gaussian
 
     try:

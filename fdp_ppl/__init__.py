@@ -24,7 +24,7 @@ _SUBMODULES = {"datasets": "datasets", "dims": "dims", "settings": "settings", "
                "noise": "noise", "laws": "noise.laws", "mechanisms": "noise.mechanisms",
                "elliptical": "noise.elliptical", "sampling": "noise.sampling", "accounting": "accounting",
                "releasing": "releasing", "schema": "releasing.schema", "registry": "releasing.registry",
-               "kde": "kde", "erm": "erm", "expmech": "expmech", "inference": "inference", "auditing": "auditing",
+               "kde": "kde", "machine": "machine", "fpca": "fpca", "inference": "inference", "auditing": "auditing",
                "plots": "plots", "testing": "testing"}
 _NAMES = {
     "auditing": ("audit",),
@@ -34,7 +34,7 @@ _NAMES = {
     "errors": ("BudgetExceededError", "CompatibilityError", "FdpPplError", "InputError", "PrivacyLeakWarning",
                "SchemaError", "SeededReleaseWarning"),
     "noise.mechanisms": ("FRL", "ICLP", "Bernstein", "GaussianMechanism", "Mechanism"),
-    "expmech.mechanism": ("ExponentialMechanism",),
+    "fpca.mechanism": ("ExponentialMechanism",),
     "inference": ("infer",),
     "releasing": ("release",),
     "releasing.plans": ("plan", "ReleasePlan"),

@@ -154,7 +154,7 @@ def test_planted_fpca_scale_bug_is_caught(monkeypatch):
     sqrt(2). The exponential mechanism's loss reaches eps only where one side's normaliser is extreme, so the
     design is chosen to make that visible: m = 2, Sigma = diag(1, 0.003) (a concentrated base), one curve
     phi_1 vs phi_2, eps = 1, 100 000 frames per side."""
-    from fdp_ppl.expmech import FPCASpec
+    from fdp_ppl.fpca import FPCASpec
 
     def audit_once():
         spec = FPCASpec(grid=fp.Grid.uniform(8), m=2, k=1, epsilon=1.0, tau=1.0, basis="fourier",
@@ -177,7 +177,7 @@ def test_old_gp_base_sampler_failure_leak_is_found():
     (n = 28 curves along phi_5 vs one replaced by phi_1; Gaussian kernel rho = 1, m = 5, k = 1, eps = 1):
     with the historical cap of 2e6 proposals it fails about 16 % vs 2.5 % of the time."""
     from fdp_ppl.auditing import fpca_issue_design
-    from fdp_ppl.expmech.samplers import rejection_from_gp_base
+    from fdp_ppl.fpca.samplers import rejection_from_gp_base
 
     spec, first, second = fpca_issue_design(1.0, "gp-base")
     grams = {id(first): spec.fit(first).gram, id(second): spec.fit(second).gram}

@@ -94,7 +94,7 @@ def test_svm_labels_must_be_pm1(tmp_path, capsys):
 def test_cli_erm_imports_only_argparse():
     from pathlib import Path
 
-    import fdp_ppl.cli.svm as mod
+    import fdp_ppl.cli.machine as mod
 
     src = Path(mod.__file__).read_text().split('"""', 2)[2]
     top = [line for line in src.splitlines() if line.startswith(("import ", "from "))]
@@ -113,7 +113,7 @@ def test_svm_nystroem_on_public_landmarks(tmp_path, table, capsys):
     at = xr.open_datatree(out).attrs
     assert at["kernel_approximation"] == "nystroem" and int(at["nystroem_landmarks"]) == 8
     assert "Nystroem on 8 public landmarks" in stdout
-    from fdp_ppl.erm import ERMSpec
+    from fdp_ppl.machine import ERMSpec
 
     assert ERMSpec.from_attrs(at).method == "nystroem"
     code, _, err = _run(capsys, "svm", "--data", table, "--features", "a", "--label", "label", "--lam", 0.05,

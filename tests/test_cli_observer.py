@@ -192,7 +192,7 @@ def test_svm_missing_values_message_names_no_count(tmp_path, capsys):
 
 
 def test_svm_charges_the_ledger_before_the_solver_runs(tmp_path, table, capsys, monkeypatch):
-    from fdp_ppl.erm import machine
+    from fdp_ppl.machine import machine
     from fdp_ppl.errors import InputError
 
     led = tmp_path / "led.sqlite"
@@ -212,7 +212,7 @@ def test_svm_charges_the_ledger_before_the_solver_runs(tmp_path, table, capsys, 
 
 
 def test_solver_failure_message_names_no_data_derived_number():
-    from fdp_ppl.erm.solvers import solve_erm
+    from fdp_ppl.machine.solvers import solve_erm
     from fdp_ppl.errors import InputError
 
     rng = np.random.default_rng(1)

@@ -26,7 +26,7 @@ def test_the_command_line_is_a_package_with_one_module_per_command():
     from pathlib import Path
 
     import fdp_ppl
-    from fdp_ppl.cli import COMMANDS, build_parser
+    from fdp_ppl.cli import ALIASES, COMMANDS, build_parser
 
     top = Path(fdp_ppl.__file__).parent
     assert (top / "cli").is_dir() and not list(top.glob("cli*.py"))
@@ -36,4 +36,5 @@ def test_the_command_line_is_a_package_with_one_module_per_command():
         mod = importlib.import_module(f"fdp_ppl.cli.{name}")
         assert callable(mod.add_subparser) and callable(mod.run), name
     sub = next(a for a in build_parser()._actions if a.dest == "command")
-    assert set(sub.choices) == set(COMMANDS)
+    assert set(sub.choices) == set(COMMANDS) | set(ALIASES)  # a former name (svm) is an alias of its command
+    assert set(ALIASES.values()) <= set(COMMANDS)

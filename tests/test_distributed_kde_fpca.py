@@ -65,7 +65,7 @@ def test_kde_2d_from_a_dask_backed_dataarray(obs2):
 
 def test_fpca_fit_of_a_dask_array_equals_memory(rng):
     import fdp_ppl as fp
-    from fdp_ppl.expmech import FPCASpec
+    from fdp_ppl.fpca import FPCASpec
 
     k = 30
     t = np.linspace(0, 1, k)
@@ -101,7 +101,7 @@ def test_the_records_are_never_gathered_whole(obs1):
 def test_lazy_inputs_are_refused_like_memory(obs1):
     import fdp_ppl as fp
     from fdp_ppl.errors import InputError
-    from fdp_ppl.expmech import FPCASpec
+    from fdp_ppl.fpca import FPCASpec
     from fdp_ppl.kde import CartesianGrid, KDESpec
 
     spec = KDESpec(grid=CartesianGrid.uniform([[-2.0, 2.0]], 21), bandwidth=0.3, n=N + 1)
@@ -140,7 +140,7 @@ def test_kde_and_fpca_on_a_two_worker_cluster(obs1, rng):
     distributed = pytest.importorskip("distributed")
     import fdp_ppl as fp
     from fdp_ppl.io.stores import dask_client
-    from fdp_ppl.expmech import FPCASpec
+    from fdp_ppl.fpca import FPCASpec
     from fdp_ppl.kde import CartesianGrid, KDESpec
 
     spec = KDESpec(grid=CartesianGrid.uniform([[-2.0, 2.0]], 41), bandwidth=0.3, n=N)

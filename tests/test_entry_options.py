@@ -45,8 +45,8 @@ def _curves(n, K, seed):
 # ---------------------------------------------------------------------- tiny fits and releases of every family
 @pytest.fixture(scope="module")
 def fits():
-    from fdp_ppl.erm import ERMSpec
-    from fdp_ppl.expmech import FPCASpec
+    from fdp_ppl.machine import ERMSpec
+    from fdp_ppl.fpca import FPCASpec
     from fdp_ppl.kde import CartesianGrid, KDESpec
 
     curves = _curves(12, 16, 0)

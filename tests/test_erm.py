@@ -1,4 +1,4 @@
-"""Private kernel machines and online GP release (fdp_ppl.erm): sensitivity, privacy, noise, online updates."""
+"""Private kernel machines and online GP release (fdp_ppl.machine): sensitivity, privacy, noise, online updates."""
 
 import warnings
 
@@ -8,10 +8,10 @@ from scipy import integrate, stats
 
 from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
 from fdp_ppl.accounting.calibration import gaussian_delta
-from fdp_ppl.erm import (ERMSpec, GPPath, GridEigenbasis, KroneckerEigenbasis, OnlineRelease, chol_jitter, erm_model,
+from fdp_ppl.machine import (ERMSpec, GPPath, GridEigenbasis, KroneckerEigenbasis, OnlineRelease, chol_jitter, erm_model,
                          gaussian_conditional, grid_basis, ou_conditional, predict_labels, rkhs_distance)
 import fdp_ppl as fp
-from fdp_ppl.erm.gp import EIGEN_REL_TOL
+from fdp_ppl.machine.gp import EIGEN_REL_TOL
 from fdp_ppl.errors import (
     BudgetExceededError,
     CompatibilityError,
@@ -332,7 +332,7 @@ def test_bad_inputs_refused():
 
 def test_many_draws_compose_even_when_k_delta_reaches_one():
     """Basic composition of 20 draws at δ = 0.1 is (20ε, 2): vacuous but valid; it must not raise."""
-    from fdp_ppl.erm.release import _charge
+    from fdp_ppl.machine.release import _charge
     from fdp_ppl.noise.mechanisms import GaussianMechanism
 
     cost = _charge(None, GaussianMechanism(1.0, 0.1, calibration="classical"), 20, "test")
@@ -342,7 +342,7 @@ def test_many_draws_compose_even_when_k_delta_reaches_one():
 def test_erm_release_follows_the_schema():
     import fdp_ppl as fp
     from fdp_ppl.releasing import schema
-    from fdp_ppl.erm import ERMSpec
+    from fdp_ppl.machine import ERMSpec
     from fdp_ppl.errors import SchemaError
     from fdp_ppl.noise.mechanisms import GaussianMechanism
 
@@ -428,7 +428,7 @@ def test_pymc_model_fragment_matches_the_release_law(case):
     dec = pm.draw(model["decision"], draws=n, random_seed=8).reshape(n, -1)
     pts = spec.points
     if case == "iclp":
-        _, sigma = __import__("fdp_ppl.erm.release", fromlist=["_calibrate"])._calibrate(spec, mech)
+        _, sigma = __import__("fdp_ppl.machine.release", fromlist=["_calibrate"])._calibrate(spec, mech)
         b = sigma * np.sqrt(spec.eigenvalues)
         Phi = spec.basis.reconstruct(np.eye(spec.basis.size)).T
         mean, cov = Phi @ fit.eigen_coefficients(), (Phi * 2 * b**2) @ Phi.T
@@ -513,7 +513,7 @@ def test_kronecker_basis_equals_the_dense_eigenbasis():
 def test_seeded_release_law_is_the_same_through_both_bases():
     """A seeded release through the Kronecker basis and through the dense basis: same σ, same centre
     (projected decision function) and same noise covariance σ² Σ_j λ_j u_j u_jᵀ (Hall et al. 2013, §4.3)."""
-    from fdp_ppl.erm import release as rel
+    from fdp_ppl.machine import release as rel
 
     spec, kb, db = _kron_and_dense()
     fit = spec.fit(*_data(10, 2, 12))

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from fdp_ppl.erm import ERMSpec, rkhs_distance, solve_erm
+from fdp_ppl.machine import ERMSpec, rkhs_distance, solve_erm
 import fdp_ppl as fp
-from fdp_ppl.erm.fast import solve_hinge_dual
-from fdp_ppl.erm.machine import EXACT_MAX_N
-from fdp_ppl.erm.nystroem import NystroemMap
+from fdp_ppl.machine.fast import solve_hinge_dual
+from fdp_ppl.machine.machine import EXACT_MAX_N
+from fdp_ppl.machine.nystroem import NystroemMap
 from fdp_ppl.errors import InputError
 from fdp_ppl.noise.mechanisms import ICLP, GaussianMechanism
 from fdp_ppl.spaces import Gaussian, Matern

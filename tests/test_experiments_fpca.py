@@ -78,7 +78,7 @@ def test_form_comparison_scale_invariance():
 
 def test_simulated_curves_follow_the_design():
     x, pc = F.simulate_curves(4000, rng=np.random.default_rng(0), noise_sd=0.0)
-    from fdp_ppl.expmech import fourier_basis
+    from fdp_ppl.fpca import fourier_basis
     from fdp_ppl.spaces import Grid
 
     grid = Grid.uniform(100)
@@ -150,7 +150,7 @@ def test_clt_study_shows_the_limit_and_the_pitfall():
 
 
 def test_penalised_mean_draws_are_the_truncated_gaussian():
-    from fdp_ppl.expmech import penalised_mean_draws, penalised_mean_gaussian
+    from fdp_ppl.fpca import penalised_mean_draws, penalised_mean_gaussian
 
     rng = np.random.default_rng(3)
     X = F.clt_data(15, 3, rng=rng)

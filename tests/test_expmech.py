@@ -21,11 +21,11 @@ from scipy.special import logsumexp
 
 from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
 from fdp_ppl.errors import BudgetExceededError, InputError, SeededReleaseWarning
-from fdp_ppl.expmech import (FPCASpec, gibbs_matrix_bingham, penalised_mean_clt_covariance, penalised_mean_estimate,
+from fdp_ppl.fpca import (FPCASpec, gibbs_matrix_bingham, penalised_mean_clt_covariance, penalised_mean_estimate,
                              penalised_mean_gaussian, penalised_mean_model, rejection_from_gp_base,
                              sample_vector_bingham, subspace_distance, variance_ratio)
 import fdp_ppl as fp
-from fdp_ppl.expmech.samplers import acg_envelope
+from fdp_ppl.fpca.samplers import acg_envelope
 from fdp_ppl.spaces import Grid
 
 
@@ -454,7 +454,7 @@ def test_gibbs_k1_m40_matches_exact():
 
 
 def test_uniform_base_model():
-    from fdp_ppl.expmech import UniformBase, exponential_mechanism_model
+    from fdp_ppl.fpca import UniformBase, exponential_mechanism_model
 
     base = UniformBase(np.array([-1.0, -1.0]), np.array([1.0, 2.0]))
     model = exponential_mechanism_model(lambda b: -(b[0] - 0.3) ** 2 - b[1] ** 2, epsilon=2.0, sensitivity=0.5,
@@ -474,7 +474,7 @@ def test_uniform_base_model():
 def test_nuts_model_matches_exact_k1(form):
     import pymc as pm
 
-    from fdp_ppl.expmech import fpca_pymc_model
+    from fdp_ppl.fpca import fpca_pymc_model
 
     m = 3
     spec = small_spec(m, eps=2.0, form=form, sigma=np.diag([1.0, 0.5, 0.25]))
@@ -505,7 +505,7 @@ def test_kernel_eigenbasis_spec():
 
 
 def test_gp_base_rejection_cap_is_data_independent_error():
-    from fdp_ppl.expmech import SamplerBudgetError
+    from fdp_ppl.fpca import SamplerBudgetError
 
     G = np.diag([500.0, 0.0, 0.0])  # base mass near e_1 is tiny: the expected number of proposals is huge
     with pytest.raises(SamplerBudgetError, match="proposals"):
@@ -519,7 +519,7 @@ def test_gp_base_rejection_cap_is_data_independent_error():
 def test_nuts_potential_is_the_target_density(form):
     """log p(W) of the NUTS model = N(0, 1) log-density of W + log f(V) − log ACG_C(V), with log f the spec's
     log-density w.r.t. the uniform law on frames (so span(Z) has exactly the target law)."""
-    from fdp_ppl.expmech import fpca_pymc_model, nuts_parametrisation
+    from fdp_ppl.fpca import fpca_pymc_model, nuts_parametrisation
 
     spec = small_spec(5, eps=1.5, form=form, k=2)
     fit = spec.fit(3 * _toy_curves(12, 20, 41))

@@ -21,11 +21,11 @@ from scipy import special
 
 from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
 from fdp_ppl.errors import InputError, SeededReleaseWarning
-from fdp_ppl.expmech import FPCASpec, gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
+from fdp_ppl.fpca import FPCASpec, gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
 import fdp_ppl as fp
-from fdp_ppl.expmech.fpca import FPCAFit
-from fdp_ppl.expmech.fpca_plan import exact_plan
-from fdp_ppl.expmech.samplers import (acg_acceptance_bound, acg_envelope, bingham_log_density_floor, fallback_guarantee,
+from fdp_ppl.fpca.fpca import FPCAFit
+from fdp_ppl.fpca.fpca_plan import exact_plan
+from fdp_ppl.fpca.samplers import (acg_acceptance_bound, acg_envelope, bingham_log_density_floor, fallback_guarantee,
                                       gp_base_acceptance_bound, gp_base_log_density_floor, proposal_budget,
                                       pure_guarantee, pure_proposal_budget)
 from fdp_ppl.spaces import Gaussian, Grid, eigenbasis

@@ -11,7 +11,7 @@ from scipy import integrate, special
 import fdp_ppl as fp
 from fdp_ppl.releasing import schema as S
 from fdp_ppl.errors import InputError
-from fdp_ppl.expmech import FPCAFit, FPCASpec
+from fdp_ppl.fpca import FPCAFit, FPCASpec
 from fdp_ppl.inference import bingham as B
 from fdp_ppl.inference import components as C
 from fdp_ppl.inference import components_sbc as SBC
@@ -81,7 +81,7 @@ def test_gradient_is_the_bingham_second_moment(rng):
         fd = (B.bingham_log_constant(A + D, "series") - B.bingham_log_constant(A - D, "series")) / (2 * h)
         assert fd == pytest.approx(E[i, j] * (1 if i == j else 2), rel=1e-6, abs=1e-9)
     # the exact sampler's draws have E[x xᵀ] as their mean
-    from fdp_ppl.expmech import sample_vector_bingham
+    from fdp_ppl.fpca import sample_vector_bingham
 
     x = sample_vector_bingham(A, 40_000, np.random.default_rng(3))
     assert np.abs(x.T @ x / x.shape[0] - E).max() < 0.015

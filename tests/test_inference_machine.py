@@ -12,7 +12,7 @@ from scipy.special import ndtr
 
 import fdp_ppl as fp
 from fdp_ppl.cli import main
-from fdp_ppl.erm import ERMSpec, grid_basis
+from fdp_ppl.machine import ERMSpec, grid_basis
 from fdp_ppl.errors import InputError, SchemaError
 from studies.machine_coverage import (
     machine_spec,
@@ -230,7 +230,7 @@ def test_coverage_full():
 def test_ou_markov_release(monkeypatch):
     """An OU release drawn by its Markov recursion (no eigenbasis stored): posterior N(w f~, w sigma^2 K) by the
     AR(1) recursion, checked against the closed form (grid limit lowered so that a 80-point grid takes that path)."""
-    import fdp_ppl.erm.release as rel_mod
+    import fdp_ppl.machine.release as rel_mod
     from fdp_ppl.spaces import Exponential
 
     monkeypatch.setattr(rel_mod, "MAX_GRID_POINTS", 50)

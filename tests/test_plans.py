@@ -66,7 +66,7 @@ def test_every_density_mechanism_plans_without_data_and_releases_its_plan(name, 
 
 @pytest.mark.parametrize("mechanism", ["gp", "iclp"])
 def test_kernel_machine_plans_without_data_and_releases_its_plan(mechanism, tmp_path):
-    from fdp_ppl.erm import ERMSpec
+    from fdp_ppl.machine import ERMSpec
 
     rng = np.random.default_rng(4)
     X = rng.uniform(0, 1, (16, 1))
@@ -83,7 +83,7 @@ def test_kernel_machine_plans_without_data_and_releases_its_plan(mechanism, tmp_
 
 @pytest.mark.parametrize("sampler", ["exact", "gibbs"])
 def test_principal_components_plan_without_data_and_release_their_plan(sampler, curves, tmp_path):
-    from fdp_ppl.expmech import FPCASpec
+    from fdp_ppl.fpca import FPCASpec
 
     spec = FPCASpec(grid=fp.Grid.uniform(curves.sizes["t"]), m=4, k=1, epsilon=1.0, tau=2.0)
     mech = fp.ExponentialMechanism(sampler, iterations=20)
@@ -94,7 +94,7 @@ def test_principal_components_plan_without_data_and_release_their_plan(sampler, 
 
 
 def test_uncertified_mcmc_plan_says_so():
-    from fdp_ppl.expmech import FPCASpec
+    from fdp_ppl.fpca import FPCASpec
 
     spec = FPCASpec(grid=fp.Grid.uniform(21), m=4, k=2, epsilon=1.0, tau=2.0)
     plan = fp.plan(spec, fp.ExponentialMechanism("gibbs", iterations=20), n=24)

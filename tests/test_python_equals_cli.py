@@ -158,7 +158,7 @@ def test_kernel_machine_gp(tmp_path):
     out = tmp_path / "cli.nc"
     _run(["svm", "--data", path, "--features", "a,b", "--label", "label", "--lam", 0.05, "--bandwidth", 0.3,
           "--epsilon", 1, "--delta", 1e-5, "--grid-size", 12, "--out", out])
-    spec = fp.erm.ERMSpec(fp.Gaussian(0.3, convention="hall"), lam=0.05, n=40, loss="hinge",
+    spec = fp.machine.ERMSpec(fp.Gaussian(0.3, convention="hall"), lam=0.05, n=40, loss="hinge",
                           domain=[[0.0, 1.0]] * 2, grid_size=12)
     tree = fp.release(spec.fit(X, y), fp.GaussianMechanism(1.0, 1e-5), random_seed=SEED,
                       provenance={"data_source": "svm.csv", "features": "a,b", "label": "label"})
@@ -172,7 +172,7 @@ def test_principal_components(tmp_path):
           "--out", out])
     curves = fp.datasets.load_dataset("growth")
     grid = fp.Grid.from_points(curves["t"].values)
-    spec = fp.expmech.FPCASpec(grid=grid, m=5, k=1, epsilon=0.5, tau=200.0,
+    spec = fp.fpca.FPCASpec(grid=grid, m=5, k=1, epsilon=0.5, tau=200.0,
                                basis=fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), grid))
     tree = fp.release(spec.fit(curves), fp.ExponentialMechanism(), random_seed=SEED,
                       provenance={"data_source": "growth", "missing": "error", **fp.summaries.curve_labels(curves)})

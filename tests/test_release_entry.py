@@ -44,7 +44,7 @@ def kde_fit():
 
 @pytest.fixture(scope="module")
 def erm_fit():
-    from fdp_ppl.erm import ERMSpec
+    from fdp_ppl.machine import ERMSpec
 
     rng = np.random.default_rng(2)
     X = rng.uniform(0, 1, (12, 1))
@@ -54,7 +54,7 @@ def erm_fit():
 
 @pytest.fixture(scope="module")
 def fpca_fit():
-    from fdp_ppl.expmech import FPCASpec
+    from fdp_ppl.fpca import FPCASpec
 
     curves = _curves(n=20, K=30, seed=3).values
     return FPCASpec(grid=fp.Grid.uniform(30), m=5, k=1, epsilon=1.0, tau=2.0).fit(curves)
@@ -177,7 +177,7 @@ def test_exponential_mechanism_carries_no_epsilon(fpca_fit):
     with pytest.raises(InputError, match="delta"):
         fp.ExponentialMechanism(delta=1.5)
     # the charged ε is the spec's guarantee: doubling the spec's ε raises the charge, the mechanism is unchanged
-    from fdp_ppl.expmech import FPCASpec
+    from fdp_ppl.fpca import FPCASpec
 
     spec2 = FPCASpec(grid=fp.Grid.uniform(30), m=5, k=1, epsilon=2.0, tau=2.0)
     fit2 = spec2.fit(_curves(n=20, K=30, seed=3).values)
@@ -232,7 +232,7 @@ def test_family_hooks_are_not_exported():
             assert fn.__name__ not in getattr(package, "__all__", ()) or package.__name__ == "fdp_ppl.releasing"
             assert fn.__name__ not in fp.__all__
     assert "ExponentialMechanism" in fp.__all__ and "plan" in fp.__all__ and "ReleasePlan" in fp.__all__
-    assert fp.ExponentialMechanism is importlib.import_module("fdp_ppl.expmech").ExponentialMechanism
+    assert fp.ExponentialMechanism is importlib.import_module("fdp_ppl.fpca").ExponentialMechanism
 
 
 def test_releasing_does_not_import_the_families():
@@ -241,7 +241,7 @@ def test_releasing_does_not_import_the_families():
     import sys
 
     code = ("import sys, fdp_ppl.releasing.draw, fdp_ppl.releasing.registry; "
-            "print(sorted(m for m in ('fdp_ppl.kde', 'fdp_ppl.erm', 'fdp_ppl.expmech') if m in sys.modules))")
+            "print(sorted(m for m in ('fdp_ppl.kde', 'fdp_ppl.machine', 'fdp_ppl.fpca') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -183,7 +183,7 @@ def test_cartesian_grid_points_weights_and_quadratures():
     with pytest.raises(InputError, match="increasing"):
         CartesianGrid((np.array([0.0, 0.0, 1.0]),))
     # the kernel machine's grid is one of them (unit weights), its points those of the spec
-    from fdp_ppl.erm import ERMSpec
+    from fdp_ppl.machine import ERMSpec
 
     spec = ERMSpec(fp.Gaussian.from_bandwidth(0.3), lam=0.1, n=10, domain=[[0, 1], [-2, 2]], grid_size=(3, 5))
     assert spec.grid.quadrature == "unit" and np.array_equal(spec.points, P) and spec.dims == g.dims
@@ -218,7 +218,7 @@ def test_no_copy_of_the_gaussian_bump_outside_spaces():
 
     root = pathlib.Path(fp.__file__).parent
     pattern = re.compile(r"\b(np|xp|math)\.exp\((?=.*(\*\*\s*2|-\s*0\.5|\bd\s*\*\s*d\b|\bsq\b))")
-    hits = [f"{p.relative_to(root)}:{i}" for folder in ("kde", "erm", "inference", "spaces")
+    hits = [f"{p.relative_to(root)}:{i}" for folder in ("kde", "machine", "inference", "spaces")
             for p in (root / folder).rglob("*.py") if p.name != "kernels.py"
             for i, line in enumerate(p.read_text().splitlines(), 1)
             if pattern.search(line) and not line.lstrip().startswith("#")]
@@ -274,8 +274,8 @@ def _gap_tol(lam):
 def test_tensor_eigenbasis_equals_the_dense_kronecker_eigh(case):
     """Same eigenvalues, noise covariance Σ λ_j φ_j φ_jᵀ and projections as one eigh of the full Kronecker matrix,
     to 1e-12 of the largest (KDE: trapezoid weights; kernel machine: unit weights, the matrix K(P, P))."""
-    from fdp_ppl.erm import ERMSpec, KroneckerEigenbasis
-    from fdp_ppl.erm.release import grid_basis
+    from fdp_ppl.machine import ERMSpec, KroneckerEigenbasis
+    from fdp_ppl.machine.release import grid_basis
     from fdp_ppl.kde import CartesianGrid, KDESpec
 
     rng = np.random.default_rng(3)
@@ -379,7 +379,7 @@ def test_tensor_bases_reproduce_the_algorithms_releases_were_drawn_with():
     """Bitwise: the kernel machine's basis (and its noise_dropped_trace attr) and the KDE's (sign convention and the
     order of tied eigenvalues on a square grid with one bandwidth) are those before the common tensor basis, so
     seeded releases do not change."""
-    from fdp_ppl.erm import ERMSpec, KroneckerEigenbasis
+    from fdp_ppl.machine import ERMSpec, KroneckerEigenbasis
     from fdp_ppl.kde import CartesianGrid, KDESpec
 
     spec = ERMSpec(fp.Gaussian.from_bandwidth(0.3), lam=0.1, n=10, domain=[[0, 1], [0, 2]], grid_size=(12, 15))
@@ -396,7 +396,7 @@ def test_tensor_bases_reproduce_the_algorithms_releases_were_drawn_with():
 
 
 def test_every_basis_satisfies_the_basis_protocol():
-    from fdp_ppl.erm import ERMSpec, GridEigenbasis, KroneckerEigenbasis
+    from fdp_ppl.machine import ERMSpec, GridEigenbasis, KroneckerEigenbasis
     from fdp_ppl.kde import CartesianGrid, KDESpec
     from fdp_ppl.spaces import Basis, TensorEigenbasis
 
@@ -443,7 +443,7 @@ def test_svm_and_release_name_their_gaussian_convention(capsys):
     from argparse import Namespace
 
     from fdp_ppl.cli import main
-    from fdp_ppl.cli.svm import _kernel
+    from fdp_ppl.cli.machine import _kernel
 
     hall = fp.Gaussian.from_bandwidth(0.4)
     assert _kernel(Namespace(kernel="gaussian", bandwidth=0.4)) == hall           # svm: Hall, as before

@@ -226,7 +226,7 @@ def test_kde_per_unit_brute_force(kind):
 def test_kernel_machine_keeps_one_record_per_unit(tmp_path, capsys):
     """A kernel machine is not linear in its records: a unit keeps its first record (n = units), and the fit is
     the record-level fit of those records, so the record-level sensitivity is the unit-level one."""
-    from fdp_ppl.erm import ERMSpec
+    from fdp_ppl.machine import ERMSpec
     from fdp_ppl.spaces import Gaussian
 
     rng = np.random.default_rng(5)
@@ -288,7 +288,7 @@ def test_fpca_scatter_per_unit_brute_force(unit, delta):
     """The objective tr(VᵀGV) moves by at most Δ over every frame when one unit's records are replaced (Ky Fan:
     the top-k absolute eigenvalues of G − G'): Δ = 1 for combine, k for max_contributions; the spec's
     sensitivity (and so its ε/(2Δ)) follows the unit."""
-    from fdp_ppl.expmech import FPCASpec
+    from fdp_ppl.fpca import FPCASpec
 
     rng = np.random.default_rng(7)
     grid = fp.Grid.uniform(K)

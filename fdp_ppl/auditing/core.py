@@ -287,7 +287,7 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
         ``"fpca"``: ``n`` and, for the Gibbs and NUTS samplers, ``iterations``.
     spec : object, optional
         A public spec replacing the family's default (``"mean"`` and ``"fpca"`` only): a summary spec of the
-        mechanism's class (``"mean"``) or an :class:`~fdp_ppl.expmech.FPCASpec` of the mechanism's form
+        mechanism's class (``"mean"``) or an :class:`~fdp_ppl.fpca.FPCASpec` of the mechanism's form
         (``"fpca"``; its ε is the claim; pairs: ``options["n"]`` curves (default 28) along the last basis
         function vs one replaced by the first, and the like).
     train_fraction : float

@@ -8,7 +8,7 @@ can draw many releases of one fitted summary in one call, ``draw(dataset, size, 
 Every released object is reduced to a flat vector of public released numbers (``features``).
 
 Families (``family=``): ``"mean"`` (the mechanisms of :data:`fdp_ppl.releasing.registry.MECHANISMS`, i.e.
-``fdp-ppl release --mechanism NAME``), ``"kde"`` (``fdp-ppl kde``), ``"machine"`` (``fdp-ppl svm``; ``"svm"`` is read as ``"machine"`` and ``"release"`` as ``"mean"``, their former names) and
+``fdp-ppl release --mechanism NAME``), ``"kde"`` (``fdp-ppl kde``), ``"machine"`` (``fdp-ppl machine``; ``"svm"`` is read as ``"machine"`` and ``"release"`` as ``"mean"``, their former names) and
 ``"fpca"`` (``fdp-ppl fpca``, names ``FORM/SAMPLER``).
 """
 
@@ -70,7 +70,7 @@ class AuditFamily:
 
 #: the options each family's audit takes (the one table :func:`~fdp_ppl.auditing.core.audit` checks): a release
 #: function is audited on its own pairs and takes no family, spec or options, nor timing_calls (every call is
-#: timed); a named mechanism takes no name; the kde and svm families audit their default spec only; the FPCA
+#: timed); a named mechanism takes no name; the kde and machine families audit their default spec only; the FPCA
 #: NUTS samplers release one frame per call
 AUDIT_FAMILIES: dict[str, AuditFamily] = {
     "callable": AuditFamily("callable", "an audit of a release function",
@@ -86,7 +86,7 @@ AUDIT_FAMILIES: dict[str, AuditFamily] = {
                         per_call=("gp-base/nuts", "bingham/nuts")),
 }
 
-#: keys of ``options`` the kde and svm mechanisms read
+#: keys of ``options`` the kde and machine mechanisms read
 _KDE_KEYS = {"gp": (), "sobolev": (), "iclp": ("eta",), "frl": ("M",), "bernstein": ("k",)}
 _SVM_KEYS = {"gp": (), "iclp": ("eta",)}
 
@@ -339,7 +339,7 @@ def _kde_target(name, epsilon, delta, options, spec=None):
 
 # ----------------------------------------------------------------------------- SVM (kernel machines)
 def _svm_target(name, epsilon, delta, options, spec=None):
-    from ..erm import ERMSpec
+    from ..machine import ERMSpec
     import fdp_ppl as fp
     from ..noise.mechanisms import ICLP, GaussianMechanism
     from ..spaces import Gaussian
@@ -349,7 +349,7 @@ def _svm_target(name, epsilon, delta, options, spec=None):
     n = 8
     opts = dict(options or {})
     if spec is not None:
-        raise InputError("the svm family audits its default spec", "audit your own kernel machine with a release "
+        raise InputError("the machine family audits its default spec", "audit your own kernel machine with a release "
                          "function release_fn((features, labels), rng) and pairs=...")
     spec = ERMSpec(Gaussian(0.2, convention="hall"), lam=0.1, n=n, loss="hinge", domain=[[0.0, 1.0]], grid_size=16,
                    eta=float(opts.get("eta", 2.0)) if name == "iclp" else None)
@@ -397,7 +397,7 @@ def fpca_issue_design(epsilon: float = 1.0, form: str = "gp-base"):
     first, second : ndarray, shape (28, 30)
         28 curves along the 5th eigenfunction; the same with one curve replaced by the 1st.
     """
-    from ..expmech import FPCASpec
+    from ..fpca import FPCASpec
     from ..spaces import Grid, eigenbasis, kernel_from_name
 
     grid = Grid.uniform(30)
@@ -440,7 +440,7 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
         spec, d5, d51 = fpca_issue_design(epsilon, form)
         spec_text = DEFAULT_SPECS["fpca"]
     else:
-        from ..expmech import FPCASpec
+        from ..fpca import FPCASpec
 
         if not isinstance(spec, FPCASpec) or spec.form != form:
             raise InputError(f"mechanism {name!r} needs an FPCASpec with form={form!r}",
@@ -477,7 +477,7 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
 
     draw = None
     if sampler != "nuts":  # one call draws many frames (a sampler failure fails the whole call: see audit)
-        from ..expmech.fpca_plan import DEFAULT_MAX_PROPOSALS, exact_plan
+        from ..fpca.fpca_plan import DEFAULT_MAX_PROPOSALS, exact_plan
 
         try:  # frames per call: as many as the public proposal cap of one release allows
             per_frame = int(exact_plan(spec, n, sampler)["proposals"]) * (iterations if sampler == "gibbs" else 1)

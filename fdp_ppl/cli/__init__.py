@@ -7,7 +7,7 @@ command     what it does                                                        
 ``demo``    the end-to-end example on the bundled Berkeley growth curves           :mod:`fdp_ppl.cli.demo`
 ``infer``   release file -> posterior file (costs no privacy)                      :mod:`fdp_ppl.cli.infer`
 ``kde``     a private density (GP, Sobolev, ICLP, FRL, Bernstein)                  :mod:`fdp_ppl.cli.kde`
-``svm``     a private kernel machine (Hall et al. 2013, §4)                         :mod:`fdp_ppl.cli.svm`
+``machine`` a private kernel machine (Hall et al. 2013, §4); alias ``svm``        :mod:`fdp_ppl.cli.machine`
 ``fpca``    private principal components (exponential mechanism)                  :mod:`fdp_ppl.cli.fpca`
 ``ledger``  what a persistent privacy ledger has spent and what remains           :mod:`fdp_ppl.cli.ledger`
 ``audit``   an empirical privacy-loss audit on adversarial neighbours             :mod:`fdp_ppl.cli.audit`
@@ -37,7 +37,9 @@ from ..errors import FdpPplError
 from .common import PROG, fail, in_flags, os_message
 
 #: the commands, in the order ``fdp-ppl --help`` lists them; each is the module ``fdp_ppl.cli.<name>``
-COMMANDS = ("release", "demo", "infer", "kde", "svm", "fpca", "ledger", "audit")
+COMMANDS = ("release", "demo", "infer", "kde", "machine", "fpca", "ledger", "audit")
+#: former command names, still accepted: name -> command
+ALIASES = {"svm": "machine"}
 
 #: the subcommand's name and the positional arguments (not flags) among the parsed arguments
 _POSITIONAL = ("command", "release", "file")
@@ -74,7 +76,7 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse usage errors (exit 2) and --help (exit 0)
         return int(e.code) if isinstance(e.code, int) else (0 if e.code is None else 2)
-    module = importlib.import_module(f"{__name__}.{args.command}")
+    module = importlib.import_module(f"{__name__}.{ALIASES.get(args.command, args.command)}")
     # the command's flags by the library keyword they set (dest; a module's LIBRARY_FLAGS where the names differ)
     flags = {d: "--" + d.replace("_", "-") for d in vars(args) if d not in _POSITIONAL}
     flags.update(getattr(module, "LIBRARY_FLAGS", {}))

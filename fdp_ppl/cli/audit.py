@@ -29,11 +29,11 @@ def add_subparser(sub) -> None:
                     "the claim; 1: violation found; 2: bad input.")
     p.add_argument("--mechanism", required=True, metavar="NAME",
                    help="release: iclp-qr, iclp-ar, frl, bernstein, gaussian, rkhs-gaussian, t-process, "
-                        "laplace-process, t, knorm; kde: gp, sobolev, iclp, frl, bernstein; svm: gp, iclp; "
+                        "laplace-process, t, knorm; kde: gp, sobolev, iclp, frl, bernstein; machine: gp, iclp; "
                         "fpca: gp-base/exact, bingham/exact, bingham/gibbs (FORM/SAMPLER)")
     p.add_argument("--family", choices=FAMILIES + tuple(FAMILY_ALIASES), default="mean",
                    help="which release family's mechanisms: mean (fdp-ppl release, the default), kde, machine "
-                        "(fdp-ppl svm), fpca; 'release' and 'svm' are the former names of mean and machine")
+                        "(fdp-ppl machine), fpca; 'release' and 'svm' are the former names of mean and machine")
     p.add_argument("--epsilon", type=float, default=1.0, help="claimed epsilon (default 1)")
     p.add_argument("--delta", type=float, default=None,
                    help="claimed delta of an (epsilon, delta) mechanism (default 1e-5); refused by pure ones")

@@ -2,7 +2,7 @@
 Slavković 2019).
 
 Loads curves like ``fdp-ppl release`` (a bundled dataset name or a file; the record dim from names;
-``--missing``), builds the public :class:`~fdp_ppl.expmech.FPCASpec` (grid from the file's grid, m basis
+``--missing``), builds the public :class:`~fdp_ppl.fpca.FPCASpec` (grid from the file's grid, m basis
 functions: Fourier on the grid or a kernel's first m eigenfunctions, Σ by a stated public rule), clips
 each curve to the public ``--tau`` in L² norm and divides by it (never by the data's largest norm),
 charges the ledger ``draws × (ε'', 0)`` (the pure guarantee of the fixed-budget exact samplers; ``draws × (ε', δ')``
@@ -118,7 +118,7 @@ def _check(a):
         raise CLIError(f"--k {a.k} components cannot exceed --m {a.m} basis functions", "choose k <= m")
     if a.iterations < 1:
         raise CLIError(f"--iterations must be >= 1 (got {a.iterations})", "e.g. --iterations 200")
-    from ..expmech.fpca_plan import iteration_floor
+    from ..fpca.fpca_plan import iteration_floor
 
     floor = iteration_floor(a.sampler, a.k)
     if a.iterations < floor:
@@ -153,7 +153,7 @@ def _spec(a, curves):
     import numpy as np
 
     from .. import dims
-    from ..expmech import FPCASpec
+    from ..fpca import FPCASpec
     from ..spaces import Grid, eigenbasis
 
     grid = Grid.from_points(np.asarray(curves[dims.T].values, dtype=float))
@@ -169,7 +169,7 @@ def run(a) -> int:
     from .common import CLIError, dataset_identity, load_data, open_ledger, plotter, write_release
     from ..errors import SeededReleaseWarning
     import fdp_ppl as fp
-    from ..expmech.fpca_plan import release_plan
+    from ..fpca.fpca_plan import release_plan
 
     import numpy as np
 

@@ -174,17 +174,12 @@ _MEAN_ONLY = (("nu", "--nu"), ("lengthscale", "--lengthscale"), ("mean", "--mean
 
 
 def _other_family(tree) -> str | None:
-    """``"kde"``, ``"svm"`` or ``"fpca"`` for a density, kernel-machine or principal-components release (served by
-    their families' own posteriors), else None."""
-    from ..releasing.schema import is_fpca_release, is_kde_release, is_machine_release
+    """``"kde"``, ``"machine"`` or ``"fpca"`` for a density, kernel-machine or principal-components release (served
+    by their families' own posteriors), else None."""
+    from ..releasing.schema import release_family
 
-    if is_kde_release(tree):
-        return "kde"
-    if is_fpca_release(tree):
-        return "fpca"
-    if is_machine_release(tree):
-        return "svm"
-    return None
+    family = release_family(tree)
+    return family if family in ("kde", "machine", "fpca") else None
 
 
 def _read(a):
@@ -321,13 +316,13 @@ def run(a) -> int:
 
 
 def _run_other(a, release, family: str) -> int:
-    """``fdp-ppl infer`` on a density (``kde``) or kernel-machine (``svm``) release: the family's exact posterior
+    """``fdp-ppl infer`` on a density (``kde``) or kernel-machine (``machine``) release: the family's exact posterior
     (:mod:`fdp_ppl.inference.density`, :mod:`fdp_ppl.inference.machine`), written atomically, and its table."""
 
     from ..errors import FdpPplError
     from .common import CLIError
 
-    name = {"kde": "density (fdp-ppl kde)", "svm": "kernel-machine (fdp-ppl svm)",
+    name = {"kde": "density (fdp-ppl kde)", "machine": "kernel-machine (fdp-ppl machine)",
             "fpca": "principal-components (fdp-ppl fpca)"}[family]
     for attr, flag in _MEAN_ONLY:
         if getattr(a, attr, None) is not None:
@@ -390,7 +385,7 @@ def _write_other(a, result, family) -> int:
 
     out = write_release(result, a.out, None, None, charged=False)  # inference charges nothing
     ci = a.ci_prob or 0.9
-    if family == "svm":
+    if family == "machine":
         from ..inference import describe_machine_inference
 
         rows = describe_machine_inference(result, ci_prob=ci)

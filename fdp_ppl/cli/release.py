@@ -126,7 +126,7 @@ def add_subparser(sub) -> None:
     s.add_argument("--kernel", default=None, metavar="NAME",
                    help=f"noise kernel, one of {', '.join(registry.KERNELS)} (gaussian = gaussian-mirshani: "
                         "exp(-d²/ρ), Mirshani et al.'s convention; gaussian-hall: exp(-d²/(2ρ²)), Hall et al.'s, "
-                        f"the meaning of fdp-ppl svm --kernel gaussian); default {DEFAULT_KERNEL}; not for bernstein")
+                        f"the meaning of fdp-ppl machine --kernel gaussian); default {DEFAULT_KERNEL}; not for bernstein")
     s.add_argument("--rho", type=float, default=None,
                    help=f"kernel length scale on [0, 1] (default {DEFAULT_RHO:g}); not for bernstein")
     s.add_argument("--offset", default=None, metavar="VALUE|FILE",

@@ -128,8 +128,8 @@ def _gamma_coefficients(alpha: np.ndarray, n_max: int) -> np.ndarray:
 
 def _saddle(a: np.ndarray):
     """Saddlepoint quantities: μ_i = ĉ − a_i > 0 with Σ 1/(2μ_i) = 1 (Kume & Wood 2005), via the ACG
-    envelope equation of :func:`fdp_ppl.expmech.samplers.acg_envelope` (the same root: μ_i = b/2 + λ_i)."""
-    from ..expmech.samplers import acg_envelope
+    envelope equation of :func:`fdp_ppl.fpca.samplers.acg_envelope` (the same root: μ_i = b/2 + λ_i)."""
+    from ..fpca.samplers import acg_envelope
 
     env = acg_envelope(np.diag(a))
     amax = float(np.max(a))
@@ -187,9 +187,9 @@ def _monte_carlo(a: np.ndarray, draws: int, rng) -> tuple[float, float]:
     """log E_U[exp(xᵀAx)] by importance sampling, and the standard error of the log (delta method).
 
     Proposals come from the angular central Gaussian envelope of Kent, Ganeiber & Mardia (2018)
-    (:func:`fdp_ppl.expmech.samplers.acg_envelope`, density ``det(Ω)^{1/2} (xᵀΩx)^{−p/2}`` w.r.t. U), so the
+    (:func:`fdp_ppl.fpca.samplers.acg_envelope`, density ``det(Ω)^{1/2} (xᵀΩx)^{−p/2}`` w.r.t. U), so the
     weights stay bounded where plain uniform draws miss the mode (large p or spread)."""
-    from ..expmech.samplers import acg_envelope
+    from ..fpca.samplers import acg_envelope
 
     a = np.asarray(a, dtype=float)
     p = a.size
@@ -210,7 +210,7 @@ def bingham_log_constant(A, method: str = "auto", *, grad: bool = False, draws: 
     """Log normalising constant of the Bingham law on the unit sphere, ``log E_U[exp(xᵀAx)] = log ₁F₁(½; m/2; A)``.
 
     The constant is w.r.t. the uniform probability law U on S^{m−1} (so A = 0 gives 0), the convention of
-    :meth:`fdp_ppl.expmech.FPCASpec.log_density`.
+    :meth:`fdp_ppl.fpca.FPCASpec.log_density`.
 
     Parameters
     ----------

@@ -131,13 +131,13 @@ class FrameLikelihood:
     sigma_inv : ndarray, shape (m, m)
         Σ⁻¹, the public base precision.
     scale : float
-        s = ε/(2Δ) (:attr:`fdp_ppl.expmech.FPCASpec.scale`, from the release's ε and Δ).
+        s = ε/(2Δ) (:attr:`fdp_ppl.fpca.FPCASpec.scale`, from the release's ε and Δ).
     n : int
         Public number of records (units): tr G ≤ n.
     method : {"series", "saddlepoint"}
         How log C is computed, fixed for the run from the public bound on the spread of A's eigenvalues,
         ``s (n + λ_max(Σ⁻¹) − λ_min(Σ⁻¹))`` (the same bound as
-        :func:`fdp_ppl.expmech.samplers.bingham_log_density_floor`).
+        :func:`fdp_ppl.fpca.samplers.bingham_log_density_floor`).
     """
 
     frames: np.ndarray
@@ -185,7 +185,7 @@ class FrameLikelihood:
 
 
 def _likelihood_scale(attrs) -> float:
-    """s = ε/(2Δ) of the release (the factor :attr:`fdp_ppl.expmech.FPCASpec.scale` used to draw it)."""
+    """s = ε/(2Δ) of the release (the factor :attr:`fdp_ppl.fpca.FPCASpec.scale` used to draw it)."""
     return float(attrs["epsilon"]) / (2.0 * float(attrs.get("sensitivity", 1.0)))
 
 
@@ -372,7 +372,7 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
         (:data:`~fdp_ppl.inference.bingham.SERIES_MAX_SPREAD`), else the saddlepoint; fixed for the run.
     posterior_predictive : bool
         Draw one replicated frame per posterior draw (exact Bingham sampler,
-        :func:`fdp_ppl.expmech.sample_vector_bingham`).
+        :func:`fdp_ppl.fpca.sample_vector_bingham`).
 
     Returns
     -------
@@ -444,7 +444,7 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
          S.COMPONENTS: ((RELEASE_DRAW, dims.COMPONENT, dims.T), obs_comp[:, None, :])},
         coords={RELEASE_DRAW: np.arange(frames.shape[0]), dims.BASIS: np.arange(m), dims.COMPONENT: [0], **tcoord})
     if posterior_predictive:
-        from ..expmech.samplers import sample_vector_bingham
+        from ..fpca.samplers import sample_vector_bingham
 
         A = lik.parameter(Sd).reshape(-1, m, m)
         rep = np.stack([sample_vector_bingham(a, 1, rng)[0] for a in A]).reshape(chains, draws, m)

@@ -33,14 +33,14 @@ def sbc_ranks(spec, n: int, replicates: int, *, prior=None, frames: int = 1, dra
 
     Each replicate draws S from the prior, G = nS, ``frames`` frames (one release of ``frames`` draws) from the
     mechanism with the package's exact sampler
-    (:func:`fdp_ppl.release` on an :class:`~fdp_ppl.expmech.FPCAFit` holding G), fits the posterior
+    (:func:`fdp_ppl.release` on an :class:`~fdp_ppl.fpca.FPCAFit` holding G), fits the posterior
     with :func:`~fdp_ppl.inference.components.infer_components`, and ranks the true value of each of
     :data:`SBC_SUMMARIES` among the thinned
     posterior draws. Uniform ranks for every summary are what a correct likelihood and sampler give.
 
     Parameters
     ----------
-    spec : fdp_ppl.expmech.FPCASpec
+    spec : fdp_ppl.fpca.FPCASpec
         Bingham form, k = 1.
     n : int
         Public number of records.
@@ -66,7 +66,7 @@ def sbc_ranks(spec, n: int, replicates: int, *, prior=None, frames: int = 1, dra
     import time
 
     from ..errors import SeededReleaseWarning
-    from ..expmech import FPCAFit, FPCASpec
+    from ..fpca import FPCAFit, FPCASpec
     import fdp_ppl as fp
 
     prior = _resolve_prior(prior)

@@ -418,7 +418,7 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
                                   (:func:`~fdp_ppl.inference.density.infer_density`, ``fdp-ppl kde``)
     kernel machine                ``prior``, ``target`` (``"summary"``), ``draw``, ``method`` (``"auto"`` or
                                   ``"exact"``), ``draws``, ``chains``, ``random_seed``: exact draws
-                                  (:func:`~fdp_ppl.inference.machine.infer_machine`, ``fdp-ppl svm``)
+                                  (:func:`~fdp_ppl.inference.machine.infer_machine`, ``fdp-ppl machine``)
     principal components (FPCA)   ``prior``, ``draws``, ``tune``, ``chains``, ``target_accept``, ``random_seed``,
                                   ``progressbar``: NUTS given all released frames
                                   (:func:`~fdp_ppl.inference.components.infer_components`, ``fdp-ppl fpca``)

@@ -1,17 +1,17 @@
 """Noise-aware posterior of a private kernel machine's decision function, from its release alone.
 
-A kernel-machine release (:func:`fdp_ppl.release`, ``fdp-ppl svm``; kind
+A kernel-machine release (:func:`fdp_ppl.release`, ``fdp-ppl machine``; kind
 :data:`fdp_ppl.releasing.schema.MACHINE_RELEASE`) is one draw of ``f̃ = f̂ + noise`` on a public grid, where
 ``f̂`` is the regularised minimiser of Hall, Rinaldo & Wasserman (2013), eq. 11:
 
 * GP noise (Hall et al. 2013, §4.3 and Corollary 9): on the retained eigenpairs ``(λ_j, u_j)`` of
-  ``K(P, P)`` (:func:`fdp_ppl.erm.grid_basis`), ``c̃_j = u_jᵀ f̂(P) + σ √λ_j ζ_j`` with ``ζ_j``
+  ``K(P, P)`` (:func:`fdp_ppl.machine.grid_basis`), ``c̃_j = u_jᵀ f̂(P) + σ √λ_j ζ_j`` with ``ζ_j``
   i.i.d. N(0, 1); ``σ √λ_j`` is the release's ``constant_data/noise_scale``.
 * ICLP noise (Lin & Reimherr 2026, Theorem 18; ``eta`` specs): ``h̃_j = <f̂, φ_j>_w + Laplace(b_j)``
   on the grid eigenbasis of ``C``, ``b_j`` the release's ``noise_scale``.
 
 Prior. The minimiser lies in a ball of its function space whose radius is public:
-``‖f̂‖_H <= R = √(sup_y ℓ(0, y)/λ) + ρ`` (:attr:`fdp_ppl.erm.ERMSpec.norm_bound`; ``ℓ(0, y)`` is 1
+``‖f̂‖_H <= R = √(sup_y ℓ(0, y)/λ) + ρ`` (:attr:`fdp_ppl.machine.ERMSpec.norm_bound`; ``ℓ(0, y)`` is 1
 for the hinge loss, ``log 2`` for the logistic loss, ``B²`` for the squared loss; ``ρ`` the
 solver's certified accuracy). The default prior ``"rkhs-ball"`` is the centred Gaussian whose
 one-standard-deviation ellipsoid *is* that ball, ``f̂ ~ N(0, R² K)`` on the grid (for ``eta``
@@ -62,8 +62,8 @@ class MachinePosterior:
 
     Attributes
     ----------
-    spec : fdp_ppl.erm.ERMSpec
-        Public spec rebuilt from the release (:meth:`~fdp_ppl.erm.ERMSpec.from_attrs`).
+    spec : fdp_ppl.machine.ERMSpec
+        Public spec rebuilt from the release (:meth:`~fdp_ppl.machine.ERMSpec.from_attrs`).
     basis : GridEigenbasis, KroneckerEigenbasis or fdp_ppl.spaces.Eigenbasis
         The release's basis (``coefficients`` (..., m) -> (..., r), ``reconstruct`` back).
     law : fdp_ppl.noise.laws.Normal or fdp_ppl.noise.laws.Laplace
@@ -165,12 +165,12 @@ class OUGridPath:
     ``fdp_ppl.release`` draws by the Markov recursion (OU kernel on a grid above
     ``MAX_GRID_POINTS``; no eigenbasis is stored). ``coefficients`` and ``reconstruct`` are the identity;
     :meth:`unit_paths` draws ``G ~ GP(0, K)`` on the grid by AR(1) steps whose coefficients come from
-    :func:`fdp_ppl.erm.gp.ou_conditional` (O(m) per path, exact)."""
+    :func:`fdp_ppl.machine.gp.ou_conditional` (O(m) per path, exact)."""
 
     structure = "markov"
 
     def __init__(self, points, rho: float):
-        from ..erm.gp import ou_conditional
+        from ..machine.gp import ou_conditional
 
         self.points = np.asarray(points, dtype=float).reshape(-1)
         steps = [ou_conditional(float(b), (float(a), 1.0), None, rho) for a, b in zip(self.points[:-1],
@@ -221,7 +221,7 @@ def machine_posterior(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0)
     Parameters
     ----------
     release : xr.DataTree
-        Kind :data:`fdp_ppl.releasing.schema.MACHINE_RELEASE` (``fdp-ppl svm``, :func:`fdp_ppl.release`), in memory
+        Kind :data:`fdp_ppl.releasing.schema.MACHINE_RELEASE` (``fdp-ppl machine``, :func:`fdp_ppl.release`), in memory
         or read back from netCDF.
     prior : {"rkhs-ball", "flat"} or float
         See the module docstring; a float is the radius ``R`` of ``N(0, R² K)``.
@@ -240,17 +240,17 @@ def machine_posterior(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0)
     InputError
         An unknown prior, ``draw`` out of range.
     """
-    from ..erm import ERMSpec, grid_basis
+    from ..machine import ERMSpec, grid_basis
     from ..noise.laws import Laplace, Normal
 
     if not S.is_machine_release(release):
         raise SchemaError("not a kernel-machine release (fdp_ppl_kind is not 'machine_release')",
-                          "pass a file written by fdp-ppl svm / fdp_ppl.release")
+                          "pass a file written by fdp-ppl machine / fdp_ppl.release")
     attrs = dict(release.attrs)
     spec = ERMSpec.from_attrs(attrs)
     post = release[S.POSTERIOR].to_dataset()
     if DECISION not in post:
-        raise SchemaError("the kernel-machine release has no posterior/decision", "pass the file fdp-ppl svm wrote")
+        raise SchemaError("the kernel-machine release has no posterior/decision", "pass the file fdp-ppl machine wrote")
     dec = post[DECISION].transpose(D.CHAIN, D.DRAW, *spec.dims)
     values = np.asarray(dec.values, dtype=float).reshape(-1, int(np.prod(spec.grid_size)))
     if not 0 <= int(draw) < values.shape[0]:
@@ -275,7 +275,7 @@ def machine_posterior(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0)
                                 None if radius is None else np.full(m, radius), radius)
     if S.EIGENVALUES not in const or S.NOISE_SCALE not in const:
         raise SchemaError("the kernel-machine release stores no eigenbasis (constant_data eigenvalues and "
-                          "noise_scale) and is no OU Markov release", "pass the file fdp-ppl svm wrote")
+                          "noise_scale) and is no OU Markov release", "pass the file fdp-ppl machine wrote")
     eig = np.asarray(const[S.EIGENVALUES].values, dtype=float)
     scale = np.asarray(const[S.NOISE_SCALE].values, dtype=float)
     mechanism = attrs.get("mechanism")
@@ -309,11 +309,11 @@ def infer_machine(release: xr.DataTree, prior="rkhs-ball", *, draw: int = 0, dra
     Parameters
     ----------
     release : xr.DataTree
-        A kernel-machine release (``fdp-ppl svm`` / :func:`fdp_ppl.release`; kind
+        A kernel-machine release (``fdp-ppl machine`` / :func:`fdp_ppl.release`; kind
         :data:`fdp_ppl.releasing.schema.MACHINE_RELEASE`), GP or ICLP noise. Only public content is read.
     prior : {"rkhs-ball", "flat"} or float
         ``"rkhs-ball"`` (default): ``f̂ ~ N(0, R² K)`` with ``R`` the public norm bound of the regularised
-        minimiser (:attr:`fdp_ppl.erm.ERMSpec.norm_bound`; module docstring for why); a float is ``R``;
+        minimiser (:attr:`fdp_ppl.machine.ERMSpec.norm_bound`; module docstring for why); a float is ``R``;
         ``"flat"``: improper uniform prior.
     draw : int
         Which released function to condition on (one draw = one publication).
@@ -468,7 +468,7 @@ def decision_band(tree: xr.DataTree, *, ci_prob: float | None = None, ci_kind: s
 
 def _at_points(da: xr.DataArray, points) -> xr.DataArray:
     """``da`` (..., grid dims) linearly interpolated at points (p, d) or (p,) -> (..., point); points outside the
-    grid box are clamped to it (as :func:`fdp_ppl.erm.predict_labels` does)."""
+    grid box are clamped to it (as :func:`fdp_ppl.machine.predict_labels` does)."""
     from scipy.interpolate import RegularGridInterpolator
 
     grid_dims = [d for d in da.dims if d not in (D.CHAIN, D.DRAW)]

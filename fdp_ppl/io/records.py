@@ -13,8 +13,8 @@ a dask worker and only those small arrays travel back:
 * ICLP KDE (:class:`~fdp_ppl.kde.ICLPKDESpec`): the chunk's grid-node counts
   (:meth:`~fdp_ppl.kde.ICLPKDESpec.snap`), turned into the estimate once by
   :meth:`~fdp_ppl.kde.ICLPKDESpec.fit_counts`.
-* FPCA (:class:`~fdp_ppl.expmech.FPCASpec`): the chunk's Gram ``CᵀC`` of its
-  clipped coefficient rows (:meth:`~fdp_ppl.expmech.FPCASpec.coefficients`)
+* FPCA (:class:`~fdp_ppl.fpca.FPCASpec`): the chunk's Gram ``CᵀC`` of its
+  clipped coefficient rows (:meth:`~fdp_ppl.fpca.FPCASpec.coefficients`)
   (Awan et al. 2019, §4).
 
 Clipping is per record, inside each chunk, exactly as in memory; the counts of

@@ -104,11 +104,11 @@ FAMILIES: tuple[ReleaseEntry, ...] = (
                  ("bound", "generator", "allow_nonprivate"),
                  "ICLP(epsilon), FRL(epsilon), Bernstein(epsilon), GaussianMechanism(epsilon, delta) or an "
                  "elliptical mechanism"),
-    ReleaseEntry("machine", "machine_release", ("erm_release",), "fdp_ppl.erm.release", ("fdp_ppl.erm.machine.ERMFit",), ("fdp_ppl.erm.machine.ERMSpec",),
+    ReleaseEntry("machine", "machine_release", ("erm_release",), "fdp_ppl.machine.release", ("fdp_ppl.machine.machine.ERMFit",), ("fdp_ppl.machine.machine.ERMSpec",),
                  (_GAUSSIAN, _ICLP), ("chains",),
                  "GaussianMechanism(epsilon, delta) (eta=None specs) or ICLP(epsilon) (eta > 1 specs)"),
-    ReleaseEntry("fpca", "fpca_release", ("expmech_fpca",), "fdp_ppl.expmech.release", ("fdp_ppl.expmech.fpca.FPCAFit",),
-                 ("fdp_ppl.expmech.fpca.FPCASpec",), ("fdp_ppl.expmech.mechanism.ExponentialMechanism",), (),
+    ReleaseEntry("fpca", "fpca_release", ("expmech_fpca",), "fdp_ppl.fpca.release", ("fdp_ppl.fpca.fpca.FPCAFit",),
+                 ("fdp_ppl.fpca.fpca.FPCASpec",), ("fdp_ppl.fpca.mechanism.ExponentialMechanism",), (),
                  "ExponentialMechanism(sampler='exact') (epsilon is the FPCASpec's)", ("n",)),
 )
 

@@ -8,7 +8,7 @@ tables; adding a mechanism or a summary is one new module plus one line here
   mechanism from (ε, δ, options) and which summary spec it releases.
 * :data:`RELEASES` — fitted class → :class:`ReleaseEntry`: the family release function
   :func:`fdp_ppl.release` calls, the mechanisms it accepts (including the FPCA
-  :class:`~fdp_ppl.expmech.mechanism.ExponentialMechanism`) and its options.
+  :class:`~fdp_ppl.fpca.mechanism.ExponentialMechanism`) and its options.
 * :data:`SUMMARIES` — spec name (``attrs["summary"]``) → spec class.
 * :data:`KERNELS` — kernel names of :func:`fdp_ppl.spaces.kernel_from_name`.
 * :data:`LAWS` — noise-law classes.

@@ -6,7 +6,7 @@ A basis holds retained eigenpairs ``(λ_j, φ_j)`` of a kernel on a grid, in one
 * :class:`fdp_ppl.spaces.Eigenbasis` — a 1-D :class:`~fdp_ppl.spaces.Grid`, trapezoid or uniform weights;
 * :class:`fdp_ppl.spaces.tensor.TensorEigenbasis` — a product kernel on a Cartesian grid (Kronecker of 1-D
   eigenpairs; the KDE's trapezoid weights, or the kernel machine's unit weights);
-* :class:`fdp_ppl.erm.GridEigenbasis` — the dense eigenpairs of a matrix ``K(P, P)`` (unit weights).
+* :class:`fdp_ppl.machine.GridEigenbasis` — the dense eigenpairs of a matrix ``K(P, P)`` (unit weights).
 
 Each satisfies :class:`Basis` (``isinstance(basis, Basis)``): a release's noise is ``scale_j ζ_j`` on
 ``coefficients(values)``, and ``reconstruct`` maps coefficients back to the grid.

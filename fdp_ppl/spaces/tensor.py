@@ -71,7 +71,7 @@ class TensorEigenbasis(RetainedPairs):
         The 1-D Gram matrices ``(G_k, G_k)`` when already formed (symmetric); used in place of the kernel's.
     flat : bool
         Grid values are flattened to ``(..., m)`` (C order) in :meth:`coefficients`, :meth:`reconstruct` and
-        :attr:`weights`, as :class:`fdp_ppl.erm.GridEigenbasis` takes them; else ``(..., *grid.shape)``.
+        :attr:`weights`, as :class:`fdp_ppl.machine.GridEigenbasis` takes them; else ``(..., *grid.shape)``.
 
     Attributes
     ----------

@@ -25,7 +25,7 @@ import xarray as xr
 
 import fdp_ppl as fp
 from fdp_ppl.datasets import GROWTH_DEVIATION_TAU, growth_reference, load_dataset
-from fdp_ppl.expmech import FPCASpec
+from fdp_ppl.fpca import FPCASpec
 
 EPSILON = 1.0
 K = 1  # k > 1: only Gibbs / NUTS (uncertified MCMC) serve the Bingham form; the GP-base form is refused at n = 93

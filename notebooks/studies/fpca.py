@@ -7,8 +7,8 @@ What notebook ``07_expmech_fpca`` computes; the notebook only orchestrates, tabu
   no numbers).
 * **Tables 1–2** (:func:`real_data_table`): Berkeley growth and DTI ``cca``, m = 5 eigenfunctions of a
   Gaussian kernel, k = 1, 2, 3, ε ∈ {1/8, 1/4, 1/2, 1, 2}, mean (SE) over repeated releases of the
-  variance ratio and the subspace norm (:func:`fdp_ppl.expmech.variance_ratio`,
-  :func:`fdp_ppl.expmech.subspace_distance`).
+  variance ratio and the subspace norm (:func:`fdp_ppl.fpca.variance_ratio`,
+  :func:`fdp_ppl.fpca.subspace_distance`).
 * **Bingham form vs GP-base form** (:func:`form_comparison`): the paper's Section 5 density against
   Theorem 4.1's, as the scale of Σ changes (``specs/expmech-fpca.md`` §2.3).
 * The opening "at a glance" table (:func:`reproduction_summary`).
@@ -283,8 +283,8 @@ def _sigma_scale(reading, grid) -> float:
 
 def make_spec(prep: Prepared, *, k: int, epsilon: float, form: str = "bingham", sigma_reading="grid-size",
               m: int = 5):
-    """The :class:`~fdp_ppl.expmech.FPCASpec` of one table cell (public choices only)."""
-    from fdp_ppl.expmech import FPCASpec
+    """The :class:`~fdp_ppl.fpca.FPCASpec` of one table cell (public choices only)."""
+    from fdp_ppl.fpca import FPCASpec
     from fdp_ppl.spaces import Gaussian, eigenbasis
 
     basis = eigenbasis(Gaussian(rho=prep.rho), prep.grid)
@@ -326,13 +326,13 @@ def study_frames(fit, *, draws: int, sampler: str, iterations: int, rng, max_pro
         Gibbs scans (any number ≥ 1: no release floor here).
     rng : numpy.random.Generator or int
     max_proposals : int
-        Cap of the GP-base loop (:class:`~fdp_ppl.expmech.SamplerBudgetError` when hit).
+        Cap of the GP-base loop (:class:`~fdp_ppl.fpca.SamplerBudgetError` when hit).
 
     Returns
     -------
     ndarray, shape (draws, m, k)
     """
-    from fdp_ppl.expmech.samplers import gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
+    from fdp_ppl.fpca.samplers import gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
     from fdp_ppl.noise.sampling import seed_sequence
 
     spec = fit.spec
@@ -386,7 +386,7 @@ def real_data_table(datasets=DATASETS, epsilons=EPSILONS, ks=KS, *, replicates: 
         ``paper``, ``paper_se``, ``z`` = (ours − paper)/sqrt(SE² + SE²), ``sampler``, ``iterations``,
         ``exact``, ``n``, ``rho``, ``setting``.
     """
-    from fdp_ppl.expmech import subspace_distance, variance_ratio
+    from fdp_ppl.fpca import subspace_distance, variance_ratio
 
     rng = np.random.default_rng(random_seed)
     rows = []
@@ -454,9 +454,9 @@ def gibbs_convergence(dataset: str = "growth", *, k: int = 3, epsilon: float = 2
     """Invariant statistics of the Gibbs sampler after a fixed number of scans (independent chains from
     uniform random starts), against the exact GP-free reference of many scans: mean (SE) of the variance
     ratio and of the subspace norm per iteration count. Evaluation only (uses the confidential G); the chains
-    are run by :func:`fdp_ppl.expmech.gibbs_matrix_bingham` directly (:func:`study_frames`: 1 and 5 scans are
+    are run by :func:`fdp_ppl.fpca.gibbs_matrix_bingham` directly (:func:`study_frames`: 1 and 5 scans are
     below the release floor of 20, which is the point of the study)."""
-    from fdp_ppl.expmech import subspace_distance, variance_ratio
+    from fdp_ppl.fpca import subspace_distance, variance_ratio
 
     rng = np.random.default_rng(random_seed)
     prep = prepare(dataset, setting)
@@ -491,7 +491,7 @@ def simulate_curves(n: int, grid=None, *, p: int = SIM_P, var_u: float = SIM_VAR
     grid : Grid, optional
         Default ``Grid.uniform(100)``.
     p : int
-        True components (21), the first p Fourier functions (:func:`fdp_ppl.expmech.fourier_basis`).
+        True components (21), the first p Fourier functions (:func:`fdp_ppl.fpca.fourier_basis`).
     var_u : float
         Variance of the scores U_ij (0.1; the paper's N(0, 0.1), read as a variance).
     weight4 : float
@@ -507,7 +507,7 @@ def simulate_curves(n: int, grid=None, *, p: int = SIM_P, var_u: float = SIM_VAR
     true_pc : ndarray, shape (K,)
         The true first functional principal component (the Fourier function of largest score variance).
     """
-    from fdp_ppl.expmech import fourier_basis
+    from fdp_ppl.fpca import fourier_basis
     from fdp_ppl.spaces import Grid
 
     grid = Grid.uniform(SIM_GRID_SIZE) if grid is None else grid
@@ -536,7 +536,7 @@ def simulation_study(ns=SIM_NS, epsilons=SIM_EPSILONS, *, replicates: int = 10, 
         One row per (form, n, epsilon, replicate): ``variance_ratio``, ``subspace_norm``,
         ``sin2_true`` (sin² of the angle to the true first FPC), ``sin2_nonprivate_true``.
     """
-    from fdp_ppl.expmech import FPCASpec, subspace_distance, variance_ratio
+    from fdp_ppl.fpca import FPCASpec, subspace_distance, variance_ratio
     from fdp_ppl.spaces import Grid
 
     rng = np.random.default_rng(random_seed)
@@ -574,7 +574,7 @@ def form_comparison(n: int = 500, epsilon: float = 1.0, scales=(0.01, 1.0, 100.0
     """E sin²∠(ṽ, v̂) of the Bingham form and the GP-base form as the scale of Σ = c·diag(i⁻³) changes
     (k = 1, m = 40, one simulated data set; ``specs/expmech-fpca.md`` §2.3c). The GP-base form is
     invariant to c (Theorem 4.1 depends on Σ only through span); the Bingham form is not."""
-    from fdp_ppl.expmech import FPCASpec, subspace_distance
+    from fdp_ppl.fpca import FPCASpec, subspace_distance
     from fdp_ppl.spaces import Grid
 
     rng = np.random.default_rng(random_seed)
@@ -609,19 +609,19 @@ def clt_study(ns=CLT_NS, *, d: int = 4, lam: float = 0.2, epsilon: float = 1.0, 
               random_seed: int = 32) -> pd.DataFrame:
     """Theorems 3.2–3.3 for Example 3.5 (penalised mean, GP base N(0, C), C = diag(j⁻²), ‖b‖ ≤ 1, Δ = 4).
 
-    For each n: one data set, ``draws`` exact releases b̃ (:func:`fdp_ppl.expmech.penalised_mean_draws`,
+    For each n: one data set, ``draws`` exact releases b̃ (:func:`fdp_ppl.fpca.penalised_mean_draws`,
     Gaussian truncated to the unit ball) and Z = √n(b̃ − b̂). Columns: ``cov_error`` — relative
     Frobenius distance of Cov(Z) to the limit (2Δ/ε)Σ, Σ = (2I + 2λC⁻¹)⁻¹
-    (:func:`fdp_ppl.expmech.penalised_mean_clt_covariance`), with a Monte Carlo floor of about
+    (:func:`fdp_ppl.fpca.penalised_mean_clt_covariance`), with a Monte Carlo floor of about
     √(2/draws); ``cov_error_gaussian`` — the same distance computed exactly (no Monte Carlo) for the
-    mechanism without the unit-ball restriction (:func:`fdp_ppl.expmech.penalised_mean_gaussian`); ``bias`` — ‖mean(Z)‖ / √tr(limit);
+    mechanism without the unit-ball restriction (:func:`fdp_ppl.fpca.penalised_mean_gaussian`); ``bias`` — ‖mean(Z)‖ / √tr(limit);
     ``ks_stat`` — Kolmogorov–Smirnov distance of the whitened first coordinate to N(0, 1);
     ``noise_to_sampling`` — √tr Cov(b̃) / √tr Cov(X̄) (the "pitfall": stays of order one as n grows,
     because both are O(n^{-1/2})).
     """
     from scipy import stats
 
-    from fdp_ppl.expmech import (penalised_mean_clt_covariance, penalised_mean_draws, penalised_mean_estimate,
+    from fdp_ppl.fpca import (penalised_mean_clt_covariance, penalised_mean_draws, penalised_mean_estimate,
                            penalised_mean_gaussian)
 
     rng = np.random.default_rng(random_seed)

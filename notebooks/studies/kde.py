@@ -9,7 +9,7 @@ figures and report the integrated squared error (ISE) of every release numerical
   1000 points on [0, 1]; noise: GP with the unnormalised Gaussian kernel ``exp(−(x − y)²/(2h²))``.
 * **Figure 2** (§4.2, :class:`fdp_ppl.kde.SobolevKDESpec`): the same KDE released through the Sobolev
   RKHS, noise kernel ``exp(−|x − y|/h)`` (γ = 1/h = 10; Ornstein–Uhlenbeck paths).
-* **Figure 3** (§4.3, :mod:`fdp_ppl.erm`): a kernel SVM on two features with the Gaussian kernel, released
+* **Figure 3** (§4.3, :mod:`fdp_ppl.machine`): a kernel SVM on two features with the Gaussian kernel, released
   with GP noise of the same kernel. Nothing of it is reported; our choices are :data:`SVM_SETTING`.
 * The opening "at a glance" table (:func:`reproduction_summary`).
 
@@ -240,7 +240,7 @@ def svm_data(n: int, rng: np.random.Generator, *, radius: float = SVM_SETTING["r
 
 def svm_fit(seed: int = 3, **setting):
     """Fit the non-private kernel SVM of :data:`SVM_SETTING` (updated by ``setting``); returns (fit, X, y, s)."""
-    from fdp_ppl.erm import ERMSpec
+    from fdp_ppl.machine import ERMSpec
     from fdp_ppl.spaces.kernels import Gaussian
 
     s = {**SVM_SETTING, **setting}

@@ -6,7 +6,7 @@ One replicate (:func:`machine_replicate`):
 1. simulate ``n`` labelled records: ``x ~ U(0, 1)``, ``y = sign(sin(3π x) + 0.5 e)``, ``e ~ N(0, 1)``
    (a two-boundary problem with label noise; the design is the project's);
 2. fit the hinge-loss kernel machine (Gaussian kernel, Hall's convention, bandwidth 0.1, λ = 0.02,
-   solver slack 0.1, no intercept; :class:`fdp_ppl.erm.ERMSpec`) and release it **once** with
+   solver slack 0.1, no intercept; :class:`fdp_ppl.machine.ERMSpec`) and release it **once** with
    ``GaussianMechanism(ε, δ = 1e-5, "analytic")`` on a 100-point grid (:func:`fdp_ppl.release`);
 3. run :func:`fdp_ppl.inference.machine.infer_machine` on the release (default prior: the RKHS ball);
 4. score the 90% ETI band against the **non-private minimiser** ``f̂`` on the grid (``fit.decision``:
@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from fdp_ppl.erm import ERMSpec
+from fdp_ppl.machine import ERMSpec
 import fdp_ppl as fp
 from fdp_ppl.noise.mechanisms import ICLP, GaussianMechanism
 from fdp_ppl.releasing.schema import CONSTANT_DATA, NOISE_SCALE

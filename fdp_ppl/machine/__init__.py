@@ -7,7 +7,7 @@ Hall, Rinaldo & Wasserman (2013), §4.3 and §5; Lin & Reimherr (2026), §4.3, T
 Examples
 --------
 >>> import fdp_ppl as fp
->>> spec = fp.erm.ERMSpec(fp.Gaussian(rho=0.3, convention="hall"), lam=0.1, n=200, loss="hinge",
+>>> spec = fp.machine.ERMSpec(fp.Gaussian(rho=0.3, convention="hall"), lam=0.1, n=200, loss="hinge",
 ...                       domain=[0.0, 1.0], grid_size=50)
 >>> sens = spec.sensitivity()                               # RKHS norm: (1 + slack) M κ/(λ n)
 >>> sens.norm, round(sens.value, 4)

@@ -12,7 +12,7 @@ Slavković 2019).
 Examples
 --------
 >>> import fdp_ppl as fp
->>> spec = fp.expmech.FPCASpec(grid=fp.Grid.uniform(50), m=10, k=1, epsilon=1.0, tau=1.0)
+>>> spec = fp.fpca.FPCASpec(grid=fp.Grid.uniform(50), m=10, k=1, epsilon=1.0, tau=1.0)
 >>> spec.sensitivity, spec.attrs()["basis"], spec.sigma_rule   # Δ = 1 after scaling by τ
 (1.0, 'fourier', '1 * diag(i^-3), i = 1..10')
 """

@@ -71,7 +71,7 @@ def nuts_parametrisation(fitted: FPCAFit) -> tuple[np.ndarray, np.ndarray]:
     uniform law on frames (Chikuse 2003, §2.4). C is the ACG envelope of
     Kent, Ganeiber & Mardia (2018) for ``etr(VᵀMV)``, with M = A (Bingham form)
     or M = ε/(2Δ)G − ½Σ⁻¹ (GP-base form): ``C⁻¹ = I + 2Λ/b`` in the
-    eigenvectors of −M (:func:`~fdp_ppl.expmech.samplers.acg_envelope`). The
+    eigenvectors of −M (:func:`~fdp_ppl.fpca.samplers.acg_envelope`). The
     potential corrects ACG(C) to the target exactly, so the choice of C only
     changes how well NUTS mixes: the W-space looks nearly standard normal
     instead of a funnel (the target depends on span(Z) alone).
@@ -105,7 +105,7 @@ def fpca_pymc_model(fitted: FPCAFit):
     ``log f(V) + (m/2) log det(VᵀC⁻¹V)``,  V an orthonormal basis of span(Z),
 
     with ``log f`` the target's log-density w.r.t. the uniform law on frames
-    (:meth:`~fdp_ppl.expmech.fpca.FPCASpec.log_density`: ``tr(VᵀAV)``, A = ε/(2Δ)(G − Σ⁻¹), for
+    (:meth:`~fdp_ppl.fpca.fpca.FPCASpec.log_density`: ``tr(VᵀAV)``, A = ε/(2Δ)(G − Σ⁻¹), for
     ``bingham``; ``ε/(2Δ) tr(VᵀGV) − (m/2) log det(VᵀΣ⁻¹V)`` for ``gp-base``,
     Thm 4.1–4.2) turns it into the target: span(Z) has exactly the target law.
     Log-determinants use ``log det(VᵀMV) = log det(ZᵀMZ) − log det(ZᵀZ)``.

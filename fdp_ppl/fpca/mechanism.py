@@ -15,12 +15,12 @@ from .fpca_plan import DEFAULT_ETA, DEFAULT_MAX_PROPOSALS
 
 @dataclass(frozen=True)
 class ExponentialMechanism:
-    """The exponential mechanism that releases an :class:`~fdp_ppl.expmech.FPCAFit` (its sampler and plan).
+    """The exponential mechanism that releases an :class:`~fdp_ppl.fpca.FPCAFit` (its sampler and plan).
 
-    **ε lives in the spec, not here.** :class:`~fdp_ppl.expmech.FPCASpec` keeps ``epsilon``
+    **ε lives in the spec, not here.** :class:`~fdp_ppl.fpca.FPCASpec` keeps ``epsilon``
     because it defines the target density ``exp(ε u(V; D)/(2Δ))`` itself (paper Prop. 3.1,
     Thm 4.1), and with it the public density floor, acceptance bound and proposal budget
-    that the fit and :func:`~fdp_ppl.expmech.fpca_plan.release_plan` compute. A second ε here
+    that the fit and :func:`~fdp_ppl.fpca.fpca_plan.release_plan` compute. A second ε here
     could disagree with the spec's, so this object carries none: it has no ``epsilon``
     attribute and refuses an ``epsilon`` argument. The ε charged is the spec's (or the
     guarantee the plan derives from it: ε'' for the pure plan, (ε', δ') with ``delta``).
@@ -33,7 +33,7 @@ class ExponentialMechanism:
         form; uncertified MCMC for k > 1); ``"nuts"``: PyMC's NUTS (uncertified MCMC).
     iterations : int
         Gibbs scans or NUTS tuning steps per chain (ignored by ``"exact"``); a public floor
-        applies (:func:`~fdp_ppl.expmech.fpca_plan.iteration_floor`).
+        applies (:func:`~fdp_ppl.fpca.fpca_plan.iteration_floor`).
     max_proposals : int
         Largest number of proposals a release may run; more is refused before any charge.
     delta : float or None
@@ -58,7 +58,7 @@ class ExponentialMechanism:
     ε is the FPCA spec's; the mechanism chooses how to sample the target density:
 
     >>> import fdp_ppl as fp
-    >>> spec = fp.expmech.FPCASpec(grid=fp.Grid.uniform(50), m=10, k=1, epsilon=1.0, tau=1.0)
+    >>> spec = fp.fpca.FPCASpec(grid=fp.Grid.uniform(50), m=10, k=1, epsilon=1.0, tau=1.0)
     >>> spec.sensitivity, spec.scale                     # Δ and ε/(2Δ) of exp(ε u(V; D)/(2Δ))
     (1.0, 0.5)
     >>> mechanism = fp.ExponentialMechanism(sampler="exact")
@@ -71,7 +71,7 @@ class ExponentialMechanism:
 
     See Also
     --------
-    fdp_ppl.expmech.FPCASpec : the public spec (ε, τ, m, k, basis).
+    fdp_ppl.fpca.FPCASpec : the public spec (ε, τ, m, k, basis).
     """
 
     sampler: str = "exact"

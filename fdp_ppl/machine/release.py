@@ -8,7 +8,7 @@ the squared batch scale of ``specs/gp-mechanism-hall.md`` §9): the release is
 ``√(2 log(2/δ)) Δ/ε`` for the paper, refused for ε > 1).
 
 On the grid ``P`` the GP noise is drawn on the retained eigenpairs ``(λ_j, u_j)`` of
-``K(P, P)`` (:class:`~fdp_ppl.erm.gp.GridEigenbasis`): the released coefficients are
+``K(P, P)`` (:class:`~fdp_ppl.machine.gp.GridEigenbasis`): the released coefficients are
 ``c̃_j = u_jᵀ f_D(P) + σ √λ_j ζ_j`` with ``ζ_j`` i.i.d. N(0, 1), drawn by the package's
 release sampler on the whitened coefficients ``c_j/√λ_j`` (OpenDP's floating-point-safe
 Gaussian when unseeded, whose privacy map may raise σ; the compiled sampler when
@@ -20,7 +20,7 @@ numpy normals, ``fp_safe = 0``).
 
 Large grids: when the kernel is a product over coordinates (:attr:`ERMSpec.product_kernel`:
 the Gaussian kernel in d >= 2) the grid is Cartesian, so ``K(P, P) = K_1 ⊗ K_2`` and the
-eigenpairs are computed from the 1-D factors (:class:`~fdp_ppl.erm.gp.KroneckerEigenbasis`;
+eigenpairs are computed from the 1-D factors (:class:`~fdp_ppl.machine.gp.KroneckerEigenbasis`;
 same cut-off on the products, same law) without forming the ``m × m`` matrix: grids up to
 ``MAX_KRONECKER_POINTS`` with at most ``MAX_COMPONENTS`` retained pairs. Attr
 ``noise_structure`` records ``"kronecker"``, ``"dense"`` or ``"markov"``.
@@ -119,8 +119,8 @@ def grid_basis(spec: ERMSpec, rel_tol: float = EIGEN_REL_TOL):
     """Retained eigenpairs of ``K(P, P)`` on the spec's grid (public; cached per spec and cut-off).
 
     Product kernels (:attr:`ERMSpec.product_kernel`) get a
-    :class:`~fdp_ppl.erm.gp.KroneckerEigenbasis` built from the 1-D factors (never the
-    ``m × m`` matrix); other kernels a dense :class:`~fdp_ppl.erm.gp.GridEigenbasis`. Both
+    :class:`~fdp_ppl.machine.gp.KroneckerEigenbasis` built from the 1-D factors (never the
+    ``m × m`` matrix); other kernels a dense :class:`~fdp_ppl.machine.gp.GridEigenbasis`. Both
     have the same interface (``eigenvalues``, ``size``, ``n_points``, ``complete``,
     ``rel_tol``, ``dropped_trace``, ``coefficients``, ``reconstruct``, ``whitened_norm``,
     ``vectors``, ``covariance``, ``structure``) and the same retained eigenpairs (Hall et al.
@@ -425,7 +425,7 @@ def erm_model(fit: ERMFit, mechanism):
     ------
     CompatibilityError, InputError
         As :func:`fdp_ppl.release`; a Kronecker basis whose dense ``m × r`` design exceeds
-        ``fdp_ppl.erm.gp.MAX_DENSE_ENTRIES`` (the model holds the eigenvectors as one matrix).
+        ``fdp_ppl.machine.gp.MAX_DENSE_ENTRIES`` (the model holds the eigenvectors as one matrix).
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -485,7 +485,7 @@ class OnlineRelease:
     """Answer arbitrary query points, one at a time, from one released GP path (Hall et al. 2013, §5).
 
     The answer at ``x`` is ``f_D(x) + σ ξ(x)`` with ``ξ`` the unit path of
-    :class:`~fdp_ppl.erm.gp.GPPath`, conditioned on every quantity released so far; a
+    :class:`~fdp_ppl.machine.gp.GPPath`, conditioned on every quantity released so far; a
     repeat query returns the same value. The whole oracle is one (ε, δ) release
     (every answer is a linear functional of one path ``f_D + σ ξ``, and the RKHS
     sensitivity covers any finite set of them, Hall Prop. 8), charged to the ledger

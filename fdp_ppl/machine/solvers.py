@@ -28,7 +28,7 @@ minimisers). It never uses the observed, data-dependent ``ρ``.
 
 What the guarantee does not cover: the number of iterations, hence the run time, and
 whether the public iteration cap is hit depend on the data. The failure message names
-no data-derived number (neither the gap nor ρ reached), and ``fdp-ppl svm`` charges the
+no data-derived number (neither the gap nor ρ reached), and ``fdp-ppl machine`` charges the
 ledger before the solver runs, so a failure is never free; but the run time and the
 fact of a failure are visible to whoever watches the run (docs: privacy in practice).
 """
@@ -91,7 +91,7 @@ def hinge_gap(a, Q, C: float) -> float:
 
 
 def _solve_hinge(K, y, lam, rho_target, max_sweeps, features=None):
-    """Hinge dual by compiled coordinate ascent with exact active-set solves (:mod:`fdp_ppl.erm.fast`).
+    """Hinge dual by compiled coordinate ascent with exact active-set solves (:mod:`fdp_ppl.machine.fast`).
 
     ``K`` the Gram matrix (n, n), or ``features`` (n, r) with ``K = Z Zᵀ`` (then ``K`` is ignored and the
     coefficients returned are ``a ∘ y``, whose function is ``w = Zᵀ(a ∘ y)`` in feature space).
@@ -158,7 +158,7 @@ def solve_erm(gram, y, *, loss: str, lam: float, rho_target: float, max_rounds: 
         Labels (±1 for hinge and logistic; real for squared).
     loss : {"hinge", "logistic", "squared"}
         Hinge: dual box QP by compiled exact coordinate ascent with exact active-set
-        solves (:func:`fdp_ppl.erm.fast.solve_hinge_dual`; one n × n array); logistic: first-order condition by MINPACK
+        solves (:func:`fdp_ppl.machine.fast.solve_hinge_dual`; one n × n array); logistic: first-order condition by MINPACK
         (``scipy.optimize.root``); squared: the normal equations (``scipy.linalg.solve``).
     lam : float
         λ > 0.

@@ -104,9 +104,9 @@ def solve_linear_erm(Z, y, *, loss: str, lam: float, rho_target: float, max_roun
     """Minimise ``(1/n) Σ ℓ(w·z_i, y_i) + λ‖w‖²`` over ``w ∈ R^r`` to a certified ``‖w − w*‖ <= rho_target``.
 
     Hinge: the dual by compiled coordinate ascent with exact active-set solves
-    (:func:`fdp_ppl.erm.fast.solve_hinge_dual`, duality gap); squared: the normal equations
+    (:func:`fdp_ppl.machine.fast.solve_hinge_dual`, duality gap); squared: the normal equations
     ``(ZᵀZ + nλ I) w = Zᵀy``; logistic: Newton steps with the r × r Hessian. Smooth losses are certified by
-    ``‖∇P(w)‖/(2λ)`` (2λ-strong convexity), as in :mod:`fdp_ppl.erm.solvers`.
+    ``‖∇P(w)‖/(2λ)`` (2λ-strong convexity), as in :mod:`fdp_ppl.machine.solvers`.
 
     Returns
     -------

@@ -2,7 +2,7 @@
 Slavković 2019, §4–5).
 
 :func:`plan_release` and :func:`draw_release` are the family's two hooks for :func:`fdp_ppl.plan` and
-:func:`fdp_ppl.release` (an :class:`~fdp_ppl.expmech.fpca.FPCAFit`): the plan (:mod:`.fpca_plan`: proposal budget,
+:func:`fdp_ppl.release` (an :class:`~fdp_ppl.fpca.fpca.FPCAFit`): the plan (:mod:`.fpca_plan`: proposal budget,
 guarantee, cost; no data), then, after the protocol's charge, the draw with the exact samplers, Gibbs
 (:mod:`.samplers`) or NUTS (:mod:`.fpca_nuts`).
 """
@@ -66,7 +66,7 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
     InputError
         Unknown sampler, a sampler that does not serve the form, draws < 1, iterations below the floor, δ or
         η ∉ (0, 1), a release whose proposals exceed ``max_proposals``
-        (:func:`~fdp_ppl.expmech.fpca_plan.release_plan`), a spec without ``n``.
+        (:func:`~fdp_ppl.fpca.fpca_plan.release_plan`), a spec without ``n``.
     """
     from ..releasing.plans import ReleasePlan, check_draws
 
@@ -129,7 +129,7 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
     The principal components' draw hook, called by :func:`fdp_ppl.release` after the charge of the plan
     (:func:`plan_release`); call ``fp.release(fitted, ExponentialMechanism(...))``.
     The sampler options below are the fields of ``mechanism``
-    (:class:`~fdp_ppl.expmech.mechanism.ExponentialMechanism`); ε is the spec's.
+    (:class:`~fdp_ppl.fpca.mechanism.ExponentialMechanism`); ε is the spec's.
 
     Guarantee (per frame; ``draws`` independent frames compose to ``draws ×`` it):
 
@@ -142,18 +142,18 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
 
       - default (``delta=None``): T with ``p* = (1 − a_min)^T ≤ η f_min`` and the release is
         **pure ε''-DP**, ``ε'' = log((e^ε + p*/f_min)/(1 − p*)) ≤ ε + log(1 + η e^{−ε}) −
-        log(1 − p*)`` (:func:`~fdp_ppl.expmech.samplers.pure_guarantee`); the ledger is charged
+        log(1 − p*)`` (:func:`~fdp_ppl.fpca.samplers.pure_guarantee`); the ledger is charged
         ``draws × (ε'', 0)``. f_min = ``exp(−s(n + λ_max(Σ⁻¹) − λ_min(Σ⁻¹)))`` (Bingham),
         ``exp(−s n)`` (GP base), s = ε/(2Δ).
       - ``delta`` given: T with ``p* ≤ δ``, **(ε' = ε − log(1 − p*), δ' = p*)-DP**
-        (:func:`~fdp_ppl.expmech.samplers.fallback_guarantee`), charged ``draws × (ε', δ')``:
+        (:func:`~fdp_ppl.fpca.samplers.fallback_guarantee`), charged ``draws × (ε', δ')``:
         for a ledger with a δ budget when the pure plan needs too many proposals.
 
       a_min: ``c_Σ^k E[exp(−s n max_{j≤k} D_j)] + (1 − c_Σ^k) e^{−s n}`` for ``gp-base``
-      (proved, :func:`~fdp_ppl.expmech.samplers.gp_base_acceptance_bound`); half the
+      (proved, :func:`~fdp_ppl.fpca.samplers.gp_base_acceptance_bound`); half the
       infimum of Kent et al.'s acceptance for the ACG sampler (verified numerically, not
-      proved, :func:`~fdp_ppl.expmech.samplers.acg_acceptance_bound`). A release whose
-      proposals exceed ``max_proposals`` is refused before the charge (:func:`~fdp_ppl.expmech.fpca_plan.release_plan`).
+      proved, :func:`~fdp_ppl.fpca.samplers.acg_acceptance_bound`). A release whose
+      proposals exceed ``max_proposals`` is refused before the charge (:func:`~fdp_ppl.fpca.fpca_plan.release_plan`).
     * ``"gibbs"`` with k > 1 and ``"nuts"``: **uncertified MCMC**. The guarantee is
       (ε, (1 + e^ε)γ) with γ the chain's total-variation distance to the target, which is
       not bounded: the release records ``certified = 0``, ``private = 0``,
@@ -161,12 +161,12 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
       unknown δ) under a mechanism name ending "(uncertified MCMC)". NUTS's run time
       depends on the data (tree depths; not padded); PyMC's log lines (including its
       "Sampling ... took X seconds") are silenced. Iterations below a public floor
-      (:func:`~fdp_ppl.expmech.fpca_plan.iteration_floor`) are refused.
+      (:func:`~fdp_ppl.fpca.fpca_plan.iteration_floor`) are refused.
 
     Parameters
     ----------
     fitted : FPCAFit
-        From :meth:`~fdp_ppl.expmech.fpca.FPCASpec.fit` (data holder only).
+        From :meth:`~fdp_ppl.fpca.fpca.FPCASpec.fit` (data holder only).
     mechanism : ExponentialMechanism
         Carries ``sampler``, ``iterations``, ``max_proposals``, ``delta``, ``eta`` and
         ``diagnostics`` (described here):
@@ -178,7 +178,7 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
         state of its own chain. Not exact for k > 1 (the guarantee is then
         (ε, (1 + e^ε)γ) with γ the unknown TV distance to the target, spec §4.2).
         ``"nuts"``: either form, any k: PyMC's NUTS on the Euclidean
-        parametrisation of :func:`~fdp_ppl.expmech.fpca_nuts.fpca_pymc_model` (k Gaussian vectors whose
+        parametrisation of :func:`~fdp_ppl.fpca.fpca_nuts.fpca_pymc_model` (k Gaussian vectors whose
         span is the frame; the exponential-mechanism term as a potential), one
         chain per released draw from a data-independent random start,
         ``iterations`` tuning steps, the frame of the chain's last state
@@ -188,8 +188,8 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
         Number of released frames; the ledger is charged ``draws ×`` the per-frame guarantee.
     iterations : int
         Gibbs scans, or NUTS tuning steps, per chain (fixed in advance; ignored by ``"exact"``);
-        at least :data:`~fdp_ppl.expmech.fpca_plan.GIBBS_MIN_SCANS` (Gibbs, k > 1) or
-        :data:`~fdp_ppl.expmech.fpca_plan.NUTS_MIN_TUNE` (NUTS).
+        at least :data:`~fdp_ppl.fpca.fpca_plan.GIBBS_MIN_SCANS` (Gibbs, k > 1) or
+        :data:`~fdp_ppl.fpca.fpca_plan.NUTS_MIN_TUNE` (NUTS).
     random_seed : None, int, sequence or Generator
         None (default): fresh OS entropy. A seed warns :class:`~fdp_ppl.errors.SeededReleaseWarning`.
     ledger : PrivacyLedger or FileLedger, optional
@@ -236,7 +236,7 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
     InputError
         Unknown sampler, a sampler that does not serve the form, draws < 1, iterations
         below the floor, δ or η ∉ (0, 1), or a release whose proposals exceed
-        ``max_proposals`` (all before the charge; :func:`~fdp_ppl.expmech.fpca_plan.release_plan`).
+        ``max_proposals`` (all before the charge; :func:`~fdp_ppl.fpca.fpca_plan.release_plan`).
     BudgetExceededError
         From the ledger; nothing is drawn.
     """

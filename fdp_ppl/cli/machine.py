@@ -1,8 +1,8 @@
-"""``fdp-ppl svm``: a private kernel machine (kernel SVM, logistic or ridge) released as a decision function.
+"""``fdp-ppl machine``: a private kernel machine (kernel SVM, logistic or ridge) released as a decision function.
 
 Reads a labelled table (CSV with a header, or a netCDF file of 1-D variables along one record dim),
 clips the features to the public ``--domain`` box (the count goes to stderr only, never to the file),
-builds the public :class:`~fdp_ppl.erm.ERMSpec` (kernel, λ, n, loss, grid), fits the machine with no
+builds the public :class:`~fdp_ppl.machine.ERMSpec` (kernel, λ, n, loss, grid), fits the machine with no
 intercept to a fixed solver accuracy, charges the ledger ``draws × (ε, δ)`` and releases the decision
 function on the grid (:func:`fdp_ppl.release`): Gaussian-process noise with the machine's kernel
 (Hall, Rinaldo & Wasserman 2013, §4.3) or ICLP noise on the kernel's eigenbasis (Lin & Reimherr 2026,
@@ -17,7 +17,9 @@ import sys
 import warnings
 from pathlib import Path
 
-NAME = "svm"
+NAME = "machine"
+#: the command's former name, still accepted
+ALIASES = ("svm",)
 LOSSES = ("hinge", "logistic", "squared")
 #: ``gaussian`` is Hall's ``exp(-d²/(2h²))`` here (``fdp-ppl release --kernel gaussian`` is Mirshani's ``exp(-d²/ρ)``):
 #: ``gaussian-hall`` and ``gaussian-mirshani`` name each convention the same way in both commands
@@ -25,11 +27,12 @@ KERNELS = ("gaussian", "gaussian-hall", "gaussian-mirshani", "exponential", "mat
 
 
 def add_subparser(sub) -> None:
-    """Add ``svm`` to the sub-command parsers of ``fdp-ppl``."""
+    """Add ``machine`` (alias ``svm``, its former name) to the sub-command parsers of ``fdp-ppl``."""
     from .common import SEED_HELP, add_ledger_args, add_output_args, add_unit_args
 
     p = sub.add_parser(
-        NAME, help="release a private kernel SVM / kernel machine decision function",
+        NAME, aliases=list(ALIASES), help="release a private kernel machine's decision function (SVM, logistic, "
+                                          "ridge; alias svm)",
         description="Fit a regularised kernel machine (1/n) sum loss(g(x_i), y_i) + lam ||g||_H^2 without intercept "
                     "and release its decision function on a grid with Gaussian-process noise (Hall, Rinaldo & "
                     "Wasserman 2013, Section 4.3: Delta = M sqrt(sup K(x,x))/(lam n)) or ICLP noise (Lin & Reimherr "
@@ -232,11 +235,11 @@ def _kernel(a):
 
 
 def run(a) -> int:
-    """Run ``fdp-ppl svm`` with parsed arguments; returns the exit code."""
+    """Run ``fdp-ppl machine`` with parsed arguments; returns the exit code."""
     from ..accounting import PrivacyBudget
     from .._progress import stage
     from .common import Prepaid, open_ledger, plotter, write_release
-    from ..erm import ERMSpec
+    from ..machine import ERMSpec
     import fdp_ppl as fp
     from ..errors import SeededReleaseWarning
 
@@ -258,9 +261,9 @@ def run(a) -> int:
 
     check_output_space(a, 8.0 * a.draws * int(np.prod(spec.grid_size)) * 2 + 8.0 * int(np.prod(spec.grid_size)) * 8)
     spec.check_size()  # n x n memory: refused before the ledger is charged
-    label = f"svm {a.loss}/{a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
+    label = f"machine {a.loss}/{a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
     if ledger is not None:  # the solver's outcome depends on the data: charged before it runs, never after
-        ledger = Prepaid(ledger, cost, label, dataset=Path(str(a.data)).name, mechanism=f"svm-{a.mechanism}")
+        ledger = Prepaid(ledger, cost, label, dataset=Path(str(a.data)).name, mechanism=f"machine-{a.mechanism}")
     with stage(f"solving the {a.loss} kernel machine"):
         fit = spec.fit(X, y, units=a.unit_ids)
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated in the table
@@ -307,7 +310,7 @@ def _print_table(tree, out, a, ledger) -> None:
     rows.append(("ledger", ledger_text(ledger, at)))
     if a.plot:
         rows.append(("plot", str(a.plot)))
-    print_table(f"svm {at.get('data_source', '')}", rows)
+    print_table(f"machine {at.get('data_source', '')}", rows)
     print(f"wrote {out}" + (f" and {a.plot}" if a.plot else "") + f"; spent epsilon {at['budget_spent_epsilon']:g}, "
           f"delta {at['budget_spent_delta']:g}")
 

@@ -3,7 +3,7 @@
 Everything decided before the charge and without the data: the proposal budget T of the exact samplers and the
 guarantee it certifies (:func:`exact_plan`), the public floors on MCMC iterations (:func:`iteration_floor`), and
 the cost or refusal of a release (:func:`release_plan`). The release itself is
-:func:`fdp_ppl.expmech.release.draw_release` (through :func:`fdp_ppl.release`).
+:func:`fdp_ppl.fpca.release.draw_release` (through :func:`fdp_ppl.release`).
 """
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float | None = No
       (data-independent: ``exp(−s(n + λ_max(Σ⁻¹) − λ_min(Σ⁻¹)))`` for ``bingham``, ``exp(−s n)`` for
       ``gp-base``, s = ε/(2Δ)) and T is chosen so that ``p* = (1 − a_min)^T ≤ η f_min``; then
       ``ε'' = log((e^ε + p*/f_min)/(1 − p*)) ≤ ε + log(1 + η e^{−ε}) − log(1 − p*)``
-      (:func:`~fdp_ppl.expmech.samplers.pure_guarantee`).
+      (:func:`~fdp_ppl.fpca.samplers.pure_guarantee`).
     * ``delta`` given: **(ε', δ')-DP**, ``T = ceil(log δ / log(1 − a_min))``, ε' = ε − log(1 − p*), δ' = p*
-      (:func:`~fdp_ppl.expmech.samplers.fallback_guarantee`).
+      (:func:`~fdp_ppl.fpca.samplers.fallback_guarantee`).
 
     For k = 1 Gibbs the chain's output is a target draw unless every one of its scans falls back (then
     the uniform starting column): the same mixture with a fallback probability ≤ p*^iterations ≤ p*.
@@ -82,8 +82,8 @@ def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float | None = No
         ``proposals`` T per draw (``"exact"``) or per Gibbs column update (``"gibbs"``; 0 for NUTS),
         ``p_star`` = (1 − a_min)^T and ``log_p_star``, ``log_a_min``, ``log_f_min`` (pure plan; NaN
         otherwise), ``bound`` ("proved" for the GP-base rejection,
-        :func:`~fdp_ppl.expmech.samplers.gp_base_acceptance_bound`; "verified numerically" for the
-        ACG sampler, :func:`~fdp_ppl.expmech.samplers.acg_acceptance_bound`), ``certified`` (1 for the
+        :func:`~fdp_ppl.fpca.samplers.gp_base_acceptance_bound`; "verified numerically" for the
+        ACG sampler, :func:`~fdp_ppl.fpca.samplers.acg_acceptance_bound`), ``certified`` (1 for the
         exact samplers and k = 1 Gibbs), ``pure`` (1 for the pure plan), ``epsilon``, ``delta`` — the
         per-draw guarantee: (ε'', 0), (ε', δ'), or (ε, NaN) when uncertified.
 

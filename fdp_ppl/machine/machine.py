@@ -27,7 +27,7 @@ squared ``(y − g)²`` with labels clipped to ``[−B, B]``: on the ball
 ``|∂ℓ/∂g| <= 2(B + κB/√λ)``, so M = ``2B(1 + κ/√λ)``, κ = √sup K(x, x) [D].
 
 Solver slack: the fit is certified within ``ρ = solver_slack · Δ_0/2`` of the exact
-minimiser (:mod:`fdp_ppl.erm.solvers`: hinge by its duality gap, smooth losses by
+minimiser (:mod:`fdp_ppl.machine.solvers`: hinge by its duality gap, smooth losses by
 ``‖∇P‖_H/(2λ)``), with ``Δ_0`` the paper's bound; the released sensitivity is
 ``Δ = Δ_0 + 2ρ = (1 + solver_slack) Δ_0`` (both neighbours' fits are within ρ of
 their minimisers). The target is public; the observed accuracy is never used.
@@ -92,7 +92,7 @@ class ERMSpec:
         ``"exact"``: the RKHS of K, on the n × n Gram matrix (one n × n float64 array for the hinge loss,
         about three for the smooth losses). ``"nystroem"``: the span of kernel sections at public
         landmarks, an isometric subspace of the same RKHS, solved on n × r features
-        (:mod:`fdp_ppl.erm.nystroem`); same sensitivity, same noise. ``"auto"`` (default): exact up to
+        (:mod:`fdp_ppl.machine.nystroem`); same sensitivity, same noise. ``"auto"`` (default): exact up to
         ``n = EXACT_MAX_N`` records, Nyström above (a rule on the public n only).
     landmarks : int or sequence of int, optional
         Nyström landmarks per axis, an evenly spaced lattice on the public box (default: the release grid,
@@ -349,7 +349,7 @@ class ERMSpec:
                        solver_slack=float(attrs.get("solver_slack", 1e-2)), **extra)
         except (KeyError, ValueError, TypeError) as err:
             raise SchemaError(f"the kernel-machine release's attributes do not describe its spec ({err})",
-                              "pass a file written by fdp-ppl svm / fdp_ppl.release") from None
+                              "pass a file written by fdp-ppl machine / fdp_ppl.release") from None
 
     def sensitivity(self, norm: str | None = None) -> Sensitivity:
         """Sensitivity of the fitted decision function.
@@ -371,7 +371,7 @@ class ERMSpec:
                          f"within {self.rho_target:.3g} of the minimiser in RKHS norm (adds 2x that)"
                        + ("" if self.method == "exact" else "; Nystroem: minimiser over the span of kernel sections at "
                           "public landmarks, an isometric subspace of the RKHS with kappa~ <= kappa, so the same "
-                          "bound holds in the same norm (fdp_ppl.erm.nystroem)"))
+                          "bound holds in the same norm (fdp_ppl.machine.nystroem)"))
         if self.eta is None and norm == "cameron-martin":
             return Sensitivity(self.delta_rkhs, norm, "paper+solver", NEIGHBOURING, assumptions, HALL_SOURCE)
         if self.eta is not None and norm == "1,C":
@@ -445,7 +445,7 @@ class ERMSpec:
         return np.stack([m.ravel() for m in mesh], axis=-1)
 
     def nystroem_map(self):
-        """The public :class:`~fdp_ppl.erm.nystroem.NystroemMap` of this spec (cached)."""
+        """The public :class:`~fdp_ppl.machine.nystroem.NystroemMap` of this spec (cached)."""
         cached = self.__dict__.get("_nystroem")
         if cached is None:
             from .nystroem import NystroemMap

@@ -1,18 +1,18 @@
 """Compiled dual coordinate ascent and an active-set finish for the hinge-loss kernel machine.
 
-The problem is the hinge dual of :mod:`fdp_ppl.erm.solvers` (standard scaling)::
+The problem is the hinge dual of :mod:`fdp_ppl.machine.solvers` (standard scaling)::
 
     max_a  Σ_i a_i − ½ aᵀQa,   0 <= a_i <= C = 1/(2λn),   Q = (y yᵀ) ∘ K,
 
 with ``K`` either the dense Gram matrix (exact kernel) or ``Z Zᵀ`` for a feature matrix ``Z`` (n, r)
-(Nyström features, :mod:`fdp_ppl.erm.nystroem`; then ``w = Σ_i a_i y_i z_i`` is kept instead of ``Qa``).
+(Nyström features, :mod:`fdp_ppl.machine.nystroem`; then ``w = Σ_i a_i y_i z_i`` is kept instead of ``Qa``).
 Exact coordinate maximisation (Hsieh et al. 2008, the dual coordinate descent of LIBLINEAR) runs in a
 Numba-compiled loop; ``Q`` is never formed (``Q_ij = y_i y_j K_ij`` on the fly), so the dense path holds
 one n × n array. Between full sweeps the ascent is shrunk to a working set (the free variables
 ``0 < a_i < C`` and those whose gradient is near zero; LIBLINEAR's shrinking), where many cheap sweeps
 finish the slow, ill-conditioned tail (near-duplicate records); the next full sweep and the duality gap
 check every variable again. The certificate is the duality gap of
-:func:`fdp_ppl.erm.solvers.hinge_gap`, computed term by term (each term ``>= 0`` and zero at the
+:func:`fdp_ppl.machine.solvers.hinge_gap`, computed term by term (each term ``>= 0`` and zero at the
 optimum, so it stays accurate at large n).
 
 Without Numba the sweeps fall back to a Python loop (slow, same result).
