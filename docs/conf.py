@@ -96,6 +96,9 @@ napoleon_numpy_docstring = True
 napoleon_use_rtype = False
 napoleon_use_ivar = True
 napoleon_preprocess_types = False
+# An attribute name shared by several documented classes (``shape``, ``d``, ``grid``) makes napoleon's ``:ivar:``
+# types ambiguous cross-references; ambiguity is not an error (a missing target still is, with -W)
+suppress_warnings = ["ref.python"]
 
 # --- HTML -----------------------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"

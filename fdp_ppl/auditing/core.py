@@ -227,19 +227,19 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
     Each family uses some of the options below (:data:`~fdp_ppl.auditing.targets.AUDIT_FAMILIES`); any other
     given, its default value included, is refused before any work, naming the options the family takes:
 
-    ==========================  ==========================================================================
-    audited                     options it takes besides ``epsilon``, ``delta``, ``pairs``, ``samples``,
-                                ``confidence``, ``random_seed``, ``tests``, ``events``
-    ==========================  ==========================================================================
-    a release function          ``name``, ``train_fraction``, ``progressbar`` (no ``family``, ``options``,
-                                ``spec``; no ``timing_calls``: every call is timed)
-    ``"mean"`` family        ``family``, ``timing_calls``, ``options``, ``spec``, ``train_fraction``,
-                                ``progressbar``
-    ``"kde"``/``"machine"`` family  ``family``, ``timing_calls``, ``options``, ``train_fraction``, ``progressbar``
-                                (no ``spec``: their default spec only)
-    ``"fpca"`` family           ``family``, ``timing_calls`` (not the NUTS samplers: one frame per call, each
-                                timed), ``options``, ``spec``, ``train_fraction``, ``progressbar``
-    ==========================  ==========================================================================
+    ==============================  ======================================================================
+    audited                         options it takes besides ``epsilon``, ``delta``, ``pairs``, ``samples``,
+                                    ``confidence``, ``random_seed``, ``tests``, ``events``
+    ==============================  ======================================================================
+    a release function              ``name``, ``train_fraction``, ``progressbar`` (no ``family``, ``options``,
+                                    ``spec``; no ``timing_calls``: every call is timed)
+    ``"mean"`` family               ``family``, ``timing_calls``, ``options``, ``spec``, ``train_fraction``,
+                                    ``progressbar``
+    ``"kde"``/``"machine"`` family  ``family``, ``timing_calls``, ``options``, ``train_fraction``,
+                                    ``progressbar`` (no ``spec``: their default spec only)
+    ``"fpca"`` family               ``family``, ``timing_calls`` (not the NUTS samplers: one frame per call,
+                                    each timed), ``options``, ``spec``, ``train_fraction``, ``progressbar``
+    ==============================  ======================================================================
 
     Parameters
     ----------

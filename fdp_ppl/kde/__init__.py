@@ -17,7 +17,7 @@ Examples
 The public spec of a Gaussian KDE on [0, 1] gives the Cameron–Martin sensitivity of Hall et al. (2013):
 
 >>> import fdp_ppl as fp
->>> grid = fp.kde.CartesianGrid.uniform((0.0, 1.0), 64)
+>>> grid = fp.spaces.CartesianGrid.uniform((0.0, 1.0), 64)
 >>> spec = fp.kde.KDESpec(grid=grid, bandwidth=0.1, n=500)
 >>> sens = spec.sensitivity()                               # √2 / (n √(2π) h)
 >>> sens.norm, round(sens.value, 5)
@@ -29,12 +29,11 @@ The public spec of a Gaussian KDE on [0, 1] gives the Cameron–Martin sensitivi
 from .accumulate import binned_kde_values, check_kde_size, kde_values_chunked
 from .bandwidth import bandwidth_plan, private_bandwidth, private_quantile
 from .gaussian import KDESpec, KDESummary, cameron_martin_difference, realised_delta
-from .grid import CartesianGrid, ProductEigenbasis, bandwidth_rule, gaussian_kde_values
+from .grid import CartesianGrid, ProductEigenbasis, bandwidth_rule, gaussian_kde_values  # noqa: F401 (CartesianGrid: documented in fdp_ppl.spaces)
 from .iclp import ICLPKDESpec, one_c_difference
 from .sobolev import SobolevKDESpec
 
 __all__ = [
-    "CartesianGrid",
     "ICLPKDESpec",
     "KDESpec",
     "KDESummary",

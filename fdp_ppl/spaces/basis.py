@@ -36,9 +36,9 @@ class Basis(Protocol):
     Methods
     -------
     coefficients(values)
-        ``c_j = <values, φ_j>_w``; a function's values on the grid (..., *grid) -> (..., J).
+        ``c_j = <values, φ_j>_w``; a function's values on the grid ``(..., *grid) -> (..., J)``.
     reconstruct(coefficients)
-        ``Σ_j c_j φ_j`` on the grid; (..., J) -> (..., *grid).
+        ``Σ_j c_j φ_j`` on the grid; ``(..., J) -> (..., *grid)``.
     """
 
     eigenvalues: np.ndarray

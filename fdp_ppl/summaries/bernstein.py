@@ -81,7 +81,7 @@ class BernsteinSpec(SummarySpec):
 
     @classmethod
     def check_tau(cls, tau) -> float:
-        """The check of the public sup-norm bound τ_∞ on |X(t)|, without data."""
+        """The check of the public sup-norm bound τ_∞ on ``|X(t)|``, without data."""
         return public_tau(tau, "tau_inf", "pass a public bound on |X(t)|")
 
     def __post_init__(self):
