@@ -20,7 +20,7 @@ import argparse  # noqa: F401  (the only import at module import time)
 NAME = "infer"
 PRIORS = ("gp", "iclp")
 #: :data:`fdp_ppl.inference.infer.TARGETS` and :data:`fdp_ppl.inference.plan.METHODS` (repeated here so that
-#: ``--help`` imports nothing heavy; tests/test_cli_infer.py checks they agree)
+#: ``--help`` imports nothing heavy; tests/cli/test_infer.py checks they agree)
 TARGETS = ("summary", "population")
 METHODS = ("auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs")
 NUS = (0.5, 1.5, 2.5)

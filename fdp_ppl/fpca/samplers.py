@@ -174,7 +174,7 @@ def acg_acceptance_bound(q: int) -> float:
     over the shifted eigenvalues λ ≥ 0 is smallest in the limit of q − 1 infinite
     eigenvalues (p = e_1), ``A_1(q) = E[(V e^{1−V})^{q/2}]``, ``V = (1 + (q−1)F)/q``,
     F ~ F(q−1, 1) (0.658 at q = 2, 0.397 at q = 5, 0.136 at q = 40). That this limit is the
-    infimum is **verified numerically** (Monte Carlo over random λ; tests/test_fpca_privacy.py),
+    infimum is **verified numerically** (Monte Carlo over random λ; tests/fpca/test_privacy.py),
     **not proved**; the returned bound is ``A_1(q) / 2`` for a margin.
 
     Parameters

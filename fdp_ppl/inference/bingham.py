@@ -15,7 +15,7 @@ Normalising constant (:func:`bingham_log_constant`, ``method=``):
   ``₁F₁(1/2; m/2; a) = Σ_N c_N / (m/2)_N`` where c_N is the z^N coefficient of ``Π_i (1 − a_i z)^{−1/2}``
   (expand each factor's binomial series and group the multi-index series by total degree; derived here [D]
   and checked against the Bessel closed form at m = 2 and a one-dimensional integral at m = 3 to 1e-13,
-  tests/test_inference_components.py). Every term is positive, so the sum has no cancellation; its cost grows like
+  tests/inference/test_components.py). Every term is positive, so the sum has no cancellation; its cost grows like
   (largest shifted eigenvalue)², so it is used up to :data:`SERIES_MAX_SPREAD`.
 * ``"saddlepoint"`` — the second-order saddlepoint approximation ĉ₃ of Kume & Wood (2005): log C within
   0.013–0.045 of the series on the mechanism's parameters at m = 2–40 (benchmarks/bench_sbc_fpca.py), i.e. a

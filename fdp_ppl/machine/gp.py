@@ -86,7 +86,7 @@ def ou_conditional(x: float, left, right, rho: float) -> tuple[float, float]:
         mean ``[r_1(1 − r_2²) ξ_a + r_2(1 − r_1²) ξ_b]/(1 − r_1² r_2²)``,
         variance ``(1 − r_1²)(1 − r_2²)/(1 − r_1² r_2²)``; one side only: AR(1),
         mean ``r ξ``, variance ``1 − r²``; none: (0, 1). [D], verified against
-        generic conditioning in ``tests/test_erm.py``.
+        generic conditioning in ``tests/machine/test_machine.py``.
     """
     if left is None and right is None:
         return 0.0, 1.0

@@ -218,7 +218,7 @@ class ERMSpec:
         conventions. The exponential and Matérn kernels of the *Euclidean* distance
         (this spec's only distance) do not (they would with the L¹ distance, which the
         spec does not use). In d = 1 the single "factor" is the dense kernel matrix, so
-        False. Checked against ``kernel_matrix`` in ``tests/test_erm.py``.
+        False. Checked against ``kernel_matrix`` in ``tests/machine/test_machine.py``.
         """
         return self.d >= 2 and self.eta is None and type(self.kernel) is Gaussian
 

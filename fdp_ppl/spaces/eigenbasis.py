@@ -20,7 +20,7 @@ kernel on a uniform grid, whose Gram matrix is Toeplitz, so that no ``m × m``
 matrix is formed (and, the grid and its weights being mirror-symmetric, on the
 even and odd halves separately: the operator commutes with the reflection); otherwise (many retained pairs, where Lanczos would cost more
 than the ``O(m³)`` decomposition) by the dense symmetric eigendecomposition. Both are the same
-eigenpairs to rounding (``tests/test_eigenbasis_scale.py``).
+eigenpairs to rounding (``tests/spaces/test_eigenbasis_scale.py``).
 
 Norms of a function ``h`` with coefficients ``h_j = <h, φ_j>_w``
 (Lin & Reimherr 2026, Section 3; Mirshani et al. 2019, eq. 1):

@@ -1,7 +1,7 @@
 """``check_law``: every property a noise law of :mod:`fdp_ppl.noise.laws` promises, checked in one call.
 
 In the spirit of ``pymc.testing.check_logp``: a user who adds a :class:`~fdp_ppl.noise.laws.NoiseLaw` calls
-:func:`check_law` from their own tests (``tests/test_testing_kit.py`` calls it for every registered law). For
+:func:`check_law` from their own tests (``tests/testing/test_kit.py`` calls it for every registered law). For
 each public scale vector (one J each) it checks
 
 (a) **the log-density**: numpy ``logp`` against an independent reference (scipy where scipy has the law, a

@@ -1,7 +1,7 @@
 """Frequentist coverage of noise-aware credible bands: release → infer → band, replicated.
 
 The computation behind Section 6 of ``notebooks/06_inference_from_release.ipynb``
-and ``tests/test_inference_coverage.py``. One replicate:
+and ``tests/inference/test_coverage.py``. One replicate:
 
 1. simulate ``n`` curves from an ICLP simulation design (Lin & Reimherr 2026,
    Section 6.1: ``"S-1"`` … ``"S-4"``, GP errors) or ``"GP"`` (S-1's errors
@@ -169,7 +169,7 @@ def coverage_replicate(design: str, grid: Grid, basis, prior=None, *, seed, infe
     """
     release, truth = simulate_release(design, grid, basis, seed, n=n, epsilon=epsilon, truth_seed=truth_seed)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # diagnostics are recorded below and checked in tests/test_inference.py
+        warnings.simplefilter("ignore")  # diagnostics are recorded below and checked in tests/inference/test_inference.py
         post = infer(release, prior if prior is not None else ICLPPrior(), draws=draws, tune=tune, chains=chains,
                      random_seed=infer_seed, progressbar=False, target="summary")
     band = credible_band(post, ci_prob=ci_prob, ci_kind=ci_kind)

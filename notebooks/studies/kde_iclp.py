@@ -71,7 +71,7 @@ Readings of what the paper leaves open (each a parameter here, the default state
 ``baseline calibration``
     As in 1-D: FRL with ``2τ√M/n`` (τ the L² norm of one bump) and Bernstein with diffpriv's
     ``(k + 1)^d 2τ_∞/n`` (:data:`BASELINE_BOUNDS`; the exact grid sensitivities, ``bound="tight"``, are
-    smaller: 1.6× for FRL and 16× for Bernstein at k = 5, see ``tests/test_kde.py``).
+    smaller: 1.6× for FRL and 16× for Bernstein at k = 5, see ``tests/kde/test_kde.py``).
 ``FRL truncation``
     The paper picks M by PCV; we use the package default, the upper end of the PSS range ``floor(n^{1/3})``
     (M = 7 at n = 500), a public choice.

@@ -1,6 +1,6 @@
 """Frequentist coverage of noise-aware bands for private kernel machines: data → fit → release → infer.
 
-The computation behind ``benchmarks/bench_coverage_svm.py`` and ``tests/test_inference_machine.py``.
+The computation behind ``benchmarks/bench_coverage_svm.py`` and ``tests/inference/test_machine.py``.
 One replicate (:func:`machine_replicate`):
 
 1. simulate ``n`` labelled records: ``x ~ U(0, 1)``, ``y = sign(sin(3π x) + 0.5 e)``, ``e ~ N(0, 1)``

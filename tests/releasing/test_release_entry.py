@@ -1,0 +1,255 @@
+"""One release protocol for every family: ``fp.plan`` (public, no data) and ``fp.release`` (plan, charge, draw,
+record) dispatch through ``fdp_ppl.releasing.families.FAMILIES``.
+
+Each family's release follows its plan (``fdp_ppl.testing.family.check_family``); a wrong mechanism or an option
+the family does not take is refused before the ledger is charged.
+"""
+
+import numpy as np
+import pytest
+
+import fdp_ppl as fp
+from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
+from fdp_ppl.errors import CompatibilityError, InputError
+from tests.helpers import family_curves
+
+pytestmark = pytest.mark.filterwarnings("ignore::fdp_ppl.errors.SeededReleaseWarning")
+
+#: attrs that record when a tree was made (differ between two calls by construction)
+_CLOCK = {"created_at"}
+
+
+@pytest.fixture(scope="module")
+def mean_summary():
+    curves = family_curves(30, 25)
+    basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), fp.Grid.from_points(curves["t"].values))
+    return fp.iclp_qr_mean(curves, basis, tau=2.0)
+
+
+@pytest.fixture(scope="module")
+def kde_fit():
+    from fdp_ppl.kde import CartesianGrid, KDESpec
+
+    x = np.random.default_rng(1).uniform(0.2, 0.8, 40)
+    return KDESpec(grid=CartesianGrid.uniform((0.0, 1.0), 50), bandwidth=0.15, n=40).fit(x)
+
+
+@pytest.fixture(scope="module")
+def erm_fit():
+    from fdp_ppl.machine import ERMSpec
+
+    rng = np.random.default_rng(2)
+    X = rng.uniform(0, 1, (12, 1))
+    y = np.where(X[:, 0] > 0.5, 1.0, -1.0)
+    return ERMSpec(fp.Gaussian(0.3, convention="hall"), lam=1.0, n=12, grid_size=20).fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def fpca_fit():
+    from fdp_ppl.fpca import FPCASpec
+
+    curves = family_curves(20, 30, seed=3).values
+    return FPCASpec(grid=fp.Grid.uniform(30), m=5, k=1, epsilon=1.0, tau=2.0).fit(curves)
+
+
+# ---------------------------------------------------------------------- the plan is what the release does
+def _cases(mean_summary, kde_fit, erm_fit, fpca_fit):
+    """(name, fitted, mechanism, family options, options only the spec's plan needs): every family and law."""
+    from fdp_ppl.noise.elliptical.process import EllipticalMechanism
+
+    return [("mean-iclp", mean_summary, fp.ICLP(1.0), {"bound": "paper"}, {}),
+            ("mean-gaussian", mean_summary, fp.GaussianMechanism(1.0, 1e-6), {}, {}),
+            ("mean-frl", mean_summary, fp.FRL(1.0), {}, {}),
+            ("mean-t", mean_summary, EllipticalMechanism(1.0, family="t", nu=5.0), {}, {}),
+            ("kde-gp", kde_fit, fp.GaussianMechanism(0.5, 1e-5), {"chains": 2, "generator": "pymc"}, {}),
+            ("machine-gp", erm_fit, fp.GaussianMechanism(1.0, 1e-5), {"chains": 2}, {}),
+            ("fpca-exact", fpca_fit, fp.ExponentialMechanism("exact", delta=1e-10), {}, {"n": 20}),
+            ("fpca-pure", fpca_fit, fp.ExponentialMechanism("exact"), {}, {"n": 20})]
+
+
+def test_every_family_follows_its_public_plan(tmp_path, mean_summary, kde_fit, erm_fit, fpca_fit):
+    """One table, every family (DESIGN invariant 11: everything charged is known before the data): the plan made
+    from the public spec alone equals the fit's; the ledger is charged exactly ``plan.cost`` with ``plan.event``;
+    the release records ``plan.attrs`` unchanged, has the planned dims, and reads back from netCDF the same."""
+    from fdp_ppl.testing.family import check_family
+
+    rows = []
+    for name, fitted, mech, options, plan_options in _cases(mean_summary, kde_fit, erm_fit, fpca_fit):
+        plan, tree = check_family(fitted, mech, draws=2, tmp_path=tmp_path, plan_options=plan_options, **options)
+        rows.append((name, plan.family, plan.cost.epsilon, plan.fp_safe))
+        assert tree.attrs["release_family"] == plan.family
+    assert {r[1] for r in rows} == {"mean", "kde", "machine", "fpca"}
+
+
+def test_plan_reads_no_data_and_is_frozen(mean_summary):
+    """fp.plan takes the public spec (no records anywhere in it) and returns an immutable plan."""
+    import dataclasses
+
+    plan = fp.plan(mean_summary.spec, fp.ICLP(1.0))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.draws = 5
+    with pytest.raises(ValueError):
+        plan.noise_scale[0] = 0.0
+    with pytest.raises(TypeError):
+        plan.attrs["epsilon"] = 9.0
+    of_fit = fp.plan(mean_summary, fp.ICLP(1.0))  # a fit is read for its public spec only
+    assert not any(isinstance(x, np.ndarray) and np.array_equal(x, mean_summary.coefficients)
+                   for x in vars(of_fit).values())
+
+
+def test_a_planted_plan_mismatch_is_caught(mean_summary, monkeypatch):
+    """The protocol records plan.attrs over whatever a draw hook wrote, and check_family fails on a draw hook that
+    releases more than planned (so the kit can fail)."""
+    import dataclasses
+
+    from fdp_ppl.releasing import draw
+    from fdp_ppl.testing.family import check_family
+
+    original = draw.draw_release
+
+    def lying(summary, plan, **kw):
+        tree = original(summary, plan, **kw)
+        tree.attrs["sensitivity"] = tree.attrs["sensitivity"] / 2
+        return tree
+
+    monkeypatch.setattr(draw, "draw_release", lying)
+    plan, tree = check_family(mean_summary, fp.ICLP(1.0))
+    assert tree.attrs["sensitivity"] == plan.sensitivity
+
+    def one_more(summary, plan, **kw):
+        return original(summary, dataclasses.replace(plan, draws=plan.draws + 1), **kw)
+
+    monkeypatch.setattr(draw, "draw_release", one_more)
+    with pytest.raises(AssertionError, match="planned dims"):
+        check_family(mean_summary, fp.ICLP(1.0))
+
+
+def test_composed_plan_sums_costs_and_keeps_both_parts(mean_summary):
+    spec = mean_summary.spec
+    first, second = fp.plan(spec, fp.ICLP(0.25)), fp.plan(spec, fp.GaussianMechanism(1.0, 1e-6), draws=2)
+    both = first.then(second)
+    assert both.cost.epsilon == pytest.approx(0.25 + 2.0) and both.cost.delta == pytest.approx(2e-6)
+    assert both.parts == (first, second) and both.fp_safe == (first.fp_safe and second.fp_safe)
+    assert both.attrs["budget_spent_epsilon"] == pytest.approx(2.25)
+    assert both.attrs["part0_epsilon"] == 0.25 and both.attrs["part1_mechanism"] == "gaussian"
+
+
+def test_plan_refuses_what_release_refuses(mean_summary, fpca_fit):
+    with pytest.raises(InputError, match="chains"):
+        fp.plan(mean_summary.spec, fp.ICLP(1.0), chains=2)
+    with pytest.raises(CompatibilityError):
+        fp.plan(mean_summary.spec, fp.ExponentialMechanism())
+    with pytest.raises(InputError, match="number of curves"):
+        fp.plan(fpca_fit.spec, fp.ExponentialMechanism())
+    with pytest.raises(CompatibilityError, match="plan"):
+        fp.plan(np.zeros(3), fp.ICLP(1.0))
+    with pytest.raises(InputError, match="draws"):
+        fp.plan(mean_summary.spec, fp.ICLP(1.0), draws=0)
+
+
+def test_ledger_label_and_dataset_reach_each_family(tmp_path, mean_summary, kde_fit, erm_fit, fpca_fit):
+    cases = {"mean": (mean_summary, fp.ICLP(1.0)), "kde": (kde_fit, fp.GaussianMechanism(0.5, 1e-5)),
+             "machine": (erm_fit, fp.GaussianMechanism(1.0, 1e-6)), "fpca": (fpca_fit, fp.ExponentialMechanism())}
+    for family, (fitted, mech) in cases.items():
+        ledger = PrivacyLedger.open(tmp_path / f"{family}.sqlite", PrivacyBudget(10.0, 1e-3))
+        fp.release(fitted, mech, random_seed=1, ledger=ledger, label=f"lab-{family}", dataset=f"toy-{family}")
+        (row,) = ledger.records()
+        assert row["label"] == f"lab-{family}" and row["dataset"] == f"toy-{family}", family
+        assert ledger.spent.epsilon > 0
+
+
+# ---------------------------------------------------------------------- the FPCA mechanism: ε stays in the spec
+def test_exponential_mechanism_carries_no_epsilon(fpca_fit):
+    mech = fp.ExponentialMechanism("exact")
+    assert not hasattr(mech, "epsilon")
+    with pytest.raises(InputError, match="FPCASpec"):
+        fp.ExponentialMechanism(epsilon=1.0)
+    with pytest.raises(InputError, match="sampler"):
+        fp.ExponentialMechanism("metropolis")
+    with pytest.raises(InputError, match="delta"):
+        fp.ExponentialMechanism(delta=1.5)
+    # the charged ε is the spec's guarantee: doubling the spec's ε raises the charge, the mechanism is unchanged
+    from fdp_ppl.fpca import FPCASpec
+
+    spec2 = FPCASpec(grid=fp.Grid.uniform(30), m=5, k=1, epsilon=2.0, tau=2.0)
+    fit2 = spec2.fit(family_curves(20, 30, seed=3).values)
+    spent = []
+    for fitted in (fpca_fit, fit2):
+        ledger = PrivacyLedger(PrivacyBudget(10.0))
+        tree = fp.release(fitted, mech, random_seed=0, ledger=ledger)
+        spent.append(ledger.spent.epsilon)
+        assert tree.attrs["epsilon"] == fitted.spec.epsilon
+    assert spent[0] >= 1.0 and spent[1] >= 2.0 and spent[1] > spent[0]
+
+
+# ---------------------------------------------------------------------- refusals cost nothing
+@pytest.mark.parametrize("case", ["kde+exp", "erm+frl", "fpca+iclp", "mean+exp", "kde+iclp", "not-fitted"])
+def test_wrong_mechanism_refused_before_charge(case, mean_summary, kde_fit, erm_fit, fpca_fit):
+    fitted, mech = {"kde+exp": (kde_fit, fp.ExponentialMechanism()), "erm+frl": (erm_fit, fp.FRL(1.0)),
+                    "fpca+iclp": (fpca_fit, fp.ICLP(1.0)), "mean+exp": (mean_summary, fp.ExponentialMechanism()),
+                    "kde+iclp": (kde_fit, fp.ICLP(1.0)), "not-fitted": (np.zeros(3), fp.ICLP(1.0))}[case]
+    ledger = PrivacyLedger(PrivacyBudget(10.0, 1e-3))
+    with pytest.raises((CompatibilityError, InputError)) as info:
+        fp.release(fitted, mech, ledger=ledger)
+    assert info.value.fix and "\n" not in str(info.value)
+    assert ledger.spent.epsilon == 0.0 and ledger.spent.delta == 0.0
+
+
+@pytest.mark.parametrize("case", [("erm", "bound", "paper"), ("erm", "generator", "pymc"), ("fpca", "chains", 2),
+                                  ("mean", "chains", 2), ("kde", "allow_nonprivate", True),
+                                  ("fpca", "bound", "tight"), ("erm", "allow_nonprivate", True)])
+def test_unsupported_option_refused_before_charge(case, mean_summary, kde_fit, erm_fit, fpca_fit):
+    family, option, value = case
+    fitted, mech = {"mean": (mean_summary, fp.ICLP(1.0)), "kde": (kde_fit, fp.GaussianMechanism(0.5, 1e-5)),
+                    "erm": (erm_fit, fp.GaussianMechanism(1.0, 1e-5)),
+                    "fpca": (fpca_fit, fp.ExponentialMechanism())}[family]
+    ledger = PrivacyLedger(PrivacyBudget(10.0, 1e-3))
+    with pytest.raises(InputError, match=option) as info:
+        fp.release(fitted, mech, ledger=ledger, random_seed=0, **{option: value})
+    assert info.value.fix and "\n" not in str(info.value)
+    assert ledger.spent.epsilon == 0.0 and ledger.spent.delta == 0.0
+
+
+def test_family_hooks_are_not_exported():
+    """The registered hooks are what fp.plan and fp.release call, not a second public path."""
+    import importlib
+
+    from fdp_ppl.releasing.families import FAMILIES
+
+    for entry in FAMILIES:
+        for hook in ("plan", "draw"):
+            fn = entry.resolve(hook)
+            assert callable(fn)
+            package = importlib.import_module(entry.module.rsplit(".", 1)[0])
+            assert fn.__name__ not in getattr(package, "__all__", ()) or package.__name__ == "fdp_ppl.releasing"
+            assert fn.__name__ not in fp.__all__
+    assert "ExponentialMechanism" in fp.__all__ and "plan" in fp.__all__ and "ReleasePlan" in fp.__all__
+    assert fp.ExponentialMechanism is importlib.import_module("fdp_ppl.fpca").ExponentialMechanism
+
+
+def test_releasing_does_not_import_the_families():
+    """The families import fdp_ppl.releasing.draw, never the reverse: the registry resolves them on first use."""
+    import subprocess
+    import sys
+
+    code = ("import sys, fdp_ppl.releasing.draw, fdp_ppl.releasing.registry; "
+            "print(sorted(m for m in ('fdp_ppl.kde', 'fdp_ppl.machine', 'fdp_ppl.fpca') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_seeded_release_warns_at_the_callers_line(mean_summary, kde_fit, erm_fit, fpca_fit):
+    """The seed warning of every family names the line that called fp.release (this file), not the dispatcher."""
+    import warnings
+
+    from fdp_ppl.errors import SeededReleaseWarning
+
+    cases = [(mean_summary, fp.ICLP(1.0)), (kde_fit, fp.GaussianMechanism(1.0, 1e-3)),
+             (erm_fit, fp.GaussianMechanism(1.0, 1e-3)), (fpca_fit, fp.ExponentialMechanism("exact", delta=1e-10))]
+    for fitted, mech in cases:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fp.release(fitted, mech, random_seed=1)
+        seeded = [w for w in caught if issubclass(w.category, SeededReleaseWarning)]
+        assert seeded and {w.filename for w in seeded} == {__file__}, (type(fitted).__name__,
+                                                                        [w.filename for w in seeded])
