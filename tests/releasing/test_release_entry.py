@@ -253,3 +253,44 @@ def test_a_seeded_release_warns_at_the_callers_line(mean_summary, kde_fit, erm_f
         seeded = [w for w in caught if issubclass(w.category, SeededReleaseWarning)]
         assert seeded and {w.filename for w in seeded} == {__file__}, (type(fitted).__name__,
                                                                         [w.filename for w in seeded])
+
+
+# ---------------------------------------------------------------------- one name per family, everywhere
+def test_one_name_per_family_everywhere():
+    """Each release family has one spelling through the plan, the file kind, the folder, the command, the audit and
+    the inference tables (the former spellings are read, never written)."""
+    import importlib
+
+    from fdp_ppl.auditing.targets import FAMILIES as AUDITED
+    from fdp_ppl.cli import ALIASES, COMMANDS
+    from fdp_ppl.inference.infer import INFERENCE_FAMILIES
+    from fdp_ppl.releasing import schema
+    from fdp_ppl.releasing.families import FAMILIES
+
+    names = [e.family for e in FAMILIES]
+    assert sorted(names) == ["fpca", "kde", "machine", "mean"]
+    assert set(INFERENCE_FAMILIES) == set(names) and set(AUDITED) == set(names)
+    for e in FAMILIES:
+        assert e.kind == f"{e.family}_release" and schema.release_family_of_kind(e.kind) == e.family
+        assert all(schema.release_family_of_kind(k) == e.family for k in e.legacy_kinds)
+        if e.family != "mean":  # the mean family lives in summaries/ and releasing/ (its command: release)
+            assert e.module == f"fdp_ppl.{e.family}.release" and e.family in COMMANDS
+            importlib.import_module(f"fdp_ppl.{e.family}")
+    assert set(ALIASES.values()) <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("kind, family", [("release", "mean"), ("erm_release", "machine"),
+                                          ("expmech_fpca", "fpca"), ("kde_release", "kde")])
+def test_files_of_the_former_kinds_are_still_read(kind, family, mean_summary, kde_fit, erm_fit, fpca_fit):
+    from fdp_ppl.releasing import schema
+
+    fitted, mech = {"mean": (mean_summary, fp.ICLP(1.0)), "kde": (kde_fit, fp.GaussianMechanism(0.5, 1e-5)),
+                    "machine": (erm_fit, fp.GaussianMechanism(1.0, 1e-5)),
+                    "fpca": (fpca_fit, fp.ExponentialMechanism())}[family]
+    tree = fp.release(fitted, mech, random_seed=0)
+    assert schema.release_family(tree) == family and tree.attrs[schema.KIND_ATTR] == f"{family}_release"
+    tree.attrs[schema.KIND_ATTR] = kind  # a file written before the family had its one name
+    assert schema.release_family(tree) == family
+    from fdp_ppl.inference.infer import inference_family
+
+    assert inference_family(tree).family == family
