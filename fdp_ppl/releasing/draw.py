@@ -296,7 +296,8 @@ def _plan_mean(spec, mechanism, draws, seeded, bound, generator, allow_nonprivat
         fp_safe=bool(tail.get("fp_safe", 0)), certified=private, seeded=seeded, generator=generator,
         output={"chain": 1, "draw": draws, "t": K}, memory_bytes=3.0 * 8.0 * draws * (J + K),
         label=f"{mechanism.family} release of {spec.name}", attrs=meta.to_attrs(),
-        state=(spec, cal, sampler, mechanism.law.describe_scale(), meta))
+        # the spec weakly: plans are cached per spec (weakly held), and a strong reference would keep it alive
+        state=(weakref.ref(spec), cal, sampler, mechanism.law.describe_scale(), meta))
     return out
 
 
@@ -307,8 +308,9 @@ def draw_release(summary: LinearSummary, plan, *, random_seed=None, progressbar:
     ``constant_data``: the public basis, ``noise_scale`` (basis) and ``quadrature_weights`` (t). The
     non-private summary is never included. Called by :func:`fdp_ppl.release` after the charge.
     """
-    spec, cal, sampler, scale_description, meta = plan.state
-    if summary.spec is not spec:
+    spec_ref, cal, sampler, scale_description, meta = plan.state
+    spec = summary.spec
+    if spec_ref() is not spec:
         raise CompatibilityError("the plan was made for another spec", "plan the release of this summary's spec")
     coef = sampler.draw(summary.coefficients, cal.scale, plan.draws, random_seed, progressbar=progressbar,
                         calibration=cal)

@@ -294,3 +294,23 @@ def test_files_of_the_former_kinds_are_still_read(kind, family, mean_summary, kd
     from fdp_ppl.inference.infer import inference_family
 
     assert inference_family(tree).family == family
+
+
+def test_a_cached_plan_does_not_keep_its_spec_alive():
+    """Plans are cached per public spec (weakly held): a released summary's spec is freed with it (no leak across
+    the thousands of specs of a simulation study)."""
+    import gc
+    import weakref
+
+    from fdp_ppl.releasing import draw
+    from tests.helpers import family_curves
+
+    curves = family_curves(12, 16, 3)
+    basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), fp.Grid.from_points(curves["t"].values))
+    summary = fp.iclp_qr_mean(curves, basis, tau=2.0)
+    ref = weakref.ref(summary.spec)
+    fp.release(summary, fp.ICLP(1.0), random_seed=0)
+    assert summary.spec in draw._PUBLIC
+    del summary
+    gc.collect()
+    assert ref() is None
