@@ -139,19 +139,5 @@ def entry_for(spec_or_fit) -> ReleaseEntry | None:
     return _lookup(PLANS, spec_or_fit) or _lookup(RELEASES, spec_or_fit)
 
 
-def family_entry(name: str) -> ReleaseEntry:
-    """The entry of a family by its name.
-
-    Raises
-    ------
-    KeyError
-        An unknown family name.
-    """
-    for e in FAMILIES:
-        if e.family == name:
-            return e
-    raise KeyError(name)
-
-
 __all__ = ["COMMON_OPTIONS", "FAMILIES", "KINDS", "FAMILY_OPTIONS", "PLANS", "RELEASES", "ReleaseEntry", "entry_for",
-           "family_entry", "release_entry"]
+           "release_entry"]

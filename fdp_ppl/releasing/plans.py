@@ -15,7 +15,6 @@ refuse what cannot be served → plan → warn → charge ``plan.cost`` with ``p
 
 from __future__ import annotations
 
-import math
 import types
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
@@ -344,15 +343,6 @@ def _with_unit(spec_or_fit, unit):
     except TypeError:
         raise InputError(f"a {type(spec).__name__} takes its privacy unit when it is built",
                          "build the spec with privacy_unit=...") from None
-
-
-def finite_or_nan(x) -> float:
-    """``float(x)`` when finite, else NaN (attributes of quantities a family may not state)."""
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return float("nan")
-    return v if math.isfinite(v) else float("nan")
 
 
 __all__ = ["PLAN_ATTRS", "ReleasePlan", "check_draws", "check_scale", "plan"]
