@@ -93,10 +93,10 @@ def add_subparser(sub) -> None:
     m.add_argument("--release-draw", type=int, default=0, metavar="K",
                    help="which released draw to condition on (default 0; each draw is a separate publication)")
     m.add_argument("--draws", type=int, default=1000, metavar="N", help="posterior draws per chain (default 1000)")
-    m.add_argument("--tune", type=int, default=1000, metavar="N", help="NUTS tuning steps per chain (default 1000; unused by exact "
+    m.add_argument("--tune", type=int, default=None, metavar="N", help="NUTS tuning steps per chain (default 1000; unused by exact "
                                                           "draws)")
     m.add_argument("--chains", type=int, default=2, metavar="N", help="chains (default 2)")
-    m.add_argument("--target-accept", type=float, default=0.9, metavar="P", help="NUTS target acceptance (default 0.9)")
+    m.add_argument("--target-accept", type=float, default=None, metavar="P", help="NUTS target acceptance (default 0.9)")
     m.add_argument("--ci-prob", type=float, default=None, metavar="P",
                    help="probability of the credible band summarised in the table and drawn in the plot (default "
                         "ArviZ's stats.ci_prob, 0.89)")
@@ -140,11 +140,11 @@ def _check(a) -> None:
         raise CLIError("--sampling-sd applies to --target population only", "drop --sampling-sd")
     if a.draws < 1:
         raise CLIError(f"--draws must be >= 1 (got {a.draws})", "pass e.g. --draws 1000")
-    if a.tune < 0:
+    if a.tune is not None and a.tune < 0:
         raise CLIError(f"--tune must be >= 0 (got {a.tune})", "pass e.g. --tune 1000")
     if a.chains < 1:
         raise CLIError(f"--chains must be >= 1 (got {a.chains})", "pass e.g. --chains 2")
-    if not (finite(a.target_accept) and 0 < a.target_accept < 1):
+    if a.target_accept is not None and not (finite(a.target_accept) and 0 < a.target_accept < 1):
         raise CLIError(f"--target-accept must lie in (0, 1) (got {a.target_accept})", "pass e.g. --target-accept 0.9")
     if a.ci_prob is not None and not (finite(a.ci_prob) and 0 < a.ci_prob < 1):
         raise CLIError(f"--ci-prob must lie in (0, 1) (got {a.ci_prob})", "pass e.g. --ci-prob 0.89")
@@ -294,8 +294,8 @@ def run(a) -> int:
             warnings.simplefilter("always", InferenceWarning)
             warnings.simplefilter("always", UserWarning)
             result = fp.infer(release, prior, target=a.target, draw=a.release_draw, sampling_sd=a.sampling_sd,
-                              method=a.method, draws=a.draws, tune=a.tune, chains=a.chains,
-                              target_accept=a.target_accept, random_seed=a.seed, progressbar=bars,
+                              method=a.method, draws=a.draws, chains=a.chains, **_nuts_options(a), random_seed=a.seed,
+                              progressbar=bars,
                               provenance={"release_file": str(a.release)})
     except FdpPplError as err:  # the library's message, in terms of flags
         raise CLIError(_flags(err.message), _flags(err.fix)) from None
@@ -313,6 +313,11 @@ def run(a) -> int:
     for note in notes:
         print(f"fdp-ppl: warning: {note}", file=sys.stderr)
     return 0
+
+
+def _nuts_options(a) -> dict:
+    """The NUTS options given on the command line (``fp.infer`` keeps its own defaults for the others)."""
+    return {key: value for key, value in (("tune", a.tune), ("target_accept", a.target_accept)) if value is not None}
 
 
 def _run_other(a, release, family: str) -> int:
@@ -334,6 +339,11 @@ def _run_other(a, release, family: str) -> int:
     if a.method not in ("auto", "exact"):
         raise CLIError(f"--method {a.method} does not apply: a {name} release's posterior is drawn exactly",
                        "drop --method")
+    if family != "fpca":
+        for flag, value in (("--tune", a.tune), ("--target-accept", a.target_accept)):
+            if value is not None:
+                raise CLIError(f"{flag} tunes NUTS; a {name} release's posterior is drawn exactly, without NUTS",
+                               f"drop {flag}")
     if a.plot:
         raise CLIError(f"--plot is drawn for mean-curve posteriors only; for a {name} release use the bands in the "
                        "result file", "drop --plot")
@@ -371,8 +381,8 @@ def _infer_other(a, release, family, prior):
 
     if family == "fpca":  # NUTS on the covariance (fdp_ppl.inference.components)
         with stage("computing the posterior (NUTS on the second-moment operator)"):
-            return fp.infer(release, None, draws=a.draws, tune=a.tune, chains=a.chains,
-                            target_accept=a.target_accept, random_seed=a.seed, progressbar=False,
+            return fp.infer(release, None, draws=a.draws, chains=a.chains, **_nuts_options(a), random_seed=a.seed,
+                            progressbar=False,
                             provenance={"release_file": str(a.release)})
     with stage("computing the posterior (exact draws)"):
         return fp.infer(release, prior, target=a.target, draw=a.release_draw, method=a.method, draws=a.draws,
@@ -443,7 +453,7 @@ def _print_table(a, release, view, result, prior, out, failed) -> None:
               + ((", Gibbs sampler" if sampler == "gibbs" else f", {sampler} NUTS") if not exact and sampler not in ("", "none") else "") + "): "
               + str(at.get("inference_description", "")))
     draws = (f"{a.chains} chain{'s' if a.chains > 1 else ''} × {a.draws} draws"
-             + ("" if exact else f" after {a.tune} tuning steps each"))
+             + ("" if exact else f" after {1000 if a.tune is None else a.tune} tuning steps each"))
     if exact:
         diag = "exact independent draws: R-hat 1 and ESS = number of draws by construction"
     else:

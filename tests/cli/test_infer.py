@@ -135,6 +135,10 @@ def test_infer_serves_a_kde_release(tmp_path, capsys):
     assert main(["infer", str(kde), "--lengthscale", "0.1", "--out", str(tmp_path / "y.nc")]) == 2
     _one_line_error(capsys.readouterr(), "--lengthscale describes a mean-curve prior")
     assert not (tmp_path / "y.nc").exists()
+    for flag, value in (("--tune", "500"), ("--target-accept", "0.95")):  # NUTS options: the posterior is exact
+        assert main(["infer", str(kde), flag, value, "--out", str(tmp_path / "y.nc")]) == 2
+        _one_line_error(capsys.readouterr(), f"{flag} tunes NUTS")
+    assert not (tmp_path / "y.nc").exists()
 
 
 def test_infer_serves_a_principal_components_release(tmp_path, capsys):
