@@ -117,6 +117,8 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
         neighbouring=str(attrs.get("adjacency", "replace-one record; n public")), guarantee=_guarantee_text(spec, sampler, plan), fp_safe=False,
         certified=certified, seeded=seeded, generator=_SAMPLER_NAMES[(spec.form, sampler)],
         output={"chain": 1, "draw": draws, "component": k, "t": int(spec.grid.size)},
+        variable=COMPONENTS, coords={"component": np.arange(k), "t": spec.grid.points},
+        units="dimensionless (unit L2 norm on the grid)",
         memory_bytes=3.0 * 8.0 * draws * k * (m + int(spec.grid.size)), label=label, attrs=attrs,
         state=(spec, mechanism, plan))
     out.check_memory()

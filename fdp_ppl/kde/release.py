@@ -102,6 +102,8 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
                    f"{neighbouring}"),
         fp_safe=bool(gattrs["fp_safe"]), certified=True, seeded=seeded, generator=gen,
         output={"chain": chains, "draw": draws, **dict(zip(spec.grid.dims, spec.grid.shape))},
+        variable="density", coords=dict(zip(spec.grid.dims, spec.grid.axes)),
+        units="probability per unit of " + " × ".join(spec.grid.dims),
         memory_bytes=3.0 * 8.0 * k * (spec.n_components + int(np.prod(spec.grid.shape))),
         label=f"{mechanism.family} KDE release ({spec.name})", attrs=attrs, state=(spec, cal, sampler, mechanism))
     out.check_memory()

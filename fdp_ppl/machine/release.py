@@ -361,6 +361,8 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
         guarantee=f"({float(eps_g):.6g}, {float(dlt_g):.3g})-DP per draw for {neighbouring}",
         fp_safe=bool(noise_attrs["fp_safe"]), certified=True, seeded=seeded, generator=generator,
         output={"chain": chains, "draw": draws, **dict(zip(spec.dims, (int(v) for v in spec.grid_size)))},
+        variable="decision", coords=dict(zip(spec.dims, spec.axes)),
+        units="decision value (its sign is the predicted label)",
         memory_bytes=3.0 * 8.0 * k * 2 * m, label="kernel machine", attrs=attrs,
         state=(spec, mechanism, mode, cal, basis, sampler, sigma, const))
     out.check_memory()

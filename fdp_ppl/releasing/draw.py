@@ -184,6 +184,8 @@ def _record(tree: xr.DataTree, plan, extra: dict, ledger) -> xr.DataTree:
     if POSTERIOR in tree.children:
         post = tree[POSTERIOR]
         post.attrs.update({"created_at": now, "creation_library": "fdp_ppl", "creation_library_version": __version__})
+        if plan.units and plan.variable in post.data_vars:
+            post[plan.variable].attrs["units"] = plan.units
         if "t" in post.coords:  # the grid's public name and units, when the provenance gives them
             for key, attr in (("t_name", "long_name"), ("t_units", "units")):
                 if key in extra:
@@ -295,6 +297,7 @@ def _plan_mean(spec, mechanism, draws, seeded, bound, generator, allow_nonprivat
                    + ("" if private else "; NOT private: tau was computed from the data")),
         fp_safe=bool(tail.get("fp_safe", 0)), certified=private, seeded=seeded, generator=generator,
         output={"chain": 1, "draw": draws, "t": K}, memory_bytes=3.0 * 8.0 * draws * (J + K),
+        variable="curve", coords={"t": spec.grid.points},  # units: the data's (value_units, from provenance)
         label=f"{mechanism.family} release of {spec.name}", attrs=meta.to_attrs(),
         # the spec weakly: plans are cached per spec (weakly held), and a strong reference would keep it alive
         state=(weakref.ref(spec), cal, sampler, mechanism.law.describe_scale(), meta))

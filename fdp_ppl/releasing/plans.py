@@ -33,8 +33,8 @@ PLAN_ATTRS = ("release_family", "epsilon", "delta", "draws", "budget_spent_epsil
 SMALL_BYTES = 16 * 2**20
 
 
-def _frozen_array(a) -> np.ndarray:
-    out = np.array(a, dtype=float).reshape(-1)
+def _frozen_array(a, dtype=float) -> np.ndarray:
+    out = np.array(a, dtype=dtype).reshape(-1)
     out.flags.writeable = False
     return out
 
@@ -92,6 +92,14 @@ class ReleasePlan:
         Public root attributes the release records, exactly (a read-only mapping).
     parts : tuple of ReleasePlan
         The plans a composed plan is made of (empty otherwise).
+    variable : str
+        Name of the released variable in the ``posterior`` group (``"curve"``, ``"density"``, ``"decision"``,
+        ``"components"``), whose dims and sizes are ``output``.
+    coords : Mapping[str, ndarray]
+        Public coordinates of the released variable's non-sample dims (read-only), e.g. ``{"t": grid points}``.
+    units : str
+        Units of the released values, recorded as the variable's ``units`` attribute (empty for a mean curve,
+        which is in the data's units: the release records them as ``value_units`` when the provenance names them).
 
     Examples
     --------
@@ -128,12 +136,17 @@ class ReleasePlan:
     label: str
     attrs: Mapping[str, Any]
     parts: tuple = ()
+    variable: str = ""
+    coords: Mapping[str, Any] = field(default_factory=dict)
+    units: str = ""
     #: family-private public objects the draw reuses (a calibration, a sampler, a basis); never data
     state: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "noise_scale", _frozen_array(self.noise_scale))
         object.__setattr__(self, "output", types.MappingProxyType(dict(self.output)))
+        object.__setattr__(self, "coords", types.MappingProxyType(
+            {str(k): _frozen_array(v, dtype=None) for k, v in dict(self.coords).items()}))
         from .schema import clean_attrs
 
         attrs = dict(clean_attrs(self.attrs))
@@ -204,7 +217,9 @@ class ReleasePlan:
         rows += [("privacy unit", f"{self.privacy_unit} ({self.neighbouring})"),
                  ("floating-point safe", "yes" if self.fp_safe else "no"),
                  ("certified", "yes" if self.certified else "no"), ("sampler", self.generator),
-                 ("output", ", ".join(f"{k} {v}" for k, v in self.output.items())),
+                 ("output", (f"{self.variable} " if self.variable else "")
+                  + "(" + ", ".join(f"{k} {v}" for k, v in self.output.items()) + ")"
+                  + (f" in {self.units}" if self.units else "")),
                  ("memory", f"{self.memory_bytes / 2**20:.3g} MiB"), ("guarantee", self.guarantee)]
         return rows
 

@@ -53,7 +53,8 @@ def check_family(fitted, mechanism, *, spec=None, draws: int = 2, random_seed=No
     ------
     AssertionError
         The plan from the spec differs from the fit's; the ledger was charged something else; an attribute of
-        the plan is missing or different in the release or the file; the output's dims differ from the plan's.
+        the plan is missing or different in the release or the file; the released variable's dims, coordinates or
+        units differ from the plan's.
 
     Examples
     --------
@@ -91,8 +92,15 @@ def check_family(fitted, mechanism, *, spec=None, draws: int = 2, random_seed=No
         assert key in tree.attrs, f"the release does not record plan attr {key}"
         assert _equal(value, tree.attrs[key]), f"release attr {key}: {tree.attrs[key]!r} != planned {value!r}"
     post = tree["posterior"]
-    shapes = {name: dict(zip(v.dims, v.shape)) for name, v in post.data_vars.items()}
-    assert dict(public.output) in shapes.values(), f"no released variable has the planned dims {dict(public.output)}: {shapes}"
+    assert public.variable in post.data_vars, f"the release has no planned variable {public.variable!r}"
+    released = post[public.variable]
+    assert dict(zip(released.dims, released.shape)) == dict(public.output), \
+        f"{public.variable} has dims {dict(zip(released.dims, released.shape))}, planned {dict(public.output)}"
+    for dim, values in public.coords.items():
+        got = np.asarray(released[dim].values)
+        assert got.shape == values.shape and np.array_equal(got, values), f"coordinate {dim} differs from the plan's"
+    assert not public.units or released.attrs.get("units") == public.units, \
+        f"{public.variable} units {released.attrs.get('units')!r} != planned {public.units!r}"
     if tmp_path is not None:
         import xarray as xr
 

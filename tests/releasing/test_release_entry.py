@@ -120,7 +120,16 @@ def test_a_planted_plan_mismatch_is_caught(mean_summary, monkeypatch):
         return original(summary, dataclasses.replace(plan, draws=plan.draws + 1), **kw)
 
     monkeypatch.setattr(draw, "draw_release", one_more)
-    with pytest.raises(AssertionError, match="planned dims"):
+    with pytest.raises(AssertionError, match="curve has dims .* planned"):
+        check_family(mean_summary, fp.ICLP(1.0))
+
+    def relabelled(summary, plan, **kw):
+        tree = original(summary, plan, **kw)
+        tree["posterior"] = tree["posterior"].to_dataset().assign_coords(t=tree["posterior"]["t"].values * 2)
+        return tree
+
+    monkeypatch.setattr(draw, "draw_release", relabelled)
+    with pytest.raises(AssertionError, match="coordinate t differs"):
         check_family(mean_summary, fp.ICLP(1.0))
 
 
