@@ -215,12 +215,52 @@ def basic_total(events) -> PrivacyBudget:
     return _unchecked(eps, delta)
 
 
-def tight_epsilon(events, delta: float) -> float:
-    """ε of the composition of ``events`` at ``delta``, from their privacy-loss distributions.
+def composed_pld(events):
+    """The privacy-loss distribution of the composition of ``events`` (dp-accounting), or None.
 
     Identical events are merged (their counts add) and composed by dp-accounting's PLD arithmetic
-    (pessimistic discretisation: the result is an upper bound). Gaussian events are merged exactly:
-    k draws of noise multiplier σ compose to one with σ/√k.
+    (pessimistic discretisation: every δ(ε) read from it is an upper bound). Gaussian events are merged
+    exactly: draws of noise multipliers σ_i compose to one Gaussian of multiplier ``(Σ 1/σ_i²)^(-1/2)``
+    (μ-GDP with μ² = Σ μ_i², Dong, Roth & Su 2022, Corollary 3.3).
+
+    Returns
+    -------
+    PrivacyLossDistribution or None
+        None without events, or when the composition is not computed (more than :data:`MAX_TIGHT_DRAWS`
+        non-Gaussian draws, a per-draw ε above :data:`MAX_TIGHT_EPSILON`, or a PLD that cannot be built).
+    """
+    merged: dict = {}
+    for e in events:
+        merged[e.key()] = merged.get(e.key(), 0) + e.count
+    if not merged:
+        return None
+    other = sum(c for (law, *_), c in merged.items() if law != "gaussian")
+    if other > MAX_TIGHT_DRAWS or any(k[1] > MAX_TIGHT_EPSILON for k in merged if k[0] != "gaussian"):
+        return None
+    gauss_rho = 0.0  # Gaussian events compose exactly: Σ 1/σ_i² (μ-GDP with μ² = Σ μ_i²)
+    total = None
+    for key, count in merged.items():
+        law, eps, dl, nm, rel = key
+        if law == "gaussian":
+            gauss_rho += count / nm**2
+            continue
+        try:
+            part = PrivacyEvent(law, eps, dl, nm, count, rel).pld()
+        except (OverflowError, ValueError, MemoryError):
+            return None
+        total = part if total is None else total.compose(part)
+    if gauss_rho > 0:
+        from dp_accounting.pld import privacy_loss_distribution as pld
+
+        part = pld.from_gaussian_mechanism(1.0 / math.sqrt(gauss_rho), sensitivity=1.0,
+                                           value_discretization_interval=VALUE_DISCRETIZATION)
+        total = part if total is None else total.compose(part)
+    return total
+
+
+def tight_epsilon(events, delta: float) -> float:
+    """ε of the composition of ``events`` at ``delta``, from their privacy-loss distributions
+    (:func:`composed_pld`).
 
     Parameters
     ----------
@@ -236,32 +276,12 @@ def tight_epsilon(events, delta: float) -> float:
         when the composition is not computed (more than :data:`MAX_TIGHT_DRAWS` non-Gaussian draws, a
         per-draw ε above :data:`MAX_TIGHT_EPSILON`: basic composition decides), and 0 without events.
     """
-    merged: dict = {}
-    for e in events:
-        merged[e.key()] = merged.get(e.key(), 0) + e.count
-    if not merged:
+    events = list(events)
+    if not events:
         return 0.0
-    other = sum(c for (law, *_), c in merged.items() if law != "gaussian")
-    if other > MAX_TIGHT_DRAWS or any(k[1] > MAX_TIGHT_EPSILON for k in merged if k[0] != "gaussian"):
+    total = composed_pld(events)
+    if total is None:
         return math.inf
-    gauss_rho = 0.0  # Gaussian events compose exactly: Σ 1/σ_i² (μ-GDP with μ² = Σ μ_i²)
-    total = None
-    for key, count in merged.items():
-        law, eps, dl, nm, rel = key
-        if law == "gaussian":
-            gauss_rho += count / nm**2
-            continue
-        try:
-            part = PrivacyEvent(law, eps, dl, nm, count, rel).pld()
-        except (OverflowError, ValueError, MemoryError):
-            return math.inf
-        total = part if total is None else total.compose(part)
-    if gauss_rho > 0:
-        from dp_accounting.pld import privacy_loss_distribution as pld
-
-        part = pld.from_gaussian_mechanism(1.0 / math.sqrt(gauss_rho), sensitivity=1.0,
-                                           value_discretization_interval=VALUE_DISCRETIZATION)
-        total = part if total is None else total.compose(part)
     return float(total.get_epsilon_for_delta(float(delta)))
 
 
@@ -274,4 +294,4 @@ def fits(events, total: PrivacyBudget, rtol: float = 1e-12) -> bool:
     return tight_epsilon(events, total.delta) <= total.epsilon * (1 + rtol)
 
 
-__all__ = ["LAWS", "PrivacyEvent", "basic_total", "fits", "tight_epsilon", "VALUE_DISCRETIZATION"]
+__all__ = ["LAWS", "PrivacyEvent", "basic_total", "composed_pld", "fits", "tight_epsilon", "VALUE_DISCRETIZATION"]
