@@ -30,6 +30,7 @@ _NAMES = {
     "auditing": ("audit",),
     "accounting": ("PrivacyBudget", "PrivacyLedger", "PrivacyEvent", "analytic_sigma", "classical_sigma",
                    "gaussian_delta"),
+    "accounting.curves": ("privacy_profile", "trade_off_curve", "privacy_in_words"),
     "io.units": ("PrivacyUnit",),
     "errors": ("BudgetExceededError", "CompatibilityError", "FdpPplError", "InputError", "PrivacyLeakWarning",
                "SchemaError", "SeededReleaseWarning"),

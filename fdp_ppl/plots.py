@@ -523,6 +523,71 @@ def plot_decision(tree: xr.DataTree, *, draw: int = 0, ax=None, points=None, lab
     return fig, ax
 
 
+def plot_privacy(source, *, ax=None, alpha: float = 0.01, label: str | None = None):
+    """Plot what a release, a plan or a whole ledger lets an attacker do: the f-DP trade-off curve.
+
+    The curve is the smallest type II error (missed people) of any test telling two neighbouring datasets apart,
+    against its type I error (false positives) — :func:`fdp_ppl.accounting.trade_off_curve`. Drawn beside it: the
+    diagonal (no information: a coin flip), the curve the summed (ε, δ) alone would allow (basic composition, the
+    (ε, δ) trade-off of Dong, Roth & Su 2022, eq. 2.2), and a marker at ``alpha`` with the attacker's power in words.
+    Everything drawn is public (the recorded privacy events).
+
+    Parameters
+    ----------
+    source : PrivacyEvent, list of PrivacyEvent, ledger, ReleasePlan or release tree
+        As in :func:`fdp_ppl.accounting.privacy_profile`.
+    ax : matplotlib Axes, optional
+    alpha : float
+        The false-positive rate marked (default 1 %).
+    label : str, optional
+        Legend label of the curve (default ``"this ledger"`` / ``"this release"``).
+
+    Returns
+    -------
+    (fig, ax)
+
+    Raises
+    ------
+    InputError
+        As :func:`fdp_ppl.accounting.trade_off_curve`.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> fig, ax = fp.plots.plot_privacy(fp.PrivacyEvent("gaussian", 1.0, 1e-5, 5.0))
+    >>> ax.get_xlabel()
+    'type I error: false positives (alpha)'
+    """
+    from .accounting.curves import _events, attacker_power, trade_off_curve
+    from .accounting.events import basic_total
+
+    plt = _plt()
+    events = _events(source)
+    curve = trade_off_curve(events)
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5.2, 5.0))
+    a = curve["alpha"].values
+    ax.plot([0, 1], [1, 0], color=_REFERENCE, lw=0.8, ls=":", label="no information (coin flip)")
+    total = basic_total(events)
+    eps, delta = float(total.epsilon), float(min(total.delta, 1.0))
+    with np.errstate(over="ignore"):
+        basic = np.maximum.reduce([np.zeros_like(a), 1 - delta - np.exp(min(eps, 700.0)) * a,
+                                   np.exp(-min(eps, 700.0)) * (1 - delta - a)])
+    ax.plot(a, basic, color=_DRAWS, lw=1.0, ls="--", label=f"summed (ε, δ) = ({eps:.3g}, {delta:.2g}) alone")
+    many = len(events) > 1 or getattr(source, "events", None) is not None
+    ax.plot(a, curve.values, color=_RELEASE, lw=2.0, label=label or ("this ledger" if many else "this release"))
+    power = attacker_power(events, alpha)
+    ax.scatter([alpha], [1 - power], color=_TRUTH, zorder=3,
+               label=f"at {100 * alpha:.3g}% false positives: at most {100 * power:.2g}% power")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_aspect("equal")
+    ax.set_xlabel("type I error: false positives (alpha)")
+    ax.set_ylabel("type II error: misses (beta)")
+    ax.set_title("what an attacker can tell about one person (trade-off curve)", fontsize=9)
+    ax.legend(loc="upper right", fontsize=7.5)
+    return fig, ax
+
+
 #: dims of a tree whose length grows with the basis or the grid (an ArviZ plot draws one panel per entry)
 _WIDE_DIMS = ("basis", "component", "t", "x", "x1", "x2")
 
@@ -576,5 +641,5 @@ def arviz_view(tree: xr.DataTree, *, components: int = 4, points: int = 6) -> xr
     return view
 
 
-__all__ = ["plot_release", "plot_eigenbasis", "plot_fpca", "noise_sd", "arviz_view", "plot_inference",
+__all__ = ["plot_release", "plot_privacy", "plot_eigenbasis", "plot_fpca", "noise_sd", "arviz_view", "plot_inference",
            "plot_decision"]

@@ -13,7 +13,9 @@ Examples
 from .budget import PrivacyBudget
 from .events import PrivacyEvent, basic_total, tight_epsilon
 from .ledger import FileLedger, PrivacyLedger
+from .curves import attacker_power, largest_advantage, privacy_in_words, privacy_profile, trade_off_curve
 from .calibration import CALIBRATIONS, analytic_sigma, classical_sigma, gaussian_delta, gaussian_sigma
 
 __all__ = ["PrivacyBudget", "PrivacyLedger", "gaussian_delta", "classical_sigma", "analytic_sigma",
-           "gaussian_sigma", "CALIBRATIONS", "FileLedger", "PrivacyEvent", "basic_total", "tight_epsilon"]
+           "gaussian_sigma", "CALIBRATIONS", "FileLedger", "PrivacyEvent", "basic_total", "tight_epsilon",
+           "privacy_profile", "trade_off_curve", "attacker_power", "largest_advantage", "privacy_in_words"]

@@ -185,8 +185,9 @@ class PrivacyEvent:
         """Events with equal keys have the same PLD per draw (their counts add)."""
         return (self.law, self.epsilon, self.delta, self.noise_multiplier, self.neighbouring)
 
-    def pld(self, count: int | None = None):
-        """The privacy-loss distribution of ``count`` (default: the event's) draws (dp-accounting).
+    def pld(self, count: int | None = None, value_discretization: float = VALUE_DISCRETIZATION):
+        """The privacy-loss distribution of ``count`` (default: the event's) draws (dp-accounting), its losses
+        discretised (pessimistically) at ``value_discretization``.
 
         Returns
         -------
@@ -198,13 +199,13 @@ class PrivacyEvent:
         k = self.count if count is None else int(count)
         if self.law == "gaussian":  # k-fold composition of N(0, σ²) vs N(Δ, σ²) is one Gaussian with σ/√k
             return pld.from_gaussian_mechanism(self.noise_multiplier / math.sqrt(k), sensitivity=1.0,
-                                               value_discretization_interval=VALUE_DISCRETIZATION)
+                                               value_discretization_interval=value_discretization)
         if self.law == "laplace":
             base = pld.from_laplace_mechanism(self.noise_multiplier, sensitivity=1.0,
-                                              value_discretization_interval=VALUE_DISCRETIZATION)
+                                              value_discretization_interval=value_discretization)
         else:
             base = pld.from_privacy_parameters(DifferentialPrivacyParameters(self.epsilon, self.delta),
-                                               value_discretization_interval=VALUE_DISCRETIZATION)
+                                               value_discretization_interval=value_discretization)
         return base.self_compose(k) if k > 1 else base
 
 
@@ -215,7 +216,7 @@ def basic_total(events) -> PrivacyBudget:
     return _unchecked(eps, delta)
 
 
-def composed_pld(events):
+def composed_pld(events, value_discretization: float = VALUE_DISCRETIZATION):
     """The privacy-loss distribution of the composition of ``events`` (dp-accounting), or None.
 
     Identical events are merged (their counts add) and composed by dp-accounting's PLD arithmetic
@@ -245,7 +246,7 @@ def composed_pld(events):
             gauss_rho += count / nm**2
             continue
         try:
-            part = PrivacyEvent(law, eps, dl, nm, count, rel).pld()
+            part = PrivacyEvent(law, eps, dl, nm, count, rel).pld(value_discretization=value_discretization)
         except (OverflowError, ValueError, MemoryError):
             return None
         total = part if total is None else total.compose(part)
@@ -253,7 +254,7 @@ def composed_pld(events):
         from dp_accounting.pld import privacy_loss_distribution as pld
 
         part = pld.from_gaussian_mechanism(1.0 / math.sqrt(gauss_rho), sensitivity=1.0,
-                                           value_discretization_interval=VALUE_DISCRETIZATION)
+                                           value_discretization_interval=value_discretization)
         total = part if total is None else total.compose(part)
     return total
 

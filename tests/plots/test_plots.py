@@ -139,3 +139,20 @@ def test_core_package_does_not_import_plots_or_matplotlib_pyplot():
     assert res.returncode == 0, res.stderr
     plots, cli, _pyplot = res.stdout.split()
     assert plots == "False" and cli == "False"
+
+
+def test_plot_privacy_draws_the_ledger_curve_beside_the_summed_guarantee():
+    import fdp_ppl as fp
+    from fdp_ppl.accounting.calibration import gaussian_delta
+
+    ledger = fp.PrivacyLedger(fp.PrivacyBudget(10.0, 1e-3))
+    for event in (fp.PrivacyEvent("laplace", 0.5, 0.0, 2.0, 6),
+                  fp.PrivacyEvent("gaussian", 1.0, gaussian_delta(1.0, 1.0, 4.0) * 1.0001, 4.0, 4)):
+        ledger.spend(event.basic, "release", event=event)
+    fig, ax = fp.plots.plot_privacy(ledger)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("this ledger" in t for t in labels) and any("at most 13% power" in t for t in labels)
+    assert any("summed" in t for t in labels) and ax.get_xlim() == (0.0, 1.0)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
