@@ -817,7 +817,7 @@ class FileLedger(_Totals):
     def _wrong_key(self, meta) -> LedgerError:
         if meta["chain"] == "hmac-sha256" and self._hasher.key is None:
             return LedgerError(f"the ledger {self.path} has a keyed chain and no key was given",
-                               "pass its key file (--key-file KEY or key_file=KEY)")
+                               "pass its key file (key_file=KEY)")
         if meta["chain"] == "sha256" and self._hasher.key is not None:
             return LedgerError(f"the ledger {self.path} has no keyed chain: it was created without a key, or rewritten "
                                "without one", "open it without a key file if it never had one; otherwise restore it "
