@@ -367,7 +367,7 @@ def _read_key(key_file, ledger: Path, *, create: bool) -> tuple[bytes, Path]:
     Raises
     ------
     InputError
-        The key file is the ledger, lies in the ledger's directory, is missing (for an existing ledger), a
+        The key file is the ledger, lies inside the ledger's directory, is missing (for an existing ledger), a
         directory, readable by others, or shorter than 16 bytes.
     """
     path = Path(key_file).expanduser()
@@ -375,8 +375,8 @@ def _read_key(key_file, ledger: Path, *, create: bool) -> tuple[bytes, Path]:
     if where == ledger.resolve():
         raise InputError(f"the key file {path} is the ledger itself", "keep the key in a file of its own, outside the "
                          "ledger's directory, e.g. --key-file ~/.fdp-ppl/ledger.key")
-    if where.parent == ledger_dir:
-        raise InputError(f"the key file {path} is in the ledger's directory {ledger_dir}",
+    if ledger_dir == where.parent or ledger_dir in where.parents:
+        raise InputError(f"the key file {path} is inside the ledger's directory {ledger_dir}",
                          "keep the key where those who can write the ledger cannot (they can write its directory: "
                          "SQLite's journal lives there), e.g. --key-file ~/.fdp-ppl/ledger.key")
     if path.is_dir():

@@ -222,8 +222,9 @@ def test_key_file_rules(tmp_path):
     path, key = tmp_path / "data" / "l.sqlite", tmp_path / "keys" / "k"
     with pytest.raises(InputError, match="is the ledger itself"):
         FileLedger(path, PrivacyBudget(1.0), key_file=path)
-    with pytest.raises(InputError, match="in the ledger's directory"):
-        FileLedger(path, PrivacyBudget(1.0), key_file=tmp_path / "data" / "k")
+    for inside in (tmp_path / "data" / "k", tmp_path / "data" / "sub" / "k"):  # its writers can rename those
+        with pytest.raises(InputError, match="inside the ledger's directory"):
+            FileLedger(path, PrivacyBudget(1.0), key_file=inside)
     assert not path.exists()
     led = FileLedger(path, PrivacyBudget(1.0), key_file=key)
     assert key.stat().st_size == 32 and key.stat().st_mode & 0o777 == 0o600
@@ -253,8 +254,9 @@ def test_key_file_rules(tmp_path):
 
 
 def test_the_key_head_log_refuses_a_ledger_recreated_in_place(tmp_path):
+    (tmp_path / "data").mkdir()
     (tmp_path / "keys").mkdir(mode=0o700)
-    path, key = tmp_path / "l.sqlite", tmp_path / "keys" / "k"
+    path, key = tmp_path / "data" / "l.sqlite", tmp_path / "keys" / "k"
     FileLedger(path, PrivacyBudget(1.0), key_file=key).spend(PrivacyBudget(0.5))
     path.unlink()
     with pytest.raises(LedgerError, match="head log .* which is gone"):
@@ -377,6 +379,31 @@ def test_a_full_disk_under_the_ledger_says_so(tmp_path, monkeypatch, summary):
     monkeypatch.undo()
     n = len(FileLedger(path).entries)
     assert FileLedger(path).verify()["entries"] == n  # the file is intact and holds what was charged
+
+
+def test_a_real_full_disk_under_the_ledger_says_so(tmp_path):
+    """A real 64 KiB tmpfs (root only) holding the ledger, filled by another file."""
+    import subprocess
+
+    small = tmp_path / "small"
+    small.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        led = FileLedger(small / "l.sqlite", PrivacyBudget(100.0))
+        with pytest.raises(OSError), open(small / "fill", "wb") as fh:
+            while True:
+                fh.write(b"\0" * 1024)
+                fh.flush()
+        with pytest.raises(LedgerError, match=r"disk under the ledger .* is full \(SQLite: database or disk is full\); "
+                                              r"nothing was charged; free disk space there"):
+            led.spend(PrivacyBudget(0.01), "x" * 3000)
+        (small / "fill").unlink()
+        assert FileLedger(small / "l.sqlite").entries == []
+        led.spend(PrivacyBudget(0.01), "after")  # space freed: charging works again
+    finally:
+        subprocess.run(["umount", str(small)], capture_output=True)
 
 
 def test_a_held_lock_says_so_with_the_right_fix(tmp_path, monkeypatch):
