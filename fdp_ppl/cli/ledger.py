@@ -53,8 +53,8 @@ def run(a) -> int:
         rows += [("release", f"{name}: entry {count}, head {head[:16]}… is in the chain")
                  for name, count, head in info["releases"]]
         if not keyed and not releases:
-            rows.append(("not checked", "a rollback or a rewrite of the whole file: pass the latest release files "
-                                        "(RELEASE ...), or keep the head above and compare it later"))
+            rows.append(("not checked", ("a rollback or a rewrite of the whole file: pass the latest release files "
+                                         "(RELEASE ...), or keep the head above and compare it later")))
         print_table(f"ledger {path}", rows)
         return 0
     records = ledger.records()
