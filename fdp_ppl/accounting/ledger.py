@@ -16,24 +16,50 @@ database's write lock (``BEGIN IMMEDIATE``): concurrent runs against one ledger 
 overspend and never lose an entry. A crash after charging leaves the budget charged (never refunded).
 
 The file validates itself on every open and before every charge, and refuses with a one-line
-:class:`~fdp_ppl.errors.LedgerError` naming the row when anything is off: the schema, the budget row
-(a finite ε > 0 and δ in [0, 1)), every entry (finite ε > 0, δ in [0, 1), stored as numbers, its event
-consistent with them), and a hash chain — each entry stores the SHA-256 of its content and of the
-previous entry, the first one of the budget row, and the head and count are kept apart — so an edited,
-inserted or deleted entry is detected. This protects against mistakes, careless edits and damage; it
-cannot protect against an owner who rewrites the whole file consistently (keep a copy of the head
-hash, ``fdp-ppl ledger --verify`` prints it). A file from an earlier version (no events, no chain) is
-checked and migrated once, and the migration is recorded.
+:class:`~fdp_ppl.errors.LedgerError` naming the row when anything is off: the layout (tables, columns,
+no triggers or views, the SQLite header's application id and version), the budget row (a finite ε > 0 and
+δ in [0, 1)), every entry (finite ε > 0, δ in [0, 1), stored as numbers, its event consistent with them),
+and a hash chain that covers every recorded field: the first link (*genesis*) hashes the budget row and
+every fixed field of the ``meta`` table (schema version, creation time, the chain's kind and key id, the
+migrations made), each entry hashes the previous link and all its columns, the event's JSON included, and
+the head and count are sealed. A ledger that existed never becomes a fresh one: a new ledger is written
+to a temporary file and linked into place complete, so an empty (0-byte) or unreadable file at the path
+is refused, never re-created.
+
+**What the chain can and cannot detect** (docs/DESIGN.md, "The ledger's threat model"). Without a key
+the chain is plain SHA-256: anyone who can write the file can rewrite it consistently (delete the last
+rows and reset the head, raise the budget, edit an event, copy an old file over it) and the file alone
+still verifies. Such a rewrite shows only against a head kept outside the file: every release records
+the ledger's entry count and head after its charge (``ledger_entries``, ``ledger_head``; also printed on
+stdout), and :meth:`FileLedger.verify` with ``releases=`` (``fdp-ppl ledger FILE --verify RELEASE...``)
+finds a release whose head is not in the chain. With a key file (``key_file=``, ``--key-file``;
+HMAC-SHA256, RFC 2104, kept outside the ledger's directory), the links and the seal are keyed, so an
+edit by someone without the key fails on open, and every charge appends its (count, head) to a keyed
+*head log* next to the key (``KEY.heads``), so a rollback, a wipe or an old copy is detected without any
+release at hand. A file of an earlier layout is checked and migrated once, the migration is recorded in
+the chain, and a file that was written by this version and rewritten to an earlier layout (a downgrade)
+is refused.
+
+Each charge computes its acceptance (the tight total can take seconds on a long ledger) **outside** the
+write lock on a validated snapshot, and then commits under the lock only if the chain's head is still the
+snapshot's; otherwise it recomputes on the new snapshot. Concurrent releases that fit are therefore
+served, and the lock is held only to validate the chain and append one row.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import hashlib
+import hmac
 import json
 import math
+import os
+import secrets
 import sqlite3
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +67,10 @@ from ..errors import BudgetExceededError, InputError, LedgerError
 from .budget import PrivacyBudget, _unchecked
 from .events import PrivacyEvent, basic_total, fits, tight_epsilon
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: ``PRAGMA application_id`` of a ledger this version wrote ("fdpp"): a file that carries it is never read as
+#: an earlier layout (a downgrade)
+APPLICATION_ID = 0x66647070
 _TABLES = {
     "budget": ("CREATE TABLE budget (id INTEGER PRIMARY KEY CHECK (id = 1), epsilon REAL NOT NULL, "
                "delta REAL NOT NULL, created_at TEXT NOT NULL)"),
@@ -52,6 +81,14 @@ _TABLES = {
 _COLUMNS_V1 = ["id", "created_at", "label", "dataset", "mechanism", "epsilon", "delta"]
 _COLUMNS = [*_COLUMNS_V1, "event", "hash"]
 _RTOL = 1e-12
+#: the meta keys that change with each charge (sealed); every other meta key is fixed and part of the genesis
+_MUTABLE = ("count", "head", "seal")
+#: seconds a run waits for another run's write lock before it gives up (nothing charged)
+_TIMEOUT = 60.0
+#: times a charge recomputes its acceptance outside the lock when other runs charged meanwhile, before it decides
+#: under the lock
+_ATTEMPTS = 24
+_KEY_BYTES = 32
 
 
 def _now() -> str:
@@ -115,7 +152,11 @@ class _Totals:
         return tight_epsilon(self.events, self.total.delta if delta is None else delta)
 
     def attrs(self) -> dict:
-        events = self.events  # read (and, for a file, validated) once
+        """The ledger's state as release attributes (``ledger_total_*``, ``ledger_spent_*``, ``ledger_remaining_*``;
+        ``ledger_spent_epsilon_tight`` with a δ budget)."""
+        return self._attrs_of(self.events)  # read (and, for a file, validated) once
+
+    def _attrs_of(self, events) -> dict:
         s = basic_total(events)
         r = _left(self.total, s)
         out = {"ledger_total_epsilon": self.total.epsilon, "ledger_total_delta": self.total.delta,
@@ -174,59 +215,313 @@ class PrivacyLedger(_Totals):
         self.events.append(event)
 
     @staticmethod
-    def open(path, total: PrivacyBudget | None = None):
+    def open(path, total: PrivacyBudget | None = None, *, key_file=None):
         """A ledger persisted in ``path`` (SQLite), shared by processes and runs:
         :class:`FileLedger`. ``total`` is required
-        when the file is new and must match the recorded total otherwise."""
-        return FileLedger(path, total)
+        when the file is new and must match the recorded total otherwise; ``key_file`` keys its chain."""
+        return FileLedger(path, total, key_file=key_file)
 
 
-def _digest(prev: str, row) -> str:
-    """SHA-256 of the previous hash and an entry's content (its columns before ``hash``)."""
+# ---------------------------------------------------------------------------------------------------- the chain
+def _digest_v2(prev: str, row) -> str:
+    """An entry's link in a file of schema 2 (unkeyed SHA-256), to check such a file before it is migrated."""
     return hashlib.sha256(json.dumps([prev, *row], separators=(",", ":")).encode()).hexdigest()
 
 
-def _genesis(eps, delta, created_at) -> str:
+def _genesis_v2(eps, delta, created_at) -> str:
     return hashlib.sha256(json.dumps(["fdp-ppl ledger", eps, delta, created_at]).encode()).hexdigest()
 
 
+class _Hasher:
+    """The links of a chain: SHA-256 of canonical JSON, or HMAC-SHA256 of it under the owner's key (RFC 2104)."""
+
+    def __init__(self, key: bytes | None = None):
+        self.key = key
+
+    @property
+    def name(self) -> str:
+        return "sha256" if self.key is None else "hmac-sha256"
+
+    @property
+    def key_id(self) -> str:
+        """A public fingerprint of the key (names which key a ledger was keyed with; reveals nothing of it)."""
+        return "" if self.key is None else hmac.new(self.key, b"fdp-ppl ledger key id", hashlib.sha256).hexdigest()[:16]
+
+    def __call__(self, *parts) -> str:
+        data = json.dumps(list(parts), separators=(",", ":")).encode()
+        if self.key is None:
+            return hashlib.sha256(data).hexdigest()
+        return hmac.new(self.key, data, hashlib.sha256).hexdigest()
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_event(text) -> PrivacyEvent:
+    """A recorded event (cached by its JSON: a long ledger repeats a few events; events are immutable)."""
+    return PrivacyEvent.from_json(text)
+
+
+@dataclass
+class _State:
+    """A validated ledger: its total, entry rows (with the two ``typeof`` columns), their events, the chain
+    (``hashes[i]`` is the head after ``i`` entries, ``hashes[0]`` the genesis) and the meta table."""
+
+    total: PrivacyBudget
+    rows: list
+    events: list
+    hashes: list
+    meta: dict
+
+    @property
+    def count(self) -> int:
+        return len(self.rows)
+
+    @property
+    def head(self) -> str:
+        return self.hashes[-1]
+
+
+def _reference_layout() -> dict:
+    con = sqlite3.connect(":memory:")
+    try:
+        for sql in _TABLES.values():
+            con.execute(sql)
+        return {t: con.execute(f"PRAGMA table_info({t})").fetchall() for t in _TABLES}
+    finally:
+        con.close()
+
+
+_LAYOUT = _reference_layout()
+
+
+def _release_head(release) -> tuple[str, int, str]:
+    """``(name, count, head)`` of what a release recorded of its ledger: a release file (path), its root
+    attributes (a mapping, or a tree with ``.attrs``), a ``(count, head)`` pair, or the text ``"COUNT:HEAD"``
+    as the release table prints it.
+
+    Raises
+    ------
+    InputError
+        The release records no ledger head (made without a ledger, or by an earlier version).
+    """
+    name = str(release)
+    attrs = None
+    if isinstance(release, tuple) and len(release) == 2:
+        attrs = {"ledger_entries": release[0], "ledger_head": release[1]}
+    elif isinstance(release, Mapping):
+        attrs = release
+    elif hasattr(release, "attrs"):
+        attrs, name = release.attrs, "the release"
+    elif isinstance(release, str) and ":" in release and not Path(release).expanduser().exists():
+        count, _, head = release.partition(":")
+        attrs = {"ledger_entries": count, "ledger_head": head}
+    else:
+        path = Path(release).expanduser()
+        if not path.is_file():
+            raise InputError(f"no release file at {path}", "pass release files written with --ledger, or COUNT:HEAD")
+        import xarray as xr  # only to read root attributes of a release file
+
+        try:
+            with xr.open_datatree(path) as tree:
+                attrs = dict(tree.attrs)
+        except (OSError, ValueError) as err:
+            raise InputError(f"{path} is not a release file ({str(err).splitlines()[0] if str(err) else err!r})",
+                             "pass release files written with --ledger") from None
+    try:
+        count, head = int(attrs["ledger_entries"]), str(attrs["ledger_head"])
+        if count < 0 or len(head) != 64 or any(c not in "0123456789abcdef" for c in head):
+            raise ValueError
+    except (KeyError, TypeError, ValueError):
+        raise InputError(f"{name} records no ledger head (it was made without a file ledger, or before releases "
+                         "recorded one)", "pass release files written with --ledger FILE, or COUNT:HEAD as the "
+                         "release table printed it") from None
+    return name, count, head
+
+
+# ---------------------------------------------------------------------------------------------------- the key
+def _temporary(target: Path) -> Path:
+    """A temporary next to ``target`` (the name every command's temporaries have: a later run removes it)."""
+    return target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(6)}.tmp{target.suffix}")
+
+
+def _link_into_place(tmp: Path, target: Path) -> None:
+    """Put the complete ``tmp`` at ``target`` unless something is there already (then ``target`` wins)."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        return
+    except OSError:  # a file system without hard links: rename, unless another run got there first
+        if not target.exists():
+            os.replace(tmp, target)
+        return
+    with contextlib.suppress(OSError):
+        dfd = os.open(target.resolve().parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def _read_key(key_file, ledger: Path, *, create: bool) -> tuple[bytes, Path]:
+    """The owner's key for the ledger at ``ledger`` (created, 32 random bytes, mode 600, when ``create``).
+
+    Raises
+    ------
+    InputError
+        The key file is the ledger, lies inside the ledger's directory, is missing (for an existing ledger), a
+        directory, readable by others, or shorter than 16 bytes.
+    """
+    path = Path(key_file).expanduser()
+    where, ledger_dir = path.resolve(), ledger.resolve().parent
+    if where == ledger.resolve():
+        raise InputError(f"the key file {path} is the ledger itself", "keep the key in a file of its own, outside the "
+                         "ledger's directory, e.g. --key-file ~/.fdp-ppl/ledger.key")
+    if ledger_dir == where.parent or ledger_dir in where.parents:
+        raise InputError(f"the key file {path} is inside the ledger's directory {ledger_dir}",
+                         "keep the key where those who can write the ledger cannot (they can write its directory: "
+                         "SQLite's journal lives there), e.g. --key-file ~/.fdp-ppl/ledger.key")
+    if path.is_dir():
+        raise InputError(f"the key file {path} is a directory", "pass a file, e.g. --key-file ~/.fdp-ppl/ledger.key")
+    if not path.exists():
+        if not create:
+            raise InputError(f"no key file at {path}", "pass the key file the ledger was created with (a key file "
+                                                       "is created only with a new ledger)")
+        if not where.parent.is_dir():
+            raise InputError(f"the directory of the key file {path} does not exist", "create it (mode 700) first")
+        tmp = _temporary(where)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(secrets.token_bytes(_KEY_BYTES))
+                fh.flush()
+                os.fsync(fh.fileno())
+            _link_into_place(tmp, where)
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+    if os.name == "posix" and path.stat().st_mode & 0o077:
+        raise InputError(f"the key file {path} can be read or written by others (mode "
+                         f"{path.stat().st_mode & 0o777:o})", f"chmod 600 {path}")
+    key = path.read_bytes()
+    if len(key) < 16:
+        raise InputError(f"the key file {path} holds {len(key)} bytes, fewer than 16",
+                         "a key file is created with a new ledger (32 random bytes); pass that file")
+    return key, where
+
+
+class _HeadLog:
+    """The keyed head log next to a key file (``KEY.heads``): one JSON line per charge ``[ledger path, genesis,
+    count, head, mac]``, the mac keyed like the chain. A ledger whose chain does not hold every logged head of
+    its path was rolled back, wiped or replaced."""
+
+    def __init__(self, key_path: Path, hasher: _Hasher):
+        self.path = key_path.with_name(key_path.name + ".heads")
+        self.hasher = hasher
+
+    def records(self, ledger: Path, damaged) -> list[tuple[int, str, int, str]]:
+        """``(line, genesis, count, head)`` of every logged charge of the ledger at ``ledger``."""
+        where = str(ledger.resolve())
+        try:
+            text = self.path.read_text()
+        except FileNotFoundError:
+            return []
+        out = []
+        for i, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                path, genesis, count, head, mac = json.loads(line)
+                ok = hmac.compare_digest(str(mac), self.hasher("head log", path, genesis, count, head))
+            except (ValueError, TypeError):
+                ok = False
+            if not ok:
+                if i == len(text.splitlines()) and not text.endswith("\n"):
+                    continue  # a line cut short by a crash while it was appended
+                raise damaged(f"line {i} of the key's head log {self.path} is not one this key wrote")
+            if path == where:
+                out.append((i, genesis, int(count), head))
+        return out
+
+    def append(self, ledger: Path, genesis: str, count: int, head: str) -> None:
+        where = str(ledger.resolve())
+        line = json.dumps([where, genesis, count, head, self.hasher("head log", where, genesis, count, head)])
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, (line + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------------------- the file
 class FileLedger(_Totals):
     """Spending against a total budget, persisted in an SQLite file (see the module docstring).
 
     Open with :meth:`fdp_ppl.accounting.PrivacyLedger.open`. Has the interface of
     :class:`~fdp_ppl.accounting.PrivacyLedger` (``check``, ``spend``, ``spent``,
     ``remaining``, ``tight_epsilon``, ``entries``, ``events``, ``attrs``), so
-    ``fp.release(..., ledger=...)`` charges it.
+    ``fp.release(..., ledger=...)`` charges it, and records the ledger's entry count and head after the
+    charge in the release (``ledger_entries``, ``ledger_head``), which :meth:`verify` checks later.
 
     Parameters
     ----------
     path : str or Path
-        The ledger file (created if missing or empty).
+        The ledger file (created if missing; an existing file is never re-created, even when empty).
     total : PrivacyBudget, optional
         Required to create a ledger; when given for an existing ledger it must
         equal the recorded total (a budget is fixed for the life of the data).
+    key_file : str or Path, optional
+        The owner's key (HMAC-SHA256 chain and head log ``KEY.heads``; module docstring). Created (32 random
+        bytes, mode 600) with a new ledger; required, the same file, for every later use of a keyed ledger.
+        Must lie outside the ledger's directory.
 
     Raises
     ------
     InputError
-        A new ledger without a total, or a total that differs from the recorded one.
+        A new ledger without a total, a total that differs from the recorded one, or an unusable key file.
     LedgerError
-        The file is not a ledger, or it fails its validation (module docstring): it is never
-        re-budgeted, reset, or read with a bad row counted as 0.
+        The file is not a ledger, is empty, fails its validation (module docstring), was downgraded to an
+        earlier layout, was keyed with another key (or is keyed and no key is given), or SQLite cannot use it
+        (the message says which: damaged, locked, disk full, not writable). It is never re-budgeted, reset,
+        or read with a bad row counted as 0.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import fdp_ppl as fp
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> ledger = fp.PrivacyLedger.open(d / "budget.sqlite", fp.PrivacyBudget(3.0))
+    >>> ledger.spend(fp.PrivacyBudget(1.0), "mean curve")
+    1
+    >>> info = ledger.verify(releases=[(1, ledger.verify()["head"])])
+    >>> info["entries"], info["chain"], len(info["releases"])
+    (1, 'sha256', 1)
     """
 
-    def __init__(self, path, total: PrivacyBudget | None = None):
+    def __init__(self, path, total: PrivacyBudget | None = None, *, key_file=None):
         self.path = Path(path).expanduser()
         if self.path.is_dir():
             raise InputError(f"the ledger path {self.path} is a directory", "pass a file name, e.g. ledger.sqlite")
-        existed = self.path.exists() and self.path.stat().st_size > 0
-        if total is None and not existed:  # refuse before sqlite creates an empty file
+        new = not self.path.exists()
+        if total is None and new:  # refuse before anything is created
             raise InputError(f"the ledger {self.path} is new and has no budget",
                              "pass the total budget (--budget EPSILON[,DELTA] or total=PrivacyBudget(...))")
+        if new and not self.path.resolve().parent.is_dir():
+            raise InputError(f"the directory of the ledger {self.path} does not exist", "create it or choose another path")
+        self._hasher, self._log, self._last = _Hasher(), None, None
+        if key_file is not None:
+            key, key_path = _read_key(key_file, self.path, create=new)
+            self._hasher, self._log = _Hasher(key), _HeadLog(key_path, _Hasher(key))
+        if new:
+            self._create(total)
+        elif self.path.stat().st_size == 0:
+            raise LedgerError(f"the ledger {self.path} is an empty file (0 bytes): a ledger is never empty, so it was "
+                              "truncated or wiped and what it had spent is lost",
+                              "restore it from a copy; only if it never held a ledger, delete the empty file to start "
+                              "one (it is never re-created in place)")
         with self._session() as con:
             if self._layout(con) != "current":
-                self._create_or_migrate(con, total, existed)
-            recorded, _ = self._load(con)
+                self._migrate(con)
+            recorded = self._load(con).total
         if total is not None and (abs(total.epsilon - recorded.epsilon) > _RTOL * recorded.epsilon
                                   or abs(total.delta - recorded.delta) > _RTOL * max(recorded.delta, 1e-300)):
             raise InputError(f"the ledger {self.path} was created with the budget epsilon={recorded.epsilon:g}, "
@@ -236,29 +531,101 @@ class FileLedger(_Totals):
 
     # ------------------------------------------------------------------ file
     def _connect(self) -> sqlite3.Connection:
-        con = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-        con.execute("PRAGMA busy_timeout = 60000")
+        # mode=rw: SQLite never creates the file (a ledger is created only by _create, complete)
+        con = sqlite3.connect(self.path.resolve().as_uri() + "?mode=rw", uri=True, timeout=_TIMEOUT,
+                              isolation_level=None)
+        con.execute(f"PRAGMA busy_timeout = {int(_TIMEOUT * 1000)}")
         return con
 
     @contextlib.contextmanager
     def _session(self):
-        con = self._connect()
+        try:
+            con = self._connect()
+        except sqlite3.Error as err:
+            raise self._sqlite_error(err) from None
         try:
             yield con
+        except sqlite3.Error as err:
+            raise self._sqlite_error(err) from None
         finally:
             con.close()
+
+    def _sqlite_error(self, err: sqlite3.Error, charged: str = "") -> LedgerError:
+        """SQLite's error as what it means for the ledger (``charged``: what a charge left, for a charge)."""
+        name, text = getattr(err, "sqlite_errorname", "") or "", str(err)
+        if name == "SQLITE_FULL" or "disk is full" in text:
+            return LedgerError(f"the disk under the ledger {self.path} is full (SQLite: {text}){charged}",
+                               "free disk space there and run again")
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
+            return LedgerError(f"the ledger {self.path} stayed locked by another run for {_TIMEOUT:g} s{charged}",
+                               "run again when the other runs on this ledger have finished; on a network file "
+                               "system, where SQLite's locks may never clear, keep the ledger on a local disk")
+        if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")) or "not a database" in text or "malformed" in text:
+            return self._damaged(f"SQLite cannot read it ({text})")
+        return LedgerError(f"cannot use the ledger {self.path} (SQLite: {text}){charged}",
+                           "check that the file and its directory are writable (SQLite writes a journal next to the "
+                           "ledger) and that the file is a ledger")
 
     def _damaged(self, what: str) -> LedgerError:
         return LedgerError(f"the ledger {self.path} is damaged or was edited: {what}",
                            "restore the file from a copy (its spending cannot be trusted); it is never reset")
 
+    def _meta_fixed(self, created_at: str, migrations: list) -> list[tuple[str, str]]:
+        return [("schema_version", str(SCHEMA_VERSION)), ("created_at", str(created_at)),
+                ("chain", self._hasher.name), ("key_id", self._hasher.key_id),
+                ("migrations", json.dumps(migrations, separators=(",", ":")))]
+
+    def _genesis(self, con) -> str:
+        """The first link: the budget row and every fixed field of the meta table (module docstring)."""
+        eps, delta, created = con.execute("SELECT epsilon, delta, created_at FROM budget WHERE id = 1").fetchone()
+        fixed = [list(kv) for kv in con.execute("SELECT key, value FROM meta ORDER BY key") if kv[0] not in _MUTABLE]
+        return self._hasher("genesis", "fdp-ppl ledger", eps, delta, created, fixed)
+
+    def _seal(self, count: int, head: str) -> str:
+        return self._hasher("seal", count, head)
+
+    def _set_head(self, con, count: int, head: str) -> None:
+        con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                        [("count", str(count)), ("head", head), ("seal", self._seal(count, head))])
+
     @staticmethod
-    def _tables(con) -> set:
-        return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    def _stamp(con) -> None:
+        con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+    def _create(self, total: PrivacyBudget) -> None:
+        """Write a new ledger to a temporary file and link it into place complete (another run's wins)."""
+        if self._log is not None and self._log.records(self.path, self._damaged):
+            raise LedgerError(f"the key's head log {self._log.path} records charges to a ledger at {self.path}, "
+                              "which is gone: it was deleted or moved", "restore it from a copy; to start a new "
+                              "ledger on purpose, give it a new file name")
+        tmp = _temporary(self.path.resolve())
+        try:
+            con = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                self._stamp(con)
+                con.execute("BEGIN IMMEDIATE")
+                for sql in _TABLES.values():
+                    con.execute(sql)
+                now = _now()
+                con.execute("INSERT INTO budget VALUES (1, ?, ?, ?)", (total.epsilon, total.delta, now))
+                con.executemany("INSERT INTO meta VALUES (?, ?)", self._meta_fixed(now, []))
+                self._set_head(con, 0, self._genesis(con))
+                con.execute("COMMIT")
+            finally:
+                con.close()
+            _link_into_place(tmp, self.path)
+        except sqlite3.Error as err:
+            raise self._sqlite_error(err) from None
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
     def _layout(self, con) -> str:
-        """``"new"`` (no tables), ``"v1"`` (budget and entries without events or chain), ``"current"``."""
-        tables = self._tables(con) - {"sqlite_sequence"}
+        """``"new"`` (no tables), ``"v1"`` (no events, no chain), ``"v2"`` (an unkeyed chain over the entries
+        only), ``"current"``; raises LedgerError for anything else, and for a downgrade."""
+        objects = con.execute("SELECT type, name FROM sqlite_master").fetchall()
+        tables = {n for t, n in objects if t == "table"} - {"sqlite_sequence"}
         if not tables:
             return "new"
         if not {"budget", "entries"} <= tables:
@@ -266,60 +633,107 @@ class FileLedger(_Totals):
             raise self._damaged(f"the table {missing} is missing") if tables & {"budget", "entries", "meta"} else \
                 LedgerError(f"{self.path} is not an fdp-ppl ledger (tables: {', '.join(sorted(tables))})",
                             "pass a ledger written by --ledger, or a new file name")
-        columns = [r[1] for r in con.execute("PRAGMA table_info(entries)")]
-        if columns == _COLUMNS_V1 and "meta" not in tables:
-            return "v1"
-        if columns != _COLUMNS or "meta" not in tables:
-            raise self._damaged("its entries table has an unexpected layout")
-        return "current"
+        if tables - {"budget", "entries", "meta"}:
+            raise self._damaged(f"it holds the unexpected table(s) {', '.join(sorted(tables - set(_TABLES)))}")
+        others = sorted(f"{t} {n}" for t, n in objects if t != "table" and not n.startswith("sqlite_autoindex_"))
+        if others:
+            raise self._damaged(f"it holds {', '.join(others)} (a trigger or view could change what is recorded)")
+        if con.execute("PRAGMA table_info(budget)").fetchall() != _LAYOUT["budget"]:
+            raise self._damaged("its budget table has an unexpected layout")
+        columns = con.execute("PRAGMA table_info(entries)").fetchall()
+        version, stamp = (con.execute(f"PRAGMA {p}").fetchone()[0] for p in ("user_version", "application_id"))
+        if [c[1] for c in columns] == _COLUMNS_V1 and "meta" not in tables:
+            layout = "v1"
+        elif columns == _LAYOUT["entries"] and "meta" in tables and \
+                con.execute("PRAGMA table_info(meta)").fetchall() == _LAYOUT["meta"]:
+            row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            layout = {"2": "v2", str(SCHEMA_VERSION): "current"}.get(row[0] if row else None)
+            if layout is None:
+                if row and str(row[0]).isdigit() and int(row[0]) > SCHEMA_VERSION:
+                    raise LedgerError(f"the ledger {self.path} has schema version {row[0]}, written by a newer "
+                                      "fdp_ppl", "upgrade fdp_ppl to use it")
+                raise self._damaged("its meta table holds no known schema version")
+        else:
+            raise self._damaged("its tables have an unexpected layout")
+        if layout != "current" and (stamp == APPLICATION_ID or version >= 3):
+            raise LedgerError(f"the ledger {self.path} has the layout of schema {layout[1]} but was written as schema "
+                              f"{version} by fdp_ppl: it was downgraded (a migration would forget its chain)",
+                              "restore the file from a copy (its spending cannot be trusted); a ledger is migrated "
+                              "only once")
+        if layout == "current" and (stamp != APPLICATION_ID or version != SCHEMA_VERSION):
+            raise self._damaged(f"its SQLite header says schema {version}, application id {stamp:#x}, not schema "
+                                f"{SCHEMA_VERSION} of fdp_ppl")
+        return layout
 
-    def _create_or_migrate(self, con, total, existed: bool) -> None:
+    def _migrate(self, con) -> None:
+        """Bring a file of an earlier layout to the current one, once, under the write lock, after checking all of
+        it; the migration is recorded in the genesis (``migrations``)."""
         con.execute("BEGIN IMMEDIATE")
         try:
             layout = self._layout(con)  # again, under the write lock: another process may have done it
             if layout == "new":
-                if existed:
-                    raise LedgerError(f"{self.path} is not an fdp-ppl ledger (it holds no ledger tables)",
-                                      "pass a ledger written by --ledger, or a new file name")
-                if total is None:
-                    raise InputError(f"the ledger {self.path} is new and has no budget",
-                                     "pass the total budget (--budget EPSILON[,DELTA] or total=PrivacyBudget(...))")
-                for sql in _TABLES.values():
-                    con.execute(sql)
-                now = _now()
-                con.execute("INSERT INTO budget VALUES (1, ?, ?, ?)", (total.epsilon, total.delta, now))
-                con.executemany("INSERT INTO meta VALUES (?, ?)", [
-                    ("schema_version", str(SCHEMA_VERSION)), ("created_at", now), ("count", "0"),
-                    ("head", _genesis(total.epsilon, total.delta, now))])
-            elif layout == "v1":
-                self._migrate(con)
+                raise LedgerError(f"{self.path} is not an fdp-ppl ledger (it holds no ledger tables)",
+                                  "pass a ledger written by --ledger, or a new file name")
+            if layout != "current":
+                if self._log is not None and self._log.records(self.path, self._damaged):
+                    raise LedgerError(f"the ledger {self.path} has the layout of schema {layout[1]} but the key's "
+                                      f"head log {self._log.path} records charges to it: it was downgraded or "
+                                      "replaced", "restore the file from a copy (its spending cannot be trusted)")
+                self._migrate_rows(con, layout)
             con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            if con.in_transaction:
+                con.execute("ROLLBACK")
             raise
 
-    def _migrate(self, con) -> None:
-        """Add events and the hash chain to a file of the first layout, once, after checking its rows."""
+    def _migrate_rows(self, con, layout: str) -> None:
         self._check_budget_row(con)
-        rows = con.execute("SELECT id, typeof(epsilon), epsilon, typeof(delta), delta FROM entries "
-                           "ORDER BY id").fetchall()
-        for rid, te, eps, td, delta in rows:
-            self._check_numbers(rid, te, eps, td, delta)
-        con.execute("ALTER TABLE entries ADD COLUMN event TEXT")
-        con.execute("ALTER TABLE entries ADD COLUMN hash TEXT")
-        con.execute(_TABLES["meta"])
-        eps_b, delta_b, created = con.execute("SELECT epsilon, delta, created_at FROM budget WHERE id = 1").fetchone()
-        prev = _genesis(eps_b, delta_b, created)
-        full = con.execute(f"SELECT {', '.join(_COLUMNS_V1)} FROM entries ORDER BY id").fetchall()
+        now = _now()
+        created = con.execute("SELECT created_at FROM budget WHERE id = 1").fetchone()[0]
+        if layout == "v1":
+            rows = con.execute("SELECT id, typeof(epsilon), epsilon, typeof(delta), delta FROM entries "
+                               "ORDER BY id").fetchall()
+            for rid, te, eps, td, delta in rows:
+                self._check_numbers(rid, te, eps, td, delta)
+            con.execute("ALTER TABLE entries ADD COLUMN event TEXT")
+            con.execute("ALTER TABLE entries ADD COLUMN hash TEXT")
+            con.execute(_TABLES["meta"])
+            for rid, _, eps, _, delta in rows:
+                event = PrivacyEvent.from_budget(_unchecked(eps, delta)).to_json()
+                con.execute("UPDATE entries SET event = ? WHERE id = ?", (event, rid))
+            migrations = [{"from": 1, "at": now, "entries": len(rows),
+                           "note": "events of the migrated entries are generic (epsilon, delta) events"}]
+        else:
+            count, head, meta = self._check_v2(con)
+            migrations = ([{"from": 1, "at": meta["migrated_at"]}] if "migrated_at" in meta else []) + \
+                [{"from": 2, "at": now, "entries": count, "head": head}]
+            con.execute("DELETE FROM meta")
+        con.executemany("INSERT INTO meta VALUES (?, ?)", self._meta_fixed(created, migrations))
+        prev = self._genesis(con)
+        full = con.execute(f"SELECT {', '.join(_COLUMNS[:-1])} FROM entries ORDER BY id").fetchall()
         for row in full:
-            event = PrivacyEvent.from_budget(_unchecked(row[5], row[6])).to_json()
-            prev = _digest(prev, [*row, event])
-            con.execute("UPDATE entries SET event = ?, hash = ? WHERE id = ?", (event, prev, row[0]))
-        con.executemany("INSERT INTO meta VALUES (?, ?)", [
-            ("schema_version", str(SCHEMA_VERSION)), ("created_at", str(created)), ("count", str(len(full))),
-            ("head", prev), ("migrated_at", _now()),
-            ("migrated_from", "schema 1 (no events, no hash chain); events of the migrated entries are generic "
-                              "(epsilon, delta) events")])
+            prev = self._hasher("entry", prev, *row)
+            con.execute("UPDATE entries SET hash = ? WHERE id = ?", (prev, row[0]))
+        self._set_head(con, len(full), prev)
+        self._stamp(con)
+
+    def _check_v2(self, con) -> tuple[int, str, dict]:
+        """Validate a file of schema 2 by its own (unkeyed) chain; returns its count, head and meta."""
+        meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+        if "head" not in meta or "count" not in meta:
+            raise self._damaged("its meta table is incomplete")
+        eps_b, delta_b, created = con.execute("SELECT epsilon, delta, created_at FROM budget WHERE id = 1").fetchone()
+        prev = _genesis_v2(eps_b, delta_b, created)
+        rows = con.execute(f"SELECT {', '.join(_COLUMNS)}, typeof(epsilon), typeof(delta) FROM entries "
+                           "ORDER BY id").fetchall()
+        for row in rows:
+            self._check_row(row)
+            prev = _digest_v2(prev, list(row[:8]))
+            if row[8] != prev:
+                raise self._damaged(f"entry #{row[0]} does not match its hash (edited, inserted or reordered)")
+        if str(len(rows)) != meta["count"] or prev != meta["head"]:
+            raise self._damaged(f"it holds {len(rows)} entries but recorded {meta['count']}")
+        return len(rows), prev, meta
 
     def _check_budget_row(self, con) -> PrivacyBudget:
         row = con.execute("SELECT typeof(epsilon), epsilon, typeof(delta), delta, created_at FROM budget "
@@ -344,8 +758,19 @@ class FileLedger(_Totals):
             raise self._damaged(f"entry #{rid} has epsilon={eps!r}, delta={delta!r} (need a finite epsilon > 0 and "
                                 "delta in [0, 1))")
 
-    def _load(self, con) -> tuple[PrivacyBudget, list]:
-        """Validate the whole file (module docstring) and return the total and the entries' rows.
+    def _check_row(self, row) -> PrivacyEvent:
+        """The numbers of an entry row (its columns, then ``typeof`` of ε and δ) and its event."""
+        rid, eps, delta = row[0], row[5], row[6]
+        self._check_numbers(rid, row[9], eps, row[10], delta)
+        try:
+            event = _parse_event(row[7])
+            _event_for(_unchecked(eps, delta), event)
+        except (InputError, BudgetExceededError, TypeError) as err:
+            raise self._damaged(f"entry #{rid} has an invalid event ({err.args[0]})") from None
+        return event
+
+    def _load(self, con) -> _State:
+        """Validate the whole file (module docstring) and return its state.
 
         Raises
         ------
@@ -353,71 +778,138 @@ class FileLedger(_Totals):
             The first problem found, naming the row.
         """
         if self._layout(con) != "current":
-            raise self._damaged("it has no hash chain")
+            raise self._damaged("it has no current hash chain")
         total = self._check_budget_row(con)
         meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("schema_version") != str(SCHEMA_VERSION) or "head" not in meta or "count" not in meta:
-            raise self._damaged("its meta table is incomplete")
-        eps_b, delta_b, created = con.execute("SELECT epsilon, delta, created_at FROM budget WHERE id = 1").fetchone()
-        prev = _genesis(eps_b, delta_b, created)
+        needed = {"schema_version", "created_at", "chain", "key_id", "migrations", *_MUTABLE}
+        if not needed <= set(meta):
+            raise self._damaged(f"its meta table misses {', '.join(sorted(needed - set(meta)))}")
+        if meta["chain"] != self._hasher.name or meta["key_id"] != self._hasher.key_id:
+            raise self._wrong_key(meta)
+        prev = self._genesis(con)
+        hashes = [prev]
         rows = con.execute(f"SELECT {', '.join(_COLUMNS)}, typeof(epsilon), typeof(delta) FROM entries "
                            "ORDER BY id").fetchall()
-        out = []
+        events = []
         for row in rows:
-            rid, eps, delta, event_text, stored = row[0], row[5], row[6], row[7], row[8]
-            self._check_numbers(rid, row[9], eps, row[10], delta)
-            try:
-                event = PrivacyEvent.from_json(event_text)
-                _event_for(_unchecked(eps, delta), event)
-            except (InputError, BudgetExceededError) as err:
-                raise self._damaged(f"entry #{rid} has an invalid event ({err.args[0]})") from None
-            prev = _digest(prev, list(row[:8]))
-            if stored != prev:
-                raise self._damaged(f"entry #{rid} does not match its hash (edited, inserted or reordered)")
-            out.append((row, event))
+            events.append(self._check_row(row))
+            prev = self._hasher("entry", prev, *row[:8])
+            if row[8] != prev:
+                raise self._damaged(f"entry #{row[0]} does not match its hash (the entry, an earlier one or the budget "
+                                    "and meta fields were edited, inserted or reordered)")
+            hashes.append(prev)
         if str(len(rows)) != meta["count"] or prev != meta["head"]:
             raise self._damaged(f"it holds {len(rows)} entries but recorded {meta['count']} (entries were deleted or "
                                 "added outside the ledger)")
-        return total, out
+        if not hmac.compare_digest(meta["seal"], self._seal(len(rows), prev)):
+            raise self._damaged("its head and count do not match their seal (rolled back or edited"
+                                + (" by someone without the key)" if self._hasher.key else ")"))
+        state = _State(total, rows, events, hashes, meta)
+        if self._log is not None:
+            for line, genesis, count, head in self._log.records(self.path, self._damaged):
+                if genesis != hashes[0] or count > len(rows) or hashes[count] != head:
+                    raise LedgerError(
+                        f"the ledger {self.path} was rolled back, replaced or edited: line {line} of the key's head "
+                        f"log records entry {count} with head {head[:16]}…, which its chain (of {len(rows)} entries) "
+                        "does not hold", "restore it from the latest copy; its spending cannot be trusted")
+        return state
+
+    def _wrong_key(self, meta) -> LedgerError:
+        if meta["chain"] == "hmac-sha256" and self._hasher.key is None:
+            return LedgerError(f"the ledger {self.path} has a keyed chain and no key was given",
+                               "pass its key file (key_file=KEY)")
+        if meta["chain"] == "sha256" and self._hasher.key is not None:
+            return LedgerError(f"the ledger {self.path} has no keyed chain: it was created without a key, or rewritten "
+                               "without one", "open it without a key file if it never had one; otherwise restore it "
+                               "from a copy (its spending cannot be trusted)")
+        if meta["chain"] not in ("sha256", "hmac-sha256"):
+            return self._damaged(f"its chain kind {meta['chain']!r} is unknown")
+        return LedgerError(f"the ledger {self.path} was keyed with another key (id {meta['key_id']}, this key's "
+                           f"{self._hasher.key_id})", "pass the key file it was created with")
+
+    def _state(self) -> _State:
+        with self._session() as con:
+            return self._load(con)
 
     # ------------------------------------------------------------------ reading
-    def _rows(self) -> list:
-        with self._session() as con:
-            return self._load(con)[1]
-
     @property
     def events(self) -> list[PrivacyEvent]:
         """The :class:`~fdp_ppl.accounting.events.PrivacyEvent` of every charge, oldest first."""
-        return [event for _, event in self._rows()]
+        return self._state().events
 
     @property
     def entries(self) -> list[tuple[str, PrivacyBudget]]:
         """``(label, cost)`` of every charge, oldest first."""
-        return [(row[2] or "", _unchecked(row[5], row[6])) for row, _ in self._rows()]
+        return [(row[2] or "", _unchecked(row[5], row[6])) for row in self._state().rows]
 
     def records(self) -> list[dict]:
         """Every charge with its time, label, dataset, mechanism, (ε, δ), event (JSON) and hash."""
-        return [dict(zip(_COLUMNS, row[:9])) for row, _ in self._rows()]
+        return [dict(zip(_COLUMNS, row[:9])) for row in self._state().rows]
 
-    def verify(self) -> dict:
-        """Validate the file (module docstring) and return what a copy should be compared with.
-
-        Returns
-        -------
-        dict
-            ``entries`` (count), ``head`` (hash of the last entry), ``schema_version`` and, for a
-            migrated file, ``migrated_at``.
+    def attrs(self) -> dict:
+        """The ledger's state after this object's last charge (or now, before any) as release attributes: the
+        totals of :meth:`PrivacyLedger.attrs` plus ``ledger_entries`` and ``ledger_head`` (the count and head hash
+        right after the charge, which :meth:`verify` checks) and ``ledger_chain`` (``sha256`` or ``hmac-sha256``).
 
         Raises
         ------
         LedgerError
-            The first problem found.
+            The file fails its validation, or the entry of the last charge is no longer in the chain.
         """
+        state = self._state()
+        count = state.count
+        if self._last is not None:
+            count, head = self._last
+            if count > state.count or state.hashes[count] != head:
+                raise self._damaged(f"the entry just charged (#{count}) is no longer in its chain")
+        return {**self._attrs_of(state.events[:count]), "ledger_entries": count, "ledger_head": state.hashes[count],
+                "ledger_chain": self._hasher.name}
+
+    def verify(self, releases=()) -> dict:
+        """Validate the file (module docstring) and check that each release's ledger head is in its chain.
+
+        Parameters
+        ----------
+        releases : iterable, optional
+            Releases charged to this ledger: release files (paths), their root attributes (mappings or trees),
+            ``(count, head)`` pairs or ``"COUNT:HEAD"`` texts. The latest ones detect a rollback, an edit or an
+            old copy made after them even without a key.
+
+        Returns
+        -------
+        dict
+            ``entries`` (count), ``head`` (hash of the last link), ``schema_version``, ``chain`` (``"sha256"``
+            or ``"hmac-sha256"``), ``migrations`` (list of dicts) and, for a migrated file, ``migrated_at``;
+            ``releases``: ``(name, count, head)`` of each release checked; ``head_log``: the number of
+            logged charges checked (keyed ledgers).
+
+        Raises
+        ------
+        LedgerError
+            The first problem found; for a release, one line naming it and the head it recorded.
+        InputError
+            A release that records no ledger head.
+        """
+        heads = [_release_head(r) for r in releases]
         with self._session() as con:
-            _, rows = self._load(con)
-            meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
-        return {"entries": len(rows), "head": meta["head"], "schema_version": int(meta["schema_version"]),
-                **({"migrated_at": meta["migrated_at"]} if "migrated_at" in meta else {})}
+            state = self._load(con)
+            logged = len(self._log.records(self.path, self._damaged)) if self._log is not None else None
+        for name, count, head in heads:
+            if count > state.count:
+                raise LedgerError(f"{name} was charged as entry {count} of the ledger {self.path}, which now holds "
+                                  f"{state.count}: the ledger was rolled back or replaced after it",
+                                  "restore the ledger from a copy that holds that charge; its spending cannot be "
+                                  "trusted")
+            if state.hashes[count] != head:
+                raise LedgerError(f"{name} recorded the head {head[:16]}… at entry {count}, which is not in the chain "
+                                  f"of {self.path}: the ledger was edited, rolled back or replaced after it (or the "
+                                  "release was charged to another ledger)", "restore the ledger from a copy that "
+                                  "holds that charge; its spending cannot be trusted")
+        migrations = json.loads(state.meta["migrations"])
+        return {"entries": state.count, "head": state.head, "schema_version": int(state.meta["schema_version"]),
+                "chain": state.meta["chain"], "migrations": migrations,
+                **({"migrated_at": migrations[-1]["at"]} if migrations else {}),
+                "releases": heads, **({"head_log": logged} if logged is not None else {})}
 
     # ------------------------------------------------------------------ charging
     def check(self, cost: PrivacyBudget, event: PrivacyEvent | None = None) -> None:
@@ -429,8 +921,8 @@ class FileLedger(_Totals):
 
     def spend(self, cost: PrivacyBudget, label: str = "", *, dataset: str = "", mechanism: str = "",
               event: PrivacyEvent | None = None) -> int:
-        """Charge ``cost`` atomically: validate the file, check the budget and record the entry, all under the
-        write lock.
+        """Charge ``cost`` atomically: decide on a validated snapshot outside the write lock, then, under the lock,
+        validate the file again and record the entry if its head is still the snapshot's (module docstring).
 
         Parameters
         ----------
@@ -452,31 +944,70 @@ class FileLedger(_Totals):
         BudgetExceededError
             ``cost`` does not fit by basic or by tight composition; nothing is recorded.
         LedgerError
-            The file fails its validation; nothing is recorded.
+            The file fails its validation, stays locked, or its disk is full; the message says whether anything
+            was recorded.
         """
         event = _event_for(cost, event)
-        con = self._connect()
+        for attempt in range(_ATTEMPTS + 1):
+            under_lock = attempt == _ATTEMPTS  # many runs charging at once: decide under the lock, once
+            snapshot = None if under_lock else self._state()
+            if snapshot is not None and not fits([*snapshot.events, event], self.total):  # outside the lock
+                raise _refusal(f" in {self.path}", cost, self.total, snapshot.events)
+            rid = self._append(snapshot, cost, event, [label, dataset, mechanism])
+            if rid is not None:
+                return rid
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _append(self, snapshot: _State | None, cost, event, details) -> int | None:
+        """Under the write lock: the new entry's id, or None when another run charged since ``snapshot``."""
+        try:
+            con = self._connect()
+        except sqlite3.Error as err:
+            raise self._sqlite_error(err, "; nothing was charged") from None
+        state = digest = None
         try:
             con.execute("BEGIN IMMEDIATE")
-            try:
-                _, rows = self._load(con)
-                events = [e for _, e in rows]
-                if not fits([*events, event], self.total):
-                    raise _refusal(f" in {self.path}", cost, self.total, events)
-                prev = con.execute("SELECT value FROM meta WHERE key = 'head'").fetchone()[0]
-                rid = int(con.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0])
-                row = [rid, _now(), label, dataset, mechanism, float(cost.epsilon), float(cost.delta), event.to_json()]
-                digest = _digest(prev, row)
-                con.execute("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (*row, digest))
-                con.execute("UPDATE meta SET value = ? WHERE key = 'head'", (digest,))
-                con.execute("UPDATE meta SET value = ? WHERE key = 'count'", (str(len(rows) + 1),))
-                con.execute("COMMIT")
-            except BaseException:
+            state = self._load(con)
+            if snapshot is not None and (state.count, state.head) != (snapshot.count, snapshot.head):
                 con.execute("ROLLBACK")
-                raise
-            return rid
+                return None
+            if snapshot is None and not fits([*state.events, event], self.total):
+                raise _refusal(f" in {self.path}", cost, self.total, state.events)
+            rid = int(con.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0])
+            row = [rid, _now(), *details, float(cost.epsilon), float(cost.delta), event.to_json()]
+            digest = self._hasher("entry", state.head, *row)
+            con.execute("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (*row, digest))
+            self._set_head(con, state.count + 1, digest)
+            con.execute("COMMIT")
+        except BaseException as err:
+            with contextlib.suppress(sqlite3.Error):  # SQLite has already rolled back after a full disk
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+            if isinstance(err, sqlite3.Error):
+                raise self._sqlite_error(err, self._charged_text(digest)) from None
+            raise
         finally:
             con.close()
+        self._last = (state.count + 1, digest)
+        if self._log is not None:
+            try:
+                self._log.append(self.path, state.hashes[0], state.count + 1, digest)
+            except OSError as err:  # the charge stands; only the witness of it is missing
+                warnings.warn(f"the charge was recorded in {self.path} but not in the key's head log "
+                              f"{self._log.path} ({err.strerror or err}): a rollback of this entry alone would go "
+                              "unnoticed without a release", RuntimeWarning, stacklevel=3)
+        return rid
+
+    def _charged_text(self, digest: str | None) -> str:
+        """Whether a charge that failed with a SQLite error was recorded, read back from the file."""
+        if digest is None:
+            return "; nothing was charged"
+        try:
+            with contextlib.closing(self._connect()) as con:
+                head = con.execute("SELECT value FROM meta WHERE key = 'head'").fetchone()[0]
+        except (sqlite3.Error, TypeError):
+            return f"; whether it was charged is unknown: run fdp-ppl ledger {self.path}"
+        return "; it was charged" if head == digest else "; nothing was charged"
 
     def __repr__(self):
         s = self.spent

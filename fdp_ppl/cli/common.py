@@ -234,6 +234,9 @@ def add_ledger_args(p):
     g.add_argument("--budget", default=None, metavar="E[,D]",
                    help="total budget epsilon[,delta] of a new --ledger (needed only when the file is new; if given "
                         "for an existing ledger it must equal the recorded total)")
+    g.add_argument("--key-file", default=None, metavar="KEY",
+                   help="key of a keyed --ledger (HMAC-SHA256 chain; created with a new ledger, kept outside its "
+                        "directory): edits, rollbacks and old copies of the ledger are then refused on open")
 
 
 def finite(x) -> bool:
@@ -262,6 +265,8 @@ def _input_paths(a) -> list[Path]:
             paths += [Path(data_dir).expanduser() / f"{data}{ext}" for ext in ("", ".nc")]
     if getattr(a, "ledger", None):
         paths.append(Path(a.ledger).expanduser())
+    if getattr(a, "key_file", None):  # the ledger's key and its head log
+        paths += [Path(a.key_file).expanduser(), Path(f"{a.key_file}.heads").expanduser()]
     return paths
 
 
@@ -335,6 +340,8 @@ def check_ledger_args(a) -> None:
     """``--budget`` needs ``--ledger``; the ledger's directory must exist; ``a.budget`` becomes a PrivacyBudget."""
     if a.budget is not None and a.ledger is None:
         raise CLIError("--budget applies to a ledger", "pass --ledger FILE too (or drop --budget)")
+    if getattr(a, "key_file", None) is not None and a.ledger is None:
+        raise CLIError("--key-file applies to a ledger", "pass --ledger FILE too (or drop --key-file)")
     if a.ledger is None:
         return
     a.budget = parse_budget(a.budget) if a.budget is not None and not hasattr(a.budget, "epsilon") else a.budget
@@ -365,7 +372,7 @@ def open_ledger(a, cost):
         return None
     from ..accounting import PrivacyLedger
 
-    ledger = PrivacyLedger.open(Path(a.ledger).expanduser(), a.budget)
+    ledger = PrivacyLedger.open(Path(a.ledger).expanduser(), a.budget, key_file=getattr(a, "key_file", None))
     ledger.check(cost)
     return ledger
 
@@ -619,7 +626,9 @@ def ledger_text(ledger, attrs) -> str:
             + (f", delta {float(attrs.get('budget_spent_delta', 0.0)):g}" if delta > 0 else "")
             + f"; spent epsilon {spent.epsilon:g} of {total.epsilon:g}"
             + (f", delta {spent.delta:g} of {total.delta:g}" if with_delta else "")
-            + f"; remaining epsilon {rem.epsilon:g}" + (f", delta {rem.delta:g}" if with_delta else ""))
+            + f"; remaining epsilon {rem.epsilon:g}" + (f", delta {rem.delta:g}" if with_delta else "")
+            + (f"; head after the charge {attrs['ledger_entries']}:{attrs['ledger_head']} (keep it: fdp-ppl ledger "
+               "--verify checks it)" if "ledger_head" in attrs else ""))
 
 
 __all__ = ["CLIError", "in_flags", "Prepaid", "write_release", "print_table", "save_plot", "plotter", "check_output_space", "check_out",

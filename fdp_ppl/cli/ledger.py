@@ -1,5 +1,6 @@
 """``fdp-ppl ledger FILE``: the total of a persistent privacy ledger, what it has spent by basic and by tight
-composition, one row per charge and what remains; ``--verify`` validates the file (schema, numbers, hash chain)."""
+composition, one row per charge and what remains; ``--verify [RELEASE ...]`` validates the file (layout, numbers,
+hash chain) and checks that each release's recorded ledger head is in the chain."""
 
 from __future__ import annotations
 
@@ -16,9 +17,14 @@ def add_subparser(sub) -> None:
                                     "noise, epsilon, delta, label) and what remains. The file is validated first "
                                     "(schema, numbers, hash chain): an edited or damaged ledger is refused.")
     lg.add_argument("file", metavar="FILE", help="the ledger file")
-    lg.add_argument("--verify", action="store_true",
-                    help="only validate the file and print its entry count and head hash (keep them: a copy of the "
-                         "head detects a ledger rewritten as a whole)")
+    lg.add_argument("--verify", nargs="*", default=None, metavar="RELEASE",
+                    help="only validate the file and print its entry count and head hash; each RELEASE (a release "
+                         "file charged to this ledger, or COUNT:HEAD as its table printed it) must have its recorded "
+                         "head in the chain, so a rollback, an edit or an old copy of the ledger made after it is "
+                         "found. Without a key file, only such a head kept outside the ledger detects a ledger "
+                         "rewritten as a whole")
+    lg.add_argument("--key-file", default=None, metavar="KEY",
+                    help="the key of a keyed ledger (HMAC-SHA256 chain and head log KEY.heads)")
 
 
 def _short_time(iso: str) -> str:
@@ -33,14 +39,23 @@ def run(a) -> int:
     if not path.is_file():
         raise CLIError(f"no ledger at {a.file}", "a ledger is created by the first release with --ledger FILE "
                                                    "--budget EPSILON[,DELTA]")
-    ledger = PrivacyLedger.open(path)
-    if getattr(a, "verify", False):
-        info = ledger.verify()
-        print_table(f"ledger {path}", [
-            ("valid", "yes: schema, budget row, every entry's numbers and event, and the hash chain check out"),
-            ("entries", str(info["entries"])), ("head", info["head"]),
-            ("schema", f"version {info['schema_version']}" + (f" (migrated {_short_time(info['migrated_at'])})"
-                                                              if "migrated_at" in info else ""))])
+    releases = list(getattr(a, "verify", None) or [])
+    ledger = PrivacyLedger.open(path, key_file=getattr(a, "key_file", None))
+    if getattr(a, "verify", None) is not None:
+        info = ledger.verify(releases=releases)
+        keyed = info["chain"] == "hmac-sha256"
+        rows = [("valid", "yes: layout, budget row, every entry's numbers and event, and the hash chain check out"),
+                ("entries", str(info["entries"])), ("head", info["head"]),
+                ("chain", f"keyed (HMAC-SHA256); {info['head_log']} charges in the key's head log are in it" if keyed
+                 else "unkeyed (SHA-256): anyone who can write the file can rewrite it consistently"),
+                ("schema", f"version {info['schema_version']}" + (f" (migrated {_short_time(info['migrated_at'])})"
+                                                                  if "migrated_at" in info else ""))]
+        rows += [("release", f"{name}: entry {count}, head {head[:16]}… is in the chain")
+                 for name, count, head in info["releases"]]
+        if not keyed and not releases:
+            rows.append(("not checked", ("a rollback or a rewrite of the whole file: pass the latest release files "
+                                         "(RELEASE ...), or keep the head above and compare it later")))
+        print_table(f"ledger {path}", rows)
         return 0
     records = ledger.records()
     events = ledger.events

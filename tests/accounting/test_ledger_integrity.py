@@ -179,8 +179,10 @@ def test_foreign_and_empty_files(tmp_path):
     with pytest.raises(LedgerError, match="not an fdp-ppl ledger"):
         PrivacyLedger.open(other, PrivacyBudget(1.0))
     empty = tmp_path / "empty.sqlite"
-    empty.touch()  # an empty file is a new ledger
-    assert PrivacyLedger.open(empty, PrivacyBudget(1.0)).spent.epsilon == 0
+    empty.touch()  # a ledger is never empty: a 0-byte file was truncated or wiped, never a fresh ledger
+    with pytest.raises(LedgerError, match="empty file .* restore it from a copy"):
+        PrivacyLedger.open(empty, PrivacyBudget(1.0))
+    assert empty.stat().st_size == 0
 
 
 V1 = """
