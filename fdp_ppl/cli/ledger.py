@@ -25,6 +25,11 @@ def add_subparser(sub) -> None:
                          "rewritten as a whole")
     lg.add_argument("--key-file", default=None, metavar="KEY",
                     help="the key of a keyed ledger (HMAC-SHA256 chain and head log KEY.heads)")
+    lg.add_argument("--plot", default=None, metavar="PNG",
+                    help="also draw what the ledger's releases let an attacker do: the trade-off curve (false "
+                         "positives against misses of the best test telling two neighbouring datasets apart), "
+                         "beside the curve the summed (epsilon, delta) alone would allow")
+    lg.add_argument("--force", action="store_true", help="replace an existing --plot file (never the ledger)")
 
 
 def _short_time(iso: str) -> str:
@@ -34,12 +39,23 @@ def _short_time(iso: str) -> str:
 def run(a) -> int:
     """Print a ledger: total, one row per charge, spent and remaining."""
     from ..accounting import PrivacyLedger
+    from ..errors import FdpPplError
 
     path = Path(a.file).expanduser()
     if not path.is_file():
         raise CLIError(f"no ledger at {a.file}", "a ledger is created by the first release with --ledger FILE "
                                                    "--budget EPSILON[,DELTA]")
     releases = list(getattr(a, "verify", None) or [])
+    plot = getattr(a, "plot", None)
+    if plot is not None:
+        import types
+
+        from .common import check_out
+
+        if getattr(a, "verify", None) is not None:
+            raise CLIError("--plot draws the ledger's spending; --verify only checks the file", "drop one of them")
+        check_out(types.SimpleNamespace(out=None, plot=plot, force=getattr(a, "force", False), ledger=str(path),
+                                        key_file=getattr(a, "key_file", None)))
     ledger = PrivacyLedger.open(path, key_file=getattr(a, "key_file", None))
     if getattr(a, "verify", None) is not None:
         info = ledger.verify(releases=releases)
@@ -59,6 +75,8 @@ def run(a) -> int:
         return 0
     records = ledger.records()
     events = ledger.events
+    if plot is not None and not events:
+        raise CLIError("the ledger has no releases yet: there is no privacy loss to draw", "drop --plot")
     total, spent, rem = ledger.total, ledger.spent, ledger.remaining
 
     def budget(b):
@@ -79,6 +97,17 @@ def run(a) -> int:
     else:
         print("  tight      = basic (a pure epsilon-DP budget, delta = 0: the sum is the tight total)")
         print(f"  remaining  {budget(rem)}")
+    if events:
+        from ..accounting.curves import privacy_in_words
+
+        try:
+            print(f"  in words   {privacy_in_words(events)} (the trade-off curve of all releases: --plot)")
+        except FdpPplError:  # too many draws to compose tightly: the sum above is the statement
+            pass
+    if plot is not None:
+        from .common import save_plot
+
+        save_plot("plot_privacy", events, plot)
     if records:
         head = ("#", "time (UTC)", "dataset", "mechanism", "noise", "epsilon", "delta", "label")
         rows = [(str(i), _short_time(r["created_at"]), r["dataset"] or "", r["mechanism"] or "", _event_text(e),

@@ -186,6 +186,14 @@ def test_ledger_command_prints_total_entries_and_remaining(tmp_path, capsys):
     assert rows[0][3].startswith("toy/y") and "iclp" in rows[0] and "0.4" in rows[0]
     assert "gaussian" in rows[1] and "1e-06" in rows[1]
     assert "iclp-qr (2 draws x epsilon 0.2)" in out and "N × its per-draw epsilon" in out
+    assert "in words   an attacker telling apart two datasets that differ in one person's record" in out
+    png = tmp_path / "privacy.png"
+    assert main(["ledger", str(ledger), "--plot", str(png)]) == 0 and png.stat().st_size > 10_000
+    capsys.readouterr()
+    before = ledger.read_bytes()
+    assert main(["ledger", str(ledger), "--plot", str(ledger), "--force"]) == 2  # never the ledger itself
+    assert "is the ledger" in capsys.readouterr().err and ledger.read_bytes() == before
+    assert main(["ledger", str(ledger), "--plot", str(png)]) == 2  # an existing file needs --force
 
 
 @pytest.mark.parametrize("argv, fix", [
