@@ -45,12 +45,12 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 from ..errors import InputError, check_positive
+from ..io.lattice import TINY, flush_tiny, to_lattice
 from ..spaces import Grid, eigenbasis
 from ..spaces.grid import CARTESIAN_DIMS as DIMS
 from ..spaces.grid import CartesianGrid
 from ..spaces.kernels import Exponential, Gaussian, Kernel, Matern, ProductKernel
 from ..summaries.base import Sensitivity, public_n
-from ..io.lattice import TINY, flush_tiny, to_lattice
 from .solvers import LOSSES, Solution, error_bound, iteration_count, solve_erm
 
 HALL_SOURCE = "Hall, Rinaldo & Wasserman (2013), Section 4.3 (eq. 11), Corollary 9; Bousquet & Elisseeff (2002)"

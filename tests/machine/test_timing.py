@@ -3,6 +3,7 @@ sensitivity pays for, and no subnormal arithmetic on the records (DESIGN invaria
 
 import numpy as np
 import pytest
+from scipy import linalg
 
 import fdp_ppl as fp
 from fdp_ppl.accounting import PrivacyBudget
@@ -12,7 +13,6 @@ from fdp_ppl.machine import ERMSpec, solve_erm
 from fdp_ppl.machine.solvers import error_bound, iteration_count
 from fdp_ppl.noise.mechanisms import GaussianMechanism
 from fdp_ppl.spaces import Gaussian
-from scipy import linalg
 
 pytestmark = pytest.mark.filterwarnings("ignore::fdp_ppl.errors.SeededReleaseWarning")
 HALL = Gaussian(0.1, convention="hall")
