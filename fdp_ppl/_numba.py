@@ -1,6 +1,6 @@
 """Numba's ``njit`` when Numba is importable, else a no-op decorator (the compiled loops then run as Python).
 
-Numba comes with PyTensor; the compiled loops of :mod:`fdp_ppl.kde._l1` and :mod:`fdp_ppl.machine.fast` import
+Numba comes with PyTensor; the compiled loops of :mod:`fdp_ppl.kde._l1` import
 ``njit`` from here, so the fallback is written once. ``HAVE_NUMBA`` says which one is in use (a caller with a
 faster numpy path than the Python loop checks it).
 """

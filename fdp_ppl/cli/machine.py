@@ -43,7 +43,8 @@ def add_subparser(sub) -> None:
                "gaussian is Mirshani's exp(-d^2/rho)), gaussian-mirshani exp(-d^2/h) (Mirshani et al.'s: "
                "--bandwidth is their rho, in squared feature units; rho = 2h^2 gives the Hall kernel), exponential "
                "exp(-d/h) (Ornstein-Uhlenbeck), matern12/32/52 (standard Matern, length-scale h). The solver runs "
-               "to a fixed accuracy and Delta is inflated by --solver-slack (default 1 percent) to pay for it.")
+               "a public number of iterations (hinge: n/slack) that reaches a fixed accuracy for any data, and Delta "
+               "is inflated by --solver-slack (default 1 percent) to pay for it.")
     g = p.add_argument_group("data")
     g.add_argument("--data", required=True, metavar="PATH", help="CSV file with a header row, or a netCDF file")
     g.add_argument("--features", required=True, metavar="NAME[,NAME]", help="one or two feature columns")
@@ -71,7 +72,8 @@ def add_subparser(sub) -> None:
     m.add_argument("--grid-size", type=int, default=None, help="grid points per feature (default 100 for one "
                                                                "feature, 40 for two)")
     m.add_argument("--solver-slack", type=float, default=0.01, help="relative inflation of Delta paying for the "
-                                                                    "solver's certified accuracy (default 0.01)")
+                                                                    "solver's a-priori accuracy (default 0.01; the "
+                                                                    "hinge solver runs n/slack iterations)")
     m.add_argument("--approximation", choices=("auto", "exact", "nystroem"), default="auto",
                    help="how the machine is solved: exact (n x n Gram), nystroem (the span of the kernel at public "
                         "landmarks, an isometric subspace of the same RKHS: same sensitivity and noise, n x r "

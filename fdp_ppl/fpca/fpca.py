@@ -33,6 +33,7 @@ import numpy as np
 
 from .._names import FPCA_FORMS, FPCA_SAMPLERS
 from ..errors import InputError, check_epsilon
+from ..io.lattice import flush_tiny, to_lattice
 from ..releasing.schema import FPCA_RELEASE
 from ..spaces import Eigenbasis, Grid
 
@@ -277,7 +278,9 @@ class FPCASpec:
         Returns
         -------
         coefficients : ndarray, shape (n, m)
-            Rows with norm ≤ 1.
+            Rows with norm ≤ 1, rounded towards zero onto the public lattice ``2^-40 Z``
+            (:func:`~fdp_ppl.io.lattice.to_lattice`: a record of amplitude ``1e-160`` becomes 0, so no
+            arithmetic on the scatter matrix takes the subnormal slow path; Andrysco et al. 2015).
         n_clipped : int
             Number of curves with ‖X_i‖ > τ.
 
@@ -292,13 +295,16 @@ class FPCASpec:
                              "pass one row per curve evaluated on spec.grid")
         if not np.all(np.isfinite(x)):
             raise InputError("curves contain NaN or infinite values", "remove or impute them before the release")
+        x = flush_tiny(x, self.tau)  # values below 2^-400 τ are 0 before any arithmetic touches them
         norms = self.grid.norm(x)
         over = norms > self.tau
         x = x * np.where(over, self.tau / np.where(norms > 0, norms, 1.0), 1.0)[:, None] / self.tau
         c = (x * self.grid.weights) @ self._basis_values
         cn = np.linalg.norm(c, axis=1)
         c = c / np.maximum(cn, 1.0)[:, None]
-        return c, int(over.sum())
+        # the public lattice 2^-40 Z (towards zero: norms stay <= 1): every entry of G = CᵀC is then 0 or at least
+        # 2^-132, so no product in the sampler (tr(QᵀGQ) per proposal) is subnormal (fdp_ppl.io.lattice)
+        return to_lattice(c, 1.0), int(over.sum())
 
     def fit(self, curves, units=None, n: int | None = None) -> "FPCAFit":
         """The non-private scatter matrix G = XᵀX of the clipped coefficients (data holder only).

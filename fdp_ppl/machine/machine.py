@@ -26,11 +26,14 @@ squared ``(y − g)²`` with labels clipped to ``[−B, B]``: on the ball
 ``‖g‖_H <= B/√λ`` that contains every minimiser (``λ‖f_D‖² <= P(0) <= B²``),
 ``|∂ℓ/∂g| <= 2(B + κB/√λ)``, so M = ``2B(1 + κ/√λ)``, κ = √sup K(x, x) [D].
 
-Solver slack: the fit is certified within ``ρ = solver_slack · Δ_0/2`` of the exact
-minimiser (:mod:`fdp_ppl.machine.solvers`: hinge by its duality gap, smooth losses by
-``‖∇P‖_H/(2λ)``), with ``Δ_0`` the paper's bound; the released sensitivity is
-``Δ = Δ_0 + 2ρ = (1 + solver_slack) Δ_0`` (both neighbours' fits are within ρ of
-their minimisers). The target is public; the observed accuracy is never used.
+Solver slack: the solver runs a public number of iterations :attr:`ERMSpec.solver_iterations`
+(from the loss, λ, κ, n and the slack only) after which the fit is within ``ρ = solver_slack · Δ_0/2``
+of the exact minimiser for *every* dataset (an a-priori bound, :mod:`fdp_ppl.machine.solvers`: FISTA
+on the hinge dual, accelerated gradient for the smooth losses), with ``Δ_0`` the paper's bound; the
+released sensitivity is ``Δ = Δ_0 + 2ρ = (1 + solver_slack) Δ_0`` (both neighbours' fits are within
+ρ of their minimisers). No early stop and no failure: the run time does not depend on the records
+(DESIGN invariant 9). Features are rounded to a public lattice and kernel values too small to matter are
+set to 0 before any product (:mod:`fdp_ppl.io.lattice`), so no arithmetic takes the subnormal slow path.
 """
 
 from __future__ import annotations
@@ -42,12 +45,13 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 from ..errors import InputError, check_positive
+from ..io.lattice import TINY, flush_tiny, to_lattice
 from ..spaces import Grid, eigenbasis
 from ..spaces.grid import CARTESIAN_DIMS as DIMS
 from ..spaces.grid import CartesianGrid
 from ..spaces.kernels import Exponential, Gaussian, Kernel, Matern, ProductKernel
 from ..summaries.base import Sensitivity, public_n
-from .solvers import LOSSES, Solution, solve_erm
+from .solvers import LOSSES, Solution, error_bound, iteration_count, solve_erm
 
 HALL_SOURCE = "Hall, Rinaldo & Wasserman (2013), Section 4.3 (eq. 11), Corollary 9; Bousquet & Elisseeff (2002)"
 ICLP_SOURCE = "Lin & Reimherr (2026), Section 4.3, eq. 13 (squared penalty), Theorem 18"
@@ -58,6 +62,9 @@ APPROXIMATIONS = ("auto", "exact", "nystroem")
 EXACT_MAX_N = 25_000
 #: most Nyström landmarks a default lattice takes (features are n x r, r <= landmarks)
 MAX_LANDMARKS = 1024
+#: most floating-point operations a fit's solver may take (its public iteration count times the work of one);
+#: larger fits are refused before the charge (about 10 minutes at a few GFLOP/s)
+MAX_SOLVER_FLOPS = 2e12
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,7 +167,8 @@ class ERMSpec:
             unit_kernel = dataclasses.replace(self.kernel, rho=self.kernel.rho / (hi - lo))
             basis = eigenbasis(unit_kernel, grid, self.rel_tol)
             object.__setattr__(self, "_basis", basis)
-            object.__setattr__(self, "_power_gram", basis.power_kernel(float(self.eta)))
+            power = basis.power_kernel(float(self.eta))  # public; entries the records select are never subnormal
+            object.__setattr__(self, "_power_gram", flush_tiny(power, float(np.max(np.abs(np.diag(power))))))
 
     # ------------------------------------------------------------------ public geometry
     @property
@@ -241,7 +249,34 @@ class ERMSpec:
         """``K(a_i, b_j) = k(‖a_i − b_j‖₂)`` (Hall space), shapes (m, d), (p, d) -> (m, p)."""
         a = np.asarray(a, dtype=float).reshape(-1, self.d)
         b = np.asarray(b, dtype=float).reshape(-1, self.d)
-        return self.kernel(cdist(a, b))
+        D = np.minimum(cdist(a, b), self.distance_cap)  # no kernel value below 2·TINY·k(0) is ever computed
+        return flush_tiny(self.kernel(D), 2.0 * self.kappa**2)
+
+    @property
+    def distance_cap(self) -> float:
+        """Public distance beyond which the kernel is below ``2 · TINY · k(0)`` (``TINY = 2^-400``).
+
+        Distances are clamped to it before the kernel is evaluated and values below ``2 · TINY · k(0)`` are
+        then set to 0 (:func:`~fdp_ppl.io.lattice.flush_tiny`): no kernel evaluation produces a subnormal
+        number (``exp(−d²/(2h²))`` of far-apart records would, and takes the slow path; Andrysco et al.
+        2015), and the change is below ``2^-399`` per entry, far under the rounding of every entry.
+        Found once by bisection on the public kernel (all kernels here decrease with the distance)."""
+        cached = self.__dict__.get("_distance_cap")
+        if cached is None:
+            k0 = float(self.kernel(np.zeros(1))[0])
+            target = 2.0 * TINY * k0
+            lo, hi = 0.0, float(self.kernel.rho)
+            while float(self.kernel(np.array([hi]))[0]) > target:
+                lo, hi = hi, 2.0 * hi
+            for _ in range(200):
+                mid = 0.5 * (lo + hi)
+                if float(self.kernel(np.array([mid]))[0]) > target:
+                    lo = mid
+                else:
+                    hi = mid
+            cached = lo  # k(lo) > 2·TINY·k(0): the clamped values stay normal
+            object.__setattr__(self, "_distance_cap", cached)
+        return cached
 
     def grid_index(self, x) -> np.ndarray:
         """Nearest grid index of each 1-D feature (``eta`` spaces), shape (m,)."""
@@ -279,6 +314,20 @@ class ERMSpec:
     def rho_target(self) -> float:
         """Public solver accuracy ``ρ = solver_slack · Δ_0 / 2`` in RKHS norm."""
         return float(self.solver_slack) * self.delta_rkhs_exact / 2.0
+
+    @property
+    def solver_iterations(self) -> int:
+        """Public number of solver iterations ``T`` (:func:`~fdp_ppl.machine.solvers.iteration_count`): after
+        ``T`` iterations every fit is within :attr:`rho_target` of its exact minimiser. Hinge: ``⌈n/s⌉ − 1``
+        (``s`` the slack); smooth losses: ``⌈√Q log((1 + Q) ℓ_0/(λρ²))⌉``."""
+        return iteration_count(self.loss, lam=self.lam, kappa=self.kappa, rho_target=self.rho_target,
+                               loss_at_zero=self.loss_at_zero)
+
+    @property
+    def solver_error_bound(self) -> float:
+        """A-priori bound on ``‖g_T − f_D‖_H`` after :attr:`solver_iterations` (``<= rho_target``; public)."""
+        return error_bound(self.loss, self.solver_iterations, lam=self.lam, kappa=self.kappa,
+                           loss_at_zero=self.loss_at_zero)
 
     @property
     def delta_rkhs(self) -> float:
@@ -367,8 +416,9 @@ class ERMSpec:
         assumptions = (f"{self.loss} loss is M-admissible with M = {self.admissibility:g}"
                        + ("" if self.loss != "squared" else f" (labels clipped to [-{self.label_bound:g}, "
                                                             f"{self.label_bound:g}])")
-                       + f"; kernel bounded, kappa^2 = {self.kappa**2:g}; no unpenalised intercept; solver certified "
-                         f"within {self.rho_target:.3g} of the minimiser in RKHS norm (adds 2x that)"
+                       + f"; kernel bounded, kappa^2 = {self.kappa**2:g}; no unpenalised intercept; solver runs a "
+                         f"public {self.solver_iterations} iterations, a-priori within {self.rho_target:.3g} of the "
+                         "minimiser in RKHS norm for every dataset (adds 2x that)"
                        + ("" if self.method == "exact" else "; Nystroem: minimiser over the span of kernel sections at "
                           "public landmarks, an isometric subspace of the RKHS with kappa~ <= kappa, so the same "
                           "bound holds in the same norm (fdp_ppl.machine.nystroem)"))
@@ -387,7 +437,10 @@ class ERMSpec:
                **self.kernel.params(), "kernel_distance": "euclidean (features in data units)",
                "admissibility_M": self.admissibility, "kappa": self.kappa,
                "sensitivity_exact_minimiser": self.delta_rkhs_exact, "solver_slack": float(self.solver_slack),
-               "solver_rho_target": self.rho_target, "intercept": "none (not covered by the bound)",
+               "solver_rho_target": self.rho_target, "solver_iterations": self.solver_iterations,
+               "solver": "FISTA on the dual (Beck & Teboulle 2009)" if self.loss == "hinge" else
+                         "accelerated gradient (Nesterov; Bubeck 2015, Thm 3.18)",
+               "intercept": "none (not covered by the bound)",
                "space": "RKHS of K (Hall 2013)" if self.eta is None else "RKHS of C^eta on the grid eigenbasis",
                "kernel_approximation": self.method}
         if self.method == "nystroem":
@@ -486,6 +539,20 @@ class ERMSpec:
             check_memory(self.memory_needed(), f"a Nystroem kernel machine on n = {self.n} records with "
                                                f"{len(self.landmark_points())} landmarks",
                          "use fewer landmarks (landmarks=...), fewer records, or a larger machine")
+        if self.solver_work() > MAX_SOLVER_FLOPS:
+            raise InputError(f"the {self.loss}-loss solver's public iteration count ({self.solver_iterations}, fixed "
+                             f"so that every fit is within the accuracy the sensitivity pays for) on n = {self.n} "
+                             f"records is about {self.solver_work():.2g} floating-point operations, more than the "
+                             f"{MAX_SOLVER_FLOPS:.0e} this command runs",
+                             "raise solver_slack (the hinge count is n/solver_slack), use loss='logistic' (its count "
+                             "does not grow with n), or fewer records")
+
+    def solver_work(self) -> float:
+        """Floating-point operations of the solver, from public sizes: :attr:`solver_iterations` products with the
+        Gram matrix (2n² each) or with the features (4nr, r <= landmarks)."""
+        n = float(self.n)
+        per = 2.0 * n * n if self.method == "exact" else 4.0 * n * float(len(self.landmark_points()))
+        return float(self.solver_iterations) * per
 
     # ------------------------------------------------------------------ fit
     def fit(self, features, labels, units=None) -> ERMFit:
@@ -529,14 +596,19 @@ class ERMSpec:
             raise InputError(f"{self.loss} loss needs labels -1 or +1", "recode the label column to -1/+1")
         Xc = np.clip(X, self.domain[:, 0], self.domain[:, 1])
         n_clipped = int(np.sum(np.any(Xc != X, axis=1)))
-        yc = np.clip(y, -self.label_bound, self.label_bound) if self.loss == "squared" else y
+        # a public lattice relative to the box (no subnormal coordinate reaches any arithmetic), then the box again
+        Xc = np.clip(to_lattice(Xc, float(np.max(np.abs(self.domain)))), self.domain[:, 0], self.domain[:, 1])
+        yc = to_lattice(np.clip(y, -self.label_bound, self.label_bound), self.label_bound) \
+            if self.loss == "squared" else y
         if self.method == "nystroem":
             from .nystroem import nystroem_solution
 
             nmap = self.nystroem_map()
-            sol = nystroem_solution(nmap, Xc, yc, loss=self.loss, lam=self.lam, rho_target=self.rho_target)
+            sol = nystroem_solution(nmap, Xc, yc, loss=self.loss, lam=self.lam, rho_target=self.rho_target,
+                                    kappa=self.kappa, loss_at_zero=self.loss_at_zero)
             return ERMFit(self, nmap.landmarks, sol, n_clipped)
-        sol = solve_erm(self._gram_blocks(Xc), yc, loss=self.loss, lam=self.lam, rho_target=self.rho_target)
+        sol = solve_erm(self._gram_blocks(Xc), yc, loss=self.loss, lam=self.lam, rho_target=self.rho_target,
+                        kappa=self.kappa, loss_at_zero=self.loss_at_zero)
         return ERMFit(self, Xc, sol, n_clipped)
 
     def _gram_blocks(self, X, block: int = 1024) -> np.ndarray:
@@ -578,7 +650,9 @@ class ERMSpec:
                 np.subtract.outer(a[:, k], b[:, k], out=tmp)
                 tmp *= tmp
                 sq += tmp
-        return self.kernel.bump(sq, squared=True, out=sq)
+        np.minimum(sq, self.distance_cap**2, out=sq)  # distance cap and flush as in kernel_matrix
+        self.kernel.bump(sq, squared=True, out=sq)
+        return flush_tiny(sq, 2.0 * self.kappa**2, out=sq)
 
 
 @dataclass(eq=False)

@@ -25,7 +25,7 @@ The bound of Hall §4.3 holds for regularised ERM in any RKHS with ``κ̃² = su
 the spec's ``Δ_0 = M κ/(λ n)`` bounds the difference in the norm of ``H̃``, which **is** the norm of
 ``H`` (isometric subspace). The released function is ``f̃_D + σ G`` with ``G ~ GP(0, K)``, the noise of
 the exact machine: its Cameron–Martin space is ``H``, so the same Δ (plus the solver slack ``2ρ``,
-certified in ``H̃``) calibrates the same σ. For ``eta`` specs (ICLP noise) the records are snapped to
+an a-priori bound in ``H̃`` after a public number of iterations) calibrates the same σ. For ``eta`` specs (ICLP noise) the records are snapped to
 grid nodes and the landmarks are the nodes, so ``H̃`` is the span of ``C^η(·, node)``; the norm
 inequality ``‖h‖_{1,C} <= ‖h‖_{C^η} √tr(C^{η−1})`` of Theorem 18 (Lin & Reimherr 2026) applies as for
 the exact machine. The approximation changes the estimator (the minimiser over ``H̃`` instead of
@@ -37,8 +37,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from ..errors import InputError
-from .solvers import Solution, loss_derivative
+from ..io.lattice import flush_tiny
+from .solvers import Solution, solve_erm
 
 #: relative eigenvalue cut-off of K(L, L) (pairs below are dropped: a smaller subspace, same guarantee)
 NYSTROEM_REL_TOL = 1e-10
@@ -93,65 +93,44 @@ class NystroemMap:
             norms = np.sqrt(np.einsum("ij,ij->i", out, out))
             over = norms > self.kappa
             out[over] *= (self.kappa / norms[over])[:, None]
-        return out
+        return flush_tiny(out, 1.0 if self.kappa is None else self.kappa, out=out)  # no subnormal feature
 
     def representer(self, w) -> np.ndarray:
         """Coefficients (m,) on the landmarks of ``g = Σ_j w_j ψ_j``."""
         return self.projection @ np.asarray(w, dtype=float)
 
 
-def solve_linear_erm(Z, y, *, loss: str, lam: float, rho_target: float, max_rounds: int = 50) -> tuple:
-    """Minimise ``(1/n) Σ ℓ(w·z_i, y_i) + λ‖w‖²`` over ``w ∈ R^r`` to a certified ``‖w − w*‖ <= rho_target``.
+def solve_linear_erm(Z, y, *, loss: str, lam: float, rho_target: float, kappa: float,
+                     loss_at_zero: float | None = None) -> tuple:
+    """Minimise ``(1/n) Σ ℓ(w·z_i, y_i) + λ‖w‖²`` over ``w ∈ R^r`` for the public number of iterations.
 
-    Hinge: the dual by compiled coordinate ascent with exact active-set solves
-    (:func:`fdp_ppl.machine.fast.solve_hinge_dual`, duality gap); squared: the normal equations
-    ``(ZᵀZ + nλ I) w = Zᵀy``; logistic: Newton steps with the r × r Hessian. Smooth losses are certified by
-    ``‖∇P(w)‖/(2λ)`` (2λ-strong convexity), as in :mod:`fdp_ppl.machine.solvers`.
+    The solvers of :func:`fdp_ppl.machine.solvers.solve_erm` on ``K = Z Zᵀ`` (never formed): the
+    iteration count and its a-priori bound ``‖w − w*‖ <= rho_target`` are the same public functions of
+    the loss, λ, κ and ``ρ`` (``‖z_i‖ <= κ``, so every constant there holds); ``w = Zᵀ c``.
 
     Returns
     -------
     (w, certificate, iterations)
+        ``certificate`` observed (data holder only), ``iterations`` public.
 
     Raises
     ------
     InputError
-        The target is not reached (no data-derived number in the message).
+        Only for public reasons (unknown loss, non-positive constants).
     """
     Z = np.asarray(Z, dtype=float)
-    y = np.asarray(y, dtype=float)
-    n, r = Z.shape
-    if loss == "hinge":
-        from .fast import solve_hinge_dual
-
-        C = 1.0 / (2.0 * lam * n)
-        gap_target = 0.5 * rho_target**2
-        a, gap, sweeps = solve_hinge_dual(y, C, gap_target, features=Z, max_sweeps=1000 * max_rounds)
-        if gap <= gap_target:
-            return Z.T @ (a * y), float(np.sqrt(2.0 * gap)), sweeps
-        raise InputError("data holder only: the hinge-loss solver (Nystroem features) did not reach its public "
-                         "duality-gap target (the gap reached is not shown)", "raise lam or solver_slack")
-
-    def grad(w):
-        _, d1, d2 = loss_derivative(loss, Z @ w, y)
-        return Z.T @ d1 / n + 2.0 * lam * w, d2
-
-    w = np.zeros(r)
-    for it in range(1, max_rounds + 1):
-        g, d2 = grad(w)
-        H = (Z * (d2 / n)[:, None]).T @ Z + 2.0 * lam * np.eye(r)
-        w = w - linalg.solve(H, g, assume_a="pos")
-        g, _ = grad(w)
-        rho = float(np.linalg.norm(g)) / (2.0 * lam)
-        if rho <= rho_target:
-            return w, rho, it
-    raise InputError(f"data holder only: the {loss}-loss solver (Nystroem features) did not reach its public "
-                     "accuracy target (the accuracy reached is not shown)", "raise lam or solver_slack")
+    sol = solve_erm(None, y, loss=loss, lam=lam, rho_target=rho_target, kappa=kappa, loss_at_zero=loss_at_zero,
+                    features=Z)
+    return Z.T @ sol.coefficients, sol.certificate, sol.iterations
 
 
-def nystroem_solution(nmap: NystroemMap, X, y, *, loss: str, lam: float, rho_target: float) -> Solution:
+def nystroem_solution(nmap: NystroemMap, X, y, *, loss: str, lam: float, rho_target: float, kappa: float,
+                      loss_at_zero: float | None = None) -> Solution:
     """Fit on the features of ``X`` and return the representer on the landmarks (``Solution.coefficients`` (m,))."""
-    w, cert, it = solve_linear_erm(nmap.features(X), y, loss=loss, lam=lam, rho_target=rho_target)
-    return Solution(nmap.representer(w), cert, it)
+    Z = nmap.features(X)
+    sol = solve_erm(None, y, loss=loss, lam=lam, rho_target=rho_target, kappa=kappa, loss_at_zero=loss_at_zero,
+                    features=Z)
+    return Solution(nmap.representer(Z.T @ sol.coefficients), sol.certificate, sol.iterations, sol.bound)
 
 
 __all__ = ["FEATURE_BLOCK", "NYSTROEM_REL_TOL", "NystroemMap", "nystroem_solution", "solve_linear_erm"]

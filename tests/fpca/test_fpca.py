@@ -577,3 +577,29 @@ def test_fit_clips_at_the_public_tau_and_never_rescales_by_the_data():
     assert n_clipped == 0 and np.allclose(np.linalg.norm(c, axis=1), 0.5, atol=1e-6)
     c_big, n_big = spec.coefficients(np.vstack([x, 10 * x[:1]]))  # one curve far above τ is clipped to norm 1
     assert n_big == 1 and np.allclose(np.linalg.norm(c_big, axis=1), [0.5] * 5 + [1.0], atol=1e-6)
+
+
+def test_subnormal_records_never_reach_the_scatter_matrix():
+    """A record of amplitude 1e-160 spread over every component would make all m² entries of G = CᵀC subnormal
+    (1e-320), and every proposal's tr(QᵀGQ) would take the CPU's subnormal slow path on many CPUs (Andrysco et
+    al. 2015). The coefficients are on the public lattice 2^-40 Z (towards zero): the record is 0, norms stay
+    <= 1, and G has no subnormal entry (DESIGN invariant 9)."""
+    from fdp_ppl.auditing.targets import fpca_issue_design
+
+    spec, first, _ = fpca_issue_design(0.2, "gp-base")
+    phi = np.asarray(spec.basis.eigenfunctions)[:, :5].sum(1)
+    tiny = np.zeros_like(first)
+    tiny[0] = 1e-160 * phi / spec.grid.norm(phi[None])[0]
+    tiny[1, 3] = 5e-324
+    raw = (tiny[0] * spec.grid.weights) @ np.asarray(spec.basis.eigenfunctions)[:, :5]
+    assert np.all(np.abs(np.outer(raw, raw)) < np.finfo(float).tiny)  # the unprotected Gram: all subnormal
+    c, _ = spec.coefficients(tiny)
+    assert np.all(c == 0)
+    G = spec.fit(tiny).gram
+    assert np.all(G == 0)
+    c, _ = spec.coefficients(first * 3.0)  # clipped rows: on the lattice, norm <= 1
+    assert np.all(c * 2.0**40 == np.trunc(c * 2.0**40))
+    assert np.max(np.linalg.norm(c, axis=1)) <= 1.0
+    G = spec.fit(first + 1e-170).gram
+    small = np.abs(G[G != 0])
+    assert small.min() >= 2.0**-132

@@ -25,3 +25,30 @@ def test_fpca_benchmark_quick_mode_runs(tmp_path):
     rows = json.loads((tmp_path / "bench_fpca_quick.json").read_text())["rows"]
     assert {r["sampler"] for r in rows} >= {"baseline", "exact", "gibbs-chain", "gibbs-short", "gp-base"}
     assert all(r["ess_per_s"] > 0 for r in rows)
+
+
+def test_timing_benchmark_quick_mode_runs_and_its_bound_detects_a_shift(tmp_path):
+    """bench_timing runs and writes both pairs; its held-out bound is near 0 for one distribution and large for
+    two well-separated ones (so a pass on the real pairs is not vacuous; DESIGN invariant 9)."""
+    import importlib.util
+    import json
+
+    import numpy as np
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_timing.py"
+    res = subprocess.run([sys.executable, str(script), "--runs", "6", "--noise-draws", "20",
+                          "--out", str(tmp_path / "t.json")], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads((tmp_path / "t.json").read_text())
+    assert out["svm"]["runs_per_side"] == [6, 6] and len(out["noise"]) == 4
+    sys.path.insert(0, str(script.parent))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_timing", script)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(script.parent))
+    rng = np.random.default_rng(0)
+    same = mod.timing_epsilon(rng.exponential(1.0, 600), rng.exponential(1.0, 600), 0.0)
+    apart = mod.timing_epsilon(rng.normal(1.0, 0.1, 600), rng.normal(2.0, 0.1, 600), 0.0)
+    assert same["epsilon_lb"] < 0.5 and apart["epsilon_lb"] > 3.0
