@@ -98,7 +98,7 @@ def in_flags(err, flags: dict) -> str:
         if name not in flags:
             return match.group(0)
         value = value[1:-1] if value[:1] in "'\"" and value[-1:] == value[:1] else value
-        return f"{flags[name]} {value}"
+        return flags[name] if value == "True" else f"{flags[name]} {value}"  # a switch: the flag alone
 
     fix = getattr(err, "fix", "")
     if not (fix and flags):

@@ -263,7 +263,7 @@ def run(a) -> int:
     spec.check_size()  # n x n memory: refused before the ledger is charged
     label = f"machine {a.loss}/{a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
     plan = fp.plan(spec, mech, draws=a.draws)
-    plan.check_delta(a.allow_large_delta)  # public, before the prepaid charge
+    plan.check_delta(a.allow_large_delta or a.seed is not None)  # public, before the prepaid charge
     if ledger is not None:  # the solver's outcome depends on the data: charged before it runs, never after
         ledger = Prepaid(ledger, cost, label, dataset=Path(str(a.data)).name, mechanism=f"machine-{a.mechanism}",
                          event=plan.event, records_per_unit=a.records_per_unit)

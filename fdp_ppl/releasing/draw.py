@@ -91,7 +91,7 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
         such a release is refused (one ledger keeps one privacy unit: :func:`fdp_ppl.accounting.events.for_ledger`).
     allow_large_delta : bool
         Release with a per-draw δ above 1/n (0.1 without a public n): refused otherwise
-        (:meth:`~fdp_ppl.releasing.plans.ReleasePlan.check_delta`).
+        (:meth:`~fdp_ppl.releasing.plans.ReleasePlan.check_delta`), except in a seeded study (not a release).
 
     Returns
     -------
@@ -145,7 +145,7 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
                                  **{k: v for k, v in options.items() if v is not None})
     if not isinstance(plan, ReleasePlan):
         raise TypeError(f"the {entry.family} family's plan hook returned a {type(plan).__name__}")
-    plan.check_delta(allow_large_delta)
+    plan.check_delta(allow_large_delta or seeded)  # a seeded study is no release: any delta
     extra = _provenance(provenance, plan)
     if seeded:
         warnings.warn(f"the {entry.family} release is drawn from the given random_seed: anyone who learns the seed "

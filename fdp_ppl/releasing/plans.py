@@ -262,8 +262,7 @@ class ReleasePlan:
             what = f"at least {LARGE_DELTA:g} (the plan states no n)"
         raise InputError(f"delta = {delta:g} per draw is {what}: the (epsilon, delta) guarantee then allows "
                          "publishing a person's record outright",
-                         "pass a delta below 1/n (e.g. 1e-6), or --allow-large-delta / allow_large_delta=True to "
-                         "release with it anyway")
+                         "pass a delta below 1/n (e.g. 1e-6), or allow_large_delta=True to release with it anyway")
 
     def check_memory(self) -> None:
         """Refuse a plan whose draw does not fit in memory (before any charge).
