@@ -138,8 +138,15 @@ class _Totals:
     def tight_epsilon(self, delta: float | None = None) -> float:
         """ε of the composition of every charge at ``delta`` (default: the budget's δ) from their privacy-loss
         distributions (:func:`~fdp_ppl.accounting.events.tight_epsilon`); ``inf`` at δ = 0 unless the ledger is
-        empty (basic composition is the tight total of pure ε-DP charges at δ = 0)."""
-        return tight_epsilon(self.events, self.total.delta if delta is None else delta)
+        empty (basic composition is the tight total of pure ε-DP charges at δ = 0). When every charge is a
+        certified Gaussian one, the exact μ-GDP total (:func:`~fdp_ppl.accounting.events.gdp_epsilon`), which
+        is what acceptance uses; otherwise the PLD total, which holds for the sequence as made but is not used
+        to accept (module docstring)."""
+        events = self.events
+        delta = self.total.delta if delta is None else delta
+        if events and all(e.law == "gaussian" and e.certified for e in events):
+            return gdp_epsilon(events, delta)
+        return tight_epsilon(events, delta)
 
     def attrs(self) -> dict:
         """The ledger's state for a release file: total, spent (basic, every charge), remaining, its privacy unit;

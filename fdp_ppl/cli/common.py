@@ -624,10 +624,10 @@ def unit_text(attrs) -> str:
     """The ``privacy unit`` row of every command's table, from a release's public attrs."""
     unit = attrs.get("privacy_unit", "record")
     if unit == "record":
-        return ("one record replaced, n public (a person with several records is protected only at their number "
-                "times epsilon; presence in the data is not protected)")
-    return (f"one {unit}: all its records replaced, the number of {unit}s n public (presence is not protected); "
-            f"{attrs.get('contribution_rule', '')}")
+        return ("one record (a person with several records is protected only at their number times epsilon); "
+                "replace-one record, n public: presence in the data is not protected")
+    return (f"one {unit}: {attrs.get('contribution_rule', '')}; replace-one {unit} (all its records), n public: "
+            "presence in the data is not protected")
 
 
 def ledger_text(ledger, attrs) -> str:

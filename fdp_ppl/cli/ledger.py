@@ -73,8 +73,8 @@ def run(a) -> int:
         used = ("mu-GDP, every release Gaussian: decides acceptance" if "ledger_spent_epsilon_tight" in attrs else
                 "privacy-loss distributions, dp-accounting; for a sequence fixed in advance, not used to accept")
         print(f"  tight      {tight_text} ({used})")
-        rest = f"; epsilon {max(total.epsilon - tight, 0.0):.4g} at delta {total.delta:g} (tight)" \
-            if math.isfinite(tight) else ""
+        rest = f"; epsilon {max(total.epsilon - tight, 0.0):.4g} at delta {total.delta:g} (mu-GDP)" \
+            if math.isfinite(tight) and "ledger_spent_epsilon_tight" in attrs else ""
         print(f"  remaining  {budget(rem)} (basic){rest}")
     else:
         print("  tight      = basic (a pure epsilon-DP budget, delta = 0: the sum is the tight total)")

@@ -223,9 +223,9 @@ class ReleasePlan:
     def check_delta(self, allow_large_delta: bool = False) -> None:
         """Refuse a δ so large that the guarantee is void, unless the caller says so (a public check).
 
-        (ε, δ)-DP with δ ≥ 1/n allows a mechanism that publishes one person's records outright with
-        probability δ·n ≥ 1 over the data set (Dwork & Roth 2014, §2.3: "δ less than the inverse of any
-        polynomial in n"). The rule uses only what the plan publishes: the per-draw δ against 1/(units), units =
+        (ε, δ)-DP allows a mechanism that publishes each person's records outright with probability δ, i.e.
+        δ·n persons' in expectation (Dwork & Roth 2014, §2.3: δ should be less than the inverse of any
+        polynomial in n); a δ above 1/n is refused. The rule uses only what the plan publishes: the per-draw δ against 1/(units), units =
         ``n / contributions_per_unit`` from the plan's attributes; where the plan states no n, δ ≥ 0.1.
 
         Raises
