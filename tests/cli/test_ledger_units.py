@@ -63,3 +63,19 @@ def test_gaussian_at_epsilon_1e308_is_one_line(tmp_path, capsys, mechanism):
     line = [x for x in err.strip().splitlines() if "error" in x]
     assert len(line) == 1 and "too large" in line[0] and "Traceback" not in err and "OverflowError" not in err
     assert PrivacyLedger.open(led).events == [] and not (tmp_path / "g.nc").exists()
+
+
+def test_ledger_command_shows_uncertified_releases_apart(tmp_path, capsys):
+    from fdp_ppl.accounting import PrivacyBudget, PrivacyEvent
+
+    path = tmp_path / "m.sqlite"
+    led = PrivacyLedger.open(path, PrivacyBudget(5.0, 1e-5))
+    lap = PrivacyEvent("laplace", 1.0, 0.0, 1.0)
+    led.spend(lap.basic, "iclp", event=lap)
+    mcmc = PrivacyEvent("approx", 1.0, 0.0, certified=False)
+    led.spend(mcmc.basic, "gibbs k=2", event=mcmc)
+    assert main(["ledger", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "uncertified epsilon 1, delta 0 in 1 release with no proved guarantee" in out
+    assert "guaranteed: epsilon 1, delta 0" in out and "UNCERTIFIED" in out
+    assert "not used to accept" in out  # a Laplace ledger's PLD total is shown, never used to accept
