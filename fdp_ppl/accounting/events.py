@@ -17,15 +17,33 @@ mechanisms themselves (Meiser & Mohammadi 2018; Koskela, Jälkö & Honkela 2020)
   ``from_privacy_parameters`` (Kairouz, Oh & Viswanath 2015), which is what composition of such a
   guarantee can use.
 
-The neighbouring relation of every event is replace-one (n public); the PLD of a shifted pair depends
-only on the shift, which the sensitivity bounds under that relation.
+**Privacy unit.** Every event states the unit its guarantee protects (``unit``: ``"record"``, or the
+column naming a person, e.g. ``"subject_id"``) and its neighbouring relation (``"replace-one"``: one unit's
+records replaced, the number of units n public; presence is not protected, since n is published, and an
+add/remove relation with a private count is not offered). The PLD of a shifted pair depends only on the
+shift, which the sensitivity bounds under that relation. A record-level event is converted to a unit of at
+most k records by group privacy (:meth:`PrivacyEvent.for_group`).
+
+**Adaptive acceptance.** A ledger decides after each release whether the next one may run: the releases
+are chosen adaptively and the ledger stops adaptively, so its rule must be a *privacy filter* (Rogers, Roth,
+Ullman & Vadhan 2016). :func:`fits` uses only filters with a theorem for that setting: basic composition,
+a valid filter for approximate DP (Rogers et al. 2016, Theorem 5.1; Whitehouse, Ramdas, Rogers & Wu 2023,
+"Fully-adaptive composition in differential privacy", ICML), and, while every event is Gaussian, the μ-GDP
+filter (fully adaptive composition of Gaussian DP: Smith & Thakurta 2022, "Fully adaptive composition for
+Gaussian differential privacy", arXiv:2210.17520, Theorem 1.1; composition of μ-GDP: Dong, Roth & Su 2022,
+JRSSB, Corollary 3.3): Σ μ_i² ≤ μ² for the μ whose δ(ε) meets the budget. The PLD total of Laplace and
+generic events (:func:`tight_epsilon`) holds for a sequence fixed in advance; no filter theorem covers it
+(a Rényi filter, Feldman & Zrnic 2021, would cover Laplace and Gaussian events at one fixed order, but its
+conversion to (ε, δ) is looser than the sum for the few releases a ledger holds), so it is shown, never used
+to accept. Releases whose guarantee is not certified (uncertified MCMC) are charged at their nominal cost but
+kept out of the guaranteed total (:func:`guaranteed`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ..errors import InputError
 from .budget import PrivacyBudget, _unchecked
@@ -39,6 +57,8 @@ MAX_TIGHT_DRAWS = 100_000
 #: per-draw ε above which no PLD is built (exp(ε) overflows; such a charge is decided by basic composition)
 MAX_TIGHT_EPSILON = 50.0
 _RTOL = 1e-9
+#: fields added after events were first recorded: written only when they differ from their defaults
+_LATER_FIELDS = ("unit", "group", "certified")
 
 
 @dataclass(frozen=True)
@@ -57,7 +77,14 @@ class PrivacyEvent:
     count : int
         Number of draws (≥ 1).
     neighbouring : str
-        The neighbouring relation of the sensitivity (``"replace-one"``).
+        The neighbouring relation of the sensitivity (``"replace-one"``: one unit replaced, n public).
+    unit : str
+        The privacy unit the guarantee protects: ``"record"`` or the column naming a person (``"subject_id"``).
+    group : int
+        The group size k a record-level event was converted with (:meth:`for_group`; 1: not converted).
+    certified : bool
+        Whether the stated guarantee is proved for the sampler that drew (False: uncertified MCMC, kept out of
+        the guaranteed total).
 
     Raises
     ------
@@ -89,6 +116,9 @@ class PrivacyEvent:
     noise_multiplier: float | None = None
     count: int = 1
     neighbouring: str = "replace-one"
+    unit: str = "record"
+    group: int = 1
+    certified: bool = True
 
     def __post_init__(self):
         if self.law not in LAWS:
@@ -123,6 +153,12 @@ class PrivacyEvent:
                                      "record the (epsilon, delta) the noise gives")
         if not isinstance(self.neighbouring, str) or not self.neighbouring:
             raise InputError("a privacy event needs its neighbouring relation", "e.g. neighbouring='replace-one'")
+        if not isinstance(self.unit, str) or not self.unit:
+            raise InputError("a privacy event needs its privacy unit", "e.g. unit='record' or unit='subject_id'")
+        if isinstance(self.group, bool) or not isinstance(self.group, int) or self.group < 1:
+            raise InputError(f"a privacy event's group size must be an integer >= 1, got {self.group!r}")
+        if not isinstance(self.certified, bool):
+            raise InputError(f"a privacy event's certified flag must be True or False, got {self.certified!r}")
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -172,8 +208,76 @@ class PrivacyEvent:
                 from None
 
     def to_json(self) -> str:
-        """The event as canonical JSON (sorted keys; floats in their shortest round-trip form)."""
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        """The event as canonical JSON (sorted keys; floats in their shortest round-trip form). The fields added
+        with privacy units (``unit``, ``group``, ``certified``) are written only when they differ from their
+        defaults, so an event recorded before them reads back, and writes, unchanged."""
+        data = asdict(self)
+        for name in _LATER_FIELDS:
+            if data[name] == self.__dataclass_fields__[name].default:
+                del data[name]
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+    # ------------------------------------------------------------------ units
+    def with_unit(self, unit: str, certified: bool = True) -> "PrivacyEvent":
+        """This event stated for ``unit`` (the release's own privacy unit) and its certification."""
+        return replace(self, unit=str(unit), certified=bool(self.certified and certified))
+
+    def for_group(self, k: int, unit: str) -> "PrivacyEvent":
+        """The guarantee of this record-level event for a ``unit`` that holds at most ``k`` records.
+
+        Group privacy: an (ε, δ)-DP mechanism is (kε, k e^{(k-1)ε} δ)-DP for datasets differing in k records
+        (Dwork & Roth 2014, Theorem 2.2 for ε-DP; Vadhan 2017, "The complexity of differential privacy",
+        Lemma 2.2; Dwork & Roth 2014, §2.3 for (ε, δ)). The noise law keeps its shape with k times the shift:
+        a Laplace or Gaussian event's noise multiplier is divided by k (the sensitivity of k records is at
+        most kΔ by the triangle inequality), so a μ-GDP event becomes kμ-GDP (Dong, Roth & Su 2022,
+        Theorem 2.14) and its PLD is that of σ/(kΔ).
+
+        Parameters
+        ----------
+        k : int
+            Public bound on the records of one unit (≥ 1).
+        unit : str
+            The unit's column (e.g. ``"subject_id"``).
+
+        Returns
+        -------
+        PrivacyEvent
+            ``count`` draws, each (kε, k e^{(k-1)ε} δ) (ε-DP: kε), ``unit`` set, ``group = k``.
+
+        Raises
+        ------
+        InputError
+            This event is not record-level, k < 1, or the converted δ is not below 1.
+
+        Examples
+        --------
+        Two ε = 1 releases, one per subject and one per scan, with at most 8 scans per subject: the per-scan
+        release costs a subject 8ε:
+
+        >>> import fdp_ppl as fp
+        >>> fp.PrivacyEvent("laplace", 1.0, 0.0, 1.0).for_group(8, "subject_id").basic
+        PrivacyBudget(epsilon=8.0, delta=0.0)
+        >>> g = fp.PrivacyEvent("approx", 0.5, 1e-6).for_group(3, "subject_id")
+        >>> round(g.epsilon, 6), f"{g.delta:.4g}"          # 3 × 0.5, 3 e^(2 × 0.5) 1e-6
+        (1.5, '8.155e-06')
+        """
+        if isinstance(k, bool) or int(k) != k or int(k) < 1:
+            raise InputError(f"the records per unit must be a whole number >= 1, got {k!r}", "e.g. 8")
+        k = int(k)
+        if self.unit != "record":
+            raise InputError(f"only a record-level event converts by group privacy (this one is per {self.unit})",
+                             "charge it to a ledger of its own unit")
+        eps_k = k * self.epsilon
+        try:
+            delta_k = k * math.exp((k - 1) * self.epsilon) * self.delta if self.delta > 0 else 0.0
+        except OverflowError:
+            delta_k = math.inf
+        if not (math.isfinite(eps_k) and delta_k < 1.0):
+            raise InputError(f"group privacy for {k} records per {unit} turns ({self.epsilon:g}, {self.delta:g}) into "
+                             f"({eps_k:g}, {delta_k:.3g}): no guarantee (delta >= 1)",
+                             "release per person instead (--privacy-unit with --combine or --max-contributions)")
+        nm = None if self.noise_multiplier is None else self.noise_multiplier / k
+        return replace(self, epsilon=eps_k, delta=delta_k, noise_multiplier=nm, unit=str(unit), group=self.group * k)
 
     # ------------------------------------------------------------------ composition
     @property
@@ -183,7 +287,7 @@ class PrivacyEvent:
 
     def key(self) -> tuple:
         """Events with equal keys have the same PLD per draw (their counts add)."""
-        return (self.law, self.epsilon, self.delta, self.noise_multiplier, self.neighbouring)
+        return (self.law, self.epsilon, self.delta, self.noise_multiplier, self.neighbouring, self.unit)
 
     def pld(self, count: int | None = None, value_discretization: float = VALUE_DISCRETIZATION):
         """The privacy-loss distribution of ``count`` (default: the event's) draws (dp-accounting), its losses
@@ -241,12 +345,12 @@ def composed_pld(events, value_discretization: float = VALUE_DISCRETIZATION):
     gauss_rho = 0.0  # Gaussian events compose exactly: Σ 1/σ_i² (μ-GDP with μ² = Σ μ_i²)
     total = None
     for key, count in merged.items():
-        law, eps, dl, nm, rel = key
+        law, eps, dl, nm, rel, unit = key
         if law == "gaussian":
             gauss_rho += count / nm**2
             continue
         try:
-            part = PrivacyEvent(law, eps, dl, nm, count, rel).pld(value_discretization=value_discretization)
+            part = PrivacyEvent(law, eps, dl, nm, count, rel, unit).pld(value_discretization=value_discretization)
         except (OverflowError, ValueError, MemoryError):
             return None
         total = part if total is None else total.compose(part)
@@ -286,13 +390,148 @@ def tight_epsilon(events, delta: float) -> float:
     return float(total.get_epsilon_for_delta(float(delta)))
 
 
+def gdp_epsilon(events, delta: float) -> float:
+    """ε at ``delta`` of Gaussian ``events`` by μ-GDP: ``μ² = Σ count_i / σ_i²`` (σ_i the noise multiplier), and
+    ε solves Balle & Wang's ``δ(ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2)`` (Dong, Roth & Su 2022, Corollary 2.13).
+
+    Fully adaptive: a ledger that accepts Gaussian releases while this ε fits its budget is a valid privacy
+    filter (Smith & Thakurta 2022, Theorem 1.1).
+
+    Returns
+    -------
+    float
+        ε ≥ 0 (0 without events; ``inf`` at δ = 0).
+
+    Raises
+    ------
+    InputError
+        An event that is not Gaussian.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> sigma = fp.analytic_sigma(epsilon=0.5, delta=1e-5, sensitivity=1.0)
+    >>> round(fp.accounting.events.gdp_epsilon([fp.PrivacyEvent("gaussian", 0.5, 1e-5, sigma, count=10)], 1e-4), 2)
+    1.5
+    """
+    from scipy import optimize
+
+    from .calibration import gaussian_delta
+
+    events = list(events)
+    if any(e.law != "gaussian" for e in events):
+        raise InputError("gdp_epsilon composes Gaussian events only", "use basic_total for other events")
+    mu2 = math.fsum(e.count / e.noise_multiplier**2 for e in events)
+    if mu2 == 0:
+        return 0.0
+    if not delta > 0:
+        return math.inf
+    sigma = 1.0 / math.sqrt(mu2)
+
+    def excess(eps):
+        return gaussian_delta(eps, 1.0, sigma) - delta
+
+    if excess(0.0) <= 0:
+        return 0.0
+    hi = 1.0
+    while excess(hi) > 0:
+        hi *= 2.0
+        if hi > 1e6:
+            return math.inf
+    return float(optimize.brentq(excess, 0.0, hi, xtol=1e-12, rtol=1e-12))
+
+
+def guaranteed(events) -> list:
+    """The certified events (``certified`` True): those a total can state a guarantee for."""
+    return [e for e in events if e.certified]
+
+
 def fits(events, total: PrivacyBudget, rtol: float = 1e-12) -> bool:
-    """Whether ``events`` fit in ``total`` by basic composition **or** by the tight (PLD) total at
-    ``total.delta`` — both are valid guarantees, so the ledger never refuses what either allows."""
+    """Whether a ledger holding ``events`` (the new one last) may accept it: a privacy filter for adaptively
+    chosen releases and adaptive stopping (module docstring).
+
+    Accepted when basic composition fits (a valid filter: Rogers et al. 2016, Theorem 5.1; Whitehouse et al.
+    2023), or, when every event is a certified Gaussian one and the budget has δ > 0, when the μ-GDP total fits
+    (:func:`gdp_epsilon`; Smith & Thakurta 2022, Theorem 1.1). For Gaussian events the μ-GDP total is never
+    above basic composition, so on an all-Gaussian ledger this is the μ-GDP filter itself. Laplace and generic
+    events are never accepted by their privacy-loss-distribution total (:func:`tight_epsilon` is shown only).
+
+    Examples
+    --------
+    Ten Gaussian releases at (0.5, 1e-5) fit a (2, 1e-4) budget (μ-GDP total 1.50); ten Laplace releases at
+    ε = 0.5 do not, whatever their PLD total:
+
+    >>> import fdp_ppl as fp
+    >>> from fdp_ppl.accounting.events import fits
+    >>> sigma = fp.analytic_sigma(epsilon=0.5, delta=1e-5, sensitivity=1.0)
+    >>> fits([fp.PrivacyEvent("gaussian", 0.5, 1e-5, sigma)] * 10, fp.PrivacyBudget(2.0, 1e-4))
+    True
+    >>> fits([fp.PrivacyEvent("laplace", 0.5, 0.0, 2.0)] * 10, fp.PrivacyBudget(2.0, 1e-4))
+    False
+    """
     events = list(events)
     if basic_total(events).fits_in(total, rtol):
         return True
-    return tight_epsilon(events, total.delta) <= total.epsilon * (1 + rtol)
+    if total.delta > 0 and events and all(e.law == "gaussian" and e.certified for e in events):
+        return gdp_epsilon(events, total.delta) <= total.epsilon * (1 + rtol)
+    return False
 
 
-__all__ = ["LAWS", "PrivacyEvent", "basic_total", "composed_pld", "fits", "tight_epsilon", "VALUE_DISCRETIZATION"]
+def ledger_unit(events, declared: str | None = None) -> str | None:
+    """A ledger's privacy unit: the one it was created with, else its first event's (None: no charge yet)."""
+    if declared is not None:
+        return str(declared)
+    for e in events:
+        return e.unit
+    return None
+
+
+def for_ledger(event: PrivacyEvent, unit: str | None, records_per_unit: int | None = None) -> PrivacyEvent:
+    """The event a ledger whose privacy unit is ``unit`` records for ``event``: one unit per ledger.
+
+    The same unit (or a ledger without a unit yet): ``event`` itself. A record-level event on a ledger of a
+    person unit: converted by group privacy (:meth:`PrivacyEvent.for_group`) when ``records_per_unit`` states
+    a public bound k on each person's records, refused otherwise. Any other mix (a person-level release on a
+    record-level ledger, two person units) is refused: the ledger's totals would add guarantees about
+    different things.
+
+    Raises
+    ------
+    InputError
+        A unit the ledger does not hold (one line, naming the fix); ``records_per_unit`` for a ledger without
+        a person unit.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> from fdp_ppl.accounting.events import for_ledger
+    >>> per_scan = fp.PrivacyEvent("laplace", 1.0, 0.0, 1.0)
+    >>> for_ledger(per_scan, "subject_id", records_per_unit=8).basic
+    PrivacyBudget(epsilon=8.0, delta=0.0)
+    >>> for_ledger(per_scan, "subject_id")
+    Traceback (most recent call last):
+    ...
+    fdp_ppl.errors.InputError: the ledger protects each subject_id, but this release is per record: one ledger ...
+    """
+    if unit is None or event.unit == unit:
+        if records_per_unit is not None and event.unit == "record" and unit is None:
+            raise InputError("records per unit converts a record-level release for a ledger whose privacy unit is a "
+                             "person, and this ledger has no release yet",
+                             "make its first release per person (privacy_unit=COLUMN with combine=mean), or drop "
+                             "records_per_unit")
+        return event
+    if event.unit == "record":
+        if records_per_unit is None:
+            raise InputError(f"the ledger protects each {unit}, but this release is per record: one ledger keeps one "
+                             "privacy unit",
+                             f"state a public bound K on each {unit}'s records, records_per_unit=K, to charge it "
+                             f"by group privacy (K x epsilon), or release per {unit} (privacy_unit={unit} with "
+                             "combine=mean or max_contributions=K)")
+        return event.for_group(records_per_unit, unit)
+    raise InputError(f"the ledger protects each {unit}, but this release is per {event.unit}: one ledger keeps one "
+                     "privacy unit", f"charge per-{event.unit} releases to a ledger of their own (another ledger "
+                     "file): a ledger's unit is that of its first release")
+
+
+__all__ = ["LAWS", "PrivacyEvent", "basic_total", "composed_pld", "fits", "for_ledger", "gdp_epsilon", "guaranteed", "ledger_unit",
+           "tight_epsilon", "VALUE_DISCRETIZATION"]

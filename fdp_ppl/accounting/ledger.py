@@ -7,8 +7,16 @@ scale in sensitivity units, count, neighbouring relation) next to its (ε, δ), 
 * **tight**: ε at the budget's δ of the composition of the events' privacy-loss distributions
   (dp-accounting; :func:`~fdp_ppl.accounting.events.tight_epsilon`).
 
-A charge is accepted when the ledger with it fits the total budget by either (both are valid
-guarantees; the tight one is far smaller for Gaussian releases and for many releases).
+A charge is accepted when the ledger with it fits the total budget by basic composition or, while every
+charge is Gaussian, by the μ-GDP total (the two rules with a privacy-filter theorem for a ledger that stops
+adaptively: :func:`~fdp_ppl.accounting.events.fits`). The tight total of other events is shown, not used.
+
+**One privacy unit per ledger.** A ledger protects one unit: the one it was created with
+(``PrivacyLedger(total, privacy_unit=...)``) or its first charge's (every event records its unit). A release
+for another unit is refused, except a record-level release with a stated public bound k on each person's
+records (``records_per_unit=k``), which is charged by group privacy and recorded converted
+(:func:`~fdp_ppl.accounting.events.for_ledger`). **Uncertified releases** (MCMC without a proved guarantee)
+are charged at their nominal cost but kept out of the guaranteed total and shown apart (:meth:`attrs`).
 
 :class:`FileLedger` is a ledger kept in an SQLite file, shared by processes and runs. Each release is
 charged **before** its draws are made and its file is written, in one transaction that takes the
@@ -65,7 +73,7 @@ from pathlib import Path
 
 from ..errors import BudgetExceededError, InputError, LedgerError
 from .budget import PrivacyBudget, _unchecked
-from .events import PrivacyEvent, basic_total, fits, tight_epsilon
+from .events import PrivacyEvent, basic_total, fits, for_ledger, gdp_epsilon, guaranteed, ledger_unit, tight_epsilon
 
 SCHEMA_VERSION = 3
 #: ``PRAGMA application_id`` of a ledger this version wrote ("fdpp"): a file that carries it is never read as
@@ -111,6 +119,24 @@ def _event_for(cost: PrivacyBudget, event: PrivacyEvent | None) -> PrivacyEvent:
     return event
 
 
+def _charged(cost: PrivacyBudget, event: PrivacyEvent | None, events: list, declared: str | None,
+             records_per_unit, unit: str | None) -> PrivacyEvent | None:
+    """The event a ledger would record for a charge, converted to its unit (:func:`for_ledger`), for a check.
+
+    Without an event (an early check, before the plan is known) the generic event of ``cost`` for ``unit``
+    (the unit is not checked when None); None, i.e. nothing to refuse yet, when the ledger's events are all
+    Gaussian and ``cost`` has a δ: a Gaussian charge may fit by the μ-GDP total, decided at the charge."""
+    held = ledger_unit(events, declared)
+    if event is not None:
+        return for_ledger(_event_for(cost, event), held, records_per_unit)
+    generic = _event_for(cost, None)
+    if unit is not None:
+        generic = for_ledger(generic.with_unit(unit), held, records_per_unit)
+    if cost.delta > 0 and all(e.law == "gaussian" and e.certified for e in events):
+        return None
+    return generic
+
+
 def _left(total: PrivacyBudget, spent: PrivacyBudget) -> PrivacyBudget:
     """What basic composition leaves of ``total`` after ``spent`` (never below 0)."""
     return _unchecked(max(total.epsilon - spent.epsilon, 0.0), max(total.delta - spent.delta, 0.0))
@@ -123,8 +149,9 @@ def _refusal(where: str, cost: PrivacyBudget, total: PrivacyBudget, events: list
             "epsilon-DP): no delta can be spent from it", "use a pure epsilon-DP mechanism, or a ledger created with "
             "a delta budget (--budget EPSILON,DELTA); nothing was released")
     r = _left(total, basic_total(events))
-    tight = tight_epsilon(events, total.delta) if total.delta > 0 else math.inf
-    tight_text = (f"; by tight composition the ledger has spent epsilon={tight:.4g} at delta={total.delta:g}"
+    gaussian = total.delta > 0 and events and all(e.law == "gaussian" and e.certified for e in events)
+    tight = gdp_epsilon(events, total.delta) if gaussian else math.inf
+    tight_text = (f"; by mu-GDP composition the ledger has spent epsilon={tight:.4g} at delta={total.delta:g}"
                   if math.isfinite(tight) and events else "")
     return BudgetExceededError(
         f"release needs epsilon={cost.epsilon:g}, delta={cost.delta:g} but only epsilon={r.epsilon:g}, "
@@ -148,12 +175,21 @@ class _Totals:
     def tight_epsilon(self, delta: float | None = None) -> float:
         """ε of the composition of every charge at ``delta`` (default: the budget's δ) from their privacy-loss
         distributions (:func:`~fdp_ppl.accounting.events.tight_epsilon`); ``inf`` at δ = 0 unless the ledger is
-        empty (basic composition is the tight total of pure ε-DP charges at δ = 0)."""
-        return tight_epsilon(self.events, self.total.delta if delta is None else delta)
+        empty (basic composition is the tight total of pure ε-DP charges at δ = 0). When every charge is a
+        certified Gaussian one, the exact μ-GDP total (:func:`~fdp_ppl.accounting.events.gdp_epsilon`), which
+        is what acceptance uses; otherwise the PLD total, which holds for the sequence as made but is not used
+        to accept (module docstring)."""
+        events = self.events
+        delta = self.total.delta if delta is None else delta
+        if events and all(e.law == "gaussian" and e.certified for e in events):
+            return gdp_epsilon(events, delta)
+        return tight_epsilon(events, delta)
 
     def attrs(self) -> dict:
-        """The ledger's state as release attributes (``ledger_total_*``, ``ledger_spent_*``, ``ledger_remaining_*``;
-        ``ledger_spent_epsilon_tight`` with a δ budget)."""
+        """The ledger's state for a release file: total, spent (basic, every charge), remaining, its privacy unit;
+        ``ledger_spent_epsilon_tight`` (the μ-GDP total at the budget's δ) when every certified charge is
+        Gaussian; and, when there are uncertified charges, their count and nominal sum and the guaranteed
+        (certified) basic total apart."""
         return self._attrs_of(self.events)  # read (and, for a file, validated) once
 
     def _attrs_of(self, events) -> dict:
@@ -162,10 +198,19 @@ class _Totals:
         out = {"ledger_total_epsilon": self.total.epsilon, "ledger_total_delta": self.total.delta,
                "ledger_spent_epsilon": s.epsilon, "ledger_spent_delta": s.delta,
                "ledger_remaining_epsilon": r.epsilon, "ledger_remaining_delta": r.delta}
-        if self.total.delta > 0:
-            tight = tight_epsilon(events, self.total.delta)
+        unit = ledger_unit(events, getattr(self, "declared_unit", None))
+        if unit is not None:
+            out["ledger_privacy_unit"] = unit
+        certified = guaranteed(events)
+        if self.total.delta > 0 and certified and all(e.law == "gaussian" for e in certified):
+            tight = gdp_epsilon(certified, self.total.delta)
             if math.isfinite(tight):
                 out["ledger_spent_epsilon_tight"] = min(tight, s.epsilon)
+        if len(certified) < len(events):
+            g, u = basic_total(certified), basic_total([e for e in events if not e.certified])
+            out.update({"ledger_guaranteed_epsilon": g.epsilon, "ledger_guaranteed_delta": g.delta,
+                        "ledger_uncertified_releases": len(events) - len(certified),
+                        "ledger_uncertified_epsilon": u.epsilon, "ledger_uncertified_delta": u.delta})
         return out
 
 
@@ -177,6 +222,9 @@ class PrivacyLedger(_Totals):
     ----------
     total : PrivacyBudget
         The most the data holder will spend on this dataset.
+    privacy_unit : str, optional
+        The unit the ledger protects (``"record"`` or a person's column, e.g. ``"subject_id"``); default: its
+        first charge's.
 
     Examples
     --------
@@ -190,6 +238,14 @@ class PrivacyLedger(_Totals):
     ...
     fdp_ppl.errors.BudgetExceededError: release needs epsilon=1.5, delta=0 but only epsilon=1, delta=0 remain ...
 
+    A per-subject ledger charges a per-scan release by group privacy, given a public bound on scans per subject:
+
+    >>> subjects = fp.PrivacyLedger(fp.PrivacyBudget(10.0), privacy_unit="subject_id")
+    >>> subjects.spend(fp.PrivacyBudget(1.0), "per scan", event=fp.PrivacyEvent("laplace", 1.0, 0.0, 1.0),
+    ...                records_per_unit=8)
+    >>> subjects.spent
+    PrivacyBudget(epsilon=8.0, delta=0.0)
+
     See Also
     --------
     PrivacyLedger.open : the same ledger in an SQLite file, shared by runs.
@@ -199,20 +255,32 @@ class PrivacyLedger(_Totals):
     total: PrivacyBudget
     entries: list = field(default_factory=list)
     events: list = field(default_factory=list)
+    privacy_unit: str | None = None
 
-    def check(self, cost: PrivacyBudget, event: PrivacyEvent | None = None) -> None:
-        """Raise :class:`~fdp_ppl.errors.BudgetExceededError` if ``cost`` does not fit."""
-        event = _event_for(cost, event)
-        if not fits([*self.events, event], self.total):
-            raise _refusal("", cost, self.total, self.events)
+    @property
+    def declared_unit(self) -> str | None:
+        return self.privacy_unit
 
-    def spend(self, cost: PrivacyBudget, label: str = "", *, event: PrivacyEvent | None = None, **details) -> None:
-        """Record ``cost`` (and its ``event``) after :meth:`check`; raises BudgetExceededError if it does not fit.
-        ``details`` (dataset, mechanism) are accepted for the file ledger's interface."""
-        event = _event_for(cost, event)
-        self.check(cost, event)
-        self.entries.append((label, cost))
+    def check(self, cost: PrivacyBudget, event: PrivacyEvent | None = None, *,
+              records_per_unit: int | None = None, unit: str | None = None) -> None:
+        """Raise :class:`~fdp_ppl.errors.BudgetExceededError` if ``cost`` does not fit, or
+        :class:`~fdp_ppl.errors.InputError` if its unit (the event's, or ``unit`` without one) is not the
+        ledger's (:func:`~fdp_ppl.accounting.events.for_ledger`)."""
+        charged = _charged(cost, event, self.events, self.privacy_unit, records_per_unit, unit)
+        if charged is not None and not fits([*self.events, charged], self.total):
+            raise _refusal("", charged.basic, self.total, self.events)
+
+    def spend(self, cost: PrivacyBudget, label: str = "", *, event: PrivacyEvent | None = None,
+              records_per_unit: int | None = None, **details) -> None:
+        """Record ``cost`` (and its ``event``, converted to the ledger's unit) after :meth:`check`; raises
+        BudgetExceededError if it does not fit. ``details`` (dataset, mechanism) are accepted for the file
+        ledger's interface."""
+        event = for_ledger(_event_for(cost, event), ledger_unit(self.events, self.privacy_unit), records_per_unit)
+        self.check(event.basic, event)
+        self.entries.append((label, event.basic))
         self.events.append(event)
+        if self.privacy_unit is None:
+            self.privacy_unit = event.unit
 
     @staticmethod
     def open(path, total: PrivacyBudget | None = None, *, key_file=None):
@@ -912,17 +980,26 @@ class FileLedger(_Totals):
                 "releases": heads, **({"head_log": logged} if logged is not None else {})}
 
     # ------------------------------------------------------------------ charging
-    def check(self, cost: PrivacyBudget, event: PrivacyEvent | None = None) -> None:
-        """Raise :class:`~fdp_ppl.errors.BudgetExceededError` if ``cost`` does not fit now."""
-        event = _event_for(cost, event)
+    @property
+    def privacy_unit(self) -> str | None:
+        """The unit this ledger protects: its first charge's (None before any charge)."""
+        return ledger_unit(self.events)
+
+    def check(self, cost: PrivacyBudget, event: PrivacyEvent | None = None, *,
+              records_per_unit: int | None = None, unit: str | None = None) -> None:
+        """Raise :class:`~fdp_ppl.errors.BudgetExceededError` if ``cost`` does not fit now, or
+        :class:`~fdp_ppl.errors.InputError` if its unit (the event's, or ``unit`` without one) is not the
+        ledger's."""
         events = self.events
-        if not fits([*events, event], self.total):
-            raise _refusal(f" in {self.path}", cost, self.total, events)
+        charged = _charged(cost, event, events, None, records_per_unit, unit)
+        if charged is not None and not fits([*events, charged], self.total):
+            raise _refusal(f" in {self.path}", charged.basic, self.total, events)
 
     def spend(self, cost: PrivacyBudget, label: str = "", *, dataset: str = "", mechanism: str = "",
-              event: PrivacyEvent | None = None) -> int:
+              event: PrivacyEvent | None = None, records_per_unit: int | None = None) -> int:
         """Charge ``cost`` atomically: decide on a validated snapshot outside the write lock, then, under the lock,
-        validate the file again and record the entry if its head is still the snapshot's (module docstring).
+        validate the file again and record the entry if its head is still the snapshot's (module docstring). The
+        event is first converted to the ledger's privacy unit (:func:`~fdp_ppl.accounting.events.for_ledger`).
 
         Parameters
         ----------
@@ -933,6 +1010,9 @@ class FileLedger(_Totals):
         event : PrivacyEvent, optional
             The charge's noise law and scale (its basic cost must equal ``cost``); default a generic
             (ε, δ) event of ``cost``.
+        records_per_unit : int, optional
+            A public bound on each person's records: a record-level event on a ledger of a person unit is then
+            charged (and recorded) by group privacy.
 
         Returns
         -------
@@ -942,7 +1022,9 @@ class FileLedger(_Totals):
         Raises
         ------
         BudgetExceededError
-            ``cost`` does not fit by basic or by tight composition; nothing is recorded.
+            ``cost`` does not fit (:func:`~fdp_ppl.accounting.events.fits`); nothing is recorded.
+        InputError
+            The event's privacy unit is not the ledger's (:func:`~fdp_ppl.accounting.events.for_ledger`).
         LedgerError
             The file fails its validation, stays locked, or its disk is full; the message says whether anything
             was recorded.
@@ -951,14 +1033,16 @@ class FileLedger(_Totals):
         for attempt in range(_ATTEMPTS + 1):
             under_lock = attempt == _ATTEMPTS  # many runs charging at once: decide under the lock, once
             snapshot = None if under_lock else self._state()
-            if snapshot is not None and not fits([*snapshot.events, event], self.total):  # outside the lock
-                raise _refusal(f" in {self.path}", cost, self.total, snapshot.events)
-            rid = self._append(snapshot, cost, event, [label, dataset, mechanism])
+            if snapshot is not None:  # outside the lock
+                charged = for_ledger(event, ledger_unit(snapshot.events), records_per_unit)  # one unit per ledger
+                if not fits([*snapshot.events, charged], self.total):
+                    raise _refusal(f" in {self.path}", charged.basic, self.total, snapshot.events)
+            rid = self._append(snapshot, event, records_per_unit, [label, dataset, mechanism])
             if rid is not None:
                 return rid
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _append(self, snapshot: _State | None, cost, event, details) -> int | None:
+    def _append(self, snapshot: _State | None, event, records_per_unit, details) -> int | None:
         """Under the write lock: the new entry's id, or None when another run charged since ``snapshot``."""
         try:
             con = self._connect()
@@ -971,6 +1055,8 @@ class FileLedger(_Totals):
             if snapshot is not None and (state.count, state.head) != (snapshot.count, snapshot.head):
                 con.execute("ROLLBACK")
                 return None
+            event = for_ledger(event, ledger_unit(state.events), records_per_unit)  # one unit per ledger
+            cost = event.basic
             if snapshot is None and not fits([*state.events, event], self.total):
                 raise _refusal(f" in {self.path}", cost, self.total, state.events)
             rid = int(con.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0])

@@ -98,7 +98,7 @@ def in_flags(err, flags: dict) -> str:
         if name not in flags:
             return match.group(0)
         value = value[1:-1] if value[:1] in "'\"" and value[-1:] == value[:1] else value
-        return f"{flags[name]} {value}"
+        return flags[name] if value == "True" else f"{flags[name]} {value}"  # a switch: the flag alone
 
     fix = getattr(err, "fix", "")
     if not (fix and flags):
@@ -151,8 +151,11 @@ def add_unit_args(g) -> None:
     """``--privacy-unit``, ``--combine``, ``--max-contributions``, ``--unit-order`` (:mod:`fdp_ppl.io.units`)."""
     g.add_argument("--privacy-unit", default=None, metavar="COLUMN",
                    help="coordinate (or the table's id column) naming the person a record belongs to: the guarantee "
-                        "is then per person, and n is the number of persons; needs --combine mean or "
-                        "--max-contributions K")
+                        "is then per person: replacing all of one person's records by any others changes the "
+                        "release's law by at most (epsilon, delta), with the number of persons n public (it is "
+                        "counted from the data and released); whether a person is in the data at all (presence) is "
+                        "not protected (an add/remove relation with a private count is not offered); needs "
+                        "--combine mean or --max-contributions K")
     g.add_argument("--combine", choices=("mean",), default=None,
                    help="with --privacy-unit: average each person's records into one before clipping (every person "
                         "weighs the same)")
@@ -237,6 +240,14 @@ def add_ledger_args(p):
     g.add_argument("--key-file", default=None, metavar="KEY",
                    help="key of a keyed --ledger (HMAC-SHA256 chain; created with a new ledger, kept outside its "
                         "directory): edits, rollbacks and old copies of the ledger are then refused on open")
+    g.add_argument("--records-per-unit", type=int, default=None, metavar="K",
+                   help="a public bound K on the records of one person: a per-record release charged to a ledger "
+                        "that protects persons (its first release was made with --privacy-unit) is then charged by "
+                        "group privacy, K x epsilon (and K e^((K-1) epsilon) delta); without it such a release is "
+                        "refused (one privacy unit per ledger)")
+    g.add_argument("--allow-large-delta", action="store_true",
+                   help="release with a delta per draw above 1/n (above 0.1 where n is not public): refused "
+                        "otherwise, since such a guarantee allows publishing a person's record outright")
 
 
 def finite(x) -> bool:
@@ -342,6 +353,10 @@ def check_ledger_args(a) -> None:
         raise CLIError("--budget applies to a ledger", "pass --ledger FILE too (or drop --budget)")
     if getattr(a, "key_file", None) is not None and a.ledger is None:
         raise CLIError("--key-file applies to a ledger", "pass --ledger FILE too (or drop --key-file)")
+    k = getattr(a, "records_per_unit", None)
+    if k is not None and (a.ledger is None or k < 1):
+        raise CLIError("--records-per-unit needs --ledger and K >= 1" + (f" (got {k})" if k < 1 else ""),
+                       "pass --ledger FILE with --records-per-unit K (a public bound on each person's records)")
     if a.ledger is None:
         return
     a.budget = parse_budget(a.budget) if a.budget is not None and not hasattr(a.budget, "epsilon") else a.budget
@@ -373,8 +388,16 @@ def open_ledger(a, cost):
     from ..accounting import PrivacyLedger
 
     ledger = PrivacyLedger.open(Path(a.ledger).expanduser(), a.budget, key_file=getattr(a, "key_file", None))
-    ledger.check(cost)
+    unit = getattr(a, "unit", None)  # one privacy unit per ledger: refused here, before the data are read
+    ledger.check(cost, unit="record" if unit is None else unit.column,
+                 records_per_unit=getattr(a, "records_per_unit", None))
     return ledger
+
+
+def release_flags(a) -> dict:
+    """The ``fp.release`` keywords of ``--records-per-unit`` and ``--allow-large-delta``."""
+    return {"records_per_unit": getattr(a, "records_per_unit", None),
+            "allow_large_delta": bool(getattr(a, "allow_large_delta", False))}
 
 
 class Prepaid:
@@ -389,8 +412,10 @@ class Prepaid:
         for more than was prepaid.
     """
 
-    def __init__(self, ledger, cost, label: str = "", dataset: str = "", mechanism: str = ""):
-        ledger.spend(cost, label, dataset=dataset, mechanism=mechanism)
+    def __init__(self, ledger, cost, label: str = "", dataset: str = "", mechanism: str = "", event=None,
+                 records_per_unit=None):
+        unit = {} if records_per_unit is None else {"records_per_unit": records_per_unit}
+        ledger.spend(cost, label, dataset=dataset, mechanism=mechanism, event=event, **unit)
         self._ledger, self._left = ledger, cost
 
     def check(self, cost) -> None:
@@ -606,8 +631,10 @@ def unit_text(attrs) -> str:
     """The ``privacy unit`` row of every command's table, from a release's public attrs."""
     unit = attrs.get("privacy_unit", "record")
     if unit == "record":
-        return "one record (a person with several records is protected only at their number times epsilon)"
-    return f"one {unit}: {attrs.get('contribution_rule', '')}"
+        return ("one record (a person with several records is protected only at their number times epsilon); "
+                "replace-one record, n public: presence in the data is not protected")
+    return (f"one {unit}: {attrs.get('contribution_rule', '')}; replace-one {unit} (all its records), n public: "
+            "presence in the data is not protected")
 
 
 def ledger_text(ledger, attrs) -> str:
@@ -621,16 +648,29 @@ def ledger_text(ledger, attrs) -> str:
     spent, total, rem = ledger.spent, ledger.total, ledger.remaining
     with_delta = total.delta > 0 or delta > 0
     extra = float(attrs.get("bandwidth_epsilon", 0.0) or 0.0)
-    return (f"{ledger.path}: charged {draws} × epsilon {eps:g}" + (f" + {extra:g} (private bandwidth)" if extra else "")
+    group = ""
+    if "ledger_charged_epsilon" in attrs:  # a per-record release on a per-person ledger: group privacy
+        group = (f", charged to the ledger as epsilon {float(attrs['ledger_charged_epsilon']):g}"
+                 + (f", delta {float(attrs['ledger_charged_delta']):.3g}" if delta > 0 else "")
+                 + f" by {attrs.get('ledger_charge_rule', 'group privacy')}")
+    unit = attrs.get("ledger_privacy_unit")
+    uncertified = ""
+    if int(attrs.get("ledger_uncertified_releases", 0) or 0):
+        uncertified = (f"; of which {int(attrs['ledger_uncertified_releases'])} uncertified release(s), epsilon "
+                       f"{float(attrs['ledger_uncertified_epsilon']):g} with no proved guarantee (guaranteed: epsilon "
+                       f"{float(attrs['ledger_guaranteed_epsilon']):g})")
+    return (f"{ledger.path}" + (f" (protects each {unit})" if unit and unit != "record" else "")
+            + f": charged {draws} × epsilon {eps:g}"
+            + (f" + {extra:g} (private bandwidth)" if extra else "")
             + f" = {float(attrs['budget_spent_epsilon']):g}"
-            + (f", delta {float(attrs.get('budget_spent_delta', 0.0)):g}" if delta > 0 else "")
+            + (f", delta {float(attrs.get('budget_spent_delta', 0.0)):g}" if delta > 0 else "") + group
             + f"; spent epsilon {spent.epsilon:g} of {total.epsilon:g}"
-            + (f", delta {spent.delta:g} of {total.delta:g}" if with_delta else "")
+            + (f", delta {spent.delta:g} of {total.delta:g}" if with_delta else "") + uncertified
             + f"; remaining epsilon {rem.epsilon:g}" + (f", delta {rem.delta:g}" if with_delta else "")
             + (f"; head after the charge {attrs['ledger_entries']}:{attrs['ledger_head']} (keep it: fdp-ppl ledger "
                "--verify checks it)" if "ledger_head" in attrs else ""))
 
 
 __all__ = ["CLIError", "in_flags", "Prepaid", "write_release", "print_table", "save_plot", "plotter", "check_output_space", "check_out",
-           "open_ledger", "load_data", "seed_text", "unit_text", "ledger_text", "warn_large_epsilon",
+           "open_ledger", "release_flags", "load_data", "seed_text", "unit_text", "ledger_text", "warn_large_epsilon",
            "warn_record_level", "add_unit_args", "add_output_args", "add_ledger_args", "add_out_of_core_args"]

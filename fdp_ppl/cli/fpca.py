@@ -166,7 +166,7 @@ def run(a) -> int:
     """Run ``fdp-ppl fpca`` with parsed arguments; returns the exit code."""
     from .. import dims
     from .._progress import stage
-    from .common import CLIError, dataset_identity, load_data, open_ledger, plotter, write_release
+    from .common import CLIError, dataset_identity, load_data, open_ledger, plotter, release_flags, write_release
     from ..errors import SeededReleaseWarning
     import fdp_ppl as fp
     from ..fpca.fpca_plan import release_plan
@@ -221,7 +221,7 @@ def run(a) -> int:
         tree = fp.release(fit, a.mech,
                           draws=a.draws, random_seed=a.seed, ledger=ledger, dataset=dataset_identity(curves),
                           label=f"fpca {a.form}/{a.sampler} k={a.k} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}",
-                          progressbar=bars, provenance=provenance)
+                          progressbar=bars, provenance=provenance, **release_flags(a))
     out = write_release(tree, a.out, a.plot, plotter("plot_fpca"))
     _print_table(tree, out, a, ledger)
     print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.n} curves had L2 norm above tau "

@@ -292,7 +292,7 @@ def run(a) -> int:
 
     from ..accounting import PrivacyBudget
     from .._progress import stage
-    from .common import CLIError, open_ledger, write_release
+    from .common import CLIError, open_ledger, release_flags, write_release
     from ..errors import SeededReleaseWarning
 
     _check(a)
@@ -364,7 +364,8 @@ def run(a) -> int:
             import fdp_ppl as fp
 
             tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
-                              dataset=str(a.data), provenance=provenance, composed_with=composed)
+                              dataset=str(a.data), provenance=provenance, composed_with=composed,
+                              **release_flags(a))
         elif a.mechanism in ("frl", "bernstein") and d == 1:
             tree = _baseline(a, obs, n, size, ledger, label, units, provenance, composed)
         else:
@@ -490,8 +491,10 @@ def _grid_release(a, obs, n, d, size, ledger, label, units=None, provenance=None
     spec, mech = _grid_spec(a, n, d, size)
     if a.mechanism == "frl":
         provenance = {**provenance, "frl_M": int(spec.n_components)}
+    from .common import release_flags
+
     return fp.release(spec.fit(obs, units=units), mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
-                      dataset=str(a.data), provenance=provenance, composed_with=composed)
+                      dataset=str(a.data), provenance=provenance, composed_with=composed, **release_flags(a))
 
 
 def _baseline(a, obs, n, size, ledger, label, units=None, provenance=None, composed=()):
@@ -517,8 +520,10 @@ def _baseline(a, obs, n, size, ledger, label, units=None, provenance=None, compo
         bumps = xr.DataArray(bumps, dims=("curve", "t"), coords={"t": pts, a.unit.column: ("curve", units)})
     if a.mechanism == "frl":
         provenance = {**provenance, "frl_M": int(spec.n_components)}
+    from .common import release_flags
+
     rel = fp.release(spec.fit(bumps), mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
-                     dataset=str(a.data), provenance=provenance, composed_with=composed)
+                     dataset=str(a.data), provenance=provenance, composed_with=composed, **release_flags(a))
     return bumps_density(rel, pts, h, a.mechanism, (lo, hi))
 
 

@@ -82,17 +82,32 @@ def run(a) -> int:
     def budget(b):
         return f"epsilon {b.epsilon:g}" + (f", delta {b.delta:g}" if total.delta > 0 or b.delta > 0 else "")
 
+    from ..accounting.events import basic_total, guaranteed
+
+    attrs = ledger.attrs()
+    unit = attrs.get("ledger_privacy_unit")
     print(f"{PROG} ledger {path}")
+    print(f"  protects   " + (f"each {unit}: all of one {unit}'s records replaced, the number of {unit}s public "
+                              "(presence is not protected)" if unit and unit != "record" else
+                              "each record: one record replaced, n public (presence is not protected)" if unit else
+                              "set by the first release (its privacy unit)"))
     print(f"  total      {budget(total)}")
     print(f"  spent      {budget(spent)} in {len(records)} release{'s' if len(records) != 1 else ''} (basic "
           "composition: the sum)")
+    uncertified = [e for e in events if not e.certified]
+    if uncertified:
+        u, g = basic_total(uncertified), basic_total(guaranteed(events))
+        print(f"  uncertified {budget(u)} in {len(uncertified)} release{'s' if len(uncertified) != 1 else ''} with no "
+              f"proved guarantee (MCMC), charged but not guaranteed; guaranteed: {budget(g)}")
     if total.delta > 0:
         tight = ledger.tight_epsilon()
         tight_text = f"epsilon {tight:.4g} at delta {total.delta:g}" if math.isfinite(tight) else \
             f"no finite epsilon at delta {total.delta:g}"
-        print(f"  tight      {tight_text} (privacy-loss distributions of the releases, dp-accounting)")
-        rest = f"; epsilon {max(total.epsilon - tight, 0.0):.4g} at delta {total.delta:g} (tight)" \
-            if math.isfinite(tight) else ""
+        used = ("mu-GDP, every release Gaussian: decides acceptance" if "ledger_spent_epsilon_tight" in attrs else
+                "privacy-loss distributions, dp-accounting; for a sequence fixed in advance, not used to accept")
+        print(f"  tight      {tight_text} ({used})")
+        rest = f"; epsilon {max(total.epsilon - tight, 0.0):.4g} at delta {total.delta:g} (mu-GDP)" \
+            if math.isfinite(tight) and "ledger_spent_epsilon_tight" in attrs else ""
         print(f"  remaining  {budget(rem)} (basic){rest}")
     else:
         print("  tight      = basic (a pure epsilon-DP budget, delta = 0: the sum is the tight total)")
@@ -118,17 +133,20 @@ def run(a) -> int:
         for row in (head, *rows):
             print("  " + "  ".join(v.ljust(w) for v, w in zip(row[:-1], widths[:-1])) + "  " + row[-1])
         print("\nepsilon and delta are what each release was charged: a release of N draws (--draws N) is charged "
-              "N × its per-draw epsilon and delta (basic composition). A release is accepted when the ledger fits "
-              "its total by basic or by tight composition.")
+              "N × its per-draw epsilon and delta (basic composition); a per-record release on a per-person ledger "
+              "is charged by group privacy (noise column: group K). A release is accepted when the ledger fits its "
+              "total by basic composition or, while every release is Gaussian, by the mu-GDP total (the rules "
+              "that hold when the ledger decides adaptively).")
     return 0
 
 
 def _event_text(event) -> str:
     """The ``noise`` column of ``fdp-ppl ledger``: law, noise multiplier (scale / sensitivity) and count."""
     count = f" x {event.count}" if event.count > 1 else ""
+    tail = (f", group {event.group}" if event.group > 1 else "") + ("" if event.certified else ", UNCERTIFIED")
     if event.law == "approx":
-        return "(eps, delta) only" + count
-    return f"{event.law} sigma/Delta {event.noise_multiplier:.4g}{count}"
+        return "(eps, delta) only" + count + tail
+    return f"{event.law} sigma/Delta {event.noise_multiplier:.4g}{count}{tail}"
 
 
 __all__ = ["add_subparser", "run"]

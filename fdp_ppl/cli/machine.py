@@ -240,7 +240,7 @@ def run(a) -> int:
     """Run ``fdp-ppl machine`` with parsed arguments; returns the exit code."""
     from ..accounting import PrivacyBudget
     from .._progress import stage
-    from .common import Prepaid, open_ledger, plotter, write_release
+    from .common import Prepaid, open_ledger, plotter, release_flags, write_release
     from ..machine import ERMSpec
     import fdp_ppl as fp
     from ..errors import SeededReleaseWarning
@@ -264,15 +264,18 @@ def run(a) -> int:
     check_output_space(a, 8.0 * a.draws * int(np.prod(spec.grid_size)) * 2 + 8.0 * int(np.prod(spec.grid_size)) * 8)
     spec.check_size()  # n x n memory: refused before the ledger is charged
     label = f"machine {a.loss}/{a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
+    plan = fp.plan(spec, mech, draws=a.draws)
+    plan.check_delta(a.allow_large_delta or a.seed is not None)  # public, before the prepaid charge
     if ledger is not None:  # the solver's outcome depends on the data: charged before it runs, never after
-        ledger = Prepaid(ledger, cost, label, dataset=Path(str(a.data)).name, mechanism=f"machine-{a.mechanism}")
+        ledger = Prepaid(ledger, cost, label, dataset=Path(str(a.data)).name, mechanism=f"machine-{a.mechanism}",
+                         event=plan.event, records_per_unit=a.records_per_unit)
     with stage(f"solving the {a.loss} kernel machine"):
         fit = spec.fit(X, y, units=a.unit_ids)
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated in the table
         warnings.simplefilter("ignore", SeededReleaseWarning)
         tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
                           provenance={"data_source": Path(str(a.data)).name, "features": ",".join(a.feature_names),
-                                      "label": a.label})
+                                      "label": a.label}, **release_flags(a))
     out = write_release(tree, a.out, a.plot, plotter("plot_decision"))
     _print_table(tree, out, a, ledger)
     print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.spec.n} records had a feature "

@@ -34,7 +34,7 @@ from .. import dims
 from .._names import BERNSTEIN_DEFAULT_K
 from .._progress import stage
 from ..errors import SeededReleaseWarning
-from .common import (DEFAULT_KERNEL, DEFAULT_RHO, PROG, SEED_HELP, CLIError, add_ledger_args, add_out_of_core_args,
+from .common import (release_flags, DEFAULT_KERNEL, DEFAULT_RHO, PROG, SEED_HELP, CLIError, add_ledger_args, add_out_of_core_args,
                      add_output_args, add_unit_args, check_ledger_args, check_out, check_output_space, check_unit_args,
                      dataset_identity, ledger_text, load_data, np, open_ledger, print_table, registry,
                      seed_text, unit_text, warn_large_epsilon, warn_record_level, write_release)
@@ -264,7 +264,7 @@ def release_curves(curves, mech, a, *, source: str, ledger=None, labels: dict | 
         warnings.simplefilter("ignore", SeededReleaseWarning)
         tree = fp.release(summary, mech, draws=a.draws, random_seed=a.seed, bound=a.bound, ledger=ledger,
                           dataset=dataset_identity(curves), label=f"{a.mechanism} ({cost}) -> {a.out}",
-                          provenance=release_provenance(source, missing, curves))
+                          provenance=release_provenance(source, missing, curves), **release_flags(a))
     nonprivate = summary.curve().values if show_nonprivate else None
     out = write_release(tree, a.out, a.plot, lambda t, path: _write_plot(
         t, path, offset=offset, offset_source=offset_source, nonprivate=nonprivate))

@@ -213,7 +213,13 @@ def lattice_gaussian_delta(epsilon: float, sensitivity: float, sigma: float, n_c
     from ..accounting.calibration import gaussian_delta
 
     eta = lattice_error(n_components, sigma, k)
-    return min(gaussian_delta(epsilon, sensitivity, sigma) + (1.0 + math.exp(epsilon)) * eta, 1.0)
+    try:
+        growth = 1.0 + math.exp(epsilon)
+    except OverflowError:  # e^ε beyond float64: no finite bound (and no privacy at such an ε)
+        raise InputError(f"epsilon = {float(epsilon):g} is too large for the floating-point-safe Gaussian sampler "
+                         "(its lattice bound needs e^epsilon, which overflows)",
+                         "pass an epsilon below 700 (e^700 = 1e304 already protects nothing)") from None
+    return min(gaussian_delta(epsilon, sensitivity, sigma) + growth * eta, 1.0)
 
 
 #: relative margin kept below δ when σ is calibrated on :func:`lattice_gaussian_delta` (float rounding of Φ)

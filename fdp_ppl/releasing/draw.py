@@ -29,7 +29,8 @@ from ..summaries import LinearSummary
 def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: PrivacyLedger | None = None,
             label: str = "", dataset: str = "", progressbar: bool = False, provenance=None, composed_with=(),
             bound: str | None = None, generator: str | None = None, chains: int | None = None,
-            allow_nonprivate: bool | None = None) -> xr.DataTree:
+            allow_nonprivate: bool | None = None, records_per_unit: int | None = None,
+            allow_large_delta: bool = False) -> xr.DataTree:
     """Release any fitted object privately: one protocol for every family.
 
     The steps, in this order and only here: refuse a mechanism or option the family does not take → the
@@ -83,6 +84,14 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
         Releases arranged ``(chain, draw)`` (KDE and machines; default 1).
     allow_nonprivate : bool, optional
         Release a mean whose τ came from the data (mean only; the release records ``private = 0``).
+    records_per_unit : int, optional
+        A public bound k on each person's records: a record-level release charged to a ledger whose privacy unit
+        is a person is then charged by group privacy (kε; (kε, k e^{(k-1)ε} δ); Gaussian kμ) and the file
+        records ``ledger_charged_epsilon`` / ``ledger_charged_delta`` / ``ledger_records_per_unit``. Without it,
+        such a release is refused (one ledger keeps one privacy unit: :func:`fdp_ppl.accounting.events.for_ledger`).
+    allow_large_delta : bool
+        Release with a per-draw δ above 1/n (0.1 without a public n): refused otherwise
+        (:meth:`~fdp_ppl.releasing.plans.ReleasePlan.check_delta`), except in a seeded study (not a release).
 
     Returns
     -------
@@ -97,8 +106,9 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
         ``fitted`` is not a fitted object of a registered family, or ``mechanism`` is not one the
         family accepts (before any charge).
     InputError
-        A family option the family does not take, a provenance key the plan records, and the family
-        plan's own refusals (sizes, memory, scales), all before any charge.
+        A family option the family does not take, a provenance key the plan records, a δ above 1/n without
+        ``allow_large_delta``, a privacy unit the ledger does not hold, and the family plan's own refusals
+        (sizes, memory, scales), all before any charge.
     BudgetExceededError
         The ledger cannot pay for the release; nothing is drawn.
 
@@ -135,6 +145,7 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
                                  **{k: v for k, v in options.items() if v is not None})
     if not isinstance(plan, ReleasePlan):
         raise TypeError(f"the {entry.family} family's plan hook returned a {type(plan).__name__}")
+    plan.check_delta(allow_large_delta or seeded)  # a seeded study is no release: any delta
     extra = _provenance(provenance, plan)
     if seeded:
         warnings.warn(f"the {entry.family} release is drawn from the given random_seed: anyone who learns the seed "
@@ -146,9 +157,27 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
             raise InputError("composed_with takes the ReleasePlans already charged", "e.g. composed_with=(bw_plan,)")
         recorded = earlier.then(recorded)
     if ledger is not None:  # charged before any draw: a failure after this point never refunds
-        ledger.spend(plan.cost, label or plan.label, dataset=dataset, mechanism=plan.mechanism, event=plan.event)
+        unit = {} if records_per_unit is None else {"records_per_unit": records_per_unit}
+        ledger.spend(plan.cost, label or plan.label, dataset=dataset, mechanism=plan.mechanism, event=plan.event,
+                     **unit)
+        extra = {**extra, **_group_attrs(plan, ledger, records_per_unit)}
     tree = entry.resolve("draw")(fitted, plan, random_seed=random_seed, progressbar=bool(progressbar))
     return _record(tree, recorded, extra, ledger)
+
+
+def _group_attrs(plan, ledger, records_per_unit) -> dict:
+    """What a record-level release was charged to a ledger of a person unit (group privacy), after the charge."""
+    held = getattr(ledger, "privacy_unit", None)
+    if records_per_unit is None or plan.event is None or held in (None, plan.event.unit):
+        return {}
+    from ..accounting.events import for_ledger
+
+    charged = for_ledger(plan.event, held, records_per_unit)
+    return {"ledger_records_per_unit": int(records_per_unit), "ledger_charged_epsilon": charged.basic.epsilon,
+            "ledger_charged_delta": charged.basic.delta,
+            "ledger_charge_rule": (f"group privacy for <= {int(records_per_unit)} records per {held}: "
+                                   f"({plan.epsilon:g}, {plan.delta:g}) per draw -> ({charged.epsilon:.6g}, "
+                                   f"{charged.delta:.3g}) = (k eps, k e^((k-1) eps) delta)")}
 
 
 def _provenance(provenance, plan) -> dict:

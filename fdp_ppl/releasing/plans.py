@@ -29,6 +29,9 @@ PLAN_ATTRS = ("release_family", "epsilon", "delta", "draws", "budget_spent_epsil
               "privacy_unit", "neighbouring", "fp_safe", "certified", "noise_seeded", "guarantee")
 
 
+#: without a public n, a per-draw δ at least this large needs ``allow_large_delta`` (:meth:`ReleasePlan.check_delta`)
+LARGE_DELTA = 0.1
+
 #: draws needing less memory than this are not checked against the machine's free memory (they always fit)
 SMALL_BYTES = 16 * 2**20
 
@@ -65,11 +68,15 @@ class ReleasePlan:
     noise_multiplier : float
         The global scale σ (Laplace ``Δ/ε``, Gaussian σ) in sensitivity units times Δ (NaN where none).
     event : PrivacyEvent or None
-        What the ledger records (law, multiplier, count, neighbouring relation); None: the cost alone.
+        What the ledger records (law, multiplier, count, neighbouring relation), stamped with the plan's
+        ``privacy_unit`` and ``certified`` (a family's event of the cost alone when it gives none; None only
+        when the cost is no valid guarantee, e.g. ``draws × δ >= 1``, which a ledger refuses).
     cost : PrivacyBudget
         ``draws ×`` the per-draw (ε, δ) (basic composition), charged before any draw.
     privacy_unit : str
-        ``"record"`` or the person-level unit (its column).
+        ``"record"`` or the person-level unit (its column). What is protected: one unit's records replaced
+        by any others, with the number of units n public; whether a person is in the data at all (presence)
+        is not protected, since n is released (an add/remove relation with a private count is not offered).
     neighbouring : str
         The neighbouring relation of the sensitivity (``"replace-one"``, n public).
     guarantee : str
@@ -143,6 +150,7 @@ class ReleasePlan:
     state: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
+        object.__setattr__(self, "event", _unit_event(self.event, self.cost, self.privacy_unit, self.certified))
         object.__setattr__(self, "noise_scale", _frozen_array(self.noise_scale))
         object.__setattr__(self, "output", types.MappingProxyType(dict(self.output)))
         object.__setattr__(self, "coords", types.MappingProxyType(
@@ -227,6 +235,50 @@ class ReleasePlan:
         width = max(len(k) for k, _ in self.table())
         return "\n".join(f"{k:<{width}}  {v}" for k, v in self.table())
 
+    def check_delta(self, allow_large_delta: bool = False) -> None:
+        """Refuse a δ so large that the guarantee is void, unless the caller says so (a public check).
+
+        (ε, δ)-DP allows a mechanism that publishes each person's records outright with probability δ, i.e.
+        δ·n persons' in expectation (Dwork & Roth 2014, §2.3: δ should be less than the inverse of any
+        polynomial in n); a δ above 1/n is refused. The rule uses only what the plan publishes: the per-draw δ against 1/(units), units =
+        ``n / contributions_per_unit`` from the plan's attributes; where the plan states no n, δ ≥ 0.1.
+
+        Raises
+        ------
+        InputError
+            δ above that bound without ``allow_large_delta=True``; nothing is charged or drawn.
+
+        Examples
+        --------
+        >>> import fdp_ppl as fp
+        >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(51))
+        >>> p = fp.plan(fp.ICLPQRSpec(basis=basis, tau=1.0, n=100), fp.GaussianMechanism(1.0, 0.05))
+        >>> p.check_delta()
+        Traceback (most recent call last):
+        ...
+        fdp_ppl.errors.InputError: delta = 0.05 per draw is above 1/n = 1/100: ...
+        >>> p.check_delta(allow_large_delta=True)
+        """
+        delta = float(self.delta)
+        if delta <= 0 or allow_large_delta:
+            return
+        n = self.attrs.get("n")
+        try:
+            units = float(n) / float(self.attrs.get("contributions_per_unit", 1) or 1)
+        except (TypeError, ValueError):
+            units = float("nan")
+        if units >= 1:
+            if delta <= 1.0 / units:
+                return
+            what = f"above 1/n = 1/{units:.0f}"
+        elif delta < LARGE_DELTA:
+            return
+        else:
+            what = f"at least {LARGE_DELTA:g} (the plan states no n)"
+        raise InputError(f"delta = {delta:g} per draw is {what}: the (epsilon, delta) guarantee then allows "
+                         "publishing a person's record outright",
+                         "pass a delta below 1/n (e.g. 1e-6), or allow_large_delta=True to release with it anyway")
+
     def check_memory(self) -> None:
         """Refuse a plan whose draw does not fit in memory (before any charge).
 
@@ -241,6 +293,19 @@ class ReleasePlan:
             return
         check_memory(self.memory_bytes, f"{self.draws} draws of a {self.family} release",
                      "release fewer draws at a time (draws=, --draws)")
+
+
+def _unit_event(event, cost, unit, certified):
+    """A plan's event stated for its privacy unit and certification (a family that gives none: the generic
+    (ε, δ) event of its cost; None when the cost is no valid guarantee, which the ledger refuses)."""
+    from ..accounting import PrivacyEvent
+
+    if event is None:
+        try:
+            event = PrivacyEvent.from_budget(cost)
+        except InputError:
+            return None
+    return event.with_unit(str(unit), certified=bool(certified))
 
 
 def check_draws(draws, chains: int | None = None) -> tuple[int, int]:
@@ -360,4 +425,4 @@ def _with_unit(spec_or_fit, unit):
                          "build the spec with privacy_unit=...") from None
 
 
-__all__ = ["PLAN_ATTRS", "ReleasePlan", "check_draws", "check_scale", "plan"]
+__all__ = ["LARGE_DELTA", "PLAN_ATTRS", "ReleasePlan", "check_draws", "check_scale", "plan"]

@@ -42,10 +42,11 @@ def test_svm_gp_two_features_end_to_end(tmp_path, table, capsys):
     assert "clipped" not in str(tree.attrs)
     last = stdout.strip().splitlines()[-1]
     assert str(out) in last and "spent epsilon 2" in last
-    # the ledger refuses a release that does not fit, before reading data or writing anything
+    # the ledger refuses a release that does not fit, before drawing or writing anything (the charges are Gaussian
+    # events, so 4 more draws fit by the mu-GDP total; 40 do not)
     out2 = tmp_path / "again.nc"
     code, _, err = _run(capsys, "svm", "--data", table, "--features", "a,b", "--label", "label", "--lam", 0.05,
-                        "--bandwidth", 0.3, "--epsilon", 1, "--delta", 1e-5, "--draws", 4, "--out", out2,
+                        "--bandwidth", 0.3, "--epsilon", 1, "--delta", 1e-5, "--draws", 40, "--out", out2,
                         "--ledger", tmp_path / "l.sqlite")
     assert code == 2 and not out2.exists() and len(err.strip().splitlines()) == 1
 
