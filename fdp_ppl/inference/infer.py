@@ -24,6 +24,11 @@ How the posterior is computed (:func:`infer`, ``method="auto"``):
   into one-dimensional posteriors, each drawn exactly by the noise law
   (:meth:`~fdp_ppl.noise.laws.NoiseLaw.centre_posterior_draws`); the curve and the
   latent mixing scales follow exactly given the coefficients.
+* **exact, with the population target's sampling scale κ by quadrature** when every prior hyperparameter is
+  fixed and κ (no public ``sampling_sd``) is the one free parameter, where its marginal likelihood has a closed
+  form (the priors and laws above, the ICLP prior with Laplace noise too): κ from its one-dimensional marginal
+  posterior by quadrature on log κ (:mod:`fdp_ppl.inference.quadrature`, the rule's error measured and recorded),
+  then everything else exactly given each κ.
 * **NUTS on the hyperparameters only** when they are free and the prior is
   diagonal: the coefficients are integrated out in closed form
   (:meth:`~fdp_ppl.noise.laws.NoiseLaw.marginal_logp`), then drawn exactly per draw.
@@ -40,10 +45,11 @@ How the posterior is computed (:func:`infer`, ``method="auto"``):
   mixture model (one factorisation per step).
 * ``method="nuts"`` forces the latent-scale mixture model (today's check).
 
-Nothing switches silently: when ``method="auto"`` cannot draw exactly it warns
-(:class:`InferenceMethodWarning`, stderr) with the reason and the sampler used,
-and the result's attrs record ``inference_method_requested``,
-``inference_model`` and ``inference_not_exact_because``.
+Nothing switches silently: the result's attrs record ``inference_method_requested``, ``inference_model``,
+``inference_reason`` (why this model), ``inference_free_parameters`` and, when not exact,
+``inference_not_exact_because``. NUTS because hyperparameters are left free is what leaving them out asks for: it
+is recorded, not warned about. When every prior hyperparameter is fixed and ``method="auto"`` still cannot draw
+exactly it warns (:class:`InferenceMethodWarning`, stderr) with the reason and the sampler used.
 
 The model is chosen by :mod:`fdp_ppl.inference.plan`; the curve, the coefficients and the latent
 scales the model does not sample are drawn exactly given each posterior draw
@@ -126,8 +132,10 @@ def inference_family(release) -> InferenceFamily:
 
 
 class InferenceMethodWarning(UserWarning):
-    """The posterior is not drawn exactly (``method="auto"`` found no exact form, or the method asked for
-    was changed): the warning says which sampler runs and why."""
+    """The posterior is not drawn exactly although every prior hyperparameter is fixed (``method="auto"`` found no
+    exact form: e.g. a GP prior with another kernel than the release's under Laplace noise): the warning says
+    which sampler runs and why. Not raised for NUTS because hyperparameters are free (recorded in the result's
+    ``inference_reason``)."""
 
 
 def coefs_size(model) -> int:
@@ -482,15 +490,16 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
         mean, shrunk toward its centre); likelihood ``y_j ~ Law(θ_j, scale_j)`` exactly.
         None (default): ``"population"`` where the release allows it, else ``"summary"``
         (:func:`default_target`; the choice is the result's ``attrs["target"]``). With the
-        population target and no ``sampling_sd`` the sampling scale κ is learned (NUTS on the
-        hyperparameters); pass a public ``sampling_sd`` (and fixed prior hyperparameters) for exact draws.
+        population target and no ``sampling_sd`` the sampling scale κ is learned: with fixed prior
+        hyperparameters exactly (its one-dimensional marginal by quadrature, model ``"quadrature"``), else with
+        NUTS alongside them.
     draw : int
         Which released draw to condition on (one draw = one publication; default 0). Mean curve, density and
         kernel machine (an FPCA posterior conditions on all released frames).
     sampling_sd : float or array (basis,), optional
         Mean curve only. Public/assumed sd of one curve's coefficients for ``target="population"``;
         None puts a half-normal prior on κ with ``sd_j = κ√λ_j``.
-    method : {"auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs"}
+    method : {"auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs", "quadrature"}
         Mean curve; density and kernel machine take ``"auto"`` and ``"exact"`` (their posteriors are always
         drawn exactly). ``"auto"`` (default) draws the posterior **exactly, without MCMC**, when every
         hyperparameter is fixed and either the noise is Gaussian (conjugate) or the prior is
@@ -506,8 +515,10 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
         is fixed; the latent-scale mixture model otherwise. With every hyperparameter fixed and a
         prior that is not diagonal (a GP prior with another kernel than the release's), the
         exactly targeted Gibbs sampler ``"gibbs"`` (:class:`~fdp_ppl.inference.gibbs.SplitGibbs`;
-        ``tune`` iterations discarded). Whenever ``"auto"`` does not draw exactly it says so
-        (:class:`InferenceMethodWarning`).
+        ``tune`` iterations discarded). With the population target, fixed prior hyperparameters and no
+        ``sampling_sd``, ``"quadrature"``: κ from its one-dimensional marginal posterior by quadrature, the rest
+        exactly given it (:mod:`fdp_ppl.inference.quadrature`). When ``"auto"`` does not draw exactly although
+        every prior hyperparameter is fixed it says so (:class:`InferenceMethodWarning`).
         ``"exact"`` insists on exact draws (raises if the model does not allow them); ``"nuts"``
         forces NUTS on the latent-scale mixture model, an independent check of the exact and
         marginal computations; the other names pick a model of :func:`build_model` directly
@@ -544,7 +555,8 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
     Warns
     -----
     InferenceMethodWarning
-        ``method="auto"`` found no exact posterior: which sampler runs instead, and why.
+        ``method="auto"`` found no exact posterior although every prior hyperparameter is fixed: which sampler
+        runs instead, and why (not when hyperparameters are free: then ``inference_reason`` says so).
     InferenceWarning
         NUTS and Gibbs: R-hat > :data:`~fdp_ppl.settings.MAX_RHAT` (1.01), bulk or tail ESS below
         :data:`~fdp_ppl.settings.MIN_ESS_PER_CHAIN` (100) per chain, or divergences.
