@@ -22,7 +22,7 @@ PRIORS = ("gp", "iclp")
 #: :data:`fdp_ppl.inference.infer.TARGETS` and :data:`fdp_ppl.inference.plan.METHODS` (repeated here so that
 #: ``--help`` imports nothing heavy; tests/cli/test_infer.py checks they agree)
 TARGETS = ("summary", "population")
-METHODS = ("auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs")
+METHODS = ("auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs", "quadrature")
 NUS = (0.5, 1.5, 2.5)
 #: prior flags -> the priors that take them
 #: the library's keyword names in :func:`fdp_ppl.infer`'s messages -> the flags (messages of the inference step only)
@@ -30,6 +30,7 @@ _INFER_FLAGS = (("method='auto' or 'nuts'", "--method auto or nuts"), ("method='
                 ("method='exact' or 'auto'", "--method exact or auto"), ("method=", "--method "),
                 ("target='summary'", "--target summary"), ("target='population'", "--target population"),
                 ("fix lengthscale, amplitude and mean", "pass --lengthscale, --amplitude and --mean"),
+                ("pass sampling_sd", "pass --sampling-sd"),
                 ("(fix both)", "(pass --amplitude and --smoothness)"), ("draws/tune", "--draws / --tune"),
                 ("raise target_accept", "raise --target-accept"),
                 ("use a GP prior", "use --prior gp"))
@@ -224,9 +225,13 @@ def _read(a):
 
 def _flags(text: str) -> str:
     """A library message about :func:`fdp_ppl.infer`'s keywords, in terms of this command's flags."""
+    import re
+
     for py, flag in _INFER_FLAGS:
         text = text.replace(py, flag)
-    return text
+    names = r"(?:lengthscale|amplitude|mean|smoothness)"   # "fix amplitude and mean" -> "pass --amplitude and --mean"
+    return re.sub(rf"\bfix ({names}(?:(?:, | and ){names})*)\b",
+                  lambda mt: "pass " + re.sub(rf"\b({names})\b", r"--\1", mt.group(1)), text)
 
 
 def _prior(a):
@@ -484,6 +489,7 @@ def _print_table(a, release, view, result, prior, out, failed) -> None:
                     "the population mean (the summary's shrinkage undone, sampling error of the mean added)")
          + ("" if a.target else " — the default for this release")),
         ("inference", method),
+        ("because", _flags(str(at.get("inference_reason", "")))),
         ("draws", draws),
         ("diagnostics", diag),
         ("band", band_text),

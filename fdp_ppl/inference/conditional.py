@@ -93,6 +93,101 @@ def _gaussian_coefficients(prior, t, A, y, shrink, D, rho, amp, m, rng):
     return out
 
 
+#: proposal rounds of :func:`laplace_population_draws` before it gives up (expected rounds are 1/acceptance)
+MAX_ROUNDS = 100_000
+
+
+def laplace_population_draws(y, b, c, g, rng):
+    """Exact draws of ``U`` and ``V = U + e`` given ``y = U + e + ξ``, ``U ~ Laplace(0, c)``, ``e ~ N(0, g²)``,
+    ``ξ ~ Laplace(0, b)`` independent (an ICLP prior's coefficient times its shrinkage, the sampling error of the
+    mean, the ICLP noise), elementwise over the broadcast arrays.
+
+    ``V | y`` has density ``∝ NL(V; g, c) e^{−|y − V|/b}`` (``NL`` the Normal–Laplace density). It is drawn by
+    rejection, per element from whichever of three exact proposals has the highest acceptance rate (each rate is
+    known in closed form from the marginal :func:`~fdp_ppl.inference.quadrature.laplace_normal_laplace_logp`):
+
+    * the prior ``NL(g, c)``, accepted with probability ``e^{−|y − V|/b}``;
+    * ``V = y − ξ'``, ``ξ' ~ Laplace(0, b)``, accepted with ``NL(V)/NL(0)``;
+    * the Laplace–Laplace posterior ``∝ e^{−|V|/c − |y − V|/b}``, accepted with ``NL(V)/M(V)``, where
+      ``M(v) = e^{g²/(2c²)} Φ(g/c) e^{−|v|/c}/c ≥ NL(v)`` (since ``E e^{|e|/c} = 2e^{g²/(2c²)}Φ(g/c)``);
+    * for ``c < b`` (and a ``y`` far in the noise's tail, where the others fail): the prior tilted toward
+      ``y``, ``∝ NL(V) e^{sign(y) V/b}`` (``U`` an asymmetric Laplace, ``e ~ N(sign(y) g²/b, g²)``; mass
+      ``e^{g²/(2b²)}/(1 − c²/b²)``), times ``e^{−|y|/b}`` dominates ``NL(V) e^{−|y − V|/b}``; accepted
+      with probability 1 on ``y``'s near side and ``e^{−2|V − y|/b}`` beyond it.
+
+    Then ``U | V`` (Laplace prior, Normal observation) exactly, and ``ξ = y − V``.
+
+    Returns
+    -------
+    U, V : ndarray
+        Broadcast shape of the inputs.
+
+    Raises
+    ------
+    RuntimeError
+        Some element not accepted after :data:`MAX_ROUNDS` rounds (acceptance below about ``1e-5``).
+    """
+    from scipy.special import log_ndtr
+
+    from .quadrature import laplace_normal_laplace_logp
+
+    y, b, c, g = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, b, c, g))
+    shape = y.shape
+    y, b, c, g = (a.ravel() for a in (y, b, c, g))
+    L = Laplace()
+
+    def nl(v, idx):
+        return L.convolved_logp(v[:, None], g[idx, None], c[idx, None])[:, 0]
+
+    logm = laplace_normal_laplace_logp(y, c, g, b)
+    log_nl0 = L.convolved_logp(np.zeros((y.size, 1)), g[:, None], c[:, None])[:, 0]
+    log_k = g**2 / (2 * c**2) + log_ndtr(g / c)
+    log_ll = L.convolved_laplace_logp(y[:, None], c[:, None], b[:, None])[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # log of 2b times the envelope's mass, e^{−|y|/b} e^{g²/(2b²)}/(1 − c²/b²)
+        log_tilt = np.where(c < b, -np.abs(y) / b + g**2 / (2 * b**2) - np.log1p(-(c / b) ** 2), np.inf)
+    rates = np.stack([logm + np.log(2 * b), logm - log_nl0, logm - np.log(2.0) - log_k - log_ll,
+                      logm + np.log(2 * b) - log_tilt])
+    choice = np.argmax(rates, axis=0)
+    V = np.empty(y.size)
+    todo = np.arange(y.size)
+    for _ in range(MAX_ROUNDS):
+        if todo.size == 0:
+            break
+        ch, yy, bb, cc, gg = choice[todo], y[todo], b[todo], c[todo], g[todo]
+        v = np.empty(todo.size)
+        logr = np.empty(todo.size)
+        a = ch == 0
+        if a.any():
+            v[a] = rng.laplace(0.0, cc[a]) + gg[a] * rng.standard_normal(a.sum())
+            logr[a] = -np.abs(yy[a] - v[a]) / bb[a]
+        k = ch == 1
+        if k.any():
+            v[k] = yy[k] - rng.laplace(0.0, bb[k])
+            logr[k] = nl(v[k], todo[k]) - log_nl0[todo[k]]
+        q = ch == 2
+        if q.any():
+            v[q] = L.centre_posterior_draws(yy[q], bb[q], Laplace(), 0.0, cc[q], rng)
+            logr[q] = nl(v[q], todo[q]) - (log_k[todo[q]] - np.log(cc[q]) - np.abs(v[q]) / cc[q])
+        d = ch == 3
+        if d.any():   # tilted by e^{±V/b} toward y: U asymmetric Laplace, e ~ N(±g²/b, g²)
+            sgn = np.where(yy[d] >= 0, 1.0, -1.0)
+            inv_c, inv_b = 1 / cc[d], 1 / bb[d]
+            up, down = inv_c - inv_b, inv_c + inv_b               # rates of the tilted U toward and away from y
+            toward = rng.random(d.sum()) < down / (up + down)
+            u = np.where(toward, rng.exponential(1 / up), -rng.exponential(1 / down))
+            v[d] = sgn * (u + gg[d] ** 2 * inv_b + gg[d] * rng.standard_normal(d.sum()))
+            logr[d] = np.where(sgn * (v[d] - yy[d]) > 0, -2 * np.abs(v[d] - yy[d]) * inv_b, 0.0)
+        ok = np.log(rng.random(todo.size)) < logr
+        V[todo[ok]] = v[ok]
+        todo = todo[~ok]
+    else:
+        raise RuntimeError(f"{todo.size} posterior draws of the Laplace-prior population target were not accepted "
+                           f"after {MAX_ROUNDS} proposals")
+    U = Normal().centre_posterior_draws(V, g, Laplace(), 0.0, c, rng)
+    return U.reshape(shape), V.reshape(shape)
+
+
 def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dict:
     """Exact draws of the curve, the coefficients and the latent mixing scales the model did not
     sample, given each posterior draw of the sampled variables (GP and ICLP priors).
@@ -122,7 +217,8 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
             samp = np.broadcast_to((shrink * np.asarray(meta["sampling_sd"], dtype=float)) ** 2 / n, (ns, J))
     else:
         samp = np.zeros((ns, J))
-    one_d = plan.model == "marginal" and plan.diagonal and law.product
+    noise = None
+    one_d = plan.model in ("marginal", "quadrature") and plan.diagonal and law.product
     if isinstance(prior, GPPrior):
         rho = get("lengthscale", prior.lengthscale)
         amp = get("amplitude", prior.amplitude)
@@ -132,6 +228,7 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
             prior_sd = amp[:, None] * np.sqrt(plan.prior_var)
             u_sd = np.sqrt(shrink**2 * prior_sd**2 + samp)
             u = law.centre_posterior_draws(y, b, Normal(), shrink * m[:, None] * A1, u_sd, rng)
+            noise = y - u      # ξ = y − u exactly: (θ, ξ) | y drawn as u | y, then θ | u (ξ is independent of θ)
             if meta["target"] == "population":   # θ | u: Normal prior, Gaussian sampling error
                 u = Normal().centre_posterior_draws(u, np.sqrt(samp), Normal(), shrink * m[:, None] * A1,
                                                     shrink * prior_sd, rng)
@@ -150,8 +247,11 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
         amp = get("amplitude", prior.amplitude)
         power = 1.0 + get("smoothness_excess", 0.0) if prior.smoothness is None else get("x", prior.smoothness)
         c = prior.laplace_scale(pub["eigenvalues"], amp[:, None], power[:, None])          # (ns, J)
-        if one_d:
-            coefs = law.centre_posterior_draws(y, b, Laplace(), 0.0, shrink * c, rng) / shrink
+        if one_d and meta["target"] == "population" and not _is_gaussian(law):   # Laplace noise: by rejection
+            u, v = laplace_population_draws(y, b, shrink * c, np.sqrt(samp), rng)
+            coefs, noise = u / shrink, y - v
+        elif one_d:   # population target with Gaussian noise: the sampling error adds to it
+            coefs = law.centre_posterior_draws(y, np.sqrt(b**2 + samp), Laplace(), 0.0, shrink * c, rng) / shrink
         else:
             D = b**2 * law.mixing_draws(flat, ns, J) + samp
             var_theta = 2 * c**2 * get("prior_mixing", np.ones(J))
@@ -162,7 +262,9 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
         extra = {} if "prior_mixing" in post else {"prior_mixing": Laplace().mixing_conditional_draws(coefs, c, rng)}
     if law.product and MIXING_VARIABLE not in post:
         resid = y - shrink * coefs
-        if meta["target"] == "population":   # the noise given the residual r = e + ξ: Normal "prior" N(r, g²)
+        if noise is not None:
+            resid = noise
+        elif meta["target"] == "population":   # the noise given the residual r = e + ξ: Normal "prior" N(r, g²)
             resid = law.centre_posterior_draws(0.0, b, Normal(), resid, np.sqrt(samp), rng) if not _is_gaussian(law) \
                 else resid
         e = law.mixing_conditional_draws(resid, b, rng)

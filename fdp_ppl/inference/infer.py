@@ -24,6 +24,11 @@ How the posterior is computed (:func:`infer`, ``method="auto"``):
   into one-dimensional posteriors, each drawn exactly by the noise law
   (:meth:`~fdp_ppl.noise.laws.NoiseLaw.centre_posterior_draws`); the curve and the
   latent mixing scales follow exactly given the coefficients.
+* **exact, with the population target's sampling scale κ by quadrature** when every prior hyperparameter is
+  fixed and κ (no public ``sampling_sd``) is the one free parameter, where its marginal likelihood has a closed
+  form (the priors and laws above, the ICLP prior with Laplace noise too): κ from its one-dimensional marginal
+  posterior by quadrature on log κ (:mod:`fdp_ppl.inference.quadrature`, the rule's error measured and recorded),
+  then everything else exactly given each κ.
 * **NUTS on the hyperparameters only** when they are free and the prior is
   diagonal: the coefficients are integrated out in closed form
   (:meth:`~fdp_ppl.noise.laws.NoiseLaw.marginal_logp`), then drawn exactly per draw.
@@ -40,10 +45,11 @@ How the posterior is computed (:func:`infer`, ``method="auto"``):
   mixture model (one factorisation per step).
 * ``method="nuts"`` forces the latent-scale mixture model (today's check).
 
-Nothing switches silently: when ``method="auto"`` cannot draw exactly it warns
-(:class:`InferenceMethodWarning`, stderr) with the reason and the sampler used,
-and the result's attrs record ``inference_method_requested``,
-``inference_model`` and ``inference_not_exact_because``.
+Nothing switches silently: the result's attrs record ``inference_method_requested``, ``inference_model``,
+``inference_reason`` (why this model), ``inference_free_parameters`` and, when not exact,
+``inference_not_exact_because``. NUTS because hyperparameters are left free is what leaving them out asks for: it
+is recorded, not warned about. When every prior hyperparameter is fixed and ``method="auto"`` still cannot draw
+exactly it warns (:class:`InferenceMethodWarning`, stderr) with the reason and the sampler used.
 
 The model is chosen by :mod:`fdp_ppl.inference.plan`; the curve, the coefficients and the latent
 scales the model does not sample are drawn exactly given each posterior draw
@@ -69,8 +75,8 @@ from ..errors import InputError
 from ..settings import MAX_RHAT, MIN_ESS_PER_CHAIN, blas_threads, compile_mode
 from .conditional import _conditional_draws, _sampling_base
 from .diagnostics import InferenceWarning, diagnostics
-from .plan import _plan
-from .priors import CustomPrior, GPPrior, resolve_prior
+from .plan import _is_gaussian, _plan
+from .priors import CustomPrior, GPPrior, ICLPPrior, resolve_prior
 
 TARGETS = ("summary", "population")
 
@@ -126,8 +132,10 @@ def inference_family(release) -> InferenceFamily:
 
 
 class InferenceMethodWarning(UserWarning):
-    """The posterior is not drawn exactly (``method="auto"`` found no exact form, or the method asked for
-    was changed): the warning says which sampler runs and why."""
+    """The posterior is not drawn exactly although every prior hyperparameter is fixed (``method="auto"`` found no
+    exact form: e.g. a GP prior with another kernel than the release's under Laplace noise): the warning says
+    which sampler runs and why. Not raised for NUTS because hyperparameters are free (recorded in the result's
+    ``inference_reason``)."""
 
 
 def coefs_size(model) -> int:
@@ -258,7 +266,9 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, 
         if target == "population":
             shrink = _shrinkage(ctx["view"])
             n = float(attrs["n"])
-            if sampling_sd is None:
+            if sampling_sd is None and plan.model == "quadrature":
+                sampling_var = None   # κ is drawn by quadrature (fdp_ppl.inference.quadrature), not by PyMC
+            elif sampling_sd is None:
                 kappa = pm.HalfNormal("sampling_scale", sigma=2 * ctx["hint"]["spread"])
                 sampling_var = (shrink * kappa * _sampling_base(pub, J)) ** 2 / n
             else:
@@ -267,19 +277,25 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, 
             shrink, sampling_var = np.ones(J), 0.0
         if plan.model == "direct":
             _direct(prior, ctx, target, shrink, sampling_var)
-        elif plan.model == "gibbs":
-            pass   # no PyMC variables: SplitGibbs draws the coefficients (see _infer)
+        elif plan.model in ("gibbs", "quadrature"):
+            pass   # no PyMC variables: SplitGibbs draws the coefficients, or ScaleQuadrature κ (see _infer)
         elif plan.model == "marginal" and plan.diagonal and law.product:
             xp = backend("pt")
             if isinstance(prior, GPPrior):
                 _, amp, m = prior.hyperparameters(ctx["hint"])
                 centre = m * (shrink * A.sum(axis=1))
                 spread = pt.sqrt(shrink**2 * amp**2 * plan.prior_var + sampling_var)
+            elif target == "population" and not _is_gaussian(law):
+                pass   # fixed prior and sampling sd (plan): exact draws by rejection, nothing for PyMC to sample
             else:
                 amp, power = prior.hyperparameters(ctx["hint"])
                 centre, spread = np.zeros(J), shrink * prior.laplace_scale(pub["eigenvalues"], amp, power)
-            pm.CustomDist(S.RELEASED, centre, spread, observed=y, dims=dims.BASIS,
-                          logp=lambda value, c, g: law.marginal_logp(value, b, prior.law, c, g, xp=xp))
+            noise_sd = b
+            if isinstance(prior, ICLPPrior) and target == "population":   # Gaussian noise (plan): sampling adds
+                noise_sd = pt.sqrt(b**2 + sampling_var)
+            if isinstance(prior, GPPrior) or target == "summary" or _is_gaussian(law):
+                pm.CustomDist(S.RELEASED, centre, spread, noise_sd, observed=y, dims=dims.BASIS,
+                              logp=lambda value, c, g, s: law.marginal_logp(value, s, prior.law, c, g, xp=xp))
         elif plan.model == "whitened":
             rho, amp, m = prior.hyperparameters(ctx["hint"])
             if plan.prior_var is not None:
@@ -317,14 +333,42 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, 
 
 
 def _say_method(method, plan, meta):
-    """Warn (stderr) when the posterior is not drawn exactly although ``method`` did not ask for a sampler:
-    ``"auto"`` found no exact form, so it runs the sampler of :attr:`~fdp_ppl.inference.plan.Plan.model` (never a
-    silent switch)."""
-    if method != "auto" or plan.exact or isinstance(meta["prior"], CustomPrior):
+    """Warn (stderr) when the posterior is not drawn exactly although nothing asked for a sampler and no prior
+    hyperparameter is free (:attr:`~fdp_ppl.inference.plan.Plan.attention`): ``"auto"`` found no exact form for
+    a fully specified prior, so it runs the sampler of :attr:`~fdp_ppl.inference.plan.Plan.model` — something the
+    user may want to change (the release's own kernel, a public ``sampling_sd``). NUTS because hyperparameters are
+    free is what was asked for: it is recorded (``inference_reason``) and shown, not warned about."""
+    if not plan.attention or isinstance(meta["prior"], CustomPrior):
         return
     warnings.warn(f"infer(method='auto'): no exact posterior because {plan.reason}; drawing it with "
                   f"{plan.describe(meta['prior'], meta['ctx']['law'])} (method={plan.model!r}; the result's attrs "
                   "record it as inference_model)", InferenceMethodWarning, stacklevel=4)
+
+
+def _scale_quadrature(model):
+    """:class:`~fdp_ppl.inference.quadrature.ScaleQuadrature` of the population target's sampling scale κ
+    (``HalfNormal(2 · spread)`` prior, as in the NUTS model) with every prior hyperparameter fixed."""
+    from .quadrature import ScaleQuadrature, diagonal_log_marginal, gaussian_log_marginal, half_normal_log_density
+
+    meta = model._fdp_meta
+    prior, ctx, plan, shrink = meta["prior"], meta["ctx"], meta["plan"], meta["shrink"]
+    y, A, b, law = ctx["y"], ctx["A"], np.asarray(ctx["scale"], dtype=float), ctx["law"]
+    J = y.size
+    base = shrink * meta["sampling_base"] / np.sqrt(float(ctx["attrs"]["n"]))   # sd of s_j e_j per unit κ
+    sigma = 2 * ctx["hint"]["spread"]
+    b = np.broadcast_to(b, (J,))
+    if isinstance(prior, GPPrior):
+        centre = shrink * prior.mean * A.sum(axis=1)
+        if plan.diagonal and law.product:
+            loglik = diagonal_log_marginal(law, y, b, prior.law, centre, shrink * prior.amplitude
+                                           * np.sqrt(plan.prior_var), base)
+        else:   # Gaussian noise: the dense Gaussian marginal
+            cov = prior.amplitude**2 * shrink[:, None] * plan.covariance() * shrink[None, :]
+            loglik = gaussian_log_marginal(y, centre, cov, b**2, base)
+    else:   # ICLP prior, Gaussian noise
+        c = shrink * prior.laplace_scale(ctx["pub"]["eigenvalues"], prior.amplitude, prior.smoothness)
+        loglik = diagonal_log_marginal(law, y, b, prior.law, np.zeros(J), c, base)
+    return ScaleQuadrature(lambda x: half_normal_log_density(x, sigma) + loglik(x), centre=float(np.log(sigma)))
 
 
 def _run_gibbs(model, draws, tune, chains, rng) -> np.ndarray:
@@ -446,15 +490,16 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
         mean, shrunk toward its centre); likelihood ``y_j ~ Law(θ_j, scale_j)`` exactly.
         None (default): ``"population"`` where the release allows it, else ``"summary"``
         (:func:`default_target`; the choice is the result's ``attrs["target"]``). With the
-        population target and no ``sampling_sd`` the sampling scale κ is learned (NUTS on the
-        hyperparameters); pass a public ``sampling_sd`` (and fixed prior hyperparameters) for exact draws.
+        population target and no ``sampling_sd`` the sampling scale κ is learned: with fixed prior
+        hyperparameters exactly (its one-dimensional marginal by quadrature, model ``"quadrature"``), else with
+        NUTS alongside them.
     draw : int
         Which released draw to condition on (one draw = one publication; default 0). Mean curve, density and
         kernel machine (an FPCA posterior conditions on all released frames).
     sampling_sd : float or array (basis,), optional
         Mean curve only. Public/assumed sd of one curve's coefficients for ``target="population"``;
         None puts a half-normal prior on κ with ``sd_j = κ√λ_j``.
-    method : {"auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs"}
+    method : {"auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs", "quadrature"}
         Mean curve; density and kernel machine take ``"auto"`` and ``"exact"`` (their posteriors are always
         drawn exactly). ``"auto"`` (default) draws the posterior **exactly, without MCMC**, when every
         hyperparameter is fixed and either the noise is Gaussian (conjugate) or the prior is
@@ -470,8 +515,10 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
         is fixed; the latent-scale mixture model otherwise. With every hyperparameter fixed and a
         prior that is not diagonal (a GP prior with another kernel than the release's), the
         exactly targeted Gibbs sampler ``"gibbs"`` (:class:`~fdp_ppl.inference.gibbs.SplitGibbs`;
-        ``tune`` iterations discarded). Whenever ``"auto"`` does not draw exactly it says so
-        (:class:`InferenceMethodWarning`).
+        ``tune`` iterations discarded). With the population target, fixed prior hyperparameters and no
+        ``sampling_sd``, ``"quadrature"``: κ from its one-dimensional marginal posterior by quadrature, the rest
+        exactly given it (:mod:`fdp_ppl.inference.quadrature`). When ``"auto"`` does not draw exactly although
+        every prior hyperparameter is fixed it says so (:class:`InferenceMethodWarning`).
         ``"exact"`` insists on exact draws (raises if the model does not allow them); ``"nuts"``
         forces NUTS on the latent-scale mixture model, an independent check of the exact and
         marginal computations; the other names pick a model of :func:`build_model` directly
@@ -508,7 +555,8 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
     Warns
     -----
     InferenceMethodWarning
-        ``method="auto"`` found no exact posterior: which sampler runs instead, and why.
+        ``method="auto"`` found no exact posterior although every prior hyperparameter is fixed: which sampler
+        runs instead, and why (not when hyperparameters are free: then ``inference_reason`` says so).
     InferenceWarning
         NUTS and Gibbs: R-hat > :data:`~fdp_ppl.settings.MAX_RHAT` (1.01), bulk or tail ESS below
         :data:`~fdp_ppl.settings.MIN_ESS_PER_CHAIN` (100) per chain, or divergences.
@@ -585,6 +633,13 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
                           coords={dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws)})
         tree = xr.DataTree.from_dict({"posterior": post})
         sampler = "gibbs"
+    elif plan.model == "quadrature":  # κ from its 1-D marginal by quadrature; the rest exactly given κ below
+        quad = _scale_quadrature(model)
+        kappa = quad.draws(chains * draws, rng).reshape(chains, draws)
+        post = xr.Dataset({"sampling_scale": ((dims.CHAIN, dims.DRAW), kappa)},
+                          coords={dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws)})
+        tree = xr.DataTree.from_dict({"posterior": post})
+        sampler = "quadrature"
     elif not model.free_RVs:  # fixed hyperparameters: nothing to sample, every draw is exact
         post = xr.Dataset(coords={dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws)})
         tree = xr.DataTree.from_dict({"posterior": post})
@@ -600,7 +655,7 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
                              progressbar=progressbar, target_accept=target_accept, nuts_sampler=nuts_sampler,
                              compute_convergence_checks=False, **kwargs)
         sampler = nuts_sampler
-    exact = sampler == "none"
+    exact = sampler in ("none", "quadrature")
     post = tree["posterior"].to_dataset()
     if not isinstance(meta["prior"], CustomPrior):
         post = post.drop_vars([v for v in ("coefficients_whitened",) if v in post]).assign(
@@ -652,6 +707,11 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
         attrs["inference_prior_diagonal"] = "by construction (the release's own kernel: A K A^T = eigenvalues)"
     if plan.reason is not None:
         attrs["inference_not_exact_because"] = plan.reason
+    attrs["inference_reason"] = plan.because
+    attrs["inference_free_parameters"] = ", ".join(plan.free) if plan.free else "none"
+    if sampler == "quadrature":
+        attrs.update({"inference_quadrature_nodes": int(quad.x.size), "inference_quadrature_tv_half": quad.tv_half,
+                      "inference_quadrature_tail_drop": quad.drop})
     attrs.update({f"diagnostic_{k}": v for k, v in diag.items()})
     tree.attrs.update({k: (str(v) if v is None else v) for k, v in attrs.items()})
     tree.attrs.update(S.inference_attrs())

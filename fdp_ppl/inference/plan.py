@@ -16,7 +16,7 @@ from ..settings import DIAGONAL_KL_TOL
 from .priors import CustomPrior, GPPrior
 
 #: values of ``method`` in :func:`~fdp_ppl.inference.infer` / :func:`~fdp_ppl.inference.build_model`
-METHODS = ("auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs")
+METHODS = ("auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs", "quadrature")
 
 
 def _is_gaussian(law) -> bool:
@@ -43,8 +43,11 @@ class Plan:
 
     Attributes
     ----------
-    model : {"marginal", "whitened", "mixture", "dense", "direct", "gibbs"}
-        The PyMC model behind it (``"gibbs"``: no PyMC model, :class:`~fdp_ppl.inference.gibbs.SplitGibbs`).
+    model : {"marginal", "quadrature", "whitened", "mixture", "dense", "direct", "gibbs"}
+        The PyMC model behind it (``"gibbs"``: no PyMC model, :class:`~fdp_ppl.inference.gibbs.SplitGibbs`;
+        ``"quadrature"``: no PyMC model, the population target's sampling scale κ from its one-dimensional
+        marginal posterior by :class:`~fdp_ppl.inference.quadrature.ScaleQuadrature`, everything else exactly
+        given κ).
     exact : bool
         True when nothing is left to sample (fixed hyperparameters): every draw is exact.
     diagonal : bool
@@ -59,6 +62,17 @@ class Plan:
     own_kernel : bool
         The GP prior's kernel is the release's: ``A K Aᵀ = Λ`` (the release's eigenvalues) exactly,
         without forming ``K`` (Karhunen–Loève; the Cholesky jitter is not part of the prior).
+    reason : str or None
+        Why the draws are not exact (None when they are).
+    because : str
+        Why this model was chosen, in one sentence (exact or not; the result's ``inference_reason``).
+    free : tuple of str
+        The free parameters: the prior's hyperparameters left out (``lengthscale``, ``amplitude``, ``mean``,
+        ``smoothness``) and ``sampling_sd`` (population target without a public one).
+    attention : bool
+        The draws are not exact although no prior hyperparameter is free: :func:`~fdp_ppl.inference.infer`
+        warns (:class:`~fdp_ppl.inference.InferenceMethodWarning`). MCMC because hyperparameters are free is
+        information only (the result's attrs and the command line's table say it).
     """
 
     model: str
@@ -69,6 +83,9 @@ class Plan:
     prior_var: np.ndarray | None = None
     own_kernel: bool = False
     reason: str | None = None
+    because: str = ""
+    free: tuple = ()
+    attention: bool = False
 
     def covariance(self) -> np.ndarray | None:
         """``P0`` as a dense (J, J) matrix (the diagonal one for the release's own kernel)."""
@@ -77,6 +94,14 @@ class Plan:
         return self.P0
 
     def describe(self, prior, law) -> str:
+        if self.model == "quadrature":
+            return ("exact: the sampling scale of the population mean from its one-dimensional marginal posterior "
+                    "by quadrature on log scale (closed-form marginal likelihood"
+                    + (", one-dimensional per coefficient" if self.diagonal and law.product else
+                       ", Gaussian, one eigendecomposition") + "), then "
+                    + (f"independent one-dimensional {prior.law.name} prior x {law.name} noise posteriors drawn "
+                       "exactly per coefficient" if self.diagonal and law.product else
+                       "the Gaussian conditional drawn exactly") + " given each scale")
         if self.model == "marginal" and self.diagonal and law.product:
             what = (f"{prior.law.name} prior x {law.name} noise, independent one-dimensional posteriors "
                     "drawn exactly per coefficient")
@@ -100,6 +125,11 @@ class Plan:
                 "direct": "NUTS on the prior's own variables with the release's exact likelihood"}[self.model]
 
 
+def _names(names) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
     """Choose the model for ``method`` (see :func:`~fdp_ppl.inference.infer`), or raise if the model does not allow it."""
     if method not in METHODS:
@@ -109,11 +139,15 @@ def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
         if method not in ("auto", "nuts"):
             raise InputError(f"a custom prior is sampled with NUTS on its own variables; method={method!r} does "
                              "not apply", "use method='auto' or 'nuts'")
-        return Plan("direct")
-    fixed_sampling = target == "summary" or sampling_sd is not None
+        return Plan("direct", reason="a custom prior is sampled with NUTS on its own variables",
+                    because="a custom prior is sampled with NUTS on its own variables")
+    sampling_free = target == "population" and sampling_sd is None
+    fixed_sampling = not sampling_free
     P0, kl, diagonal, prior_var, own = None, None, False, None, False
     gibbs_ok = False
     if isinstance(prior, GPPrior):
+        free_prior = tuple(name for name, v in (("lengthscale", prior.lengthscale), ("amplitude", prior.amplitude),
+                                                ("mean", prior.mean)) if v is None)
         if prior.lengthscale is not None:
             prior_var = _own_kernel_variances(ctx, prior)
             own = prior_var is not None
@@ -124,19 +158,25 @@ def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
                 kl = diagonal_kl(P0)
                 diagonal = kl <= DIAGONAL_KL_TOL
                 prior_var = np.diag(P0).copy()
-        fixed = (prior.lengthscale is not None and prior.amplitude is not None and prior.mean is not None
-                 and fixed_sampling)
+        fixed = not free_prior and fixed_sampling
         marginal_ok = (law.product and diagonal) or _is_gaussian(law)
+        quadrature_ok = not free_prior and sampling_free and marginal_ok
         gibbs_ok = fixed and law.product
         whitened_ok = law.product
         # with a free length-scale the whitened model refactorises P(ρ) at every step and NUTS needs deep trees
         # (DTI: slower than the latent-scale model), so "auto" keeps it for a fixed ρ
         whitened_auto = whitened_ok and prior.lengthscale is not None
         mixture_latent = not (_is_gaussian(law) and fixed)
-        if not fixed:
-            why = "the GP prior's hyperparameters are free (fix lengthscale, amplitude and mean)"
+        if free_prior:
+            why = (f"the GP prior's {_names(free_prior)} {'is' if len(free_prior) == 1 else 'are'} free (fix "
+                   f"{_names(free_prior)} for exact draws)")
         elif not law.product:
             why = f"the {law.name} noise shares one mixing variable across coefficients"
+        elif sampling_free and not marginal_ok:
+            why = (f"the sampling sd of the population mean is free and, with the prior's coefficient covariance "
+                   f"not diagonal in the release's basis (KL {kl:.2g} > {DIAGONAL_KL_TOL:g}) and {law.name} noise, "
+                   "its marginal likelihood has no closed form (pass sampling_sd, or a GP prior with the release's "
+                   "own kernel)")
         else:
             why = (f"the prior's coefficient covariance is not diagonal in the release's basis (KL {kl:.2g} > "
                    f"{DIAGONAL_KL_TOL:g}: the prior's kernel or length-scale differs from the release's) and the "
@@ -144,21 +184,30 @@ def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
     else:  # ICLPPrior
         if ctx["pub"]["eigenvalues"] is None:
             raise InputError("the ICLP prior needs a release in an eigenbasis", "use a GP prior")
+        free_prior = tuple(name for name, v in (("amplitude", prior.amplitude), ("smoothness", prior.smoothness))
+                           if v is None)
         diagonal = True
-        fixed = prior.amplitude is not None and prior.smoothness is not None
-        marginal_ok = law.product and target == "summary"
+        fixed = not free_prior and fixed_sampling
+        # population target: Gaussian noise adds to the sampling error; Laplace noise has a closed-form marginal
+        # (inference.quadrature.laplace_normal_laplace_logp) and exact draws, but no PyMC model: fixed prior only
+        marginal_ok = law.product and (target == "summary" or _is_gaussian(law) or not free_prior)
+        quadrature_ok = not free_prior and sampling_free and law.product
         whitened_ok = whitened_auto = False
         mixture_latent = True
-        why = ("the ICLP prior's amplitude or smoothness is free (fix both)" if not fixed else
-               f"the {law.name} noise shares one mixing variable across coefficients" if not law.product else
-               "target='population' with an ICLP prior has no closed form")
+        why = (f"the ICLP prior's {_names(free_prior)} {'is' if len(free_prior) == 1 else 'are'} free (fix "
+               f"{_names(free_prior)} for exact draws)" if free_prior else
+               f"the {law.name} noise shares one mixing variable across coefficients")
+    free = free_prior + (("sampling_sd",) if sampling_free else ())
     if method == "auto":
-        model = ("marginal" if marginal_ok else "gibbs" if gibbs_ok else
+        model = ("quadrature" if quadrature_ok else "marginal" if marginal_ok else "gibbs" if gibbs_ok else
                  "whitened" if whitened_auto else "mixture")
     elif method == "exact":
-        if not (marginal_ok and fixed):
+        if quadrature_ok:
+            model = "quadrature"
+        elif marginal_ok and fixed:
+            model = "marginal"
+        else:
             raise InputError(f"no exact posterior for this model: {why}", "use method='auto' (NUTS where needed)")
-        model = "marginal"
     elif method == "nuts":
         model = "mixture" if mixture_latent else ("whitened" if whitened_ok else None)
         if model is None:
@@ -167,13 +216,24 @@ def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
     else:
         model = method
         ok = {"marginal": marginal_ok, "whitened": whitened_ok, "mixture": mixture_latent,
-              "dense": mixture_latent and isinstance(prior, GPPrior), "gibbs": gibbs_ok}[method]
+              "dense": mixture_latent and isinstance(prior, GPPrior), "gibbs": gibbs_ok,
+              "quadrature": quadrature_ok}[method]
         if not ok:
             raise InputError(f"method={method!r} does not apply to a {prior.name} prior with {law.name} noise and "
                              f"target={target!r}", "use method='auto'")
-    exact = model == "marginal" and fixed
+    exact = model == "quadrature" or (model == "marginal" and fixed)
+    if exact:
+        because = ("every prior hyperparameter is fixed; the one free parameter, the sampling sd of the population "
+                   "mean, has a closed-form one-dimensional marginal posterior (quadrature), and the rest is drawn "
+                   "exactly given it" if model == "quadrature" else
+                   "every hyperparameter is fixed and the posterior has a closed form")
+    elif method == "auto":
+        because = why
+    else:
+        because = f"method={method!r} was asked for" + (f" ({why})" if free_prior else "")
     return Plan(model, exact=exact, diagonal=diagonal and model != "dense", P0=P0, kl=kl, prior_var=prior_var,
-                own_kernel=own, reason=None if exact else why)
+                own_kernel=own, reason=None if exact else why, because=because, free=free,
+                attention=method == "auto" and not exact and not free_prior)
 
 
 def _own_kernel_variances(ctx, prior) -> np.ndarray | None:

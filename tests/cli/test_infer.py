@@ -72,6 +72,30 @@ def test_infer_end_to_end_exact_with_plot(tmp_path, release_file, capsys):
     assert f"mean width {width:.4g}" in cap.out
 
 
+def test_readme_example_default_target_is_exact_and_says_why(tmp_path, release_file, capsys):
+    """The README's and docs/cli.md's example (``--prior iclp --smoothness 2 --amplitude 20``, default target: the
+    population mean with its sampling sd learned): exact draws, one table line saying why, no warning."""
+    out = tmp_path / "post.nc"
+    code = main(["infer", str(release_file), "--prior", "iclp", "--smoothness", "2", "--amplitude", "20",
+                 "--draws", "100", "--seed", "1", "--out", str(out)])
+    cap = capsys.readouterr()
+    assert code == 0, cap.err
+    post = xr.open_datatree(out)
+    assert (post.attrs["target"], post.attrs["inference"], post.attrs["inference_model"]) == (
+        "population", "exact", "quadrature")
+    because = [ln for ln in cap.out.splitlines() if ln.split()[:1] == ["because"]]
+    assert len(because) == 1 and "the sampling sd of the population mean" in because[0]
+    assert "exact independent draws" in cap.out and "warning" not in cap.err
+    # hyperparameters left out: NUTS, said in the table (the free ones named, as flags), not warned about
+    code = main(["infer", str(release_file), "--prior", "iclp", "--amplitude", "20", "--draws", "30", "--tune", "30",
+                 "--chains", "1", "--seed", "1", "--out", str(tmp_path / "nuts.nc")])
+    cap = capsys.readouterr()
+    assert code == 0, cap.err
+    because = next(ln for ln in cap.out.splitlines() if ln.split()[:1] == ["because"])
+    assert "smoothness is free (pass --smoothness for exact draws)" in because
+    assert "no exact posterior" not in cap.err
+
+
 def test_infer_seed_reproduces_and_gp_prior(tmp_path, release_file, capsys):
     args = ["infer", str(release_file), "--prior", "gp", "--lengthscale", "0.1", "--amplitude", "1", "--mean", "0",
             "--draws", "50", "--chains", "1", "--seed", "3"]

@@ -137,8 +137,10 @@ def test_method_selection(setting):
     assert _plan(rel, GPPrior(), target="summary").model == "mixture"                           # free length-scale: latent scales
     assert (_plan(rel, ICLPPrior(amplitude=0.5, smoothness=2.0), target="summary").exact, _plan(rel, ICLPPrior(), target="summary").model) == (True, "marginal")
     assert _plan(rel, ICLPPrior(), target="population", sampling_sd=0.3).model == "mixture"
+    assert _plan(rel, ICLPPrior(amplitude=0.5, smoothness=2.0), target="population", sampling_sd=0.3).exact
     assert _plan(rel, GP_DIAG, target="population", sampling_sd=0.3).exact
-    assert not _plan(rel, GP_DIAG, target="population").exact                 # free sampling scale
+    free_kappa = _plan(rel, GP_DIAG, target="population")                      # free sampling scale: quadrature
+    assert (free_kappa.model, free_kappa.exact, free_kappa.free) == ("quadrature", True, ("sampling_sd",))
     assert _plan(gauss, GPPrior(lengthscale=0.2, amplitude=0.5, mean=0.0), target="summary").exact  # Gaussian: conjugate
     assert _plan(rel, GP_DIAG, method="nuts", target="summary").model == "mixture"
     assert _plan(rel, GP_DIAG, method="dense", target="summary").model == "dense"

@@ -84,6 +84,15 @@ class Laplace(NoiseLaw):
         z2 = (g**2 / b + x) / (g * np.sqrt(2.0))
 
         def half(z, sign):
+            if xp is NP:   # numpy: each branch only where it is used (half the special-function calls)
+                z, xx, gg, bb = np.broadcast_arrays(z, x, g, b)
+                out = np.empty(z.shape)
+                neg = z < 0
+                zn, xn, gn, bn = z[neg], xx[neg], gg[neg], bb[neg]
+                out[neg] = gn**2 / (2 * bn**2) + sign * xn / bn + np.log(2.0 - np.exp(-(zn**2)) * NP.erfcx(-zn))
+                pos = ~neg
+                out[pos] = -(xx[pos] ** 2) / (2 * gg[pos] ** 2) + np.log(NP.erfcx(z[pos]))
+                return out
             zn, zp = xp.minimum(z, 0.0), xp.maximum(z, 0.0)
             neg = g**2 / (2 * b**2) + sign * x / b + xp.log(2.0 - xp.exp(-(zn**2)) * xp.erfcx(-zn))
             pos = -(x**2) / (2 * g**2) + xp.log(xp.erfcx(zp))
