@@ -429,6 +429,20 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
             times = tuple(times) if times is not None else (None, None)
         samples_data.append((values, failed, times))
         cands += _candidates(i, values, failed, times, kinds, target.delta, alpha, float(train_fraction))
+    whitebox, whitebox_note = None, target.noise_note
+    if target.noise is not None and "statistic" in kinds:
+        from .whitebox import whitebox_test
+
+        drawn = [(pair, v) for pair, (v, _, _) in zip(target.pairs, samples_data) if v is not None and v[0] is not None]
+        if drawn:
+            whitebox = whitebox_test(target.noise, [(d, X) for pair, v in drawn for d, X in zip((pair.first,
+                                                                                                pair.second), v)],
+                                     pairs=[(pair.first, pair.second) for pair, _ in drawn],
+                                     confidence=float(confidence), random_seed=rng)
+        else:
+            whitebox_note = "not available: no releases were drawn in bulk"
+    elif target.noise is not None:
+        whitebox_note = "not run: it reads the released values (event kind 'statistic')"
     order = sorted(range(len(cands)), key=lambda j: -cands[j]["score"] if np.isfinite(cands[j]["score"]) else np.inf)
     chosen = set(order[:tests])
     rows = []
@@ -449,7 +463,30 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
                   (min(calls_used) if calls_used else 0) if not per_call else N, seed_record,
                   time.perf_counter() - t_start, kinds)
     ds.attrs["skipped"] = "; ".join(skipped) or "none"
+    _whitebox_attrs(ds, whitebox, whitebox_note, target)
     return ds
+
+
+def _whitebox_attrs(ds, wb, note, target) -> None:
+    """The white-box test's named fields in ``ds.attrs`` and the verdict from both tests."""
+    at = ds.attrs
+    at["verdict_blackbox"] = at["verdict"]
+    nan = float("nan")
+    if wb is None:
+        at.update(epsilon_whitebox=nan, epsilon_whitebox_se=nan, epsilon_whitebox_lower=nan, whitebox_flagged=0,
+                  whitebox=note, whitebox_fit="none", whitebox_releases=0, sensitivity_claimed=nan,
+                  sensitivity_reached=nan, verdict_whitebox="not run")
+        return
+    from .whitebox import WHITEBOX_METHOD
+
+    at.update(epsilon_whitebox=wb.epsilon, epsilon_whitebox_se=wb.standard_error, epsilon_whitebox_lower=wb.lower,
+              whitebox_flagged=int(wb.flagged), whitebox=wb.describe(), whitebox_fit=wb.fit,
+              whitebox_releases=wb.releases, whitebox_z=wb.z, whitebox_tolerance=wb.tolerance,
+              whitebox_estimates=wb.estimates, sensitivity_claimed=wb.sensitivity_claimed,
+              sensitivity_reached=wb.sensitivity_reached, whitebox_method=WHITEBOX_METHOD,
+              verdict_whitebox=VERDICT_VIOLATION if wb.flagged else VERDICT_OK)
+    if wb.flagged:
+        at["verdict"] = VERDICT_VIOLATION
 
 
 class _null:
