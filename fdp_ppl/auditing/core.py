@@ -222,12 +222,12 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
     claimed"``) means the mechanism is not (ε, δ)-DP (up to the stated error probability); ``ε_lb ≤ ε``
     (``"consistent with the claim"``) proves nothing — other pairs or events may do better.
 
-    White-box test (by default, for mechanisms that add noise to a summary: the ``"mean"`` and ``"kde"``
-    families, when statistic events are drawn): the noise law is fitted from the same releases minus the
-    non-private summaries of the synthetic datasets, and the ε it implies for the claimed sensitivity (or the
-    largest pair difference, if larger) is estimated with a standard error; it flags when ``estimate − z·se >
-    ε (1 + 0.01)`` (Bonferroni z at ``α = 1 − confidence``; :mod:`fdp_ppl.auditing.whitebox`). The verdict is a
-    violation when either test finds one.
+    White-box test (by default, for mechanisms that add noise to a summary: the ``"mean"``, ``"kde"`` and
+    ``"machine"`` families, when statistic events are drawn): the noise law is fitted from the same releases
+    minus the non-private summaries of the synthetic datasets, and the ε it implies for the claimed sensitivity
+    (or the largest pair difference, if larger) is estimated with a standard error; it flags when ``estimate −
+    z·se > ε (1 + 0.01)`` (Bonferroni z at ``α = 1 − confidence``; :mod:`fdp_ppl.auditing.whitebox`). The
+    verdict is a violation when either test finds one.
 
     The audit builds synthetic neighbouring datasets and never touches real data or a ledger: it costs
     no privacy budget. Its releases are seeded (an audit is a study); the seed is recorded.
@@ -327,7 +327,7 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
         ``whitebox_releases``, ``whitebox_z``, ``whitebox_tolerance``, ``whitebox_estimates``,
         ``sensitivity_claimed``, ``sensitivity_reached`` (largest pair difference / claimed Δ),
         ``whitebox_method``, ``verdict_blackbox``, ``verdict_whitebox``, ``run_time_whitebox_s`` (NaN and "not
-        run" without a white-box test: callables, kernel machines, FPCA).
+        run" without a white-box test: callables, FPCA).
 
     Raises
     ------

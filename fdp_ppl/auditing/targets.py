@@ -455,7 +455,33 @@ def _svm_target(name, epsilon, delta, options, spec=None):
 
     return Target(name, "machine", float(epsilon), float(delta) if name == "gp" else 0.0, pairs, release_one, draw,
                   DEFAULT_SPECS["machine"], "the released decision function on the grid", opts,
-                  noise_note="not available for the kernel machines yet (black-box bound only)")
+                  noise=_machine_noise(spec, mech))
+
+
+def _machine_noise(spec, mech):
+    """The kernel machine's noise claim: GP noise ``σ√λ_j`` on the eigen-coefficients of ``K(grid, grid)``
+    (Cameron–Martin Δ) or ICLP ``Δ√λ_j/ε`` on the spec's grid eigenbasis (``‖·‖_{1,C}`` Δ); the released decision
+    function goes back to those coefficients through the public basis."""
+    from ..machine.release import grid_basis
+
+    if mech.law.name == "normal":
+        basis, norm = grid_basis(spec), "cameron-martin"
+
+        def centre(data):
+            return np.asarray(basis.coefficients(spec.fit(*data).decision(spec.points)), float)
+    else:
+        basis, norm = spec.basis, "1,C"
+
+        def centre(data):
+            return np.asarray(spec.fit(*data).eigen_coefficients(), float)
+
+    from .whitebox import NoiseClaim
+
+    lam = np.asarray(basis.eigenvalues, float)
+    return NoiseClaim("normal" if norm == "cameron-martin" else "laplace", norm, lam,
+                      float(spec.sensitivity(norm).value), float(mech.epsilon), float(mech.delta), centre,
+                      lambda X: np.asarray(basis.coefficients(np.asarray(X, float)), float).reshape(len(X), -1),
+                      description=f"{mech!r} on the kernel machine's grid")
 
 
 # ----------------------------------------------------------------------------- FPCA

@@ -26,7 +26,7 @@ def add_subparser(sub) -> None:
                     "one (DP-Sniper style: events chosen on one half, counted on the other; failure and timing "
                     "events included). A bound above the claim refutes it; a bound below proves nothing. "
                     "White-box test too: the noise law fitted from the same releases and the epsilon it implies, "
-                    "with its standard error (mean and kde families). "
+                    "with its standard error (mean, kde and machine families). "
                     "Synthetic data only: no data is read and no budget is spent. Exit code 0: consistent with "
                     "the claim; 1: violation found; 2: bad input.")
     p.add_argument("--mechanism", required=True, metavar="NAME",

@@ -129,8 +129,30 @@ def test_the_default_audit_flags_each_planted_bug_and_not_the_correct_mechanism(
     assert at["sensitivity_reached"] == pytest.approx(1.0, abs=1e-6)
 
 
-def test_whitebox_fields_for_families_without_it_and_in_the_cli(capsys):
-    ds = fp.audit("iclp", family="machine", samples=200, events=("statistic",), random_seed=0)
+@pytest.mark.parametrize("name", ["gp", "iclp"])
+def test_kernel_machine_noise_is_fitted_and_a_scale_bug_flagged(name, monkeypatch):
+    """The released decision function goes back to the grid eigen-coefficients; the kernel machine's own
+    calibration (not the mechanism's _sigma) divided by 1.5 is flagged."""
+    import fdp_ppl.machine.release as mr
+
+    kw = dict(family="machine", samples=1000, events=("statistic",), random_seed=4,
+              **({"delta": 1e-5} if name == "gp" else {}))
+    ok = fp.audit(name, **kw)
+    assert ok.attrs["whitebox_flagged"] == 0 and abs(ok.attrs["epsilon_whitebox"] - 1) < 5 * ok.attrs[
+        "epsilon_whitebox_se"] + 0.02
+    original = mr._calibrate
+    monkeypatch.setattr(mr, "_calibrate", lambda spec, mech: (original(spec, mech)[0], original(spec, mech)[1] / 1.5))
+    bad = fp.audit(name, **kw)
+    assert bad.attrs["whitebox_flagged"] == 1 and bad.attrs["verdict"] == VERDICT_VIOLATION
+    assert bad.attrs["epsilon_whitebox"] > 1.3
+
+
+def test_whitebox_fields_without_it_and_in_the_cli(capsys):
+    def release_fn(dataset, rng):
+        return dataset + rng.laplace(0.0, 10.0, size=dataset.shape)
+
+    ds = fp.audit(release_fn, epsilon=1.0, pairs=[(np.zeros(2), np.ones(2), "record 0: 0 vs 1")], samples=100,
+                  events=("statistic",), random_seed=0)
     assert math.isnan(ds.attrs["epsilon_whitebox"]) and "not available" in ds.attrs["whitebox"]
     assert ds.attrs["verdict_whitebox"] == "not run"
     assert main(["audit", "--mechanism", "frl", "--samples", "2000", "--timing-calls", "0", "--seed", "1"]) == 0
