@@ -48,8 +48,9 @@ Barndorff-Nielsen (1977) (generalised inverse Gaussian laws).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from scipy import optimize, special, stats
@@ -159,7 +160,7 @@ class WhiteBoxResult:
 
     def describe(self) -> str:
         """One line: estimate ± se, the bound and the rule."""
-        return (f"{self.epsilon:.4g} +- {self.standard_error:.2g} (lower bound {self.lower:.4g} at z = {self.z:.2f}; "
+        return (f"{self.epsilon:.4f} +- {self.standard_error:.2g} (lower bound {self.lower:.4f} at z = {self.z:.2f}; "
                 f"flag when > {self.claimed * (1 + self.tolerance):.4g})")
 
 
@@ -310,7 +311,9 @@ def _elliptical_process(R, w, Delta, eps_claim, delta, kind, nu, rng):
            f"fitted to {int(model.n)} whitened radii (J = {u.shape[1]})")
     ests, ses = [est], [se]
     if _claimed_theta(kind, nu, 0.0, model.m) is not None:  # σ alone, W's law as claimed: a second estimate
-        f = lambda ls2: model.nll(_claimed_theta(kind, nu, ls2, model.m))  # noqa: E731
+        def f(ls2):
+            return model.nll(_claimed_theta(kind, nu, ls2, model.m))
+
         ls2 = float(optimize.minimize_scalar(f, bracket=(math.log(model.m) - 1, math.log(model.m) + 1)).x)
         # used only while the data do not reject the claimed law against the fitted one (likelihood ratio, 2 df,
         # at 1e-3): under another law the one-parameter fit is misspecified and its ε means nothing
@@ -440,7 +443,7 @@ def whitebox_test(claim: NoiseClaim, samples, pairs=(), confidence: float = 0.95
                           flagged=bool(lower[k] > claim.epsilon * (1.0 + tolerance)), claimed=float(claim.epsilon),
                           delta=float(claim.delta), tolerance=float(tolerance), alpha=alpha, estimates=K,
                           sensitivity_claimed=float(claim.sensitivity), sensitivity_reached=float(reached),
-                          releases=int(len(R)), fit=fit)
+                          releases=len(R), fit=fit)
 
 
 #: the white-box method in one sentence (``attrs["whitebox_method"]`` of an audit)
@@ -452,5 +455,14 @@ WHITEBOX_METHOD = ("the noise law fitted from the audit's releases minus the non
                    "confidence")
 
 
-__all__ = ["NoiseClaim", "WhiteBoxResult", "whitebox_test", "gaussian_profile", "gaussian_epsilon",
-           "epsilon_at_delta", "WHITEBOX_TOLERANCE", "WHITEBOX_METHOD", "LAWS"]
+__all__ = [
+    "LAWS",
+    "WHITEBOX_METHOD",
+    "WHITEBOX_TOLERANCE",
+    "NoiseClaim",
+    "WhiteBoxResult",
+    "epsilon_at_delta",
+    "gaussian_epsilon",
+    "gaussian_profile",
+    "whitebox_test",
+]

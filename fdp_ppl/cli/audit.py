@@ -125,7 +125,7 @@ def run(a) -> int:
         ("pair", at["best_pair"]),
         ("white-box epsilon", at["whitebox"]),
         ("white-box fit", at["whitebox_fit"] + ("" if at["sensitivity_reached"] != at["sensitivity_reached"] else
-                                                f"; the pairs reach {at['sensitivity_reached']:.3g} of the "
+                                                f"; the pairs reach {at['sensitivity_reached']:.3f} of the "
                                                 f"claimed sensitivity {at['sensitivity_claimed']:.4g}")),
         ("N", f"{at['samples']} releases per side and pair ({at['n_pairs']} pairs; half choose the events, half "
               f"count them); {at['timing_calls']} timed single calls per side"),

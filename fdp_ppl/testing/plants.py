@@ -121,4 +121,4 @@ def planted(name: str):
         sampling.clear_cache()
 
 
-__all__ = ["Bug", "BUGS", "planted"]
+__all__ = ["BUGS", "Bug", "planted"]

@@ -114,7 +114,7 @@ def test_iclp_ar_worst_case_pair_reaches_the_claimed_sensitivity():
 def test_the_default_audit_flags_each_planted_bug_and_not_the_correct_mechanism(bug):
     """Small N (2000 per side, statistic events): the white-box se allows it. The same seed, bugged and correct."""
     b = BUGS[bug]
-    kw = dict(family=b.family, samples=2000, events=("statistic",), random_seed=11)
+    kw = {"family": b.family, "samples": 2000, "events": ("statistic",), "random_seed": 11}
     if b.delta is not None:
         kw["delta"] = b.delta
     ok = fp.audit(b.mechanism, **kw)
@@ -169,7 +169,7 @@ def test_default_audit_at_default_size_flags_the_bug(bug):
     """The default audit (N = 20,000 per side, every event kind), one seed per bug; the table over 3 seeds and the
     25 correct runs is ``benchmarks/bench_audit.py``."""
     b = BUGS[bug]
-    kw = dict(family=b.family, random_seed=5)
+    kw = {"family": b.family, "random_seed": 5}
     if b.delta is not None:
         kw["delta"] = b.delta
     with planted(bug):
