@@ -53,6 +53,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--correct", type=int, default=25)
+    p.add_argument("--correct-from", type=int, default=0,
+                   help="index of the first correct run (to split the correct runs over processes)")
     p.add_argument("--samples", type=int, default=None, help="releases per side (default: the audit's, 20000)")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default=None)
@@ -71,7 +73,7 @@ def main(argv=None) -> int:
             rows.append(one(bug, 100 + seed, a.samples, name))
             print(fmt.format(**rows[-1]), flush=True)
     bugs = list(BUGS.values())
-    for i in range(a.correct):
+    for i in range(a.correct_from, a.correct):
         bug = bugs[i % len(bugs)]
         rows.append(one(bug, 200 + i, a.samples))
         print(fmt.format(**rows[-1]), flush=True)

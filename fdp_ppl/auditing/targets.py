@@ -404,6 +404,14 @@ def _kde_target(name, epsilon, delta, options, spec=None):
     else:  # the released density on the grid back to the eigen-coefficients (a public linear map)
         noise = noise_claim(mech, spec, centre, lambda X: np.asarray(
             spec.basis.coefficients(np.asarray(X, float) / spec.release_scale), float).reshape(len(X), -1))
+    if noise is not None:  # worst-case pair search: record 0 at x vs at y over the grid nodes
+        xs = np.linspace(lo, hi, size)  # the grid nodes (the snapped KDEs and the ICLP attain Δ on node pairs)
+        cs = np.array([centre(at(lo, x)) for x in xs])
+        gap = noise.norm_of(cs[:, None, :] - cs[None, :, :])
+        i, j = np.unravel_index(int(np.argmax(gap)), gap.shape)
+        pairs.insert(0, Pair(at(lo, xs[i]), at(lo, xs[j]), f"observations at 0; one at {xs[i]:.4g} vs {xs[j]:.4g} "
+                                                            f"(the farthest pair of {xs.size} positions in the "
+                                                            f"{noise.norm} norm)"))
     return Target(name, "kde", float(epsilon), float(delta) if approx else 0.0, pairs, release_one, draw,
                   DEFAULT_SPECS["kde"], features, opts, noise=noise)
 
