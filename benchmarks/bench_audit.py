@@ -83,6 +83,8 @@ def main(argv=None) -> int:
     table = []
     for name, bug in BUGS.items():
         rs = [r for r in rows if r["bug"] == name]
+        if not rs:
+            continue
         caught, bb = sum(r["flagged"] for r in rs), sum(r["blackbox_flag"] for r in rs)
         est = ", ".join(f"{r['epsilon_whitebox']:.3f}" for r in rs)
         t = max(r["run_time_s"] for r in rs)
