@@ -5,12 +5,14 @@ as :func:`fdp_ppl.release` lives in ``fdp_ppl.releasing``, so ``fdp_ppl.audit`` 
 import order) and ``fdp-ppl audit``. For a registered mechanism (or your own release function) and a public
 spec, the audit searches replace-one neighbouring datasets built from public structure, draws many releases
 from each side, and reports a Clopper–Pearson lower bound on ε next to the claimed ε. A bound above the claim
-refutes the claim; a bound below it proves nothing. Synthetic data only: no budget is spent. See
-``docs/audit.md``.
+refutes the claim; a bound below it proves nothing. By default it also fits the noise law from the same releases
+(white-box: :mod:`fdp_ppl.auditing.whitebox`) and reports the ε that law implies with its standard error. Synthetic
+data only: no budget is spent. See ``docs/audit.md``.
 
 * :func:`audit` — the audit (returns an ``xarray.Dataset``).
 * :mod:`fdp_ppl.auditing.stats` — Clopper–Pearson bounds, ε lower bounds, statistics and event selection.
 * :mod:`fdp_ppl.auditing.targets` — default specs and neighbouring pairs per family.
+* :mod:`fdp_ppl.auditing.whitebox` — the noise law fitted from releases and the ε it implies.
 
 Sources: Bichsel et al. (2021), DP-Sniper; Clopper & Pearson (1934); Google DP-Auditorium.
 

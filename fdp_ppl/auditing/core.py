@@ -14,6 +14,7 @@ from .._options import Default, given_options, option_values, refuse_options
 from ..errors import InputError, check_epsilon
 from .stats import Event, best_threshold, epsilon_lower_bound, fit_statistics
 from .targets import AUDIT_FAMILIES, FAMILIES, FAMILY_ALIASES, Pair, Target, approximate, build_target, fpca_name, option_keys
+from .whitebox import WHITEBOX_METHOD
 
 VERDICT_OK = "consistent with the claim"
 VERDICT_VIOLATION = "VIOLATION: effective epsilon > claimed"
@@ -221,6 +222,13 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
     claimed"``) means the mechanism is not (ε, δ)-DP (up to the stated error probability); ``ε_lb ≤ ε``
     (``"consistent with the claim"``) proves nothing — other pairs or events may do better.
 
+    White-box test (by default, for mechanisms that add noise to a summary: the ``"mean"``, ``"kde"`` and
+    ``"machine"`` families, when statistic events are drawn): the noise law is fitted from the same releases
+    minus the non-private summaries of the synthetic datasets, and the ε it implies for the claimed sensitivity
+    (or the largest pair difference, if larger) is estimated with a standard error; it flags when ``estimate −
+    z·se > ε (1 + 0.01)`` (Bonferroni z at ``α = 1 − confidence``; :mod:`fdp_ppl.auditing.whitebox`). The
+    verdict is a violation when either test finds one.
+
     The audit builds synthetic neighbouring datasets and never touches real data or a ledger: it costs
     no privacy budget. Its releases are seeded (an audit is a study); the seed is recorded.
 
@@ -313,7 +321,13 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
         ``verdict``, ``best_event``, ``best_pair``, ``n_tests``, ``alpha_per_bound``, ``samples``,
         ``timing_calls``, ``spec``, ``features``, ``pairs`` (descriptions), ``mechanism``, ``family``,
         ``random_seed`` and ``random_seed_use``, ``privacy_cost``, ``run_time_s``, ``method``,
-        ``sources``.
+        ``sources``; the white-box test: ``epsilon_whitebox`` (the effective ε of the fitted law, at the claimed
+        δ), ``epsilon_whitebox_se``, ``epsilon_whitebox_lower`` (the bound the decision uses),
+        ``whitebox_flagged`` (0/1), ``whitebox`` (one line), ``whitebox_fit`` (the fitted law),
+        ``whitebox_releases``, ``whitebox_z``, ``whitebox_tolerance``, ``whitebox_estimates``,
+        ``sensitivity_claimed``, ``sensitivity_reached`` (largest pair difference / claimed Δ),
+        ``whitebox_method``, ``verdict_blackbox``, ``verdict_whitebox``, ``run_time_whitebox_s`` (NaN and "not
+        run" without a white-box test: callables, FPCA).
 
     Raises
     ------
@@ -429,6 +443,22 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
             times = tuple(times) if times is not None else (None, None)
         samples_data.append((values, failed, times))
         cands += _candidates(i, values, failed, times, kinds, target.delta, alpha, float(train_fraction))
+    whitebox, whitebox_note = None, target.noise_note
+    t_whitebox = time.perf_counter()
+    if target.noise is not None and "statistic" in kinds:
+        from .whitebox import whitebox_test
+
+        drawn = [(pair, v) for pair, (v, _, _) in zip(target.pairs, samples_data) if v is not None and v[0] is not None]
+        if drawn:
+            whitebox = whitebox_test(target.noise, [(d, X) for pair, v in drawn for d, X in zip((pair.first,
+                                                                                                pair.second), v)],
+                                     pairs=[(pair.first, pair.second) for pair, _ in drawn],
+                                     confidence=float(confidence), random_seed=rng)
+        else:
+            whitebox_note = "not available: no releases were drawn in bulk"
+    elif target.noise is not None:
+        whitebox_note = "not run: it reads the released values (event kind 'statistic')"
+    t_whitebox_end = time.perf_counter()
     order = sorted(range(len(cands)), key=lambda j: -cands[j]["score"] if np.isfinite(cands[j]["score"]) else np.inf)
     chosen = set(order[:tests])
     rows = []
@@ -449,7 +479,31 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
                   (min(calls_used) if calls_used else 0) if not per_call else N, seed_record,
                   time.perf_counter() - t_start, kinds)
     ds.attrs["skipped"] = "; ".join(skipped) or "none"
+    _whitebox_attrs(ds, whitebox, whitebox_note)
+    ds.attrs["run_time_whitebox_s"] = float(t_whitebox_end - t_whitebox)
     return ds
+
+
+def _whitebox_attrs(ds, wb, note) -> None:
+    """The white-box test's named fields in ``ds.attrs`` and the verdict from both tests."""
+    at = ds.attrs
+    at["verdict_blackbox"] = at["verdict"]
+    nan = float("nan")
+    if wb is None:
+        at.update(epsilon_whitebox=nan, epsilon_whitebox_se=nan, epsilon_whitebox_lower=nan, whitebox_flagged=0,
+                  whitebox=note, whitebox_fit="none", whitebox_releases=0, whitebox_z=nan, whitebox_tolerance=nan,
+                  whitebox_estimates=0, sensitivity_claimed=nan, sensitivity_reached=nan,
+                  whitebox_method=WHITEBOX_METHOD, verdict_whitebox="not run")
+        return
+
+    at.update(epsilon_whitebox=wb.epsilon, epsilon_whitebox_se=wb.standard_error, epsilon_whitebox_lower=wb.lower,
+              whitebox_flagged=int(wb.flagged), whitebox=wb.describe(), whitebox_fit=wb.fit,
+              whitebox_releases=wb.releases, whitebox_z=wb.z, whitebox_tolerance=wb.tolerance,
+              whitebox_estimates=wb.estimates, sensitivity_claimed=wb.sensitivity_claimed,
+              sensitivity_reached=wb.sensitivity_reached, whitebox_method=WHITEBOX_METHOD,
+              verdict_whitebox=VERDICT_VIOLATION if wb.flagged else VERDICT_OK)
+    if wb.flagged:
+        at["verdict"] = VERDICT_VIOLATION
 
 
 class _null:

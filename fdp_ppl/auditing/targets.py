@@ -168,17 +168,24 @@ class Target:
     features: str = "the released vector"
     options: dict = field(default_factory=dict)
     default_samples: int | None = None
+    #: what the release claims about its noise, for the white-box test (:mod:`~fdp_ppl.auditing.whitebox`)
+    noise: Any = None
+    #: why there is no white-box test, when ``noise`` is None
+    noise_note: str = "not available for this mechanism (black-box bound only)"
 
 
 class _NoSeedWarning:
-    """Context: the audit seeds its releases on purpose (a study), so the seeded-release warning is muted."""
+    """Context: the audit seeds its releases on purpose (a study), so the seeded-release warning is muted, and so
+    is the data holder's clipping warning (the audit's synthetic records sit at the public bound τ on purpose)."""
 
     def __enter__(self):
         from ..errors import SeededReleaseWarning
+        from ..summaries.curves import TauTooSmallWarning
 
         self._ctx = warnings.catch_warnings()
         self._ctx.__enter__()
         warnings.simplefilter("ignore", SeededReleaseWarning)
+        warnings.simplefilter("ignore", TauTooSmallWarning)
 
     def __exit__(self, *exc):
         return self._ctx.__exit__(*exc)
@@ -254,8 +261,12 @@ def _release_target(name, epsilon, delta, options, spec=None):
         pairs.append(Pair(np.tile(tau * phi[:, 1], (n, 1)), one(tau * phi[:, 0], tau * phi[:, 1]),
                           "records tau phi_2 vs record 0 replaced by tau phi_1"))
 
+    if not bernstein and not getattr(spec, "linear", True):
+        pairs.insert(0, _beyond_thresholds_pair(spec, v, tau, n, K, mech.norm))
+
     def fit(dataset):
-        return spec.fit(np.asarray(dataset, float))
+        with _NoSeedWarning():
+            return spec.fit(np.asarray(dataset, float))
 
     def draw(dataset, size, rng):
         with _NoSeedWarning():
@@ -266,8 +277,59 @@ def _release_target(name, epsilon, delta, options, spec=None):
         return draw(dataset, 1, rng)[0]
 
     spec_text = spec_text + f"; {spec.name} summary, J = {spec.n_components} released coefficients"
+    noise = noise_claim(mech, spec, lambda d: np.asarray(fit(d).coefficients, float), lambda X: X)
     return Target(name, "mean", float(mech.epsilon), float(mech.delta), pairs, release_one, draw, spec_text,
-                  "the released coefficients (chain, draw, basis)", opts)
+                  "the released coefficients (chain, draw, basis)", opts, noise=noise)
+
+
+def _beyond_thresholds_pair(spec, v, tau, n, K, norm) -> Pair:
+    """The worst-case pair of a soft-thresholded (ICLP-AR) mean: the other n − 1 records all equal to a curve B
+    whose coefficients put the mean beyond the soft thresholds (with the sign of the replaced record's direction)
+    on both sides, so that thresholding is a translation and the summaries differ by the full ``2τv/n``; record 0
+    is ``+τv`` vs ``−τv`` (v the direction attaining the public sensitivity). When no such B of norm ≤ τ exists
+    the coefficients are kept in the order of their thresholds while the norm allows (a partial worst case)."""
+    from ..summaries.mean import ar_thresholds
+
+    basis = spec.basis
+    J = spec.n_components
+    cv = np.asarray(basis.coefficients(np.asarray(v, float)), float)[:J]
+    thr = ar_thresholds(spec.eigenvalues, spec.eta, spec.psi)[:J] if hasattr(spec, "eta") else np.zeros(J)
+    need = (thr + np.abs(cv) / n) * n / (n - 1) * 1.05  # (n−1)/n B_j − |v_j|τ/n ≥ thr_j, 5 % beyond
+    sign = np.where(cv >= 0, 1.0, -1.0)
+    b = np.zeros(basis.size)
+    budget = (0.999 * tau) ** 2
+    for j in np.argsort(need):
+        if need[j] ** 2 <= budget:
+            b[j] = sign[j] * need[j]
+            budget -= need[j] ** 2
+    if np.linalg.norm(b) > 0:  # spend what is left of the norm on the same coordinates (further beyond)
+        b *= 0.999 * tau / np.linalg.norm(b)
+    B = np.asarray(basis.reconstruct(b), float)
+    rows = np.tile(B, (n, 1))
+    first, second = rows.copy(), rows.copy()
+    first[0], second[0] = v, -np.asarray(v, float)
+    return Pair(first, second, "records B (mean beyond the soft thresholds); record 0 = +tau v vs -tau v, v the "
+                               f"direction attaining the public {norm} sensitivity (worst case of a thresholded mean)")
+
+
+def noise_claim(mech, spec, centre, coefficients):
+    """The :class:`~fdp_ppl.auditing.whitebox.NoiseClaim` of a mechanism releasing a spec (None for a law the
+    white-box test does not fit)."""
+    from .whitebox import NoiseClaim
+
+    law = mech.law.name
+    kind = getattr(mech, "kind", None)
+    if law == "laplace" or law == "normal":
+        fitted = law
+    elif law.startswith("elliptical"):
+        fitted = "elliptical" if mech.family == "elliptical" else "elliptical-process"
+    else:
+        return None
+    J = int(spec.n_components)
+    lam = np.asarray(getattr(spec, "eigenvalues", np.ones(J)), float)[:J] if mech.norm != "l1" else np.ones(J)
+    return NoiseClaim(fitted, mech.norm, lam, float(spec.sensitivity(mech.norm).value), float(mech.epsilon),
+                      float(mech.delta), centre, coefficients, kind=kind, nu=getattr(mech, "nu", None),
+                      description=f"{mech!r} on {spec.name}")
 
 
 # ----------------------------------------------------------------------------- KDE
@@ -333,8 +395,25 @@ def _kde_target(name, epsilon, delta, options, spec=None):
     def release_one(obs, rng):
         return draw(obs, 1, rng)[0]
 
+    def centre(obs):
+        with _NoSeedWarning():
+            return np.asarray(fit(obs).coefficients, float)
+
+    if name in ("frl", "bernstein"):
+        noise = noise_claim(mech, spec, centre, lambda X: X)
+    else:  # the released density on the grid back to the eigen-coefficients (a public linear map)
+        noise = noise_claim(mech, spec, centre, lambda X: np.asarray(
+            spec.basis.coefficients(np.asarray(X, float) / spec.release_scale), float).reshape(len(X), -1))
+    if noise is not None:  # worst-case pair search: record 0 at x vs at y over the grid nodes
+        xs = np.linspace(lo, hi, size)  # the grid nodes (the snapped KDEs and the ICLP attain Δ on node pairs)
+        cs = np.array([centre(at(lo, x)) for x in xs])
+        gap = noise.norm_of(cs[:, None, :] - cs[None, :, :])
+        i, j = np.unravel_index(int(np.argmax(gap)), gap.shape)
+        pairs.insert(0, Pair(at(lo, xs[i]), at(lo, xs[j]), f"observations at 0; one at {xs[i]:.4g} vs {xs[j]:.4g} "
+                                                            f"(the farthest pair of {xs.size} positions in the "
+                                                            f"{noise.norm} norm)"))
     return Target(name, "kde", float(epsilon), float(delta) if approx else 0.0, pairs, release_one, draw,
-                  DEFAULT_SPECS["kde"], features, opts)
+                  DEFAULT_SPECS["kde"], features, opts, noise=noise)
 
 
 # ----------------------------------------------------------------------------- SVM (kernel machines)
@@ -383,7 +462,34 @@ def _svm_target(name, epsilon, delta, options, spec=None):
         return draw(data, 1, rng)[0]
 
     return Target(name, "machine", float(epsilon), float(delta) if name == "gp" else 0.0, pairs, release_one, draw,
-                  DEFAULT_SPECS["machine"], "the released decision function on the grid", opts)
+                  DEFAULT_SPECS["machine"], "the released decision function on the grid", opts,
+                  noise=_machine_noise(spec, mech))
+
+
+def _machine_noise(spec, mech):
+    """The kernel machine's noise claim: GP noise ``σ√λ_j`` on the eigen-coefficients of ``K(grid, grid)``
+    (Cameron–Martin Δ) or ICLP ``Δ√λ_j/ε`` on the spec's grid eigenbasis (``‖·‖_{1,C}`` Δ); the released decision
+    function goes back to those coefficients through the public basis."""
+    from ..machine.release import grid_basis
+
+    if mech.law.name == "normal":
+        basis, norm = grid_basis(spec), "cameron-martin"
+
+        def centre(data):
+            return np.asarray(basis.coefficients(spec.fit(*data).decision(spec.points)), float)
+    else:
+        basis, norm = spec.basis, "1,C"
+
+        def centre(data):
+            return np.asarray(spec.fit(*data).eigen_coefficients(), float)
+
+    from .whitebox import NoiseClaim
+
+    lam = np.asarray(basis.eigenvalues, float)
+    return NoiseClaim("normal" if norm == "cameron-martin" else "laplace", norm, lam,
+                      float(spec.sensitivity(norm).value), float(mech.epsilon), float(mech.delta), centre,
+                      lambda X: np.asarray(basis.coefficients(np.asarray(X, float)), float).reshape(len(X), -1),
+                      description=f"{mech!r} on the kernel machine's grid")
 
 
 # ----------------------------------------------------------------------------- FPCA
@@ -506,7 +612,8 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
     except Exception:  # noqa: BLE001  (a refusal or failure is audited as an outcome)
         pass
     return Target(name, "fpca", eps_claim, delta_claim, pairs, release_one, draw, spec_text,
-                  "the released subspace: upper triangle of V V^T", opts, default_samples=FPCA_SAMPLES)
+                  "the released subspace: upper triangle of V V^T", opts, default_samples=FPCA_SAMPLES,
+                  noise_note="not available: the exponential mechanism is not additive noise (black-box bound only)")
 
 
 _BUILDERS = {"mean": _release_target, "kde": _kde_target, "machine": _svm_target, "fpca": _fpca_target}
@@ -546,4 +653,4 @@ def approximate(mechanism: str, family: str) -> bool:
 
 __all__ = ["FAMILIES", "DEFAULT_SPECS", "Pair", "Target", "build_target", "fpca_issue_design", "frame_features",
            "mechanisms_of", "approximate", "AUDIT_OPTIONS", "AUDIT_FAMILIES", "AuditFamily", "option_keys",
-           "fpca_name"]
+           "fpca_name", "noise_claim"]

@@ -25,6 +25,8 @@ def add_subparser(sub) -> None:
                     "side and report a Clopper-Pearson LOWER bound on the effective epsilon next to the claimed "
                     "one (DP-Sniper style: events chosen on one half, counted on the other; failure and timing "
                     "events included). A bound above the claim refutes it; a bound below proves nothing. "
+                    "White-box test too: the noise law fitted from the same releases and the epsilon it implies, "
+                    "with its standard error (mean, kde and machine families). "
                     "Synthetic data only: no data is read and no budget is spent. Exit code 0: consistent with "
                     "the claim; 1: violation found; 2: bad input.")
     p.add_argument("--mechanism", required=True, metavar="NAME",
@@ -121,6 +123,10 @@ def run(a) -> int:
                                 f"confidence, Clopper-Pearson, Bonferroni over {at['n_tests']} events x 2 bounds)"),
         ("event", at["best_event"]),
         ("pair", at["best_pair"]),
+        ("white-box epsilon", at["whitebox"]),
+        ("white-box fit", at["whitebox_fit"] + ("" if at["sensitivity_reached"] != at["sensitivity_reached"] else
+                                                f"; the pairs reach {at['sensitivity_reached']:.3f} of the "
+                                                f"claimed sensitivity {at['sensitivity_claimed']:.4g}")),
         ("N", f"{at['samples']} releases per side and pair ({at['n_pairs']} pairs; half choose the events, half "
               f"count them); {at['timing_calls']} timed single calls per side"),
         ("spec", at["spec"]),
