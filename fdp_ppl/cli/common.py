@@ -6,8 +6,9 @@ Privacy notes
 * **Before the charge.** Every check here depends on public inputs only (flags, paths, sizes) and runs before the
   data are read or the ledger charged: a refused run costs nothing and says nothing about the data.
 * **Noise entropy.** Without ``--seed`` the noise comes from fresh OS entropy (``noise_seeded = 0``). A seeded
-  release can be regenerated and subtracted by anyone who learns the seed; seeds below :data:`MIN_RELEASE_SEED`
-  need ``--study``; the seed is never printed.
+  release can be regenerated and subtracted by anyone who learns or guesses the seed, so any ``--seed`` needs
+  ``--study``: the file and the table then say ``study: not private``, and a study takes no ``--ledger`` (it is not
+  private spending); the seed is never printed.
 * **Budget across runs.** ``--ledger FILE --budget E[,D]`` charges every release to a persistent ledger (SQLite,
   shared by concurrent runs) before any noise is drawn or file written; a release that does not fit is refused and
   writes nothing.
@@ -120,19 +121,13 @@ def add_output_args(p, default_out=None):
                    help="replace an existing --out / --plot file (the old file stays intact until the new one is "
                         "completely written; the input data and the ledger are never replaced)")
     p.add_argument("--study", action="store_true",
-                   help="this run is a reproducible study, not a real release: allows a --seed below 2^32 (which "
-                        "anyone can find by search from the file alone)")
+                   help="this run is a reproducible study, not a real release: needed by --seed; the file and the "
+                        "table say 'study: not private', and no --ledger is charged (a study is not private spending)")
 
 
-#: the smallest --seed accepted for a release written to a file without --study: seeds below 2^32 are found by
-#: exhaustive search from the released file alone (seeds 0..19,999 took 4 s)
-MIN_RELEASE_SEED = 2**32
-
-
-SEED_HELP = ("seed the noise (tests and reproducible studies only): anyone who learns or guesses the seed can "
-              "regenerate the noise and subtract it, so a seeded release is private only while the seed stays "
-              "secret and unguessable; seeds below 2^32 need --study; the seed is never printed; default: fresh OS "
-              "entropy")
+SEED_HELP = ("seed the noise (tests and reproducible studies only, needs --study): anyone who learns or guesses the "
+             "seed can regenerate the noise and subtract it, so a seeded release is not private; the seed is never "
+             "printed; default: fresh OS entropy")
 
 
 #: the ``noise seed`` row of every command's table (the seed itself is never printed)
@@ -145,6 +140,12 @@ UNSEEDED_TEXT = "fresh OS entropy (not seeded)"
 def seed_text(seeded) -> str:
     """The ``noise seed`` row of every command's table: whether the noise was seeded, never the seed."""
     return SEEDED_TEXT if seeded else UNSEEDED_TEXT
+
+
+def study_rows(attrs) -> list:
+    """The ``study`` row of every command's table for a study release (root ``attrs`` with ``study``); else none."""
+    return [("study", f"{attrs['study']} (--study: a reproducible study, not a release; charged to no ledger)")] \
+        if "study" in attrs else []
 
 
 def add_unit_args(g) -> None:
@@ -269,8 +270,8 @@ def check_out(a) -> None:
     """Public checks of the outputs, before any data is read or budget charged.
 
     ``--out`` and ``--plot`` must lie in existing directories, differ from each other, from the input data and
-    from the ledger, and not exist unless ``--force``; a ``--seed`` below :data:`MIN_RELEASE_SEED` needs
-    ``--study`` (the file is written either way, and a small seed is found from it by search).
+    from the ledger, and not exist unless ``--force``; any ``--seed`` needs ``--study`` (whatever its size: a seed
+    found or leaked gives the non-private summary back), and ``--study`` takes no ``--ledger``.
 
     Raises
     ------
@@ -300,11 +301,14 @@ def check_out(a) -> None:
     if seed is not None:
         if seed < 0:
             raise CLIError("--seed must be a non-negative integer", "omit --seed for a real release (fresh OS entropy)")
-        if seed < MIN_RELEASE_SEED and not getattr(a, "study", False):
-            raise CLIError("--seed is below 2^32: a seed that small is found by exhaustive search from the released "
-                           "file alone, which then gives the non-private summary back",
+        if not getattr(a, "study", False):
+            raise CLIError("--seed makes the noise reproducible by anyone who learns or guesses the seed, which then "
+                           "gives the non-private summary back",
                            "omit --seed for a real release (fresh OS entropy), or pass --study for a reproducible "
                            "study that is not a release")
+    if getattr(a, "study", False) and getattr(a, "ledger", None):
+        raise CLIError("--study is not private and is never charged to a --ledger as private spending",
+                       "drop --ledger for a study, or drop --study and --seed for a real release")
 
 
 def parse_budget(text: str):
@@ -623,5 +627,5 @@ def ledger_text(ledger, attrs) -> str:
 
 
 __all__ = ["CLIError", "in_flags", "Prepaid", "write_release", "print_table", "save_plot", "plotter", "check_output_space", "check_out",
-           "open_ledger", "load_data", "seed_text", "unit_text", "ledger_text", "warn_large_epsilon",
+           "open_ledger", "load_data", "seed_text", "study_rows", "unit_text", "ledger_text", "warn_large_epsilon",
            "warn_record_level", "add_unit_args", "add_output_args", "add_ledger_args", "add_out_of_core_args"]

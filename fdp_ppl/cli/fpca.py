@@ -219,7 +219,8 @@ def run(a) -> int:
     with warnings.catch_warnings(), (contextlib.nullcontext() if bars else stage("drawing the release")):
         warnings.simplefilter("ignore", SeededReleaseWarning)
         tree = fp.release(fit, a.mech,
-                          draws=a.draws, random_seed=a.seed, ledger=ledger, dataset=dataset_identity(curves),
+                          draws=a.draws, random_seed=a.seed, study=a.study, ledger=ledger,
+                          dataset=dataset_identity(curves),
                           label=f"fpca {a.form}/{a.sampler} k={a.k} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}",
                           progressbar=bars, provenance=provenance)
     out = write_release(tree, a.out, a.plot, plotter("plot_fpca"))
@@ -230,7 +231,7 @@ def run(a) -> int:
 
 
 def _print_table(tree, out, a, ledger) -> None:
-    from .common import ledger_text, print_table, seed_text, unit_text
+    from .common import ledger_text, print_table, seed_text, study_rows, unit_text
 
     at = tree.attrs
     exact = int(at["exact"])
@@ -270,7 +271,7 @@ def _print_table(tree, out, a, ledger) -> None:
          "NO: uncertified MCMC after a fixed number of steps; the guarantee is (epsilon, (1 + e^epsilon) gamma) with "
          "gamma the chain's unknown distance to the target" + ("; its run time depends on the data"
                                                                 if at["sampler"] == "nuts" else "")),
-        ("noise seed", seed_text(int(at["noise_seeded"]))),
+        ("noise seed", seed_text(int(at["noise_seeded"]))), *study_rows(at),
         ("noise generator", "float64 computation on the data, NOT floating-point safe (no such sampler exists for "
                             "this law)"),
         ("release", str(out)),

@@ -339,6 +339,7 @@ def run(a) -> int:
     composed = ()
     if bw_eps:  # Hall 4.1.2 with private IQRs, charged to the ledger before its draws
         from ..kde import bandwidth_plan, private_bandwidth
+        from ..releasing.plans import as_study
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SeededReleaseWarning)
@@ -346,9 +347,10 @@ def run(a) -> int:
                 raise CLIError("--bandwidth-epsilon is not available with --privacy-unit",
                                "pass a public --bandwidth")
             h = private_bandwidth(np.clip(obs, lo, hi), bw_eps, [(lo, hi)] * d, ledger=ledger, random_seed=a.seed,
+                                  study=a.study,
                                   label=f"kde bandwidth (private IQR, epsilon {bw_eps:g}) -> {a.out}")
         a.bandwidth = float(h[0]) if d == 1 else h
-        composed = (bandwidth_plan(bw_eps, d, seeded=a.seed is not None),)
+        composed = (as_study(bandwidth_plan(bw_eps, d, seeded=a.seed is not None), a.study),)
     label = f"kde {a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
     provenance = kde_provenance(a, bw_eps)
     if lazy:  # the spec's fit of dask records: partial sums per chunk on the cluster, never the records gathered
@@ -363,7 +365,8 @@ def run(a) -> int:
         if lazy:
             import fdp_ppl as fp
 
-            tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
+            tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, study=a.study,
+                              ledger=ledger, label=label,
                               dataset=str(a.data), provenance=provenance, composed_with=composed)
         elif a.mechanism in ("frl", "bernstein") and d == 1:
             tree = _baseline(a, obs, n, size, ledger, label, units, provenance, composed)
@@ -387,7 +390,7 @@ _DESCRIPTIONS = {"gp": "Gaussian KDE + Gaussian-process noise with the Gaussian 
 
 def _print_table(tree, out, a, ledger, n, bw_eps) -> None:
     """The public table of ``fdp-ppl kde`` (the one layout every command prints)."""
-    from .common import SEEDED_TEXT, UNSEEDED_TEXT, ledger_text, print_table, unit_text
+    from .common import SEEDED_TEXT, UNSEEDED_TEXT, ledger_text, print_table, study_rows, unit_text
 
     at = tree.attrs
     h = at["h"] if isinstance(at["h"], str) else format(float(at["h"]), ".4g")
@@ -403,7 +406,7 @@ def _print_table(tree, out, a, ledger, n, bw_eps) -> None:
                                     "draws are not floating-point safe)" if bw_eps else " (public)")),
         ("sensitivity", f"{at['sensitivity']:.4g} ({at['sensitivity_norm']})"),
         ("noise generator", f"{at['noise_generator']}" + ("" if int(at["fp_safe"]) else " (NOT floating-point safe)")),
-        ("noise seed", SEEDED_TEXT if a.seed is not None else UNSEEDED_TEXT),
+        ("noise seed", SEEDED_TEXT if a.seed is not None else UNSEEDED_TEXT), *study_rows(at),
         ("privacy unit", unit_text(at)),
     ]
     if a.mechanism == "iclp":
@@ -490,7 +493,8 @@ def _grid_release(a, obs, n, d, size, ledger, label, units=None, provenance=None
     spec, mech = _grid_spec(a, n, d, size)
     if a.mechanism == "frl":
         provenance = {**provenance, "frl_M": int(spec.n_components)}
-    return fp.release(spec.fit(obs, units=units), mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
+    return fp.release(spec.fit(obs, units=units), mech, draws=a.draws, random_seed=a.seed, study=a.study,
+                               ledger=ledger, label=label,
                       dataset=str(a.data), provenance=provenance, composed_with=composed)
 
 
@@ -517,7 +521,8 @@ def _baseline(a, obs, n, size, ledger, label, units=None, provenance=None, compo
         bumps = xr.DataArray(bumps, dims=("curve", "t"), coords={"t": pts, a.unit.column: ("curve", units)})
     if a.mechanism == "frl":
         provenance = {**provenance, "frl_M": int(spec.n_components)}
-    rel = fp.release(spec.fit(bumps), mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
+    rel = fp.release(spec.fit(bumps), mech, draws=a.draws, random_seed=a.seed, study=a.study,
+                              ledger=ledger, label=label,
                      dataset=str(a.data), provenance=provenance, composed_with=composed)
     return bumps_density(rel, pts, h, a.mechanism, (lo, hi))
 

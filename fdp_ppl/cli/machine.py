@@ -268,7 +268,8 @@ def run(a) -> int:
         fit = spec.fit(X, y, units=a.unit_ids)
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated in the table
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
+        tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, study=a.study,
+                          ledger=ledger, label=label,
                           provenance={"data_source": Path(str(a.data)).name, "features": ",".join(a.feature_names),
                                       "label": a.label})
     out = write_release(tree, a.out, a.plot, plotter("plot_decision"))
@@ -279,7 +280,7 @@ def run(a) -> int:
 
 
 def _print_table(tree, out, a, ledger) -> None:
-    from .common import ledger_text, print_table, seed_text, unit_text
+    from .common import ledger_text, print_table, seed_text, study_rows, unit_text
 
     at = tree.attrs
     gp = a.mechanism == "gp"
@@ -299,7 +300,7 @@ def _print_table(tree, out, a, ledger) -> None:
         ("sensitivity", (f"{at['sensitivity']:.4g} in the {at['sensitivity_norm']} norm (M = "
                         f"{at['admissibility_M']:.3g}, solver slack {a.solver_slack:g})")),
         ("noise", f"scale {at['noise_scale']:.4g}; {at['noise_kernel']}"),
-        ("noise seed", seed_text(int(at["noise_seeded"]))),
+        ("noise seed", seed_text(int(at["noise_seeded"]))), *study_rows(at),
         ("noise generator", f"{at.get('noise_generator', '?')} (fp_safe = {at.get('fp_safe', 0)}): "
                             f"{str(at.get('fp_safe_reason', '')).split(': ', 1)[-1]}"),
         ("not covered", "the solver's run time (its number of sweeps depends on the data): do not publish it "

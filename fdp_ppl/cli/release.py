@@ -37,7 +37,7 @@ from ..errors import SeededReleaseWarning
 from .common import (DEFAULT_KERNEL, DEFAULT_RHO, PROG, SEED_HELP, CLIError, add_ledger_args, add_out_of_core_args,
                      add_output_args, add_unit_args, check_ledger_args, check_out, check_output_space, check_unit_args,
                      dataset_identity, ledger_text, load_data, np, open_ledger, print_table, registry,
-                     seed_text, unit_text, warn_large_epsilon, warn_record_level, write_release)
+                     seed_text, study_rows, unit_text, warn_large_epsilon, warn_record_level, write_release)
 
 #: ``--calibration`` values (which ones a mechanism knows, and for which ε, is the library's business)
 _CALIBRATIONS = ("classical", "analytic", "exact", "theorem5")
@@ -262,7 +262,8 @@ def release_curves(curves, mech, a, *, source: str, ledger=None, labels: dict | 
         f", delta {a.delta:g}" if a.delta else "")
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated in the table
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fp.release(summary, mech, draws=a.draws, random_seed=a.seed, bound=a.bound, ledger=ledger,
+        tree = fp.release(summary, mech, draws=a.draws, random_seed=a.seed, study=a.study,
+                          bound=a.bound, ledger=ledger,
                           dataset=dataset_identity(curves), label=f"{a.mechanism} ({cost}) -> {a.out}",
                           provenance=release_provenance(source, missing, curves))
     nonprivate = summary.curve().values if show_nonprivate else None
@@ -348,7 +349,7 @@ def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
         ("J components", f"{int(at['n_components'])}"),
         ("shrinkage", _shrinkage_text(summary.spec, "public_offset" in at)),
         ("noise E‖ξ‖²", f"{energy:.4g}" + (f" {units}²" if units else "") + f"  (rms ‖ξ‖ = {math.sqrt(energy):.3g}{u})"),
-        ("noise seed", seed_text(int(meta.extra.get("noise_seeded", seed is not None)))),
+        ("noise seed", seed_text(int(meta.extra.get("noise_seeded", seed is not None)))), *study_rows(tree.attrs),
         ("noise generator", ("OpenDP lattice sampler, floating-point safe" if int(meta.extra.get("fp_safe", 0))
                              else "compiled float64 sampler, NOT floating-point safe")
          + f"; guaranteed epsilon {float(meta.extra.get('epsilon_guaranteed', meta.epsilon)):.6g}"

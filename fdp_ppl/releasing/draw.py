@@ -29,7 +29,7 @@ from ..summaries import LinearSummary
 def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: PrivacyLedger | None = None,
             label: str = "", dataset: str = "", progressbar: bool = False, provenance=None, composed_with=(),
             bound: str | None = None, generator: str | None = None, chains: int | None = None,
-            allow_nonprivate: bool | None = None) -> xr.DataTree:
+            allow_nonprivate: bool | None = None, study: bool = False) -> xr.DataTree:
     """Release any fitted object privately: one protocol for every family.
 
     The steps, in this order and only here: refuse a mechanism or option the family does not take → the
@@ -58,10 +58,11 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
         Number of independent releases; ``k`` draws cost ``k ×`` the per-draw guarantee.
     random_seed : int, sequence of int, numpy Generator or None
         None (the default): fresh OS entropy. A seed makes the noise reproducible by anyone who
-        knows it (studies, tests): the release records ``noise_seeded = 1`` and a
+        knows or guesses it, so it needs ``study=True``: the release records ``noise_seeded = 1`` and a
         :class:`~fdp_ppl.errors.SeededReleaseWarning` is emitted.
     ledger : PrivacyLedger or FileLedger, optional
-        Charged ``plan.cost`` (with ``plan.event``) before any draw, after every public check.
+        Charged ``plan.cost`` (with ``plan.event``) before any draw, after every public check. Refused for a
+        study (a study is not private spending).
     label, dataset : str
         Ledger label (empty: the plan's label) and dataset identity.
     progressbar : bool
@@ -83,6 +84,10 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
         Releases arranged ``(chain, draw)`` (KDE and machines; default 1).
     allow_nonprivate : bool, optional
         Release a mean whose τ came from the data (mean only; the release records ``private = 0``).
+    study : bool
+        A study (tests, simulations, reproductions), not a release: the only way to pass a ``random_seed``. The
+        release records ``study = "not private"`` (:data:`~fdp_ppl.releasing.plans.STUDY`) and no ledger may be
+        given: a study charges nothing to a real ledger.
 
     Returns
     -------
@@ -97,8 +102,9 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
         ``fitted`` is not a fitted object of a registered family, or ``mechanism`` is not one the
         family accepts (before any charge).
     InputError
-        A family option the family does not take, a provenance key the plan records, and the family
-        plan's own refusals (sizes, memory, scales), all before any charge.
+        A ``random_seed`` without ``study=True``, or a ledger with ``study=True`` (before anything is read); a
+        family option the family does not take, a provenance key the plan records, and the family plan's own
+        refusals (sizes, memory, scales), all before any charge.
     BudgetExceededError
         The ledger cannot pay for the release; nothing is drawn.
 
@@ -121,8 +127,9 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
     ('chain', 'draw', 't')
     """
     from .families import release_entry
-    from .plans import ReleasePlan
+    from .plans import ReleasePlan, as_study, check_study
 
+    check_study(random_seed, study, ledger)
     entry = release_entry(fitted)
     if entry is None:
         raise CompatibilityError(f"cannot release a {type(fitted).__name__}: fp.release takes a fitted summary",
@@ -135,6 +142,7 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
                                  **{k: v for k, v in options.items() if v is not None})
     if not isinstance(plan, ReleasePlan):
         raise TypeError(f"the {entry.family} family's plan hook returned a {type(plan).__name__}")
+    plan = as_study(plan, study)
     extra = _provenance(provenance, plan)
     if seeded:
         warnings.warn(f"the {entry.family} release is drawn from the given random_seed: anyone who learns the seed "

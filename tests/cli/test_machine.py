@@ -30,7 +30,7 @@ def test_svm_gp_two_features_end_to_end(tmp_path, table, capsys):
     out = tmp_path / "svm.nc"
     code, stdout, err = _run(capsys, "svm", "--data", table, "--features", "a,b", "--label", "label", "--lam", 0.05,
                              "--kernel", "gaussian", "--bandwidth", 0.3, "--mechanism", "gp", "--epsilon", 1,
-                             "--delta", 1e-5, "--grid-size", 12, "--draws", 2, "--seed", 3, "--study", "--out", out,
+                             "--delta", 1e-5, "--grid-size", 12, "--draws", 2, "--out", out,
                              "--ledger", tmp_path / "l.sqlite", "--budget", "5,1e-4")
     assert code == 0, err
     tree = xr.open_datatree(out)

@@ -82,7 +82,7 @@ def test_missing_impute_with_a_public_offset_imputes_the_offset(tmp_path, capsys
     for i, (path, missing) in enumerate(((incomplete, "impute"), (filled, "error"))):
         out = tmp_path / f"o{i}.nc"
         assert main(["release", "--data", str(path), *ARGS, "--offset", "1.5", "--missing", missing, "--seed",
-                     str(2**40), "--out", str(out)]) == 0, capsys.readouterr().err
+                     str(2**40), "--study", "--out", str(out)]) == 0, capsys.readouterr().err
         outs.append(xr.open_datatree(out))
     err = capsys.readouterr()
     assert "set to the public offset" in err.out and "were set to the public --offset" in err.err

@@ -135,7 +135,7 @@ def test_tau_far_too_small_warns_in_python_at_fit_time():
     with warnings.catch_warnings():
         warnings.simplefilter("error", TauTooSmallWarning)
         fp.iclp_qr_mean(weather, basis, tau=1e4)  # a sensible bound: no warning
-        tree = fp.release(summary, fp.ICLP(1.0), random_seed=1)
+        tree = fp.release(summary, fp.ICLP(1.0), random_seed=1, study=True)
     assert "far too small" not in _file_text(tree)
     # repr of a fitted summary shows the public spec, never the non-private coefficients
     text = repr(summary)
@@ -232,7 +232,7 @@ def test_credible_band_and_plot_inference_default_to_arviz_rcparams():
     grid = fp.Grid.uniform(12)
     basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), grid)
     x = np.sin(2 * np.pi * grid.t) + 0.2 * np.random.default_rng(1).standard_normal((200, grid.size))
-    release = fp.release(fp.iclp_qr_mean(x, basis, tau=3.0), fp.ICLP(1.0), random_seed=2)
+    release = fp.release(fp.iclp_qr_mean(x, basis, tau=3.0), fp.ICLP(1.0), random_seed=2, study=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # short chains: the diagnostics are not the point here
         post = infer(release, ICLPPrior(), draws=100, tune=100, chains=1, random_seed=3, progressbar=False, target="summary")
