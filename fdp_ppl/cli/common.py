@@ -120,6 +120,10 @@ def add_output_args(p, default_out=None):
     p.add_argument("--force", action="store_true",
                    help="replace an existing --out / --plot file (the old file stays intact until the new one is "
                         "completely written; the input data and the ledger are never replaced)")
+    p.add_argument("--holder-report", default=None, metavar="PATH",
+                   help="a file of the data holder's own (JSON) for the counts computed from the data (records "
+                        "clipped, points imputed): written after the charge and only when asked; they are never "
+                        "printed, so stdout and stderr hold nothing computed from the data's values")
     p.add_argument("--study", action="store_true",
                    help="this run is a reproducible study, not a real release: needed by --seed; the file and the "
                         "table say 'study: not private', and no --ledger is charged (a study is not private spending)")
@@ -205,14 +209,18 @@ def warn_large_epsilon(epsilon: float) -> None:
 
 
 def warn_record_level(records) -> None:
-    """One stderr line, no counts, when an id-like coordinate repeats and no ``--privacy-unit`` was given."""
-    from ..io.units import repeated_id_coordinates
+    """One stderr line when a coordinate's name says it identifies a person and no ``--privacy-unit`` was given.
 
-    names = repeated_id_coordinates(records)
+    Decided from the names alone (:func:`fdp_ppl.io.units.id_like_coordinates`; values and dtypes are never read),
+    so it is public and the same for every neighbouring dataset: it may be printed before the charge.
+    """
+    from ..io.units import id_like_coordinates
+
+    names = id_like_coordinates(records)
     if names:
-        print(f"{PROG}: warning: data holder only: {names[0]!r} repeats across records, so this guarantee is per "
-              f"record, not per person; pass --privacy-unit {names[0]} with --combine mean or --max-contributions K",
-              file=sys.stderr)
+        print(f"{PROG}: warning: {names[0]!r} looks like a person's identifier (judged by its name; its values are "
+              f"not read): if {names[0]!r} repeats across records, this guarantee is per record, not per person; "
+              f"pass --privacy-unit {names[0]} with --combine mean or --max-contributions K", file=sys.stderr)
 
 
 def add_out_of_core_args(g, what: str = "reduce it") -> None:
@@ -278,7 +286,8 @@ def check_out(a) -> None:
     CLIError
         One of the above (nothing is read, drawn or charged).
     """
-    outputs = [(flag, path) for flag, path in (("--out", a.out), ("--plot", getattr(a, "plot", None)))
+    outputs = [(flag, path) for flag, path in (("--out", a.out), ("--plot", getattr(a, "plot", None)),
+                                               ("--holder-report", getattr(a, "holder_report", None)))
                if path is not None]
     for flag, path in outputs:
         p = Path(path).expanduser()
@@ -295,8 +304,10 @@ def check_out(a) -> None:
                                f"choose another {flag} path")
         if p.exists() and not getattr(a, "force", False):
             raise CLIError(f"{flag} {path} already exists", "choose another path, or pass --force to replace it")
-    if len(outputs) == 2 and _same_file(outputs[0][1], outputs[1][1]):
-        raise CLIError("--out and --plot name the same file", "pass two different paths")
+    for i, (flag_a, path_a) in enumerate(outputs):
+        for flag_b, path_b in outputs[i + 1:]:
+            if _same_file(path_a, path_b):
+                raise CLIError(f"{flag_a} and {flag_b} name the same file", "pass different paths")
     seed = getattr(a, "seed", None)
     if seed is not None:
         if seed < 0:
@@ -386,8 +397,8 @@ class Prepaid:
         for more than was prepaid.
     """
 
-    def __init__(self, ledger, cost, label: str = "", dataset: str = "", mechanism: str = ""):
-        ledger.spend(cost, label, dataset=dataset, mechanism=mechanism)
+    def __init__(self, ledger, cost, label: str = "", dataset: str = "", mechanism: str = "", event=None):
+        ledger.spend(cost, label, dataset=dataset, mechanism=mechanism, **({} if event is None else {"event": event}))
         self._ledger, self._left = ledger, cost
 
     def check(self, cost) -> None:
@@ -405,6 +416,42 @@ class Prepaid:
 
     def __getattr__(self, name):
         return getattr(self._ledger, name)
+
+
+def refused_after_charge(message: str, fix: str, ledger) -> CLIError:
+    """The error of a data-dependent refusal, made only after every public check and the charge (DESIGN invariant
+    9): it says the budget was charged (or that no ledger was given) and nothing was drawn or written."""
+    charged = ("the --ledger was charged for it" if ledger is not None else
+               "no --ledger was given, so nothing records it")
+    return CLIError(f"data holder only: {message}; refused after the charge ({charged}; nothing was drawn or written)",
+                    fix)
+
+
+def write_holder_report(a, counts: dict) -> None:
+    """Write the data holder's counts to ``--holder-report`` (JSON, atomically), after the charge; nothing without
+    the flag. Never printed: stdout, stderr and the release hold nothing computed from the data's values.
+
+    Raises
+    ------
+    CLIError
+        The file cannot be written (the release itself is already written).
+    """
+    import json
+
+    path = getattr(a, "holder_report", None)
+    if path is None:
+        return
+    target = Path(path).expanduser()
+    tmp = _temporary(target)
+    body = {"data holder only": "counts computed from the private data: do not publish", **counts}
+    try:
+        tmp.write_text(json.dumps(body, indent=1, sort_keys=False) + "\n")
+        os.replace(tmp, target)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise CLIError(f"could not write --holder-report {path}: {os_message(err)} (the release was written)",
+                       "free disk space or choose another path") from None
 
 
 def dataset_identity(curves) -> str:
@@ -626,6 +673,6 @@ def ledger_text(ledger, attrs) -> str:
             + f"; remaining epsilon {rem.epsilon:g}" + (f", delta {rem.delta:g}" if with_delta else ""))
 
 
-__all__ = ["CLIError", "in_flags", "Prepaid", "write_release", "print_table", "save_plot", "plotter", "check_output_space", "check_out",
+__all__ = ["CLIError", "in_flags", "Prepaid", "refused_after_charge", "write_holder_report", "write_release", "print_table", "save_plot", "plotter", "check_output_space", "check_out",
            "open_ledger", "load_data", "seed_text", "study_rows", "unit_text", "ledger_text", "warn_large_epsilon",
            "warn_record_level", "add_unit_args", "add_output_args", "add_ledger_args", "add_out_of_core_args"]

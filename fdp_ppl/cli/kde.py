@@ -285,14 +285,13 @@ def _column(a, name, *, ids: bool = False):
 
 def run(a) -> int:
     """Run ``fdp-ppl kde`` with parsed arguments; returns the exit code."""
-    import sys
     import warnings
 
     import numpy as np
 
     from ..accounting import PrivacyBudget
     from .._progress import stage
-    from .common import CLIError, open_ledger, write_release
+    from .common import CLIError, open_ledger, write_holder_report, write_release
     from ..errors import SeededReleaseWarning
 
     _check(a)
@@ -374,8 +373,9 @@ def run(a) -> int:
             tree = _grid_release(a, obs, n, d, size, ledger, label, units, provenance, composed)
     out = write_release(tree, a.out, a.plot, _plot)
     _print_table(tree, out, a, ledger, n, bw_eps)
-    print(f"data holder only (not written to the file): {n_clipped} of {n} observations were outside the domain "
-          f"[{lo:g}, {hi:g}] and were clipped to it", file=sys.stderr)
+    # the clipped count is the data holder's: never printed, only to a file of theirs when asked
+    write_holder_report(a, {"command": "kde", "records": int(n), "clipped": int(n_clipped),
+                            "clipped_what": f"observations outside the domain [{lo:g}, {hi:g}], clipped to it"})
     return 0
 
 

@@ -13,7 +13,6 @@ This module imports only :mod:`argparse` at import time.
 
 from __future__ import annotations
 
-import sys
 import warnings
 from pathlib import Path
 
@@ -238,7 +237,7 @@ def run(a) -> int:
     """Run ``fdp-ppl machine`` with parsed arguments; returns the exit code."""
     from ..accounting import PrivacyBudget
     from .._progress import stage
-    from .common import Prepaid, open_ledger, plotter, write_release
+    from .common import Prepaid, open_ledger, plotter, write_holder_report, write_release
     from ..machine import ERMSpec
     import fdp_ppl as fp
     from ..errors import SeededReleaseWarning
@@ -274,8 +273,9 @@ def run(a) -> int:
                                       "label": a.label})
     out = write_release(tree, a.out, a.plot, plotter("plot_decision"))
     _print_table(tree, out, a, ledger)
-    print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.spec.n} records had a feature "
-          "outside --domain and were clipped to it", file=sys.stderr)
+    # the clipped count is the data holder's: never printed, only to a file of theirs when asked
+    write_holder_report(a, {"command": "svm", "records": int(fit.spec.n), "clipped": int(fit.n_clipped),
+                            "clipped_what": "records with a feature outside --domain, clipped to it"})
     return 0
 
 

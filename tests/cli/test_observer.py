@@ -88,7 +88,7 @@ def test_seed_never_printed_and_every_seed_needs_study(tmp_path, data, table, ca
     # a real release (no seed) is not a study
     argv = _commands(tmp_path, data, table, tmp_path / "real.nc")[command]
     assert main(argv) == 0
-    assert "study" not in capsys.readouterr().out and "study" not in xr.open_datatree(tmp_path / "real.nc").attrs
+    assert "not private" not in capsys.readouterr().out and "study" not in xr.open_datatree(tmp_path / "real.nc").attrs
 
 
 def test_seeded_release_reproduces_only_with_the_same_seed(tmp_path, data, capsys):
