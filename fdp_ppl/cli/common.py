@@ -418,6 +418,32 @@ class Prepaid:
         return getattr(self._ledger, name)
 
 
+class RefuseAfterCharge:
+    """The ledger of a run whose data must be refused (a missing value): every public check has passed, so the
+    library's first charge is made in full (``cost``, the whole run's, on the wrapped ledger when there is one) and
+    then the refusal is raised, before anything is fitted or drawn (DESIGN invariant 9).
+
+    Raises
+    ------
+    CLIError
+        From ``spend``, always (:func:`refused_after_charge`); BudgetExceededError when ``cost`` does not fit.
+    """
+
+    def __init__(self, ledger, cost, message: str, fix: str):
+        self._ledger, self._cost, self._message, self._fix = ledger, cost, message, fix
+
+    def check(self, cost) -> None:
+        if self._ledger is not None:
+            self._ledger.check(self._cost)
+
+    def spend(self, cost, label: str = "", **details) -> None:
+        if self._ledger is not None:
+            if cost != self._cost:  # a part of the run (a private bandwidth): the whole cost, as a plain charge
+                details = {k: v for k, v in details.items() if k != "event"}
+            self._ledger.spend(self._cost, label, **details)
+        raise refused_after_charge(self._message, self._fix, self._ledger)
+
+
 def refused_after_charge(message: str, fix: str, ledger) -> CLIError:
     """The error of a data-dependent refusal, made only after every public check and the charge (DESIGN invariant
     9): it says the budget was charged (or that no ledger was given) and nothing was drawn or written."""
@@ -673,6 +699,6 @@ def ledger_text(ledger, attrs) -> str:
             + f"; remaining epsilon {rem.epsilon:g}" + (f", delta {rem.delta:g}" if with_delta else ""))
 
 
-__all__ = ["CLIError", "in_flags", "Prepaid", "refused_after_charge", "write_holder_report", "write_release", "print_table", "save_plot", "plotter", "check_output_space", "check_out",
+__all__ = ["CLIError", "in_flags", "Prepaid", "RefuseAfterCharge", "refused_after_charge", "write_holder_report", "write_release", "print_table", "save_plot", "plotter", "check_output_space", "check_out",
            "open_ledger", "load_data", "seed_text", "study_rows", "unit_text", "ledger_text", "warn_large_epsilon",
            "warn_record_level", "add_unit_args", "add_output_args", "add_ledger_args", "add_out_of_core_args"]

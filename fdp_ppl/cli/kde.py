@@ -246,11 +246,8 @@ def _column(a, name, *, ids: bool = False):
                            "pass --var with a column name")
         if ids:
             return frame[name].to_numpy()
-        try:
-            vals = pd.to_numeric(frame[name]).to_numpy(dtype=float)
-        except ValueError:
-            raise CLIError(f"column {name!r} of {path} has values that are not numbers",
-                           "clean the column (numbers only)") from None
+        # a value that is not a number becomes NaN: refused after the charge (DESIGN invariant 9)
+        vals = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
     elif path.lower().endswith(".csv"):
         import csv
 
@@ -261,11 +258,7 @@ def _column(a, name, *, ids: bool = False):
             raise CLIError(f"column {name!r} is not in {path} (columns: {cols})", "pass --var with a column name")
         if ids:
             return np.array([r[name] for r in rows])
-        try:
-            vals = np.array([float(r[name]) for r in rows])
-        except ValueError:
-            raise CLIError(f"column {name!r} of {path} has values that are not numbers",
-                           "clean the column (numbers only)") from None
+        vals = np.array([_number(r[name]) for r in rows])  # not a number: NaN, refused after the charge
     else:
         import xarray as xr
 
@@ -278,9 +271,14 @@ def _column(a, name, *, ids: bool = False):
             vals = np.asarray(ds[name].values, dtype=float).ravel()
     if vals.size < 2:
         raise CLIError(f"{name!r} has {vals.size} observation(s)", "a KDE needs n >= 2 observations")
-    if not np.all(np.isfinite(vals)):
-        raise CLIError(f"{name!r} has NaN or infinite values", "drop or impute missing values before release")
-    return vals
+    return vals  # NaN or inf: refused after the charge (run), never before
+
+
+def _number(text) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def run(a) -> int:
@@ -291,7 +289,8 @@ def run(a) -> int:
 
     from ..accounting import PrivacyBudget
     from .._progress import stage
-    from .common import CLIError, open_ledger, write_holder_report, write_release
+    from .common import (CLIError, RefuseAfterCharge, open_ledger, refused_after_charge, write_holder_report,
+                         write_release)
     from ..errors import SeededReleaseWarning
 
     _check(a)
@@ -317,6 +316,11 @@ def run(a) -> int:
                                "pass a unit column along the observations")
         else:
             _warn_repeated_ids(a)
+    problem = None
+    if not lazy and not np.all(np.isfinite(obs)):  # refused after every public check and the charge, never before
+        problem = ("the observations have missing, non-finite or non-numeric values (counts are not shown)",
+                   "drop or impute them by a public rule before the release")
+        obs = np.full_like(obs, a.domain[0])  # a public stand-in, never fitted or released
     d = 1 if obs.ndim == 1 else 2
     n = obs.shape[0] if units is None else int(np.unique(units).size)  # lazy: the store's metadata (public)
     lo, hi = a.domain
@@ -335,6 +339,10 @@ def run(a) -> int:
                    else "exact", draws=a.draws)
 
     check_output_space(a, 8.0 * a.draws * size**d * 2 + 8.0 * size**d * 8)
+    if problem is not None:  # at the charge (in full, at the library's first charge), the run is refused
+        if ledger is None:
+            raise refused_after_charge(*problem, None)
+        ledger = RefuseAfterCharge(ledger, cost, *problem)
     composed = ()
     if bw_eps:  # Hall 4.1.2 with private IQRs, charged to the ledger before its draws
         from ..kde import bandwidth_plan, private_bandwidth
