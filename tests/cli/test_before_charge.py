@@ -107,3 +107,32 @@ def test_neighbours_give_the_same_output_up_to_the_charge(tmp_path):
     assert report["records"] == N and report["clipped"] > 0
     text = "".join(rest["base"])
     assert f"{report['clipped']} of {N}" not in text and "data holder only" not in text
+
+
+@pytest.mark.parametrize("command", ["kde", "svm"])
+def test_tables_with_a_missing_value_are_refused_only_after_the_charge(tmp_path, capsys, command):
+    """kde and svm: a missing value is refused after the charge, with the same text however many records have one;
+    the neighbour without it is released for the same cost."""
+    from fdp_ppl.cli import main
+
+    rng = np.random.default_rng(0)
+    x, label = rng.uniform(0, 1, 30), np.where(rng.uniform(size=30) < 0.5, 1, -1)
+    errors = []
+    for bad in (0, 1, 7):
+        path = tmp_path / f"t{bad}.csv"
+        path.write_text("a,label,lipid\n" + "\n".join(f"{'nan' if i < bad else x[i]},{label[i]},1.5"
+                                                      for i in range(30)) + "\n")
+        led = tmp_path / f"l{bad}.sqlite"
+        argv = {"kde": ["kde", "--data", str(path), "--var", "a", "--mechanism", "iclp", "--epsilon", "1", "--domain",
+                        "0", "1", "--grid-size", "20"],
+                "svm": ["svm", "--data", str(path), "--features", "a", "--label", "label", "--lam", "0.1",
+                        "--bandwidth", "0.3", "--mechanism", "iclp", "--epsilon", "1", "--grid-size", "20"]}[command]
+        code = main([*argv, "--out", str(tmp_path / f"o{bad}.nc"), "--ledger", str(led), "--budget", "3"])
+        err = capsys.readouterr().err
+        assert code == (0 if bad == 0 else 2), err
+        assert PrivacyLedger.open(led).spent.epsilon == pytest.approx(1.0)  # charged either way
+        assert (tmp_path / f"o{bad}.nc").exists() == (bad == 0) and "lipid" not in err
+        if bad:
+            errors.append(err)
+    assert errors[0] == errors[1] and "refused after the charge" in errors[0] and "data holder only" in errors[0]
+    assert "7" not in errors[0] and len(errors[0].strip().splitlines()) == 1
