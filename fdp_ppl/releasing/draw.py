@@ -32,7 +32,8 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
             allow_nonprivate: bool | None = None, study: bool = False) -> xr.DataTree:
     """Release any fitted object privately: one protocol for every family.
 
-    The steps, in this order and only here: refuse a mechanism or option the family does not take → the
+    The steps, in this order and only here: refuse a seed without ``study=True`` and a study with a ledger
+    (before anything is read) → refuse a mechanism or option the family does not take → the
     family's public plan (:func:`fdp_ppl.plan`: calibration, every size and memory check; no data) → the
     seed warning → the ledger charge of ``plan.cost`` with ``plan.event`` → the family's draw (the only step
     that reads the fit) → the plan's attributes, the provenance and the ledger's state recorded on the tree.

@@ -88,7 +88,7 @@ def test_svm_labels_must_be_pm1(tmp_path, capsys):
     path.write_text("a,label\n0.1,0\n0.5,1\n0.9,1\n")
     code, _, err = _run(capsys, "svm", "--data", path, "--features", "a", "--label", "label", "--lam", 0.1,
                         "--bandwidth", 0.3, "--epsilon", 1, "--delta", 1e-5, "--out", tmp_path / "o.nc")
-    assert code == 2 and "-1 or +1" in err
+    assert code == 2 and "-1 and +1" in err and "refused after the charge" in err  # the labels are data
 
 
 def test_cli_erm_imports_only_argparse():
