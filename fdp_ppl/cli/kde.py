@@ -364,8 +364,18 @@ def run(a) -> int:
         from ..io.stores import dask_client
 
         spec, mech = _grid_spec(a, n, d, size)
-        with stage("fitting the KDE chunk by chunk (dask)"), dask_client(a.scheduler):
-            fit = spec.fit(obs)
+        from ..errors import InputError
+
+        try:
+            with stage("fitting the KDE chunk by chunk (dask)"), dask_client(a.scheduler):
+                fit = spec.fit(obs)
+        except InputError as err:  # a missing value found in the chunks: said only after the charge
+            if "must be finite" not in str(err):
+                raise
+            if ledger is not None:
+                ledger.spend(cost, label, dataset=str(a.data), mechanism=f"kde-{a.mechanism}")
+            raise refused_after_charge("the observations have missing or non-finite values (counts are not shown)",
+                                       "drop or impute them by a public rule before the release", ledger) from None
         n_clipped = fit.n_clipped
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated below instead
         warnings.simplefilter("ignore", SeededReleaseWarning)

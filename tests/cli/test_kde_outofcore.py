@@ -146,8 +146,8 @@ def test_refusals_are_one_line_and_charge_nothing(tmp_path, files, columns, caps
 
 
 def test_incomplete_records_refused_out_of_core_without_a_count(tmp_path, columns, capsys, monkeypatch):
-    """A NaN found while summing the chunks stops the release with the in-memory message's meaning and no count;
-    nothing is charged (the fit comes before the ledger's charge)."""
+    """A NaN found while summing the chunks stops the release with the in-memory message's meaning and no count,
+    only after the charge (DESIGN invariant 9: whether a value is missing depends on the data)."""
     import contextlib
 
     import dask
@@ -167,8 +167,9 @@ def test_incomplete_records_refused_out_of_core_without_a_count(tmp_path, column
                          "--ledger", str(led))
     err = capsys.readouterr().err
     assert code == 2 and not out.exists() and err.count("\n") == 1 and "finite" in err
+    assert "refused after the charge" in err
     assert "2" not in err.split("error:", 1)[1]  # how many records are incomplete is private
-    assert PrivacyLedger.open(led).entries == []
+    assert PrivacyLedger.open(led).spent.epsilon == pytest.approx(1.0)
 
 
 def test_help_names_the_out_of_core_options(capsys):
