@@ -103,7 +103,7 @@ def replicate(spec, mech, rng, *, prior=None, draws: int = 400, ci_prob: float =
     summary = spec.fit(x)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        rel = fp.release(summary, mech, random_seed=int(rng.integers(2**62)), generator="pymc")
+        rel = fp.release(summary, mech, random_seed=int(rng.integers(2**62)), study=True, generator="pymc")
     if noise_factor != 1.0:
         rel["constant_data"]["noise_scale"] = rel["constant_data"]["noise_scale"] * noise_factor
     post = infer_density(rel, prior, target=target, draws=draws, chains=1, random_seed=int(rng.integers(2**31)),
@@ -182,7 +182,7 @@ def cost_ratio(mechanism: str, *, epsilon: float = 1.0, n: int = 500, grid_size:
     spec, mech = make_spec(mechanism, n, grid_size), make_mechanism(mechanism, epsilon)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        rel = fp.release(spec.fit(population(n, rng)), mech, random_seed=seed, generator="pymc")
+        rel = fp.release(spec.fit(population(n, rng)), mech, random_seed=seed, study=True, generator="pymc")
     view = read_kde_release(rel)
 
     def ess_per_s(kde, seconds):

@@ -60,7 +60,7 @@ def replicate(design: str, n: int, seed: int, *, grid_size: int, epsilon: float,
     summary = iclp_qr_mean(curves, basis, tau=tau)
     with warnings.catch_warnings():  # a seeded study release, never published
         warnings.simplefilter("ignore", fp.SeededReleaseWarning)
-        tree = fp.release(summary, fp.ICLP(epsilon), random_seed=s_rel)
+        tree = fp.release(summary, fp.ICLP(epsilon), random_seed=s_rel, study=True)
     truths = {"mu0": mu0, "data_mean": curves.mean("curve").values, "summary": summary.curve().values}
     rows = []
     for target in targets:

@@ -135,7 +135,7 @@ def bench_k(k: int, args, rng) -> list[dict]:
         # ---- exact (k = 1)
         if k == 1:
             t0 = time.perf_counter()
-            tree = fp.release(fit, fp.ExponentialMechanism(sampler="exact"), draws=args.draws, random_seed=rng)
+            tree = fp.release(fit, fp.ExponentialMechanism(sampler="exact"), draws=args.draws, random_seed=rng, study=True)
             t = time.perf_counter() - t0
             Q = tree["posterior"]["frame"].values[0]
             add("exact", t, float(args.draws), args.draws, float(frames_explained(Q).mean()), "ACG rejection")
@@ -147,7 +147,7 @@ def bench_k(k: int, args, rng) -> list[dict]:
         # ---- independent short chains, one frame each
         t0 = time.perf_counter()
         tree = fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=args.short_scans),
-                          draws=args.short_chains, random_seed=rng)
+                          draws=args.short_chains, random_seed=rng, study=True)
         t = time.perf_counter() - t0
         Q = tree["posterior"]["frame"].values[0]
         add("gibbs-short", t, float(args.short_chains), args.short_chains, float(frames_explained(Q).mean()),

@@ -74,7 +74,7 @@ def dti_release():
     grid = fp.Grid.from_points(curves["t"].values)
     basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), grid)
     summary = fp.iclp_qr_mean(curves, basis, tau=1.0)
-    return fp.release(summary, fp.ICLP(epsilon=1.0), random_seed=SEED)
+    return fp.release(summary, fp.ICLP(epsilon=1.0), random_seed=SEED, study=True)
 
 
 def prior_for(config):

@@ -55,7 +55,7 @@ def run(quick: bool = False, repeats: int | None = None) -> dict:
             return sampler.draw(summary.coefficients, cal.scale, draws, 7)
 
         def rel(draws=draws):
-            return fp.release(summary, mech, draws=draws, random_seed=7, generator="pymc")
+            return fp.release(summary, mech, draws=draws, random_seed=7, study=True, generator="pymc")
 
         # the release holds the sampler's draws exactly
         np.testing.assert_array_equal(rel()["posterior"]["coefficients"].values[0], raw())

@@ -86,7 +86,7 @@ def fresh_pymc_seconds(spec, n, draws, tune, chains, rng) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tree = fp.release(FPCAFit(spec=spec, gram=n * S, n=n), fp.ExponentialMechanism(), draws=1,
-                          random_seed=int(rng.integers(2**31)))
+                          random_seed=int(rng.integers(2**31)), study=True)
         at, frames, sigma, _, _ = _read_fpca(tree)
         lik = FrameLikelihood.build(frames, sigma, _likelihood_scale(at), n)
         t0 = time.perf_counter()

@@ -63,7 +63,7 @@ def _release(m: int, seed: int = 1):
     s = fp.iclp_qr_mean(xr.DataArray(curves, dims=("curve", "t"), coords={"t": t}), basis, tau=1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return fp.release(s, fp.ICLP(epsilon=1.0), random_seed=seed)
+        return fp.release(s, fp.ICLP(epsilon=1.0), random_seed=seed, study=True)
 
 
 def infer_row(kind: str, m: int, draws: int = 1000, chains: int = 2) -> dict:

@@ -116,7 +116,7 @@ class SeededReleaseWarning(UserWarning):
     >>> import fdp_ppl as fp
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore", fp.SeededReleaseWarning)
-    ...     pass  # seeded fp.release(..., random_seed=...) calls of the study
+    ...     pass  # seeded fp.release(..., random_seed=..., study=True) calls of the study
     >>> issubclass(fp.SeededReleaseWarning, UserWarning)
     True
 

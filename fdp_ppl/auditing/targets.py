@@ -270,7 +270,7 @@ def _release_target(name, epsilon, delta, options, spec=None):
 
     def draw(dataset, size, rng):
         with _NoSeedWarning():
-            tree = fp.release(fit(dataset), mech, draws=int(size), random_seed=rng)
+            tree = fp.release(fit(dataset), mech, draws=int(size), random_seed=rng, study=True)
         return np.asarray(tree["posterior"]["coefficients"].values, float).reshape(int(size), -1)
 
     def release_one(dataset, rng):
@@ -359,7 +359,7 @@ def _kde_target(name, epsilon, delta, options, spec=None):
 
         def draw(obs, draws, rng):
             with _NoSeedWarning():
-                tree = fp.release(fit(obs), mech, draws=int(draws), random_seed=rng)
+                tree = fp.release(fit(obs), mech, draws=int(draws), random_seed=rng, study=True)
             return np.asarray(tree["posterior"]["coefficients"].values, float).reshape(int(draws), -1)
 
         features = "the released coefficients"
@@ -376,7 +376,7 @@ def _kde_target(name, epsilon, delta, options, spec=None):
 
         def draw(obs, draws, rng):
             with _NoSeedWarning():
-                tree = fp.release(fit(obs), mech, draws=int(draws), random_seed=rng)
+                tree = fp.release(fit(obs), mech, draws=int(draws), random_seed=rng, study=True)
             return np.asarray(tree["posterior"]["density"].values, float).reshape(int(draws), -1)
 
         features = "the released density on the grid"
@@ -455,7 +455,7 @@ def _svm_target(name, epsilon, delta, options, spec=None):
     def draw(data, draws, rng):
         fit = spec.fit(*data)
         with _NoSeedWarning():
-            tree = fp.release(fit, mech, draws=int(draws), random_seed=rng)
+            tree = fp.release(fit, mech, draws=int(draws), random_seed=rng, study=True)
         return np.asarray(tree["posterior"]["decision"].values, float).reshape(int(draws), -1)
 
     def release_one(data, rng):
@@ -578,7 +578,7 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
     def release_one(curves, rng):
         with _NoSeedWarning():
             tree = fp.release(spec.fit(curves), fp.ExponentialMechanism(sampler=sampler, iterations=iterations),
-                              draws=1, random_seed=rng)
+                              draws=1, random_seed=rng, study=True)
         return frame_features(tree["posterior"]["frame"].values.reshape(1, spec.m, spec.k))[0]
 
     draw = None
@@ -597,7 +597,7 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
                 todo = min(chunk, int(size) - start)
                 with _NoSeedWarning():
                     tree = fp.release(fit, fp.ExponentialMechanism(sampler=sampler, iterations=iterations), draws=todo,
-                                      random_seed=rng)
+                                      random_seed=rng, study=True)
                 out.append(frame_features(tree["posterior"]["frame"].values.reshape(todo, spec.m, spec.k)))
             return np.concatenate(out)
 
@@ -605,7 +605,7 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
     try:  # the release states its guarantee (epsilon_guaranteed, delta_guaranteed): that is the claim audited
         with _NoSeedWarning():
             at = fp.release(spec.fit(pairs[0].first), fp.ExponentialMechanism(sampler=sampler, iterations=iterations),
-                            draws=1, random_seed=np.random.default_rng(0)).attrs
+                            draws=1, random_seed=np.random.default_rng(0), study=True).attrs
         e, d = float(at.get("epsilon_guaranteed", np.nan)), float(at.get("delta_guaranteed", np.nan))
         eps_claim = e if np.isfinite(e) else eps_claim
         delta_claim = d if np.isfinite(d) else delta_claim

@@ -22,7 +22,9 @@ Bad input ends with one line ``fdp-ppl: error: ...`` on stderr naming the fix an
 usage errors also exit with 2). Library errors (:class:`fdp_ppl.errors.FdpPplError`: message ``; `` fix) are
 printed as the library words them, the one check for Python and the command line, with a keyword and its value
 (``epsilon=1.0``) named as the flag that sets it (``--epsilon 1.0``, :func:`fdp_ppl.cli.common.in_flags`). Everything a command writes to its output file is public; the public table goes to stdout; what
-only the data holder may see (clipped and imputed counts) goes to stderr and never into a file.
+only the data holder may see (clipped and imputed counts) is never printed: it goes, after the charge, to
+``--holder-report PATH`` when asked. Every public check comes before the charge, everything that depends on the
+data's values after it (DESIGN invariant 9).
 """
 
 from __future__ import annotations

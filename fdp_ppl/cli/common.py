@@ -6,8 +6,9 @@ Privacy notes
 * **Before the charge.** Every check here depends on public inputs only (flags, paths, sizes) and runs before the
   data are read or the ledger charged: a refused run costs nothing and says nothing about the data.
 * **Noise entropy.** Without ``--seed`` the noise comes from fresh OS entropy (``noise_seeded = 0``). A seeded
-  release can be regenerated and subtracted by anyone who learns the seed; seeds below :data:`MIN_RELEASE_SEED`
-  need ``--study``; the seed is never printed.
+  release can be regenerated and subtracted by anyone who learns or guesses the seed, so any ``--seed`` needs
+  ``--study``: the file and the table then say ``study: not private``, and a study takes no ``--ledger`` (it is not
+  private spending); the seed is never printed.
 * **Budget across runs.** ``--ledger FILE --budget E[,D]`` charges every release to a persistent ledger (SQLite,
   shared by concurrent runs) before any noise is drawn or file written; a release that does not fit is refused and
   writes nothing.
@@ -119,20 +120,18 @@ def add_output_args(p, default_out=None):
     p.add_argument("--force", action="store_true",
                    help="replace an existing --out / --plot file (the old file stays intact until the new one is "
                         "completely written; the input data and the ledger are never replaced)")
+    p.add_argument("--holder-report", default=None, metavar="PATH",
+                   help="a file of the data holder's own (JSON) for the counts computed from the data (records "
+                        "clipped, points imputed): written after the charge and only when asked; they are never "
+                        "printed, so stdout and stderr hold nothing computed from the data's values")
     p.add_argument("--study", action="store_true",
-                   help="this run is a reproducible study, not a real release: allows a --seed below 2^32 (which "
-                        "anyone can find by search from the file alone)")
+                   help="this run is a reproducible study, not a real release: needed by --seed; the file and the "
+                        "table say 'study: not private', and no --ledger is charged (a study is not private spending)")
 
 
-#: the smallest --seed accepted for a release written to a file without --study: seeds below 2^32 are found by
-#: exhaustive search from the released file alone (seeds 0..19,999 took 4 s)
-MIN_RELEASE_SEED = 2**32
-
-
-SEED_HELP = ("seed the noise (tests and reproducible studies only): anyone who learns or guesses the seed can "
-              "regenerate the noise and subtract it, so a seeded release is private only while the seed stays "
-              "secret and unguessable; seeds below 2^32 need --study; the seed is never printed; default: fresh OS "
-              "entropy")
+SEED_HELP = ("seed the noise (tests and reproducible studies only, needs --study): anyone who learns or guesses the "
+             "seed can regenerate the noise and subtract it, so a seeded release is not private; the seed is never "
+             "printed; default: fresh OS entropy")
 
 
 #: the ``noise seed`` row of every command's table (the seed itself is never printed)
@@ -145,6 +144,12 @@ UNSEEDED_TEXT = "fresh OS entropy (not seeded)"
 def seed_text(seeded) -> str:
     """The ``noise seed`` row of every command's table: whether the noise was seeded, never the seed."""
     return SEEDED_TEXT if seeded else UNSEEDED_TEXT
+
+
+def study_rows(attrs) -> list:
+    """The ``study`` row of every command's table for a study release (root ``attrs`` with ``study``); else none."""
+    return [("study", f"{attrs['study']} (--study: a reproducible study, not a release; charged to no ledger)")] \
+        if "study" in attrs else []
 
 
 def add_unit_args(g) -> None:
@@ -207,14 +212,18 @@ def warn_large_epsilon(epsilon: float) -> None:
 
 
 def warn_record_level(records) -> None:
-    """One stderr line, no counts, when an id-like coordinate repeats and no ``--privacy-unit`` was given."""
-    from ..io.units import repeated_id_coordinates
+    """One stderr line when a coordinate's name says it identifies a person and no ``--privacy-unit`` was given.
 
-    names = repeated_id_coordinates(records)
+    Decided from the names alone (:func:`fdp_ppl.io.units.id_like_coordinates`; values and dtypes are never read),
+    so it is public and the same for every neighbouring dataset: it may be printed before the charge.
+    """
+    from ..io.units import id_like_coordinates
+
+    names = id_like_coordinates(records)
     if names:
-        print(f"{PROG}: warning: data holder only: {names[0]!r} repeats across records, so this guarantee is per "
-              f"record, not per person; pass --privacy-unit {names[0]} with --combine mean or --max-contributions K",
-              file=sys.stderr)
+        print(f"{PROG}: warning: {names[0]!r} looks like a person's identifier (judged by its name; its values are "
+              f"not read): if {names[0]!r} repeats across records, this guarantee is per record, not per person; "
+              f"pass --privacy-unit {names[0]} with --combine mean or --max-contributions K", file=sys.stderr)
 
 
 def add_out_of_core_args(g, what: str = "reduce it") -> None:
@@ -285,15 +294,16 @@ def check_out(a) -> None:
     """Public checks of the outputs, before any data is read or budget charged.
 
     ``--out`` and ``--plot`` must lie in existing directories, differ from each other, from the input data and
-    from the ledger, and not exist unless ``--force``; a ``--seed`` below :data:`MIN_RELEASE_SEED` needs
-    ``--study`` (the file is written either way, and a small seed is found from it by search).
+    from the ledger, and not exist unless ``--force``; any ``--seed`` needs ``--study`` (whatever its size: a seed
+    found or leaked gives the non-private summary back), and ``--study`` takes no ``--ledger``.
 
     Raises
     ------
     CLIError
         One of the above (nothing is read, drawn or charged).
     """
-    outputs = [(flag, path) for flag, path in (("--out", a.out), ("--plot", getattr(a, "plot", None)))
+    outputs = [(flag, path) for flag, path in (("--out", a.out), ("--plot", getattr(a, "plot", None)),
+                                               ("--holder-report", getattr(a, "holder_report", None)))
                if path is not None]
     for flag, path in outputs:
         p = Path(path).expanduser()
@@ -310,17 +320,22 @@ def check_out(a) -> None:
                                f"choose another {flag} path")
         if p.exists() and not getattr(a, "force", False):
             raise CLIError(f"{flag} {path} already exists", "choose another path, or pass --force to replace it")
-    if len(outputs) == 2 and _same_file(outputs[0][1], outputs[1][1]):
-        raise CLIError("--out and --plot name the same file", "pass two different paths")
+    for i, (flag_a, path_a) in enumerate(outputs):
+        for flag_b, path_b in outputs[i + 1:]:
+            if _same_file(path_a, path_b):
+                raise CLIError(f"{flag_a} and {flag_b} name the same file", "pass different paths")
     seed = getattr(a, "seed", None)
     if seed is not None:
         if seed < 0:
             raise CLIError("--seed must be a non-negative integer", "omit --seed for a real release (fresh OS entropy)")
-        if seed < MIN_RELEASE_SEED and not getattr(a, "study", False):
-            raise CLIError("--seed is below 2^32: a seed that small is found by exhaustive search from the released "
-                           "file alone, which then gives the non-private summary back",
+        if not getattr(a, "study", False):
+            raise CLIError("--seed makes the noise reproducible by anyone who learns or guesses the seed, which then "
+                           "gives the non-private summary back",
                            "omit --seed for a real release (fresh OS entropy), or pass --study for a reproducible "
                            "study that is not a release")
+    if getattr(a, "study", False) and getattr(a, "ledger", None):
+        raise CLIError("--study is not private and is never charged to a --ledger as private spending",
+                       "drop --ledger for a study, or drop --study and --seed for a real release")
 
 
 def parse_budget(text: str):
@@ -433,6 +448,68 @@ class Prepaid:
 
     def __getattr__(self, name):
         return getattr(self._ledger, name)
+
+
+class RefuseAfterCharge:
+    """The ledger of a run whose data must be refused (a missing value): every public check has passed, so the
+    library's first charge is made in full (``cost``, the whole run's, on the wrapped ledger when there is one) and
+    then the refusal is raised, before anything is fitted or drawn (DESIGN invariant 9).
+
+    Raises
+    ------
+    CLIError
+        From ``spend``, always (:func:`refused_after_charge`); BudgetExceededError when ``cost`` does not fit.
+    """
+
+    def __init__(self, ledger, cost, message: str, fix: str):
+        self._ledger, self._cost, self._message, self._fix = ledger, cost, message, fix
+
+    def check(self, cost) -> None:
+        if self._ledger is not None:
+            self._ledger.check(self._cost)
+
+    def spend(self, cost, label: str = "", **details) -> None:
+        if self._ledger is not None:
+            if cost != self._cost:  # a part of the run (a private bandwidth): the whole cost, as a plain charge
+                details = {k: v for k, v in details.items() if k != "event"}
+            self._ledger.spend(self._cost, label, **details)
+        raise refused_after_charge(self._message, self._fix, self._ledger)
+
+
+def refused_after_charge(message: str, fix: str, ledger) -> CLIError:
+    """The error of a data-dependent refusal, made only after every public check and the charge (DESIGN invariant
+    9): it says the budget was charged (or that no ledger was given) and nothing was drawn or written."""
+    charged = ("the --ledger was charged for it" if ledger is not None else
+               "no --ledger was given, so nothing records it")
+    return CLIError(f"data holder only: {message}; refused after the charge ({charged}; nothing was drawn or written)",
+                    fix)
+
+
+def write_holder_report(a, counts: dict) -> None:
+    """Write the data holder's counts to ``--holder-report`` (JSON, atomically), after the charge; nothing without
+    the flag. Never printed: stdout, stderr and the release hold nothing computed from the data's values.
+
+    Raises
+    ------
+    CLIError
+        The file cannot be written (the release itself is already written).
+    """
+    import json
+
+    path = getattr(a, "holder_report", None)
+    if path is None:
+        return
+    target = Path(path).expanduser()
+    tmp = _temporary(target)
+    body = {"data holder only": "counts computed from the private data: do not publish", **counts}
+    try:
+        tmp.write_text(json.dumps(body, indent=1, sort_keys=False) + "\n")
+        os.replace(tmp, target)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise CLIError(f"could not write --holder-report {path}: {os_message(err)} (the release was written)",
+                       "free disk space or choose another path") from None
 
 
 def dataset_identity(curves) -> str:
@@ -671,6 +748,8 @@ def ledger_text(ledger, attrs) -> str:
                "--verify checks it)" if "ledger_head" in attrs else ""))
 
 
-__all__ = ["CLIError", "in_flags", "Prepaid", "write_release", "print_table", "save_plot", "plotter", "check_output_space", "check_out",
-           "open_ledger", "release_flags", "load_data", "seed_text", "unit_text", "ledger_text", "warn_large_epsilon",
+__all__ = ["CLIError", "in_flags", "Prepaid", "RefuseAfterCharge", "refused_after_charge", "write_holder_report",
+           "write_release", "print_table", "save_plot", "plotter", "check_output_space", "check_out",
+           "open_ledger", "release_flags", "load_data", "seed_text", "study_rows", "unit_text", "ledger_text",
+           "warn_large_epsilon",
            "warn_record_level", "add_unit_args", "add_output_args", "add_ledger_args", "add_out_of_core_args"]

@@ -31,7 +31,9 @@ def run(a) -> int:
     check_out(a)
     check_ledger_args(a)
     ns = argparse.Namespace(mechanism="iclp-qr", epsilon=1.0, delta=None, nu=None, calibration=None, bound="tight",
-                            draws=1, seed=a.seed, kernel=DEFAULT_KERNEL, rho=DEFAULT_RHO, eta=None, psi=None, M=None,
+                            draws=1, seed=a.seed, study=a.study, holder_report=a.holder_report, kernel=DEFAULT_KERNEL,
+                            rho=DEFAULT_RHO, eta=None,
+                            psi=None, M=None,
                             k=None, out=a.out, plot=a.plot, tau=GROWTH_RAW_TAU if a.raw else GROWTH_DEVIATION_TAU)
     mech = registry.MECHANISMS[ns.mechanism].mechanism(ns.epsilon)
     ledger = open_ledger(a, mech.budget)

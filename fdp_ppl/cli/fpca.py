@@ -60,7 +60,8 @@ def add_subparser(sub) -> None:
     g.add_argument("--var", default=None, metavar="NAME", help="variable in the file (needed if it holds several)")
     g.add_argument("--data-dir", default=None, metavar="DIR", help="directory of the named datasets")
     g.add_argument("--missing", choices=("error", "impute"), default="error",
-                   help="error (default): a record with a NaN/inf value stops the release; impute: set each missing "
+                   help="error (default): a record with a NaN/inf value stops the release after the charge (nothing is "
+                        "drawn; whether a value is missing depends on the data); impute: set each missing "
                         "point to 0 and keep every record (n stays the number of records)")
     g.add_argument("--record-dim", "--curve-dim", dest="record_dim", default=None, metavar="NAME",
                    help="name of the record dimension (the privacy unit)")
@@ -166,7 +167,8 @@ def run(a) -> int:
     """Run ``fdp-ppl fpca`` with parsed arguments; returns the exit code."""
     from .. import dims
     from .._progress import stage
-    from .common import CLIError, dataset_identity, load_data, open_ledger, plotter, release_flags, write_release
+    from .common import (CLIError, Prepaid, dataset_identity, load_data, open_ledger, plotter, refused_after_charge,
+                         release_flags, write_holder_report, write_release)
     from ..errors import SeededReleaseWarning
     import fdp_ppl as fp
     from ..fpca.fpca_plan import release_plan
@@ -184,10 +186,12 @@ def run(a) -> int:
         with stage(f"opening {a.data} lazily"):
             curves = open_curves(a.data, a.var, chunks=a.chunks, record_dim=a.record_dim, t_dim=a.t_dim,
                                  missing=a.missing)
+        missing_found = False  # out of core: a missing value is refused by the fit, after the charge
     else:
-        with stage(f"loading {a.data}"):
-            curves = load_data(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim,
+        with stage(f"loading {a.data}"):  # missing points imputed in every case: refused after the charge if not asked
+            curves = load_data(a.data, a.var, data_dir=a.data_dir, missing="impute", record_dim=a.record_dim,
                                t_dim=a.t_dim)
+        missing_found = a.missing == "error" and int(curves.attrs.get("n_imputed_points", 0)) > 0
     spec = _spec(a, curves)
     from .common import warn_record_level
 
@@ -202,6 +206,18 @@ def run(a) -> int:
     # the cost that will be charged (pure epsilon'' or (epsilon', delta')), and every public refusal, before the ledger
     plan = release_plan(spec, n, a.sampler, draws=a.draws, iterations=a.iterations, delta=a.delta, flags=True)
     ledger = open_ledger(a, plan["cost"])
+    label = f"fpca {a.form}/{a.sampler} k={a.k} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
+    charged = ledger
+    if ledger is not None:  # charged before anything that depends on the data's values (DESIGN invariant 9)
+        public = fp.plan(spec, a.mech, draws=a.draws, n=n, seeded=a.seed is not None, study=a.study)
+        public.check_delta(a.allow_large_delta or a.study)  # public, before the prepaid charge
+        with stage("charging the ledger"):
+            charged = Prepaid(ledger, public.cost, label, dataset=dataset_identity(curves), mechanism=public.mechanism,
+                              event=public.event, records_per_unit=a.records_per_unit)
+    if missing_found:
+        raise refused_after_charge("the data have curves with missing (NaN/inf) values (counts are not shown)",
+                                   "pass --missing impute (each missing point set to 0, every record kept), chosen "
+                                   "before looking at the data", ledger)
     if lazy:
         from ..io.stores import dask_client
 
@@ -219,18 +235,19 @@ def run(a) -> int:
     with warnings.catch_warnings(), (contextlib.nullcontext() if bars else stage("drawing the release")):
         warnings.simplefilter("ignore", SeededReleaseWarning)
         tree = fp.release(fit, a.mech,
-                          draws=a.draws, random_seed=a.seed, ledger=ledger, dataset=dataset_identity(curves),
-                          label=f"fpca {a.form}/{a.sampler} k={a.k} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}",
-                          progressbar=bars, provenance=provenance, **release_flags(a))
+                          draws=a.draws, random_seed=a.seed, study=a.study, ledger=charged,
+                          dataset=dataset_identity(curves), label=label, progressbar=bars, provenance=provenance,
+                          **release_flags(a))
     out = write_release(tree, a.out, a.plot, plotter("plot_fpca"))
     _print_table(tree, out, a, ledger)
-    print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.n} curves had L2 norm above tau "
-          "and were clipped", file=sys.stderr)
+    # the clipped count is the data holder's: never printed, only to a file of theirs when asked
+    write_holder_report(a, {"command": "fpca", "records": int(fit.n), "clipped": int(fit.n_clipped),
+                            "clipped_what": "curves with L2 norm above tau"})
     return 0
 
 
 def _print_table(tree, out, a, ledger) -> None:
-    from .common import ledger_text, print_table, seed_text, unit_text
+    from .common import ledger_text, print_table, seed_text, study_rows, unit_text
 
     at = tree.attrs
     exact = int(at["exact"])
@@ -270,7 +287,7 @@ def _print_table(tree, out, a, ledger) -> None:
          "NO: uncertified MCMC after a fixed number of steps; the guarantee is (epsilon, (1 + e^epsilon) gamma) with "
          "gamma the chain's unknown distance to the target" + ("; its run time depends on the data"
                                                                 if at["sampler"] == "nuts" else "")),
-        ("noise seed", seed_text(int(at["noise_seeded"]))),
+        ("noise seed", seed_text(int(at["noise_seeded"]))), *study_rows(at),
         ("noise generator", "float64 computation on the data, NOT floating-point safe (no such sampler exists for "
                             "this law)"),
         ("release", str(out)),

@@ -246,11 +246,8 @@ def _column(a, name, *, ids: bool = False):
                            "pass --var with a column name")
         if ids:
             return frame[name].to_numpy()
-        try:
-            vals = pd.to_numeric(frame[name]).to_numpy(dtype=float)
-        except ValueError:
-            raise CLIError(f"column {name!r} of {path} has values that are not numbers",
-                           "clean the column (numbers only)") from None
+        # a value that is not a number becomes NaN: refused after the charge (DESIGN invariant 9)
+        vals = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
     elif path.lower().endswith(".csv"):
         import csv
 
@@ -261,11 +258,7 @@ def _column(a, name, *, ids: bool = False):
             raise CLIError(f"column {name!r} is not in {path} (columns: {cols})", "pass --var with a column name")
         if ids:
             return np.array([r[name] for r in rows])
-        try:
-            vals = np.array([float(r[name]) for r in rows])
-        except ValueError:
-            raise CLIError(f"column {name!r} of {path} has values that are not numbers",
-                           "clean the column (numbers only)") from None
+        vals = np.array([_number(r[name]) for r in rows])  # not a number: NaN, refused after the charge
     else:
         import xarray as xr
 
@@ -278,21 +271,26 @@ def _column(a, name, *, ids: bool = False):
             vals = np.asarray(ds[name].values, dtype=float).ravel()
     if vals.size < 2:
         raise CLIError(f"{name!r} has {vals.size} observation(s)", "a KDE needs n >= 2 observations")
-    if not np.all(np.isfinite(vals)):
-        raise CLIError(f"{name!r} has NaN or infinite values", "drop or impute missing values before release")
-    return vals
+    return vals  # NaN or inf: refused after the charge (run), never before
+
+
+def _number(text) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def run(a) -> int:
     """Run ``fdp-ppl kde`` with parsed arguments; returns the exit code."""
-    import sys
     import warnings
 
     import numpy as np
 
     from ..accounting import PrivacyBudget
     from .._progress import stage
-    from .common import CLIError, open_ledger, release_flags, write_release
+    from .common import (CLIError, RefuseAfterCharge, open_ledger, refused_after_charge, release_flags,
+                         write_holder_report, write_release)
     from ..errors import SeededReleaseWarning
 
     _check(a)
@@ -318,6 +316,11 @@ def run(a) -> int:
                                "pass a unit column along the observations")
         else:
             _warn_repeated_ids(a)
+    problem = None
+    if not lazy and not np.all(np.isfinite(obs)):  # refused after every public check and the charge, never before
+        problem = ("the observations have missing, non-finite or non-numeric values (counts are not shown)",
+                   "drop or impute them by a public rule before the release")
+        obs = np.full_like(obs, a.domain[0])  # a public stand-in, never fitted or released
     d = 1 if obs.ndim == 1 else 2
     n = obs.shape[0] if units is None else int(np.unique(units).size)  # lazy: the store's metadata (public)
     lo, hi = a.domain
@@ -336,9 +339,14 @@ def run(a) -> int:
                    else "exact", draws=a.draws)
 
     check_output_space(a, 8.0 * a.draws * size**d * 2 + 8.0 * size**d * 8)
+    if problem is not None:  # at the charge (in full, at the library's first charge), the run is refused
+        if ledger is None:
+            raise refused_after_charge(*problem, None)
+        ledger = RefuseAfterCharge(ledger, cost, *problem)
     composed = ()
     if bw_eps:  # Hall 4.1.2 with private IQRs, charged to the ledger before its draws
         from ..kde import bandwidth_plan, private_bandwidth
+        from ..releasing.plans import as_study
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SeededReleaseWarning)
@@ -346,34 +354,46 @@ def run(a) -> int:
                 raise CLIError("--bandwidth-epsilon is not available with --privacy-unit",
                                "pass a public --bandwidth")
             h = private_bandwidth(np.clip(obs, lo, hi), bw_eps, [(lo, hi)] * d, ledger=ledger, random_seed=a.seed,
+                                  study=a.study,
                                   label=f"kde bandwidth (private IQR, epsilon {bw_eps:g}) -> {a.out}")
         a.bandwidth = float(h[0]) if d == 1 else h
-        composed = (bandwidth_plan(bw_eps, d, seeded=a.seed is not None),)
+        composed = (as_study(bandwidth_plan(bw_eps, d, seeded=a.seed is not None), a.study),)
     label = f"kde {a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
     provenance = kde_provenance(a, bw_eps)
     if lazy:  # the spec's fit of dask records: partial sums per chunk on the cluster, never the records gathered
         from ..io.stores import dask_client
 
         spec, mech = _grid_spec(a, n, d, size)
-        with stage("fitting the KDE chunk by chunk (dask)"), dask_client(a.scheduler):
-            fit = spec.fit(obs)
+        from ..errors import InputError
+
+        try:
+            with stage("fitting the KDE chunk by chunk (dask)"), dask_client(a.scheduler):
+                fit = spec.fit(obs)
+        except InputError as err:  # a missing value found in the chunks: said only after the charge
+            if "must be finite" not in str(err):
+                raise
+            if ledger is not None:
+                ledger.spend(cost, label, dataset=str(a.data), mechanism=f"kde-{a.mechanism}")
+            raise refused_after_charge("the observations have missing or non-finite values (counts are not shown)",
+                                       "drop or impute them by a public rule before the release", ledger) from None
         n_clipped = fit.n_clipped
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated below instead
         warnings.simplefilter("ignore", SeededReleaseWarning)
         if lazy:
             import fdp_ppl as fp
 
-            tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
-                              dataset=str(a.data), provenance=provenance, composed_with=composed,
-                              **release_flags(a))
+            tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, study=a.study,
+                              ledger=ledger, label=label, dataset=str(a.data), provenance=provenance,
+                              composed_with=composed, **release_flags(a))
         elif a.mechanism in ("frl", "bernstein") and d == 1:
             tree = _baseline(a, obs, n, size, ledger, label, units, provenance, composed)
         else:
             tree = _grid_release(a, obs, n, d, size, ledger, label, units, provenance, composed)
     out = write_release(tree, a.out, a.plot, _plot)
     _print_table(tree, out, a, ledger, n, bw_eps)
-    print(f"data holder only (not written to the file): {n_clipped} of {n} observations were outside the domain "
-          f"[{lo:g}, {hi:g}] and were clipped to it", file=sys.stderr)
+    # the clipped count is the data holder's: never printed, only to a file of theirs when asked
+    write_holder_report(a, {"command": "kde", "records": int(n), "clipped": int(n_clipped),
+                            "clipped_what": f"observations outside the domain [{lo:g}, {hi:g}], clipped to it"})
     return 0
 
 
@@ -388,7 +408,7 @@ _DESCRIPTIONS = {"gp": "Gaussian KDE + Gaussian-process noise with the Gaussian 
 
 def _print_table(tree, out, a, ledger, n, bw_eps) -> None:
     """The public table of ``fdp-ppl kde`` (the one layout every command prints)."""
-    from .common import SEEDED_TEXT, UNSEEDED_TEXT, ledger_text, print_table, unit_text
+    from .common import SEEDED_TEXT, UNSEEDED_TEXT, ledger_text, print_table, study_rows, unit_text
 
     at = tree.attrs
     h = at["h"] if isinstance(at["h"], str) else format(float(at["h"]), ".4g")
@@ -404,7 +424,7 @@ def _print_table(tree, out, a, ledger, n, bw_eps) -> None:
                                     "draws are not floating-point safe)" if bw_eps else " (public)")),
         ("sensitivity", f"{at['sensitivity']:.4g} ({at['sensitivity_norm']})"),
         ("noise generator", f"{at['noise_generator']}" + ("" if int(at["fp_safe"]) else " (NOT floating-point safe)")),
-        ("noise seed", SEEDED_TEXT if a.seed is not None else UNSEEDED_TEXT),
+        ("noise seed", SEEDED_TEXT if a.seed is not None else UNSEEDED_TEXT), *study_rows(at),
         ("privacy unit", unit_text(at)),
     ]
     if a.mechanism == "iclp":
@@ -493,8 +513,9 @@ def _grid_release(a, obs, n, d, size, ledger, label, units=None, provenance=None
         provenance = {**provenance, "frl_M": int(spec.n_components)}
     from .common import release_flags
 
-    return fp.release(spec.fit(obs, units=units), mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
-                      dataset=str(a.data), provenance=provenance, composed_with=composed, **release_flags(a))
+    return fp.release(spec.fit(obs, units=units), mech, draws=a.draws, random_seed=a.seed, study=a.study,
+                      ledger=ledger, label=label, dataset=str(a.data), provenance=provenance, composed_with=composed,
+                      **release_flags(a))
 
 
 def _baseline(a, obs, n, size, ledger, label, units=None, provenance=None, composed=()):
@@ -522,8 +543,9 @@ def _baseline(a, obs, n, size, ledger, label, units=None, provenance=None, compo
         provenance = {**provenance, "frl_M": int(spec.n_components)}
     from .common import release_flags
 
-    rel = fp.release(spec.fit(bumps), mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
-                     dataset=str(a.data), provenance=provenance, composed_with=composed, **release_flags(a))
+    rel = fp.release(spec.fit(bumps), mech, draws=a.draws, random_seed=a.seed, study=a.study,
+                     ledger=ledger, label=label, dataset=str(a.data), provenance=provenance, composed_with=composed,
+                     **release_flags(a))
     return bumps_density(rel, pts, h, a.mechanism, (lo, hi))
 
 

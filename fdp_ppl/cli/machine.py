@@ -13,7 +13,6 @@ This module imports only :mod:`argparse` at import time.
 
 from __future__ import annotations
 
-import sys
 import warnings
 from pathlib import Path
 
@@ -146,7 +145,9 @@ def _check(a):
 
 
 def _load_table(a):
-    """Features (n, d) and labels (n,) from a CSV or netCDF file."""
+    """Features (n, d) and labels (n,) from a CSV or netCDF file, and the refusal that depends on their values
+    (``(message, fix)`` or None: a missing, non-finite or non-numeric value, a label not ±1), which
+    :func:`run` raises only after the charge (DESIGN invariant 9): until then the values are never looked at."""
     import numpy as np
 
     from .common import CLIError
@@ -183,10 +184,8 @@ def _load_table(a):
         missing = [c for c in cols if c not in df.columns]
         if missing:
             raise CLIError(f"{path.name} has no column {missing[0]!r}", f"choose from {', '.join(map(str, df.columns))}")
-        try:
-            arrays = [pd.to_numeric(df[c]).to_numpy(dtype=float) for c in cols]
-        except ValueError as err:
-            raise CLIError(f"a column of {path.name} is not numeric: {err}", "pass numeric columns") from err
+        # a value that is not a number becomes NaN and is refused after the charge (never named: it is data)
+        arrays = [pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float) for c in cols]
         if a.unit is not None:
             if a.unit.column not in df.columns:
                 raise CLIError(f"{path.name} has no column {a.unit.column!r} for --privacy-unit",
@@ -198,16 +197,18 @@ def _load_table(a):
         raise CLIError("the feature and label variables have different lengths", "pass variables along one record dim")
     X = np.stack(arrays[:-1], axis=-1)
     y = arrays[-1]
-    bad = int(np.sum(~np.all(np.isfinite(np.column_stack([X, y])), axis=1)))
-    if bad:
-        raise CLIError("data holder only: some records have a missing or non-finite value (counts are not shown: "
-                       "nothing was charged yet)",
-                       "drop or impute them before the release (n is the number of records)")
-    if a.loss != "squared" and not np.all(np.isin(y, (-1.0, 1.0))):
-        raise CLIError(f"--label {a.label} must be -1 or +1 for --loss {a.loss}", "recode the labels to -1/+1")
-    if y.size < 2:
+    if y.size < 2:  # the number of rows is public
         raise CLIError("the table needs at least 2 records", "pass more data")
-    return X, y
+    problem = None
+    if not np.all(np.isfinite(X)) or not np.all(np.isfinite(y)):
+        problem = ("some records have a missing, non-finite or non-numeric value (counts are not shown)",
+                   "drop or impute them by a public rule before the release (n is the number of records)")
+    elif a.loss != "squared" and not np.all(np.isin(y, (-1.0, 1.0))):
+        problem = (f"--label {a.label} has values other than -1 and +1, needed by --loss {a.loss}",
+                   "recode the labels to -1/+1")
+    if problem is not None:  # public stand-ins, never fitted: the run is refused after the charge
+        X, y = np.zeros_like(X), np.ones_like(y)
+    return X, y, problem
 
 
 def _warn_ids(columns: dict) -> None:
@@ -240,7 +241,7 @@ def run(a) -> int:
     """Run ``fdp-ppl machine`` with parsed arguments; returns the exit code."""
     from ..accounting import PrivacyBudget
     from .._progress import stage
-    from .common import Prepaid, open_ledger, plotter, release_flags, write_release
+    from .common import Prepaid, open_ledger, plotter, refused_after_charge, release_flags, write_holder_report, write_release
     from ..machine import ERMSpec
     import fdp_ppl as fp
     from ..errors import SeededReleaseWarning
@@ -249,7 +250,7 @@ def run(a) -> int:
     delta = a.delta if a.mechanism == "gp" else 0.0
     cost = PrivacyBudget(a.epsilon * a.draws, delta * a.draws)
     ledger = open_ledger(a, cost)
-    X, y = _load_table(a)
+    X, y, problem = _load_table(a)
     d = X.shape[1]
     grid_size = a.grid_size or (100 if d == 1 else 40)
     import numpy as np
@@ -265,26 +266,30 @@ def run(a) -> int:
     spec.check_size()  # n x n memory: refused before the ledger is charged
     label = f"machine {a.loss}/{a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
     plan = fp.plan(spec, mech, draws=a.draws)
-    plan.check_delta(a.allow_large_delta or a.seed is not None)  # public, before the prepaid charge
+    plan.check_delta(a.allow_large_delta or a.study)  # public, before the prepaid charge
     if ledger is not None:  # the solver's outcome depends on the data: charged before it runs, never after
         ledger = Prepaid(ledger, cost, label, dataset=Path(str(a.data)).name, mechanism=f"machine-{a.mechanism}",
                          event=plan.event, records_per_unit=a.records_per_unit)
+    if problem is not None:  # depends on the values: only after every public check and the charge
+        raise refused_after_charge(*problem, ledger)
     with stage(f"solving the {a.loss} kernel machine"):
         fit = spec.fit(X, y, units=a.unit_ids)
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated in the table
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, ledger=ledger, label=label,
+        tree = fp.release(fit, mech, draws=a.draws, random_seed=a.seed, study=a.study,
+                          ledger=ledger, label=label,
                           provenance={"data_source": Path(str(a.data)).name, "features": ",".join(a.feature_names),
                                       "label": a.label}, **release_flags(a))
     out = write_release(tree, a.out, a.plot, plotter("plot_decision"))
     _print_table(tree, out, a, ledger)
-    print(f"data holder only (not written to the file): {fit.n_clipped} of {fit.spec.n} records had a feature "
-          "outside --domain and were clipped to it", file=sys.stderr)
+    # the clipped count is the data holder's: never printed, only to a file of theirs when asked
+    write_holder_report(a, {"command": "svm", "records": int(fit.spec.n), "clipped": int(fit.n_clipped),
+                            "clipped_what": "records with a feature outside --domain, clipped to it"})
     return 0
 
 
 def _print_table(tree, out, a, ledger) -> None:
-    from .common import ledger_text, print_table, seed_text, unit_text
+    from .common import ledger_text, print_table, seed_text, study_rows, unit_text
 
     at = tree.attrs
     gp = a.mechanism == "gp"
@@ -304,7 +309,7 @@ def _print_table(tree, out, a, ledger) -> None:
         ("sensitivity", (f"{at['sensitivity']:.4g} in the {at['sensitivity_norm']} norm (M = "
                         f"{at['admissibility_M']:.3g}, solver slack {a.solver_slack:g})")),
         ("noise", f"scale {at['noise_scale']:.4g}; {at['noise_kernel']}"),
-        ("noise seed", seed_text(int(at["noise_seeded"]))),
+        ("noise seed", seed_text(int(at["noise_seeded"]))), *study_rows(at),
         ("noise generator", f"{at.get('noise_generator', '?')} (fp_safe = {at.get('fp_safe', 0)}): "
                             f"{str(at.get('fp_safe_reason', '')).split(': ', 1)[-1]}"),
         ("not covered", "the solver's run time (its number of sweeps depends on the data): do not publish it "

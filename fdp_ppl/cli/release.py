@@ -12,11 +12,20 @@ Privacy notes
 * **Privacy unit.** n is the size of the record dimension, which comes from names (``--record-dim NAME``, else the
   dim named ``curve``, else the other dim of the grid dim ``--t-dim`` or ``t``), never from position; with
   ``--privacy-unit`` the guarantee is per person (:mod:`fdp_ppl.io.units`).
-* **Missing values.** ``--missing error`` (default) stops before anything is drawn; ``--missing impute`` sets each
-  missing point to 0 and keeps every record, so every public parameter is the same for a record with a missing
-  value and for its complete neighbour. There is no ``--drop-incomplete``: the count of complete curves would
-  become n (and ψ, the sensitivity and the noise scales with it), a count that depends on the data.
-* **Data holder only.** The number of curves clipped at τ and of imputed points go to stderr, never to the file.
+* **Order.** Every public check (flags, paths, the ledger's budget, the spec and the plan: sizes, memory, disk
+  space) runs first; then the ledger is charged; only then is anything that depends on the data's values looked at
+  (the missing-value refusal, the fit, clipping). The record-level warning is decided from the coordinates' names
+  alone. So neighbouring files give the same output up to the charge (DESIGN invariant 9).
+* **Missing values.** ``--missing error`` (default) refuses a file with a missing (NaN/inf) value *after the
+  charge*: whether a value is missing depends on the data, so no check before the charge can see it, and a refusal
+  that cost nothing could be repeated to probe the data for free. The refusal itself is not covered by ε (its exit
+  status says some record had a missing value): a data holder for whom that must not be known chooses
+  ``--missing impute``, which sets each missing point to 0 (or to the public ``--offset``) like a clipping to a
+  public value and keeps every record, so every public parameter is the same for a record with a missing value
+  and for its complete neighbour, and the release is ε-DP as it stands. There is no ``--drop-incomplete``: the
+  count of complete curves would become n (and ψ, the sensitivity and the noise scales with it).
+* **Data holder only.** The number of curves clipped at τ and of imputed points go only to ``--holder-report PATH``
+  when asked, never to stdout, stderr or the file.
 * **Public centre.** ``--offset`` (or the demo's growth reference) is fixed in advance from public sources, not
   from the data; subtracting it before clipping and adding it back to the release is post-processing.
 """
@@ -34,10 +43,11 @@ from .. import dims
 from .._names import BERNSTEIN_DEFAULT_K
 from .._progress import stage
 from ..errors import SeededReleaseWarning
-from .common import (release_flags, DEFAULT_KERNEL, DEFAULT_RHO, PROG, SEED_HELP, CLIError, add_ledger_args, add_out_of_core_args,
-                     add_output_args, add_unit_args, check_ledger_args, check_out, check_output_space, check_unit_args,
-                     dataset_identity, ledger_text, load_data, np, open_ledger, print_table, registry,
-                     seed_text, unit_text, warn_large_epsilon, warn_record_level, write_release)
+from .common import (DEFAULT_KERNEL, DEFAULT_RHO, PROG, SEED_HELP, CLIError, Prepaid, add_ledger_args,
+                     add_out_of_core_args, add_output_args, add_unit_args, check_ledger_args, check_out,
+                     check_output_space, check_unit_args, dataset_identity, ledger_text, load_data, np, open_ledger,
+                     print_table, refused_after_charge, registry, release_flags, seed_text, study_rows, unit_text,
+                     warn_large_epsilon, warn_record_level, write_holder_report, write_release)
 
 #: ``--calibration`` values (which ones a mechanism knows, and for which ε, is the library's business)
 _CALIBRATIONS = ("classical", "analytic", "exact", "theorem5")
@@ -82,11 +92,13 @@ def add_subparser(sub) -> None:
     g.add_argument("--data-dir", default=None, metavar="DIR",
                    help="directory with the data files (default: $FDP_PPL_DATA_DIR or the datasets shipped with the package)")
     g.add_argument("--missing", choices=("error", "impute"), default="error",
-                   help="missing (NaN/inf) values: error (default) stops before anything is drawn; impute sets each "
+                   help="missing (NaN/inf) values: error (default) refuses the release after the charge (whether a "
+                        "value is missing depends on the data: the refusal costs the budget, nothing is drawn); "
+                        "impute sets each "
                         "missing point to 0 (the record contributes 0 there), or to the --offset if one is given "
                         "(a zero deviation), and keeps every record, so n stays the "
                         "number of records and no public parameter depends on which values are missing (the rule "
-                        "is written to the release as missing_rule; the counts only to the terminal). Choose it "
+                        "is written to the release as missing_rule; the counts only to --holder-report). Choose it "
                         "before looking at the data. There is no --drop-incomplete: it made the count of complete "
                         "curves the public n, so a record with a missing value and its complete neighbour got "
                         "different n, psi, sensitivity and noise scales; padding or truncating to a declared n would "
@@ -211,13 +223,10 @@ def _labelled(curves, labels: dict):
                                 if val})
 
 
-def _fit_summary(entry, curves, a, offset=None, offset_source: str = ""):
-    """``entry.spec(basis_or_grid, tau=, n=, **summary options).fit(curves, offset=)`` (non-private).
-
-    The public side (basis or lattice grid, τ, n, options) is built first; n is
-    the number of curves; a public offset is subtracted before clipping and
-    added back to the release by the library.
-    """
+def _summary_spec(entry, curves, a):
+    """``entry.spec(basis_or_grid, tau=, n=, **summary options)``: the public side (basis or lattice grid from the
+    file's grid, τ, n the number of curves or units, options), before anything is charged; its fit
+    (``spec.fit(curves, offset=)``, non-private) comes after the charge."""
     import fdp_ppl as fp
 
     grid = fp.Grid.from_points(np.asarray(curves[dims.T].values, dtype=float))
@@ -226,8 +235,7 @@ def _fit_summary(entry, curves, a, offset=None, offset_source: str = ""):
         public = fp.eigenbasis(_noise_kernel(a), grid)
     unit = getattr(a, "unit", None)
     n = int(curves.sizes[dims.CURVE]) if unit is None else unit.n_units(curves) * unit.contributions
-    spec = entry.spec(public, tau=a.tau, n=n, privacy_unit=unit, **{o: getattr(a, o) for o in entry.summary_options})
-    return spec.fit(curves, offset=offset, offset_source=offset_source)
+    return entry.spec(public, tau=a.tau, n=n, privacy_unit=unit, **{o: getattr(a, o) for o in entry.summary_options})
 
 
 #: ``missing_rule`` of a release made with ``--missing error`` (nothing imputed, nothing dropped)
@@ -235,46 +243,56 @@ _NO_MISSING_RULE = "none: a record with a missing (NaN/inf) value stops the rele
 
 
 def release_curves(curves, mech, a, *, source: str, ledger=None, labels: dict | None = None, offset=None,
-         offset_source: str = "", show_nonprivate: bool = False) -> int:
-    """Summary -> ledger charge -> release -> files -> table. Returns the exit code.
+         offset_source: str = "", show_nonprivate: bool = False, missing_found: bool = False) -> int:
+    """Public spec and plan -> ledger charge -> data-dependent checks -> fit -> release -> files -> table. Returns
+    the exit code.
 
-    The ledger (if any) is charged by :func:`fdp_ppl.release` before any noise
-    is drawn, so a refused release writes nothing and a crash later leaves the
-    budget charged.
+    Every public check (the spec, the plan's sizes and memory, the disk space) comes before the charge and nothing
+    before it depends on the data's values (the record-level warning reads only the coordinates' names); the
+    ledger (if any) is charged before the fit, so a refusal after it (``missing_found``: a missing value with
+    ``--missing error``) costs the budget, and a crash later leaves the budget charged.
     """
     import fdp_ppl as fp
 
     curves = _labelled(curves, labels or {})
     entry = registry.MECHANISMS[a.mechanism]
     if getattr(a, "unit", None) is None:
-        warn_record_level(curves)
-    with warnings.catch_warnings():  # stated on stderr below, with the other data-holder lines
+        warn_record_level(curves)  # from the names only: public
+    spec = _summary_spec(entry, curves, a)
+    missing = getattr(a, "missing", "error")
+    J, K = int(spec.n_components), int(spec.grid.size)
+    check_output_space(a, 8.0 * (a.draws * (J + K) + 2 * J * K + 8 * K))
+    plan = fp.plan(spec, mech, draws=a.draws, seeded=a.seed is not None, study=a.study, bound=a.bound)
+    cost = f"{a.draws} draw{'s' if a.draws > 1 else ''} x epsilon {a.epsilon:g}" + (
+        f", delta {a.delta:g}" if a.delta else "")
+    label, dataset = f"{a.mechanism} ({cost}) -> {a.out}", dataset_identity(curves)
+    charged = ledger
+    plan.check_delta(a.allow_large_delta or a.study)  # public, before the prepaid charge
+    if ledger is not None:  # charged before anything that depends on the data's values
+        with stage("charging the ledger"):
+            charged = Prepaid(ledger, plan.cost, label, dataset=dataset, mechanism=plan.mechanism, event=plan.event,
+                              records_per_unit=a.records_per_unit)
+    if missing_found:
+        raise refused_after_charge("the data have curves with missing (NaN/inf) values (counts are not shown)",
+                                   "pass --missing impute (each missing point set to 0, or to the public --offset, "
+                                   "every record kept), chosen before looking at the data", ledger)
+    with warnings.catch_warnings():  # the clipped share goes to --holder-report only
         from ..summaries.curves import TauTooSmallWarning
 
         warnings.simplefilter("ignore", TauTooSmallWarning)
         with stage("fitting the summary (basis, clipping at tau)"):
-            summary = _fit_summary(entry, curves, a, offset, offset_source)
-    missing = getattr(a, "missing", "error")
-    spec = summary.spec
-    J, K = int(spec.n_components), int(spec.grid.size)
-    check_output_space(a, 8.0 * (a.draws * (J + K) + 2 * J * K + 8 * K))
-    cost = f"{a.draws} draw{'s' if a.draws > 1 else ''} x epsilon {a.epsilon:g}" + (
-        f", delta {a.delta:g}" if a.delta else "")
+            summary = spec.fit(curves, offset=offset, offset_source=offset_source)
     with warnings.catch_warnings(), stage("drawing the release"):  # a seeded release is stated in the table
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fp.release(summary, mech, draws=a.draws, random_seed=a.seed, bound=a.bound, ledger=ledger,
-                          dataset=dataset_identity(curves), label=f"{a.mechanism} ({cost}) -> {a.out}",
+        tree = fp.release(summary, mech, draws=a.draws, random_seed=a.seed, study=a.study,
+                          bound=a.bound, ledger=charged, dataset=dataset, label=label,
                           provenance=release_provenance(source, missing, curves), **release_flags(a))
     nonprivate = summary.curve().values if show_nonprivate else None
     out = write_release(tree, a.out, a.plot, lambda t, path: _write_plot(
         t, path, offset=offset, offset_source=offset_source, nonprivate=nonprivate))
     _print_table(tree, summary, out, a.plot, seed=a.seed, ledger=ledger)
     warn_shrinkage(summary.spec, offset is not None)  # public: from the spec; with the table, after the release
-    _print_data_holder(summary, sup=tree.attrs.get("tau_norm") == "sup")
-    if missing == "impute":
-        print(f"data holder only (not written to the file): {int(curves.attrs.get('n_imputed_points', 0))} missing "
-              f"points in {int(curves.attrs.get('n_imputed_curves', 0))} of {int(curves.sizes[dims.CURVE])} curves "
-              f"were set to {'the public --offset' if offset is not None else '0'} (--missing impute)", file=sys.stderr)
+    write_holder_report(a, _holder_counts(summary, curves, missing, offset, sup=tree.attrs.get("tau_norm") == "sup"))
     return 0
 
 
@@ -348,7 +366,7 @@ def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
         ("J components", f"{int(at['n_components'])}"),
         ("shrinkage", _shrinkage_text(summary.spec, "public_offset" in at)),
         ("noise E‖ξ‖²", f"{energy:.4g}" + (f" {units}²" if units else "") + f"  (rms ‖ξ‖ = {math.sqrt(energy):.3g}{u})"),
-        ("noise seed", seed_text(int(meta.extra.get("noise_seeded", seed is not None)))),
+        ("noise seed", seed_text(int(meta.extra.get("noise_seeded", seed is not None)))), *study_rows(tree.attrs),
         ("noise generator", ("OpenDP lattice sampler, floating-point safe" if int(meta.extra.get("fp_safe", 0))
                              else "compiled float64 sampler, NOT floating-point safe")
          + f"; guaranteed epsilon {float(meta.extra.get('epsilon_guaranteed', meta.epsilon)):.6g}"
@@ -384,19 +402,24 @@ def warn_shrinkage(spec, centred: bool) -> None:
               "it shrinks deviations instead", file=sys.stderr)
 
 
-def _print_data_holder(summary, *, sup: bool = False) -> None:
-    """The data holder's lines, on stderr (the public table is on stdout): how many curves were clipped,
-    and a warning when more than half were (τ far too small). Never written to the file."""
+def _holder_counts(summary, curves, missing: str, offset, *, sup: bool = False) -> dict:
+    """The data holder's counts for ``--holder-report`` (never printed, never in the file): how many curves were
+    clipped (and a warning when more than half were: τ far too small) and, with ``--missing impute``, how many
+    points were imputed."""
     from ..summaries.curves import CLIPPED_SHARE_WARNING, clipped_warning_text
 
     bound = "sup norm" if sup else "L2 norm"
     n, n_clipped = int(summary.n), int(summary.n_clipped)
-    what = "curves" if summary.spec.privacy_unit is None else "records after bounding each unit's contribution"
-    print(f"data holder only (not written to the file): {n_clipped} of {n} {what} had {bound} above tau and were "
-          "clipped", file=sys.stderr)
+    out = {"command": "release", "records": n, "clipped": n_clipped,
+           "clipped_what": ("curves" if summary.spec.privacy_unit is None else
+                            "records after bounding each unit's contribution") + f" with {bound} above tau"}
     if n_clipped > CLIPPED_SHARE_WARNING * n:
-        print(f"{PROG}: warning: {clipped_warning_text(n_clipped, n, float(summary.tau), norm=bound)}",
-              file=sys.stderr)
+        out["warning"] = clipped_warning_text(n_clipped, n, float(summary.tau), norm=bound)
+    if missing == "impute":
+        out.update(imputed_points=int(curves.attrs.get("n_imputed_points", 0)),
+                   imputed_curves=int(curves.attrs.get("n_imputed_curves", 0)),
+                   imputed_to="the public --offset" if offset is not None else "0")
+    return out
 
 
 def run(a) -> int:
@@ -411,13 +434,15 @@ def run(a) -> int:
     # with a public centre, a missing point is imputed by the centre (a zero deviation), not by 0
     centre = {} if a.offset is None or a.missing != "impute" else {
         "reference": lambda t: _offset_on(a, np.asarray(t, dtype=float))[0], "reference_name": "the public --offset"}
-    with stage(f"loading {a.data}"):
-        curves = load_data(a.data, a.var, data_dir=a.data_dir, missing=a.missing, record_dim=a.record_dim,
+    with stage(f"loading {a.data}"):  # missing points imputed in every case: refused after the charge if not asked
+        curves = load_data(a.data, a.var, data_dir=a.data_dir, missing="impute", record_dim=a.record_dim,
                            t_dim=a.t_dim, **centre)
+    missing_found = a.missing == "error" and int(curves.attrs.get("n_imputed_points", 0)) > 0
     name = Path(str(a.data)).name
     source = f"{name}" + (f" / {a.var}" if a.var else "")
     offset, offset_source = _offset(a, curves)
-    return release_curves(curves, mech, a, source=source, ledger=ledger, offset=offset, offset_source=offset_source)
+    return release_curves(curves, mech, a, source=source, ledger=ledger, offset=offset, offset_source=offset_source,
+                          missing_found=missing_found)
 
 
 def _offset(a, curves):

@@ -83,7 +83,7 @@ def sbc_ranks(spec, n: int, replicates: int, *, prior=None, frames: int = 1, dra
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SeededReleaseWarning)
             tree = fp.release(fit, fp.ExponentialMechanism(), draws=int(frames),
-                              random_seed=int(rng.integers(2**31 - 1)))
+                              random_seed=int(rng.integers(2**31 - 1)), study=True)
         if scale_factor != 1.0:  # the fit reads the nominal epsilon
             tree.attrs["epsilon"] = spec.epsilon
         t0 = time.perf_counter()

@@ -79,7 +79,8 @@ def bandwidth_plan(epsilon: float, d: int = 1, *, seeded: bool = False):
 
 
 def private_bandwidth(observations, epsilon: float, domain, *, ledger=None, random_seed=None,
-                      floor: float | None = None, label: str = "kde bandwidth (private IQR)") -> np.ndarray:
+                      floor: float | None = None, label: str = "kde bandwidth (private IQR)",
+                      study: bool = False) -> np.ndarray:
     """Hall §4.1.2 rule-of-thumb bandwidth with private IQRs; shape (d,).
 
     Parameters
@@ -92,16 +93,21 @@ def private_bandwidth(observations, epsilon: float, domain, *, ledger=None, rand
     ledger : PrivacyLedger or FileLedger, optional
         Charged ``(ε, 0)`` before any draw.
     random_seed : None or seed
-        None: fresh OS entropy; a seed warns :class:`~fdp_ppl.errors.SeededReleaseWarning`.
+        None: fresh OS entropy; a seed needs ``study=True`` and warns :class:`~fdp_ppl.errors.SeededReleaseWarning`.
     floor : float, optional
         Public smallest bandwidth (default: 1% of the smallest domain width), so a
         private IQR of 0 still gives h > 0.
+    study : bool
+        A study (the only way to pass a seed): no ledger may be given (:func:`fdp_ppl.release`).
 
     Raises
     ------
     InputError
-        ε <= 0, non-finite observations, wrong shapes.
+        A seed without ``study=True`` or a ledger with it; ε <= 0, non-finite observations, wrong shapes.
     """
+    from ..releasing.plans import check_study
+
+    check_study(random_seed, study, ledger)
     eps = check_epsilon(epsilon)
     obs = np.asarray(observations, dtype=float)
     obs = obs[:, None] if obs.ndim == 1 else obs

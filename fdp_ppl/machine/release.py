@@ -507,8 +507,8 @@ class OnlineRelease:
     mechanism : GaussianMechanism
     grid : bool
         Release the spec's grid first (as one block), then answer queries.
-    random_seed, ledger, label
-        As in :func:`fdp_ppl.release`.
+    random_seed, ledger, label, study
+        As in :func:`fdp_ppl.release` (a seed needs ``study=True``; a study takes no ledger).
 
     Attributes
     ----------
@@ -530,7 +530,10 @@ class OnlineRelease:
     """
 
     def __init__(self, fit: ERMFit, mechanism, *, grid: bool = False, random_seed=None, ledger=None,
-                 label: str = "kernel machine (online)"):
+                 label: str = "kernel machine (online)", study: bool = False):
+        from ..releasing.plans import check_study
+
+        check_study(random_seed, study, ledger)  # a seed only for a study, and a study on no ledger
         if not isinstance(mechanism, GaussianMechanism):
             raise CompatibilityError("online release uses Gaussian-process noise",
                                      "pass GaussianMechanism(epsilon, delta)")

@@ -30,10 +30,11 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
             label: str = "", dataset: str = "", progressbar: bool = False, provenance=None, composed_with=(),
             bound: str | None = None, generator: str | None = None, chains: int | None = None,
             allow_nonprivate: bool | None = None, records_per_unit: int | None = None,
-            allow_large_delta: bool = False) -> xr.DataTree:
+            allow_large_delta: bool = False, study: bool = False) -> xr.DataTree:
     """Release any fitted object privately: one protocol for every family.
 
-    The steps, in this order and only here: refuse a mechanism or option the family does not take → the
+    The steps, in this order and only here: refuse a seed without ``study=True`` and a study with a ledger
+    (before anything is read) → refuse a mechanism or option the family does not take → the
     family's public plan (:func:`fdp_ppl.plan`: calibration, every size and memory check; no data) → the
     seed warning → the ledger charge of ``plan.cost`` with ``plan.event`` → the family's draw (the only step
     that reads the fit) → the plan's attributes, the provenance and the ledger's state recorded on the tree.
@@ -59,10 +60,11 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
         Number of independent releases; ``k`` draws cost ``k ×`` the per-draw guarantee.
     random_seed : int, sequence of int, numpy Generator or None
         None (the default): fresh OS entropy. A seed makes the noise reproducible by anyone who
-        knows it (studies, tests): the release records ``noise_seeded = 1`` and a
+        knows or guesses it, so it needs ``study=True``: the release records ``noise_seeded = 1`` and a
         :class:`~fdp_ppl.errors.SeededReleaseWarning` is emitted.
     ledger : PrivacyLedger or FileLedger, optional
-        Charged ``plan.cost`` (with ``plan.event``) before any draw, after every public check.
+        Charged ``plan.cost`` (with ``plan.event``) before any draw, after every public check. Refused for a
+        study (a study is not private spending).
     label, dataset : str
         Ledger label (empty: the plan's label) and dataset identity.
     progressbar : bool
@@ -92,6 +94,10 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
     allow_large_delta : bool
         Release with a per-draw δ above 1/n (0.1 without a public n): refused otherwise
         (:meth:`~fdp_ppl.releasing.plans.ReleasePlan.check_delta`), except in a seeded study (not a release).
+    study : bool
+        A study (tests, simulations, reproductions), not a release: the only way to pass a ``random_seed``. The
+        release records ``study = "not private"`` (:data:`~fdp_ppl.releasing.plans.STUDY`) and no ledger may be
+        given: a study charges nothing to a real ledger.
 
     Returns
     -------
@@ -106,7 +112,8 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
         ``fitted`` is not a fitted object of a registered family, or ``mechanism`` is not one the
         family accepts (before any charge).
     InputError
-        A family option the family does not take, a provenance key the plan records, a δ above 1/n without
+        A ``random_seed`` without ``study=True``, or a ledger with ``study=True`` (before anything is read); a
+        family option the family does not take, a provenance key the plan records, a δ above 1/n without
         ``allow_large_delta``, a privacy unit the ledger does not hold, and the family plan's own refusals
         (sizes, memory, scales), all before any charge.
     BudgetExceededError
@@ -131,8 +138,9 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
     ('chain', 'draw', 't')
     """
     from .families import release_entry
-    from .plans import ReleasePlan
+    from .plans import ReleasePlan, as_study, check_study
 
+    check_study(random_seed, study, ledger)
     entry = release_entry(fitted)
     if entry is None:
         raise CompatibilityError(f"cannot release a {type(fitted).__name__}: fp.release takes a fitted summary",
@@ -145,7 +153,8 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
                                  **{k: v for k, v in options.items() if v is not None})
     if not isinstance(plan, ReleasePlan):
         raise TypeError(f"the {entry.family} family's plan hook returned a {type(plan).__name__}")
-    plan.check_delta(allow_large_delta or seeded)  # a seeded study is no release: any delta
+    plan = as_study(plan, study)
+    plan.check_delta(allow_large_delta or plan.study)  # a study is no release: any delta
     extra = _provenance(provenance, plan)
     if seeded:
         warnings.warn(f"the {entry.family} release is drawn from the given random_seed: anyone who learns the seed "

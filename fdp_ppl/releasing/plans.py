@@ -26,7 +26,11 @@ from ..errors import CompatibilityError, InputError
 
 #: the root attributes a plan contributes to every release besides its family's own (:meth:`ReleasePlan.attrs`)
 PLAN_ATTRS = ("release_family", "epsilon", "delta", "draws", "budget_spent_epsilon", "budget_spent_delta",
-              "privacy_unit", "neighbouring", "fp_safe", "certified", "noise_seeded", "guarantee")
+              "privacy_unit", "neighbouring", "fp_safe", "certified", "noise_seeded", "guarantee", "study")
+
+#: the ``study`` attribute (and the table's ``study`` row) of a study release: seeded or declared a study, so
+#: anyone who knows or guesses its seed can remove the noise; it is never charged to a ledger
+STUDY = "not private"
 
 
 #: without a public n, a per-draw δ at least this large needs ``allow_large_delta`` (:meth:`ReleasePlan.check_delta`)
@@ -87,6 +91,9 @@ class ReleasePlan:
         The stated guarantee is proved for the sampler that draws (False for uncertified MCMC).
     seeded : bool
         The draw will come from a caller's seed (a study; not private once the seed is known).
+    study : bool
+        A study, not a release (always when ``seeded``): ``attrs["study"]`` is :data:`STUDY` and no ledger may be
+        charged for it.
     generator : str
         The sampler that draws (``"opendp"``, ``"pymc"``, a family's own).
     output : Mapping[str, int]
@@ -146,11 +153,13 @@ class ReleasePlan:
     variable: str = ""
     coords: Mapping[str, Any] = field(default_factory=dict)
     units: str = ""
+    study: bool = False
     #: family-private public objects the draw reuses (a calibration, a sampler, a basis); never data
     state: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "event", _unit_event(self.event, self.cost, self.privacy_unit, self.certified))
+        object.__setattr__(self, "study", bool(self.study or self.seeded))
         object.__setattr__(self, "noise_scale", _frozen_array(self.noise_scale))
         object.__setattr__(self, "output", types.MappingProxyType(dict(self.output)))
         object.__setattr__(self, "coords", types.MappingProxyType(
@@ -162,8 +171,9 @@ class ReleasePlan:
         object.__setattr__(self, "attrs", types.MappingProxyType(attrs))
 
     def common_attrs(self) -> dict:
-        """The attributes every family's release records from its plan (:data:`PLAN_ATTRS`)."""
-        return {"release_family": self.family, "epsilon": float(self.epsilon), "delta": float(self.delta),
+        """The attributes every family's release records from its plan (:data:`PLAN_ATTRS`; ``study`` only for a
+        study)."""
+        return ({"study": STUDY} if self.study else {}) | {"release_family": self.family, "epsilon": float(self.epsilon), "delta": float(self.delta),
                 "draws": int(self.draws), "budget_spent_epsilon": float(self.cost.epsilon),
                 "budget_spent_delta": float(self.cost.delta), "privacy_unit": self.privacy_unit,
                 "neighbouring": self.neighbouring, "fp_safe": int(bool(self.fp_safe)),
@@ -208,7 +218,7 @@ class ReleasePlan:
                      + f"; in all ({cost.epsilon:.6g}, {cost.delta:.3g})-DP")
         composed = replace(other, cost=cost, parts=parts, fp_safe=all(p.fp_safe for p in parts),
                            certified=all(p.certified for p in parts), guarantee=guarantee, attrs=attrs,
-                           state=other.state)
+                           state=other.state, study=any(p.study for p in parts))
         return composed
 
     # ------------------------------------------------------------------ reading
@@ -229,7 +239,7 @@ class ReleasePlan:
                   + "(" + ", ".join(f"{k} {v}" for k, v in self.output.items()) + ")"
                   + (f" in {self.units}" if self.units else "")),
                  ("memory", f"{self.memory_bytes / 2**20:.3g} MiB"), ("guarantee", self.guarantee)]
-        return rows
+        return rows + ([("study", STUDY)] if self.study else [])
 
     def __str__(self) -> str:
         width = max(len(k) for k, _ in self.table())
@@ -344,7 +354,41 @@ def check_scale(scale) -> None:
                          "pass a smaller public tau, in the data's units")
 
 
-def plan(spec_or_fit, mechanism, *, draws: int = 1, privacy_unit=None, seeded: bool = False, **options) -> ReleasePlan:
+def check_study(random_seed, study: bool, ledger=None) -> None:
+    """The seed rule of every release, checked before anything is read: a seed needs ``study=True``, and a study
+    is never charged to a ledger (it is not private spending).
+
+    Raises
+    ------
+    InputError
+        A ``random_seed`` without ``study``; a ``ledger`` with ``study``.
+
+    Examples
+    --------
+    >>> from fdp_ppl.releasing.plans import check_study
+    >>> check_study(None, False), check_study(7, True)
+    (None, None)
+    >>> check_study(2**40, False)
+    Traceback (most recent call last):
+    ...
+    fdp_ppl.errors.InputError: a random_seed makes the noise reproducible by anyone who knows or guesses it, so a seeded release is not private; pass no random_seed for a real release (fresh OS entropy), or study=True for a study (recorded as study = 'not private', never charged to a ledger)
+    """
+    if random_seed is not None and not study:
+        raise InputError("a random_seed makes the noise reproducible by anyone who knows or guesses it, so a seeded "
+                         "release is not private", "pass no random_seed for a real release (fresh OS entropy), or "
+                         f"study=True for a study (recorded as study = {STUDY!r}, never charged to a ledger)")
+    if study and ledger is not None:
+        raise InputError("a study is not private and cannot be charged to a ledger as private spending",
+                         "drop ledger= for a study, or drop study=True and random_seed for a real release")
+
+
+def as_study(p: ReleasePlan, study: bool) -> ReleasePlan:
+    """``p`` marked a study when ``study`` (its attributes then carry ``study`` = :data:`STUDY`); else ``p``."""
+    return replace(p, study=True) if study and not p.study else p
+
+
+def plan(spec_or_fit, mechanism, *, draws: int = 1, privacy_unit=None, seeded: bool = False, study: bool = False,
+         **options) -> ReleasePlan:
     """The public plan of releasing a spec (or a fit) with a mechanism: no data read, no privacy spent.
 
     Parameters
@@ -360,7 +404,9 @@ def plan(spec_or_fit, mechanism, *, draws: int = 1, privacy_unit=None, seeded: b
         The unit the guarantee is for, when the spec does not already carry it (mean curves: the spec's
         ``privacy_unit``); must agree with the spec's when both are given.
     seeded : bool
-        Plan a seeded study (the compiled float sampler instead of the floating-point-safe one).
+        Plan a seeded study (the compiled float sampler instead of the floating-point-safe one); implies ``study``.
+    study : bool
+        Plan a study (``random_seed`` given or not): ``attrs["study"]`` is :data:`STUDY`.
     **options
         The family's options, as :func:`fdp_ppl.release` takes them (``bound``, ``generator``, ``chains``,
         ``n`` for an FPCA spec, ...); an option the family does not take is refused.
@@ -401,7 +447,8 @@ def plan(spec_or_fit, mechanism, *, draws: int = 1, privacy_unit=None, seeded: b
     entry.check(mechanism, options, plan=True)
     if privacy_unit is not None:
         spec_or_fit = _with_unit(spec_or_fit, privacy_unit)
-    return entry.resolve("plan")(spec_or_fit, mechanism, draws=draws, seeded=bool(seeded), **options)
+    return as_study(entry.resolve("plan")(spec_or_fit, mechanism, draws=draws, seeded=bool(seeded), **options),
+                    bool(study))
 
 
 def _with_unit(spec_or_fit, unit):
@@ -425,4 +472,5 @@ def _with_unit(spec_or_fit, unit):
                          "build the spec with privacy_unit=...") from None
 
 
-__all__ = ["LARGE_DELTA", "PLAN_ATTRS", "ReleasePlan", "check_draws", "check_scale", "plan"]
+__all__ = ["LARGE_DELTA", "PLAN_ATTRS", "STUDY", "ReleasePlan", "as_study", "check_draws", "check_scale", "check_study",
+           "plan"]

@@ -107,7 +107,7 @@ PUBLIC_ATTRS = ("mechanism", "noise_law", "summary", "eta", "psi", "n", "epsilon
                 "value_units", "value_name", "t_units", "t_name", "public_offset", "tau_applies_to", "nu",
                 "elliptical_family", "calibration", "grid_size", "n_components", "private", "noise_seeded",
                 "noise_generator", "fp_safe", "epsilon_guaranteed", "delta_guaranteed", "missing", "missing_rule",
-                "tau_norm")
+                "tau_norm", "study")
 
 
 def _clean(v):

@@ -36,13 +36,14 @@ def check_family(fitted, mechanism, *, spec=None, draws: int = 2, random_seed=No
     draws : int
         Draws of the checked release.
     random_seed : optional
-        A seed for the release (a study; the plans are made with ``seeded=True``); None: fresh OS entropy.
+        A seed for the release (a study: ``study=True`` is implied, the plans are made with ``seeded=True`` and no
+        ledger is charged, so the charge is checked only for an unseeded release); None: fresh OS entropy.
     tmp_path : path-like, optional
         A folder for the netCDF round trip (skipped when None).
     plan_options : dict, optional
         Options only the spec's plan needs (``n`` for an FPCA spec).
     **options
-        Family options for both the plan and the release (``chains``, ``bound``, ``generator``...).
+        Family options for both the plan and the release (``chains``, ``bound``, ``generator``, ``study``...).
 
     Returns
     -------
@@ -71,23 +72,27 @@ def check_family(fitted, mechanism, *, spec=None, draws: int = 2, random_seed=No
 
     spec = fitted.spec if spec is None else spec
     seeded = random_seed is not None
-    public = fp.plan(spec, mechanism, draws=draws, seeded=seeded, **options, **(plan_options or {}))
-    of_fit = fp.plan(fitted, mechanism, draws=draws, seeded=seeded, **options)
+    study = bool(options.pop("study", False)) or seeded
+    public = fp.plan(spec, mechanism, draws=draws, seeded=seeded, study=study, **options, **(plan_options or {}))
+    of_fit = fp.plan(fitted, mechanism, draws=draws, seeded=seeded, study=study, **options)
     assert dict(public.attrs).keys() == dict(of_fit.attrs).keys(), "the spec's plan and the fit's differ in attrs"
     for key, value in public.attrs.items():
         assert _equal(value, of_fit.attrs[key]), f"plan attr {key}: spec {value!r} != fit {of_fit.attrs[key]!r}"
     assert public.cost == of_fit.cost and public.event == of_fit.event, "the spec's plan and the fit's cost differ"
-    ledger = PrivacyLedger(PrivacyBudget(1e6, 0.5))
+    ledger = None if study else PrivacyLedger(PrivacyBudget(1e6, 0.5))  # a study is charged to no ledger
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = fp.release(fitted, mechanism, draws=draws, ledger=ledger, random_seed=random_seed, **options)
-    assert math.isclose(ledger.spent.epsilon, public.cost.epsilon, rel_tol=1e-12), \
-        f"charged epsilon {ledger.spent.epsilon} != planned {public.cost.epsilon}"
-    assert math.isclose(ledger.spent.delta, public.cost.delta, rel_tol=1e-12, abs_tol=1e-300), \
-        f"charged delta {ledger.spent.delta} != planned {public.cost.delta}"
-    events = [e for e in ledger.events if e is not None]
-    if public.event is not None:
-        assert events and events[-1] == public.event, f"recorded event {events[-1:]} != planned {public.event}"
+        tree = fp.release(fitted, mechanism, draws=draws, ledger=ledger, random_seed=random_seed, study=study,
+                          **options)
+    if ledger is not None:
+        assert math.isclose(ledger.spent.epsilon, public.cost.epsilon, rel_tol=1e-12), \
+            f"charged epsilon {ledger.spent.epsilon} != planned {public.cost.epsilon}"
+        assert math.isclose(ledger.spent.delta, public.cost.delta, rel_tol=1e-12, abs_tol=1e-300), \
+            f"charged delta {ledger.spent.delta} != planned {public.cost.delta}"
+        events = [e for e in ledger.events if e is not None]
+        if public.event is not None:
+            assert events and events[-1] == public.event, f"recorded event {events[-1:]} != planned {public.event}"
+    assert ("study" in tree.attrs) == study, "a study release must be marked a study, a real one must not"
     for key, value in public.attrs.items():
         assert key in tree.attrs, f"the release does not record plan attr {key}"
         assert _equal(value, tree.attrs[key]), f"release attr {key}: {tree.attrs[key]!r} != planned {value!r}"

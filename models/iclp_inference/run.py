@@ -48,7 +48,7 @@ def run(out_dir: Path = Path("."), epsilon: float = EPSILON, seed: int | None = 
     grid = fp.Grid.from_points(curves["t"].values)
     basis = fp.eigenbasis(KERNEL, grid)
     summary = fp.iclp_qr_mean(curves, basis, tau=TAU)        # PSS: eta = 1 + 2/beta, psi = 1/n
-    release = fp.release(summary, fp.ICLP(epsilon), random_seed=seed)
+    release = fp.release(summary, fp.ICLP(epsilon), random_seed=seed, study=seed is not None)
     del summary, curves                                       # from here on: the release only
     release.attrs.update({"data_source": "DTI corpus callosum FA", "model": "models/iclp_inference"})
     post = release[POSTERIOR].to_dataset()

@@ -54,7 +54,7 @@ def run(out_dir: Path = Path("."), epsilon: float = EPSILON, seed: int | None = 
     grid = fp.Grid.from_points(curves["t"].values)
     basis = fp.eigenbasis(KERNEL, grid)
     summary = fp.iclp_qr_mean(curves, basis, tau=TAU)  # PSS: eta = 1 + 2/beta, psi = 1/n
-    tree = fp.release(summary, fp.ICLP(epsilon), random_seed=seed)
+    tree = fp.release(summary, fp.ICLP(epsilon), random_seed=seed, study=seed is not None)
     tree.attrs.update({
         "data_source": "DTI corpus callosum FA (refund::DTI), all scans; missing points set to 0",
         "model": "models/iclp_mean",

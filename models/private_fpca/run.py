@@ -53,7 +53,7 @@ def run(out_dir: Path = Path("."), epsilon: float = EPSILON, k: int = K, form: s
                     sigma_scale=float(grid.size))
     fit = spec.fit(deviations)
     tree = fp.release(fit, fp.ExponentialMechanism(sampler=sampler, iterations=iterations, delta=delta),
-                      random_seed=seed, dataset="growth", label="models/private_fpca")
+                      random_seed=seed, study=seed is not None, dataset="growth", label="models/private_fpca")
     tree.attrs.update({
         "data_source": "Berkeley Growth Study heights (fdars), deviations from the CDC 2000 median height",
         "model": "models/private_fpca",

@@ -54,13 +54,13 @@ def run(out_dir: Path = Path("."), mechanism: str = "gp", epsilon: float = EPSIL
 
     approx = mechanism == "gp"
     total = PrivacyBudget(epsilon + (private_bandwidth_epsilon or 0.0), delta if approx else 0.0)
-    ledger = PrivacyLedger(total=total)
+    ledger = PrivacyLedger(total=total) if seed is None else None  # a seeded study is charged to no ledger
     if private_bandwidth_epsilon:
         if bandwidth is not None:
             raise SystemExit("pass either --bandwidth or --private-bandwidth, not both")
         rng_seed = None if seed is None else [seed, 1]
         h = float(private_bandwidth(heights, private_bandwidth_epsilon, DOMAIN, ledger=ledger,
-                                    random_seed=rng_seed)[0])
+                                    random_seed=rng_seed, study=seed is not None)[0])
         h_rule = f"private IQR rule (Hall 2013 §4.1.2), eps = {private_bandwidth_epsilon:g}"
     else:
         h = public_bandwidth(n) if bandwidth is None else float(bandwidth)
@@ -73,8 +73,8 @@ def run(out_dir: Path = Path("."), mechanism: str = "gp", epsilon: float = EPSIL
     else:
         raise SystemExit(f"unknown mechanism {mechanism!r}: use gp or iclp")
     fit = spec.fit(heights)
-    tree = fp.release(fit, mech, random_seed=None if seed is None else [seed, 2], ledger=ledger,
-                      label="models/private_kde", dataset="growth (height at 18)")
+    tree = fp.release(fit, mech, random_seed=None if seed is None else [seed, 2], study=seed is not None,
+                      ledger=ledger, label="models/private_kde", dataset="growth (height at 18)")
     tree.attrs.update({
         "data_source": "Berkeley Growth Study heights at age 18 (fdars), one record per child",
         "model": "models/private_kde",
@@ -106,8 +106,9 @@ def run(out_dir: Path = Path("."), mechanism: str = "gp", epsilon: float = EPSIL
     a = tree.attrs
     print("Private density of height at age 18 (Berkeley growth), models/private_kde")
     print(f"  mechanism          {mechanism}: {a['noise_covariance']}")
-    print(f"  epsilon, delta     {a['epsilon']:g}, {a['delta']:g} per release; budget spent "
-          f"{ledger.spent.epsilon:g}, {ledger.spent.delta:g} (bandwidth included)")
+    print(f"  epsilon, delta     {a['epsilon']:g}, {a['delta']:g} per release; " + (
+          f"budget spent {ledger.spent.epsilon:g}, {ledger.spent.delta:g} (bandwidth included)" if ledger is not None
+          else "a seeded study: not private, charged to no ledger"))
     print(f"  n                  {n} children (public); domain {DOMAIN[0]:g}-{DOMAIN[1]:g} cm, {grid_size} grid points")
     print(f"  bandwidth          h = {h:.3f} cm ({h_rule})")
     print(f"  sensitivity        {a['sensitivity']:.4g} ({a['sensitivity_norm']} norm); sigma {a['sigma']:.4g}")

@@ -109,7 +109,7 @@ def _release(fit, mech, seed) -> tuple[np.ndarray, dict]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fp.release(fit, mech, draws=1, random_seed=seed)
+        tree = fp.release(fit, mech, draws=1, random_seed=seed, study=True)
     return tree["posterior"]["density"].values[0, 0], tree.attrs
 
 
@@ -264,7 +264,7 @@ def svm_releases(fit, *, epsilon: float, delta: float, calibration: str, release
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
         for child in np.random.SeedSequence(seed).spawn(int(releases)):
-            tree = fp.release(fit, mech, draws=1, random_seed=child)
+            tree = fp.release(fit, mech, draws=1, random_seed=child, study=True)
             out.append(tree["posterior"]["decision"].values[0, 0])
     return np.asarray(out), tree.attrs
 

@@ -284,13 +284,13 @@ def fit_and_release(key: str, spec, observations, *, h: float | None = None, poi
         if baseline and not isinstance(spec, KDESpec):
             fit = spec.fit(kde_bumps(observations, points, h))
             est = np.asarray(fit.curve().values, dtype=float)
-            tree = fp.release(fit, _mechanism(key, epsilon), draws=draws, random_seed=seed)
+            tree = fp.release(fit, _mechanism(key, epsilon), draws=draws, random_seed=seed, study=True)
             return est, tree["posterior"]["curve"].values[0]
         fit = spec.fit(observations)
         if key == "kde":
             return fit.values, None
         bound = BASELINE_BOUNDS[key.split("-")[0]] if baseline else "tight"
-        tree = fp.release(fit, _mechanism(key, epsilon), draws=draws, random_seed=seed, bound=bound)
+        tree = fp.release(fit, _mechanism(key, epsilon), draws=draws, random_seed=seed, study=True, bound=bound)
         scale = public_mass(spec) if key.endswith("-rescaled") else 1.0
         return fit.density / scale, tree["posterior"]["density"].values[0] / scale
 

@@ -94,7 +94,7 @@ def machine_replicate(epsilon: float, seed: int, *, noise_factors=(1.0,), draws:
     fit = spec.fit(x, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # seeded study releases warn by design
-        release = fp.release(fit, study_mechanism(mechanism, epsilon), random_seed=seed)
+        release = fp.release(fit, study_mechanism(mechanism, epsilon), random_seed=seed, study=True)
     truth = fit.decision(spec.points)
     released = release["posterior"]["decision"].values.reshape(-1)
     rows = []

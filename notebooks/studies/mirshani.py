@@ -490,7 +490,7 @@ def run_simulation(psis=SIM_PSI_PANELS, *, risk_psis=None, n: int = SIM_N, rho: 
             tau = taus[choices[a]]
             s = rkhs_summary(curves, basis, tau=tau, psi=psis[b])
             # the paper's data-derived tau is a study, not a private release: the tree records private = 0
-            tree = release(s, mech, random_seed=seed_noise, bound=bound, allow_nonprivate=s.spec.data_dependent)
+            tree = release(s, mech, random_seed=seed_noise, study=True, bound=bound, allow_nonprivate=s.spec.data_dependent)
             cal = mech.calibrate(s.spec, bound)  # the calibration the release used (public)
             smoothed[a, b] = s.design @ s.coefficients
             private[a, b] = read_release(tree).curve.values[0, 0]

@@ -357,7 +357,7 @@ def dti_releases(curves: xr.DataArray, table: pd.DataFrame, *, tau: float = DTI_
     for (_, row), seed in _track(list(zip(table.iterrows(), seeds)), progressbar, "DTI releases", len(table)):
         basis = eigenbasis(make_kernel(row["kernel"], float(row["rho"])), grid)
         s = rkhs_summary(values, basis, tau=tau, psi=float(row["psi"]))
-        tree = release(s, mech, random_seed=seed, bound=bound)
+        tree = release(s, mech, random_seed=seed, study=True, bound=bound)
         sm.append(s.design @ s.coefficients)
         pr.append(read_release(tree).curve.values[0, 0])
         meta.append({"kernel": row["kernel"], "method": row["method"], "psi": float(row["psi"]),

@@ -188,7 +188,7 @@ def plot_private_curves(setting: rd.Setting = rd.PUBLIC, epsilon: dict | None = 
             ax.plot(t, x[sel].T, color="0.82", lw=0.5, zorder=1)
             summary, mech_cls = summaries[m]
             tree = release(summary, mech_cls(eps), draws=n_releases, bound=setting.primary_bound,
-                           random_seed=[random_seed, i, j],
+                           random_seed=[random_seed, i, j], study=True,
                            allow_nonprivate=summary.spec.data_dependent)  # paper-reading tau_inf: a study
             rel = read_release(tree).curve.values[0] * prep.divisor
             col, lab = MECH_STYLE[m]

@@ -22,7 +22,7 @@ def release_file(tmp_path_factory):
     curves = xr.DataArray(np.sin(2 * np.pi * grid.t) + 0.3 * rng.standard_normal((50, grid.t.size)),
                           dims=("curve", "t"), coords={"t": grid.t})
     tree = fp.release(fp.ICLPQRSpec(basis=basis, tau=5.0, n=50).fit(curves), fp.ICLP(epsilon=1.0),
-                      random_seed=2**40)
+                      random_seed=2**40, study=True)
     path = tmp_path_factory.mktemp("infer") / "release.nc"
     tree.to_netcdf(path)
     return path
@@ -147,7 +147,8 @@ def test_infer_serves_a_kde_release(tmp_path, capsys):
     csv.write_text("x\n" + "\n".join(f"{v}" for v in np.random.default_rng(1).uniform(0, 1, 40)) + "\n")
     kde = tmp_path / "kde.nc"
     assert main(["kde", "--data", str(csv), "--var", "x", "--mechanism", "iclp", "--epsilon", "1", "--domain", "0",
-                 "1", "--grid-size", "20", "--seed", str(2**40), "--out", str(kde)]) == 0
+                 "1", "--grid-size", "20", "--seed", str(2**40), "--study", "--out",
+                 str(kde)]) == 0
     capsys.readouterr()
     out = tmp_path / "x.nc"
     assert main(["infer", str(kde), "--draws", "100", "--seed", "1", "--out", str(out)]) == 0
@@ -168,7 +169,7 @@ def test_infer_serves_a_kde_release(tmp_path, capsys):
 def test_infer_serves_a_principal_components_release(tmp_path, capsys):
     rel = tmp_path / "fpca.nc"
     assert main(["fpca", "--data", "growth", "--k", "1", "--m", "3", "--epsilon", "1", "--tau", "200", "--draws", "2",
-                 "--seed", str(2**40), "--out", str(rel)]) == 0, capsys.readouterr().err
+                 "--seed", str(2**40), "--study", "--out", str(rel)]) == 0, capsys.readouterr().err
     capsys.readouterr()
     out = tmp_path / "post.nc"
     assert main(["infer", str(rel), "--draws", "60", "--tune", "60", "--chains", "1", "--seed", "1",
@@ -189,7 +190,7 @@ def test_infer_serves_a_kernel_machine_release(tmp_path, capsys):
     rel = tmp_path / "svm.nc"
     assert main(["svm", "--data", str(csv), "--features", "x", "--label", "y", "--domain", "0:1", "--mechanism",
                  "gp", "--bandwidth", "0.2", "--lam", "0.05", "--epsilon", "1", "--delta", "1e-5", "--grid-size", "30", "--seed",
-                 str(2**40), "--out", str(rel)]) == 0, capsys.readouterr().err
+                 str(2**40), "--study", "--out", str(rel)]) == 0, capsys.readouterr().err
     capsys.readouterr()
     out = tmp_path / "post.nc"
     assert main(["infer", str(rel), "--draws", "100", "--seed", "1", "--out", str(out)]) == 0, capsys.readouterr().err

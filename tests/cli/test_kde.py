@@ -1,5 +1,6 @@
 """``fdp-ppl kde`` (fdp_ppl/cli/kde.py)."""
 
+import json
 import numpy as np
 import pytest
 import xarray as xr
@@ -22,11 +23,14 @@ def csv_file(tmp_path):
 def test_kde_cli_1d(tmp_path, csv_file, capsys, mech, extra):
     out = tmp_path / f"{mech}.nc"
     code = main(["kde", "--data", str(csv_file), "--var", "x", "--mechanism", mech, "--epsilon", "1", *extra,
-                 "--domain", "0", "1", "--grid-size", "50", "--draws", "2", "--seed", "1", "--study", "--out", str(out)])
+                 "--domain", "0", "1", "--grid-size", "50", "--draws", "2", "--seed", "1", "--study", "--out", str(out),
+                 "--holder-report", str(tmp_path / "holder.json")])
     cap = capsys.readouterr()
     assert code == 0, cap.err
     assert str(out) in cap.out and "privacy spent" in cap.out
-    assert "2 of 60 observations were outside" in cap.err
+    assert "2 of 60" not in cap.out + cap.err  # the clipped count: only in the data holder's report
+    holder = json.loads((tmp_path / "holder.json").read_text())
+    assert (holder["clipped"], holder["records"]) == (2, 60)
     tree = xr.open_datatree(out)
     dens = tree["posterior"]["density"]
     assert dens.dims == ("chain", "draw", "x") and dens.shape == (1, 2, 50)

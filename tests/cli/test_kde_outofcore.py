@@ -4,6 +4,7 @@ of core is refused in one line before the ledger is touched."""
 
 from __future__ import annotations
 
+import json
 import hashlib
 
 import numpy as np
@@ -49,8 +50,9 @@ def cluster():
 
 def _kde(tmp_path, name, data, *extra):
     out = tmp_path / f"{name}.nc"
-    code = main(["kde", "--data", str(data), "--var", "x", *extra, "--domain", "0", "1", "--seed", "7", "--study",
-                 "--out", str(out)])
+    seed = [] if "--ledger" in extra else ["--seed", "7", "--study"]  # a study is charged to no ledger
+    code = main(["kde", "--data", str(data), "--var", "x", *extra, "--domain", "0", "1", *seed,
+                 "--out", str(out), "--holder-report", str(tmp_path / f"{name}.json")])
     return code, out
 
 
@@ -63,7 +65,7 @@ MECHS = {"gp": ["--mechanism", "gp", "--delta", "1e-5"], "iclp": ["--mechanism",
                                      ("sobolev", 2)])
 def test_out_of_core_release_equals_in_memory(tmp_path, files, cluster, capsys, mech, d):
     """Same seed, same file: the chunked fit on the cluster gives the released draws of the in-memory command; the
-    table (stdout) is the same and stderr holds the same data-holder line, nothing more."""
+    table (stdout) and stderr are the same, and the data holder's report holds the same count."""
     grid = ["--grid-size", "40" if d == 1 else "12"]
     pair = ["--var2", "y"] if d == 2 else []
     args = [*MECHS[mech], *pair, *grid, "--epsilon", "1", "--draws", "2"]
@@ -82,9 +84,10 @@ def test_out_of_core_release_equals_in_memory(tmp_path, files, cluster, capsys, 
     assert not np.array_equal(got[0, 0], got[0, 1])  # two independent draws, not a constant
     assert int(got_tree.attrs["n"]) == N  # from the file's metadata
     assert cap_ooc.out.replace("lazy.nc", "memory.nc") == cap_mem.out
-    holder = [ln for ln in cap_mem.err.splitlines() if ln.startswith("data holder only")]
-    assert len(holder) == 1 and holder[0] in cap_ooc.err and f"of {N} observations" in holder[0]
-    assert " 0 of " not in holder[0]  # some records are outside the domain: the count is the real one
+    assert cap_ooc.err == cap_mem.err and "data holder only" not in cap_mem.err
+    reports = [json.loads((tmp_path / f"{name}.json").read_text()) for name in ("memory", "lazy")]
+    assert reports[0] == reports[1] and reports[0]["records"] == N
+    assert reports[0]["clipped"] > 0  # some records are outside the domain: the count is the real one
 
 
 def test_zarr_store_with_chunks_only_runs_on_a_local_cluster(tmp_path, files, capsys, monkeypatch):
@@ -143,8 +146,8 @@ def test_refusals_are_one_line_and_charge_nothing(tmp_path, files, columns, caps
 
 
 def test_incomplete_records_refused_out_of_core_without_a_count(tmp_path, columns, capsys, monkeypatch):
-    """A NaN found while summing the chunks stops the release with the in-memory message's meaning and no count;
-    nothing is charged (the fit comes before the ledger's charge)."""
+    """A NaN found while summing the chunks stops the release with the in-memory message's meaning and no count,
+    only after the charge (DESIGN invariant 9: whether a value is missing depends on the data)."""
     import contextlib
 
     import dask
@@ -164,8 +167,9 @@ def test_incomplete_records_refused_out_of_core_without_a_count(tmp_path, column
                          "--ledger", str(led))
     err = capsys.readouterr().err
     assert code == 2 and not out.exists() and err.count("\n") == 1 and "finite" in err
+    assert "refused after the charge" in err
     assert "2" not in err.split("error:", 1)[1]  # how many records are incomplete is private
-    assert PrivacyLedger.open(led).entries == []
+    assert PrivacyLedger.open(led).spent.epsilon == pytest.approx(1.0)
 
 
 def test_help_names_the_out_of_core_options(capsys):

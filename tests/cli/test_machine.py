@@ -30,7 +30,7 @@ def test_svm_gp_two_features_end_to_end(tmp_path, table, capsys):
     out = tmp_path / "svm.nc"
     code, stdout, err = _run(capsys, "svm", "--data", table, "--features", "a,b", "--label", "label", "--lam", 0.05,
                              "--kernel", "gaussian", "--bandwidth", 0.3, "--mechanism", "gp", "--epsilon", 1,
-                             "--delta", 1e-5, "--grid-size", 12, "--draws", 2, "--seed", 3, "--study", "--out", out,
+                             "--delta", 1e-5, "--grid-size", 12, "--draws", 2, "--out", out,
                              "--ledger", tmp_path / "l.sqlite", "--budget", "5,1e-4")
     assert code == 0, err
     tree = xr.open_datatree(out)
@@ -38,7 +38,7 @@ def test_svm_gp_two_features_end_to_end(tmp_path, table, capsys):
     assert dec.dims == ("chain", "draw", "x1", "x2") and dec.shape == (1, 2, 12, 12)
     assert tree.attrs["budget_spent_epsilon"] == pytest.approx(2.0)
     assert tree.attrs["sensitivity"] == pytest.approx(1.01 / (0.05 * 40))
-    assert "1 of 40 records" in err and "clipped" in err
+    assert "1 of 40" not in err and "clipped" not in err  # the count is the data holder's: never printed
     assert "clipped" not in str(tree.attrs)
     last = stdout.strip().splitlines()[-1]
     assert str(out) in last and "spent epsilon 2" in last
@@ -89,7 +89,7 @@ def test_svm_labels_must_be_pm1(tmp_path, capsys):
     path.write_text("a,label\n0.1,0\n0.5,1\n0.9,1\n")
     code, _, err = _run(capsys, "svm", "--data", path, "--features", "a", "--label", "label", "--lam", 0.1,
                         "--bandwidth", 0.3, "--epsilon", 1, "--delta", 1e-5, "--out", tmp_path / "o.nc")
-    assert code == 2 and "-1 or +1" in err
+    assert code == 2 and "-1 and +1" in err and "refused after the charge" in err  # the labels are data
 
 
 def test_cli_erm_imports_only_argparse():

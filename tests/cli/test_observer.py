@@ -1,4 +1,4 @@
-"""What an observer of a command sees besides the file: the seed is never printed and small seeds are refused,
+"""What an observer of a command sees besides the file: the seed is never printed and seeds need --study,
 outputs never destroy the input, the ledger or an existing file, outputs are written atomically, and messages
 computed from the data before the charge name no count (DESIGN invariant 9)."""
 
@@ -10,10 +10,10 @@ import xarray as xr
 
 from fdp_ppl.accounting import PrivacyLedger
 from fdp_ppl.cli import main
-from fdp_ppl.cli.common import MIN_RELEASE_SEED, SEEDED_TEXT
+from fdp_ppl.cli.common import SEEDED_TEXT
 
 K = 8
-BIG_SEED = MIN_RELEASE_SEED + 123_456_789
+BIG_SEED = 2**32 + 123_456_789  # above 2^32: once accepted without --study (and drawn with the float sampler)
 
 
 def _curves(path, n=6, nan_rows=()):
@@ -59,35 +59,43 @@ def _commands(tmp_path, data, table, out):
 
 # ----------------------------------------------------------------------------- seeds (part 2)
 @pytest.mark.parametrize("command", ["release", "demo", "kde", "svm"])
-def test_seed_never_printed_and_small_seeds_need_study(tmp_path, data, table, capsys, command):
+def test_seed_never_printed_and_every_seed_needs_study(tmp_path, data, table, capsys, command):
+    """DESIGN invariant 8: a seed is for studies only; a study says so and is charged to no ledger."""
     led = tmp_path / "led.sqlite"
-    argv = _commands(tmp_path, data, table, tmp_path / "small.nc")[command]
-    # a seed below 2^32 is refused before anything is read, drawn or charged
-    assert main([*argv, "--seed", "123", "--ledger", str(led), "--budget", "5"]) == 2
-    err = capsys.readouterr().err
-    assert "below 2^32" in err and "--study" in err and "123" not in err
-    assert not (tmp_path / "small.nc").exists() and not led.exists()
-    # a large secret seed is accepted; the table says it is seeded, never which seed
-    argv = _commands(tmp_path, data, table, tmp_path / "big.nc")[command]
-    assert main([*argv, "--seed", str(BIG_SEED)]) == 0
-    std = capsys.readouterr()
-    assert SEEDED_TEXT in std.out
-    assert str(BIG_SEED) not in std.out + std.err
-    tree = xr.open_datatree(tmp_path / "big.nc")
-    assert int(tree.attrs["noise_seeded"]) == 1
-    assert str(BIG_SEED) not in str(tree.attrs) and str(BIG_SEED) not in str(tree.to_dict())
-    # a study may use a small seed; it is still never printed
-    argv = _commands(tmp_path, data, table, tmp_path / "study.nc")[command]
-    assert main([*argv, "--seed", "987654", "--study"]) == 0
-    std = capsys.readouterr()
-    assert SEEDED_TEXT in std.out and "987654" not in std.out + std.err
+    missing = tmp_path / "no-such-data.nc"  # a run that opened its data first would fail on this path instead
+    for seed in ("123", str(BIG_SEED), "4294967300"):  # a small seed, and seeds above 2^32
+        argv = _commands(tmp_path, missing if command != "demo" else data, missing.with_suffix(".csv"),
+                         tmp_path / "seeded.nc")[command]
+        # refused before anything is read, drawn or charged, whatever its size
+        assert main([*argv, "--seed", seed, "--ledger", str(led), "--budget", "5"]) == 2
+        err = capsys.readouterr().err
+        assert "--study" in err and seed not in err and "no-such-data" not in err
+        assert not (tmp_path / "seeded.nc").exists() and not led.exists()
+    # --study is never charged to a ledger as private spending
+    argv = _commands(tmp_path, data, table, tmp_path / "seeded.nc")[command]
+    assert main([*argv, "--seed", str(BIG_SEED), "--study", "--ledger", str(led), "--budget", "5"]) == 2
+    assert "--ledger" in capsys.readouterr().err and not led.exists() and not (tmp_path / "seeded.nc").exists()
+    # a study may use any seed; it is marked not private in the file and the table, and never printed
+    for seed, name in (("987654", "study.nc"), (str(BIG_SEED), "big.nc")):
+        argv = _commands(tmp_path, data, table, tmp_path / name)[command]
+        assert main([*argv, "--seed", seed, "--study"]) == 0
+        std = capsys.readouterr()
+        assert SEEDED_TEXT in std.out and seed not in std.out + std.err
+        assert any(line.split()[:3] == ["study", "not", "private"] for line in std.out.splitlines())
+        tree = xr.open_datatree(tmp_path / name)
+        assert int(tree.attrs["noise_seeded"]) == 1 and tree.attrs["study"] == "not private"
+        assert seed not in str(tree.attrs) and seed not in str(tree.to_dict())
+    # a real release (no seed) is not a study
+    argv = _commands(tmp_path, data, table, tmp_path / "real.nc")[command]
+    assert main(argv) == 0
+    assert "not private" not in capsys.readouterr().out and "study" not in xr.open_datatree(tmp_path / "real.nc").attrs
 
 
 def test_seeded_release_reproduces_only_with_the_same_seed(tmp_path, data, capsys):
     a, b, c = (tmp_path / f"{x}.nc" for x in "abc")
-    assert main(_release(data, a, "--seed", BIG_SEED)) == 0
-    assert main(_release(data, b, "--seed", BIG_SEED)) == 0
-    assert main(_release(data, c, "--seed", BIG_SEED + 1)) == 0
+    assert main(_release(data, a, "--seed", BIG_SEED, "--study")) == 0
+    assert main(_release(data, b, "--seed", BIG_SEED, "--study")) == 0
+    assert main(_release(data, c, "--seed", BIG_SEED + 1, "--study")) == 0
     capsys.readouterr()
     ca, cb, cc = (xr.open_datatree(p)["posterior"]["coefficients"].values for p in (a, b, c))
     assert np.array_equal(ca, cb) and not np.allclose(ca, cc)

@@ -2,6 +2,7 @@
 public rule (n public, the same public parameters for a record with a NaN and its complete neighbour), no
 ``--drop-incomplete``, a data-derived τ only with an explicit non-private flag, and unseeded demo releases."""
 
+import json
 import warnings
 
 import numpy as np
@@ -48,12 +49,13 @@ def test_missing_impute_gives_neighbours_identical_public_parameters(tmp_path, c
     trees, errs = [], []
     for i, path in enumerate(neighbours):
         out = tmp_path / f"r{i}.nc"
-        argv = ["release", "--data", str(path), *ARGS, "--out", str(out), "--missing", "impute"]
+        argv = ["release", "--data", str(path), *ARGS, "--out", str(out), "--missing", "impute",
+                "--holder-report", str(tmp_path / f"h{i}.json")]
         argv[argv.index("--mechanism"): argv.index("--mechanism") + 2] = mechanism
         assert main(argv) == 0
         std = capsys.readouterr()
         errs.append(std.err)
-        assert "missing points" not in std.out  # counts go to stderr only
+        assert "missing points" not in std.out + std.err  # counts go to the data holder's report only
         trees.append(xr.open_datatree(out))
     a, b = trees
     skip = {"created_at"}
@@ -67,7 +69,10 @@ def test_missing_impute_gives_neighbours_identical_public_parameters(tmp_path, c
             assert not any("imput" in k and k != "missing_rule" for k in node.attrs)
             assert not any(c in node.attrs for c in (*IMPUTATION_COUNTS, "n_dropped"))
             assert not any("imput" in str(v) for v in node.dataset.data_vars)
-    assert "2 missing points in 1 of 6 curves" in errs[0] and "0 missing points in 0 of 6 curves" in errs[1]
+    assert errs[0] == errs[1]  # neighbours: the same stderr
+    reports = [json.loads((tmp_path / f"h{i}.json").read_text()) for i in range(2)]
+    assert (reports[0]["imputed_points"], reports[0]["imputed_curves"]) == (2, 1)
+    assert (reports[1]["imputed_points"], reports[1]["imputed_curves"]) == (0, 0)
 
 
 def test_missing_impute_with_a_public_offset_imputes_the_offset(tmp_path, capsys, neighbours):
@@ -82,27 +87,30 @@ def test_missing_impute_with_a_public_offset_imputes_the_offset(tmp_path, capsys
     for i, (path, missing) in enumerate(((incomplete, "impute"), (filled, "error"))):
         out = tmp_path / f"o{i}.nc"
         assert main(["release", "--data", str(path), *ARGS, "--offset", "1.5", "--missing", missing, "--seed",
-                     str(2**40), "--out", str(out)]) == 0, capsys.readouterr().err
+                     str(2**40), "--study", "--out", str(out)]) == 0, capsys.readouterr().err
         outs.append(xr.open_datatree(out))
     err = capsys.readouterr()
-    assert "set to the public offset" in err.out and "were set to the public --offset" in err.err
+    assert "set to the public offset" in err.out and "--offset" not in err.err
     assert "public --offset" in outs[0].attrs["missing_rule"]
     np.testing.assert_allclose(outs[0]["posterior"]["curve"].values, outs[1]["posterior"]["curve"].values,
                                rtol=1e-12, atol=1e-12)
 
 
 def test_missing_error_is_the_default_and_drop_incomplete_is_gone(tmp_path, capsys, neighbours):
-    out = tmp_path / "x.nc"
-    assert main(["release", "--data", str(neighbours[0]), *ARGS, "--out", str(out)]) == 2
+    out, ledger = tmp_path / "x.nc", tmp_path / "led.sqlite"
+    # refused after every public check and after the charge (DESIGN invariant 9): the ledger pays for the refusal
+    assert main(["release", "--data", str(neighbours[0]), *ARGS, "--out", str(out), "--ledger", str(ledger),
+                 "--budget", "10"]) == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "has curves with NaN/inf values" in err and "--missing impute" in err
-    assert "data holder only" in err and "1 of 6" not in err
-    # nothing is charged before this error, so it names no count: 1 bad record or 5 give the same text
+    assert len(err.strip().splitlines()) == 1 and "missing (NaN/inf) values" in err and "--missing impute" in err
+    assert "data holder only" in err and "refused after the charge" in err and "1 of 6" not in err
+    assert fp.PrivacyLedger.open(ledger).spent.epsilon == pytest.approx(1.0) and not out.exists()
+    # it names no count: 1 bad record or 5 give the same text
     worse = _values()
     worse[:5, 0] = np.nan
     _write(neighbours[0], worse)
-    assert main(["release", "--data", str(neighbours[0]), *ARGS, "--out", str(out)]) == 2
-    assert capsys.readouterr().err == err
+    assert main(["release", "--data", str(neighbours[0]), *ARGS, "--out", str(out), "--ledger", str(ledger)]) == 2
+    assert capsys.readouterr().err == err and fp.PrivacyLedger.open(ledger).spent.epsilon == pytest.approx(2.0)
     assert main(["release", "--data", str(neighbours[0]), *ARGS, "--out", str(out), "--drop-incomplete"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "--drop-incomplete was removed" in err and "public n" in err

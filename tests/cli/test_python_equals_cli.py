@@ -81,7 +81,7 @@ def test_mean_release(tmp_path):
     curves = fp.datasets.load_dataset("growth")
     basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.from_points(curves["t"].values))
     summary = fp.iclp_qr_mean(curves, basis, tau=200.0)
-    tree = fp.release(summary, fp.ICLP(1.0), random_seed=SEED, provenance={
+    tree = fp.release(summary, fp.ICLP(1.0), random_seed=SEED, study=True, provenance={
         "data_source": "growth", "missing": "error",
         "missing_rule": "none: a record with a missing (NaN/inf) value stops the release before any noise is drawn"})
     _assert_same_file(out, tree, tmp_path)
@@ -109,7 +109,7 @@ def test_density_1d_gp(tmp_path, observations):
     _run(["kde", "--data", path, "--var", "x", "--mechanism", "gp", "--epsilon", 1, "--delta", 1e-5,
           "--domain", 0, 1, "--grid-size", 50, "--out", out])
     spec = fp.kde.KDESpec(grid=fp.kde.CartesianGrid.uniform([(0.0, 1.0)], 50), n=60)
-    tree = fp.release(spec.fit(x), fp.GaussianMechanism(1.0, 1e-5), random_seed=SEED,
+    tree = fp.release(spec.fit(x), fp.GaussianMechanism(1.0, 1e-5), random_seed=SEED, study=True,
                       provenance=_kde_provenance("gp", "x"))
     _assert_same_file(out, tree, tmp_path)
 
@@ -120,7 +120,7 @@ def test_density_2d_iclp(tmp_path, observations):
     _run(["kde", "--data", path, "--var", "x", "--var2", "y", "--mechanism", "iclp", "--epsilon", 1, "--eta", 1.05,
           "--domain", 0, 1, "--grid-size", 12, "--out", out])
     spec = fp.kde.ICLPKDESpec(grid=fp.kde.CartesianGrid.uniform([(0.0, 1.0)] * 2, 12), n=60, eta=1.05)
-    tree = fp.release(spec.fit(np.column_stack([x, y])), fp.ICLP(1.0), random_seed=SEED,
+    tree = fp.release(spec.fit(np.column_stack([x, y])), fp.ICLP(1.0), random_seed=SEED, study=True,
                       provenance=_kde_provenance("iclp", "x, y", kde_normalised=0))
     _assert_same_file(out, tree, tmp_path)
 
@@ -142,7 +142,7 @@ def test_density_1d_baselines(tmp_path, observations, mechanism):
     else:
         spec, mech = bernstein_kde_spec(points, h, 60, k=20), fp.Bernstein(1.0)
         extra = {"bernstein_k": 20, "bernstein_k_source": "default"}
-    released = fp.release(spec.fit(kde_bumps(x, points, h, (0.0, 1.0))), mech, random_seed=SEED,
+    released = fp.release(spec.fit(kde_bumps(x, points, h, (0.0, 1.0))), mech, random_seed=SEED, study=True,
                           provenance=_kde_provenance(mechanism, "x", **extra))
     _assert_same_file(out, bumps_density(released, points, h, mechanism, (0.0, 1.0)), tmp_path)
 
@@ -160,7 +160,7 @@ def test_kernel_machine_gp(tmp_path):
           "--epsilon", 1, "--delta", 1e-5, "--grid-size", 12, "--out", out])
     spec = fp.machine.ERMSpec(fp.Gaussian(0.3, convention="hall"), lam=0.05, n=40, loss="hinge",
                           domain=[[0.0, 1.0]] * 2, grid_size=12)
-    tree = fp.release(spec.fit(X, y), fp.GaussianMechanism(1.0, 1e-5), random_seed=SEED,
+    tree = fp.release(spec.fit(X, y), fp.GaussianMechanism(1.0, 1e-5), random_seed=SEED, study=True,
                       provenance={"data_source": "svm.csv", "features": "a,b", "label": "label"})
     _assert_same_file(out, tree, tmp_path)
 
@@ -174,7 +174,7 @@ def test_principal_components(tmp_path):
     grid = fp.Grid.from_points(curves["t"].values)
     spec = fp.fpca.FPCASpec(grid=grid, m=5, k=1, epsilon=0.5, tau=200.0,
                                basis=fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), grid))
-    tree = fp.release(spec.fit(curves), fp.ExponentialMechanism(), random_seed=SEED,
+    tree = fp.release(spec.fit(curves), fp.ExponentialMechanism(), random_seed=SEED, study=True,
                       provenance={"data_source": "growth", "missing": "error", **fp.summaries.curve_labels(curves)})
     _assert_same_file(out, tree, tmp_path)
 

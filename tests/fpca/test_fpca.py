@@ -147,8 +147,8 @@ def test_gibbs_matches_gp_base_rejection_with_identity_sigma():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
         tb = fp.release(fb, fp.ExponentialMechanism(sampler="gibbs", iterations=20, diagnostics=False), draws=800,
-                        random_seed=8)
-        tg = fp.release(fg, fp.ExponentialMechanism(sampler="exact"), draws=800, random_seed=9)
+                        random_seed=8, study=True)
+        tg = fp.release(fg, fp.ExponentialMechanism(sampler="exact"), draws=800, random_seed=9, study=True)
     assert tb.attrs["exact"] == 0 and tg.attrs["exact"] == 1
     Qh = fb.nonprivate_frame()
     for stat in (lambda Q: subspace_distance(Q, Qh), lambda Q: variance_ratio(Q, fb.gram)):
@@ -235,7 +235,7 @@ def test_sigma_scale_changes_bingham_release_utility():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SeededReleaseWarning)
             # Sigma/100 makes the pure plan's density floor tiny (T ~ 3e5 per draw): the (eps', delta') plan suffices here
-            tree = fp.release(fit, fp.ExponentialMechanism(delta=1e-10), draws=300, random_seed=13)
+            tree = fp.release(fit, fp.ExponentialMechanism(delta=1e-10), draws=300, random_seed=13, study=True)
         res[c] = subspace_distance(tree.posterior["frame"].values[0], fit.nonprivate_frame()).mean()
     # here Σ/100 (strong penalty (ε/2)Σ⁻¹ on rough functions) forces the constant function, the data's
     # first PC is sin(2πt); Σ·100 leaves the data in charge: the scale alone moves the released subspace
@@ -251,10 +251,13 @@ def test_release_tree_seed_and_ledger():
     assert fit.n == 25 and fit.n_clipped > 0
     assert np.all(np.linalg.eigvalsh(fit.gram) >= -1e-12) and np.trace(fit.gram) <= 25 + 1e-9
     ledger = PrivacyLedger(PrivacyBudget(2.0))
+    with pytest.raises(InputError, match="ledger"):  # a seeded study is never charged to a ledger
+        fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=20), random_seed=1, study=True,
+                   ledger=ledger)
     with pytest.warns(SeededReleaseWarning):
         tree = fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=20, diagnostics=True), draws=3,
-                          random_seed=1, ledger=ledger, dataset="toy")
-    assert ledger.spent.epsilon == pytest.approx(1.5)
+                          random_seed=1, study=True, dataset="toy")
+    assert ledger.spent.epsilon == 0
     post = tree.posterior
     assert post["components"].dims == ("chain", "draw", "component", "t")
     assert post["frame"].dims == ("chain", "draw", "basis", "component")
@@ -266,21 +269,21 @@ def test_release_tree_seed_and_ledger():
     a = tree.attrs
     assert (a["epsilon"], a["tau"], a["n"], a["m"], a["k"]) == (0.5, 2.0, 25, 6, 2)
     assert a["form"] == "bingham" and a["sampler"] == "gibbs" and a["iterations"] == 20
-    assert a["exact"] == 0 and a["fp_safe"] == 0 and a["noise_seeded"] == 1
+    assert a["exact"] == 0 and a["fp_safe"] == 0 and a["noise_seeded"] == 1 and a["study"] == "not private"
     assert "i^-3" in a["sigma_rule"] and a["basis"] == "fourier"
     assert a["rhat_invariant"] > 0 and a["ess_invariant"] > 0 and a["diagnostics_private"] == 1  # asked for
     # reproducible with the same seed, fresh without one
     with pytest.warns(SeededReleaseWarning):
-        again = fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=20), draws=3, random_seed=1)
+        again = fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=20), draws=3, random_seed=1, study=True)
     assert np.array_equal(again.posterior["frame"].values, F[None])
     with warnings.catch_warnings():
         warnings.simplefilter("error", SeededReleaseWarning)
         fresh = fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=20), draws=1, ledger=ledger)
-    assert fresh.attrs["noise_seeded"] == 0
+    assert fresh.attrs["noise_seeded"] == 0 and "study" not in fresh.attrs
     # the budget does not fit: refused before drawing
     with pytest.raises(BudgetExceededError):
-        fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=20), draws=2, ledger=ledger)
-    assert ledger.spent.epsilon == pytest.approx(2.0)
+        fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=20), draws=4, ledger=ledger)
+    assert ledger.spent.epsilon == pytest.approx(0.5)
 
 
 def test_release_round_trips_netcdf(tmp_path):
@@ -289,7 +292,7 @@ def test_release_round_trips_netcdf(tmp_path):
     spec = FPCASpec(grid=Grid.uniform(30), m=6, k=1, epsilon=0.5, tau=2.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fp.release(spec.fit(_toy_curves(10, 30, 31)), fp.ExponentialMechanism(), draws=2, random_seed=3)
+        tree = fp.release(spec.fit(_toy_curves(10, 30, 31)), fp.ExponentialMechanism(), draws=2, random_seed=3, study=True)
     tree.to_netcdf(tmp_path / "fpca.nc")
     back = xr.open_datatree(tmp_path / "fpca.nc")
     assert back.attrs["sigma_rule"] == tree.attrs["sigma_rule"] and back.attrs["exact"] == 1
@@ -304,7 +307,7 @@ def test_exact_release_attrs():
         spec = FPCASpec(grid=grid, m=m, k=k, epsilon=eps, tau=1.0, form=form)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SeededReleaseWarning)
-            tree = fp.release(spec.fit(curves[:n]), fp.ExponentialMechanism(), draws=5, random_seed=0)
+            tree = fp.release(spec.fit(curves[:n]), fp.ExponentialMechanism(), draws=5, random_seed=0, study=True)
         a = tree.attrs
         assert a["exact"] == 1 and a["form"] == form and a["certified"] == 1 and a["private"] == 1
         assert "acceptance" not in a and "fallbacks" not in a  # functions of the private data: not released
@@ -315,7 +318,7 @@ def test_exact_release_attrs():
         assert a["proposal_budget"] > 1 and "fallback" in a and "pure" in a["guarantee"] and a["density_floor_log"] < 0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SeededReleaseWarning)
-            b = fp.release(spec.fit(curves[:n]), fp.ExponentialMechanism(delta=1e-10), draws=5, random_seed=0).attrs
+            b = fp.release(spec.fit(curves[:n]), fp.ExponentialMechanism(delta=1e-10), draws=5, random_seed=0, study=True).attrs
         assert b["pure"] == 0 and 0 < b["delta_guaranteed"] <= 1e-10 and b["epsilon_guaranteed"] > eps
         assert b["budget_spent_delta"] == pytest.approx(5 * b["delta_guaranteed"]) and b["delta_target"] == 1e-10
         assert b["proposal_budget"] < a["proposal_budget"] and "DP per frame" in b["guarantee"]
@@ -444,9 +447,9 @@ def test_gibbs_k1_m40_matches_exact():
         warnings.simplefilter("ignore", SeededReleaseWarning)
         # m = 40 Fourier, Sigma_ii = i^-3: the pure plan's density floor exp(-s (n + 64000)) needs ~4.6e5 proposals per
         # draw (one release is served; 1000 are not): this law comparison uses the (eps', delta') plan
-        ex = fp.release(fit, fp.ExponentialMechanism(delta=1e-10), draws=1000, random_seed=24)
+        ex = fp.release(fit, fp.ExponentialMechanism(delta=1e-10), draws=1000, random_seed=24, study=True)
         gb = fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=3, delta=1e-10, diagnostics=False),
-                        draws=300, random_seed=25)
+                        draws=300, random_seed=25, study=True)
     Qh = fit.nonprivate_frame()
     a = subspace_distance(ex.posterior["frame"].values[0], Qh)
     b = subspace_distance(gb.posterior["frame"].values[0], Qh)
@@ -485,7 +488,7 @@ def test_nuts_model_matches_exact_k1(form):
     P11 = idata.posterior["projection"].values[..., 0, 0].ravel()[::2]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        ex = fp.release(fit, fp.ExponentialMechanism(), draws=2000, random_seed=28)
+        ex = fp.release(fit, fp.ExponentialMechanism(), draws=2000, random_seed=28, study=True)
     assert stats.ks_2samp(P11, ex.posterior["frame"].values[0, :, 0, 0] ** 2).pvalue > 1e-3
 
 
@@ -498,7 +501,7 @@ def test_kernel_eigenbasis_spec():
     assert np.allclose(np.diag(spec.Sigma), eb.eigenvalues[:5]) and "eigenvalues" in spec.sigma_rule
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fp.release(spec.fit(_toy_curves(20, 31, 29)), fp.ExponentialMechanism(), draws=2, random_seed=30)
+        tree = fp.release(spec.fit(_toy_curves(20, 31, 29)), fp.ExponentialMechanism(), draws=2, random_seed=30, study=True)
     assert tree.attrs["basis"].startswith("eigenbasis") and tree.posterior["components"].shape == (1, 2, 1, 31)
     with pytest.raises(InputError, match="eigenfunctions"):
         FPCASpec(grid=grid, m=eb.size + 1, k=1, epsilon=1.0, tau=1.0, basis=eb)
@@ -544,7 +547,7 @@ def test_nuts_release():
     fit = spec.fit(_toy_curves(15, 20, 43))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = fp.release(fit, fp.ExponentialMechanism(sampler="nuts", iterations=100), draws=2, random_seed=44)
+        tree = fp.release(fit, fp.ExponentialMechanism(sampler="nuts", iterations=100), draws=2, random_seed=44, study=True)
     a = tree.attrs
     assert a["sampler"] == "nuts" and a["exact"] == 0 and a["iterations"] == 100 and a["draws"] == 2
     assert a["draws_exact"].startswith("no") and "rhat_invariant" not in a  # diagnostics are private: off by default
@@ -559,7 +562,7 @@ def test_fpca_tree_follows_the_schema():
     spec = small_spec(4, k=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fp.release(spec.fit(_toy_curves(10, 20, 45)), fp.ExponentialMechanism(), random_seed=46)
+        tree = fp.release(spec.fit(_toy_curves(10, 20, 45)), fp.ExponentialMechanism(), random_seed=46, study=True)
     assert schema.is_fpca_release(tree) and not schema.is_release(tree)
     assert tree.attrs[schema.SCHEMA_ATTR] == schema.SCHEMA_VERSION
     assert set(tree[schema.POSTERIOR].data_vars) == {schema.COMPONENTS, schema.FRAME}

@@ -162,12 +162,11 @@ def test_gibbs_k2_is_recorded_and_charged_as_uncertified_mcmc():
     ledger = PrivacyLedger(PrivacyBudget(5.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=20), draws=2, random_seed=8,
-                          ledger=ledger)
+        tree = fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=20), draws=2, ledger=ledger)
         with pytest.raises(InputError, match="floor"):
             fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=19), ledger=ledger)
         k1 = fp.release(FPCASpec(grid=Grid.uniform(20), m=4, k=1, epsilon=1.0, tau=1.0).fit(fit_curves()),
-                        fp.ExponentialMechanism(sampler="gibbs", iterations=1), random_seed=9)
+                        fp.ExponentialMechanism(sampler="gibbs", iterations=1), random_seed=9, study=True)
     a = tree.attrs
     assert a["certified"] == 0 and a["private"] == 0 and math.isnan(a["delta_guaranteed"])
     assert "uncertified MCMC" in a["guarantee"] and a["mechanism"].endswith("(uncertified MCMC)")
@@ -186,7 +185,7 @@ def test_nuts_release_is_quiet_uncertified_and_says_how_it_starts(capfd, caplog)
         fp.release(fit, fp.ExponentialMechanism(sampler="nuts", iterations=99))
     with warnings.catch_warnings(), caplog.at_level(logging.INFO):
         warnings.simplefilter("ignore")
-        tree = fp.release(fit, fp.ExponentialMechanism(sampler="nuts", iterations=100), random_seed=11)
+        tree = fp.release(fit, fp.ExponentialMechanism(sampler="nuts", iterations=100), random_seed=11, study=True)
     out = capfd.readouterr()
     assert "took" not in out.err + out.out + caplog.text  # PyMC's "Sampling ... took X seconds"
     a = tree.attrs
@@ -321,9 +320,9 @@ def test_pure_release_is_the_default_and_fits_a_pure_ledger():
     ledger = PrivacyLedger(PrivacyBudget(3.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fp.release(fit, fp.ExponentialMechanism(), draws=2, random_seed=15, ledger=ledger)
+        tree = fp.release(fit, fp.ExponentialMechanism(), draws=2, ledger=ledger)
         with pytest.raises(Exception, match="delta"):
-            fp.release(fit, fp.ExponentialMechanism(delta=1e-10), random_seed=16, ledger=ledger)  # the (eps', delta') variant needs a delta
+            fp.release(fit, fp.ExponentialMechanism(delta=1e-10), ledger=ledger)  # the (eps', delta') variant needs a delta
     a = tree.attrs
     assert a["pure"] == 1 and a["delta_guaranteed"] == 0 and a["budget_spent_delta"] == 0
     assert 0.5 < a["epsilon_guaranteed"] <= 0.5 + 1e-9 and ledger.spent.delta == 0
@@ -345,7 +344,7 @@ def test_pure_unservable_names_the_delta_variant_or_refuses_both():
     assert "\n" not in str(err.value) and ledger.spent.epsilon == 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        tree = fp.release(fit, fp.ExponentialMechanism(delta=1e-10), ledger=ledger, random_seed=17)
+        tree = fp.release(fit, fp.ExponentialMechanism(delta=1e-10), ledger=ledger)
     assert tree.attrs["pure"] == 0 and 0 < tree.attrs["delta_guaranteed"] <= 1e-10
     # k = 2: neither can be served
     spec2 = FPCASpec(grid=grid, m=5, k=2, epsilon=1.0, tau=1.0, basis=spec.basis, form="gp-base")

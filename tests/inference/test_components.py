@@ -120,7 +120,7 @@ def _release(spec, S_true, n, draws, seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fp.release(FPCAFit(spec=spec, gram=n * S_true, n=n), fp.ExponentialMechanism(), draws=draws,
-                          random_seed=seed)
+                          random_seed=seed, study=True)
 
 
 def _known_operator(m):

@@ -36,7 +36,7 @@ def _release(mech, eps=1.0, n=200, grid=40, seed=1, d=1):
     summary = spec.fit(x)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        rel = fp.release(summary, make_mechanism(mech, eps), random_seed=seed + 100, generator="pymc")
+        rel = fp.release(summary, make_mechanism(mech, eps), random_seed=seed + 100, study=True, generator="pymc")
     return summary, rel
 
 
@@ -76,7 +76,8 @@ def test_infer_serves_cli_1d_baseline_files(tmp_path, mech):
     csv.write_text("x\n" + "\n".join(f"{v}" for v in np.random.default_rng(1).uniform(0, 1, 60)) + "\n")
     out = tmp_path / "kde.nc"
     assert main(["kde", "--data", str(csv), "--var", "x", "--mechanism", mech, "--epsilon", "1", "--domain", "0",
-                 "1", "--grid-size", "30", "--seed", str(2**40), "--out", str(out)]) == 0
+                 "1", "--grid-size", "30", "--seed", str(2**40), "--study", "--out",
+                 str(out)]) == 0
     tree = xr.open_datatree(out).load()
     assert S.is_kde_release(tree) and not S.is_release(tree)
     post = fp.infer(tree, draws=50, random_seed=1)
@@ -106,7 +107,7 @@ def test_normalised_iclp_release():
     summary = spec.fit(population(200, np.random.default_rng(3)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        rel = fp.release(summary, make_mechanism("iclp", 4.0), random_seed=4, generator="pymc")
+        rel = fp.release(summary, make_mechanism("iclp", 4.0), random_seed=4, study=True, generator="pymc")
     post = fp.infer(rel, draws=400, random_seed=1)
     err = np.abs(post["posterior"]["kde"].mean(("chain", "draw")).values - summary.density)
     assert np.mean(err) < 0.1 * np.max(summary.density)
@@ -123,7 +124,7 @@ def test_schema_kind_and_older_files(releases):
         S.read_release(rel)
     curve = fp.release(fp.summaries.FRLSpec(basis=fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(20)),
                                             tau=1.0, n=5).fit(np.zeros((5, 20))),
-                       fp.mechanisms.FRL(1.0), random_seed=1)
+                       fp.mechanisms.FRL(1.0), random_seed=1, study=True)
     assert S.is_release(curve) and not S.is_kde_release(curve)
 
 
@@ -202,7 +203,7 @@ def test_noise_scale_off_by_sqrt2_is_detected(mech):
             summary = spec.fit(population(300, rng))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SeededReleaseWarning)
-                rel = fp.release(summary, m, random_seed=int(rng.integers(2**62)), generator="pymc")
+                rel = fp.release(summary, m, random_seed=int(rng.integers(2**62)), study=True, generator="pymc")
             rel["constant_data"]["noise_scale"] = rel["constant_data"]["noise_scale"] * factor
             coef = infer_density(rel, "flat", draws=1000, chains=1, random_seed=int(rng.integers(2**31)),
                                  predictive=False)["posterior"]["coefficients"].values[0]
@@ -272,7 +273,7 @@ def test_release_with_several_draws_conditions_on_one(releases):
     summary, _ = releases["gp"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        rel = fp.release(summary, make_mechanism("gp", 1.0), draws=3, random_seed=9, generator="pymc")
+        rel = fp.release(summary, make_mechanism("gp", 1.0), draws=3, random_seed=9, study=True, generator="pymc")
     with pytest.warns(UserWarning, match="holds 3 draws"):
         post = fp.infer(rel, draw=2, draws=20, random_seed=1)
     np.testing.assert_allclose(post["observed_data"]["density"].values, rel["posterior"]["density"].values[0, 2])

@@ -113,8 +113,8 @@ def setting():
     b = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), g)
     rng = np.random.default_rng(0)
     X = 0.5 * np.sin(2 * np.pi * g.t) + 0.3 * rng.standard_normal((400, 30))
-    laplace = fp.release(fp.iclp_qr_mean(X, b, tau=1.5), fp.ICLP(1.0), random_seed=1)
-    gauss = fp.release(fp.rkhs_mean(X, b, tau=1.5), fp.GaussianMechanism(1.0, 0.1), random_seed=1)
+    laplace = fp.release(fp.iclp_qr_mean(X, b, tau=1.5), fp.ICLP(1.0), random_seed=1, study=True)
+    gauss = fp.release(fp.rkhs_mean(X, b, tau=1.5), fp.GaussianMechanism(1.0, 0.1), random_seed=1, study=True)
     return g, b, laplace, gauss
 
 
@@ -303,7 +303,7 @@ def strong(setting):
     enough for a two-sample test; :func:`test_marginal_hyperparameters_match_quadrature` covers that case)."""
     g, b, _, _ = setting
     X = 0.5 * np.sin(2 * np.pi * g.t) + 0.3 * np.random.default_rng(0).standard_normal((400, 30))
-    return fp.release(fp.iclp_qr_mean(X, b, tau=1.5), fp.ICLP(5.0), random_seed=1)
+    return fp.release(fp.iclp_qr_mean(X, b, tau=1.5), fp.ICLP(5.0), random_seed=1, study=True)
 
 
 def test_marginal_hyperparameters_match_quadrature(setting):

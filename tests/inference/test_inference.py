@@ -50,7 +50,7 @@ def _closed_form(tr, basis, grid, amp, rho):
 def test_conjugate_case_exact_draws_match_closed_form(setting):
     g, b, X = setting
     s = fp.rkhs_mean(X, b, tau=1.5)
-    tr = fp.release(s, fp.GaussianMechanism(1.0, 0.1), random_seed=1)
+    tr = fp.release(s, fp.GaussianMechanism(1.0, 0.1), random_seed=1, study=True)
     prior = GPPrior(lengthscale=0.2, amplitude=0.5, mean=0.0)
     post = infer(tr, prior, draws=2000, chains=2, random_seed=3, progressbar=False, target="summary")
     assert post.attrs["inference"] == "exact"  # no free parameter: exact Gaussian draws, no MCMC
@@ -68,7 +68,7 @@ def test_conjugate_case_nuts_matches_closed_form(setting):
 
     g, b, X = setting
     s = fp.rkhs_mean(X, b, tau=1.5)
-    tr = fp.release(s, fp.GaussianMechanism(1.0, 0.1), random_seed=1)
+    tr = fp.release(s, fp.GaussianMechanism(1.0, 0.1), random_seed=1, study=True)
     L = np.linalg.cholesky(0.25 * (fp.Matern(rho=0.2, nu=1.5).gram(g.t) + 1e-6 * np.eye(g.size)))
 
     def fragment(t, phi, w):
@@ -98,7 +98,7 @@ def test_coverage_and_gain_over_raw_release_conjugate(setting):
     rng = np.random.default_rng(11)
     s = fp.rkhs_mean(X, b, tau=1.5)
     mech = fp.GaussianMechanism(1.0, 0.1)
-    base = fp.release(s, mech, random_seed=0)
+    base = fp.release(s, mech, random_seed=0, study=True)
     scale = base["constant_data"]["noise_scale"].values
     hits, total, err_post, err_raw = 0, 0, 0.0, 0.0
     prior = GPPrior(lengthscale=0.2, amplitude=0.5, mean=0.0)
@@ -121,7 +121,7 @@ def test_coverage_and_gain_over_raw_release_conjugate(setting):
 def test_inference_reads_only_public_content(setting):
     g, b, X = setting
     s = fp.iclp_qr_mean(X, b, tau=1.5)
-    tr = fp.release(s, fp.GaussianMechanism(1.0, 0.1), random_seed=1)
+    tr = fp.release(s, fp.GaussianMechanism(1.0, 0.1), random_seed=1, study=True)
     prior = GPPrior(lengthscale=0.2, amplitude=0.5, mean=0.0)
     a = infer(tr, prior, draws=50, chains=1, random_seed=5, progressbar=False, target="summary")
     poisoned = tr.copy(deep=True)
@@ -135,7 +135,7 @@ def test_inference_reads_only_public_content(setting):
 def test_output_groups_bands_and_functionals(setting, tmp_path):
     g, b, X = setting
     s = fp.iclp_qr_mean(X, b, tau=1.5)
-    tr = fp.release(s, fp.ICLP(1.0), random_seed=1)
+    tr = fp.release(s, fp.ICLP(1.0), random_seed=1, study=True)
     path = tmp_path / "r.nc"
     tr.to_netcdf(path)
     post = infer(xr.open_datatree(path), ICLPPrior(), draws=300, tune=300, random_seed=2, progressbar=False, target="summary")
@@ -158,7 +158,7 @@ def test_output_groups_bands_and_functionals(setting, tmp_path):
 
 def test_bad_requests(setting):
     g, b, X = setting
-    tr = fp.release(fp.iclp_ar_mean(X, b, tau=1.5), fp.ICLP(1.0), random_seed=1)
+    tr = fp.release(fp.iclp_ar_mean(X, b, tau=1.5), fp.ICLP(1.0), random_seed=1, study=True)
     with pytest.raises(ValueError, match="target"):
         infer(tr, "gp", target="everything")
     with pytest.raises(ValueError, match="linear"):

@@ -38,7 +38,7 @@ def gp_release():
     fit = spec.fit(x, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = fp.release(fit, GaussianMechanism(1.0, 1e-5, "analytic"), random_seed=7)
+        tree = fp.release(fit, GaussianMechanism(1.0, 1e-5, "analytic"), random_seed=7, study=True)
     return fit, tree
 
 
@@ -239,7 +239,7 @@ def test_ou_markov_release(monkeypatch):
     fit = spec.fit(x, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        release = fp.release(fit, GaussianMechanism(0.5, 1e-5, "analytic"), random_seed=3)
+        release = fp.release(fit, GaussianMechanism(0.5, 1e-5, "analytic"), random_seed=3, study=True)
     assert release.attrs["noise_structure"] == "markov" and "eigenvalues" not in release["constant_data"]
     res = fp.infer(release, draws=1500, random_seed=5)
     sigma, R = float(release.attrs["sigma"]), spec.norm_bound

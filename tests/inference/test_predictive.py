@@ -22,8 +22,8 @@ def releases():
     X = 0.5 * np.sin(2 * np.pi * g.t) + 0.3 * rng.standard_normal((400, 30))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", fp.SeededReleaseWarning)
-        laplace = fp.release(fp.iclp_qr_mean(X, b, tau=1.5), fp.ICLP(1.0), random_seed=1)
-        gauss = fp.release(fp.rkhs_mean(X, b, tau=1.5), fp.GaussianMechanism(1.0, 0.1), random_seed=1)
+        laplace = fp.release(fp.iclp_qr_mean(X, b, tau=1.5), fp.ICLP(1.0), random_seed=1, study=True)
+        gauss = fp.release(fp.rkhs_mean(X, b, tau=1.5), fp.GaussianMechanism(1.0, 0.1), random_seed=1, study=True)
     return {"laplace": laplace, "gauss": gauss}
 
 
@@ -96,5 +96,5 @@ def test_default_target_falls_back_to_the_summary_for_shared_noise():
     assert not mech.law.product
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = fp.release(entry.spec(b, tau=1.0, n=100).fit(X), mech, random_seed=1)
+        tree = fp.release(entry.spec(b, tau=1.0, n=100).fit(X), mech, random_seed=1, study=True)
     assert default_target(read_release(tree)) == "summary"

@@ -25,7 +25,7 @@ def growth_release():
     reference = growth_reference(curves["t"].values)
     basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.from_points(curves["t"].values))
     summary = fp.ICLPQRSpec(basis=basis, tau=40.0, n=93).fit(curves, offset=reference, offset_source="CDC 2000")
-    return fp.release(summary, fp.ICLP(1.0), draws=3, random_seed=4), reference
+    return fp.release(summary, fp.ICLP(1.0), draws=3, random_seed=4, study=True), reference
 
 
 @pytest.fixture(scope="module")

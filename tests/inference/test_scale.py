@@ -37,7 +37,7 @@ def _release(m, mechanism, seed=1, n=300):
     X = 0.5 * np.sin(2 * np.pi * g.t) + 0.3 * rng.standard_normal((n, m))
     summary = fp.iclp_qr_mean(X, b, tau=1.5) if mechanism == "iclp" else fp.rkhs_mean(X, b, tau=1.5)
     mech = fp.ICLP(1.0) if mechanism == "iclp" else fp.GaussianMechanism(1.0, 0.1)
-    return fp.release(summary, mech, random_seed=seed)
+    return fp.release(summary, mech, random_seed=seed, study=True)
 
 
 @pytest.fixture(scope="module")

@@ -53,7 +53,7 @@ def _release(curves, basis):
         summary = fp.iclp_qr_mean(curves, basis, tau=40.0, **({"record_dim": "subject"}
                                                                if isinstance(curves, xr.DataArray) and
                                                                "subject" in curves.dims else {}))
-        return fp.release(summary, fp.ICLP(1.0), random_seed=7, generator="pymc")
+        return fp.release(summary, fp.ICLP(1.0), random_seed=7, study=True, generator="pymc")
 
 
 def test_every_container_gives_the_same_release(growth):

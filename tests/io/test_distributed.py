@@ -168,7 +168,8 @@ def test_cli_fpca_from_a_store_on_a_scheduler(store, cluster, tmp_path, raw, cap
         else:
             extra = ["--chunks", "700", "--scheduler", cluster.scheduler_address]
         code = main(["fpca", "--data", data, "--record-dim", "subject", "--t-dim", "age", *extra, "--k", "1", "--m",
-                     "4", "--epsilon", "1", "--tau", "3", "--seed", str(2**40), "--out", str(out)])
+                     "4", "--epsilon", "1", "--tau", "3", "--seed", str(2**40), "--study",
+                     "--out", str(out)])
         assert code == 0, capsys.readouterr().err
         outs.append(xr.open_datatree(out))
     lazy, memory = outs

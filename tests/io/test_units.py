@@ -10,7 +10,7 @@ import xarray as xr
 import fdp_ppl as fp
 from fdp_ppl.cli import main
 from fdp_ppl.errors import InputError
-from fdp_ppl.io.units import PrivacyUnit, repeated_id_coordinates
+from fdp_ppl.io.units import PrivacyUnit, id_like_coordinates
 
 K = 12
 TAU = 1.0
@@ -114,10 +114,17 @@ def test_spec_checks_n_and_the_unit_coordinate(basis):
         "record"
 
 
-def test_repeated_id_coordinates():
+def test_id_like_coordinates_depend_on_names_only():
+    """DESIGN invariant 9: the record-level warning is decided from the schema, never from the values."""
     rng = np.random.default_rng(3)
-    assert repeated_id_coordinates(_records(IDS, rng)) == ["subject_id"]
-    assert repeated_id_coordinates(_records(list("abcdefghijkl"), rng)) == []
+    assert id_like_coordinates(_records(IDS, rng)) == ["subject_id"]
+    assert id_like_coordinates(_records(list("abcdefghijkl"), rng)) == ["subject_id"]  # repeated or not
+    x = _records(IDS, rng)
+    for name in ("lipid", "patient_weight", "visit", "idx"):  # measurements, whatever their values
+        assert id_like_coordinates(x.assign_coords({name: ("curve", np.zeros(x.sizes["curve"]))})) == ["subject_id"]
+    for name in ("patientID", "child", "person_id", "participant_number"):
+        y = x.drop_vars("subject_id").assign_coords({name: ("curve", np.arange(x.sizes["curve"]))})
+        assert id_like_coordinates(y) == [name]
 
 
 # ----------------------------------------------------------------------------- command line

@@ -91,9 +91,9 @@ def test_privacy_loss_monte_carlo_1d():
     fd = s.fit(np.append(base, 0.0))
     fd2 = s.fit(np.append(base, 1.0))
     with pytest.warns(SeededReleaseWarning):
-        tree = fp.release(fd, m, draws=4000, random_seed=11)
+        tree = fp.release(fd, m, draws=4000, random_seed=11, study=True)
     with pytest.warns(SeededReleaseWarning):
-        tree2 = fp.release(fd2, m, draws=4000, random_seed=12)
+        tree2 = fp.release(fd2, m, draws=4000, random_seed=12, study=True)
     scale = tree["constant_data"]["noise_scale"].values
 
     def loss(dens):
@@ -115,7 +115,7 @@ def test_empirical_noise_covariance_matches_kernel():
     m = GaussianMechanism(1.0, 1e-3)
     fit = s.fit(np.linspace(0.1, 0.9, 30))
     with pytest.warns(SeededReleaseWarning):
-        tree = fp.release(fit, m, draws=20000, random_seed=5)
+        tree = fp.release(fit, m, draws=20000, random_seed=5, study=True)
     noise = tree["posterior"]["density"].values[0] - fit.density
     emp = noise.T @ noise / noise.shape[0]
     sigma = tree.attrs["sigma"]
@@ -133,7 +133,7 @@ def test_release_tree_2d_clipping_ledger(tmp_path):
     ledger = PrivacyLedger(total=PrivacyBudget(1.0, 1e-5))
     m = GaussianMechanism(1.0, 1e-5)
     with pytest.warns(SeededReleaseWarning):
-        tree = fp.release(fit, m, draws=2, chains=1, random_seed=0)
+        tree = fp.release(fit, m, draws=2, chains=1, random_seed=0, study=True)
     assert tree["posterior"]["density"].dims == ("chain", "draw", "x1", "x2")
     assert tree["posterior"]["density"].shape == (1, 2, 30, 40)
     for key in ("epsilon", "delta", "n", "kernel", "sensitivity", "sensitivity_norm", "noise_covariance", "sigma"):
@@ -180,7 +180,7 @@ def test_integrated_squared_error_hall_figure_1():
     fit = s.fit(_mixture_sample(rng, 100))
     m = GaussianMechanism(1.0, 0.1, "classical")
     with pytest.warns(SeededReleaseWarning):
-        tree = fp.release(fit, m, draws=200, random_seed=7)
+        tree = fp.release(fit, m, draws=200, random_seed=7, study=True)
     truth = _mixture_pdf(s.grid.axes[0])
     ise_kde = float(s.grid.integrate((fit.values - truth) ** 2))
     ise_rel = s.grid.integrate((tree["posterior"]["density"].values[0] - truth) ** 2)
@@ -217,7 +217,7 @@ def test_baselines_frl_bernstein_public_bounds_and_ise():
     out = {}
     for name, spec, mech in (("FRL", frl, FRL(1.0)), ("Bernstein", bern, Bernstein(1.0))):
         with pytest.warns(SeededReleaseWarning):
-            tree = fp.release(spec.fit(curves), mech, draws=100, random_seed=3)
+            tree = fp.release(spec.fit(curves), mech, draws=100, random_seed=3, study=True)
         curve = tree["posterior"]["curve"].values[0]
         assert curve.shape == (100, 200)
         out[name] = float(np.mean(((curve - truth) ** 2) @ w))
@@ -255,7 +255,7 @@ def test_sobolev_release_noise_covariance_is_ou_and_privacy():
     m = GaussianMechanism(1.0, 1e-3)
     fit = s.fit(np.linspace(0.1, 0.9, 30))
     with pytest.warns(SeededReleaseWarning):
-        tree = fp.release(fit, m, draws=20000, random_seed=5)
+        tree = fp.release(fit, m, draws=20000, random_seed=5, study=True)
     noise = tree["posterior"]["density"].values[0] - fit.density
     emp = noise.T @ noise / noise.shape[0]
     x = s.grid.axes[0][:, None]
@@ -310,7 +310,7 @@ def test_iclp_kde_privacy_loss_within_epsilon_and_release():
     base = rng.uniform(0.2, 0.8, 99)
     fd, fd2 = s.fit(np.append(base, 0.0)), s.fit(np.append(base, 1.0))
     with pytest.warns(SeededReleaseWarning):
-        tree = fp.release(fd, m, draws=3000, random_seed=2)
+        tree = fp.release(fd, m, draws=3000, random_seed=2, study=True)
     b = tree["constant_data"]["noise_scale"].values
     assert b == pytest.approx(s.sensitivity().value * np.sqrt(s.eigenvalues) / 1.0)
     c = s.basis.coefficients(tree["posterior"]["density"].values[0])
@@ -341,7 +341,7 @@ def test_iclp_kde_2d_kronecker():
     assert one_c_difference(s, a, b).max() <= s.sensitivity().value * (1 + 1e-12)
     fit = s.fit(np.random.default_rng(0).normal(0, 2, (60, 2)))
     with pytest.warns(SeededReleaseWarning):
-        tree = fp.release(fit, ICLP(2.0), draws=3, random_seed=1)
+        tree = fp.release(fit, ICLP(2.0), draws=3, random_seed=1, study=True)
     assert tree["posterior"]["density"].dims == ("chain", "draw", "x1", "x2")
     assert tree["posterior"]["density"].shape == (1, 3, 15, 16)
 
@@ -350,8 +350,9 @@ def test_private_bandwidth_charges_ledger_and_is_sensible():
     rng = np.random.default_rng(0)
     x = rng.normal(0.5, 0.1, 2000)
     ledger = PrivacyLedger(total=PrivacyBudget(1.0, 0.0))
-    with pytest.warns(SeededReleaseWarning):
-        h = private_bandwidth(x, 0.5, (0.0, 1.0), ledger=ledger, random_seed=3)
+    with pytest.raises(InputError, match="ledger"):  # a seeded study is never charged to a ledger
+        private_bandwidth(x, 0.5, (0.0, 1.0), ledger=ledger, random_seed=3, study=True)
+    h = private_bandwidth(x, 0.5, (0.0, 1.0), ledger=ledger)
     iqr = np.subtract(*np.percentile(x, [75, 25]))
     target = (4 / (2 * 2000)) ** 0.2 * iqr / 1.34
     assert h[0] == pytest.approx(target, rel=0.15)
@@ -422,7 +423,7 @@ def test_baselines_2d_privacy_loss_and_release():
         c1, c2 = spec.fit(d1).coefficients, spec.fit(d2).coefficients
         scale = mech.calibrate(spec).scale
         with pytest.warns(SeededReleaseWarning):
-            tree = fp.release(spec.fit(d1), mech, draws=200, random_seed=3)
+            tree = fp.release(spec.fit(d1), mech, draws=200, random_seed=3, study=True)
         dens = tree["posterior"]["density"]
         assert dens.dims == ("chain", "draw", "x1", "x2") and dens.shape == (1, 200, 16, 16)
         assert tree.attrs["mechanism"] == mech.family and tree.attrs["sensitivity_norm"] == "l1"
@@ -491,9 +492,9 @@ def test_iclp_kde_normalise_divides_by_the_public_mass_at_no_privacy_cost():
     assert float(grid.integrate(centre.density)) == pytest.approx(1.0, rel=1e-9)
     assert float(grid.integrate(raw.fit(np.full(100, 0.5)).density)) == pytest.approx(mass, rel=1e-9)
     with pytest.warns(SeededReleaseWarning):
-        t_raw = fp.release(f_raw, ICLP(1.0), draws=4, random_seed=11)
+        t_raw = fp.release(f_raw, ICLP(1.0), draws=4, random_seed=11, study=True)
     with pytest.warns(SeededReleaseWarning):
-        t_norm = fp.release(f_norm, ICLP(1.0), draws=4, random_seed=11)
+        t_norm = fp.release(f_norm, ICLP(1.0), draws=4, random_seed=11, study=True)
     d_raw, d_norm = t_raw["posterior"]["density"].values, t_norm["posterior"]["density"].values
     # the normalised release integrates to the raw one's integral over the public mass, draw by draw
     i_raw = np.array([grid.integrate(v) for v in d_raw[0]])

@@ -120,7 +120,7 @@ def test_binned_release_has_the_same_calibration(rng):
     for est in ("exact", "binned"):
         spec = KDESpec(grid=grid, bandwidth=0.06, n=300, estimator=est)
         with pytest.warns(Warning):
-            trees[est] = fp.release(spec.fit(obs), mech, draws=2, random_seed=3)
+            trees[est] = fp.release(spec.fit(obs), mech, draws=2, random_seed=3, study=True)
     a, b = trees["exact"].attrs, trees["binned"].attrs
     assert a["sigma"] == b["sigma"] and a["sensitivity"] == b["sensitivity"]
     assert a["kde_estimator"] == "exact" and b["kde_estimator"] == "binned"

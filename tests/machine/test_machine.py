@@ -81,7 +81,7 @@ def test_iclp_space_sensitivity_brute_force():
     assert worst_1c <= spec.sensitivity("1,C").value
     # ICLP privacy loss (Laplace, exact log-density ratio) at a far point: Σ|Δh_j|/b_j <= ε
     eps = 1.0
-    tree = fp.release(fit, ICLP(eps), random_seed=0)
+    tree = fp.release(fit, ICLP(eps), random_seed=0, study=True)
     b = tree["constant_data"]["noise_scale"].values
     f2 = spec.fit(*_neighbour(X, y, 0, [1.0], -y[0]))
     h2 = f2.eigen_coefficients()
@@ -103,7 +103,7 @@ def test_grid_release_privacy_loss_within_epsilon_delta(calibration):
     eps, delta = 1.0, 1e-3
     spec, fa, fb = _adversarial_pair_1d()
     mech = GaussianMechanism(eps, delta, calibration)
-    tree = fp.release(fa, mech, draws=300, random_seed=7)
+    tree = fp.release(fa, mech, draws=300, random_seed=7, study=True)
     sigma = tree.attrs["sigma"]
     assert tree.attrs["noise_generator"] == "pymc" and tree.attrs["fp_safe"] == 0  # seeded study
     pts = spec.points
@@ -190,7 +190,7 @@ def test_gp_release_noise_covariance_is_the_kernel_on_retained_eigenpairs():
     X, y = labelled_points(8, 1, 2)
     fit = spec.fit(X, y)
     mech = GaussianMechanism(1.0, 1e-3)
-    tree = fp.release(fit, mech, draws=4000, random_seed=5)
+    tree = fp.release(fit, mech, draws=4000, random_seed=5, study=True)
     basis = grid_basis(spec)
     sigma = tree.attrs["sigma"]
     noise = (tree["posterior"]["decision"].values.reshape(-1, len(pts))
@@ -248,7 +248,7 @@ def test_online_release_repeat_queries_and_grid_consistency():
     for kernel in (Exponential(0.2), HALL):
         spec = ERMSpec(kernel, lam=0.1, n=20, grid_size=25)
         fit = spec.fit(X, y)
-        online = OnlineRelease(fit, mech, grid=True, random_seed=1)
+        online = OnlineRelease(fit, mech, grid=True, random_seed=1, study=True)
         assert online.path.markov == isinstance(kernel, Exponential)
         first = online.query([0.1234, 0.77, 0.1234])
         assert first[0] == first[2]
@@ -258,7 +258,7 @@ def test_online_release_repeat_queries_and_grid_consistency():
         assert np.array_equal(g, online.grid_values)  # grid queries return the released grid path
         assert online.n_released == 25 + 2
         assert set(np.unique(online.predict([0.1234, 0.5]))) <= {-1.0, 1.0}
-        again = OnlineRelease(fit, mech, grid=True, random_seed=1)
+        again = OnlineRelease(fit, mech, grid=True, random_seed=1, study=True)
         assert np.array_equal(again.query(spec.points), g)
 
 
@@ -267,18 +267,18 @@ def test_release_tree_ledger_and_predictions(tmp_path):
     spec = ERMSpec(HALL, lam=0.05, n=30, domain=[[0, 1], [0, 1]], grid_size=(8, 9))
     fit = spec.fit(X, y)
     ledger = PrivacyLedger(PrivacyBudget(1.5, 1e-4))
-    tree = fp.release(fit, GaussianMechanism(0.5, 1e-5), draws=3, random_seed=0, ledger=ledger)
+    tree = fp.release(fit, GaussianMechanism(0.5, 1e-5), draws=3, ledger=ledger)
     dec = tree["posterior"]["decision"]
     assert dec.dims == ("chain", "draw", "x1", "x2") and dec.shape == (1, 3, 8, 9)
     at = tree.attrs
     assert at["budget_spent_epsilon"] == pytest.approx(1.5) and ledger.spent.epsilon == pytest.approx(1.5)
-    assert at["fp_safe"] == 0 and at["noise_seeded"] == 1 and at["lam"] == 0.05 and at["n"] == 30
+    assert at["fp_safe"] == 1 and at["noise_seeded"] == 0 and at["lam"] == 0.05 and at["n"] == 30
     assert at["sensitivity"] == pytest.approx(1.01 / (0.05 * 30))
     assert "n_clipped" not in at
     # one more release fits by tight composition (the ledger composes the Gaussian events' privacy-loss
     # distributions); 40 more fit by neither: refused, charged before any draw, so nothing is released
     with pytest.raises(BudgetExceededError):
-        fp.release(fit, GaussianMechanism(0.5, 1e-5), ledger=ledger, random_seed=0, draws=40)
+        fp.release(fit, GaussianMechanism(0.5, 1e-5), ledger=ledger, draws=40)
     assert ledger.spent.epsilon == pytest.approx(1.5)
     path = tmp_path / "svm.nc"
     tree.to_netcdf(path)
@@ -289,7 +289,7 @@ def test_release_tree_ledger_and_predictions(tmp_path):
     labels = predict_labels(tree, X)
     assert labels.shape == (1, 3, 30)
     with pytest.warns(SeededReleaseWarning):
-        fp.release(fit, GaussianMechanism(0.5, 1e-5), random_seed=1)
+        fp.release(fit, GaussianMechanism(0.5, 1e-5), random_seed=1, study=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         a = fp.release(fit, GaussianMechanism(0.5, 1e-5))  # fresh OS entropy, no warning
@@ -344,7 +344,7 @@ def test_erm_release_follows_the_schema():
     spec = ERMSpec(HALL, lam=0.1, n=30, domain=[[0, 1]], grid_size=20)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = fp.release(spec.fit(X, y), GaussianMechanism(1.0, 1e-3), random_seed=6)
+        tree = fp.release(spec.fit(X, y), GaussianMechanism(1.0, 1e-3), random_seed=6, study=True)
     assert tree.attrs[schema.KIND_ATTR] == schema.MACHINE_RELEASE
     assert tree.attrs[schema.SCHEMA_ATTR] == schema.SCHEMA_VERSION
     post = fp.infer(tree, draws=50)  # kernel machines have their own exact posterior (fdp_ppl.inference.machine)
@@ -363,8 +363,8 @@ def test_unseeded_iclp_machine_noise_is_floating_point_safe():
     assert a["fp_safe"] == 1 and a["noise_generator"] == "opendp" and a["noise_seeded"] == 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        seeded = fp.release(fit, ICLP(1.0), random_seed=3)
-        again = fp.release(fit, ICLP(1.0), random_seed=3)
+        seeded = fp.release(fit, ICLP(1.0), random_seed=3, study=True)
+        again = fp.release(fit, ICLP(1.0), random_seed=3, study=True)
     assert seeded.attrs["fp_safe"] == 0 and seeded.attrs["noise_generator"] == "pymc"
     assert np.array_equal(seeded["posterior"]["decision"].values, again["posterior"]["decision"].values)
 
@@ -388,8 +388,8 @@ def test_unseeded_gp_machine_noise_is_floating_point_safe():
     assert np.allclose(g["noise_scale"].values, a["sigma"] * np.sqrt(g["eigenvalues"].values))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        s1 = fp.release(fit, mech, random_seed=4)
-        s2 = fp.release(fit, mech, random_seed=4)
+        s1 = fp.release(fit, mech, random_seed=4, study=True)
+        s2 = fp.release(fit, mech, random_seed=4, study=True)
     assert s1.attrs["fp_safe"] == 0 and s1.attrs["noise_generator"] == "pymc"
     assert s1.attrs["fp_safe_reason"].startswith("0: a seeded study")
     assert np.array_equal(s1["posterior"]["decision"].values, s2["posterior"]["decision"].values)
@@ -428,7 +428,7 @@ def test_pymc_model_fragment_matches_the_release_law(case):
         mean, cov = Phi @ fit.eigen_coefficients(), (Phi * 2 * b**2) @ Phi.T
     else:
         basis = grid_basis(spec)
-        sigma = fp.release(fit, mech, random_seed=1).attrs["sigma"]  # the seeded release's σ
+        sigma = fp.release(fit, mech, random_seed=1, study=True).attrs["sigma"]  # the seeded release's σ
         mean = basis.reconstruct(basis.coefficients(fit.decision(pts)))
         cov = sigma**2 * basis.covariance()
         assert np.max(np.abs(cov / sigma**2 - spec.kernel_matrix(pts, pts))) < 1e-8
@@ -515,7 +515,7 @@ def test_seeded_release_law_is_the_same_through_both_bases():
     out = {}
     for name, basis in (("kronecker", kb), ("dense", db)):
         rel._BASES[spec] = {float(EIGEN_REL_TOL): basis}
-        tree = fp.release(fit, mech, draws=3, random_seed=2)
+        tree = fp.release(fit, mech, draws=3, random_seed=2, study=True)
         assert tree.attrs["noise_structure"] == name
         assert tree["posterior"]["decision"].shape == (1, 3, 12, 15)
         centre = basis.reconstruct(basis.coefficients(fit.decision(spec.points)))
@@ -556,7 +556,7 @@ def test_non_product_large_grid_still_refused_and_online_grid_through_kronecker(
         grid_basis(ERMSpec(Matern(0.3, nu=1.5), lam=0.1, n=10, domain=[[0, 1], [0, 1]], grid_size=(80, 80)))
     spec = ERMSpec(Gaussian(0.3, convention="hall"), **KRON_SPEC)
     fit = spec.fit(*labelled_points(10, 2, 3))
-    online = OnlineRelease(fit, GaussianMechanism(1.0, 1e-3), grid=True, random_seed=3)
+    online = OnlineRelease(fit, GaussianMechanism(1.0, 1e-3), grid=True, random_seed=3, study=True)
     assert grid_basis(spec).structure == "kronecker"
     assert np.array_equal(online.query(spec.points), online.grid_values)
     a = online.query([[0.31, 0.77], [0.5, 1.5]])
@@ -580,7 +580,7 @@ def test_large_kronecker_grid_release_200x200():
         tree = fp.release(fit, mech, draws=2)  # OpenDP, fresh entropy
     t_opendp = time.perf_counter() - t0
     t0 = time.perf_counter()
-    seeded = fp.release(fit, mech, draws=2, random_seed=1)
+    seeded = fp.release(fit, mech, draws=2, random_seed=1, study=True)
     t_seeded = time.perf_counter() - t0
     for tr, gen in ((tree, "opendp"), (seeded, "pymc")):
         dec = tr["posterior"]["decision"]

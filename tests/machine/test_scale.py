@@ -135,8 +135,8 @@ def test_iclp_nystroem_on_grid_nodes_equals_exact():
     fn = spec_n.fit(X, y)
     assert rkhs_distance(spec_n, fe, fn) <= 2 * spec_n.rho_target + 1e-6 * spec_n.delta_rkhs_exact
     # the ICLP release of the Nystroem fit has the exact machine's calibration
-    t1 = fp.release(fe, ICLP(1.0), random_seed=0)
-    t2 = fp.release(fn, ICLP(1.0), random_seed=0)
+    t1 = fp.release(fe, ICLP(1.0), random_seed=0, study=True)
+    t2 = fp.release(fn, ICLP(1.0), random_seed=0, study=True)
     np.testing.assert_array_equal(t1["constant_data"]["noise_scale"].values, t2["constant_data"]["noise_scale"].values)
 
 
@@ -149,7 +149,7 @@ def test_approximation_choice_is_public_and_recorded():
     trees = {}
     for approx in ("exact", "nystroem"):
         spec = ERMSpec(HALL, lam=0.1, n=20, grid_size=30, approximation=approx)
-        trees[approx] = fp.release(spec.fit(X, y), GaussianMechanism(1.0, 1e-5), random_seed=1)
+        trees[approx] = fp.release(spec.fit(X, y), GaussianMechanism(1.0, 1e-5), random_seed=1, study=True)
     assert trees["exact"].attrs["kernel_approximation"] == "exact"
     assert trees["nystroem"].attrs["kernel_approximation"] == "nystroem"
     assert trees["nystroem"].attrs["nystroem_landmarks"] == 30

@@ -290,7 +290,7 @@ def test_process_mechanism_calibration_and_release(summary):
     assert cal.sigma == pytest.approx(el.sigma_for_delta(1.0, 1e-5, sens.value, el.mixing_law("t", nu=5.0)))
     assert el.delta_exact(1.0, sens.value, cal.sigma, el.mixing_law("t", nu=5.0)) <= 1e-5
     assert np.allclose(cal.scale, cal.sigma * np.sqrt(summary.eigenvalues))
-    tree = fp.release(summary, m, draws=4000, random_seed=18)
+    tree = fp.release(summary, m, draws=4000, random_seed=18, study=True)
     post, attrs = tree["posterior"], tree.attrs
     assert post["coefficients"].dims == ("chain", "draw", "basis")
     assert post["curve"].dims == ("chain", "draw", "t")
@@ -305,8 +305,8 @@ def test_process_mechanism_calibration_and_release(summary):
     # expected squared error of the release
     err = np.sum((post["curve"].values[0] - summary.curve().values) ** 2 * summary.grid.weights, axis=1)
     assert err.mean() == pytest.approx(el.expected_sq_error(m, summary), rel=0.15)
-    assert np.array_equal(fp.release(summary, m, random_seed=1)["posterior"]["curve"].values,
-                          fp.release(summary, m, random_seed=1)["posterior"]["curve"].values)
+    assert np.array_equal(fp.release(summary, m, random_seed=1, study=True)["posterior"]["curve"].values,
+                          fp.release(summary, m, random_seed=1, study=True)["posterior"]["curve"].values)
 
 
 def test_pure_eps_mechanism_on_coefficients(summary):
@@ -379,7 +379,7 @@ def test_fp_release_draws_elliptical_noise_and_noise_energy_counts_the_mixing():
     X = 0.3 * np.random.default_rng(0).standard_normal((200, 40))
     s = fp.rkhs_mean(X, b, tau=1.0)
     mech = fp.elliptical.EllipticalProcessMechanism(1.0, 1e-5, family="t", nu=10)
-    tree = fp.release(s, mech, draws=4000, random_seed=3)
+    tree = fp.release(s, mech, draws=4000, random_seed=3, study=True)
     coef = tree["posterior"]["coefficients"].values[0]
     energy = np.mean(np.sum((coef - s.coefficients) ** 2, axis=1))
     assert energy == pytest.approx(noise_energy(mech, s), rel=0.1)

@@ -180,7 +180,7 @@ def _attack(summary, neighbour, trees, reachable=numpy_reachable):
 
 def _run_attack(setting, n_releases):
     s, nb, mech = setting["summary"], setting["neighbour"], setting["mechanism"]
-    unsafe = [fp.release(s, mech, random_seed=100 + i, generator="pymc") for i in range(n_releases - 1)]
+    unsafe = [fp.release(s, mech, random_seed=100 + i, study=True, generator="pymc") for i in range(n_releases - 1)]
     unsafe.append(fp.release(s, mech, generator="pymc"))  # the leak is the float sampler's, not the seed's
     assert all(t.attrs["noise_generator"] == "pymc" and t.attrs["fp_safe"] == 0 for t in unsafe)
     safe = [fp.release(s, mech) for _ in range(n_releases)]
@@ -351,7 +351,7 @@ def test_release_attrs_seeded_unseeded_and_forced(curves, matern_basis):
     assert unseeded["epsilon_guaranteed"] == pytest.approx(mech.epsilon, rel=1e-12)
     assert "make_laplace" in unseeded["privacy_guarantee"] and unseeded["fp_safety"].startswith("floating-point safe")
 
-    seeded_tree = fp.release(s, mech, draws=5, random_seed=11)
+    seeded_tree = fp.release(s, mech, draws=5, random_seed=11, study=True)
     seeded = seeded_tree.attrs
     assert (seeded["noise_generator"], seeded["fp_safe"], seeded["noise_seeded"]) == ("pymc", 0, 1)
     assert seeded["epsilon_guaranteed"] == mech.epsilon and "NOT floating-point safe" in seeded["fp_safety"]
@@ -364,7 +364,7 @@ def test_release_attrs_seeded_unseeded_and_forced(curves, matern_basis):
     assert (forced["noise_generator"], forced["fp_safe"], forced["noise_seeded"]) == ("pymc", 0, 0)
     ledger = fp.PrivacyLedger(fp.PrivacyBudget(5.0))
     with pytest.raises(InputError, match="cannot be seeded"):
-        fp.release(s, mech, random_seed=1, generator="opendp", ledger=ledger)
+        fp.release(s, mech, random_seed=1, study=True, generator="opendp")
     assert ledger.spent.epsilon == 0.0  # refused before anything was charged
     with pytest.raises(InputError, match="unknown release generator"):
         fp.release(s, mech, generator="numpy")
@@ -420,7 +420,7 @@ def test_gaussian_guarantee_never_above_the_claim(calibration, eps, delta, curve
     else:
         assert a["noise_sigma_source"] == "mechanism" and sigma == base.sigma
     # the seeded (pymc) path keeps the mechanism's σ and states the nominal values, not floating-point safe
-    seeded = fp.release(s, mech, random_seed=2)
+    seeded = fp.release(s, mech, random_seed=2, study=True)
     assert seeded.attrs["noise_multiplier"] == base.sigma and seeded.attrs["fp_safe"] == 0
     assert (seeded.attrs["epsilon_guaranteed"], seeded.attrs["delta_guaranteed"]) == (eps, delta)
 

@@ -116,7 +116,7 @@ def test_gaussian_calibration_values_and_refusals():
 @pytest.mark.parametrize("mech", [fp.ICLP(1.0), fp.FRL(0.7), fp.GaussianMechanism(1.0, 0.05)], ids=str)
 def test_release_draws_match_the_calibrated_law(mech, curves, matern_basis):
     s = fp.frl_mean(curves, matern_basis, tau=TAU, M=8) if mech.family == "frl" else qr(curves, matern_basis)
-    tree = fp.release(s, mech, draws=3000, random_seed=7)
+    tree = fp.release(s, mech, draws=3000, random_seed=7, study=True)
     scale = tree["constant_data"]["noise_scale"].values
     np.testing.assert_allclose(scale, mech.calibrate(s).scale)
     coef = tree["posterior"]["coefficients"].values[0]
@@ -151,7 +151,7 @@ def test_pymc_model_logp_matches_scipy(mech, curves, matern_basis, rng):
 
 def test_release_structure_attrs_and_roundtrip(curves, matern_basis, tmp_path):
     s = qr(curves, matern_basis)
-    tree = fp.release(s, fp.ICLP(1.0), draws=4, random_seed=3)
+    tree = fp.release(s, fp.ICLP(1.0), draws=4, random_seed=3, study=True)
     post = tree["posterior"]
     assert post["coefficients"].dims == ("chain", "draw", "basis")
     assert post["curve"].dims == ("chain", "draw", "t")
@@ -176,7 +176,7 @@ def test_release_structure_attrs_and_roundtrip(curves, matern_basis, tmp_path):
 def test_release_never_contains_the_nonprivate_summary(mech, summary, curves, matern_basis):
     s = {"qr": qr(curves, matern_basis), "frl": fp.frl_mean(curves, matern_basis, tau=TAU, M=5),
          "rkhs": fp.rkhs_mean(curves, matern_basis, tau=TAU)}[summary]
-    tree = fp.release(s, mech, draws=2, random_seed=1)
+    tree = fp.release(s, mech, draws=2, random_seed=1, study=True)
     secret_c, secret_f = s.coefficients, s.curve().values
     for node in tree.subtree:
         for name, var in node.variables.items():
@@ -195,7 +195,7 @@ def test_release_never_contains_the_nonprivate_summary(mech, summary, curves, ma
 
 def test_estimate_and_noise_share_the_retained_eigenpairs(curves, matern_basis):
     s = fp.frl_mean(curves, matern_basis, tau=TAU, M=5)
-    tree = fp.release(s, fp.FRL(1.0), draws=3, random_seed=2)
+    tree = fp.release(s, fp.FRL(1.0), draws=3, random_seed=2, study=True)
     curve = tree["posterior"]["curve"].values[0]
     # the released curve has no component beyond the M retained eigenfunctions
     resid = matern_basis.coefficients(curve)[:, 5:]
@@ -205,10 +205,10 @@ def test_estimate_and_noise_share_the_retained_eigenpairs(curves, matern_basis):
 
 def test_random_seed_reproducibility(curves, matern_basis):
     s = qr(curves, matern_basis)
-    a = fp.release(s, fp.ICLP(1.0), draws=3, random_seed=11)["posterior"]["curve"].values
-    b = fp.release(s, fp.ICLP(1.0), draws=3, random_seed=11)["posterior"]["curve"].values
-    c = fp.release(s, fp.ICLP(1.0), draws=3, random_seed=12)["posterior"]["curve"].values
-    d = fp.release(s, fp.ICLP(1.0), draws=3, random_seed=np.random.default_rng(5))["posterior"]["curve"].values
+    a = fp.release(s, fp.ICLP(1.0), draws=3, random_seed=11, study=True)["posterior"]["curve"].values
+    b = fp.release(s, fp.ICLP(1.0), draws=3, random_seed=11, study=True)["posterior"]["curve"].values
+    c = fp.release(s, fp.ICLP(1.0), draws=3, random_seed=12, study=True)["posterior"]["curve"].values
+    d = fp.release(s, fp.ICLP(1.0), draws=3, random_seed=np.random.default_rng(5), study=True)["posterior"]["curve"].values
     np.testing.assert_array_equal(a, b)
     assert not np.allclose(a, c) and d.shape == a.shape
 
@@ -216,11 +216,13 @@ def test_random_seed_reproducibility(curves, matern_basis):
 def test_ledger_refuses_before_drawing(curves, matern_basis):
     s = qr(curves, matern_basis)
     ledger = fp.PrivacyLedger(fp.PrivacyBudget(2.0))
-    fp.release(s, fp.ICLP(1.0), ledger=ledger, random_seed=1)
+    fp.release(s, fp.ICLP(1.0), ledger=ledger)
     with pytest.raises(fp.BudgetExceededError, match="remain"):
-        fp.release(s, fp.ICLP(1.0), draws=2, ledger=ledger, random_seed=1)
+        fp.release(s, fp.ICLP(1.0), draws=2, ledger=ledger)
     assert ledger.spent.epsilon == pytest.approx(1.0)
-    tree = fp.release(s, fp.ICLP(1.0), ledger=ledger, random_seed=1)
+    with pytest.raises(fp.InputError, match="ledger"):  # a seeded study is never charged to a ledger
+        fp.release(s, fp.ICLP(1.0), ledger=ledger, random_seed=1, study=True)
+    tree = fp.release(s, fp.ICLP(1.0), ledger=ledger)
     assert tree.attrs["ledger_remaining_epsilon"] == pytest.approx(0.0)
     with pytest.raises(fp.BudgetExceededError):
         fp.release(s, fp.ICLP(0.01), ledger=ledger)

@@ -31,7 +31,7 @@ def _regenerate(tree, seed):
 
 def test_seed_regeneration_attack_recovers_a_seeded_release_exactly(summary):
     with pytest.warns(SeededReleaseWarning, match="private only while the seed stays secret"):
-        tree = fp.release(summary, fp.ICLP(1.0), random_seed=1)
+        tree = fp.release(summary, fp.ICLP(1.0), random_seed=1, study=True)
     assert tree.attrs["noise_seeded"] == 1 and tree.attrs["noise_generator"] == "pymc" and tree.attrs["fp_safe"] == 0
     recovered = _regenerate(tree, 1)
     np.testing.assert_allclose(recovered, summary.coefficients, rtol=0, atol=1e-15)  # the non-private summary

@@ -23,7 +23,7 @@ def fitted():
     truth = 0.5 * np.sin(2 * np.pi * grid.t)
     curves = truth + 0.2 * rng.standard_normal((200, grid.size))
     summary = fp.iclp_qr_mean(curves, basis, tau=1.0)
-    rel = fp.release(summary, fp.ICLP(1.0), random_seed=1)
+    rel = fp.release(summary, fp.ICLP(1.0), random_seed=1, study=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         post = infer(rel, ICLPPrior(), draws=150, tune=150, chains=1, random_seed=2, progressbar=False, target="summary")

@@ -33,13 +33,13 @@ def setup():
 @pytest.fixture(scope="module")
 def laplace_tree(setup):
     basis, curves, _ = setup
-    return fp.release(fp.iclp_qr_mean(curves, basis, tau=1.0), fp.ICLP(1.0), random_seed=1)
+    return fp.release(fp.iclp_qr_mean(curves, basis, tau=1.0), fp.ICLP(1.0), random_seed=1, study=True)
 
 
 @pytest.fixture(scope="module")
 def normal_tree(setup):
     basis, curves, _ = setup
-    return fp.release(fp.iclp_qr_mean(curves, basis, tau=1.0), fp.GaussianMechanism(0.5, 1e-5), random_seed=1)
+    return fp.release(fp.iclp_qr_mean(curves, basis, tau=1.0), fp.GaussianMechanism(0.5, 1e-5), random_seed=1, study=True)
 
 
 @pytest.fixture(autouse=True)
@@ -81,7 +81,7 @@ def test_noise_sd_matches_empirical_spread(setup, mechanism):
     basis, curves, _ = setup
     summ = (fp.frl_mean(curves, basis, tau=1.0) if isinstance(mechanism, fp.FRL)
             else fp.iclp_qr_mean(curves, basis, tau=1.0))
-    tree = fp.release(summ, mechanism, draws=4000, random_seed=11)
+    tree = fp.release(summ, mechanism, draws=4000, random_seed=11, study=True)
     emp = tree["posterior"]["curve"].values[0].std(axis=0)
     sd = noise_sd(tree).values
     np.testing.assert_allclose(emp, sd, rtol=0.08)
@@ -104,7 +104,7 @@ def test_plot_release_options(laplace_tree, setup):
 
 def test_plot_release_many_draws_and_file_roundtrip(setup, tmp_path):
     basis, curves, _ = setup
-    tree = fp.release(fp.iclp_qr_mean(curves, basis, tau=1.0), fp.ICLP(1.0), draws=30, random_seed=2)
+    tree = fp.release(fp.iclp_qr_mean(curves, basis, tau=1.0), fp.ICLP(1.0), draws=30, random_seed=2, study=True)
     path = tmp_path / "r.nc"
     tree.to_netcdf(path)
     reopened = xr.open_datatree(path)

@@ -234,12 +234,12 @@ def test_eight_threads_release_their_own_summaries(curves, matern_basis):
     draws = RELEASE_CHUNK + 300
     J = summaries[0].n_components
     shared = sampler_for(mech.law, J)
-    alone = [_coefficients(fp.release(s, mech, draws=draws, random_seed=seed)) for s, seed in zip(summaries, seeds)]
+    alone = [_coefficients(fp.release(s, mech, draws=draws, random_seed=seed, study=True)) for s, seed in zip(summaries, seeds)]
     barrier = threading.Barrier(8)
 
     def job(i):
         barrier.wait()
-        return _coefficients(fp.release(summaries[i], mech, draws=draws, random_seed=seeds[i]))
+        return _coefficients(fp.release(summaries[i], mech, draws=draws, random_seed=seeds[i], study=True))
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         together = list(pool.map(job, range(8)))
@@ -260,13 +260,13 @@ def test_threads_with_different_laws(curves, matern_basis):
     for k, e in enumerate(entries):
         spec = _entry_spec(e, curves, matern_basis)
         jobs.append((spec.fit(curves), _entry_mechanism(e), 50 + k))
-    alone = [_coefficients(fp.release(s, m, draws=40, random_seed=seed)) for s, m, seed in jobs]
+    alone = [_coefficients(fp.release(s, m, draws=40, random_seed=seed, study=True)) for s, m, seed in jobs]
     barrier = threading.Barrier(len(jobs))
 
     def job(i):
         barrier.wait()
         s, m, seed = jobs[i]
-        return _coefficients(fp.release(s, m, draws=40, random_seed=seed))
+        return _coefficients(fp.release(s, m, draws=40, random_seed=seed, study=True))
 
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         together = list(pool.map(job, range(len(jobs))))
@@ -470,7 +470,7 @@ def releases():
     out = {}
     for i, (name, entry) in enumerate(registry.MECHANISMS.items()):
         spec = _entry_spec(entry, curves, basis)
-        out[name] = fp.release(spec.fit(curves), _entry_mechanism(entry), draws=3, random_seed=i)
+        out[name] = fp.release(spec.fit(curves), _entry_mechanism(entry), draws=3, random_seed=i, study=True)
     return out
 
 

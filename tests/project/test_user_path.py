@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import warnings
@@ -108,17 +109,16 @@ def test_dataarray_record_dim_from_names():
 
 
 # ============================================================================ point 5: privacy hygiene
-def test_tau_far_too_small_warns_the_data_holder_on_stderr_never_in_the_file(tmp_path, capsys):
-    out = tmp_path / "weather.nc"
-    assert main(["release", "--data", "weather", *ARGS, "--tau", "1", "--out", str(out)]) == 0
+def test_tau_far_too_small_warns_the_data_holder_in_their_report_never_printed_or_in_the_file(tmp_path, capsys):
+    out, report = tmp_path / "weather.nc", tmp_path / "holder.json"
+    assert main(["release", "--data", "weather", *ARGS, "--tau", "1", "--out", str(out),
+                 "--holder-report", str(report)]) == 0
     std = capsys.readouterr()
-    # the public table on stdout; the data holder's lines (count, warning) on stderr only
+    # the public table on stdout; the data holder's count and warning only in the file they asked for
     assert "sensitivity" in std.out and "35 curves ×" in std.out
-    assert "35 of 35" not in std.out and "far too small" not in std.out
-    assert "35 of 35 curves had L2 norm above tau" in std.err
-    warning = [line for line in std.err.splitlines() if line.startswith("fdp-ppl: warning: ")
-               and "the summary shrinks" not in line]  # the public shrinkage warning is not a data holder's line
-    assert len(warning) == 1 and "far too small" in warning[0] and "not written to the release" in warning[0]
+    assert "35 of 35" not in std.out + std.err and "far too small" not in std.out + std.err
+    holder = json.loads(report.read_text())
+    assert holder["clipped"] == holder["records"] == 35 and "far too small" in holder["warning"]
     text = _file_text(xr.open_datatree(out))
     assert "far too small" not in text and "35 of 35" not in text and "n_clipped" not in text
 
@@ -135,7 +135,7 @@ def test_tau_far_too_small_warns_in_python_at_fit_time():
     with warnings.catch_warnings():
         warnings.simplefilter("error", TauTooSmallWarning)
         fp.iclp_qr_mean(weather, basis, tau=1e4)  # a sensible bound: no warning
-        tree = fp.release(summary, fp.ICLP(1.0), random_seed=1)
+        tree = fp.release(summary, fp.ICLP(1.0), random_seed=1, study=True)
     assert "far too small" not in _file_text(tree)
     # repr of a fitted summary shows the public spec, never the non-private coefficients
     text = repr(summary)
@@ -143,13 +143,14 @@ def test_tau_far_too_small_warns_in_python_at_fit_time():
 
 
 @pytest.mark.skipif(not HAS_DTI, reason="dti.nc not found")
-def test_every_data_holder_line_goes_to_stderr(tmp_path, capsys):
+def test_every_data_holder_count_goes_to_their_report_only(tmp_path, capsys):
+    report = tmp_path / "holder.json"
     assert main(["release", "--data", "dti", "--var", "cca", "--missing", "impute", *ARGS, "--tau", "1",
-                 "--out", str(tmp_path / "dti.nc")]) == 0
+                 "--out", str(tmp_path / "dti.nc"), "--holder-report", str(report)]) == 0
     std = capsys.readouterr()
-    holder = [line for line in std.err.splitlines() if line.startswith("data holder only")]
-    assert len(holder) == 2 and "0 of 382 curves" in holder[0] and "6 of 382 curves were set to 0" in holder[1]
-    assert "data holder only" not in std.out and "382 curves ×" in std.out
+    holder = json.loads(report.read_text())
+    assert (holder["records"], holder["clipped"], holder["imputed_curves"]) == (382, 0, 6)
+    assert "data holder only" not in std.out + std.err and "of 382" not in std.err and "382 curves ×" in std.out
 
 
 # ============================================================================ point 6: your own data
@@ -232,7 +233,7 @@ def test_credible_band_and_plot_inference_default_to_arviz_rcparams():
     grid = fp.Grid.uniform(12)
     basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), grid)
     x = np.sin(2 * np.pi * grid.t) + 0.2 * np.random.default_rng(1).standard_normal((200, grid.size))
-    release = fp.release(fp.iclp_qr_mean(x, basis, tau=3.0), fp.ICLP(1.0), random_seed=2)
+    release = fp.release(fp.iclp_qr_mean(x, basis, tau=3.0), fp.ICLP(1.0), random_seed=2, study=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # short chains: the diagnostics are not the point here
         post = infer(release, ICLPPrior(), draws=100, tune=100, chains=1, random_seed=3, progressbar=False, target="summary")

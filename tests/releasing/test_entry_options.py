@@ -59,7 +59,7 @@ def fits():
 
 @pytest.fixture(scope="module")
 def releases(fits):
-    return {family: fp.release(fitted, mech, draws=2, random_seed=i)
+    return {family: fp.release(fitted, mech, draws=2, random_seed=i, study=True)
             for i, (family, (fitted, mech)) in enumerate(fits.items())}
 
 
@@ -324,11 +324,11 @@ def test_release_option_sweep(fits, release_work, family, option):
     (entry,) = [e for e in RELEASES.values() if e.family == _RELEASE_FAMILY[family]]
     if option in entry.options:
         with pytest.raises(_Reached) as reached:
-            fp.release(fitted, mech, random_seed=0, **{option: _RELEASE_VALUES[option]})
+            fp.release(fitted, mech, random_seed=0, study=True, **{option: _RELEASE_VALUES[option]})
         assert reached.value.args[0][option] == _RELEASE_VALUES[option]
         return
     with pytest.raises(InputError) as info:
-        fp.release(fitted, mech, random_seed=0, **{option: _RELEASE_VALUES[option]})
+        fp.release(fitted, mech, random_seed=0, study=True, **{option: _RELEASE_VALUES[option]})
     takes = [o for o in entry.options if o in _RELEASE_OPTIONS]
     assert info.value.message == f"a {entry.family} release takes no {option}"
     assert f"(its options: {', '.join(takes) or 'none'})" in info.value.fix

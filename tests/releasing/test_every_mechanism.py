@@ -29,7 +29,7 @@ def _release(name, data, tmp_path, draws=1):
     entry = MECHANISMS[name]
     mech = entry.mechanism(1.0, 1e-5 if entry.approximate else None, **OPTIONS.get(name, {}))
     spec = entry.spec(grid if entry.summary == "bernstein" else basis, tau=2.0, n=curves.shape[0])
-    tree = fp.release(spec.fit(curves), mech, draws=draws, random_seed=3)
+    tree = fp.release(spec.fit(curves), mech, draws=draws, random_seed=3, study=True)
     path = tmp_path / f"{name}.nc"
     tree.to_netcdf(path)
     return xr.open_datatree(path), mech, spec

@@ -161,10 +161,58 @@ def test_ledger_label_and_dataset_reach_each_family(tmp_path, mean_summary, kde_
              "machine": (erm_fit, fp.GaussianMechanism(1.0, 1e-6)), "fpca": (fpca_fit, fp.ExponentialMechanism())}
     for family, (fitted, mech) in cases.items():
         ledger = PrivacyLedger.open(tmp_path / f"{family}.sqlite", PrivacyBudget(10.0, 1e-3))
-        fp.release(fitted, mech, random_seed=1, ledger=ledger, label=f"lab-{family}", dataset=f"toy-{family}")
+        fp.release(fitted, mech, ledger=ledger, label=f"lab-{family}", dataset=f"toy-{family}")
         (row,) = ledger.records()
         assert row["label"] == f"lab-{family}" and row["dataset"] == f"toy-{family}", family
         assert ledger.spent.epsilon > 0
+
+
+# ---------------------------------------------------------------------- seeds only for studies (DESIGN invariant 8)
+class _Untouchable:
+    """A fitted object that fails the test if anything reads it."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"the release read {name} before refusing the seed")
+
+
+@pytest.mark.parametrize("seed", [0, 2**32 - 1, 4294967300, 2**62, np.random.default_rng(0)])
+def test_any_seed_without_study_is_refused_before_anything_is_read(seed, mean_summary):
+    ledger = PrivacyLedger(PrivacyBudget(10.0))
+    for fitted in (_Untouchable(), mean_summary):
+        with pytest.raises(InputError, match="study=True") as info:
+            fp.release(fitted, fp.ICLP(1.0), random_seed=seed, ledger=ledger)
+        assert info.value.fix and "\n" not in str(info.value) and str(seed) not in str(info.value)
+    assert ledger.spent.epsilon == 0.0 and not ledger.entries
+
+
+def test_a_study_is_marked_not_private_and_charged_to_no_ledger(mean_summary, kde_fit):
+    from fdp_ppl.kde import bandwidth_plan, private_bandwidth
+    from fdp_ppl.releasing.plans import STUDY
+
+    ledger = PrivacyLedger(PrivacyBudget(10.0))
+    with pytest.raises(InputError, match="ledger"):
+        fp.release(_Untouchable(), fp.ICLP(1.0), random_seed=4294967300, study=True, ledger=ledger)
+    with pytest.raises(InputError, match="ledger"):  # a study without a seed is still a study
+        fp.release(mean_summary, fp.ICLP(1.0), study=True, ledger=ledger)
+    with pytest.raises(InputError, match="study=True"):
+        private_bandwidth(np.linspace(0, 1, 20), 0.5, (0.0, 1.0), random_seed=1)
+    with pytest.raises(InputError, match="ledger"):
+        private_bandwidth(np.linspace(0, 1, 20), 0.5, (0.0, 1.0), random_seed=1, study=True, ledger=ledger)
+    assert ledger.spent.epsilon == 0.0 and not ledger.entries
+    seeded = fp.release(mean_summary, fp.ICLP(1.0), random_seed=4294967300, study=True)
+    assert seeded.attrs["study"] == STUDY == "not private" and seeded.attrs["noise_seeded"] == 1
+    again = fp.release(mean_summary, fp.ICLP(1.0), random_seed=4294967300, study=True)
+    assert np.array_equal(seeded["posterior"]["coefficients"].values, again["posterior"]["coefficients"].values)
+    unseeded = fp.release(mean_summary, fp.ICLP(1.0), study=True)
+    assert unseeded.attrs["study"] == STUDY and unseeded.attrs["noise_seeded"] == 0
+    real = fp.release(mean_summary, fp.ICLP(1.0), ledger=ledger)
+    assert "study" not in real.attrs and real.attrs["fp_safe"] == 1 and ledger.spent.epsilon == 1.0
+    # the public plan says the same: a seeded plan is a study, and a composition with a study part is one
+    assert fp.plan(mean_summary.spec, fp.ICLP(1.0), seeded=True).attrs["study"] == STUDY
+    assert "study" not in fp.plan(mean_summary.spec, fp.ICLP(1.0)).attrs
+    assert ("study", STUDY) in fp.plan(mean_summary.spec, fp.ICLP(1.0), study=True).table()
+    both = bandwidth_plan(0.5, 1, seeded=True).then(fp.plan(kde_fit.spec, fp.GaussianMechanism(0.5, 1e-5)))
+    assert both.study and both.attrs["study"] == STUDY
 
 
 # ---------------------------------------------------------------------- the FPCA mechanism: ε stays in the spec
@@ -185,7 +233,7 @@ def test_exponential_mechanism_carries_no_epsilon(fpca_fit):
     spent = []
     for fitted in (fpca_fit, fit2):
         ledger = PrivacyLedger(PrivacyBudget(10.0))
-        tree = fp.release(fitted, mech, random_seed=0, ledger=ledger)
+        tree = fp.release(fitted, mech, ledger=ledger)
         spent.append(ledger.spent.epsilon)
         assert tree.attrs["epsilon"] == fitted.spec.epsilon
     assert spent[0] >= 1.0 and spent[1] >= 2.0 and spent[1] > spent[0]
@@ -214,7 +262,7 @@ def test_unsupported_option_refused_before_charge(case, mean_summary, kde_fit, e
                     "fpca": (fpca_fit, fp.ExponentialMechanism())}[family]
     ledger = PrivacyLedger(PrivacyBudget(10.0, 1e-3))
     with pytest.raises(InputError, match=option) as info:
-        fp.release(fitted, mech, ledger=ledger, random_seed=0, **{option: value})
+        fp.release(fitted, mech, ledger=ledger, **{option: value})
     assert info.value.fix and "\n" not in str(info.value)
     assert ledger.spent.epsilon == 0.0 and ledger.spent.delta == 0.0
 
@@ -258,7 +306,7 @@ def test_a_seeded_release_warns_at_the_callers_line(mean_summary, kde_fit, erm_f
     for fitted, mech in cases:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            fp.release(fitted, mech, random_seed=1)
+            fp.release(fitted, mech, random_seed=1, study=True)
         seeded = [w for w in caught if issubclass(w.category, SeededReleaseWarning)]
         assert seeded and {w.filename for w in seeded} == {__file__}, (type(fitted).__name__,
                                                                         [w.filename for w in seeded])
@@ -296,7 +344,7 @@ def test_files_of_the_former_kinds_are_still_read(kind, family, mean_summary, kd
     fitted, mech = {"mean": (mean_summary, fp.ICLP(1.0)), "kde": (kde_fit, fp.GaussianMechanism(0.5, 1e-5)),
                     "machine": (erm_fit, fp.GaussianMechanism(1.0, 1e-5)),
                     "fpca": (fpca_fit, fp.ExponentialMechanism())}[family]
-    tree = fp.release(fitted, mech, random_seed=0)
+    tree = fp.release(fitted, mech, random_seed=0, study=True)
     assert schema.release_family(tree) == family and tree.attrs[schema.KIND_ATTR] == f"{family}_release"
     tree.attrs[schema.KIND_ATTR] = kind  # a file written before the family had its one name
     assert schema.release_family(tree) == family
@@ -318,7 +366,7 @@ def test_a_cached_plan_does_not_keep_its_spec_alive():
     basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), fp.Grid.from_points(curves["t"].values))
     summary = fp.iclp_qr_mean(curves, basis, tau=2.0)
     ref = weakref.ref(summary.spec)
-    fp.release(summary, fp.ICLP(1.0), random_seed=0)
+    fp.release(summary, fp.ICLP(1.0), random_seed=0, study=True)
     assert summary.spec in draw._PUBLIC
     del summary
     gc.collect()

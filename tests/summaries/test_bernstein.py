@@ -51,7 +51,7 @@ def test_sensitivity_brute_force_and_adversarial(curves, small_grid, rng):
 
 def test_bernstein_release_draws_and_reconstruction(curves, small_grid):
     s = fp.bernstein_mean(curves, small_grid, tau_inf=TAU_INF, k=20)
-    tree = fp.release(s, fp.Bernstein(0.5), draws=2000, random_seed=4)
+    tree = fp.release(s, fp.Bernstein(0.5), draws=2000, random_seed=4, study=True)
     assert tree.attrs["mechanism"] == "bernstein" and tree.attrs["lattice_k"] == 20
     coef = tree["posterior"]["coefficients"].values[0]
     scale = tree["constant_data"]["noise_scale"].values

@@ -173,7 +173,7 @@ def test_fast_release_tree_is_the_public_constructors_tree():
     assert schema._fast_assembly_ok()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = fp.release(summary, fp.ICLP(epsilon=1.0), draws=5, random_seed=3, generator="pymc")
+        tree = fp.release(summary, fp.ICLP(epsilon=1.0), draws=5, random_seed=3, study=True, generator="pymc")
     from fdp_ppl.releasing.draw import _TEMPLATES
 
     template = next(iter(_TEMPLATES[summary.spec].values()))
@@ -194,14 +194,14 @@ def test_releases_share_no_arrays():
     summary = fp.iclp_qr_mean(da, _basis(da), tau=200.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a, b = (fp.release(summary, fp.ICLP(epsilon=1.0), random_seed=s, generator="pymc") for s in (1, 2))
+        a, b = (fp.release(summary, fp.ICLP(epsilon=1.0), random_seed=s, study=True, generator="pymc") for s in (1, 2))
     for name in ("eigenvalues", "eigenfunctions", "noise_scale", "quadrature_weights"):
         assert not np.shares_memory(a["constant_data"][name].values, b["constant_data"][name].values)
     a["constant_data"]["noise_scale"].values[:] = -1.0
     a["posterior"]["t"].attrs["long_name"] = "changed"
     assert (b["constant_data"]["noise_scale"].values > 0).all()
     assert b["posterior"]["t"].attrs["long_name"] != "changed"
-    c = fp.release(summary, fp.ICLP(epsilon=1.0), random_seed=3, generator="pymc")
+    c = fp.release(summary, fp.ICLP(epsilon=1.0), random_seed=3, study=True, generator="pymc")
     assert (c["constant_data"]["noise_scale"].values > 0).all()
 
 
@@ -217,7 +217,7 @@ def test_cached_public_parts_follow_the_mechanism_parameters():
     def scale(m, **kw):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = fp.release(summary, m, random_seed=1, generator="pymc", **kw)
+            tree = fp.release(summary, m, random_seed=1, study=True, generator="pymc", **kw)
         return tree.attrs, tree["constant_data"]["noise_scale"].values
 
     at1, s1 = scale(mech)
