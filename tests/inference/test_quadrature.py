@@ -107,8 +107,8 @@ def releases():
     X = 0.5 * np.sin(2 * np.pi * g.t) + 0.3 * rng.standard_normal((400, 30))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        laplace = fp.release(fp.iclp_qr_mean(X, basis, tau=1.5), fp.ICLP(1.0), random_seed=1)
-        gauss = fp.release(fp.rkhs_mean(X, basis, tau=1.5), fp.GaussianMechanism(1.0, 0.1), random_seed=1)
+        laplace = fp.release(fp.iclp_qr_mean(X, basis, tau=1.5), fp.ICLP(1.0), random_seed=1, study=True)
+        gauss = fp.release(fp.rkhs_mean(X, basis, tau=1.5), fp.GaussianMechanism(1.0, 0.1), random_seed=1, study=True)
     return laplace, gauss
 
 
