@@ -118,7 +118,7 @@ def private_bandwidth(observations, epsilon: float, domain, *, ledger=None, rand
     n, d = obs.shape
     plan = bandwidth_plan(eps, d, seeded=random_seed is not None)
     if ledger is not None:
-        ledger.spend(plan.cost, label or plan.label, mechanism=plan.mechanism)
+        ledger.spend(plan.cost, label or plan.label, mechanism=plan.mechanism, event=plan.event)
     if random_seed is not None:
         warnings.warn("seeded private bandwidth: private only while the seed stays secret", SeededReleaseWarning,
                       stacklevel=2)
