@@ -223,6 +223,23 @@ class ReleasePlan:
                  ("memory", f"{self.memory_bytes / 2**20:.3g} MiB"), ("guarantee", self.guarantee)]
         return rows
 
+    def accuracy(self, **options):
+        """The accuracy one draw of this release will have, from public quantities only (no data, no charge):
+        :func:`fdp_ppl.releasing.accuracy.accuracy` (RMS L² error, pointwise and simultaneous noise half-widths,
+        the bias from shrinkage of a constant curve) as an ``xr.Dataset`` over ``t``; mean curves only.
+
+        Examples
+        --------
+        >>> import fdp_ppl as fp
+        >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(51))
+        >>> acc = fp.plan(fp.ICLPQRSpec(basis=basis, tau=1.0, n=100), fp.ICLP(1.0)).accuracy(samples=500)
+        >>> sorted(acc.sizes.items()), acc.attrs["level"]
+        ([('t', 51)], 0.95)
+        """
+        from .accuracy import accuracy
+
+        return accuracy(self, **options)
+
     def __str__(self) -> str:
         width = max(len(k) for k, _ in self.table())
         return "\n".join(f"{k:<{width}}  {v}" for k, v in self.table())
