@@ -4,6 +4,7 @@
 command     what it does                                                          module
 =========== ===================================================================== ============================
 ``release`` a private mean curve of a dataset (any mechanism of the registry)      :mod:`fdp_ppl.cli.release`
+``plan``    a mean-curve release's plan and accuracy (no data read, no charge)     :mod:`fdp_ppl.cli.plan`
 ``demo``    the end-to-end example on the bundled Berkeley growth curves           :mod:`fdp_ppl.cli.demo`
 ``infer``   release file -> posterior file (costs no privacy)                      :mod:`fdp_ppl.cli.infer`
 ``kde``     a private density (GP, Sobolev, ICLP, FRL, Bernstein)                  :mod:`fdp_ppl.cli.kde`
@@ -37,7 +38,7 @@ from ..errors import FdpPplError
 from .common import PROG, fail, in_flags, os_message
 
 #: the commands, in the order ``fdp-ppl --help`` lists them; each is the module ``fdp_ppl.cli.<name>``
-COMMANDS = ("release", "demo", "infer", "kde", "machine", "fpca", "ledger", "audit")
+COMMANDS = ("release", "plan", "demo", "infer", "kde", "machine", "fpca", "ledger", "audit")
 #: former command names, still accepted: name -> command
 ALIASES = {"svm": "machine"}
 
