@@ -56,6 +56,8 @@ def _metadata(a) -> tuple:
     """``(grid points, n)`` from public metadata only: ``--grid`` / ``--n``, or a netCDF file opened lazily."""
     import numpy as np
 
+    for name in ("n", "grid"):  # release --dry-run has neither flag
+        setattr(a, name, getattr(a, name, None))
     if a.data is None:
         if a.n is None:
             raise CLIError("a plan needs n", "pass --n N (or --data FILE.nc to read it from the file's metadata)")
