@@ -415,10 +415,6 @@ def _print_data_holder(summary, *, sup: bool = False) -> None:
 
 
 def run(a) -> int:
-    if getattr(a, "dry_run", False):  # the plan only: public metadata, nothing drawn, charged or written
-        from .plan import show_plan
-
-        return show_plan(a)
     mech = _check_args(a)
     ledger = open_ledger(a, mech.budget * a.draws)
     if getattr(a, "chunks", None) is not None or getattr(a, "scheduler", None) or str(a.data).endswith(".zarr"):

@@ -57,17 +57,15 @@ def pointwise_sd(design, variance) -> np.ndarray:
     return np.sqrt(np.sum(design**2 * variance[None, :], axis=1))
 
 
-def _spec_of(plan):
-    """The public spec a mean plan was made for (held weakly by the plan)."""
-    if plan.family != "mean" or not isinstance(plan.state, tuple):
+def _inputs(plan) -> dict:
+    """The public arrays of a mean plan: design (K, J), quadrature weights (K,), grid points (K,), τ, n and the
+    constant gain (K,) or None."""
+    if plan.family != "mean" or not isinstance(plan.state, tuple) or len(plan.state) < 6:
         raise NotImplementedError(f"the accuracy of a {plan.family} plan is not available yet (mean curves only)")
-    spec = plan.state[0]()
-    if spec is None:
-        raise InputError("the spec this plan was made for no longer exists", "keep the spec while using its plan")
-    return spec
+    return plan.state[5]
 
 
-def _noise_curves(plan, spec, samples: int, seed) -> np.ndarray:
+def _noise_curves(plan, design, samples: int, seed) -> np.ndarray:
     """``samples`` draws of the noise on the grid, shape (samples, K): the plan's law and scales, the compiled
     (seedable) sampler of :mod:`fdp_ppl.noise.sampling`, centred at 0 (no data)."""
     from ..noise.sampling import sampler_for
@@ -76,7 +74,7 @@ def _noise_curves(plan, spec, samples: int, seed) -> np.ndarray:
     scale = np.asarray(plan.noise_scale, dtype=float)
     sampler = sampler_for(law, scale.size, "pymc")
     coef = sampler.draw(np.zeros(scale.size), scale, int(samples), seed)
-    return coef @ np.asarray(spec.design, dtype=float).T
+    return coef @ design.T
 
 
 def accuracy(plan, *, level: float = 0.95, constant: float = 1.0, samples: int = 4000, seed=0) -> xr.Dataset:
@@ -110,7 +108,7 @@ def accuracy(plan, *, level: float = 0.95, constant: float = 1.0, samples: int =
     NotImplementedError
         A plan of another family.
     InputError
-        ``level`` outside (0, 1), ``samples`` < 100, or the plan's spec no longer exists.
+        ``level`` outside (0, 1) or ``samples`` < 100.
 
     Examples
     --------
@@ -124,19 +122,17 @@ def accuracy(plan, *, level: float = 0.95, constant: float = 1.0, samples: int =
         raise InputError(f"level must lie in (0, 1), got {level!r}", "e.g. level=0.95")
     if int(samples) < 100:
         raise InputError(f"samples must be at least 100, got {samples!r}", "e.g. samples=4000")
-    spec = _spec_of(plan)
+    pub = _inputs(plan)
     law = plan.state[4].law
     scale = np.asarray(plan.noise_scale, dtype=float)
-    sd = pointwise_sd(spec.design, law.variance(scale))
-    w = np.asarray(spec.grid.weights, dtype=float)
-    rms = float(np.sqrt(np.sum(w * sd**2)))
-    noise = np.abs(_noise_curves(plan, spec, samples, seed))
+    sd = pointwise_sd(pub["design"], law.variance(scale))
+    rms = float(np.sqrt(np.sum(pub["weights"] * sd**2)))
+    noise = np.abs(_noise_curves(plan, pub["design"], samples, seed))
     pointwise = np.quantile(noise, level, axis=0)
     simultaneous = float(np.quantile(noise.max(axis=1), level))
-    gain = spec.constant_gain()
-    gain = np.ones(sd.size) if gain is None else np.asarray(gain, dtype=float)
+    gain = np.ones(sd.size) if pub["constant_gain"] is None else pub["constant_gain"]
     bias = float(constant) * (gain - 1.0)
-    t = np.asarray(spec.grid.points, dtype=float)
+    t = pub["t"]
     ds = xr.Dataset(
         {"noise_sd": ("t", sd, {"long_name": "pointwise sd of the noise on the released curve"}),
          "pointwise_halfwidth": ("t", pointwise, {"long_name": f"{level:g} quantile of |noise(t)|"}),
@@ -149,7 +145,7 @@ def accuracy(plan, *, level: float = 0.95, constant: float = 1.0, samples: int =
         coords={"t": ("t", t)},
         attrs={"level": float(level), "constant": float(constant), "samples": int(samples), "seed": int(seed),
                "family": plan.family, "mechanism": plan.mechanism, "noise_law": plan.noise_law,
-               "epsilon": float(plan.epsilon), "delta": float(plan.delta), "tau": float(spec.tau), "n": int(spec.n),
+               "epsilon": float(plan.epsilon), "delta": float(plan.delta), "tau": pub["tau"], "n": pub["n"],
                "units": "the data's units (one draw; noise only, plus the public shrinkage bias)",
                "source": "public plan only: noise law variance, public eigenbasis, Monte Carlo of the public law; "
                          "no data read, no privacy spent"})
@@ -180,11 +176,12 @@ def _with_epsilon(mechanism, epsilon: float):
 
 
 def _width(spec, mechanism, target: str, level, samples, seed, options) -> float:
-    from .plans import plan
+    from .families import entry_for
 
     if target not in TARGETS:
         raise InputError(f"target must be one of {', '.join(TARGETS)}, got {target!r}", "e.g. target='simultaneous_halfwidth'")
-    return float(accuracy(plan(spec, mechanism, **options), level=level, samples=samples, seed=seed)[target])
+    planned = entry_for(spec).resolve("plan")(spec, mechanism, **options)  # fp.plan's hook (no cycle with plans)
+    return float(accuracy(planned, level=level, samples=samples, seed=seed)[target])
 
 
 def _bisect(f, lo: float, hi: float, rtol: float, increasing: bool) -> tuple[float, float]:

@@ -300,8 +300,24 @@ def _plan_mean(spec, mechanism, draws, seeded, bound, generator, allow_nonprivat
         variable="curve", coords={"t": spec.grid.points},  # units: the data's (value_units, from provenance)
         label=f"{mechanism.family} release of {spec.name}", attrs=meta.to_attrs(),
         # the spec weakly: plans are cached per spec (weakly held), and a strong reference would keep it alive
-        state=(weakref.ref(spec), cal, sampler, mechanism.law.describe_scale(), meta))
+        state=(weakref.ref(spec), cal, sampler, mechanism.law.describe_scale(), meta, _accuracy_inputs(spec)))
     return out
+
+
+def _accuracy_inputs(spec) -> dict:
+    """The public arrays :func:`accuracy_release` needs (held by the plan: it outlives a spec built inline)."""
+    gain = spec.constant_gain()
+    return {"design": np.asarray(spec.design, dtype=float), "weights": np.asarray(spec.grid.weights, dtype=float),
+            "t": np.asarray(spec.grid.points, dtype=float), "tau": float(spec.tau), "n": int(spec.n),
+            "constant_gain": None if gain is None else np.asarray(gain, dtype=float)}
+
+
+def accuracy_release(plan, **options):
+    """The mean family's accuracy hook (:meth:`fdp_ppl.ReleasePlan.accuracy`):
+    :func:`fdp_ppl.releasing.accuracy.accuracy`."""
+    from .accuracy import accuracy
+
+    return accuracy(plan, **options)
 
 
 def draw_release(summary: LinearSummary, plan, *, random_seed=None, progressbar: bool = False) -> xr.DataTree:
@@ -311,7 +327,7 @@ def draw_release(summary: LinearSummary, plan, *, random_seed=None, progressbar:
     ``constant_data``: the public basis, ``noise_scale`` (basis) and ``quadrature_weights`` (t). The
     non-private summary is never included. Called by :func:`fdp_ppl.release` after the charge.
     """
-    spec_ref, cal, sampler, scale_description, meta = plan.state
+    spec_ref, cal, sampler, scale_description, meta, _ = plan.state
     spec = summary.spec
     if spec_ref() is not spec:
         raise CompatibilityError("the plan was made for another spec", "plan the release of this summary's spec")
@@ -395,4 +411,4 @@ def _template(summary: LinearSummary, scale: np.ndarray, scale_description: str)
     return template
 
 
-__all__ = ["release", "plan_release", "draw_release"]
+__all__ = ["release", "plan_release", "draw_release", "accuracy_release"]
