@@ -67,7 +67,14 @@ def _metadata(a) -> tuple:
         return np.linspace(0.0, 1.0, k), int(a.n)
     if a.grid is not None:
         raise CLIError("--grid applies without --data (the file's grid is used)", "drop --grid")
-    path = Path(str(a.data)).expanduser()
+    from ..datasets.loaders import _ALIASES, _FILES, data_directory
+
+    path, var_name, record_dim = Path(str(a.data)).expanduser(), a.var, a.record_dim
+    key = _ALIASES.get(str(a.data).lower(), str(a.data).lower())
+    if key in _FILES:  # a bundled file dataset: its netCDF file, default variable and record dim
+        entry = _FILES[key]
+        path, var_name = data_directory(a.data_dir) / entry["file"], a.var or entry["default"]
+        record_dim = record_dim or (entry["record_dim"] if a.t_dim is None else None)
     if not (path.is_file() and path.suffix in (".nc", ".nc4", ".h5")) and not str(path).endswith(".zarr"):
         if a.n is None:
             raise CLIError(f"the metadata of {a.data} cannot be read without its values (a plan reads a netCDF "
@@ -80,11 +87,11 @@ def _metadata(a) -> tuple:
 
     opener = xr.open_zarr if str(path).endswith(".zarr") else xr.open_dataset
     with opener(path) as ds:  # lazy: coordinates and sizes only, the variable's values are never loaded
-        names = [a.var] if a.var else [v for v in ds.data_vars if ds[v].ndim == 2]
+        names = [var_name] if var_name else [v for v in ds.data_vars if ds[v].ndim == 2]
         if len(names) != 1 or names[0] not in ds.data_vars:
             raise CLIError(f"{a.data} has {len(names)} two-dimensional variables", "name one with --var")
         var = ds[names[0]]
-        rec, tdim = record_and_grid_dims(var.dims, record_dim=a.record_dim, t_dim=a.t_dim,
+        rec, tdim = record_and_grid_dims(var.dims, record_dim=record_dim, t_dim=a.t_dim,
                                          what=f"variable {names[0]!r} in {a.data}")
         t = np.asarray(var[tdim].values, dtype=float) if tdim in var.coords else np.linspace(0, 1, var.sizes[tdim])
         n = int(var.sizes[rec])
