@@ -161,8 +161,8 @@ def accuracy_table(acc: xr.Dataset) -> list[tuple[str, str]]:
             (f"pointwise {level:.0%} half-width", f"up to {float(acc['max_pointwise_halfwidth']):.4g}"),
             (f"simultaneous {level:.0%} half-width", f"{float(acc['simultaneous_halfwidth']):.4g} (sup over t)"),
             (f"bias of constant {acc.attrs['constant']:g}",
-             f"up to {float(acc['max_abs_constant_bias']):.4g} (gain {acc['constant_gain'].values.min():.3g} "
-             f"to {acc['constant_gain'].values.max():.3g})")]
+             (f"up to {float(acc['max_abs_constant_bias']):.4g} (gain {acc['constant_gain'].values.min():.3g} "
+              f"to {acc['constant_gain'].values.max():.3g})"))]
 
 
 def _with_epsilon(mechanism, epsilon: float):

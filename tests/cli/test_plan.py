@@ -43,3 +43,9 @@ def test_plan_and_dry_run_read_only_metadata(tmp_path, capsys):
 def test_plan_without_n_is_refused(capsys):
     assert main(["plan", *FLAGS]) == 2
     assert "--n" in capsys.readouterr().err
+
+
+def test_plan_reads_a_bundled_file_dataset_by_its_metadata(capsys):
+    assert main(["plan", *FLAGS, "--data", "dti"]) == 0
+    out = capsys.readouterr().out
+    assert " 382\n" in out and "93 points" in out
