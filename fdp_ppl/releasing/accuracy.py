@@ -10,7 +10,7 @@ function of those public quantities: no data is read and nothing is charged.
 * the RMS L² error from noise ``sqrt(E‖f̃ − f̂‖²_w) = sqrt(Σ_k w_k sd(t_k)²)`` (quadrature weights ``w``);
 * pointwise and simultaneous (sup-norm) half-widths at a level: the quantiles of ``|ξ(t)|`` and of
   ``sup_t |ξ(t)|`` by Monte Carlo of the public noise law (the package's own sampler, a fixed seed);
-* the bias from shrinkage of a constant curve ``c``: ``c (g(t) − 1)`` with ``g`` the spec's public constant gain
+* for a mean curve, the bias from shrinkage of a constant curve ``c``: ``c (g(t) − 1)`` with ``g`` the spec's public constant gain
   (:meth:`fdp_ppl.summaries.mean.EigenSpec.constant_gain`, from the summary's public shrinkage).
 
 :func:`smallest_epsilon` and :func:`largest_tau` invert these by bisection on plans (public only).
@@ -57,37 +57,53 @@ def pointwise_sd(design, variance) -> np.ndarray:
     return np.sqrt(np.sum(design**2 * variance[None, :], axis=1))
 
 
-def _inputs(plan) -> dict:
-    """The public arrays of a mean plan: design (K, J), quadrature weights (K,), grid points (K,), τ, n and the
-    constant gain (K,) or None."""
-    if plan.family != "mean" or not isinstance(plan.state, tuple) or len(plan.state) < 6:
-        raise NotImplementedError(f"the accuracy of a {plan.family} plan is not available yet (mean curves only)")
-    return plan.state[5]
+def public_map(design, weights, coords, law, *, constant_gain=None, tau=float("nan"), n=-1) -> dict:
+    """The public inputs of :func:`noise_accuracy`: how a family's released variable depends on its noise.
+
+    Parameters
+    ----------
+    design : array_like, shape (K, J)
+        The released variable on its grid (flattened, K points) per unit of each noise coefficient.
+    weights : array_like, shape (K,)
+        Quadrature weights of the grid (the L² norm).
+    coords : mapping of str to ndarray
+        The grid's dims and axes, in order (their sizes multiply to K).
+    law : NoiseLaw
+        The plan's noise law.
+    constant_gain : array_like, shape (K,), optional
+        Share of a constant the noise-free summary keeps (mean curves); None: no bias figure.
+    tau, n : float, int
+        Recorded in the attributes.
+    """
+    return {"design": np.asarray(design, dtype=float), "weights": np.asarray(weights, dtype=float).reshape(-1),
+            "coords": {str(k): np.asarray(v) for k, v in dict(coords).items()}, "law": law, "tau": float(tau),
+            "n": int(n), "constant_gain": None if constant_gain is None else np.asarray(constant_gain, dtype=float)}
 
 
-def _noise_curves(plan, design, samples: int, seed) -> np.ndarray:
+def _noise_draws(plan, pub, samples: int, seed) -> np.ndarray:
     """``samples`` draws of the noise on the grid, shape (samples, K): the plan's law and scales, the compiled
     (seedable) sampler of :mod:`fdp_ppl.noise.sampling`, centred at 0 (no data)."""
     from ..noise.sampling import sampler_for
 
-    law = plan.state[4].law
     scale = np.asarray(plan.noise_scale, dtype=float)
-    sampler = sampler_for(law, scale.size, "pymc")
+    sampler = sampler_for(pub["law"], scale.size, "pymc")
     coef = sampler.draw(np.zeros(scale.size), scale, int(samples), seed)
-    return coef @ design.T
+    return coef @ pub["design"].T
 
 
 def accuracy(plan, *, level: float = 0.95, constant: float = 1.0, samples: int = 4000, seed=0) -> xr.Dataset:
-    """The accuracy of one draw of a planned release (mean curves), from public quantities only.
+    """The accuracy of one draw of a planned release, from public quantities only (:meth:`ReleasePlan.accuracy`).
 
     Parameters
     ----------
     plan : ReleasePlan
-        A mean-curve plan (:func:`fdp_ppl.plan` of a summary spec).
+        A plan of a family with an accuracy hook: mean curves (:func:`fdp_ppl.plan` of a summary spec) and
+        densities (a KDE spec).
     level : float
         Coverage of the pointwise and simultaneous half-widths, in (0, 1).
     constant : float
-        The constant curve whose shrinkage bias is reported, in the data's units (its bias is linear in it).
+        The constant curve whose shrinkage bias is reported (mean curves), in the data's units (its bias is
+        linear in it).
     samples : int
         Monte Carlo draws of the public noise law for the quantiles (their relative error is about
         ``sqrt(level (1 − level) / samples) / density``: ~1% at the defaults).
@@ -97,16 +113,17 @@ def accuracy(plan, *, level: float = 0.95, constant: float = 1.0, samples: int =
     Returns
     -------
     xr.Dataset
-        Dims ``t`` (K,). Variables, in the data's units: ``noise_sd`` (t), ``pointwise_halfwidth`` (t),
-        ``simultaneous_halfwidth`` (), ``max_pointwise_halfwidth`` (), ``rms_l2_error`` (),
-        ``constant_bias`` (t), ``constant_gain`` (t, unitless) and ``max_abs_constant_bias`` ().
-        Attrs: ``level``, ``constant``, ``samples``, ``seed``, ``family``, ``mechanism``, ``noise_law``,
-        ``epsilon``, ``delta``, ``tau``, ``n``, ``source``.
+        The grid's dims (``t`` for a mean curve; ``x`` or ``x1, x2`` for a density). Variables, in the released
+        variable's units: ``noise_sd``, ``pointwise_halfwidth`` (over the grid), ``simultaneous_halfwidth``,
+        ``max_pointwise_halfwidth``, ``rms_l2_error`` (scalars); for mean curves also ``constant_bias`` and
+        ``constant_gain`` (over the grid) and ``max_abs_constant_bias``. Attrs: ``level``, ``constant``,
+        ``samples``, ``seed``, ``family``, ``mechanism``, ``noise_law``, ``epsilon``, ``delta``, ``tau``, ``n``,
+        ``source``.
 
     Raises
     ------
     NotImplementedError
-        A plan of another family.
+        A plan of a family without an accuracy hook.
     InputError
         ``level`` outside (0, 1) or ``samples`` < 100.
 
@@ -114,41 +131,61 @@ def accuracy(plan, *, level: float = 0.95, constant: float = 1.0, samples: int =
     --------
     >>> import fdp_ppl as fp
     >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(51))
-    >>> acc = fp.plan(fp.ICLPQRSpec(basis=basis, tau=1.0, n=100), fp.ICLP(1.0)).accuracy(samples=500)
+    >>> acc = accuracy(fp.plan(fp.ICLPQRSpec(basis=basis, tau=1.0, n=100), fp.ICLP(1.0)), samples=500)
     >>> acc["noise_sd"].dims, bool(acc["simultaneous_halfwidth"] > acc["pointwise_halfwidth"].max())
     (('t',), True)
+    """
+    return plan.accuracy(level=level, constant=constant, samples=samples, seed=seed)
+
+
+def noise_accuracy(plan, pub: dict, *, level: float = 0.95, constant: float = 1.0, samples: int = 4000,
+                   seed=0) -> xr.Dataset:
+    """:func:`accuracy` of a plan whose released variable is ``design @ (centre + noise)`` (:func:`public_map`):
+    the one implementation the families' accuracy hooks call.
+
+    Raises
+    ------
+    InputError
+        ``level`` outside (0, 1) or ``samples`` < 100.
     """
     if not 0.0 < float(level) < 1.0:
         raise InputError(f"level must lie in (0, 1), got {level!r}", "e.g. level=0.95")
     if int(samples) < 100:
         raise InputError(f"samples must be at least 100, got {samples!r}", "e.g. samples=4000")
-    pub = _inputs(plan)
-    law = plan.state[4].law
     scale = np.asarray(plan.noise_scale, dtype=float)
-    sd = pointwise_sd(pub["design"], law.variance(scale))
+    sd = pointwise_sd(pub["design"], pub["law"].variance(scale))
     rms = float(np.sqrt(np.sum(pub["weights"] * sd**2)))
-    noise = np.abs(_noise_curves(plan, pub["design"], samples, seed))
+    noise = np.abs(_noise_draws(plan, pub, samples, seed))
     pointwise = np.quantile(noise, level, axis=0)
     simultaneous = float(np.quantile(noise.max(axis=1), level))
-    gain = np.ones(sd.size) if pub["constant_gain"] is None else pub["constant_gain"]
-    bias = float(constant) * (gain - 1.0)
-    t = pub["t"]
+    dims = tuple(pub["coords"])
+    shape = tuple(np.asarray(v).size for v in pub["coords"].values())
+
+    def grid(values):
+        return (dims, np.asarray(values).reshape(shape))
+
+    where = ", ".join(dims)
     ds = xr.Dataset(
-        {"noise_sd": ("t", sd, {"long_name": "pointwise sd of the noise on the released curve"}),
-         "pointwise_halfwidth": ("t", pointwise, {"long_name": f"{level:g} quantile of |noise(t)|"}),
-         "simultaneous_halfwidth": ((), simultaneous, {"long_name": f"{level:g} quantile of sup_t |noise(t)|"}),
+        {"noise_sd": (*grid(sd), {"long_name": "pointwise sd of the noise on the released variable"}),
+         "pointwise_halfwidth": (*grid(pointwise), {"long_name": f"{level:g} quantile of |noise({where})|"}),
+         "simultaneous_halfwidth": ((), simultaneous,
+                                    {"long_name": f"{level:g} quantile of sup over ({where}) of |noise|"}),
          "max_pointwise_halfwidth": ((), float(pointwise.max()), {"long_name": "largest pointwise half-width"}),
-         "rms_l2_error": ((), rms, {"long_name": "sqrt(E ||noise||^2) in the grid's quadrature (L2) norm"}),
-         "constant_bias": ("t", bias, {"long_name": f"bias of the noise-free summary of the constant curve {constant:g}"}),
-         "constant_gain": ("t", gain, {"long_name": "share of a constant curve the summary keeps", "units": "1"}),
-         "max_abs_constant_bias": ((), float(np.max(np.abs(bias))), {"long_name": "largest |constant_bias|"})},
-        coords={"t": ("t", t)},
-        attrs={"level": float(level), "constant": float(constant), "samples": int(samples), "seed": int(seed),
+         "rms_l2_error": ((), rms, {"long_name": "sqrt(E ||noise||^2) in the grid's quadrature (L2) norm"})},
+        coords={d: (d, v) for d, v in pub["coords"].items()},
+        attrs={"level": float(level), "samples": int(samples), "seed": int(seed),
                "family": plan.family, "mechanism": plan.mechanism, "noise_law": plan.noise_law,
                "epsilon": float(plan.epsilon), "delta": float(plan.delta), "tau": pub["tau"], "n": pub["n"],
-               "units": "the data's units (one draw; noise only, plus the public shrinkage bias)",
-               "source": "public plan only: noise law variance, public eigenbasis, Monte Carlo of the public law; "
+               "units": "the released variable's units (one draw)",
+               "source": "public plan only: noise law variance, public basis, Monte Carlo of the public law; "
                          "no data read, no privacy spent"})
+    gain = pub["constant_gain"]
+    if gain is not None:
+        bias = float(constant) * (gain - 1.0)
+        ds["constant_bias"] = (*grid(bias), {"long_name": f"bias of the noise-free summary of the constant {constant:g}"})
+        ds["constant_gain"] = (*grid(gain), {"long_name": "share of a constant the summary keeps", "units": "1"})
+        ds["max_abs_constant_bias"] = ((), float(np.max(np.abs(bias))), {"long_name": "largest |constant_bias|"})
+        ds.attrs["constant"] = float(constant)
     return ds
 
 
@@ -156,13 +193,16 @@ def accuracy_table(acc: xr.Dataset) -> list[tuple[str, str]]:
     """(field, value) rows of :func:`accuracy` for a printed plan."""
     level = acc.attrs["level"]
     sd = acc["noise_sd"].values
-    return [("RMS L2 error (noise)", f"{float(acc['rms_l2_error']):.4g}"),
+    rows = [("RMS L2 error (noise)", f"{float(acc['rms_l2_error']):.4g}"),
             ("pointwise noise sd", f"{sd.min():.4g} to {sd.max():.4g}"),
             (f"pointwise {level:.0%} half-width", f"up to {float(acc['max_pointwise_halfwidth']):.4g}"),
-            (f"simultaneous {level:.0%} half-width", f"{float(acc['simultaneous_halfwidth']):.4g} (sup over t)"),
-            (f"bias of constant {acc.attrs['constant']:g}",
-             (f"up to {float(acc['max_abs_constant_bias']):.4g} (gain {acc['constant_gain'].values.min():.3g} "
-              f"to {acc['constant_gain'].values.max():.3g})"))]
+            (f"simultaneous {level:.0%} half-width",
+             f"{float(acc['simultaneous_halfwidth']):.4g} (sup over {', '.join(acc['noise_sd'].dims)})")]
+    if "constant_bias" in acc:
+        gain = acc["constant_gain"].values
+        rows.append((f"bias of constant {acc.attrs['constant']:g}",
+                     f"up to {float(acc['max_abs_constant_bias']):.4g} (gain {gain.min():.3g} to {gain.max():.3g})"))
+    return rows
 
 
 def _with_epsilon(mechanism, epsilon: float):
@@ -287,4 +327,5 @@ def largest_tau(spec, mechanism, width: float, *, target: str = "simultaneous_ha
     return _bisect(f, lo, hi, rtol, increasing=True)[0]
 
 
-__all__ = ["TARGETS", "accuracy", "accuracy_table", "largest_tau", "pointwise_sd", "smallest_epsilon"]
+__all__ = ["TARGETS", "accuracy", "accuracy_table", "largest_tau", "noise_accuracy", "pointwise_sd", "public_map",
+           "smallest_epsilon"]

@@ -300,24 +300,25 @@ def _plan_mean(spec, mechanism, draws, seeded, bound, generator, allow_nonprivat
         variable="curve", coords={"t": spec.grid.points},  # units: the data's (value_units, from provenance)
         label=f"{mechanism.family} release of {spec.name}", attrs=meta.to_attrs(),
         # the spec weakly: plans are cached per spec (weakly held), and a strong reference would keep it alive
-        state=(weakref.ref(spec), cal, sampler, mechanism.law.describe_scale(), meta, _accuracy_inputs(spec)))
+        state=(weakref.ref(spec), cal, sampler, mechanism.law.describe_scale(), meta,
+               _accuracy_inputs(spec, mechanism.law)))
     return out
 
 
-def _accuracy_inputs(spec) -> dict:
-    """The public arrays :func:`accuracy_release` needs (held by the plan: it outlives a spec built inline)."""
-    gain = spec.constant_gain()
-    return {"design": np.asarray(spec.design, dtype=float), "weights": np.asarray(spec.grid.weights, dtype=float),
-            "t": np.asarray(spec.grid.points, dtype=float), "tau": float(spec.tau), "n": int(spec.n),
-            "constant_gain": None if gain is None else np.asarray(gain, dtype=float)}
+def _accuracy_inputs(spec, law) -> dict:
+    """The public map :func:`accuracy_release` needs (held by the plan: it outlives a spec built inline)."""
+    from .accuracy import public_map
+
+    return public_map(spec.design, spec.grid.weights, {"t": spec.grid.points}, law,
+                      constant_gain=spec.constant_gain(), tau=float(spec.tau), n=int(spec.n))
 
 
 def accuracy_release(plan, **options):
     """The mean family's accuracy hook (:meth:`fdp_ppl.ReleasePlan.accuracy`):
-    :func:`fdp_ppl.releasing.accuracy.accuracy`."""
-    from .accuracy import accuracy
+    :func:`fdp_ppl.releasing.accuracy.noise_accuracy` on the spec's public design."""
+    from .accuracy import noise_accuracy
 
-    return accuracy(plan, **options)
+    return noise_accuracy(plan, plan.state[5], **options)
 
 
 def draw_release(summary: LinearSummary, plan, *, random_seed=None, progressbar: bool = False) -> xr.DataTree:

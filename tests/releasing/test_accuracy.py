@@ -83,3 +83,21 @@ def test_accuracy_refuses_other_families_and_bad_levels():
     spec = fp.ICLPQRSpec(basis=fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), grid), tau=1.0, n=50)
     with pytest.raises(fp.errors.InputError, match="level"):
         fp.plan(spec, fp.ICLP(1.0)).accuracy(level=1.0)
+
+
+def test_density_plan_accuracy_matches_a_monte_carlo_of_the_real_mechanism():
+    from fdp_ppl.kde import KDESpec
+    from fdp_ppl.spaces import CartesianGrid
+
+    grid = CartesianGrid.uniform([[-2.0, 2.0]], 41)
+    spec = KDESpec(grid=grid, bandwidth=0.4, n=500)
+    mechanism, level = fp.GaussianMechanism(1.0, 1e-5), 0.9
+    acc = fp.plan(spec, mechanism, seeded=True).accuracy(level=level, seed=1)
+    assert acc["noise_sd"].dims == ("x",) and "constant_bias" not in acc
+    fit = spec.fit(np.random.default_rng(0).normal(size=500).clip(-1.9, 1.9))
+    tree = fp.release(fit, mechanism, draws=RELEASES, random_seed=5)
+    noise = tree["posterior"]["density"].values.reshape(RELEASES, -1) - np.asarray(fit.density).reshape(-1)
+    w = np.asarray(grid.weights[0])
+    # margins as for mean curves: a few % relative error from 200 releases, 10% allowed
+    assert abs(np.sqrt(np.mean(np.sum(w * noise**2, axis=1))) / float(acc["rms_l2_error"]) - 1) < 0.10
+    assert abs(np.quantile(np.abs(noise).max(axis=1), level) / float(acc["simultaneous_halfwidth"]) - 1) < 0.10
