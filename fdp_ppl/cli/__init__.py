@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     except SystemExit as e:  # argparse usage errors (exit 2) and --help (exit 0)
         return int(e.code) if isinstance(e.code, int) else (0 if e.code is None else 2)
     command = ALIASES.get(args.command, args.command)
-    if getattr(args, "dry_run", False):  # a release's --dry-run is the plan command on the same flags
+    if command == "release" and getattr(args, "dry_run", False):  # the plan command on the same flags
         command = "plan"
     module = importlib.import_module(f"{__name__}.{command}")
     # the command's flags by the library keyword they set (dest; a module's LIBRARY_FLAGS where the names differ)

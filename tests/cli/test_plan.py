@@ -49,3 +49,12 @@ def test_plan_reads_a_bundled_file_dataset_by_its_metadata(capsys):
     assert main(["plan", *FLAGS, "--data", "dti"]) == 0
     out = capsys.readouterr().out
     assert " 382\n" in out and "93 points" in out
+
+
+def test_kde_dry_run_reads_no_data_and_prints_the_sup_error(tmp_path, capsys):
+    out = tmp_path / "k.nc"
+    rc = main(["kde", "--dry-run", "--data", str(tmp_path / "absent.csv"), "--var", "x", "--mechanism", "gp",
+               "--epsilon", "1", "--delta", "1e-5", "--domain", "0", "1", "--n", "500", "--out", str(out)])
+    assert rc == 0 and not out.exists()
+    text = capsys.readouterr().out
+    assert "simultaneous 95% half-width" in text and "(sup over x)" in text
