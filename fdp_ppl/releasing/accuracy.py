@@ -238,7 +238,7 @@ def _bisect(f, lo: float, hi: float, rtol: float, increasing: bool) -> tuple[flo
 
 
 def smallest_epsilon(spec, mechanism, width: float, *, target: str = "simultaneous_halfwidth", level: float = 0.95,
-                     samples: int = 4000, seed=0, rtol: float = 1e-3, bounds=(1e-3, 1e3), **options) -> float:
+                     samples: int = 4000, seed=0, rtol: float = 1e-3, bounds=(1e-3, 100.0), **options) -> float:
     """The smallest ε whose planned release meets a target half-width (bisection on plans: public only).
 
     Parameters
