@@ -42,7 +42,7 @@ def _cli_help() -> None:
     out = GENERATED / "cli"
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, COLUMNS="100")
-    for name in ("", "release", "demo", "ledger", "fpca", "kde", "svm", "infer", "audit"):
+    for name in ("", "release", "plan", "demo", "ledger", "fpca", "kde", "svm", "infer", "audit"):
         cmd = [sys.executable, "-m", "fdp_ppl", *([name] if name else []), "--help"]
         text = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
         (out / f"{name or 'main'}.txt").write_text(text)

@@ -4,6 +4,7 @@
 command     what it does                                                          module
 =========== ===================================================================== ============================
 ``release`` a private mean curve of a dataset (any mechanism of the registry)      :mod:`fdp_ppl.cli.release`
+``plan``    a mean-curve release's plan and accuracy (no data read, no charge)     :mod:`fdp_ppl.cli.plan`
 ``demo``    the end-to-end example on the bundled Berkeley growth curves           :mod:`fdp_ppl.cli.demo`
 ``infer``   release file -> posterior file (costs no privacy)                      :mod:`fdp_ppl.cli.infer`
 ``kde``     a private density (GP, Sobolev, ICLP, FRL, Bernstein)                  :mod:`fdp_ppl.cli.kde`
@@ -39,7 +40,7 @@ from ..errors import FdpPplError
 from .common import PROG, fail, in_flags, os_message
 
 #: the commands, in the order ``fdp-ppl --help`` lists them; each is the module ``fdp_ppl.cli.<name>``
-COMMANDS = ("release", "demo", "infer", "kde", "machine", "fpca", "ledger", "audit")
+COMMANDS = ("release", "plan", "demo", "infer", "kde", "machine", "fpca", "ledger", "audit")
 #: former command names, still accepted: name -> command
 ALIASES = {"svm": "machine"}
 
@@ -78,7 +79,10 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse usage errors (exit 2) and --help (exit 0)
         return int(e.code) if isinstance(e.code, int) else (0 if e.code is None else 2)
-    module = importlib.import_module(f"{__name__}.{ALIASES.get(args.command, args.command)}")
+    command = ALIASES.get(args.command, args.command)
+    if command == "release" and getattr(args, "dry_run", False):  # the plan command on the same flags
+        command = "plan"
+    module = importlib.import_module(f"{__name__}.{command}")
     # the command's flags by the library keyword they set (dest; a module's LIBRARY_FLAGS where the names differ)
     flags = {d: "--" + d.replace("_", "-") for d in vars(args) if d not in _POSITIONAL}
     flags.update(getattr(module, "LIBRARY_FLAGS", {}))

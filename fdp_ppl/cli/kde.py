@@ -47,6 +47,10 @@ def add_subparser(sub) -> None:
                         "only)")
     g.add_argument("--var", required=True, metavar="NAME", help="variable / column of scalar observations")
     g.add_argument("--var2", default=None, metavar="NAME", help="second column: a 2-D KDE of the pairs")
+    g.add_argument("--dry-run", action="store_true",
+                   help="print the plan and its accuracy (sup error of the density) and stop: the data are not "
+                        "read (pass --n), nothing is drawn, charged or written (gp, sobolev, iclp)")
+    g.add_argument("--n", type=int, default=None, metavar="N", help="with --dry-run: the public number of observations")
     add_unit_args(g)
     add_out_of_core_args(g, "sum the KDE (gp, sobolev, iclp; each column a 1-D variable)")
     m = p.add_argument_group("mechanism")
@@ -294,6 +298,8 @@ def run(a) -> int:
     from ..errors import SeededReleaseWarning
 
     _check(a)
+    if getattr(a, "dry_run", False):
+        return _dry_run(a)
     lazy = _is_lazy(a)
     if lazy:  # every refusal of the out-of-core path comes from the flags and the store's metadata
         _check_lazy(a)
@@ -463,6 +469,27 @@ def _warn_repeated_ids(a) -> None:
     except (OSError, ValueError, KeyError):
         return
     warn_record_level(records)
+
+
+def _dry_run(a) -> int:
+    """``--dry-run``: the plan of the flags and its accuracy (no data read, nothing drawn, charged or written)."""
+    import fdp_ppl as fp
+
+    from ..releasing.accuracy import accuracy_table
+    from .common import CLIError, print_table
+
+    if a.n is None or a.n < 1:
+        raise CLIError("--dry-run needs the public n (the data are not read)", "pass --n N")
+    if a.bandwidth_epsilon:
+        raise CLIError("--dry-run plans a public bandwidth", "pass --bandwidth H (or drop --bandwidth-epsilon)")
+    if a.mechanism not in ("gp", "sobolev", "iclp"):
+        raise CLIError(f"--dry-run is not available for --mechanism {a.mechanism} yet", "use gp, sobolev or iclp")
+    d = 1 if a.var2 is None else 2
+    spec, mech = _grid_spec(a, int(a.n), d, a.grid_size or (200 if d == 1 else 30))
+    plan = fp.plan(spec, mech, draws=a.draws, seeded=a.seed is not None)
+    rows = [("n", str(a.n))] + plan.table() + accuracy_table(plan.accuracy())
+    print_table("kde plan", rows + [("spent by this plan", "nothing (no data read, no ledger, no file)")])
+    return 0
 
 
 def _grid_spec(a, n, d, size):

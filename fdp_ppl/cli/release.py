@@ -82,8 +82,18 @@ def add_subparser(sub) -> None:
     r = sub.add_parser("release", help="release a private mean curve of a dataset",
                        description="Release a differentially private mean curve.", epilog=_mechanism_epilog(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_release_args(r)
+    r.add_argument("--dry-run", action="store_true",
+                   help="print the plan and its accuracy (fdp-ppl plan) and stop: nothing is read but the data's "
+                        "metadata, nothing drawn, charged or written")
+    add_output_args(r)
+    add_ledger_args(r)
+
+
+def add_release_args(r, *, data_required: bool = True) -> None:
+    """The data, mechanism and summary flags of ``release`` (``plan`` takes the same, ``--data`` optional)."""
     g = r.add_argument_group("data")
-    g.add_argument("--data", required=True, metavar="PATH_OR_NAME",
+    g.add_argument("--data", required=data_required, metavar="PATH_OR_NAME",
                    help="bundled dataset name (growth, weather, dti, electricity) or the path of a NetCDF file or "
                         "Zarr store with one 2-D variable of curves (records x grid), or of a CSV / Parquet table "
                         "(wide: one row per record, grid points as column headers, ids in the first column; long: "
@@ -153,8 +163,6 @@ def add_subparser(sub) -> None:
     s.add_argument("--k", type=int, default=None,
                    help=f"Bernstein lattice size k (k + 1 lattice points) for bernstein "
                         f"(default {BERNSTEIN_DEFAULT_K})")
-    add_output_args(r)
-    add_ledger_args(r)
 
 
 def _check_args(a):
@@ -227,15 +235,22 @@ def _summary_spec(entry, curves, a):
     """``entry.spec(basis_or_grid, tau=, n=, **summary options)``: the public side (basis or lattice grid from the
     file's grid, τ, n the number of curves or units, options), before anything is charged; its fit
     (``spec.fit(curves, offset=)``, non-private) comes after the charge."""
+    unit = getattr(a, "unit", None)
+    n = int(curves.sizes[dims.CURVE]) if unit is None else unit.n_units(curves) * unit.contributions
+    return public_spec(entry, a, curves[dims.T].values, n)
+
+
+def public_spec(entry, a, t, n: int):
+    """``entry.spec(basis_or_grid, tau=, n=, **summary options)`` on the grid points ``t``: the public side of a
+    release (also what ``fdp-ppl plan`` plans)."""
     import fdp_ppl as fp
 
-    grid = fp.Grid.from_points(np.asarray(curves[dims.T].values, dtype=float))
+    grid = fp.Grid.from_points(np.asarray(t, dtype=float))
     public = grid
     if _uses_eigenbasis(entry):
         public = fp.eigenbasis(_noise_kernel(a), grid)
-    unit = getattr(a, "unit", None)
-    n = int(curves.sizes[dims.CURVE]) if unit is None else unit.n_units(curves) * unit.contributions
-    return entry.spec(public, tau=a.tau, n=n, privacy_unit=unit, **{o: getattr(a, o) for o in entry.summary_options})
+    return entry.spec(public, tau=a.tau, n=int(n), privacy_unit=getattr(a, "unit", None),
+                      **{o: getattr(a, o) for o in entry.summary_options})
 
 
 #: ``missing_rule`` of a release made with ``--missing error`` (nothing imputed, nothing dropped)

@@ -131,3 +131,18 @@ def draw_release(summary: KDESummary, plan, *, random_seed=None, progressbar: bo
     const = spec.public_dataset().assign(noise_scale=(("component",), np.asarray(cal.scale, dtype=float)))
     const["noise_scale"].attrs["description"] = mechanism.law.describe_scale()
     return xr.DataTree.from_dict({POSTERIOR: post, CONSTANT_DATA: const})
+
+
+def accuracy_release(plan, **options):
+    """The density family's accuracy hook (:meth:`fdp_ppl.ReleasePlan.accuracy`): the noise of the released
+    density on its grid, ``reconstruct(ξ) × release_scale`` (linear in the noise coefficients ξ), through
+    :func:`fdp_ppl.releasing.accuracy.noise_accuracy` (sup error of the density: ``simultaneous_halfwidth``)."""
+    from ..releasing.accuracy import noise_accuracy, public_map
+
+    spec, cal, _, mechanism = plan.state
+    J = int(np.asarray(cal.scale).size)
+    design = np.asarray(spec.basis.reconstruct(np.eye(J)), dtype=float).reshape(J, -1).T * spec.release_scale
+    flat = np.prod(np.meshgrid(*spec.grid.weights, indexing="ij"), axis=0).reshape(-1)  # product quadrature
+    pub = public_map(design, flat, dict(zip(spec.grid.dims, spec.grid.axes)), mechanism.law, n=int(spec.n))
+    return noise_accuracy(plan, pub, **options)
+

@@ -338,8 +338,25 @@ def _plan_mean(spec, mechanism, draws, seeded, bound, generator, allow_nonprivat
         variable="curve", coords={"t": spec.grid.points},  # units: the data's (value_units, from provenance)
         label=f"{mechanism.family} release of {spec.name}", attrs=meta.to_attrs(),
         # the spec weakly: plans are cached per spec (weakly held), and a strong reference would keep it alive
-        state=(weakref.ref(spec), cal, sampler, mechanism.law.describe_scale(), meta))
+        state=(weakref.ref(spec), cal, sampler, mechanism.law.describe_scale(), meta,
+               _accuracy_inputs(spec, mechanism.law)))
     return out
+
+
+def _accuracy_inputs(spec, law) -> dict:
+    """The public map :func:`accuracy_release` needs (held by the plan: it outlives a spec built inline)."""
+    from .accuracy import public_map
+
+    return public_map(spec.design, spec.grid.weights, {"t": spec.grid.points}, law,
+                      constant_gain=spec.constant_gain(), tau=float(spec.tau), n=int(spec.n))
+
+
+def accuracy_release(plan, **options):
+    """The mean family's accuracy hook (:meth:`fdp_ppl.ReleasePlan.accuracy`):
+    :func:`fdp_ppl.releasing.accuracy.noise_accuracy` on the spec's public design."""
+    from .accuracy import noise_accuracy
+
+    return noise_accuracy(plan, plan.state[5], **options)
 
 
 def draw_release(summary: LinearSummary, plan, *, random_seed=None, progressbar: bool = False) -> xr.DataTree:
@@ -349,7 +366,7 @@ def draw_release(summary: LinearSummary, plan, *, random_seed=None, progressbar:
     ``constant_data``: the public basis, ``noise_scale`` (basis) and ``quadrature_weights`` (t). The
     non-private summary is never included. Called by :func:`fdp_ppl.release` after the charge.
     """
-    spec_ref, cal, sampler, scale_description, meta = plan.state
+    spec_ref, cal, sampler, scale_description, meta, _ = plan.state
     spec = summary.spec
     if spec_ref() is not spec:
         raise CompatibilityError("the plan was made for another spec", "plan the release of this summary's spec")
@@ -433,4 +450,4 @@ def _template(summary: LinearSummary, scale: np.ndarray, scale_description: str)
     return template
 
 
-__all__ = ["release", "plan_release", "draw_release"]
+__all__ = ["release", "plan_release", "draw_release", "accuracy_release"]

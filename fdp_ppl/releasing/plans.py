@@ -241,6 +241,29 @@ class ReleasePlan:
                  ("memory", f"{self.memory_bytes / 2**20:.3g} MiB"), ("guarantee", self.guarantee)]
         return rows + ([("study", STUDY)] if self.study else [])
 
+    def accuracy(self, **options):
+        """The accuracy one draw of this release will have, from public quantities only (no data, no charge):
+        :func:`fdp_ppl.releasing.accuracy.accuracy` (RMS L² error, pointwise and simultaneous noise half-widths,
+        the bias from shrinkage of a constant curve) as an ``xr.Dataset`` over ``t``; mean curves only.
+
+        Examples
+        --------
+        >>> import fdp_ppl as fp
+        >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(51))
+        >>> acc = fp.plan(fp.ICLPQRSpec(basis=basis, tau=1.0, n=100), fp.ICLP(1.0)).accuracy(samples=500)
+        >>> sorted(acc.sizes.items()), acc.attrs["level"]
+        ([('t', 51)], 0.95)
+        """
+        import importlib
+
+        from .families import FAMILIES
+
+        module = next((e.module for e in FAMILIES if e.family == self.family), None)
+        hook = getattr(importlib.import_module(module), "accuracy_release", None) if module else None
+        if hook is None:
+            raise NotImplementedError(f"the accuracy of a {self.family} plan is not available yet (mean curves only)")
+        return hook(self, **options)
+
     def __str__(self) -> str:
         width = max(len(k) for k, _ in self.table())
         return "\n".join(f"{k:<{width}}  {v}" for k, v in self.table())

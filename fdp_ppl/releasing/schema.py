@@ -323,8 +323,9 @@ class ReleaseView:
     def noise_sd(self) -> np.ndarray:
         """Pointwise sd of the noise on the released curve, shape (K,): ``sqrt(Σ_j design_j(t)² Var_j)``
         with the law's variance (coefficients' noises are uncorrelated for every law)."""
-        var = self.law.variance(self.noise_scale)
-        return np.sqrt(np.sum(self.design**2 * var[None, :], axis=1))
+        from .accuracy import pointwise_sd
+
+        return pointwise_sd(self.design, self.law.variance(self.noise_scale))
 
 
 def coefficient_map(t, weights, *, eigenfunctions=None, lattice=None) -> np.ndarray:

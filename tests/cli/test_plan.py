@@ -1,0 +1,60 @@
+"""``fdp-ppl plan`` and ``fdp-ppl release --dry-run`` print the plan and its accuracy from public flags and a file's
+metadata only: no data values read, nothing drawn, charged or written (DESIGN invariant 11)."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from fdp_ppl.cli import main
+
+pytestmark = pytest.mark.filterwarnings("ignore::fdp_ppl.summaries.curves.TauTooSmallWarning")
+
+FLAGS = ["--mechanism", "iclp-qr", "--epsilon", "1", "--tau", "1", "--samples", "300"]
+
+
+def test_plan_needs_no_data_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", *FLAGS, "--n", "100", "--grid", "41", "--width", "0.5"]) == 0
+    out = capsys.readouterr().out
+    for row in ("RMS L2 error (noise)", "simultaneous 95% half-width", "bias of constant 1",
+                "smallest epsilon for half-width 0.5", "largest tau for half-width 0.5", "spent by this plan"):
+        assert row in out
+    assert list(tmp_path.iterdir()) == []  # no ledger, no file
+
+
+def test_plan_and_dry_run_read_only_metadata(tmp_path, capsys):
+    # every value is NaN: a release refuses the file, a plan never looks at the values
+    t = np.linspace(0, 1, 41)
+    path = tmp_path / "nan.nc"
+    xr.Dataset({"y": (("curve", "t"), np.full((30, t.size), np.nan))}, coords={"t": t}).to_netcdf(path)
+    assert main(["plan", *FLAGS, "--data", str(path)]) == 0
+    planned = capsys.readouterr().out
+    assert "n                    " in planned and " 30\n" in planned and "41 points" in planned
+    out = tmp_path / "r.nc"
+    rc = main(["release", "--dry-run", "--mechanism", "iclp-qr", "--epsilon", "1", "--tau", "1", "--data", str(path),
+               "--out", str(out)])
+    assert rc == 0 and not out.exists()
+    assert "simultaneous 95% half-width" in capsys.readouterr().out
+    assert main(["release", "--mechanism", "iclp-qr", "--epsilon", "1", "--tau", "1", "--data", str(path),
+                 "--out", str(out)]) == 2
+    assert "NaN" in capsys.readouterr().err and not out.exists()
+
+
+def test_plan_without_n_is_refused(capsys):
+    assert main(["plan", *FLAGS]) == 2
+    assert "--n" in capsys.readouterr().err
+
+
+def test_plan_reads_a_bundled_file_dataset_by_its_metadata(capsys):
+    assert main(["plan", *FLAGS, "--data", "dti"]) == 0
+    out = capsys.readouterr().out
+    assert " 382\n" in out and "93 points" in out
+
+
+def test_kde_dry_run_reads_no_data_and_prints_the_sup_error(tmp_path, capsys):
+    out = tmp_path / "k.nc"
+    rc = main(["kde", "--dry-run", "--data", str(tmp_path / "absent.csv"), "--var", "x", "--mechanism", "gp",
+               "--epsilon", "1", "--delta", "1e-5", "--domain", "0", "1", "--n", "500", "--out", str(out)])
+    assert rc == 0 and not out.exists()
+    text = capsys.readouterr().out
+    assert "simultaneous 95% half-width" in text and "(sup over x)" in text
