@@ -77,8 +77,8 @@ def _canonical(value):
 def release_identity(release: xr.DataTree, draw: int | None = 0) -> str:
     """The identity of the release a posterior conditions on: a sha256 hex digest.
 
-    Hashes the released values (every variable of the release's ``posterior`` group, at flat draw index ``draw``
-    over (chain, draw), or all draws when ``draw`` is None), their numeric coordinates, and the release's root
+    Hashes the released values (every numeric variable over (chain, draw) of the release's ``posterior`` group, at
+    flat draw index ``draw``, or all draws when ``draw`` is None), their numeric coordinates, and the release's root
     attributes (public by the schema: DESIGN invariant 6). A netCDF round trip keeps it (float64 values and
     attributes are stored exactly).
 
@@ -118,8 +118,10 @@ def release_identity(release: xr.DataTree, draw: int | None = 0) -> str:
     h = hashlib.sha256()
     for name in sorted(post.data_vars):
         da = post[name]
-        if draw is not None and dims.CHAIN in da.dims and dims.DRAW in da.dims:
-            rest = [d for d in da.dims if d not in (dims.CHAIN, dims.DRAW)]
+        if dims.CHAIN not in da.dims or dims.DRAW not in da.dims or not np.issubdtype(da.dtype, np.number):
+            continue  # the released draws only: what inference reads
+        rest = [d for d in da.dims if d not in (dims.CHAIN, dims.DRAW)]
+        if draw is not None:
             flat = da.transpose(dims.CHAIN, dims.DRAW, *rest).values.reshape((-1,) + tuple(da.sizes[d] for d in rest))
             values, vdims = flat[int(draw)], rest
         else:
