@@ -20,6 +20,7 @@ The posterior draws are random, so they are not printed here:
 
 from .bands import CI_KINDS, compare, credible_band, functionals, summarize_functionals
 from .bingham import bingham_log_constant
+from .comparison import loo, release_identity
 from .components import ComponentsPrior, infer_components
 from .density import DensityPrior, density_bands, density_functionals, infer_density
 from .infer import InferenceMethodWarning, InferenceWarning, build_model, diagnostics, infer, normal_laplace_logp
@@ -31,4 +32,4 @@ __all__ = ["infer", "build_model", "diagnostics", "normal_laplace_logp", "Infere
            "GPPrior", "ICLPPrior", "CustomPrior", "credible_band", "functionals", "summarize_functionals", "compare",
            "CI_KINDS", "infer_density", "density_bands", "density_functionals", "DensityPrior", "infer_machine",
            "machine_posterior", "decision_band", "sign_agreement", "positive_probability", "describe_machine_inference",
-           "infer_components", "ComponentsPrior", "bingham_log_constant"]
+           "infer_components", "ComponentsPrior", "bingham_log_constant", "loo", "release_identity"]

@@ -163,22 +163,56 @@ def summarize_functionals(fun: xr.Dataset, *, ci_prob: float | None = None, ci_k
     return out
 
 
-def compare(results: dict, **kwargs):
-    """``az.compare`` over inference results (different priors or kernels for
-    the same release).
+def compare(results: dict, *, loo: str = "auto", **kwargs):
+    """``az.compare`` over inference results of **one** release (different priors, kernels or models for it).
 
-    What it means: each model is scored by PSIS-LOO over the J released
-    coefficients, i.e. how well the model predicts one released coefficient
-    from the others. All models must condition on the **same** release (same
-    basis, same draw). It compares priors' ability to explain the release —
-    noise included — not closeness to the true curve, and with few, strongly
-    noisy high-frequency coefficients differences are often small; treat
-    ``dse`` seriously. It costs no privacy.
+    What it means: each model is scored by its leave-one-out expected log predictive density over the released
+    coefficients (frames for principal components), i.e. how well the model predicts one released value from the
+    others, noise included. It compares priors' ability to explain the release, not closeness to the true
+    curve; with few, strongly noisy high-frequency coefficients differences are often small: treat ``dse``
+    seriously. It costs no privacy.
+
+    Parameters
+    ----------
+    results : dict of str to xr.DataTree
+        Inference results (:func:`fdp_ppl.infer`, any family). Each records ``release_id``
+        (:func:`fdp_ppl.inference.comparison.release_identity`: the sha256 of the released values it conditions on
+        and the release's public attributes); all must be equal.
+    loo : {"auto", "exact", "psis"}
+        ``"auto"`` (default): the exact leave-one-out values where the result holds them (every hyperparameter
+        fixed: the ``loo`` group, :mod:`fdp_ppl.inference.comparison`), else PSIS-LOO with Pareto k̂
+        (``az.loo``); ``"exact"`` refuses a result without an exact form; ``"psis"`` forces PSIS-LOO.
+    **kwargs
+        Passed to ``az.compare`` (e.g. ``method="stacking"``, the weighting).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``az.compare``'s table; ``attrs["loo"]`` says which estimate each model got (``"exact"`` or ``"psis"``)
+        and ``attrs["pareto_k_above_0.7"]`` how many k̂ exceeded 0.7 per model (0 for exact).
+
+    Raises
+    ------
+    InputError
+        Results of different releases or draws (one line, naming two of them and their ``release_id``), a result
+        without ``release_id``, or ``loo="exact"`` where there is no exact form.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> fp.inference.compare({"a": a_posterior, "b": b_posterior})   # doctest: +SKIP
     """
-    keys = {k: (v.attrs.get("release_mechanism"), v["observed_data"]["released"].size) for k, v in results.items()}
-    if len({v for v in keys.values()}) > 1:
-        raise ValueError("compare models fitted to the same release (same mechanism and basis)")
-    return az.compare(results, **kwargs)
+    from .comparison import GOOD_K, LOO_GROUP, check_same_release
+    from .comparison import loo as _loo
+
+    check_same_release(results)
+    elpd = {name: _loo(tree, method=loo) for name, tree in results.items()}
+    table = az.compare(elpd, **kwargs)
+    table.attrs["loo"] = {name: ("exact" if loo != "psis" and LOO_GROUP in tree.children else "psis")
+                          for name, tree in results.items()}
+    table.attrs["pareto_k_above_0.7"] = {name: int(np.sum(np.asarray(e.pareto_k) > GOOD_K))
+                                         for name, e in elpd.items()}
+    return table
 
 
 __all__ = ["credible_band", "functionals", "summarize_functionals", "compare", "ci_defaults", "CI_KINDS"]

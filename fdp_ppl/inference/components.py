@@ -32,6 +32,7 @@ import xarray as xr
 from .. import dims
 from ..releasing import schema as S
 from ..errors import InputError
+from .comparison import RELEASE_ID, release_identity
 from .bingham import SERIES_MAX_SPREAD, bingham_log_constant, bingham_log_constant_op
 
 #: default cap on the prior's degrees of freedom d (:class:`ComponentsPrior`)
@@ -452,6 +453,10 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
             {S.FRAME: ((dims.CHAIN, dims.DRAW, dims.BASIS, dims.COMPONENT), rep[..., None]),
              S.COMPONENTS: ((dims.CHAIN, dims.DRAW, dims.COMPONENT, dims.T), (rep @ B.T)[:, :, None, :])},
             coords={**cd, dims.BASIS: np.arange(m), dims.COMPONENT: [0], **tcoord})
+    # one term per released frame (each an independent observation): PSIS-LOO over frames (comparison.py)
+    groups[S.LOG_LIKELIHOOD] = xr.Dataset(
+        {S.RELEASED: ((dims.CHAIN, dims.DRAW, RELEASE_DRAW), lik.logp(Sd))},
+        coords={**cd, RELEASE_DRAW: np.arange(frames.shape[0])})
     const = release[S.CONSTANT_DATA].to_dataset()
     const = const.assign(scale=lik.scale, n=lik.n)
     groups[S.CONSTANT_DATA] = const
@@ -469,7 +474,9 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
                   "inference_description": "k = 1 Bingham likelihood exp(v'Av)/C(A), A = s(G - Sigma^-1), "
                                            f"s = {lik.scale:g}, log C by the {lik.method} "
                                            "(Kume & Wood 2005 for the saddlepoint)",
-                  "privacy_cost": "none (post-processing of a release)"})
+                  "privacy_cost": "none (post-processing of a release)",
+                  RELEASE_ID: release_identity(release, None), "loo_method": "psis",
+                  "log_likelihood": "log p(frame_f | second moment), per released frame"})
     attrs.update({f"diagnostic_{k}": v for k, v in diag.items()})
     tree.attrs.update({k: (str(v) if v is None else v) for k, v in attrs.items()})
     tree.attrs.update(S.inference_attrs())

@@ -73,6 +73,8 @@ from .. import dims
 from ..releasing import schema as S
 from ..errors import InputError, SchemaError
 from ..spaces.grid import trapezoid_weights
+from .comparison import (LOO_GROUP, LOO_IMPROPER, RELEASE_ID, STANDARDISED, loo_dataset, release_identity,
+                         standardised)
 
 #: dim of the released coefficients of a KDE release (its ``constant_data``)
 COMPONENT = "component"
@@ -534,8 +536,10 @@ def _infer_density(release, prior, target, draws, chains, draw, random_seed, pre
         coefs = view.law.centre_posterior_draws(y[None, :], b[None, :], Normal(), 0.0,
                                                 amp[:, None] * view.envelope[None, :], rng)
         post_vars["amplitude"] = amp
+    plug_in = view.reconstruct(coefs.mean(0)) if target == "population" else None
+    exact_loo = _exact_loo(view, prior, plug_in)
     if target == "population":  # plug-in sampling covariance at the posterior mean of the estimate
-        coefs, amp = _population_draws(view, prior, S_, rng, view.reconstruct(coefs.mean(0)))
+        coefs, amp = _population_draws(view, prior, S_, rng, plug_in)
         post_vars["amplitude"] = amp
     name = "kde" if target == "kde" else "population"
     kde = view.reconstruct(coefs)
@@ -568,12 +572,20 @@ def _infer_density(release, prior, target, draws, chains, draw, random_seed, pre
             n = float(view.attrs["n"])
             L = np.linalg.cholesky(sampling_covariance(view, kde.mean(0)) / n + 1e-12 * np.eye(J) * b.max() ** 2)
             rep_c = coefs + rng.standard_normal((S_, J)) @ L.T
-        rep = view.reconstruct(rep_c + _noise_draws(view.law, b, (S_,), rng))
-        groups["posterior_predictive"] = xr.Dataset({"density": (gdims, rep.reshape(shape2 + view.shape))},
-                                                    coords={k: v for k, v in coords.items() if k != COMPONENT})
+        rep_c = rep_c + _noise_draws(view.law, b, (S_,), rng)
+        rep = view.reconstruct(rep_c)
+        std_obs, std_rep = standardised(y, rep_c.reshape(shape2 + (J,)), np.sqrt(view.law.variance(b)), COMPONENT)
+        groups["posterior_predictive"] = xr.Dataset({"density": (gdims, rep.reshape(shape2 + view.shape)),
+                                                     S.RELEASED: ((dims.CHAIN, dims.DRAW, COMPONENT),
+                                                                  rep_c.reshape(shape2 + (J,))),
+                                                     STANDARDISED: std_rep}, coords=coords)
     observed = xr.Dataset({"density": (grid_dims, view.observed), S.RELEASED: ((COMPONENT,), y)},
                           coords={COMPONENT: np.arange(J), **{d: a for d, a in zip(grid_dims, view.axes)}})
+    if predictive:
+        observed[STANDARDISED] = std_obs
     groups[S.OBSERVED_DATA] = observed
+    if exact_loo is not None:
+        groups[LOO_GROUP] = loo_dataset(exact_loo, COMPONENT)
     ll = view.law.logp(y[None, :], coefs, b[None, :], pointwise=True)
     groups[S.LOG_LIKELIHOOD] = xr.Dataset({S.RELEASED: ((dims.CHAIN, dims.DRAW, COMPONENT),
                                                         np.asarray(ll).reshape(shape2 + (J,)))},
@@ -601,10 +613,47 @@ def _infer_density(release, prior, target, draws, chains, draw, random_seed, pre
                   "posterior_mass_below_zero": float(np.mean(below)),
                   "posterior_prob_any_negative": float(np.mean(np.any(kde.reshape(S_, -1) < 0, axis=1))),
                   "posterior_mass": float(np.mean(view.integrate(kde))),
-                  "privacy_cost": "none (post-processing of a release)"})
+                  "privacy_cost": "none (post-processing of a release)",
+                  RELEASE_ID: release_identity(release, draw),
+                  "loo_method": "exact" if exact_loo is not None else LOO_IMPROPER if prior.kind == "flat" else "psis",
+                  "log_likelihood": "log p(y_j | coefficients)"})
     tree.attrs.update(S.clean_attrs(attrs))
     tree.attrs.update(S.inference_attrs())
     return tree
+
+
+def _exact_loo(view: KDEView, prior: DensityPrior, plug_in) -> np.ndarray | None:
+    """Exact ``log p(y_j | y_{-j})`` (J,) of the release's coefficients under the envelope prior
+    (:mod:`fdp_ppl.inference.comparison`): independent one-dimensional marginals given the amplitude, summed over
+    the amplitude's grid when it is free (:func:`~fdp_ppl.inference.comparison.grid_loo`); for the population
+    target the Gaussian ``N(0, Σ/n + diag(b²) + a² diag(e²))`` with the same plug-in ``Σ`` as the posterior.
+    None for the flat prior (improper: no predictive density)."""
+    from ..noise.laws import Normal
+    from .comparison import gaussian_loo, grid_loo
+
+    if prior.kind == "flat":
+        return None
+    if prior.amplitude is None:
+        grid = prior.amplitude_scale * np.logspace(-5, 2, int(prior.grid_size))
+        logprior = np.log(grid) - np.log1p((grid / prior.amplitude_scale) ** 2)
+    else:
+        grid, logprior = np.array([float(prior.amplitude)]), np.zeros(1)
+    y, b, e = view.released, view.scale, view.envelope
+    if plug_in is None:
+        ll = view.law.marginal_logp(y[None, :], b[None, :], Normal(), 0.0, grid[:, None] * e[None, :])
+        return grid_loo(ll, logprior)
+    from scipy.linalg import solve_triangular
+
+    R = sampling_covariance(view, plug_in) / float(view.attrs["n"]) + np.diag(b**2)
+    R = 0.5 * (R + R.T)
+    loo, total = np.empty((grid.size, y.size)), np.empty(grid.size)
+    for k, a in enumerate(grid):  # the dense marginal N(0, C_a) of _population_draws, per amplitude
+        C = R + np.diag(a**2 * e**2)
+        L = np.linalg.cholesky(C)
+        z = solve_triangular(L, y, lower=True)
+        total[k] = -0.5 * z @ z - np.sum(np.log(np.diag(L))) - 0.5 * y.size * np.log(2 * np.pi)
+        loo[k] = gaussian_loo(y, np.zeros(y.size), C)
+    return grid_loo(loo, logprior, total)
 
 
 # ----------------------------------------------------------------------------------------------- functionals

@@ -685,6 +685,9 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
               S.LOG_LIKELIHOOD: xr.Dataset({S.RELEASED: loglik}), S.OBSERVED_DATA: observed, S.CONSTANT_DATA: constant}
     if S.SAMPLE_STATS in tree.children:
         groups[S.SAMPLE_STATS] = tree[S.SAMPLE_STATS].to_dataset()
+    from .comparison import mean_comparison
+
+    comparison = mean_comparison(model, release, draw, post, groups)  # release_id, exact LOO, standardised PPC
     tree = xr.DataTree.from_dict(groups)
     if exact:  # independent exact draws: R-hat 1 and ESS = number of draws by construction (not estimated)
         n_total = float(chains * draws)
@@ -703,6 +706,7 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
     if plan.kl is not None:
         attrs["inference_prior_diagonal_kl"] = plan.kl
     attrs["inference_method_requested"] = method
+    attrs.update(comparison)
     if plan.own_kernel:
         attrs["inference_prior_diagonal"] = "by construction (the release's own kernel: A K A^T = eigenvalues)"
     if plan.reason is not None:

@@ -48,6 +48,8 @@ import xarray as xr
 from .. import dims as D
 from ..releasing import schema as S
 from ..errors import InputError, SchemaError
+from .comparison import (LOO_GROUP, LOO_IMPROPER, RELEASE_ID, STANDARDISED, loo_dataset, release_identity,
+                         standardised)
 
 #: named priors of :func:`infer_machine`
 MACHINE_PRIORS = ("rkhs-ball", "flat")
@@ -123,6 +125,47 @@ class MachinePosterior:
         if self.gaussian:
             return rng.standard_normal((int(k), self.y.size)) * self.noise_scale
         return rng.laplace(0.0, 1.0, (int(k), self.y.size)) * self.noise_scale
+
+    def _precision(self):
+        """Diagonal (m,) and off-diagonal (m−1,) of the tridiagonal precision ``K⁻¹`` of the unit OU kernel on the
+        grid (Markov releases): the AR(1) chain ``x_0 ~ N(0, 1)``, ``x_{i+1} = r_i x_i + √v_i z``."""
+        r, v = self.basis.r, self.basis.innovation_sd**2
+        diag = np.zeros(self.y.size)
+        diag[0] = 1.0
+        diag[:-1] += r**2 / v
+        diag[1:] += 1.0 / v
+        return diag, -r / v
+
+    def _loo_markov(self, resid, var: float) -> np.ndarray:
+        """``log p(x_i | x_{-i})`` (..., m) for ``x = resid ~ N(0, var · K)`` (tridiagonal precision)."""
+        diag, off = self._precision()
+        Qx = diag * resid
+        Qx[..., :-1] += off * resid[..., 1:]
+        Qx[..., 1:] += off * resid[..., :-1]
+        prec = diag / var
+        r = Qx / var
+        return -0.5 * np.log(2 * np.pi) + 0.5 * np.log(prec) - 0.5 * r**2 / prec
+
+    def pointwise_loglik(self, coefficients) -> np.ndarray:
+        """Log-likelihood of each released coefficient given posterior draws (k, r) of the coefficients: the law's
+        density per coefficient; for a Markov release (correlated noise ``σ²K`` on the grid values)
+        ``log p(y_i | y_{-i}, f)``, the pointwise term of a non-factorised Gaussian (Bürkner, Gabry & Vehtari 2021)."""
+        coefficients = np.asarray(coefficients, dtype=float)
+        if self.markov:
+            return self._loo_markov(self.y - coefficients, float(self.noise_scale[0]) ** 2)
+        return np.asarray(self.law.logp(self.y[None, :], coefficients, self.noise_scale[None, :], pointwise=True))
+
+    def exact_loo(self) -> np.ndarray | None:
+        """Exact ``log p(y_j | y_{-j})`` (r,) of the released coefficients (None for the flat prior, improper): the
+        law's one-dimensional marginal under the diagonal prior; for a Markov release ``y ~ N(0, (R² + σ²) K)``
+        by its tridiagonal precision."""
+        from ..noise.laws import Normal
+
+        if self.prior_scale is None:
+            return None
+        if self.markov:
+            return self._loo_markov(self.y, self.radius**2 + float(self.noise_scale[0]) ** 2)
+        return np.asarray(self.law.marginal_logp(self.y, self.noise_scale, Normal(), 0.0, self.prior_scale))
 
     def decision(self, coefficients) -> np.ndarray:
         """Grid values (..., m) of coefficients (..., r)."""
@@ -358,7 +401,8 @@ def _infer_machine(release, prior, draw, draws, chains, random_seed):
     coefs = mp.draw_coefficients(k, rng)
     shape = (int(chains), int(draws)) + tuple(spec.grid_size)
     post_vals = mp.decision(coefs).reshape(shape)
-    pred_vals = mp.decision(coefs + mp.draw_noise(k, rng)).reshape(shape)
+    rep_coefs = coefs + mp.draw_noise(k, rng)
+    pred_vals = mp.decision(rep_coefs).reshape(shape)
     grid = dict(zip(spec.dims, spec.axes))
     cd = {D.CHAIN: np.arange(chains), D.DRAW: np.arange(draws), **grid}
     vdims = (D.CHAIN, D.DRAW) + spec.dims
@@ -383,8 +427,20 @@ def _infer_machine(release, prior, draw, draws, chains, random_seed):
         if mp.prior_scale is not None:
             const["prior_scale"] = ((COMPONENT,), mp.prior_scale)
         constant = xr.Dataset(const, coords={COMPONENT: np.arange(mp.y.size), **grid})
-    tree = xr.DataTree.from_dict({S.POSTERIOR: post, S.POSTERIOR_PREDICTIVE: pred, S.OBSERVED_DATA: obs,
-                                  S.CONSTANT_DATA: constant})
+    cdims = (D.CHAIN, D.DRAW, COMPONENT)
+    ccoords = {D.CHAIN: np.arange(chains), D.DRAW: np.arange(draws), COMPONENT: np.arange(mp.y.size)}
+    std_obs, std_rep = standardised(mp.y, rep_coefs.reshape(int(chains), int(draws), -1),
+                                    np.sqrt(mp.law.variance(mp.noise_scale)), COMPONENT)
+    pred = pred.assign({S.RELEASED: (cdims, rep_coefs.reshape(int(chains), int(draws), -1)), STANDARDISED: std_rep})
+    obs = obs.assign({S.RELEASED: ((COMPONENT,), mp.y), STANDARDISED: std_obs})
+    loglik = xr.Dataset({S.RELEASED: (cdims, mp.pointwise_loglik(coefs).reshape(int(chains), int(draws), -1))},
+                        coords=ccoords)
+    groups = {S.POSTERIOR: post, S.POSTERIOR_PREDICTIVE: pred, S.LOG_LIKELIHOOD: loglik, S.OBSERVED_DATA: obs,
+              S.CONSTANT_DATA: constant}
+    exact_loo = mp.exact_loo()
+    if exact_loo is not None:
+        groups[LOO_GROUP] = loo_dataset(exact_loo, COMPONENT)
+    tree = xr.DataTree.from_dict(groups)
     prior_text = ("flat (improper)" if mp.radius is None else
                   f"N(0, R^2 K) on the grid, R = {mp.radius:.6g}" + (
                       " (public norm bound sqrt(sup_y loss(0, y)/lambda) + solver rho: the ball's 1-sd ellipsoid)"
@@ -400,7 +456,11 @@ def _infer_machine(release, prior, draw, draws, chains, random_seed):
                   "inference_description": f"exact: Gaussian prior x {noise}, independent draws in the release's basis",
                   "privacy_cost": "none (post-processing of a release)",
                   "diagnostic_max_rhat": 1.0, "diagnostic_min_ess_bulk": float(k), "diagnostic_min_ess_tail": float(k),
-                  "diagnostic_divergences": 0, "source": "Hall, Rinaldo & Wasserman (2013), Section 4.3, Corollary 9"})
+                  "diagnostic_divergences": 0, "source": "Hall, Rinaldo & Wasserman (2013), Section 4.3, Corollary 9",
+                  RELEASE_ID: release_identity(release, draw),
+                  "loo_method": "exact" if exact_loo is not None else LOO_IMPROPER if mp.radius is None else "psis",
+                  "log_likelihood": "log p(y_j | coefficients)" + ("" if not mp.markov else
+                                                                   ", y_-j (correlated noise on the grid)")})
     tree.attrs.update(S.clean_attrs(attrs))
     tree.attrs.update(S.inference_attrs())
     return tree
