@@ -23,6 +23,11 @@ usage errors also exit with 2). Library errors (:class:`fdp_ppl.errors.FdpPplErr
 printed as the library words them, the one check for Python and the command line, with a keyword and its value
 (``epsilon=1.0``) named as the flag that sets it (``--epsilon 1.0``, :func:`fdp_ppl.cli.common.in_flags`). Everything a command writes to its output file is public; the public table goes to stdout; what
 only the data holder may see (clipped and imputed counts) goes to stderr and never into a file.
+
+Before any command runs, :func:`main` checks every count a user typed against its public bound
+(:data:`fdp_ppl.cli.common.COUNT_LIMITS`, stated in ``--help``) and every output against the one guard
+(:func:`fdp_ppl.cli.common.check_outputs`). Ctrl-C and SIGTERM end a command with one line saying whether the
+ledger was charged and what was written (:func:`fdp_ppl.cli.common.interrupted_text`), exit code 130 or 143.
 """
 
 from __future__ import annotations

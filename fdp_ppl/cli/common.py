@@ -12,7 +12,11 @@ Privacy notes
   shared by concurrent runs) before any noise is drawn or file written; a release that does not fit is refused and
   writes nothing.
 * **Files.** :func:`write_release` writes every output to a temporary name, flushes it and renames it into place
-  only once all are complete: a kill or a full disk leaves no half-written file.
+  only once all are complete: a kill or a full disk leaves no half-written file, and the next write in that
+  directory removes what a killed run left (:func:`remove_orphans`). Every output of every command passes one
+  guard (:func:`check_outputs`): never an input or a ledger, an existing file only with ``--force``.
+* **Sizes and signals.** Every count a user types has a public bound (:data:`COUNT_LIMITS`); an interrupted run
+  says in one line whether its ledger was charged (:data:`RUN`, :func:`interrupted_text`).
 """
 
 from __future__ import annotations

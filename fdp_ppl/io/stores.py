@@ -194,7 +194,9 @@ def dask_client(scheduler: str | None = None, *, n_workers: int = 2, threads_per
             with client:
                 yield client
             return
-        with _workers_ignore_ctrl_c():
+        with _workers_ignore_ctrl_c(), warnings.catch_warnings():
+            # the scheduler's HTTP server (no dashboard) moves to a free port when 8787 is taken: not the user's concern
+            warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
             cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
                                                processes=processes, memory_limit=memory_limit,
                                                dashboard_address=None, **cluster_kw)
