@@ -253,8 +253,9 @@ def _same_file(a, b) -> bool:
         return False
 
 
-#: the parsed arguments (dests) that name a file a command writes: every command's outputs, guarded by
-#: :func:`check_outputs` (called once for every command by :func:`fdp_ppl.cli.main`)
+#: the parsed arguments (dests) that name a file a command writes, and any dest ending in ``_out`` (a further
+#: output, e.g. a file for the data holder): every command's outputs, guarded by :func:`check_outputs` (called
+#: for every command by :func:`fdp_ppl.cli.main`)
 OUTPUT_DESTS = ("out", "plot")
 #: the parsed arguments that name a file a command reads (``data`` also under ``--data-dir``; ``offset`` when it
 #: names a file; ``release`` is infer's input, ``file`` the ledger command's): never replaced, even with ``--force``
@@ -294,17 +295,18 @@ def _is_sqlite(path: Path) -> bool:
 def check_outputs(a) -> None:
     """The one guard of every output path of every command, before any data is read or budget charged.
 
-    Every argument of :data:`OUTPUT_DESTS` that is given must lie in an existing, writable directory, not be a
-    directory, differ from the other outputs, from every input (:data:`INPUT_DESTS`) and from the ledger, never
-    be a SQLite file (any privacy ledger, whether or not this run uses it), and not exist unless ``--force``. An
-    input or a ledger is refused even with ``--force``.
+    Every argument of :data:`OUTPUT_DESTS` (or ending in ``_out``) that is given must lie in an existing, writable
+    directory, not be a directory, differ from the other outputs, from every input (:data:`INPUT_DESTS`) and from
+    the ledger, never be a SQLite file (any privacy ledger, whether or not this run uses it), and not exist unless
+    ``--force``. An input or a ledger is refused even with ``--force``.
 
     Raises
     ------
     CLIError
         One of the above (nothing is read, drawn, charged or written).
     """
-    outputs = [("--" + d, getattr(a, d)) for d in OUTPUT_DESTS if getattr(a, d, None) is not None]
+    dests = [*OUTPUT_DESTS, *sorted(d for d in vars(a) if d.endswith("_out") and d not in OUTPUT_DESTS)]
+    outputs = [("--" + d.replace("_", "-"), getattr(a, d)) for d in dests if getattr(a, d, None) is not None]
     inputs = _input_paths(a)
     for flag, path in outputs:
         p = Path(os.fspath(path)).expanduser()

@@ -104,6 +104,23 @@ def test_audit_out_onto_a_ledger_is_refused_and_the_ledger_still_opens(tmp_path,
         con.execute("select count(*) from sqlite_master").fetchone()
 
 
+def test_a_further_output_named_like_one_passes_the_same_guard(tmp_path):
+    """A dest ending in ``_out`` (a file for the data holder, say) is an output too: the rules need no list."""
+    import argparse
+
+    from fdp_ppl.cli.common import CLIError, check_outputs
+
+    led = tmp_path / "led.sqlite"
+    PrivacyLedger.open(led, __import__("fdp_ppl").PrivacyBudget(3.0))
+    kept = tmp_path / "counts.txt"
+    kept.write_text("x")
+    for value, force, needle in ((kept, False, "already exists"), (led, True, "ledger"),
+                                 (tmp_path / "r.nc", False, "same file")):
+        with pytest.raises(CLIError, match=needle):
+            check_outputs(argparse.Namespace(out=tmp_path / "r.nc", plot=None, holder_out=value, force=force))
+    check_outputs(argparse.Namespace(out=tmp_path / "r.nc", plot=None, holder_out=kept, force=True))
+
+
 # ----------------------------------------------------------------------------- sizes
 def test_every_integer_option_has_a_public_bound_stated_and_checked_before_any_work(tmp_path, capsys):
     """A sweep of the parser: each integer option is bounded (its help says so), and its bound plus one is refused
