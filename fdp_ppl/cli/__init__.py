@@ -26,18 +26,27 @@ printed as the library words them, the one check for Python and the command line
 only the data holder may see (clipped and imputed counts) is never printed: it goes, after the charge, to
 ``--holder-report PATH`` when asked. Every public check comes before the charge, everything that depends on the
 data's values after it (DESIGN invariant 9).
+
+Before any command runs, :func:`main` checks every count a user typed against its public bound
+(:data:`fdp_ppl.cli.common.COUNT_LIMITS`, stated in ``--help``) and every output against the one guard
+(:func:`fdp_ppl.cli.common.check_outputs`). Ctrl-C and SIGTERM end a command with one line saying whether the
+ledger was charged and what was written (:func:`fdp_ppl.cli.common.interrupted_text`), exit code 130 or 143.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sqlite3
 import sys
+import threading
 
 from ..errors import FdpPplError
-from .common import PROG, fail, in_flags, os_message
+from .common import (PROG, RUN, Interrupted, check_counts, check_outputs, count_limit, fail, in_flags,
+                     interrupted_text, os_message)
 
 #: the commands, in the order ``fdp-ppl --help`` lists them; each is the module ``fdp_ppl.cli.<name>``
 COMMANDS = ("release", "plan", "demo", "infer", "kde", "machine", "fpca", "ledger", "audit")
@@ -59,6 +68,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").add_subparser(sub)
+    # every count a user types has a public upper bound, stated in --help and checked before any work
+    parser.int_options = {}
+    for command, subparser in sub.choices.items():
+        ints = [act for act in subparser._actions if act.type is int]
+        parser.int_options[command] = tuple(act.dest for act in ints)
+        for act in ints:
+            limit = count_limit(ALIASES.get(command, command), act.dest)
+            if limit is not None and act.help and "at most" not in act.help:
+                act.help += f" (at most {limit:,})"
     return parser
 
 
@@ -86,8 +104,17 @@ def main(argv=None) -> int:
     # the command's flags by the library keyword they set (dest; a module's LIBRARY_FLAGS where the names differ)
     flags = {d: "--" + d.replace("_", "-") for d in vars(args) if d not in _POSITIONAL}
     flags.update(getattr(module, "LIBRARY_FLAGS", {}))
+    RUN.reset()
+    previous = _install_signal_handlers()
     try:
+        check_counts(args, command, parser.int_options.get(args.command, ()))  # public bounds, before any work
+        check_outputs(args)  # every output of every command through the one guard, before any work
         return module.run(args)
+    except (Interrupted, KeyboardInterrupt) as e:  # one line: whether the budget was charged, what was written
+        _ignore_signals()
+        signum = e.signum if isinstance(e, Interrupted) else int(signal.SIGINT)
+        print(interrupted_text(signum), file=sys.stderr, flush=True)
+        return 128 + signum
     except FdpPplError as e:  # library and command-line errors: message; fix — keywords named as flags
         return fail(in_flags(e, flags))
     except BrokenPipeError:  # the reader of stdout went away (`fdp-ppl ledger FILE | head -1`): not an error
@@ -105,6 +132,44 @@ def main(argv=None) -> int:
         return fail(f"cannot read or write a file: {e}")
     except sqlite3.Error as e:
         return fail(f"cannot use the ledger file: {e}; pass a ledger written by --ledger, or a new file name")
+    finally:
+        _restore_signal_handlers(previous)
+
+
+#: the signals that end a command with one line (:func:`fdp_ppl.cli.common.interrupted_text`) and exit 128 + signum
+_SIGNALS = ("SIGINT", "SIGTERM")
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted(signum)
+
+
+def _install_signal_handlers() -> dict:
+    """SIGINT and SIGTERM raise :class:`~fdp_ppl.cli.common.Interrupted` (so ``finally`` blocks run: temporaries
+    are removed, the cluster closed); returns the previous handlers. Only the main thread can install them."""
+    previous = {}
+    if threading.current_thread() is not threading.main_thread():
+        return previous
+    for name in _SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            with contextlib.suppress(ValueError, OSError):
+                previous[sig] = signal.signal(sig, _raise_interrupted)
+    return previous
+
+
+def _ignore_signals() -> None:
+    """While the one line is printed: a second Ctrl-C does not turn it into a traceback."""
+    if threading.current_thread() is threading.main_thread():
+        for name in _SIGNALS:
+            with contextlib.suppress(ValueError, OSError, AttributeError):
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
+
+
+def _restore_signal_handlers(previous: dict) -> None:
+    for sig, handler in previous.items():
+        with contextlib.suppress(ValueError, OSError, TypeError):
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 __all__ = ["main", "build_parser", "COMMANDS"]

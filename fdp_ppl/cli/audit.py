@@ -54,6 +54,9 @@ def add_subparser(sub) -> None:
                    help="seed of the audit (default 0; an audit is a study on synthetic data, so seeding is fine)")
     p.add_argument("--nu", type=float, default=None, help="degrees of freedom of the t laws (default 5)")
     p.add_argument("--out", default=None, metavar="PATH", help="write the audit (xarray Dataset) as netCDF")
+    from .common import FORCE_HELP
+
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
 
 
 def _check(a):
@@ -83,11 +86,9 @@ def _check(a):
     if a.nu is not None and "nu" not in (option_keys(name, a.family) or ()):
         with_nu = [m for m in mechanisms_of("mean") if "nu" in option_keys(m, "mean")]
         raise CLIError(f"--nu applies to {', '.join(with_nu)} only (got --mechanism {a.mechanism})", "drop --nu")
-    if a.out is not None:
-        from pathlib import Path
+    from .common import check_outputs
 
-        if not Path(a.out).expanduser().resolve().parent.is_dir():
-            raise CLIError(f"the directory of --out {a.out} does not exist", "create it or choose another path")
+    check_outputs(a)  # the one output guard: never an existing file without --force, never a ledger
     return name
 
 

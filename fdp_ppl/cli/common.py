@@ -13,7 +13,11 @@ Privacy notes
   shared by concurrent runs) before any noise is drawn or file written; a release that does not fit is refused and
   writes nothing.
 * **Files.** :func:`write_release` writes every output to a temporary name, flushes it and renames it into place
-  only once all are complete: a kill or a full disk leaves no half-written file.
+  only once all are complete: a kill or a full disk leaves no half-written file, and the next write in that
+  directory removes what a killed run left (:func:`remove_orphans`). Every output of every command passes one
+  guard (:func:`check_outputs`): never an input or a ledger, an existing file only with ``--force``.
+* **Sizes and signals.** Every count a user types has a public bound (:data:`COUNT_LIMITS`); an interrupted run
+  says in one line whether its ledger was charged (:data:`RUN`, :func:`interrupted_text`).
 """
 
 from __future__ import annotations
@@ -117,9 +121,7 @@ def add_output_args(p, default_out=None):
     p.add_argument("--out", default=default_out, required=default_out is None, metavar="PATH",
                    help="netCDF file for the release (xarray DataTree)" + (f"; default {default_out}" if default_out else ""))
     p.add_argument("--plot", default=None, metavar="PNG", help="also write a PNG of the release")
-    p.add_argument("--force", action="store_true",
-                   help="replace an existing --out / --plot file (the old file stays intact until the new one is "
-                        "completely written; the input data and the ledger are never replaced)")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--holder-report", default=None, metavar="PATH",
                    help="a file of the data holder's own (JSON) for the counts computed from the data (records "
                         "clipped, points imputed): written after the charge and only when asked; they are never "
@@ -274,56 +276,101 @@ def _same_file(a, b) -> bool:
         return False
 
 
-def _input_paths(a) -> list[Path]:
-    """The files a command reads (``--data``, also under ``--data-dir``) and its ledger: never an output."""
+#: the parsed arguments (dests) that name a file a command writes, and any dest ending in ``_out`` (a further
+#: output, e.g. a file for the data holder): every command's outputs, guarded by :func:`check_outputs` (called
+#: for every command by :func:`fdp_ppl.cli.main`)
+OUTPUT_DESTS = ("out", "plot", "holder_report")
+#: the parsed arguments that name a file a command reads (``data`` also under ``--data-dir``; ``offset`` when it
+#: names a file; ``release`` is infer's input, ``file`` the ledger command's): never replaced, even with ``--force``
+INPUT_DESTS = ("data", "release", "offset", "ledger", "file")
+#: the first bytes of every SQLite file, a privacy ledger included (https://www.sqlite.org/fileformat.html)
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+FORCE_HELP = ("replace an existing --out / --plot file (the old file stays intact until the new one is completely "
+              "written; the input data and a ledger are never replaced)")
+
+
+def _input_paths(a) -> list[tuple[str, Path]]:
+    """The files a command reads (``--data``, also under ``--data-dir``, an ``--offset`` file, infer's release
+    file) and its ledger, each with its flag: never an output."""
     paths = []
-    data = getattr(a, "data", None)
-    if data is not None:
-        paths.append(Path(str(data)).expanduser())
-        data_dir = getattr(a, "data_dir", None)
-        if data_dir:
-            paths += [Path(data_dir).expanduser() / f"{data}{ext}" for ext in ("", ".nc")]
-    if getattr(a, "ledger", None):
-        paths.append(Path(a.ledger).expanduser())
+    for dest in INPUT_DESTS:
+        value = getattr(a, dest, None)
+        if value is None or not isinstance(value, (str, os.PathLike)):
+            continue
+        flag = {"release": "the release file", "file": "the ledger"}.get(dest, "--" + dest.replace("_", "-"))
+        paths.append((flag, Path(os.fspath(value)).expanduser()))
+        if dest == "data" and getattr(a, "data_dir", None):
+            paths += [(flag, Path(a.data_dir).expanduser() / f"{value}{ext}") for ext in ("", ".nc")]
     if getattr(a, "key_file", None):  # the ledger's key and its head log
-        paths += [Path(a.key_file).expanduser(), Path(f"{a.key_file}.heads").expanduser()]
+        paths += [("the ledger's key file", Path(a.key_file).expanduser()),
+                  ("the ledger's key file", Path(f"{a.key_file}.heads").expanduser())]
     return paths
 
 
-def check_out(a) -> None:
-    """Public checks of the outputs, before any data is read or budget charged.
+def _is_sqlite(path: Path) -> bool:
+    """Whether ``path`` is an existing SQLite file (a privacy ledger is one): never replaced by an output."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(_SQLITE_MAGIC)) == _SQLITE_MAGIC
+    except OSError:
+        return False
 
-    ``--out`` and ``--plot`` must lie in existing directories, differ from each other, from the input data and
-    from the ledger, and not exist unless ``--force``; any ``--seed`` needs ``--study`` (whatever its size: a seed
-    found or leaked gives the non-private summary back), and ``--study`` takes no ``--ledger``.
+
+def check_outputs(a) -> None:
+    """The one guard of every output path of every command, before any data is read or budget charged.
+
+    Every argument of :data:`OUTPUT_DESTS` (or ending in ``_out``) that is given must lie in an existing, writable
+    directory, not be a directory, differ from the other outputs, from every input (:data:`INPUT_DESTS`) and from
+    the ledger, never be a SQLite file (any privacy ledger, whether or not this run uses it), and not exist unless
+    ``--force``. An input or a ledger is refused even with ``--force``.
 
     Raises
     ------
     CLIError
-        One of the above (nothing is read, drawn or charged).
+        One of the above (nothing is read, drawn, charged or written).
     """
-    outputs = [(flag, path) for flag, path in (("--out", a.out), ("--plot", getattr(a, "plot", None)),
-                                               ("--holder-report", getattr(a, "holder_report", None)))
-               if path is not None]
+    dests = [*OUTPUT_DESTS, *sorted(d for d in vars(a) if d.endswith("_out") and d not in OUTPUT_DESTS)]
+    outputs = [("--" + d.replace("_", "-"), getattr(a, d)) for d in dests if getattr(a, d, None) is not None]
+    inputs = _input_paths(a)
     for flag, path in outputs:
-        p = Path(path).expanduser()
+        p = Path(os.fspath(path)).expanduser()
         if not p.resolve().parent.is_dir():
             raise CLIError(f"the directory of {flag} {path} does not exist", "create it or choose another path")
         if not os.access(p.resolve().parent, os.W_OK | os.X_OK):
             raise CLIError(f"the directory of {flag} {path} is not writable", "choose another path")
         if p.is_dir():
             raise CLIError(f"{flag} {path} is a directory", "pass a file name")
-        for src in _input_paths(a):
+        for src_flag, src in inputs:
             if _same_file(p, src):
-                what = "the ledger" if getattr(a, "ledger", None) and _same_file(src, a.ledger) else "the input data"
+                what = "the ledger" if src_flag in ("--ledger", "the ledger") else "the input data"
                 raise CLIError(f"{flag} {path} is {what}: writing it would destroy it",
-                               f"choose another {flag} path")
+                               f"choose another {flag} path (--force never replaces an input or a ledger)")
+        if _is_sqlite(p):
+            raise CLIError(f"{flag} {path} is a SQLite file (a privacy ledger?): writing it would destroy it",
+                           f"choose another {flag} path (--force never replaces a ledger)")
         if p.exists() and not getattr(a, "force", False):
             raise CLIError(f"{flag} {path} already exists", "choose another path, or pass --force to replace it")
-    for i, (flag_a, path_a) in enumerate(outputs):
-        for flag_b, path_b in outputs[i + 1:]:
-            if _same_file(path_a, path_b):
-                raise CLIError(f"{flag_a} and {flag_b} name the same file", "pass different paths")
+    for i, (flag, path) in enumerate(outputs):
+        for other_flag, other in outputs[i + 1:]:
+            if _same_file(path, other):
+                raise CLIError(f"{flag} and {other_flag} name the same file", "pass two different paths")
+
+
+def check_out(a) -> None:
+    """Public checks of a release command's outputs and seed, before any data is read or budget charged.
+
+    The outputs pass :func:`check_outputs` (again: :func:`fdp_ppl.cli.main` checks them first; the checks are
+    cheap and idempotent); any ``--seed`` needs ``--study`` (whatever its size: a seed found or leaked gives the
+    non-private summary back), and ``--study`` takes no ``--ledger``.
+
+    Raises
+    ------
+    CLIError
+        One of the above (nothing is read, drawn or charged).
+    """
+    check_outputs(a)
     seed = getattr(a, "seed", None)
     if seed is not None:
         if seed < 0:
@@ -406,7 +453,7 @@ def open_ledger(a, cost):
     unit = getattr(a, "unit", None)  # one privacy unit per ledger: refused here, before the data are read
     ledger.check(cost, unit="record" if unit is None else unit.column,
                  records_per_unit=getattr(a, "records_per_unit", None))
-    return ledger
+    return track_charges(ledger)
 
 
 def release_flags(a) -> dict:
@@ -448,6 +495,153 @@ class Prepaid:
 
     def __getattr__(self, name):
         return getattr(self._ledger, name)
+
+
+class _Run:
+    """What this run has done that an interruption or a failed write must report: the ledger it was given, the
+    charges made to it (and whether one was under way) and the files published. Reset by :func:`fdp_ppl.cli.main`
+    for every command; set only by :func:`track_charges` and :func:`write_release`."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        self.ledger: str | None = None
+        self.charges: list = []
+        self.charging = False
+        self.written: list[str] = []
+
+
+#: the state of the current command (one command runs per process; :func:`fdp_ppl.cli.main` resets it)
+RUN = _Run()
+
+
+class _Tracked:
+    """A ledger whose ``spend`` records in :data:`RUN` that a charge is under way and, once it returned, that it
+    was made (a charge is one SQLite transaction: made or not). Everything else is the wrapped ledger's."""
+
+    def __init__(self, ledger):
+        self._ledger = ledger
+        RUN.ledger = str(getattr(ledger, "path", "") or "the ledger")
+
+    def spend(self, cost, *args, **kwargs):
+        RUN.charging = True
+        try:
+            result = self._ledger.spend(cost, *args, **kwargs)
+        except Exception:  # refused (does not fit, locked, damaged): nothing was charged
+            RUN.charging = False
+            raise
+        RUN.charging = False
+        RUN.charges.append(cost)
+        return result
+
+    def __getattr__(self, name):
+        return getattr(self._ledger, name)
+
+
+def track_charges(ledger):
+    """``ledger`` with its charges recorded in :data:`RUN` (None stays None): what an interrupted or failed run
+    reports (:func:`charged_text`)."""
+    return None if ledger is None else _Tracked(ledger)
+
+
+def charged_text() -> str:
+    """Whether this run charged its ledger, in words: ``nothing was charged``, ``the ledger L was charged epsilon
+    E`` or, when the interruption came during the charge, that it may have been."""
+    if RUN.charging:
+        return (f"the ledger {RUN.ledger} may have been charged (the interruption came during the charge): see "
+                f"{PROG} ledger {RUN.ledger}")
+    if RUN.charges:
+        eps = sum(float(c.epsilon) for c in RUN.charges)
+        delta = sum(float(getattr(c, "delta", 0.0)) for c in RUN.charges)
+        return (f"the ledger {RUN.ledger} was charged epsilon {eps:g}" + (f", delta {delta:g}" if delta else "")
+                + " for this release (a charge is never refunded)")
+    if RUN.ledger:
+        return f"nothing was charged to the ledger {RUN.ledger}"
+    return "nothing was charged (and no --ledger records spending across runs)"
+
+
+class Interrupted(BaseException):
+    """SIGINT (Ctrl-C) or SIGTERM, raised by the handler :func:`fdp_ppl.cli.main` installs. Not a
+    ``KeyboardInterrupt``: PyMC's samplers swallow that one and return the draws made so far, which a release
+    must never publish."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = int(signum)
+
+
+def interrupted_text(signum: int) -> str:
+    """The one line an interrupted command prints: which signal, whether the ledger was charged and what was
+    written."""
+    import signal
+
+    what = {int(signal.SIGINT): "interrupted (Ctrl-C)", int(signal.SIGTERM): "terminated (SIGTERM)"}.get(
+        int(signum), f"stopped by signal {signum}")
+    written = (f"; written: {', '.join(RUN.written)}" if RUN.written else
+               "; nothing was written (any previous file is intact)")
+    return f"{PROG}: {what}: {charged_text()}{written}"
+
+
+#: the public upper bound of every count a user types (argparse ``type=int`` options, by dest; a command's own
+#: entry first): checked by :func:`check_counts` before any work, stated in ``--help``. Each keeps one run's memory
+#: or time bounded on one machine; the library's own size checks (memory, proposals) may refuse less.
+COUNT_LIMITS = {
+    "draws": 10**9,              # released draws: the library's own bound (fdp_ppl.releasing.plans.check_draws)
+    "chunks": 10**8,             # records per chunk: one chunk of 10^8 records x 8 bytes per grid point in memory
+    "max_contributions": 10**4,  # records kept per person: the sensitivity is K times a record's
+    "M": 10**4,                  # FRL components
+    "k": 10**4,                  # release: lattice size; fpca: components (k <= m)
+    "m": 10**4,                  # fpca basis functions: m x m matrices
+    "frl_m": 10**4,
+    "bernstein_k": 10**4,
+    "grid_size": 10**6,          # grid points per axis (a KDE's or machine's grid; their memory checks come next)
+    "landmarks": 1024,           # = fdp_ppl.machine.machine.MAX_LANDMARKS
+    "iterations": 10**7,         # fpca Gibbs scans or NUTS steps (exact: 2e7 proposals at most, fpca_plan)
+    "release_draw": 10**9 - 1,   # an index into a release's draws (at most 1e9 of them)
+    "tune": 10**6,               # NUTS tuning steps per chain
+    "chains": 64,                # chains (each its own process or sampler state)
+    "samples": 10**7,            # audit releases per side and pair, held in memory at once
+    "tests": 10**3,              # audit events counted (the Bonferroni factor)
+    "timing_calls": 10**5,       # audit single timed release calls per side
+}
+#: a command's own bounds where its option of the same name counts something else
+COMMAND_COUNT_LIMITS = {"infer": {"draws": 10**6}}  # posterior draws per chain (x chains held in memory)
+#: integer options that count nothing (an identifier, not a size): no upper bound
+UNBOUNDED_INTS = ("seed",)
+
+
+def count_limit(command: str, dest: str):
+    """The public upper bound of the count ``dest`` of ``command`` (None for :data:`UNBOUNDED_INTS`)."""
+    if dest in UNBOUNDED_INTS:
+        return None
+    return COMMAND_COUNT_LIMITS.get(command, {}).get(dest, COUNT_LIMITS.get(dest))
+
+
+def check_counts(a, command: str, dests) -> None:
+    """Refuse, before any work, a count above its public bound (:data:`COUNT_LIMITS`).
+
+    Parameters
+    ----------
+    a : argparse.Namespace
+    command : str
+        The command's name.
+    dests : iterable of str
+        Its integer options (the parser's ``type=int`` actions).
+
+    Raises
+    ------
+    CLIError
+        A count above its bound, with the bound named (nothing is read, drawn or charged).
+    """
+    for dest in dests:
+        value, limit = getattr(a, dest, None), count_limit(command, dest)
+        if value is None or limit is None or isinstance(value, list):
+            continue
+        if value > limit:
+            flag = "--" + dest.replace("_", "-")
+            raise CLIError(f"{flag} {value} is above the limit of {limit:,} for {PROG} {command} (a public bound on "
+                           "one run's memory and time)", f"pass at most {flag} {limit}")
 
 
 class RefuseAfterCharge:
@@ -567,6 +761,10 @@ def check_output_space(a, nbytes: float) -> None:
                        "free disk space, choose another --out, or release fewer --draws")
 
 
+#: the name of every temporary the atomic writer makes: ``.<target name>.<pid>-<12 hex>.tmp<target suffix>``
+_TEMP_NAME = r"^\.(?P<name>.+)\.(?P<pid>\d+)-[0-9a-f]{12}\.tmp(?P<suffix>(\.[^./]*)?)$"
+
+
 def _temporary(target: Path) -> Path:
     """A new, unused temporary name in ``target``'s directory that keeps its suffix (matplotlib reads the format
     from it): ``.<name>.<pid>-<random>.tmp<suffix>``; the pid lets a later run remove what a killed one left."""
@@ -575,40 +773,82 @@ def _temporary(target: Path) -> Path:
     return target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(6)}.tmp{target.suffix}")
 
 
-def _remove_orphans(target: Path) -> list[Path]:
-    """Remove the temporaries of ``target`` left by runs that were killed while writing it (their process is gone);
-    a temporary of a run still alive is kept. Returns what was removed."""
+def _claim(path: Path) -> int:
+    """Create ``path`` (which must not exist) and hold an exclusive advisory lock on it until the returned
+    descriptor is closed: a run still writing its temporary is seen as alive by :func:`remove_orphans` even
+    across pid namespaces (a container sharing the directory), where its pid means nothing."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except (ImportError, OSError):
+        pass  # no advisory locks here: the pid alone tells (same host)
+    return fd
+
+
+def _abandoned(path: Path, pid: int) -> bool:
+    """Whether the temporary ``path`` of the writer ``pid`` was left by a run that is gone: its pid is no live
+    process of this host *and* nobody holds its lock (:func:`_claim`)."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)  # raises when no such process
+        return False
+    except ProcessLookupError:
+        pass
+    except OSError:  # alive (another user's) or unknown: keep it
+        return False
+    try:
+        import fcntl
+    except ImportError:
+        return True
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # fails while a live writer holds it
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def remove_orphans(directory) -> list[Path]:
+    """Remove the temporaries that runs killed while writing left in ``directory``, whatever file they were
+    writing: only files named like the atomic writer's own (:data:`_TEMP_NAME`), only when their writer is gone
+    (:func:`_abandoned`); a live concurrent writer's temporary is kept. Returns what was removed.
+
+    Called by :func:`write_release` for every directory it writes to, so the next run in a directory removes
+    what a killed run left there (a SIGKILL runs no cleanup: 48–411 MB each in the fault tests).
+    """
     import re
 
-    pattern = re.compile(rf"^\.{re.escape(target.name)}\.(\d+)-[0-9a-f]+\.tmp{re.escape(target.suffix)}$")
+    pattern = re.compile(_TEMP_NAME)
     removed = []
     try:
-        entries = list(target.parent.iterdir())
+        entries = list(Path(directory).iterdir())
     except OSError:
         return removed
     for path in entries:
         match = pattern.match(path.name)
-        if match is None:
-            continue
-        pid = int(match.group(1))
-        if pid == os.getpid():
+        if match is None or not match.group("name").endswith(match.group("suffix")):
             continue
         try:
-            os.kill(pid, 0)  # raises when no such process
+            if not path.is_file() or path.is_symlink():
+                continue
+        except OSError:
             continue
-        except ProcessLookupError:
-            pass
-        except (PermissionError, OSError):
-            continue  # alive (another user's) or unknown: keep it
-        with contextlib.suppress(OSError):
-            path.unlink()
-            removed.append(path)
+        if _abandoned(path, int(match.group("pid"))):
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed.append(path)
     return removed
 
 
 def _fsync(path: Path) -> None:
-    import os
-
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -616,49 +856,58 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+def _netcdf_bytes(tree):
+    """``tree`` serialised as netCDF in memory, never by HDF5 onto the disk (HDF5 writing onto a device that
+    fills mid-write crashes the process: exit 139 after the error line, measured on a full tmpfs). The dask
+    scheduler is the synchronous one for the serialisation, so that inside a ``dask.distributed`` client
+    (``--chunks``) xarray takes a local lock instead of a distributed one (which the scheduler does not know:
+    two ``distributed`` ERROR tracebacks on every out-of-core release)."""
+    if "dask" in sys.modules:
+        import dask
+
+        with dask.config.set(scheduler="synchronous"):
+            return tree.to_netcdf()
+    return tree.to_netcdf()
+
+
 def write_release(tree, out, plot=None, draw_plot=None, *, charged: bool = True) -> Path:
     """Write ``tree`` to ``out`` (netCDF) and, when ``plot`` is given, ``draw_plot(tree, path)``; returns ``out``.
 
-    Atomic: each file is written to a temporary name in its target directory, flushed to disk (fsync) and
-    renamed into place (``os.replace``) only once every output is complete, so a failure, a full disk or a
-    kill leaves no half-written file and any previous file intact; the outputs are published together.
-    ``charged=False`` for outputs that cost no privacy (inference, audits): the failure message says so
-    instead of naming a spent budget.
+    Atomic: each file is written to a temporary name in its target directory (held under an advisory lock),
+    flushed to disk (fsync) and renamed into place (``os.replace``) only once every output is complete, so a
+    failure, a full disk or a kill leaves no half-written file and any previous file intact; the outputs are
+    published together. The netCDF file is serialised in memory and written with plain file I/O
+    (:func:`_netcdf_bytes`). Temporaries that killed runs left in the target directories are removed first
+    (:func:`remove_orphans`). ``charged=False`` for outputs that cost no privacy (inference, audits): the
+    failure message says so instead of naming a spent budget.
 
     Raises
     ------
     CLIError
         A file cannot be written (the temporary files are removed; nothing is published).
     """
-    import os
-
     out = Path(out).expanduser()
     targets = [out] + ([Path(plot).expanduser()] if plot else [])
-    for t in targets:
-        _remove_orphans(t)
-    temps = [_temporary(t) for t in targets]
+    for d in {t.resolve().parent for t in targets}:
+        remove_orphans(d)
+    temps, fds = [], []
     try:
+        for t in targets:
+            temps.append(_temporary(t))
+            fds.append(_claim(temps[-1]))
         with stage(f"writing {out}"):
-            # serialised in memory first and written with plain file I/O: HDF5 writing straight onto a full
-            # device crashes the process (segfault) instead of raising
-            try:
-                payload = tree.to_netcdf()
-            except RuntimeError:  # inside a dask.distributed client xarray wants a distributed lock for memory
-                payload = None
-            if payload is None:
-                tree.to_netcdf(temps[0])  # the free space was checked before the charge
-                _fsync(temps[0])
-            else:
-                with open(temps[0], "wb") as fh:
-                    fh.write(payload)
-                    fh.flush()
-                    os.fsync(fh.fileno())
+            payload = _netcdf_bytes(tree)
+            view = memoryview(payload)
+            while view:  # plain writes: a full disk raises OSError (ENOSPC) here, nothing else
+                view = view[os.write(fds[0], view):]
+            os.fsync(fds[0])
         if plot:
             with stage(f"plotting {plot}"):
                 draw_plot(tree, temps[1])
                 _fsync(temps[1])
         for tmp, target in zip(temps, targets):
             os.replace(tmp, target)
+        RUN.written += [str(t) for t in targets]
         for d in {t.resolve().parent for t in targets}:
             with contextlib.suppress(OSError):
                 _fsync(d)
@@ -667,13 +916,17 @@ def write_release(tree, out, plot=None, draw_plot=None, *, charged: bool = True)
             with contextlib.suppress(OSError):
                 tmp.unlink()
         if isinstance(err, (OSError, RuntimeError, ValueError)):
-            reason = os_message(err) if isinstance(err, OSError) else one_line(err)
-            after = ("but the release was drawn and any --ledger was charged for it" if charged else
+            reason = (err.strerror or os_message(err)) if isinstance(err, OSError) else one_line(err)
+            after = (charged_text() if charged else
                      "and nothing was charged (it costs no privacy): run it again")
             raise CLIError(f"could not write {out}" + (f" and {plot}" if plot else "") + f": {reason}; nothing was "
                            f"written (any previous file is intact), {after}",
                            "free disk space or choose another path") from None
         raise
+    finally:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
     return out
 
 
@@ -749,7 +1002,8 @@ def ledger_text(ledger, attrs) -> str:
 
 
 __all__ = ["CLIError", "in_flags", "Prepaid", "RefuseAfterCharge", "refused_after_charge", "write_holder_report",
-           "write_release", "print_table", "save_plot", "plotter", "check_output_space", "check_out",
-           "open_ledger", "release_flags", "load_data", "seed_text", "study_rows", "unit_text", "ledger_text",
-           "warn_large_epsilon",
+           "check_outputs", "check_counts", "remove_orphans", "Interrupted", "interrupted_text", "charged_text",
+           "track_charges", "COUNT_LIMITS", "write_release", "print_table", "save_plot", "plotter",
+           "check_output_space", "check_out", "open_ledger", "release_flags", "load_data", "seed_text", "study_rows",
+           "unit_text", "ledger_text", "warn_large_epsilon",
            "warn_record_level", "add_unit_args", "add_output_args", "add_ledger_args", "add_out_of_core_args"]

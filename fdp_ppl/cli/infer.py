@@ -115,9 +115,7 @@ def add_subparser(sub) -> None:
 
 def _check(a) -> None:
     """Public checks of the flags and the outputs, before the release is read."""
-    import types
-
-    from .common import CLIError, check_out, finite
+    from .common import CLIError, check_outputs, finite
 
     for key, priors in _PRIOR_FLAGS.items():
         if getattr(a, key) is not None and a.prior is not None and a.prior not in priors:
@@ -153,9 +151,9 @@ def _check(a) -> None:
         raise CLIError(f"--release-draw must be >= 0 (got {a.release_draw})", "pass e.g. --release-draw 0")
     if a.seed is not None and a.seed < 0:
         raise CLIError("--seed must be a non-negative integer", "pass e.g. --seed 1, or omit it")
-    # the package's output checks (directories, --out / --plot distinct, not the release file, --force); the seed
-    # rule for releases does not apply here (no privacy at stake), so no seed is passed on
-    check_out(types.SimpleNamespace(out=a.out, plot=a.plot, force=a.force, data=a.release, seed=None))
+    # the package's one output guard (directories, --out / --plot distinct, never the release file or a ledger,
+    # --force); the seed rule for releases does not apply here (no privacy at stake)
+    check_outputs(a)
 
 
 def _family(tree) -> tuple[str, str] | None:

@@ -184,20 +184,63 @@ def dask_client(scheduler: str | None = None, *, n_workers: int = 2, threads_per
         ``distributed`` is not installed; the scheduler cannot be reached.
     """
     distributed = _require("distributed")
-    if scheduler:
-        try:
-            client = distributed.Client(scheduler, timeout="10s")
-        except (OSError, TimeoutError) as err:
-            raise InputError(f"cannot reach the dask scheduler at {scheduler}: {err}",
-                             "start one (dask scheduler) or omit --scheduler for a local cluster") from None
-        with client:
+    with _errors_only():
+        if scheduler:
+            try:
+                client = distributed.Client(scheduler, timeout="10s")
+            except (OSError, TimeoutError) as err:
+                raise InputError(f"cannot reach the dask scheduler at {scheduler}: {err}",
+                                 "start one (dask scheduler) or omit --scheduler for a local cluster") from None
+            with client:
+                yield client
+            return
+        with _workers_ignore_ctrl_c(), warnings.catch_warnings():
+            # the scheduler's HTTP server (no dashboard) moves to a free port when 8787 is taken: not the user's concern
+            warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
+            cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
+                                               processes=processes, memory_limit=memory_limit,
+                                               dashboard_address=None, **cluster_kw)
+        with cluster, distributed.Client(cluster) as client:  # the client closes first, then the cluster
             yield client
+
+
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c():
+    """SIGINT ignored while the local cluster starts its worker processes, which inherit that disposition (a
+    Python process keeps an ignored SIGINT): a Ctrl-C at the terminal reaches the whole process group, and the
+    workers then printed two ``KeyboardInterrupt`` tracebacks each while this process, which owns them, closes
+    them and reports the interruption in one line. A Ctrl-C during the cluster's start is lost (press it again)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
         return
-    cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
-                                       processes=processes, memory_limit=memory_limit, dashboard_address=None,
-                                       **cluster_kw)
-    with cluster, distributed.Client(cluster) as client:
-        yield client
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def _errors_only():
+    """Only ``distributed``'s errors reach stderr while a client or cluster of :func:`dask_client` runs and
+    closes: its INFO and WARNING lines (a worker still alive 4 s into the shutdown on a loaded machine, killed)
+    are the cluster's housekeeping, not the command's output. The worker processes get the same level through
+    dask's configuration (``logging.distributed``)."""
+    import logging
+
+    import dask
+
+    logger = logging.getLogger("distributed")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with dask.config.set({"logging.distributed": "error"}):
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 __all__ = ["open_curves", "dask_client", "is_store", "DEFAULT_CHUNKS"]

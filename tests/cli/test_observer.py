@@ -392,11 +392,11 @@ def test_a_killed_runs_temporaries_are_removed_by_the_next_write(tmp_path, data,
     orphan.write_bytes(b"half")
     alive = tmp_path / f".r.nc.{os.getppid()}-abcdef012345.tmp.nc"  # a run still writing: kept
     alive.write_bytes(b"busy")
-    other = tmp_path / ".other.nc.1-abcdef012345.tmp.nc"  # another target's: not ours to touch
+    other = tmp_path / f".other.nc.{dead.pid}-abcdef012345.tmp.nc"  # another target's, killed too: removed as well
     other.write_bytes(b"x")
     assert main(_release(data, out)) == 0
     capsys.readouterr()
-    assert not orphan.exists() and alive.exists() and other.exists() and out.exists()
+    assert not orphan.exists() and alive.exists() and not other.exists() and out.exists()
 
 
 def test_fpca_delta_is_refused_for_uncertified_mcmc(tmp_path, capsys):
