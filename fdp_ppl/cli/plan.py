@@ -20,7 +20,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import InputError
-from .common import CLIError, check_unit_args, print_table, registry, warn_large_epsilon
+from .common import CLIError, print_table, registry
 
 
 def add_subparser(sub) -> None:
@@ -110,21 +110,10 @@ def show_plan(a) -> int:
     import fdp_ppl as fp
 
     from ..releasing.accuracy import accuracy_table, largest_tau, smallest_epsilon
-    from ..releasing.plans import check_draws
-    from .release import _FLAGS, _noise_kernel, _uses_eigenbasis, public_spec
+    from .release import public_mechanism, public_spec
 
     entry = registry.MECHANISMS[a.mechanism]
-    accepted = (*entry.options, *entry.summary_options)
-    for opt, flag in _FLAGS.items():
-        if getattr(a, opt, None) is not None and opt not in accepted:
-            raise CLIError(f"{flag} does not apply to --mechanism {a.mechanism}", f"drop {flag}")
-    mechanism = entry.mechanism(a.epsilon, a.delta, **{o: getattr(a, o) for o in entry.options})
-    if _uses_eigenbasis(entry):
-        _noise_kernel(a)
-    entry.spec_class.check_tau(a.tau)
-    check_draws(a.draws)
-    a.unit = check_unit_args(a)
-    warn_large_epsilon(a.epsilon)
+    mechanism = public_mechanism(a)
     t, n = _metadata(a)
     spec = public_spec(entry, a, t, n)
     plan = fp.plan(spec, mechanism, draws=a.draws, bound=a.bound, seeded=a.seed is not None)

@@ -166,7 +166,16 @@ def add_release_args(r, *, data_required: bool = True) -> None:
 
 
 def _check_args(a):
-    """Check the flags and build the mechanism and the noise kernel (before any data is read).
+    """The public checks of ``fdp-ppl release`` (:func:`public_mechanism`), then its outputs and ledger flags."""
+    mechanism = public_mechanism(a)
+    check_out(a)
+    check_ledger_args(a)
+    return mechanism
+
+
+def public_mechanism(a):
+    """Check the flags and build the mechanism and the noise kernel (before any data is read; also what
+    ``fdp-ppl plan`` checks).
 
     What the library checks (ε, δ, the calibration, ν, the kernel and ρ, τ, draws) it checks here, by building the
     mechanism and the kernel and by the spec's and the plan's own checks of τ and draws: one wording from Python and
@@ -209,8 +218,6 @@ def _check_args(a):
     entry.spec_class.check_tau(a.tau)
     check_draws(a.draws)
     a.unit = check_unit_args(a)
-    check_out(a)
-    check_ledger_args(a)
     warn_large_epsilon(a.epsilon)
     return mechanism
 
