@@ -25,7 +25,7 @@ Pairs:
   Pearson correlation, and the median time of the draws with the largest and the smallest 10 % of noise),
   for scalar Laplace, a 31-coefficient Laplace vector and the same for Normal noise (σ = 1).
 
-``--code PATH`` times another checkout's ``fdp_ppl`` (e.g. ``--code /work/main`` for the code before a
+``--code PATH`` times another checkout's ``fdp_ppl`` (e.g. ``--code ../other-checkout`` for the code before a
 change); the statistics module is this package's :mod:`fdp_ppl.auditing.stats` in both.
 
 The machine these run on is small and shared (2 vCPUs; six sessions at the time of the recorded results):
@@ -38,7 +38,7 @@ Usage::
     python benchmarks/bench_timing.py                 # 300 runs per side (about 5 minutes)
     python benchmarks/bench_timing.py --runs 60       # quicker, wider bounds
     python benchmarks/bench_timing.py --quick         # smoke run: 40 runs per side, 300 noise draws
-    python benchmarks/bench_timing.py --code /work/main --out /tmp/before.json
+    python benchmarks/bench_timing.py --code ../other-checkout --out /tmp/before.json
 """
 
 from __future__ import annotations

@@ -590,6 +590,7 @@ COUNT_LIMITS = {
     "draws": 10**9,              # released draws: the library's own bound (fdp_ppl.releasing.plans.check_draws)
     "chunks": 10**8,             # records per chunk: one chunk of 10^8 records x 8 bytes per grid point in memory
     "max_contributions": 10**4,  # records kept per person: the sensitivity is K times a record's
+    "records_per_unit": 10**4,   # a public bound on one person's records: group privacy charges K times epsilon
     "M": 10**4,                  # FRL components
     "k": 10**4,                  # release: lattice size; fpca: components (k <= m)
     "m": 10**4,                  # fpca basis functions: m x m matrices

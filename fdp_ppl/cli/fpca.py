@@ -210,10 +210,11 @@ def run(a) -> int:
     charged = ledger
     if ledger is not None:  # charged before anything that depends on the data's values (DESIGN invariant 9)
         public = fp.plan(spec, a.mech, draws=a.draws, n=n, seeded=a.seed is not None, study=a.study)
-        public.check_delta(a.allow_large_delta or a.study)  # public, before the prepaid charge
+        # public, before the prepaid charge
+        public.check_delta(getattr(a, "allow_large_delta", False) or getattr(a, "study", False))
         with stage("charging the ledger"):
             charged = Prepaid(ledger, public.cost, label, dataset=dataset_identity(curves), mechanism=public.mechanism,
-                              event=public.event, records_per_unit=a.records_per_unit)
+                              event=public.event, records_per_unit=getattr(a, "records_per_unit", None))
     if missing_found:
         raise refused_after_charge("the data have curves with missing (NaN/inf) values (counts are not shown)",
                                    "pass --missing impute (each missing point set to 0, every record kept), chosen "

@@ -241,7 +241,8 @@ def run(a) -> int:
     """Run ``fdp-ppl machine`` with parsed arguments; returns the exit code."""
     from ..accounting import PrivacyBudget
     from .._progress import stage
-    from .common import Prepaid, open_ledger, plotter, refused_after_charge, release_flags, write_holder_report, write_release
+    from .common import (Prepaid, open_ledger, plotter, refused_after_charge, release_flags, write_holder_report,
+                         write_release)
     from ..machine import ERMSpec
     import fdp_ppl as fp
     from ..errors import SeededReleaseWarning
@@ -266,10 +267,11 @@ def run(a) -> int:
     spec.check_size()  # n x n memory: refused before the ledger is charged
     label = f"machine {a.loss}/{a.mechanism} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
     plan = fp.plan(spec, mech, draws=a.draws)
-    plan.check_delta(a.allow_large_delta or a.study)  # public, before the prepaid charge
+    # public, before the prepaid charge
+    plan.check_delta(getattr(a, "allow_large_delta", False) or getattr(a, "study", False))
     if ledger is not None:  # the solver's outcome depends on the data: charged before it runs, never after
         ledger = Prepaid(ledger, cost, label, dataset=Path(str(a.data)).name, mechanism=f"machine-{a.mechanism}",
-                         event=plan.event, records_per_unit=a.records_per_unit)
+                         event=plan.event, records_per_unit=getattr(a, "records_per_unit", None))
     if problem is not None:  # depends on the values: only after every public check and the charge
         raise refused_after_charge(*problem, ledger)
     with stage(f"solving the {a.loss} kernel machine"):

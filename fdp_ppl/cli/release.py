@@ -289,11 +289,12 @@ def release_curves(curves, mech, a, *, source: str, ledger=None, labels: dict | 
         f", delta {a.delta:g}" if a.delta else "")
     label, dataset = f"{a.mechanism} ({cost}) -> {a.out}", dataset_identity(curves)
     charged = ledger
-    plan.check_delta(a.allow_large_delta or a.study)  # public, before the prepaid charge
+    # public, before the prepaid charge
+    plan.check_delta(getattr(a, "allow_large_delta", False) or getattr(a, "study", False))
     if ledger is not None:  # charged before anything that depends on the data's values
         with stage("charging the ledger"):
             charged = Prepaid(ledger, plan.cost, label, dataset=dataset, mechanism=plan.mechanism, event=plan.event,
-                              records_per_unit=a.records_per_unit)
+                              records_per_unit=getattr(a, "records_per_unit", None))
     if missing_found:
         raise refused_after_charge("the data have curves with missing (NaN/inf) values (counts are not shown)",
                                    "pass --missing impute (each missing point set to 0, or to the public --offset, "

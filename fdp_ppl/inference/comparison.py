@@ -224,7 +224,8 @@ def laplace_sum_logp(x, g, b1, b2) -> np.ndarray:
         gg = np.maximum(g, 1e-300)
         l_hi, l_lo = law.convolved_logp(x, gg, hi), law.convolved_logp(x, gg, lo)
     a, c = 2 * np.log(hi) + l_hi, 2 * np.log(lo) + l_lo
-    return a + np.log1p(-np.exp(np.minimum(c - a, 0.0))) - np.log(hi**2 - lo**2)
+    span = np.log(hi * hi - lo * lo)
+    return a + np.log1p(-np.exp(np.minimum(c - a, 0.0))) - span
 
 
 def _iclp_integrated(meta, post: xr.Dataset) -> np.ndarray | None:
@@ -436,7 +437,7 @@ def _psis(result: xr.DataTree):
 
     group = INTEGRATED_GROUP if INTEGRATED_GROUP in result.children else "log_likelihood"
     ll = result[group]["released"]
-    if group == "log_likelihood":
+    if ll.ndim != 3:  # several observation dims: ArviZ's own reshaping
         return az.loo(result, pointwise=True)
     obs_dim = [d for d in ll.dims if d not in (dims.CHAIN, dims.DRAW)][0]
     v = ll.transpose(dims.CHAIN, dims.DRAW, obs_dim).values

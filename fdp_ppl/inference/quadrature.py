@@ -142,7 +142,7 @@ class ScaleQuadrature:
 
 def half_normal_log_density(x, sigma):
     """``log HalfNormal(e^x; σ) + x`` (the Jacobian of κ = e^x), up to a constant."""
-    return -0.5 * np.exp(2 * x) / sigma**2 + x
+    return x - np.exp(2 * x) / (2 * sigma * sigma)
 
 
 def diagonal_log_marginal(law, y, b, prior_law, centre, prior_sd, sampling_base):

@@ -348,7 +348,8 @@ def solve_erm(gram, y, *, loss: str, lam: float, rho_target: float, kappa: float
     --------
     >>> import numpy as np
     >>> x = np.linspace(0, 1, 6)
-    >>> K = np.exp(-np.subtract.outer(x, x) ** 2 / (2 * 0.3**2))
+    >>> from fdp_ppl.spaces import Gaussian
+    >>> K = Gaussian(0.3, convention="hall").gram(x)
     >>> y = np.where(x < 0.5, -1.0, 1.0)
     >>> a = solve_erm(K, y, loss="hinge", lam=0.5, rho_target=0.05, kappa=1.0)
     >>> b = solve_erm(K, -y, loss="hinge", lam=0.5, rho_target=0.05, kappa=1.0)

@@ -134,7 +134,7 @@ def simulate_release(design: str, grid: Grid, basis, seed, *, n: int = N_CURVES,
         curves, mean = ds["curves"], ds["mean"].values
     tau = float(np.sqrt(np.sum(grid.weights * mean**2))) + 2.0  # public: the design's ‖μ0‖ + 2 (E‖e‖² = 1)
     summary = iclp_qr_mean(curves, basis, tau=tau)
-    tree = release_summary(summary, ICLP(epsilon), random_seed=s_rel)
+    tree = release_summary(summary, ICLP(epsilon), random_seed=s_rel, study=True)
     return tree, summary.curve().values
 
 

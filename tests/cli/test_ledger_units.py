@@ -10,7 +10,8 @@ from fdp_ppl.cli import main
 
 
 def _one_line(err: str) -> str:
-    lines = err.strip().splitlines()
+    """The one error line (the schema-only id-like-name warning may precede it)."""
+    lines = [line for line in err.strip().splitlines() if not line.startswith("fdp-ppl: warning: ")]
     assert len(lines) == 1 and lines[0].startswith("fdp-ppl: error:") and "Traceback" not in err, err
     return lines[0]
 

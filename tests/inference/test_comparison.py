@@ -31,7 +31,7 @@ def _mean_release(mechanism, seed, K=25, J=8, draws=1):
     summary = fp.ICLPQRSpec(basis=basis, tau=2.0, n=60).fit(curves)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return fp.release(summary, mechanism, draws=draws, random_seed=seed)
+        return fp.release(summary, mechanism, draws=draws, random_seed=seed, study=True)
 
 
 def _infer(tree, prior, **kw):
@@ -168,7 +168,7 @@ def _kde_release():
     spec = KDESpec(grid=CartesianGrid.uniform((0, 1), 30), n=300)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return fp.release(spec.fit(rng.beta(2, 5, 300)), fp.GaussianMechanism(1.0, 1e-3), random_seed=3)
+        return fp.release(spec.fit(rng.beta(2, 5, 300)), fp.GaussianMechanism(1.0, 1e-3), random_seed=3, study=True)
 
 
 def _machine_release():
@@ -178,7 +178,7 @@ def _machine_release():
     spec = ERMSpec(fp.Matern(rho=0.3, nu=1.5), lam=0.05, n=120, grid_size=40, solver_slack=0.01)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return fp.release(spec.fit(X, y), fp.GaussianMechanism(1.0, 1e-5, "analytic"), random_seed=5)
+        return fp.release(spec.fit(X, y), fp.GaussianMechanism(1.0, 1e-5, "analytic"), random_seed=5, study=True)
 
 
 def _fpca_release():
@@ -188,7 +188,7 @@ def _fpca_release():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fp.release(FPCAFit(spec=spec, gram=50 * np.diag([0.6, 0.1]), n=50), fp.ExponentialMechanism(),
-                          draws=12, random_seed=6)
+                          draws=12, random_seed=6, study=True)
 
 
 def _family_results(family):
@@ -297,7 +297,7 @@ def test_readme_python_example_has_no_pareto_k_above_0_7():
     summary = fp.ICLPQRSpec(basis=basis, tau=40.0, n=93).fit(curves, offset=reference, offset_source="CDC 2000")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = fp.release(summary, fp.ICLP(epsilon=1.0), random_seed=11)
+        tree = fp.release(summary, fp.ICLP(epsilon=1.0), random_seed=11, study=True)
         post = fp.infer(tree, fp.inference.ICLPPrior(smoothness=2.0), random_seed=2, progressbar=False)
     assert post.attrs["loo_method"].startswith("psis on log p(y_j | hyperparameters)")
     assert float(np.max(loo(post).pareto_k)) <= 0.7

@@ -174,7 +174,8 @@ def test_studies_run_cells_a_release_refuses_and_keep_their_numbers():
     release (refusal) or changes their random numbers."""
     t = F.real_data_table(datasets=("growth",), epsilons=(1.0,), ks=(2,), replicates=4, forms=("gp-base",),
                           random_seed=8)
-    assert t.ours.tolist() == pytest.approx([0.8621382969594016, 0.6234557025343925], rel=1e-12)
+    # rel 1e-9: the records now go on a public lattice (2^-40 of tau) before any arithmetic (no subnormal timing)
+    assert t.ours.tolist() == pytest.approx([0.8621382969594016, 0.6234557025343925], rel=1e-9)
     c = F.gibbs_convergence("growth", k=3, epsilon=2.0, iterations=(1, 5), chains=5)
     assert c["mean"].tolist() == pytest.approx([0.8458147628386004, 0.7922836512889555, 0.9073086797901787,
                                                 0.922525884280267], rel=1e-12)

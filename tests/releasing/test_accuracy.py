@@ -33,7 +33,7 @@ def test_plan_accuracy_matches_a_monte_carlo_of_the_real_mechanism(mechanism):
     # the noise-free summary of a constant curve is the planned shrinkage, exactly (no noise involved)
     np.testing.assert_allclose(fitted - CONSTANT, acc["constant_bias"].values, atol=1e-10)
 
-    tree = fp.release(summary, mechanism, draws=RELEASES, random_seed=20261127)  # a study: seeded, no ledger
+    tree = fp.release(summary, mechanism, draws=RELEASES, random_seed=20261127, study=True)  # a study: seeded, no ledger
     curves = tree["posterior"]["curve"].values.reshape(RELEASES, -1)
     noise = curves - fitted
     w = np.asarray(grid.weights)
@@ -57,7 +57,7 @@ def test_the_release_and_the_plan_share_one_pointwise_sd_formula():
     grid = fp.Grid.uniform(31)
     spec = fp.ICLPQRSpec(basis=fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), grid), tau=1.0, n=50)
     summary = spec.fit(_constant_curves(50, grid.points))
-    tree = fp.release(summary, fp.ICLP(1.0), random_seed=3)
+    tree = fp.release(summary, fp.ICLP(1.0), random_seed=3, study=True)
     view = fp.releasing.schema.read_release(tree)
     acc = fp.plan(spec, fp.ICLP(1.0), seeded=True).accuracy(samples=200)
     np.testing.assert_allclose(view.noise_sd(), acc["noise_sd"].values, rtol=1e-12)
@@ -95,7 +95,7 @@ def test_density_plan_accuracy_matches_a_monte_carlo_of_the_real_mechanism():
     acc = fp.plan(spec, mechanism, seeded=True).accuracy(level=level, seed=1)
     assert acc["noise_sd"].dims == ("x",) and "constant_bias" not in acc
     fit = spec.fit(np.random.default_rng(0).normal(size=500).clip(-1.9, 1.9))
-    tree = fp.release(fit, mechanism, draws=RELEASES, random_seed=5)
+    tree = fp.release(fit, mechanism, draws=RELEASES, random_seed=5, study=True)
     noise = tree["posterior"]["density"].values.reshape(RELEASES, -1) - np.asarray(fit.density).reshape(-1)
     w = np.asarray(grid.weights[0])
     # margins as for mean curves: a few % relative error from 200 releases, 10% allowed
