@@ -590,7 +590,9 @@ COUNT_LIMITS = {
     "draws": 10**9,              # released draws: the library's own bound (fdp_ppl.releasing.plans.check_draws)
     "chunks": 10**8,             # records per chunk: one chunk of 10^8 records x 8 bytes per grid point in memory
     "max_contributions": 10**4,  # records kept per person: the sensitivity is K times a record's
-    "records_per_unit": 10**4,   # a public bound on one person's records: group privacy charges K times epsilon
+    "records_per_unit": 10**4,
+    "n": 10**12,                 # fdp-ppl plan: the public number of records (a number in the plan, no memory)
+    "grid": 10**6,               # fdp-ppl plan: points of a uniform grid (the plan's eigenbasis is grid x grid)   # a public bound on one person's records: group privacy charges K times epsilon
     "M": 10**4,                  # FRL components
     "k": 10**4,                  # release: lattice size; fpca: components (k <= m)
     "m": 10**4,                  # fpca basis functions: m x m matrices
@@ -609,7 +611,7 @@ COUNT_LIMITS = {
 #: a command's own bounds where its option of the same name counts something else
 COMMAND_COUNT_LIMITS = {"infer": {"draws": 10**6}}  # posterior draws per chain (x chains held in memory)
 #: integer options that count nothing (an identifier, not a size): no upper bound
-UNBOUNDED_INTS = ("seed",)
+UNBOUNDED_INTS = ("seed", "mc_seed")
 
 
 def count_limit(command: str, dest: str):

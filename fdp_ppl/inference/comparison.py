@@ -444,14 +444,24 @@ def _psis(result: xr.DataTree):
     const = np.ptp(v.reshape(-1, v.shape[-1]), axis=0) <= 1e-12 * (1 + np.abs(v).max(axis=(0, 1)))
     elpd_i = v[0, 0].copy()
     k = np.full(v.shape[-1], -np.inf)
-    if not np.all(const):
+    def psis(columns):
         sub = xr.DataTree.from_dict({"posterior": result["posterior"].to_dataset(),
-                                     "log_likelihood": xr.Dataset({"released": ll.isel({obs_dim: ~const})}),
+                                     "log_likelihood": xr.Dataset({"released": ll.isel({obs_dim: columns})}),
                                      "observed_data": xr.Dataset({"released": result["observed_data"]["released"]
-                                                                 .isel({obs_dim: ~const})})})
+                                                                 .isel({obs_dim: columns})})})
         part = az.loo(sub, pointwise=True)
-        elpd_i[~const] = np.asarray(part.elpd_i)
-        k[~const] = np.asarray(part.pareto_k)
+        return np.asarray(part.elpd_i), np.asarray(part.pareto_k)
+
+    if not np.all(const):
+        try:
+            elpd_i[~const], k[~const] = psis(~const)
+        except ValueError:  # a column whose largest ratios are all equal (a flat tail): nothing to smooth there
+            for j in np.flatnonzero(~const):
+                try:
+                    (elpd_i[j],), (k[j],) = psis([j])
+                except ValueError:  # plain importance sampling: the weights are bounded by the repeated maximum
+                    col = v[..., j].reshape(-1)
+                    elpd_i[j] = -(logsumexp(-col) - np.log(col.size))
     n, s_ = elpd_i.size, v.shape[0] * v.shape[1]
     lppd = logsumexp(v.reshape(s_, n), axis=0) - np.log(s_)
     coords = {obs_dim: ll[obs_dim].values}
