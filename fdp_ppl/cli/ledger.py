@@ -119,10 +119,20 @@ def run(a) -> int:
             print(f"  in words   {privacy_in_words(events)} (the trade-off curve of all releases: --plot)")
         except FdpPplError:  # too many draws to compose tightly: the sum above is the statement
             pass
-    if plot is not None:
-        from .common import save_plot
+    if plot is not None:  # to a temporary name, renamed into place: an existing --plot survives a failure
+        import contextlib
+        import os
 
-        save_plot("plot_privacy", events, plot)
+        from .common import _temporary, save_plot
+
+        target = Path(plot).expanduser()
+        tmp = _temporary(target)
+        try:
+            save_plot("plot_privacy", events, tmp)
+            os.replace(tmp, target)
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
     if records:
         head = ("#", "time (UTC)", "dataset", "mechanism", "noise", "epsilon", "delta", "label")
         rows = [(str(i), _short_time(r["created_at"]), r["dataset"] or "", r["mechanism"] or "", _event_text(e),

@@ -189,6 +189,7 @@ def test_ledger_command_prints_total_entries_and_remaining(tmp_path, capsys):
     assert "in words   an attacker telling apart two datasets that differ in one person's record" in out
     png = tmp_path / "privacy.png"
     assert main(["ledger", str(ledger), "--plot", str(png)]) == 0 and png.stat().st_size > 10_000
+    assert not list(tmp_path.glob(".privacy.png.*"))  # written to a temporary name and renamed into place
     capsys.readouterr()
     before = ledger.read_bytes()
     assert main(["ledger", str(ledger), "--plot", str(ledger), "--force"]) == 2  # never the ledger itself
