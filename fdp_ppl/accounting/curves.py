@@ -48,6 +48,24 @@ DELTA_FLOOR = 1e-12
 
 
 def _events(source) -> list[PrivacyEvent]:
+    """The certified privacy events of ``source`` (:func:`_all_events`): an uncertified release (MCMC whose output
+    law is not the mechanism's) has no proved privacy loss, so no curve states one for it; the ledger shows such
+    releases apart.
+
+    Raises
+    ------
+    InputError
+        Events only of uncertified releases.
+    """
+    events = _all_events(source)
+    certified = [e for e in events if e.certified]
+    if events and not certified:
+        raise InputError("only uncertified releases (MCMC whose output law is not the mechanism's): no privacy "
+                         "curve is proved for them", "use an exact (certified) sampler to state a privacy curve")
+    return certified
+
+
+def _all_events(source) -> list[PrivacyEvent]:
     """The privacy events of ``source``: an event, an iterable of events, a ledger (``.events``), a release plan
     (``.event``, or its cost as a generic (ε, δ) event when it has none) or a release file's tree (its attrs)."""
     if isinstance(source, PrivacyEvent):
@@ -56,7 +74,7 @@ def _events(source) -> list[PrivacyEvent]:
         return [_release_event(source.attrs)]
     if hasattr(source, "noise_law") and hasattr(source, "cost") and hasattr(source, "event"):  # a ReleasePlan
         if source.parts:  # a composed plan: every part's events
-            return [e for part in source.parts for e in _events(part)]
+            return [e for part in source.parts for e in _all_events(part)]
         if source.event is not None:
             return [source.event]
         return [PrivacyEvent("approx", source.epsilon, source.delta, None, source.draws)]
@@ -161,6 +179,8 @@ def privacy_profile(source, epsilons=None) -> xr.DataArray:
     source : PrivacyEvent, list of PrivacyEvent, PrivacyLedger, FileLedger, ReleasePlan or xr.DataTree
         What to read: events, a ledger's recorded events, a plan's event (or its cost as a generic (ε, δ)
         mechanism when it records none), or a release file's public attributes.
+        Only certified events count: an uncertified release (Gibbs k > 1, NUTS) has no proved privacy loss and
+        is left out (the ledger shows it apart); a source of uncertified releases alone is refused.
     epsilons : array_like, optional
         ε ≥ 0 to evaluate at (default: 0 up to where δ falls below 1e-12).
 
@@ -173,7 +193,8 @@ def privacy_profile(source, epsilons=None) -> xr.DataArray:
     Raises
     ------
     InputError
-        A negative or non-finite ε; a source with no events; a composition too large to compute tightly.
+        A negative or non-finite ε; a source with no events, or only uncertified ones; a composition too large
+        to compute tightly.
 
     See Also
     --------

@@ -123,3 +123,13 @@ def test_refusals():
         C.privacy_profile(_gaussian(2.0), [-1.0])
     with pytest.raises(InputError, match="cannot read privacy events"):
         C.privacy_profile(3.0)
+
+
+def test_uncertified_releases_have_no_curve_and_are_left_out_of_a_ledgers():
+    import dataclasses
+
+    exact = PrivacyEvent("laplace", 1.0, 0.0, 1.0)
+    mcmc = dataclasses.replace(PrivacyEvent("approx", 2.0, 0.0), certified=False)
+    with pytest.raises(InputError, match="uncertified"):
+        C.trade_off_curve(mcmc)
+    assert C.attacker_power([exact, mcmc]) == C.attacker_power(exact)
