@@ -146,13 +146,18 @@ def noise_accuracy(plan, pub: dict, *, level: float = 0.95, constant: float = 1.
     Raises
     ------
     InputError
-        ``level`` outside (0, 1) or ``samples`` < 100.
+        ``level`` outside (0, 1), ``samples`` < 100, or draws that do not fit in memory.
     """
     if not 0.0 < float(level) < 1.0:
         raise InputError(f"level must lie in (0, 1), got {level!r}", "e.g. level=0.95")
     if int(samples) < 100:
         raise InputError(f"samples must be at least 100, got {samples!r}", "e.g. samples=4000")
     scale = np.asarray(plan.noise_scale, dtype=float)
+    from ..settings import check_memory
+
+    grid_points = int(np.asarray(pub["weights"]).size)  # coefficients, their map to the grid, |noise| and its max
+    check_memory(8.0 * int(samples) * (scale.size + 3 * grid_points), f"{int(samples)} Monte Carlo noise draws",
+                 "ask for fewer samples (samples=, --samples)")
     sd = pointwise_sd(pub["design"], pub["law"].variance(scale))
     rms = float(np.sqrt(np.sum(pub["weights"] * sd**2)))
     noise = np.abs(_noise_draws(plan, pub, samples, seed))

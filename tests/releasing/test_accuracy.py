@@ -101,3 +101,10 @@ def test_density_plan_accuracy_matches_a_monte_carlo_of_the_real_mechanism():
     # margins as for mean curves: a few % relative error from 200 releases, 10% allowed
     assert abs(np.sqrt(np.mean(np.sum(w * noise**2, axis=1))) / float(acc["rms_l2_error"]) - 1) < 0.10
     assert abs(np.quantile(np.abs(noise).max(axis=1), level) / float(acc["simultaneous_halfwidth"]) - 1) < 0.10
+
+
+def test_a_monte_carlo_that_does_not_fit_in_memory_is_refused_before_any_draw():
+    basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), fp.Grid.uniform(201))
+    plan = fp.plan(fp.ICLPQRSpec(basis=basis, tau=1.0, n=100), fp.ICLP(1.0))
+    with pytest.raises(fp.InputError, match="Monte Carlo noise draws"):
+        plan.accuracy(samples=10**12)  # 8 bytes x 10^12 x 804 per draw: far beyond any machine's share
