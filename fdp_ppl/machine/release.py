@@ -48,6 +48,7 @@ from ..noise.mechanisms.base import Calibration
 from ..noise.mechanisms.gaussian import GaussianMechanism
 from ..noise.mechanisms.laplace import ICLP
 from ..noise.sampling import (
+    check_study,
     generator_attrs,
     generator_sigma,
     resolve_generator,
@@ -217,7 +218,7 @@ def gp_calibration(spec: ERMSpec, mechanism: GaussianMechanism, random_seed=None
 
 
 def gp_grid_draws(fit: ERMFit, mechanism: GaussianMechanism, k: int = 1, random_seed=None, *,
-                  generator: str | None = None) -> GPGridDraws:
+                  generator: str | None = None, study: bool = False) -> GPGridDraws:
     """``k`` GP grid releases drawn on the whitened eigen-coefficients (module docstring; no ledger).
 
     The centre is the decision function projected on the retained eigenpairs,
@@ -233,14 +234,23 @@ def gp_grid_draws(fit: ERMFit, mechanism: GaussianMechanism, k: int = 1, random_
     k : int
         Independent releases.
     random_seed : None, int, sequence, Generator or SeedSequence
-        None: fresh OS entropy and OpenDP's floating-point-safe sampler.
+        None: fresh OS entropy and OpenDP's floating-point-safe sampler. A seed needs ``study=True``: the
+        draws are releases of a fit to real records (:func:`fdp_ppl.noise.sampling.check_study`).
     generator : {None, "opendp", "pymc"}
         Override the default generator (:func:`fdp_ppl.noise.sampling.resolve_generator`).
+    study : bool
+        A study (not private): the only way to pass a ``random_seed``.
 
     Returns
     -------
     GPGridDraws
+
+    Raises
+    ------
+    InputError
+        A ``random_seed`` without ``study=True`` (before anything is drawn).
     """
+    check_study(random_seed, study)
     cal, gen = gp_calibration(fit.spec, mechanism, random_seed, generator)
     basis = grid_basis(fit.spec)
     sampler = sampler_for(mechanism.law, basis.size, gen)
@@ -555,7 +565,7 @@ class OnlineRelease:
         self.fp_safe = 0
         self.fp_safe_reason = "0: every answer is drawn by GP conditioning with float64 numpy normals"
         if grid:
-            draw = gp_grid_draws(fit, mechanism, 1, None if random_seed is None else grid_ss)
+            draw = gp_grid_draws(fit, mechanism, 1, None if random_seed is None else grid_ss, study=study)
             self.sigma = float(draw.calibration.sigma)
             pts = fit.spec.points
             self.path.condition_on_coefficients(pts, draw.basis, draw.zeta[0])

@@ -68,6 +68,44 @@ def seed_sequence(random_seed=None) -> np.random.SeedSequence:
     return np.random.SeedSequence(np.random.SeedSequence(list(random_seed)).generate_state(2).tolist())
 
 
+#: the ``study`` attribute (and the table's ``study`` row) of a study release: seeded or declared a study, so
+#: anyone who knows or guesses its seed can remove the noise; it is never charged to a ledger
+STUDY = "not private"
+
+
+def check_study(random_seed, study: bool, ledger=None) -> None:
+    """The seed rule of every release and of every helper that draws noise around data, checked before anything
+    is read: a seed needs ``study=True``, and a study is never charged to a ledger (it is not private spending).
+
+    The one check: :func:`fdp_ppl.release`, :func:`draw_releases`, :meth:`fdp_ppl.noise.mechanisms.Mechanism.simulate`
+    and the kernel machine's helpers all call it.
+
+    Raises
+    ------
+    InputError
+        A ``random_seed`` without ``study``; a ``ledger`` with ``study``.
+
+    Examples
+    --------
+    >>> from fdp_ppl.noise.sampling import check_study
+    >>> check_study(None, False), check_study(7, True)
+    (None, None)
+    >>> check_study(2**40, False)
+    Traceback (most recent call last):
+    ...
+    fdp_ppl.errors.InputError: a random_seed makes the noise reproducible by anyone who knows or guesses it, so a seeded release is not private; pass no random_seed for a real release (fresh OS entropy), or study=True for a study (recorded as study = 'not private', never charged to a ledger)
+    """
+    from ..errors import InputError
+
+    if random_seed is not None and not study:
+        raise InputError("a random_seed makes the noise reproducible by anyone who knows or guesses it, so a seeded "
+                         "release is not private", "pass no random_seed for a real release (fresh OS entropy), or "
+                         f"study=True for a study (recorded as study = {STUDY!r}, never charged to a ledger)")
+    if study and ledger is not None:
+        raise InputError("a study is not private and cannot be charged to a ledger as private spending",
+                         "drop ledger= for a study, or drop study=True and random_seed for a real release")
+
+
 class CompiledSampler:
     """Exact forward sampler of a noise law for J coefficients (see the module docstring).
 
@@ -317,18 +355,26 @@ def clear_cache() -> None:
 
 
 def draw_releases(mechanism, summary, scale, draws: int = 1, random_seed=None, progressbar: bool = False,
-                  generator: str = "pymc", calibration=None) -> tuple[np.ndarray, np.ndarray]:
+                  generator: str = "pymc", calibration=None, *, study: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Exact i.i.d. draws of released coefficients and curves (no bookkeeping, no ledger).
 
     For simulation studies (default generator ``"pymc"``: fast, seedable, not
     floating-point safe); a publication goes through :func:`fdp_ppl.release`.
     ``calibration`` is passed to the sampler (the ``"opendp"`` generator takes σ from it).
+    ``summary`` may be computed from real records, so the draws look like a release: a
+    ``random_seed`` needs ``study=True`` (:func:`check_study`, the rule of :func:`fdp_ppl.release`).
 
     Returns
     -------
     coefficients : ndarray, shape (draws, J)
     curves : ndarray, shape (draws, K)
+
+    Raises
+    ------
+    InputError
+        A ``random_seed`` without ``study=True`` (before anything is drawn); bad shapes or ``draws`` < 1.
     """
+    check_study(random_seed, study)
     sampler = sampler_for(mechanism.law, summary.n_components, generator)
     coef = sampler.draw(summary.coefficients, scale, draws, random_seed, progressbar=progressbar,
                         calibration=calibration)

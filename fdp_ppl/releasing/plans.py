@@ -23,14 +23,12 @@ import numpy as np
 
 from ..accounting import PrivacyBudget
 from ..errors import CompatibilityError, InputError
+from ..noise.sampling import STUDY, check_study  # noqa: F401  (the one seed rule, re-exported here)
 
 #: the root attributes a plan contributes to every release besides its family's own (:meth:`ReleasePlan.attrs`)
 PLAN_ATTRS = ("release_family", "epsilon", "delta", "draws", "budget_spent_epsilon", "budget_spent_delta",
               "privacy_unit", "neighbouring", "fp_safe", "certified", "noise_seeded", "guarantee", "study")
 
-#: the ``study`` attribute (and the table's ``study`` row) of a study release: seeded or declared a study, so
-#: anyone who knows or guesses its seed can remove the noise; it is never charged to a ledger
-STUDY = "not private"
 
 
 #: without a public n, a per-draw δ at least this large needs ``allow_large_delta`` (:meth:`ReleasePlan.check_delta`)
@@ -375,34 +373,6 @@ def check_scale(scale) -> None:
         raise InputError("the noise scale is not a finite positive number (the sensitivity overflows: tau or the "
                          "kernel's constants are too large, or the eigenvalues too small)",
                          "pass a smaller public tau, in the data's units")
-
-
-def check_study(random_seed, study: bool, ledger=None) -> None:
-    """The seed rule of every release, checked before anything is read: a seed needs ``study=True``, and a study
-    is never charged to a ledger (it is not private spending).
-
-    Raises
-    ------
-    InputError
-        A ``random_seed`` without ``study``; a ``ledger`` with ``study``.
-
-    Examples
-    --------
-    >>> from fdp_ppl.releasing.plans import check_study
-    >>> check_study(None, False), check_study(7, True)
-    (None, None)
-    >>> check_study(2**40, False)
-    Traceback (most recent call last):
-    ...
-    fdp_ppl.errors.InputError: a random_seed makes the noise reproducible by anyone who knows or guesses it, so a seeded release is not private; pass no random_seed for a real release (fresh OS entropy), or study=True for a study (recorded as study = 'not private', never charged to a ledger)
-    """
-    if random_seed is not None and not study:
-        raise InputError("a random_seed makes the noise reproducible by anyone who knows or guesses it, so a seeded "
-                         "release is not private", "pass no random_seed for a real release (fresh OS entropy), or "
-                         f"study=True for a study (recorded as study = {STUDY!r}, never charged to a ledger)")
-    if study and ledger is not None:
-        raise InputError("a study is not private and cannot be charged to a ledger as private spending",
-                         "drop ledger= for a study, or drop study=True and random_seed for a real release")
 
 
 def as_study(p: ReleasePlan, study: bool) -> ReleasePlan:

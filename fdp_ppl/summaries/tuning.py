@@ -99,7 +99,7 @@ def cv_score(curves, make_summary: Callable, *, mechanism=None, folds: int = 10,
         err = float(np.mean(np.sum((values[idx] - fit) ** 2 * w, axis=1)))
         if mechanism is not None:
             if draws > 0:
-                _, rel = mechanism.simulate(s, draws, rng, bound)
+                _, rel = mechanism.simulate(s, draws, rng, bound, study=True)  # CV is a study (warned above)
                 err = float(np.mean([np.mean(np.sum((values[idx] - r) ** 2 * w, axis=1)) for r in rel]))
             else:
                 err += noise_energy(mechanism, s, bound)

@@ -61,7 +61,7 @@ def monte_carlo_check(curves, mu0, setting: _Setting, *, mechanisms=MECHANISMS, 
         s = summaries[name]
         mech = mechanism_for(name, cfg)
         scale = mech.calibrate(s, bound).scale
-        _, rel = draw_releases(mech, s, scale, draws, np.random.default_rng(ss))
+        _, rel = draw_releases(mech, s, scale, draws, np.random.default_rng(ss), study=True)
         fit = s.design @ s.coefficients
         d0 = np.sum((rel - mu0) ** 2 * w, axis=1)
         d1 = np.sum((rel - fit) ** 2 * w, axis=1)

@@ -405,7 +405,7 @@ def mc_errors(summary, mech_cls, xbar, epsilons, *, bound: str = "tight", replic
     sq_sum = np.zeros(eps.size)
     ss = np.random.SeedSequence(random_seed)
     for r, child in enumerate(ss.spawn(replicates)):
-        _, curves = draw_releases(mech, summary, scale, draws, child.generate_state(2).tolist())
+        _, curves = draw_releases(mech, summary, scale, draws, child.generate_state(2).tolist(), study=True)
         xi = curves - fhat
         dot = xi @ (w * d)
         sq = (xi * xi) @ w

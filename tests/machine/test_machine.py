@@ -592,3 +592,19 @@ def test_large_kronecker_grid_release_200x200():
         assert tr["constant_data"]["eigenvalues"].size == basis.size
     assert tree.attrs["fp_safe"] == 1 and seeded.attrs["fp_safe"] == 0
     print(f"200x200: r = {basis.size}, basis {t_basis:.2f}s, opendp {t_opendp:.2f}s, seeded {t_seeded:.2f}s")
+
+
+def test_gp_grid_draws_take_a_seed_only_for_a_study():
+    """Invariant 8 at every level: ``gp_grid_draws`` releases a fit to real records, so a seed needs
+    ``study=True`` (refused before anything is drawn); with it the draws are reproducible."""
+    from fdp_ppl.machine import gp_grid_draws
+
+    X, y = labelled_points(20, 1, 6)
+    fit = ERMSpec(HALL, lam=0.1, n=20, grid_size=25).fit(X, y)
+    mech = GaussianMechanism(1.0, 1e-5)
+    with pytest.raises(InputError, match="study=True"):
+        gp_grid_draws(fit, mech, 2, 4294967300)
+    a = gp_grid_draws(fit, mech, 2, 4294967300, study=True)
+    b = gp_grid_draws(fit, mech, 2, 4294967300, study=True)
+    assert a.values.shape == (2, 25) and np.array_equal(a.values, b.values)
+    assert gp_grid_draws(fit, mech, 1).sampler.fp_safe  # unseeded: OpenDP, no study needed

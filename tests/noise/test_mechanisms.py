@@ -253,3 +253,28 @@ def test_release_rejects_wrong_types(curves, matern_basis):
         fp.release(qr(curves, matern_basis), "iclp")
     with pytest.raises(ValueError):
         fp.release(qr(curves, matern_basis), fp.ICLP(1.0), draws=0)
+
+
+def test_simulation_helpers_take_a_seed_only_for_a_study(curves, matern_basis):
+    """Invariant 8 at every level: the draws of ``Mechanism.simulate`` and ``draw_releases`` are releases of a
+    summary that may come from real records, so a seed (any size, 2**32 + 4 included) needs ``study=True`` and
+    is refused before anything is drawn, with the one error text of :func:`fdp_ppl.release`."""
+    from fdp_ppl.noise.sampling import draw_releases
+
+    s = qr(curves, matern_basis)
+    mech = fp.ICLP(1.0)
+    scale = mech.calibrate(s).scale
+    for seed in (0, 4294967300, np.random.default_rng(1), [1, 2]):
+        with pytest.raises(fp.InputError, match="study=True") as simulate:
+            mech.simulate(s, 2, seed)
+        with pytest.raises(fp.InputError, match="study=True") as draw:
+            draw_releases(mech, s, scale, 2, seed)
+        with pytest.raises(fp.InputError, match="study=True") as release:
+            fp.release(s, mech, random_seed=seed)
+        assert str(simulate.value) == str(draw.value) == str(release.value)
+    a = mech.simulate(s, 3, 4294967300, study=True)
+    b = draw_releases(mech, s, scale, 3, 4294967300, study=True)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)  # same law, same seed: the same study numbers
+    assert a[0].shape == (3, s.n_components) and a[1].shape == (3, s.grid.size)
+    assert not np.allclose(mech.simulate(s, 3)[0], a[0])  # unseeded: fresh entropy, no study needed

@@ -188,12 +188,15 @@ class Mechanism(ABC):
         col = np.sum(spec.design**2 * spec.grid.weights[:, None], axis=0)
         return float(np.sum(var * col))
 
-    def simulate(self, summary: LinearSummary, draws: int = 1, random_seed=None, bound: str = "tight"):
+    def simulate(self, summary: LinearSummary, draws: int = 1, random_seed=None, bound: str = "tight", *,
+                 study: bool = False):
         """Draws of this mechanism's releases of ``summary`` for simulation studies: no ledger, no file.
 
         The exact law of :func:`fdp_ppl.release` (:func:`fdp_ppl.noise.sampling.draw_releases`, compiled PyMC
         sampler, seedable); a publication goes through :func:`fdp_ppl.release`. Used by the cross-validation of
         :mod:`fdp_ppl.summaries.tuning`, which receives a mechanism and so never imports the noise stage.
+        ``summary`` may come from real records, so a ``random_seed`` needs ``study=True``
+        (:func:`fdp_ppl.noise.sampling.check_study`, the rule of :func:`fdp_ppl.release`).
 
         Returns
         -------
@@ -206,11 +209,12 @@ class Mechanism(ABC):
         ------
         CompatibilityError, InputError
             From :meth:`calibrate` (a summary this mechanism does not serve, an unknown ``bound``) and from the
-            sampler (``draws`` < 1).
+            sampler (``draws`` < 1); a ``random_seed`` without ``study=True`` (before anything is drawn).
         """
-        from ..sampling import draw_releases
+        from ..sampling import check_study, draw_releases
 
-        return draw_releases(self, summary, self.calibrate(summary, bound).scale, draws, random_seed)
+        check_study(random_seed, study)
+        return draw_releases(self, summary, self.calibrate(summary, bound).scale, draws, random_seed, study=study)
 
     # ---------------------------------------------------------------- PyMC
     def distribution(self, name: str, mu, scale, **kwargs):
