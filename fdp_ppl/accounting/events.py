@@ -59,6 +59,47 @@ MAX_TIGHT_EPSILON = 50.0
 _RTOL = 1e-9
 #: fields added after events were first recorded: written only when they differ from their defaults
 _LATER_FIELDS = ("unit", "group", "certified")
+#: the one neighbouring relation every sensitivity of the package is derived for (docs/DESIGN.md, "What a
+#: release protects"): one unit's records replaced, the number of units n public
+NEIGHBOURING = "replace-one"
+
+
+def _add_remove(relation: str) -> bool:
+    """Whether a neighbouring relation in words is add/remove (unbounded DP: a unit added or removed)."""
+    text = str(relation).lower()
+    return any(word in text for word in ("add", "remov", "unbounded", "insert", "delet"))
+
+
+def check_neighbouring(relation) -> str:
+    """The neighbouring relation a ledger is created for: ``"replace-one"``, the only one offered.
+
+    Add/remove (membership protected, n private) is refused: every sensitivity here is derived for
+    replace-one with n public, and a mean's add/remove sensitivity needs a private count or a public lower
+    bound on n that no family takes yet (docs/DESIGN.md, "What a release protects").
+
+    Raises
+    ------
+    InputError
+        Add/remove, or a relation that is not ``"replace-one"``.
+
+    Examples
+    --------
+    >>> from fdp_ppl.accounting.events import check_neighbouring
+    >>> check_neighbouring("replace-one")
+    'replace-one'
+    >>> check_neighbouring("add-remove")
+    Traceback (most recent call last):
+    ...
+    fdp_ppl.errors.InputError: the add/remove neighbouring relation (membership protected, n private) is not offered: every sensitivity here is derived for replace-one with n public (docs/DESIGN.md, "What a release protects"); use neighbouring='replace-one': one unit's records replaced, n published, so whether a unit is in the data is not protected
+    """
+    if isinstance(relation, str) and relation.strip().lower() == NEIGHBOURING:
+        return NEIGHBOURING
+    if isinstance(relation, str) and _add_remove(relation):
+        raise InputError("the add/remove neighbouring relation (membership protected, n private) is not offered: "
+                         "every sensitivity here is derived for replace-one with n public (docs/DESIGN.md, \"What a "
+                         "release protects\")", "use neighbouring='replace-one': one unit's records replaced, n "
+                         "published, so whether a unit is in the data is not protected")
+    raise InputError(f"unknown neighbouring relation {relation!r}", f"use neighbouring={NEIGHBOURING!r}")
 
 
 @dataclass(frozen=True)
@@ -153,6 +194,8 @@ class PrivacyEvent:
                                      "record the (epsilon, delta) the noise gives")
         if not isinstance(self.neighbouring, str) or not self.neighbouring:
             raise InputError("a privacy event needs its neighbouring relation", "e.g. neighbouring='replace-one'")
+        if _add_remove(self.neighbouring):
+            check_neighbouring(self.neighbouring)  # refused: no family derives an add/remove sensitivity
         if not isinstance(self.unit, str) or not self.unit:
             raise InputError("a privacy event needs its privacy unit", "e.g. unit='record' or unit='subject_id'")
         if isinstance(self.group, bool) or not isinstance(self.group, int) or self.group < 1:
@@ -533,5 +576,5 @@ def for_ledger(event: PrivacyEvent, unit: str | None, records_per_unit: int | No
                      "file): a ledger's unit is that of its first release")
 
 
-__all__ = ["LAWS", "PrivacyEvent", "basic_total", "composed_pld", "fits", "for_ledger", "gdp_epsilon", "guaranteed", "ledger_unit",
+__all__ = ["LAWS", "NEIGHBOURING", "PrivacyEvent", "basic_total", "check_neighbouring", "composed_pld", "fits", "for_ledger", "gdp_epsilon", "guaranteed", "ledger_unit",
            "tight_epsilon", "VALUE_DISCRETIZATION"]

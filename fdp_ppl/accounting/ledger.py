@@ -12,7 +12,10 @@ charge is Gaussian, by the μ-GDP total (the two rules with a privacy-filter the
 adaptively: :func:`~fdp_ppl.accounting.events.fits`). The tight total of other events is shown, not used.
 
 **One privacy unit per ledger.** A ledger protects one unit: the one it was created with
-(``PrivacyLedger(total, privacy_unit=...)``) or its first charge's (every event records its unit). A release
+(``PrivacyLedger(total, privacy_unit=...)``; ``PrivacyLedger.open(path, total, privacy_unit=...)`` records it,
+with the neighbouring relation, in the file's chain-covered meta fields) or its first charge's (every event
+records its unit). The relation is replace-one (n public); add/remove is refused
+(:func:`~fdp_ppl.accounting.events.check_neighbouring`). A release
 for another unit is refused, except a record-level release with a stated public bound k on each person's
 records (``records_per_unit=k``), which is charged by group privacy and recorded converted
 (:func:`~fdp_ppl.accounting.events.for_ledger`). **Uncertified releases** (MCMC without a proved guarantee)
@@ -73,7 +76,8 @@ from pathlib import Path
 
 from ..errors import BudgetExceededError, InputError, LedgerError
 from .budget import PrivacyBudget, _unchecked
-from .events import PrivacyEvent, basic_total, fits, for_ledger, gdp_epsilon, guaranteed, ledger_unit, tight_epsilon
+from .events import (PrivacyEvent, basic_total, check_neighbouring, fits, for_ledger, gdp_epsilon, guaranteed,
+                     ledger_unit, tight_epsilon)
 
 SCHEMA_VERSION = 3
 #: ``PRAGMA application_id`` of a ledger this version wrote ("fdpp"): a file that carries it is never read as
@@ -190,15 +194,15 @@ class _Totals:
         ``ledger_spent_epsilon_tight`` (the μ-GDP total at the budget's δ) when every certified charge is
         Gaussian; and, when there are uncertified charges, their count and nominal sum and the guaranteed
         (certified) basic total apart."""
-        return self._attrs_of(self.events)  # read (and, for a file, validated) once
+        return self._attrs_of(self.events, getattr(self, "privacy_unit_declared", None))  # read (validated) once
 
-    def _attrs_of(self, events) -> dict:
+    def _attrs_of(self, events, declared: str | None = None) -> dict:
         s = basic_total(events)
         r = _left(self.total, s)
         out = {"ledger_total_epsilon": self.total.epsilon, "ledger_total_delta": self.total.delta,
                "ledger_spent_epsilon": s.epsilon, "ledger_spent_delta": s.delta,
                "ledger_remaining_epsilon": r.epsilon, "ledger_remaining_delta": r.delta}
-        unit = ledger_unit(events, getattr(self, "declared_unit", None))
+        unit = ledger_unit(events, declared)
         if unit is not None:
             out["ledger_privacy_unit"] = unit
         certified = guaranteed(events)
@@ -225,6 +229,14 @@ class PrivacyLedger(_Totals):
     privacy_unit : str, optional
         The unit the ledger protects (``"record"`` or a person's column, e.g. ``"subject_id"``); default: its
         first charge's.
+    neighbouring : str
+        ``"replace-one"`` (one unit's records replaced, n public), the only relation offered; add/remove is
+        refused (:func:`~fdp_ppl.accounting.events.check_neighbouring`).
+
+    Raises
+    ------
+    InputError
+        An empty privacy unit; a neighbouring relation other than replace-one (add/remove included).
 
     Examples
     --------
@@ -256,9 +268,14 @@ class PrivacyLedger(_Totals):
     entries: list = field(default_factory=list)
     events: list = field(default_factory=list)
     privacy_unit: str | None = None
+    neighbouring: str = "replace-one"
+
+    def __post_init__(self):
+        self.privacy_unit = _check_unit(self.privacy_unit)
+        self.neighbouring = check_neighbouring(self.neighbouring)
 
     @property
-    def declared_unit(self) -> str | None:
+    def privacy_unit_declared(self) -> str | None:
         return self.privacy_unit
 
     def check(self, cost: PrivacyBudget, event: PrivacyEvent | None = None, *,
@@ -283,11 +300,23 @@ class PrivacyLedger(_Totals):
             self.privacy_unit = event.unit
 
     @staticmethod
-    def open(path, total: PrivacyBudget | None = None, *, key_file=None):
+    def open(path, total: PrivacyBudget | None = None, *, key_file=None, privacy_unit: str | None = None,
+             neighbouring: str | None = None):
         """A ledger persisted in ``path`` (SQLite), shared by processes and runs:
         :class:`FileLedger`. ``total`` is required
-        when the file is new and must match the recorded total otherwise; ``key_file`` keys its chain."""
-        return FileLedger(path, total, key_file=key_file)
+        when the file is new and must match the recorded total otherwise; ``key_file`` keys its chain;
+        ``privacy_unit`` and ``neighbouring`` are recorded when the file is new and must match otherwise."""
+        return FileLedger(path, total, key_file=key_file, privacy_unit=privacy_unit, neighbouring=neighbouring)
+
+
+def _check_unit(unit) -> str | None:
+    """A ledger's stated privacy unit: None (its first charge's) or a non-empty name."""
+    if unit is None:
+        return None
+    if not isinstance(unit, str) or not unit.strip():
+        raise InputError(f"a ledger's privacy unit must be 'record' or a column name, got {unit!r}",
+                         "e.g. privacy_unit='subject_id' (--privacy-unit subject_id)")
+    return unit.strip()
 
 
 # ---------------------------------------------------------------------------------------------------- the chain
@@ -541,11 +570,20 @@ class FileLedger(_Totals):
         The owner's key (HMAC-SHA256 chain and head log ``KEY.heads``; module docstring). Created (32 random
         bytes, mode 600) with a new ledger; required, the same file, for every later use of a keyed ledger.
         Must lie outside the ledger's directory.
+    privacy_unit : str, optional
+        The unit the ledger protects (``"record"`` or a person's column, e.g. ``"subject_id"``). Recorded at
+        creation in the chain-covered meta fields, so a release for another unit is refused (or, for a
+        record-level release with ``records_per_unit``, charged by group privacy) from the first release on;
+        default: its first charge's. For an existing ledger it must be the ledger's unit.
+    neighbouring : str, optional
+        ``"replace-one"``, recorded with a stated unit; add/remove is refused
+        (:func:`~fdp_ppl.accounting.events.check_neighbouring`).
 
     Raises
     ------
     InputError
-        A new ledger without a total, a total that differs from the recorded one, or an unusable key file.
+        A new ledger without a total, a total, unit or relation that differs from the recorded one, an
+        add/remove relation, or an unusable key file.
     LedgerError
         The file is not a ledger, is empty, fails its validation (module docstring), was downgraded to an
         earlier layout, was keyed with another key (or is keyed and no key is given), or SQLite cannot use it
@@ -565,8 +603,11 @@ class FileLedger(_Totals):
     (1, 'sha256', 1)
     """
 
-    def __init__(self, path, total: PrivacyBudget | None = None, *, key_file=None):
+    def __init__(self, path, total: PrivacyBudget | None = None, *, key_file=None, privacy_unit: str | None = None,
+                 neighbouring: str | None = None):
         self.path = Path(path).expanduser()
+        privacy_unit = _check_unit(privacy_unit)
+        neighbouring = None if neighbouring is None else check_neighbouring(neighbouring)
         if self.path.is_dir():
             raise InputError(f"the ledger path {self.path} is a directory", "pass a file name, e.g. ledger.sqlite")
         new = not self.path.exists()
@@ -575,12 +616,14 @@ class FileLedger(_Totals):
                              "pass the total budget (--budget EPSILON[,DELTA] or total=PrivacyBudget(...))")
         if new and not self.path.resolve().parent.is_dir():
             raise InputError(f"the directory of the ledger {self.path} does not exist", "create it or choose another path")
-        self._hasher, self._log, self._last = _Hasher(), None, None
+        self._hasher, self._log, self._last, self._declared = _Hasher(), None, None, None
         if key_file is not None:
             key, key_path = _read_key(key_file, self.path, create=new)
             self._hasher, self._log = _Hasher(key), _HeadLog(key_path, _Hasher(key))
         if new:
-            self._create(total)
+            stated = {} if privacy_unit is None and neighbouring is None else \
+                {"privacy_unit": privacy_unit or "", "neighbouring": neighbouring or "replace-one"}
+            self._create(total, stated)
         elif self.path.stat().st_size == 0:
             raise LedgerError(f"the ledger {self.path} is an empty file (0 bytes): a ledger is never empty, so it was "
                               "truncated or wiped and what it had spent is lost",
@@ -589,13 +632,19 @@ class FileLedger(_Totals):
         with self._session() as con:
             if self._layout(con) != "current":
                 self._migrate(con)
-            recorded = self._load(con).total
+            state = self._load(con)
+            recorded = state.total
         if total is not None and (abs(total.epsilon - recorded.epsilon) > _RTOL * recorded.epsilon
                                   or abs(total.delta - recorded.delta) > _RTOL * max(recorded.delta, 1e-300)):
             raise InputError(f"the ledger {self.path} was created with the budget epsilon={recorded.epsilon:g}, "
                              f"delta={recorded.delta:g}, not epsilon={total.epsilon:g}, delta={total.delta:g}",
                              "a budget is fixed for the life of the data: omit --budget or pass the recorded one")
         self.total = recorded
+        held = ledger_unit(state.events, self._unit_of(state))
+        if privacy_unit is not None and held is not None and privacy_unit != held:
+            raise InputError(f"the ledger {self.path} protects each {held}, not each {privacy_unit}: one ledger keeps "
+                             "one privacy unit", "omit the privacy unit, or use a ledger of its own for this unit")
+        self._declared = privacy_unit  # an existing ledger without a unit yet: this object's charges use it
 
     # ------------------------------------------------------------------ file
     def _connect(self) -> sqlite3.Connection:
@@ -638,10 +687,10 @@ class FileLedger(_Totals):
         return LedgerError(f"the ledger {self.path} is damaged or was edited: {what}",
                            "restore the file from a copy (its spending cannot be trusted); it is never reset")
 
-    def _meta_fixed(self, created_at: str, migrations: list) -> list[tuple[str, str]]:
+    def _meta_fixed(self, created_at: str, migrations: list, stated: Mapping | None = None) -> list[tuple[str, str]]:
         return [("schema_version", str(SCHEMA_VERSION)), ("created_at", str(created_at)),
                 ("chain", self._hasher.name), ("key_id", self._hasher.key_id),
-                ("migrations", json.dumps(migrations, separators=(",", ":")))]
+                ("migrations", json.dumps(migrations, separators=(",", ":"))), *dict(stated or {}).items()]
 
     def _genesis(self, con) -> str:
         """The first link: the budget row and every fixed field of the meta table (module docstring)."""
@@ -661,8 +710,10 @@ class FileLedger(_Totals):
         con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
-    def _create(self, total: PrivacyBudget) -> None:
-        """Write a new ledger to a temporary file and link it into place complete (another run's wins)."""
+    def _create(self, total: PrivacyBudget, stated: Mapping) -> None:
+        """Write a new ledger to a temporary file and link it into place complete (another run's wins); ``stated``:
+        the privacy unit (``""``: its first charge's) and neighbouring relation stated at creation (meta fields,
+        in the genesis)."""
         if self._log is not None and self._log.records(self.path, self._damaged):
             raise LedgerError(f"the key's head log {self._log.path} records charges to a ledger at {self.path}, "
                               "which is gone: it was deleted or moved", "restore it from a copy; to start a new "
@@ -677,7 +728,7 @@ class FileLedger(_Totals):
                     con.execute(sql)
                 now = _now()
                 con.execute("INSERT INTO budget VALUES (1, ?, ?, ?)", (total.epsilon, total.delta, now))
-                con.executemany("INSERT INTO meta VALUES (?, ?)", self._meta_fixed(now, []))
+                con.executemany("INSERT INTO meta VALUES (?, ?)", self._meta_fixed(now, [], stated))
                 self._set_head(con, 0, self._genesis(con))
                 con.execute("COMMIT")
             finally:
@@ -854,6 +905,8 @@ class FileLedger(_Totals):
             raise self._damaged(f"its meta table misses {', '.join(sorted(needed - set(meta)))}")
         if meta["chain"] != self._hasher.name or meta["key_id"] != self._hasher.key_id:
             raise self._wrong_key(meta)
+        if "neighbouring" in meta and meta["neighbouring"] != "replace-one":
+            raise self._damaged(f"its neighbouring relation {meta['neighbouring']!r} is not replace-one")
         prev = self._genesis(con)
         hashes = [prev]
         rows = con.execute(f"SELECT {', '.join(_COLUMNS)}, typeof(epsilon), typeof(delta) FROM entries "
@@ -930,8 +983,8 @@ class FileLedger(_Totals):
             count, head = self._last
             if count > state.count or state.hashes[count] != head:
                 raise self._damaged(f"the entry just charged (#{count}) is no longer in its chain")
-        return {**self._attrs_of(state.events[:count]), "ledger_entries": count, "ledger_head": state.hashes[count],
-                "ledger_chain": self._hasher.name}
+        return {**self._attrs_of(state.events[:count], self._unit_of(state)), "ledger_entries": count,
+                "ledger_head": state.hashes[count], "ledger_chain": self._hasher.name}
 
     def verify(self, releases=()) -> dict:
         """Validate the file (module docstring) and check that each release's ledger head is in its chain.
@@ -948,6 +1001,8 @@ class FileLedger(_Totals):
         dict
             ``entries`` (count), ``head`` (hash of the last link), ``schema_version``, ``chain`` (``"sha256"``
             or ``"hmac-sha256"``), ``migrations`` (list of dicts) and, for a migrated file, ``migrated_at``;
+            ``privacy_unit`` (stated at creation, else the first charge's; None before either) and
+            ``neighbouring`` (``"replace-one"``);
             ``releases``: ``(name, count, head)`` of each release checked; ``head_log``: the number of
             logged charges checked (keyed ledgers).
 
@@ -976,22 +1031,40 @@ class FileLedger(_Totals):
         migrations = json.loads(state.meta["migrations"])
         return {"entries": state.count, "head": state.head, "schema_version": int(state.meta["schema_version"]),
                 "chain": state.meta["chain"], "migrations": migrations,
+                "privacy_unit": ledger_unit(state.events, state.meta.get("privacy_unit") or None),
+                "neighbouring": state.meta.get("neighbouring", "replace-one"),
                 **({"migrated_at": migrations[-1]["at"]} if migrations else {}),
                 "releases": heads, **({"head_log": logged} if logged is not None else {})}
 
     # ------------------------------------------------------------------ charging
+    def _unit_of(self, state: _State) -> str | None:
+        """The unit stated for the ledger: recorded at its creation, else this object's (None: none stated)."""
+        return state.meta.get("privacy_unit") or self._declared
+
+    @property
+    def privacy_unit_declared(self) -> str | None:
+        """The unit stated at creation (recorded in the file), or given to this object; None if neither."""
+        return self._unit_of(self._state())
+
     @property
     def privacy_unit(self) -> str | None:
-        """The unit this ledger protects: its first charge's (None before any charge)."""
-        return ledger_unit(self.events)
+        """The unit this ledger protects: the one stated at creation, else its first charge's (None before any)."""
+        state = self._state()
+        return ledger_unit(state.events, self._unit_of(state))
+
+    @property
+    def neighbouring(self) -> str:
+        """The neighbouring relation of every charge: replace-one (one unit's records replaced, n public)."""
+        return self._state().meta.get("neighbouring", "replace-one")
 
     def check(self, cost: PrivacyBudget, event: PrivacyEvent | None = None, *,
               records_per_unit: int | None = None, unit: str | None = None) -> None:
         """Raise :class:`~fdp_ppl.errors.BudgetExceededError` if ``cost`` does not fit now, or
         :class:`~fdp_ppl.errors.InputError` if its unit (the event's, or ``unit`` without one) is not the
         ledger's."""
-        events = self.events
-        charged = _charged(cost, event, events, None, records_per_unit, unit)
+        state = self._state()
+        events = state.events
+        charged = _charged(cost, event, events, self._unit_of(state), records_per_unit, unit)
         if charged is not None and not fits([*events, charged], self.total):
             raise _refusal(f" in {self.path}", charged.basic, self.total, events)
 
@@ -1034,7 +1107,8 @@ class FileLedger(_Totals):
             under_lock = attempt == _ATTEMPTS  # many runs charging at once: decide under the lock, once
             snapshot = None if under_lock else self._state()
             if snapshot is not None:  # outside the lock
-                charged = for_ledger(event, ledger_unit(snapshot.events), records_per_unit)  # one unit per ledger
+                charged = for_ledger(event, ledger_unit(snapshot.events, self._unit_of(snapshot)),
+                                     records_per_unit)  # one unit per ledger
                 if not fits([*snapshot.events, charged], self.total):
                     raise _refusal(f" in {self.path}", charged.basic, self.total, snapshot.events)
             rid = self._append(snapshot, event, records_per_unit, [label, dataset, mechanism])
@@ -1055,7 +1129,7 @@ class FileLedger(_Totals):
             if snapshot is not None and (state.count, state.head) != (snapshot.count, snapshot.head):
                 con.execute("ROLLBACK")
                 return None
-            event = for_ledger(event, ledger_unit(state.events), records_per_unit)  # one unit per ledger
+            event = for_ledger(event, ledger_unit(state.events, self._unit_of(state)), records_per_unit)  # one unit
             cost = event.basic
             if snapshot is None and not fits([*state.events, event], self.total):
                 raise _refusal(f" in {self.path}", cost, self.total, state.events)

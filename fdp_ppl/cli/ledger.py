@@ -1,6 +1,8 @@
 """``fdp-ppl ledger FILE``: the total of a persistent privacy ledger, what it has spent by basic and by tight
 composition, one row per charge and what remains; ``--verify [RELEASE ...]`` validates the file (layout, numbers,
-hash chain) and checks that each release's recorded ledger head is in the chain."""
+hash chain) and checks that each release's recorded ledger head is in the chain; ``--create --budget E[,D]
+[--privacy-unit UNIT]`` creates an empty ledger with its privacy unit and neighbouring relation recorded in the chain
+before any release."""
 
 from __future__ import annotations
 
@@ -30,10 +32,40 @@ def add_subparser(sub) -> None:
                          "positives against misses of the best test telling two neighbouring datasets apart), "
                          "beside the curve the summed (epsilon, delta) alone would allow")
     lg.add_argument("--force", action="store_true", help="replace an existing --plot file (never the ledger)")
+    new = lg.add_argument_group("a new ledger")
+    new.add_argument("--create", action="store_true",
+                     help="create the ledger FILE (it must not exist) with --budget and, optionally, the privacy unit "
+                          "it protects and its neighbouring relation, recorded in its hash chain; nothing is released")
+    new.add_argument("--budget", default=None, metavar="E[,D]", help="with --create: the total budget epsilon[,delta]")
+    new.add_argument("--privacy-unit", default=None, metavar="UNIT",
+                     help="with --create: the unit the ledger protects, 'record' or the column naming a person (e.g. "
+                          "subject_id); a release for another unit is then refused, and a per-record release with "
+                          "--records-per-unit K is charged by group privacy (K x epsilon). Default: the first "
+                          "release's unit")
+    new.add_argument("--neighbouring", default=None, metavar="RELATION",
+                     help="with --create: 'replace-one' (one unit's records replaced, the number of units public), "
+                          "the only relation offered: 'add-remove' (membership protected) is refused")
 
 
 def _short_time(iso: str) -> str:
     return str(iso or "")[:19].replace("T", " ")
+
+
+def _create(a, path: Path) -> None:
+    """``--create``: a new, empty ledger with its budget, unit and relation (refused if ``path`` exists)."""
+    from ..accounting import PrivacyLedger
+    from .common import parse_budget
+
+    if getattr(a, "verify", None) is not None or getattr(a, "plot", None) is not None:
+        raise CLIError("--create makes a new, empty ledger: there is nothing to --verify or --plot yet",
+                       "drop --verify and --plot")
+    if a.budget is None:
+        raise CLIError("--create needs the ledger's total budget", "pass --budget EPSILON[,DELTA], e.g. --budget 3")
+    budget = parse_budget(a.budget)
+    if path.exists() or path.is_symlink():
+        raise CLIError(f"{a.file} exists: a ledger is never re-created", "choose a new file name")
+    PrivacyLedger.open(path, budget, key_file=getattr(a, "key_file", None), privacy_unit=a.privacy_unit,
+                       neighbouring=a.neighbouring)
 
 
 def run(a) -> int:
@@ -42,9 +74,15 @@ def run(a) -> int:
     from ..errors import FdpPplError
 
     path = Path(a.file).expanduser()
+    if getattr(a, "create", False):
+        _create(a, path)
+    elif any(getattr(a, k, None) is not None for k in ("budget", "privacy_unit", "neighbouring")):
+        raise CLIError("--budget, --privacy-unit and --neighbouring apply to --create (a new ledger)",
+                       "pass --create for a new ledger; an existing ledger keeps what it was created with")
     if not path.is_file():
         raise CLIError(f"no ledger at {a.file}", "a ledger is created by the first release with --ledger FILE "
-                                                   "--budget EPSILON[,DELTA]")
+                                                   "--budget EPSILON[,DELTA], or by fdp-ppl ledger FILE --create "
+                                                   "--budget EPSILON[,DELTA] --privacy-unit UNIT")
     releases = list(getattr(a, "verify", None) or [])
     plot = getattr(a, "plot", None)
     if plot is not None:
@@ -62,6 +100,8 @@ def run(a) -> int:
         keyed = info["chain"] == "hmac-sha256"
         rows = [("valid", "yes: layout, budget row, every entry's numbers and event, and the hash chain check out"),
                 ("entries", str(info["entries"])), ("head", info["head"]),
+                ("protects", (f"each {info['privacy_unit']}" if info["privacy_unit"] else "the unit of its first "
+                              f"release") + f" ({info['neighbouring']}: the number of units public)"),
                 ("chain", f"keyed (HMAC-SHA256); {info['head_log']} charges in the key's head log are in it" if keyed
                  else "unkeyed (SHA-256): anyone who can write the file can rewrite it consistently"),
                 ("schema", f"version {info['schema_version']}" + (f" (migrated {_short_time(info['migrated_at'])})"

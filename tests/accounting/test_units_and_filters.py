@@ -97,6 +97,64 @@ def test_file_ledger_unit_is_its_first_charge_and_survives_reopening(tmp_path):
     assert big.spent.epsilon == pytest.approx(9.0)
 
 
+
+def test_file_ledger_created_with_its_unit_refuses_or_converts_from_the_first_release(tmp_path):
+    """A unit stated at creation is in the chain-covered meta fields: it holds before any release, survives
+    reopening, and an edit of it breaks the chain."""
+    import sqlite3
+
+    from fdp_ppl.errors import LedgerError
+
+    path = tmp_path / "subjects.sqlite"
+    led = FileLedger(path, PrivacyBudget(10.0), privacy_unit="subject_id")
+    assert led.privacy_unit == "subject_id" and led.events == []
+    assert led.attrs()["ledger_privacy_unit"] == "subject_id"
+    with pytest.raises(InputError, match="protects each subject_id, but this release is per record"):
+        led.check(PrivacyBudget(1.0), unit="record")  # the early check, before any data are read
+    with pytest.raises(InputError, match="protects each subject_id, but this release is per record"):
+        led.spend(PrivacyBudget(1.0), "per scan", event=_lap())
+    assert led.records() == []  # nothing charged by the refusals
+    led.spend(PrivacyBudget(1.0), "per scan", event=_lap(), records_per_unit=8)  # the first release, converted
+    assert led.spent.epsilon == pytest.approx(8.0) and led.events[0].group == 8
+    again = FileLedger(path)
+    assert again.privacy_unit == "subject_id"
+    info = again.verify()
+    assert info["privacy_unit"] == "subject_id" and info["neighbouring"] == "replace-one"
+    with pytest.raises(InputError, match="protects each subject_id, not each record"):
+        FileLedger(path, privacy_unit="record")
+    assert FileLedger(path, privacy_unit="subject_id").spent.epsilon == pytest.approx(8.0)
+    # a record-level ledger stated at creation refuses a per-person release
+    rec = FileLedger(tmp_path / "records.sqlite", PrivacyBudget(10.0), privacy_unit="record")
+    with pytest.raises(InputError, match="protects each record, but this release is per subject_id"):
+        rec.spend(PrivacyBudget(1.0), event=_lap(unit="subject_id"))
+    # the unit is covered by the chain: rewriting it (to escape the group conversion) is refused on open
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE meta SET value = 'record' WHERE key = 'privacy_unit'")
+    con.close()
+    with pytest.raises(LedgerError, match="does not match its hash"):
+        FileLedger(path)
+
+
+def test_add_remove_neighbouring_is_refused_with_one_line(tmp_path):
+    """What a release protects is replace-one with n public (DESIGN, "What a release protects"): a ledger or an
+    event for add/remove is refused in one line naming it, and nothing is created."""
+    for make in (lambda: FileLedger(tmp_path / "ar.sqlite", PrivacyBudget(1.0), neighbouring="add-remove"),
+                 lambda: PrivacyLedger(PrivacyBudget(1.0), neighbouring="add/remove"),
+                 lambda: _lap(neighbouring="add-remove")):
+        with pytest.raises(InputError, match="add/remove neighbouring relation") as err:
+            make()
+        assert "replace-one with n public" in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "ar.sqlite").exists()
+    with pytest.raises(InputError, match="unknown neighbouring relation"):
+        FileLedger(tmp_path / "x.sqlite", PrivacyBudget(1.0), neighbouring="swap")
+    assert FileLedger(tmp_path / "ok.sqlite", PrivacyBudget(1.0), neighbouring="replace-one").neighbouring == \
+        "replace-one"
+    assert PrivacyLedger(PrivacyBudget(1.0)).neighbouring == "replace-one"
+    # the relations the families record in words stay accepted
+    per_person = "replace one subject_id (its first record kept); the number of units public"
+    for words in ("replace-one record; n public", per_person, "replace one labelled record (x, y); n public"):
+        assert _lap(neighbouring=words).neighbouring == words
+
 def test_events_recorded_before_units_read_as_record_level_and_keep_their_json():
     old = '{"count":1,"delta":0.0,"epsilon":1.0,"law":"laplace","neighbouring":"replace-one","noise_multiplier":1.0}'
     e = PrivacyEvent.from_json(old)

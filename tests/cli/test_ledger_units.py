@@ -80,3 +80,28 @@ def test_ledger_command_shows_uncertified_releases_apart(tmp_path, capsys):
     assert "uncertified epsilon 1, delta 0 in 1 release with no proved guarantee" in out
     assert "guaranteed: epsilon 1, delta 0" in out and "UNCERTIFIED" in out
     assert "not used to accept" in out  # a Laplace ledger's PLD total is shown, never used to accept
+
+
+def test_ledger_create_records_its_unit_before_any_release(tmp_path, capsys):
+    """``fdp-ppl ledger FILE --create --budget E --privacy-unit UNIT``: the first per-scan release is already refused
+    (or converted with --records-per-unit); add/remove and a second --create are refused in one line."""
+    led = tmp_path / "dti.sqlite"
+    assert main(["ledger", str(led), "--create", "--budget", "10", "--privacy-unit", "subject_id"]) == 0
+    assert "protects   each subject_id" in capsys.readouterr().out
+    assert PrivacyLedger.open(led).privacy_unit == "subject_id"
+    assert main(["ledger", str(led), "--verify"]) == 0
+    assert "each subject_id (replace-one" in capsys.readouterr().out
+    base = ["release", "--data", "dti", "--missing", "impute", "--mechanism", "iclp-qr", "--epsilon", "1",
+            "--tau", "2", "--ledger", str(led)]
+    assert main([*base, "--out", str(tmp_path / "scan.nc")]) == 2
+    assert "protects each subject_id, but this release is per record" in _one_line(capsys.readouterr().err)
+    assert main([*base, "--records-per-unit", "8", "--out", str(tmp_path / "scan.nc")]) == 0
+    assert "spent epsilon 8 of 10" in capsys.readouterr().out
+    assert main(["ledger", str(led), "--create", "--budget", "10"]) == 2
+    assert "never re-created" in _one_line(capsys.readouterr().err)
+    assert main(["ledger", str(tmp_path / "ar.sqlite"), "--create", "--budget", "1", "--neighbouring",
+                 "add-remove"]) == 2
+    assert "add/remove neighbouring relation" in _one_line(capsys.readouterr().err)
+    assert not (tmp_path / "ar.sqlite").exists()
+    assert main(["ledger", str(led), "--privacy-unit", "record"]) == 2
+    assert "apply to --create" in _one_line(capsys.readouterr().err)
