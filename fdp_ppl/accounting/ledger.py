@@ -315,7 +315,7 @@ def _check_unit(unit) -> str | None:
         return None
     if not isinstance(unit, str) or not unit.strip():
         raise InputError(f"a ledger's privacy unit must be 'record' or a column name, got {unit!r}",
-                         "e.g. privacy_unit='subject_id' (--privacy-unit subject_id)")
+                         "pass 'record' or the column naming a person, e.g. privacy_unit='subject_id'")
     return unit.strip()
 
 
