@@ -337,7 +337,10 @@ def online_plan(spec_or_fit, mechanism, *, grid: bool = False, seeded: bool = Fa
 
     if not isinstance(mechanism, GaussianMechanism):
         raise CompatibilityError("online release uses Gaussian-process noise", "pass GaussianMechanism(epsilon, delta)")
-    return replace(_plan(_spec_of(spec_or_fit), mechanism, 1, 1, seeded, online=not grid),
+    spec = _spec_of(spec_or_fit)
+    if grid:
+        grid_basis(spec)  # the grid block conditions the path on its eigenpairs (no Markov grid release here)
+    return replace(_plan(spec, mechanism, 1, 1, seeded, online=not grid),
                    label="kernel machine (online)")
 
 

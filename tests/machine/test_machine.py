@@ -303,6 +303,12 @@ def test_online_release_is_charged_what_its_plan_says(grid):
     with pytest.raises(BudgetExceededError):
         OnlineRelease(spec.fit(X, y), GaussianMechanism(0.9, 1e-5), grid=grid,
                       ledger=PrivacyLedger(PrivacyBudget(0.5, 1e-3)))
+    if grid:  # a grid the eigenbasis refuses (the OU kernel's Markov grid release is not an online prefix): no charge
+        big = ERMSpec(Exponential(0.2), lam=0.1, n=20, grid_size=7000)
+        untouched = PrivacyLedger(PrivacyBudget(3.0, 1e-3))
+        with pytest.raises(InputError, match="7000 points"):
+            OnlineRelease(big.fit(X, y), mech, grid=True, ledger=untouched)
+        assert untouched.entries == []
 
 
 def test_release_tree_ledger_and_predictions(tmp_path):
