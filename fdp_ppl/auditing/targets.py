@@ -21,10 +21,12 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import InputError
+from ..releasing.families import ALIASES, BY_NAME, NAMES
 
-FAMILIES = ("mean", "kde", "machine", "fpca")
-#: former family names, still read: the release families' one name each (:data:`fdp_ppl.releasing.families.FAMILIES`)
-FAMILY_ALIASES = {"release": "mean", "svm": "machine"}
+#: the audited families: the release families' one names (:data:`fdp_ppl.releasing.families.NAMES`)
+FAMILIES = NAMES
+#: former family names, still read (:data:`fdp_ppl.releasing.families.ALIASES`)
+FAMILY_ALIASES = ALIASES
 KDE_MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
 SVM_MECHANISMS = ("gp", "iclp")
 #: default releases per side of the FPCA audits (its exact samplers use a fixed, large proposal budget per frame)
@@ -72,18 +74,17 @@ class AuditFamily:
 #: function is audited on its own pairs and takes no family, spec or options, nor timing_calls (every call is
 #: timed); a named mechanism takes no name; the kde and machine families audit their default spec only; the FPCA
 #: NUTS samplers release one frame per call
+#: the audit hook's options per family beyond the common ones: whether it audits a caller's spec, and its
+#: mechanisms that release one draw per call (the family's builder is in :data:`_BUILDERS`)
+_AUDIT_SPEC = {"mean": True, "kde": False, "machine": False, "fpca": True}
+_PER_CALL = {"fpca": ("gp-base/nuts", "bingham/nuts")}
 AUDIT_FAMILIES: dict[str, AuditFamily] = {
     "callable": AuditFamily("callable", "an audit of a release function",
                             _EVERY + ("name", "train_fraction", "progressbar")),
-    "mean": AuditFamily("mean", "an audit of a mean-curve mechanism",
-                           ("family",) + _EVERY + ("timing_calls", "options", "spec", "train_fraction", "progressbar")),
-    "kde": AuditFamily("kde", "an audit of a kde mechanism",
-                       ("family",) + _EVERY + ("timing_calls", "options", "train_fraction", "progressbar")),
-    "machine": AuditFamily("machine", "an audit of a kernel-machine mechanism",
-                       ("family",) + _EVERY + ("timing_calls", "options", "train_fraction", "progressbar")),
-    "fpca": AuditFamily("fpca", "an audit of an fpca mechanism",
-                        ("family",) + _EVERY + ("timing_calls", "options", "spec", "train_fraction", "progressbar"),
-                        per_call=("gp-base/nuts", "bingham/nuts")),
+    **{name: AuditFamily(name, f"an audit of a {BY_NAME[name].label} mechanism",
+                         ("family",) + _EVERY + ("timing_calls", "options")
+                         + (("spec",) if _AUDIT_SPEC.get(name) else ()) + ("train_fraction", "progressbar"),
+                         per_call=_PER_CALL.get(name, ())) for name in NAMES},
 }
 
 #: keys of ``options`` the kde and machine mechanisms read

@@ -12,13 +12,12 @@ from __future__ import annotations
 import argparse  # noqa: F401  (the only import at module import time)
 
 NAME = "audit"
-FAMILIES = ("mean", "kde", "machine", "fpca")
-#: former names of two families, still accepted on the command line
-FAMILY_ALIASES = {"release": "mean", "svm": "machine"}
 
 
 def add_subparser(sub) -> None:
     """Add ``audit`` to the sub-command parsers of ``fdp-ppl``."""
+    from ..releasing.families import ALIASES, NAMES  # the family registry (a standard-library leaf module)
+
     p = sub.add_parser(
         NAME, help="empirical privacy audit: a lower bound on a mechanism's effective epsilon",
         description="Search adversarial neighbouring datasets (replace one record), draw many releases from each "
@@ -33,7 +32,7 @@ def add_subparser(sub) -> None:
                    help="release: iclp-qr, iclp-ar, frl, bernstein, gaussian, rkhs-gaussian, t-process, "
                         "laplace-process, t, knorm; kde: gp, sobolev, iclp, frl, bernstein; machine: gp, iclp; "
                         "fpca: gp-base/exact, bingham/exact, bingham/gibbs (FORM/SAMPLER)")
-    p.add_argument("--family", choices=FAMILIES + tuple(FAMILY_ALIASES), default="mean",
+    p.add_argument("--family", choices=NAMES + tuple(ALIASES), default="mean",
                    help="which release family's mechanisms: mean (fdp-ppl release, the default), kde, machine "
                         "(fdp-ppl machine), fpca; 'release' and 'svm' are the former names of mean and machine")
     p.add_argument("--epsilon", type=float, default=1.0, help="claimed epsilon (default 1)")
@@ -60,7 +59,9 @@ def add_subparser(sub) -> None:
 
 
 def _check(a):
-    a.family = FAMILY_ALIASES.get(a.family, a.family)
+    from ..releasing.families import ALIASES
+
+    a.family = ALIASES.get(a.family, a.family)
     from .common import CLIError, finite
 
     if not (finite(a.epsilon) and a.epsilon > 0):

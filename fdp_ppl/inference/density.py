@@ -434,6 +434,26 @@ def _population_draws(view: KDEView, prior: DensityPrior, size: int, rng, centre
     return out, amp
 
 
+def infer_density_dispatch(release: xr.DataTree, prior=None, *, target: str | None = None, draw: int = 0,
+                           method: str = "auto", draws: int = 1000, chains: int = 2, random_seed=None) -> xr.DataTree:
+    """:func:`fdp_ppl.infer` on a kernel density estimate release: its arguments mapped onto :func:`infer_density`.
+
+    ``target`` None or ``"summary"``: the estimate (``"kde"``); ``"population"``: the smoothed population density.
+    ``method`` ``"auto"`` or ``"exact"`` (the posterior is always drawn exactly).
+
+    Raises
+    ------
+    InputError
+        Another ``target`` or ``method``.
+    """
+    if target not in (None, "summary", "population") or method not in ("auto", "exact"):
+        raise InputError(f"a kernel density estimate release takes method='auto' or 'exact' and target None, "
+                         f"'summary' or 'population' (got method={method!r}, target={target!r})",
+                         "drop them (its posterior is always drawn exactly)")
+    return infer_density(release, prior, target="population" if target == "population" else "kde", draws=draws,
+                         chains=chains, draw=draw, random_seed=random_seed)
+
+
 def infer_density(release: xr.DataTree, prior=None, *, target: str = "kde", draws: int = 1000, chains: int = 2,
                   draw: int = 0, random_seed=None, predictive: bool = True) -> xr.DataTree:
     """Posterior of the non-private density estimate behind one private KDE release: exact draws, no MCMC.
@@ -806,6 +826,7 @@ __all__ = [
     "density_bands",
     "density_functionals",
     "infer_density",
+    "infer_density_dispatch",
     "read_kde_release",
     "resolve_density_prior",
     "sampling_covariance",

@@ -99,11 +99,15 @@ class InferenceFamily:
     options : tuple of str
         The options of :func:`infer` (:data:`OPTIONS`) that the family uses; any other option given,
         its default value included, is refused before any work.
+    hook : str
+        Qualified name of the family's inference function, called as ``hook(release, prior, **options)``
+        (empty: :func:`infer`'s own model, the mean curve's).
     """
 
     family: str
     label: str
     options: tuple[str, ...]
+    hook: str = ""
 
     def check(self, given) -> None:
         """Refuse given options the family does not take (:class:`~fdp_ppl.errors.InputError` naming them
@@ -111,17 +115,16 @@ class InferenceFamily:
         refuse_options(f"inference from a {self.label} release", given, self.options)
 
 
-#: the options each release family's inference takes (the one table :func:`infer` checks before any work)
-INFERENCE_FAMILIES: dict[str, InferenceFamily] = {
-    "mean": InferenceFamily("mean", "mean-curve", OPTIONS),  # infer's own model
-    "kde": InferenceFamily("kde", "kernel density estimate",  # inference.density.infer_density
-                               ("prior", "target", "draw", "method", "draws", "chains", "random_seed")),
-    "machine": InferenceFamily("machine", "kernel-machine",  # inference.machine.infer_machine
-                               ("prior", "target", "draw", "method", "draws", "chains", "random_seed")),
-    "fpca": InferenceFamily("fpca", "principal-components (FPCA)",  # inference.components
-                                  ("prior", "draws", "tune", "chains", "target_accept", "random_seed",
-                                   "progressbar")),
-}
+def _inference_families() -> dict[str, InferenceFamily]:
+    from ..releasing.families import FAMILIES
+
+    return {e.family: InferenceFamily(e.family, e.label, e.infer_options or OPTIONS, e.inference) for e in FAMILIES}
+
+
+#: the options each release family's inference takes and its hook (the one table :func:`infer` checks before any
+#: work), read from the family registry (:data:`fdp_ppl.releasing.families.FAMILIES`: ``label``, ``inference``,
+#: ``infer_options``)
+INFERENCE_FAMILIES: dict[str, InferenceFamily] = _inference_families()
 
 
 def inference_family(release) -> InferenceFamily:
@@ -582,25 +585,14 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
     family.check(given_options(options))
     (prior, target, draw, sampling_sd, method, draws, tune, chains, cores, target_accept, random_seed, progressbar,
      nuts_sampler) = option_values(options).values()
-    if family.family == "machine":  # kernel machines: exact draws (fdp_ppl.inference.machine)
-        from .machine import infer_machine_dispatch
+    if family.hook:  # the family's own inference (fdp_ppl.releasing.families: ReleaseEntry.inference)
+        import importlib
 
-        return infer_machine_dispatch(release, prior, target="summary" if target is None else target, method=method,
-                                      draw=draw, draws=draws, chains=chains, random_seed=random_seed)
-    if family.family == "kde":  # a density: exact draws with its own prior (fdp_ppl.inference.density)
-        from .density import infer_density
-
-        if (target is not None and target not in TARGETS) or method not in ("auto", "exact"):
-            raise InputError(f"a kernel density estimate release takes method='auto' or 'exact' and target None, "
-                             f"'summary' or 'population' (got method={method!r}, target={target!r})",
-                             "drop them (its posterior is always drawn exactly)")
-        return infer_density(release, prior, target="population" if target == "population" else "kde", draws=draws,
-                             chains=chains, draw=draw, random_seed=random_seed)
-    if family.family == "fpca":  # principal components (exponential mechanism): inference.components
-        from .components import infer_components
-
-        return infer_components(release, prior, draws=draws, tune=tune, chains=chains, target_accept=target_accept,
-                                random_seed=random_seed, progressbar=progressbar)
+        module, _, name = family.hook.rpartition(".")
+        values = dict(zip(OPTIONS, (prior, target, draw, sampling_sd, method, draws, tune, chains, cores,
+                                    target_accept, random_seed, progressbar, nuts_sampler)))
+        return getattr(importlib.import_module(module), name)(
+            release, prior, **{k: values[k] for k in family.options if k != "prior"})
     with blas_threads(rescan=True, children=True):  # PyMC chains in processes (cores > 1) too
         return _infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
                       draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,

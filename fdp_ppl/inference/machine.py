@@ -466,7 +466,7 @@ def _infer_machine(release, prior, draw, draws, chains, random_seed):
     return tree
 
 
-def infer_machine_dispatch(release: xr.DataTree, prior="gp", *, target: str = "summary", method: str = "auto",
+def infer_machine_dispatch(release: xr.DataTree, prior="gp", *, target: str | None = "summary", method: str = "auto",
                            draw: int = 0, draws: int = 1000, chains: int = 2, random_seed=None) -> xr.DataTree:
     """:func:`fdp_ppl.infer` on a kernel-machine release: its arguments mapped onto :func:`infer_machine`.
 
@@ -476,10 +476,10 @@ def infer_machine_dispatch(release: xr.DataTree, prior="gp", *, target: str = "s
     Raises
     ------
     InputError
-        ``target`` other than ``"summary"`` (the population minimiser has no sampling model here), ``method``
+        ``target`` other than ``"summary"`` or None (the population minimiser has no sampling model here), ``method``
         other than ``"auto"``/``"exact"``, or a mean-curve prior object (GPPrior, ICLPPrior, callable).
     """
-    if target != "summary":
+    if target not in (None, "summary"):
         raise InputError(f"a kernel-machine release supports target='summary' only (got {target!r})",
                          "infer the released minimiser: target='summary'")
     if method not in ("auto", "exact"):

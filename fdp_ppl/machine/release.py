@@ -35,7 +35,6 @@ Predicted labels are the sign of the released function (post-processing).
 
 from __future__ import annotations
 
-import warnings
 import weakref
 from dataclasses import dataclass
 
@@ -43,7 +42,7 @@ import numpy as np
 import xarray as xr
 
 from ..accounting.calibration import gaussian_sigma
-from ..errors import CompatibilityError, InputError, SeededReleaseWarning  # noqa: F401 (OnlineRelease warns)
+from ..errors import CompatibilityError, InputError
 from ..noise.mechanisms.base import Calibration
 from ..noise.mechanisms.gaussian import GaussianMechanism
 from ..noise.mechanisms.laplace import ICLP
@@ -77,6 +76,7 @@ FP_SAFE_REASON = {
              "sampler (reproducible, not floating-point safe)"),
     "markov": ("0: the OU path on a grid above MAX_GRID_POINTS is drawn by its Markov recursion with float64 numpy "
                "normals (no eigendecomposition at that size)"),
+    "online": "0: every answer is drawn by GP conditioning with float64 numpy normals",
 }
 
 
@@ -96,17 +96,6 @@ def _calibrate(spec: ERMSpec, mechanism):
         return sens, float(mechanism._sigma(sens.value, spec))
     raise InputError(f"kernel machines are released with GaussianMechanism or ICLP, not {type(mechanism).__name__}",
                      "use GaussianMechanism(epsilon, delta) or ICLP(epsilon)")
-
-
-def _charge(ledger, mechanism, k: int, label: str, sens=None, scale=None, dataset: str = ""):
-    cost = mechanism.budget * k  # basic composition; k·δ may reach 1 (a vacuous but valid statement)
-    if ledger is not None:
-        from ..accounting.events import PrivacyEvent
-
-        event = (PrivacyEvent.for_noise(mechanism.law.name, mechanism.epsilon, mechanism.delta, scale, sens.value, k)
-                 if sens is not None else None)
-        ledger.spend(cost, label=label, dataset=dataset, mechanism=mechanism.family, event=event)
-    return cost
 
 
 def _path(spec: ERMSpec, rng) -> GPPath:
@@ -262,14 +251,14 @@ def gp_grid_draws(fit: ERMFit, mechanism: GaussianMechanism, k: int = 1, random_
 
 def _gp_attrs(spec: ERMSpec, mechanism, sigma: float, sampler_text: str, generator: str,
               structure: str = "dense") -> dict:
-    safe = generator == "opendp"
+    safe, numpy = generator == "opendp", generator in ("markov", "online")
     return {"noise_structure": structure,"mechanism": "gp", "noise_law": "gaussian-process", "calibration": mechanism.calibration,
             "noise_kernel": f"sigma^2 K(x, y), K = the machine's kernel ({spec.kernel.name}, rho = "
                             f"{spec.kernel.rho:g}, euclidean distance)"
-                            + ("" if generator == "markov" else ", restricted to the retained eigenpairs of "
+                            + ("" if numpy else ", restricted to the retained eigenpairs of "
                                                                  "K(grid, grid)"),
             "noise_scale": float(sigma), "sigma": float(sigma), "noise_jitter": 0.0, "noise_sampler": sampler_text,
-            "noise_generator": "numpy" if generator == "markov" else generator, "fp_safe": int(safe),
+            "noise_generator": "numpy" if numpy else generator, "fp_safe": int(safe),
             "fp_safe_reason": FP_SAFE_REASON[generator]}
 
 
@@ -303,18 +292,83 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
         Wrong mechanism for the spec, draws or chains < 1, a GP grid above ``MAX_GRID_POINTS`` (except the OU
         kernel in d = 1), draws that do not fit in memory.
     """
-    from ..releasing.plans import ReleasePlan, check_draws, check_scale
+    return _plan(_spec_of(spec_or_fit), mechanism, draws, chains, seeded)
 
+
+def _spec_of(spec_or_fit) -> ERMSpec:
     spec = spec_or_fit.spec if isinstance(spec_or_fit, ERMFit) else spec_or_fit
     if not isinstance(spec, ERMSpec):
         raise CompatibilityError("a kernel-machine plan needs an ERMSpec or its fit", "pass ERMSpec(...) or its fit")
+    return spec
+
+
+def online_plan(spec_or_fit, mechanism, *, grid: bool = False, seeded: bool = False):
+    """The public plan of an :class:`OnlineRelease`: one GP release of the whole path (Hall et al. 2013, §5).
+
+    Every answer is a linear functional of one path ``f_D + σ ξ``, so the oracle is one (ε, δ) release
+    (``draws = 1``) whatever the number of queries. With ``grid=True`` it is the grid release's plan
+    (:func:`plan_release` with one draw: the same σ, raised by OpenDP's privacy map when unseeded); without,
+    σ is the mechanism's and the answers are drawn by GP conditioning (float64 numpy normals, not
+    floating-point safe). The plan's ``event`` and ``cost`` are what the ledger is charged.
+
+    Parameters
+    ----------
+    spec_or_fit : ERMSpec or ERMFit
+        An ``eta=None`` spec (GP noise).
+    mechanism : GaussianMechanism
+    grid : bool
+        The grid is released first (as one block), then the queries.
+    seeded : bool
+        A seeded study.
+
+    Returns
+    -------
+    ReleasePlan
+        Family ``"machine"``, mechanism ``"gp"``, ``draws = 1``, label ``"kernel machine (online)"``.
+
+    Raises
+    ------
+    CompatibilityError
+        Another mechanism than GaussianMechanism, or an ``eta`` spec.
+    InputError
+        ``grid=True`` on a grid :func:`grid_basis` refuses.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> from fdp_ppl.machine import ERMSpec
+    >>> from fdp_ppl.machine.release import online_plan
+    >>> spec = ERMSpec(fp.Gaussian(0.3, convention="hall"), lam=1.0, n=50, grid_size=16)
+    >>> p = online_plan(spec, fp.GaussianMechanism(1.0, 1e-5))
+    >>> p.mechanism, p.draws, p.event.count, p.cost.epsilon, p.fp_safe
+    ('gp', 1, 1, 1.0, False)
+    """
+    from dataclasses import replace
+
+    if not isinstance(mechanism, GaussianMechanism):
+        raise CompatibilityError("online release uses Gaussian-process noise", "pass GaussianMechanism(epsilon, delta)")
+    spec = _spec_of(spec_or_fit)
+    if grid:
+        grid_basis(spec)  # the grid block conditions the path on its eigenpairs (no Markov grid release here)
+    return replace(_plan(spec, mechanism, 1, 1, seeded, online=not grid),
+                   label="kernel machine (online)")
+
+
+def _plan(spec: ERMSpec, mechanism, draws, chains, seeded: bool, online: bool = False):
+    """The machine's plan (:func:`plan_release`); ``online``: the GP path answered by conditioning, no grid."""
+    from ..releasing.plans import ReleasePlan, check_draws, check_scale
+
     draws, chains = check_draws(draws, chains)
     sens, scale = _calibrate(spec, mechanism)
     k = chains * draws
     check_scale(np.atleast_1d(scale))
-    m = int(np.prod(spec.grid_size))
+    m = 0 if online else int(np.prod(spec.grid_size))
     const: dict = {}
-    if isinstance(mechanism, GaussianMechanism):
+    if online:  # every answer by GP conditioning on the path's earlier answers (GPPath)
+        mode, cal, basis, sampler, sigma = "online", None, None, None, float(scale)
+        noise_attrs = _gp_attrs(spec, mechanism, scale, "GP conditioning on the answers so far", "online", "online")
+        eps_g, dlt_g, generator, noise_scale = mechanism.epsilon, mechanism.delta, "numpy", np.atleast_1d(scale)
+    elif isinstance(mechanism, GaussianMechanism):
         if spec.ou_rho is not None and m > MAX_GRID_POINTS:  # OU in d = 1: exact Markov recursion, float64 normals
             mode, cal, basis, sampler, sigma = "markov", None, None, None, float(scale)
             noise_attrs = _gp_attrs(spec, mechanism, scale, "OU Markov (AR(1)/bridge) updates", "markov", "markov")
@@ -370,8 +424,9 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
         cost=mechanism.budget * k, privacy_unit=str(spec_attrs["privacy_unit"]), neighbouring=neighbouring,
         guarantee=f"({float(eps_g):.6g}, {float(dlt_g):.3g})-DP per draw for {neighbouring}",
         fp_safe=bool(noise_attrs["fp_safe"]), certified=True, seeded=seeded, generator=generator,
-        output={"chain": chains, "draw": draws, **dict(zip(spec.dims, (int(v) for v in spec.grid_size)))},
-        variable="decision", coords=dict(zip(spec.dims, spec.axes)),
+        output={"chain": chains, "draw": draws,
+                **({} if online else dict(zip(spec.dims, (int(v) for v in spec.grid_size))))},
+        variable="decision", coords={} if online else dict(zip(spec.dims, spec.axes)),
         units="decision value (its sign is the predicted label)",
         memory_bytes=3.0 * 8.0 * k * 2 * m, label="kernel machine", attrs=attrs,
         state=(spec, mechanism, mode, cal, basis, sampler, sigma, const))
@@ -517,11 +572,19 @@ class OnlineRelease:
     mechanism : GaussianMechanism
     grid : bool
         Release the spec's grid first (as one block), then answer queries.
-    random_seed, ledger, label, study
-        As in :func:`fdp_ppl.release` (a seed needs ``study=True``; a study takes no ledger).
+    random_seed, ledger, label, dataset, records_per_unit, allow_large_delta, study
+        As in :func:`fdp_ppl.release` (a seed needs ``study=True``; a study takes no ledger): the ledger is
+        charged by the protocol's one charge step (:func:`fdp_ppl.releasing.draw.charge`) with ``plan.cost`` and
+        ``plan.event``, after every public refusal and the seed warning, before any draw.
 
     Attributes
     ----------
+    plan : ReleasePlan
+        The oracle's public plan (:func:`online_plan`): what the ledger was charged.
+    cost : PrivacyBudget
+        ``plan.cost``.
+    ledger_attrs : dict
+        The group-privacy record of the charge (a record-level plan on a person-level ledger), else empty.
     sigma : float
         The noise scale of every answer (OpenDP's σ when the grid went through OpenDP).
     grid_values : ndarray, shape (m,) or None
@@ -536,26 +599,29 @@ class OnlineRelease:
     CompatibilityError
         ICLP or an ``eta`` spec (an eigen-coefficient release has no online mode here).
     InputError
-        ``grid=True`` on a grid :func:`grid_basis` refuses.
+        ``grid=True`` on a grid :func:`grid_basis` refuses; a δ above 1/n without ``allow_large_delta``; what
+        the ledger refuses (:func:`fdp_ppl.release`).
+    BudgetExceededError
+        The ledger cannot pay; nothing is drawn.
     """
 
     def __init__(self, fit: ERMFit, mechanism, *, grid: bool = False, random_seed=None, ledger=None,
-                 label: str = "kernel machine (online)", study: bool = False):
-        from ..releasing.plans import check_study
+                 label: str = "", dataset: str = "", records_per_unit: int | None = None,
+                 allow_large_delta: bool = False, study: bool = False):
+        from ..releasing.draw import charge, warn_seeded
+        from ..releasing.plans import as_study, check_study
 
         check_study(random_seed, study, ledger)  # a seed only for a study, and a study on no ledger
-        if not isinstance(mechanism, GaussianMechanism):
-            raise CompatibilityError("online release uses Gaussian-process noise",
-                                     "pass GaussianMechanism(epsilon, delta)")
+        # the protocol of fdp_ppl.release: plan (every public refusal) -> warn -> charge -> draw
+        self.plan = as_study(online_plan(fit.spec, mechanism, grid=grid, seeded=random_seed is not None), study)
+        self.plan.check_delta(allow_large_delta or self.plan.study)
         self.fit = fit
-        self.sensitivity, self.sigma = _calibrate(fit.spec, mechanism)
         self.mechanism = mechanism
-        if grid:
-            grid_basis(fit.spec)  # refuse a too-large grid before charging (the prefix factor is r x r)
-        self.cost = _charge(ledger, mechanism, 1, label, self.sensitivity, self.sigma)
+        self.sigma = float(self.plan.noise_multiplier)
         if random_seed is not None:
-            warnings.warn("seeded online release: private only while the seed stays secret", SeededReleaseWarning,
-                          stacklevel=2)
+            warn_seeded("kernel-machine (online)")
+        self.ledger_attrs = charge(self.plan, ledger, label=label, dataset=dataset, records_per_unit=records_per_unit)
+        self.cost = self.plan.cost
         self.seeded = random_seed is not None
         ss = seed_sequence(random_seed)
         grid_ss, path_ss = ss.spawn(2)
@@ -563,7 +629,8 @@ class OnlineRelease:
         self._answers: dict = {}
         self.grid_values = None
         self.fp_safe = 0
-        self.fp_safe_reason = "0: every answer is drawn by GP conditioning with float64 numpy normals"
+        self.fp_safe_reason = FP_SAFE_REASON["online"]
+        self.generator = self.plan.generator
         if grid:
             draw = gp_grid_draws(fit, mechanism, 1, None if random_seed is None else grid_ss, study=study)
             self.sigma = float(draw.calibration.sigma)
@@ -600,4 +667,5 @@ class OnlineRelease:
         return len(self.path)
 
 
-__all__ = ["KIND", "MAX_COMPONENTS", "MAX_GRID_POINTS", "MAX_KRONECKER_POINTS", "GPGridDraws", "OnlineRelease", "erm_model", "gp_calibration", "gp_grid_draws", "grid_basis", "predict_labels"]
+__all__ = ["KIND", "MAX_COMPONENTS", "MAX_GRID_POINTS", "MAX_KRONECKER_POINTS", "GPGridDraws", "OnlineRelease", "erm_model",
+           "gp_calibration", "gp_grid_draws", "grid_basis", "online_plan", "predict_labels"]

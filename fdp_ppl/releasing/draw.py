@@ -157,21 +157,55 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
     plan.check_delta(allow_large_delta or plan.study)  # a study is no release: any delta
     extra = _provenance(provenance, plan)
     if seeded:
-        warnings.warn(f"the {entry.family} release is drawn from the given random_seed: anyone who learns the seed "
-                      "can regenerate the noise and remove it, so the release is private only while the seed stays "
-                      "secret; pass no seed for a real release (fresh OS entropy)", SeededReleaseWarning, stacklevel=2)
+        warn_seeded(entry.family)
     recorded = plan
     for earlier in reversed(tuple(composed_with or ())):
         if not isinstance(earlier, ReleasePlan):
             raise InputError("composed_with takes the ReleasePlans already charged", "e.g. composed_with=(bw_plan,)")
         recorded = earlier.then(recorded)
-    if ledger is not None:  # charged before any draw: a failure after this point never refunds
-        unit = {} if records_per_unit is None else {"records_per_unit": records_per_unit}
-        ledger.spend(plan.cost, label or plan.label, dataset=dataset, mechanism=plan.mechanism, event=plan.event,
-                     **unit)
-        extra = {**extra, **_group_attrs(plan, ledger, records_per_unit)}
+    extra = {**extra, **charge(plan, ledger, label=label, dataset=dataset, records_per_unit=records_per_unit)}
     tree = entry.resolve("draw")(fitted, plan, random_seed=random_seed, progressbar=bool(progressbar))
     return _record(tree, recorded, extra, ledger)
+
+
+def charge(plan, ledger, *, label: str = "", dataset: str = "", records_per_unit: int | None = None) -> dict:
+    """The protocol's charge step: ``plan.cost`` with ``plan.event`` spent on ``ledger`` (nothing when it is None).
+
+    The one place a release is charged (:func:`release`, :class:`fdp_ppl.machine.OnlineRelease`): after every
+    public check and the seed warning, before any draw; a failure after it never refunds.
+
+    Parameters
+    ----------
+    plan : ReleasePlan
+    ledger : PrivacyLedger, FileLedger or None
+    label, dataset : str
+        Ledger label (empty: ``plan.label``) and dataset identity.
+    records_per_unit : int, optional
+        Public bound on records per person, for a record-level plan charged to a person-level ledger.
+
+    Returns
+    -------
+    dict
+        The group-privacy attributes to record (``ledger_charged_epsilon``, ...; empty when none apply).
+
+    Raises
+    ------
+    BudgetExceededError, InputError
+        From the ledger (the cost does not fit; a privacy unit it does not hold).
+    """
+    if ledger is None:
+        return {}
+    unit = {} if records_per_unit is None else {"records_per_unit": records_per_unit}
+    ledger.spend(plan.cost, label or plan.label, dataset=dataset, mechanism=plan.mechanism, event=plan.event, **unit)
+    return _group_attrs(plan, ledger, records_per_unit)
+
+
+def warn_seeded(family: str, stacklevel: int = 3) -> None:
+    """The protocol's seed warning (:class:`~fdp_ppl.errors.SeededReleaseWarning`), before the charge."""
+    warnings.warn(f"the {family} release is drawn from the given random_seed: anyone who learns the seed "
+                  "can regenerate the noise and remove it, so the release is private only while the seed stays "
+                  "secret; pass no seed for a real release (fresh OS entropy)", SeededReleaseWarning,
+                  stacklevel=stacklevel)
 
 
 def _group_attrs(plan, ledger, records_per_unit) -> dict:
@@ -450,4 +484,4 @@ def _template(summary: LinearSummary, scale: np.ndarray, scale_description: str)
     return template
 
 
-__all__ = ["release", "plan_release", "draw_release", "accuracy_release"]
+__all__ = ["release", "charge", "warn_seeded", "plan_release", "draw_release", "accuracy_release"]

@@ -48,6 +48,17 @@ class ReleaseEntry:
         The mechanisms to use, for the refusal of a wrong one.
     plan_options : tuple of str
         Options only :func:`fdp_ppl.plan` takes from a spec (``n`` of an FPCA spec: a fit carries it).
+    label : str
+        The family in words, for messages (``"kernel-machine"``: "inference from a kernel-machine release ...").
+    legacy_names : tuple of str
+        Former names of the family, still read where a family is named (``fp.audit(family=...)``,
+        ``fdp-ppl audit --family``).
+    inference : str
+        Qualified name (``module.function``) of the family's inference hook, which :func:`fdp_ppl.infer` calls as
+        ``hook(release, prior, **options)`` with the options in ``infer_options`` (empty: ``infer``'s own model).
+    infer_options : tuple of str
+        The options of :func:`fdp_ppl.infer` the family's inference takes (empty: every one); any other given is
+        refused, naming these.
     """
 
     family: str
@@ -60,6 +71,10 @@ class ReleaseEntry:
     options: tuple[str, ...] = ()
     hint: str = ""
     plan_options: tuple[str, ...] = ()
+    label: str = ""
+    legacy_names: tuple[str, ...] = ()
+    inference: str = ""
+    infer_options: tuple[str, ...] = ()
 
     def resolve(self, hook: str) -> Callable:
         """The family's ``plan`` or ``draw`` hook (imported with :mod:`importlib`)."""
@@ -94,23 +109,38 @@ _MEAN_MECHANISM = "fdp_ppl.noise.mechanisms.base.Mechanism"
 _GAUSSIAN = "fdp_ppl.noise.mechanisms.gaussian.GaussianMechanism"
 _ICLP = "fdp_ppl.noise.mechanisms.laplace.ICLP"
 
-#: the families, in the order their classes are searched (a KDE spec is a SummarySpec: it comes first)
+#: the families, one line each (dispatch follows the fitted object's class hierarchy: a KDE spec, a SummarySpec too,
+#: is found as a KDE spec); their order is the order names are listed in (the mean family, the default, first)
 FAMILIES: tuple[ReleaseEntry, ...] = (
-    ReleaseEntry("kde", "kde_release", (), "fdp_ppl.kde.release", ("fdp_ppl.kde.gaussian.KDESummary",),
-                 ("fdp_ppl.kde.gaussian.KDESpec",), (_MEAN_MECHANISM,), ("bound", "generator", "chains"),
-                 "GaussianMechanism(epsilon, delta) for KDESpec / SobolevKDESpec, ICLP(epsilon) for ICLPKDESpec"),
     ReleaseEntry("mean", "mean_release", ("release",), "fdp_ppl.releasing.draw", ("fdp_ppl.summaries.base.LinearSummary",),
                  ("fdp_ppl.summaries.base.SummarySpec",), (_MEAN_MECHANISM,),
                  ("bound", "generator", "allow_nonprivate"),
                  "ICLP(epsilon), FRL(epsilon), Bernstein(epsilon), GaussianMechanism(epsilon, delta) or an "
-                 "elliptical mechanism"),
+                 "elliptical mechanism", label="mean-curve", legacy_names=("release",)),
+    ReleaseEntry("kde", "kde_release", (), "fdp_ppl.kde.release", ("fdp_ppl.kde.gaussian.KDESummary",),
+                 ("fdp_ppl.kde.gaussian.KDESpec",), (_MEAN_MECHANISM,), ("bound", "generator", "chains"),
+                 "GaussianMechanism(epsilon, delta) for KDESpec / SobolevKDESpec, ICLP(epsilon) for ICLPKDESpec",
+                 label="kernel density estimate", inference="fdp_ppl.inference.density.infer_density_dispatch",
+                 infer_options=("prior", "target", "draw", "method", "draws", "chains", "random_seed")),
     ReleaseEntry("machine", "machine_release", ("erm_release",), "fdp_ppl.machine.release", ("fdp_ppl.machine.machine.ERMFit",), ("fdp_ppl.machine.machine.ERMSpec",),
                  (_GAUSSIAN, _ICLP), ("chains",),
-                 "GaussianMechanism(epsilon, delta) (eta=None specs) or ICLP(epsilon) (eta > 1 specs)"),
+                 "GaussianMechanism(epsilon, delta) (eta=None specs) or ICLP(epsilon) (eta > 1 specs)",
+                 label="kernel-machine", legacy_names=("svm",),
+                 inference="fdp_ppl.inference.machine.infer_machine_dispatch",
+                 infer_options=("prior", "target", "draw", "method", "draws", "chains", "random_seed")),
     ReleaseEntry("fpca", "fpca_release", ("expmech_fpca",), "fdp_ppl.fpca.release", ("fdp_ppl.fpca.fpca.FPCAFit",),
                  ("fdp_ppl.fpca.fpca.FPCASpec",), ("fdp_ppl.fpca.mechanism.ExponentialMechanism",), (),
-                 "ExponentialMechanism(sampler='exact') (epsilon is the FPCASpec's)", ("n",)),
+                 "ExponentialMechanism(sampler='exact') (epsilon is the FPCASpec's)", ("n",),
+                 label="principal-components (FPCA)", inference="fdp_ppl.inference.components.infer_components",
+                 infer_options=("prior", "draws", "tune", "chains", "target_accept", "random_seed", "progressbar")),
 )
+
+#: the families' one names, in :data:`FAMILIES` order
+NAMES: tuple[str, ...] = tuple(e.family for e in FAMILIES)
+#: former family name -> its one name (still read where a family is named)
+ALIASES: dict[str, str] = {old: e.family for e in FAMILIES for old in e.legacy_names}
+#: family name -> entry
+BY_NAME: dict[str, ReleaseEntry] = {e.family: e for e in FAMILIES}
 
 #: file kind (current and former) -> family name: how readers (inference, plots, the command line) tell families apart
 KINDS: dict[str, str] = {k: e.family for e in FAMILIES for k in (e.kind, *e.legacy_kinds)}
@@ -139,5 +169,5 @@ def entry_for(spec_or_fit) -> ReleaseEntry | None:
     return _lookup(PLANS, spec_or_fit) or _lookup(RELEASES, spec_or_fit)
 
 
-__all__ = ["COMMON_OPTIONS", "FAMILIES", "KINDS", "FAMILY_OPTIONS", "PLANS", "RELEASES", "ReleaseEntry", "entry_for",
+__all__ = ["ALIASES", "BY_NAME", "COMMON_OPTIONS", "FAMILIES", "KINDS", "NAMES", "FAMILY_OPTIONS", "PLANS", "RELEASES", "ReleaseEntry", "entry_for",
            "release_entry"]

@@ -262,6 +262,55 @@ def test_online_release_repeat_queries_and_grid_consistency():
         assert np.array_equal(again.query(spec.points), g)
 
 
+@pytest.mark.parametrize("grid", [False, True])
+def test_online_release_is_charged_what_its_plan_says(grid):
+    """The online oracle runs the release protocol's one charge step (DESIGN: the plan is what the ledger is
+    charged): the ledger's row is the plan's cost, event (law, σ, Δ, count 1, privacy unit) and label; with the
+    grid first, the plan and σ are the grid release's (fp.plan with one draw)."""
+    from fdp_ppl.io.units import PrivacyUnit
+    from fdp_ppl.machine.release import online_plan
+
+    X, y = labelled_points(20, 1, 6)
+    mech = GaussianMechanism(1.0, 1e-5)
+    spec = ERMSpec(HALL, lam=0.1, n=20, grid_size=25)
+    ledger = PrivacyLedger(PrivacyBudget(3.0, 1e-3))
+    online = OnlineRelease(spec.fit(X, y), mech, grid=grid, ledger=ledger, dataset="points")
+    plan = online.plan
+    assert plan.event == online_plan(spec, mech, grid=grid).event and plan.cost == online_plan(spec, mech).cost
+    assert ledger.entries == [(plan.label, plan.cost)] and plan.label == "kernel machine (online)"
+    assert ledger.events == [plan.event] and plan.event.count == 1 and plan.event.unit == "record"
+    assert plan.event.law == "gaussian" and plan.event.noise_multiplier == pytest.approx(online.sigma / plan.sensitivity)
+    assert online.cost == plan.cost == PrivacyBudget(1.0, 1e-5) and online.ledger_attrs == {}
+    if grid:  # the grid block is the grid release: the same plan as fp.plan's (σ raised by OpenDP's map)
+        assert plan.event == fp.plan(spec, mech).event and online.sigma == pytest.approx(fp.plan(spec, mech).noise_multiplier)
+    else:
+        assert online.sigma == pytest.approx(plan.noise_multiplier) and not plan.fp_safe
+    # a person-level spec: the event is stated for its unit, as fp.release states it
+    units = np.repeat(np.arange(10), 2)
+    per_person = ERMSpec(HALL, lam=0.1, n=10, grid_size=25, privacy_unit=PrivacyUnit("subject", max_contributions=1))
+    people = PrivacyLedger(PrivacyBudget(3.0, 1e-3), privacy_unit="subject")
+    online = OnlineRelease(per_person.fit(X, y, units=units), mech, grid=grid, ledger=people)
+    assert people.events == [online.plan.event] and online.plan.event.unit == "subject"
+    assert online.plan.event == fp.plan(per_person, mech).event or not grid
+    # a record-level oracle on a person-level ledger: refused without a public bound, group privacy with one
+    with pytest.raises(InputError):
+        OnlineRelease(spec.fit(X, y), mech, grid=grid, ledger=PrivacyLedger(PrivacyBudget(9.0, 1e-2),
+                                                                              privacy_unit="subject"))
+    grouped = PrivacyLedger(PrivacyBudget(9.0, 1e-2), privacy_unit="subject")
+    online = OnlineRelease(spec.fit(X, y), mech, grid=grid, ledger=grouped, records_per_unit=2)
+    assert grouped.spent.epsilon == pytest.approx(2.0) and online.ledger_attrs["ledger_records_per_unit"] == 2
+    # more than the ledger holds: refused at the charge, nothing drawn
+    with pytest.raises(BudgetExceededError):
+        OnlineRelease(spec.fit(X, y), GaussianMechanism(0.9, 1e-5), grid=grid,
+                      ledger=PrivacyLedger(PrivacyBudget(0.5, 1e-3)))
+    if grid:  # a grid the eigenbasis refuses (the OU kernel's Markov grid release is not an online prefix): no charge
+        big = ERMSpec(Exponential(0.2), lam=0.1, n=20, grid_size=7000)
+        untouched = PrivacyLedger(PrivacyBudget(3.0, 1e-3))
+        with pytest.raises(InputError, match="7000 points"):
+            OnlineRelease(big.fit(X, y), mech, grid=True, ledger=untouched)
+        assert untouched.entries == []
+
+
 def test_release_tree_ledger_and_predictions(tmp_path):
     X, y = labelled_points(30, 2, 8)
     spec = ERMSpec(HALL, lam=0.05, n=30, domain=[[0, 1], [0, 1]], grid_size=(8, 9))
@@ -326,10 +375,10 @@ def test_bad_inputs_refused():
 
 def test_many_draws_compose_even_when_k_delta_reaches_one():
     """Basic composition of 20 draws at δ = 0.1 is (20ε, 2): vacuous but valid; it must not raise."""
-    from fdp_ppl.machine.release import _charge
     from fdp_ppl.noise.mechanisms import GaussianMechanism
 
-    cost = _charge(None, GaussianMechanism(1.0, 0.1, calibration="classical"), 20, "test")
+    spec = ERMSpec(HALL, lam=0.1, n=30, grid_size=10)
+    cost = fp.plan(spec, GaussianMechanism(1.0, 0.1, calibration="classical"), draws=20).cost
     assert cost.epsilon == pytest.approx(20.0) and cost.delta == pytest.approx(2.0)
 
 

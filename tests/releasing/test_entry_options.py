@@ -1,13 +1,13 @@
 """Every entry point refuses the options a family does not take.
 
-A sweep over every family × every entry point (``fp.infer``, ``fp.audit``, ``fp.release``) × every option the
+A sweep over every family × every entry point (``fp.infer``, ``fp.audit``, ``fp.release``, ``fp.plan``) × every option the
 entry point has: an option the family does not take is refused with an ``InputError`` that names it and lists the
 options the family takes — passing its default value explicitly included (``fp.infer``, ``fp.audit``) — before any
 work (the family's function, ``build_target`` or the release function is a stub that would record the call); an
 option it takes is not refused, and reaches the family's function with the value given.
 
 ``fp.release`` is swept with its own checks (``bound``, ``generator``, ``chains``, ``allow_nonprivate``:
-``None`` means not given there). ``fp.audit`` is a plain function whatever the import order.
+``None`` means not given there), ``fp.plan`` with the same and ``n`` (an FPCA spec's) and a name no family takes. ``fp.audit`` is a plain function whatever the import order.
 """
 
 from __future__ import annotations
@@ -332,6 +332,32 @@ def test_release_option_sweep(fits, release_work, family, option):
     takes = [o for o in entry.options if o in _RELEASE_OPTIONS]
     assert info.value.message == f"a {entry.family} release takes no {option}"
     assert f"(its options: {', '.join(takes) or 'none'})" in info.value.fix
+
+
+# ---------------------------------------------------------------------- fp.plan (the release's checks, from a spec)
+_PLAN_VALUES = {**_RELEASE_VALUES, "n": 10, "shrink": 0.5}  # every family option fp.plan knows, and one it does not
+
+
+@pytest.mark.parametrize("family", list(_RELEASE_FAMILY))
+@pytest.mark.parametrize("option", list(_PLAN_VALUES))
+def test_plan_option_sweep(fits, release_work, family, option):
+    """fp.plan from a public spec refuses, before the family's plan hook, every option the family does not take
+    (an unknown name too), naming the options it takes; an option it takes reaches the hook as given."""
+    from fdp_ppl.releasing.families import FAMILY_OPTIONS
+
+    assert set(_PLAN_VALUES) - {"shrink"} == set(FAMILY_OPTIONS)
+    fitted, mech = fits[family]
+    (entry,) = [e for e in RELEASES.values() if e.family == _RELEASE_FAMILY[family]]
+    takes = entry.options + entry.plan_options
+    if option in takes:
+        with pytest.raises(_Reached) as reached:
+            fp.plan(fitted.spec, mech, **{option: _PLAN_VALUES[option]})
+        assert reached.value.args[0][option] == _PLAN_VALUES[option]
+        return
+    with pytest.raises(InputError) as info:
+        fp.plan(fitted.spec, mech, **{option: _PLAN_VALUES[option]})
+    assert info.value.message == f"a {entry.family} plan takes no {option}"
+    assert info.value.fix.endswith(f"(its options: {', '.join(takes) or 'none'})")
 
 
 # ---------------------------------------------------------------------- fp.audit is a function

@@ -336,6 +336,40 @@ def test_one_name_per_family_everywhere():
     assert set(ALIASES.values()) <= set(COMMANDS)
 
 
+def test_inference_and_audit_tables_are_read_from_the_registry():
+    """The inference and audit dispatch tables have the registry's families as keys, in its order, and its former
+    names as aliases (fp.audit and the command line); every family's inference hook resolves and takes exactly
+    the options its table names, and every family has an audit builder: adding a family is its folder, one
+    registry line and its inference and audit hooks."""
+    import importlib
+    import inspect
+
+    from fdp_ppl.auditing import targets
+    from fdp_ppl.cli import build_parser
+    from fdp_ppl.inference.infer import INFERENCE_FAMILIES, OPTIONS
+    from fdp_ppl.releasing.families import ALIASES, FAMILIES, NAMES
+
+    assert NAMES == tuple(e.family for e in FAMILIES) and NAMES[0] == "mean"
+    assert tuple(INFERENCE_FAMILIES) == NAMES == targets.FAMILIES
+    assert tuple(k for k in targets.AUDIT_FAMILIES if k != "callable") == NAMES
+    assert set(targets._BUILDERS) == set(NAMES) and targets.FAMILY_ALIASES == ALIASES
+    assert ALIASES == {"release": "mean", "svm": "machine"}
+    for e in FAMILIES:
+        inf = INFERENCE_FAMILIES[e.family]
+        assert inf.label == e.label and e.label and set(inf.options) <= set(OPTIONS)
+        assert targets.AUDIT_FAMILIES[e.family].label == f"an audit of a {e.label} mechanism"
+        if not e.inference:  # infer's own model takes every option
+            assert inf.options == OPTIONS
+            continue
+        module, _, name = e.inference.rpartition(".")
+        params = inspect.signature(getattr(importlib.import_module(module), name)).parameters
+        assert list(params)[:2] == ["release", "prior"] and set(inf.options) - {"prior"} <= set(params), e.family
+    parser = build_parser()
+    audit = next(a for a in parser._subparsers._group_actions[0].choices["audit"]._actions
+                 if a.dest == "family")
+    assert tuple(audit.choices) == NAMES + tuple(ALIASES)
+
+
 @pytest.mark.parametrize("kind, family", [("release", "mean"), ("erm_release", "machine"),
                                           ("expmech_fpca", "fpca"), ("kde_release", "kde")])
 def test_files_of_the_former_kinds_are_still_read(kind, family, mean_summary, kde_fit, erm_fit, fpca_fit):
