@@ -356,8 +356,8 @@ def accuracy_release(plan, *, eigengap=None, level: float = 0.95, samples: int =
     Raises
     ------
     InputError
-        An eigengap outside (0, 1], ``level`` outside (0, 1), ``samples`` < 100, or a law the rejection sampler
-        cannot draw within its budget (``gp-base`` with a large ``n ε g``).
+        An eigengap outside (0, 1], ``level`` outside (0, 1), ``samples`` < 100 or too many to fit in memory, or a
+        law the rejection sampler cannot draw within its budget (``gp-base`` with a large ``n ε g``).
 
     Examples
     --------
@@ -382,6 +382,10 @@ def accuracy_release(plan, *, eigengap=None, level: float = 0.95, samples: int =
     if int(samples) < 100:
         raise InputError(f"samples must be at least 100, got {samples!r}", "e.g. samples=1000")
     n, m, k = int(plan.attrs["n"]), spec.m, spec.k
+    from ..settings import check_memory
+
+    check_memory(8.0 * int(samples) * (3 * m * k + 4), f"{int(samples)} Monte Carlo frames",
+                 "ask for fewer samples (samples=, --samples)")
     top = np.zeros(m)
     top[:k] = 1.0
     rng = np.random.default_rng(seed)
