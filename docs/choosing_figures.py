@@ -13,12 +13,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.ticker import NullFormatter, ScalarFormatter  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-import fdp_ppl as fp  # noqa: E402
-from fdp_ppl.releasing.accuracy import largest_tau, smallest_epsilon  # noqa: E402
+import fdp_ppl as fp
+from fdp_ppl.releasing.accuracy import largest_tau, smallest_epsilon
 
 SAMPLES = 500  # Monte Carlo draws of the public noise law per plan (quantiles to ~2%)
 GRID = fp.Grid.uniform(101)
@@ -30,12 +30,18 @@ def mean_spec(tau=1.0, rho=0.1):
     return fp.ICLPQRSpec(basis=fp.eigenbasis(fp.Matern(rho=rho, nu=1.5), GRID), tau=tau, n=N)
 
 
-def plain(*axes) -> None:
-    """Plain numbers on log axes (no 2 x 10^-1 minor labels)."""
-    for ax in axes:
+def save(fig, path: Path, *legends) -> None:
+    """Legends on ``legends``, plain numbers on every log axis (no 2 x 10^-1 minor labels), then write ``path``."""
+    for ax in legends:
+        ax.legend(fontsize=7)
+    for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
-            axis.set_major_formatter(ScalarFormatter())
-            axis.set_minor_formatter(NullFormatter())
+            if axis.get_scale() == "log":
+                axis.set_major_formatter(ScalarFormatter())
+                axis.set_minor_formatter(NullFormatter())
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def figure_epsilon(out: Path) -> None:
@@ -58,11 +64,7 @@ def figure_epsilon(out: Path) -> None:
     ax.set_xlabel("epsilon per release")
     ax.set_ylabel("noise half-width (data units, tau = 1)")
     ax.set_title(f"Mean curve, n = {N}, Matern 3/2 basis (rho = 0.1), tau = 1")
-    ax.legend(fontsize=7)
-    plain(ax)
-    fig.tight_layout()
-    fig.savefig(out / "width_vs_epsilon.png", dpi=110)
-    plt.close(fig)
+    save(fig, out / "width_vs_epsilon.png", ax)
 
 
 def figure_tau_and_basis(out: Path) -> None:
@@ -87,11 +89,7 @@ def figure_tau_and_basis(out: Path) -> None:
                    label="bias of the constant 0.5 (shrinkage)")
     right.set_xlabel("basis length-scale rho (Matern 3/2)")
     right.set_title("ICLP, epsilon = 1, tau = 1: the basis")
-    right.legend(fontsize=7)
-    plain(left, right)
-    fig.tight_layout()
-    fig.savefig(out / "tau_and_basis.png", dpi=110)
-    plt.close(fig)
+    save(fig, out / "tau_and_basis.png", right)
 
 
 def figure_families(out: Path) -> None:
@@ -109,7 +107,6 @@ def figure_families(out: Path) -> None:
     left.set_xlabel("stated margin |f(x)| (label units)")
     left.set_ylabel("probability")
     left.set_title("Kernel SVM, n = 1000, GP noise (delta = 1e-6)")
-    left.legend(fontsize=7)
     gaps = np.geomspace(0.005, 0.5, 8)
     for eps in (0.25, 1.0, 4.0):
         fpca = FPCASpec(grid=fp.Grid.uniform(51), m=5, k=1, epsilon=eps, tau=1.0)
@@ -118,11 +115,7 @@ def figure_families(out: Path) -> None:
     right.set_xlabel("stated eigengap (tau-scaled second moment)")
     right.set_ylabel("mean principal angle (degrees)")
     right.set_title("Principal component, n = 500, m = 5, k = 1")
-    right.legend(fontsize=7)
-    plain(left, right)
-    fig.tight_layout()
-    fig.savefig(out / "families.png", dpi=110)
-    plt.close(fig)
+    save(fig, out / "families.png", left, right)
 
 
 def main(out) -> None:

@@ -31,7 +31,8 @@ FORMS, SAMPLERS = FPCA_FORMS, FPCA_SAMPLERS
 
 def add_subparser(sub) -> None:
     """Add ``fpca`` to the sub-command parsers of ``fdp-ppl``."""
-    from .common import DEFAULT_RHO, SEED_HELP, add_ledger_args, add_out_of_core_args, add_output_args, add_unit_args
+    from .common import (DEFAULT_RHO, SEED_HELP, add_dry_run_args, add_ledger_args, add_out_of_core_args,
+                         add_output_args, add_unit_args)
 
     p = sub.add_parser(
         NAME, help="release epsilon-DP principal components (exponential mechanism)",
@@ -92,13 +93,9 @@ def add_subparser(sub) -> None:
                         "epsilon''-DP where the public bounds allow it")
     m.add_argument("--draws", type=int, default=1, help="number of released frames; the ledger is charged draws x epsilon")
     m.add_argument("--seed", type=int, default=None, help=SEED_HELP)
-    d = p.add_argument_group("plan")
-    d.add_argument("--dry-run", action="store_true",
-                   help="print the plan and its accuracy (the principal angle at each --eigengap) and stop: the data "
-                        "values are not read, nothing is drawn, charged or written")
-    d.add_argument("--n", type=int, default=None, metavar="N",
-                   help="with --dry-run: the public number of curves (persons x contributions with --privacy-unit); "
-                        "default: the record dim's size in a netCDF file's or Zarr store's metadata")
+    d = add_dry_run_args(p, "the principal angle at each --eigengap",
+                         "the public number of curves (persons x contributions with --privacy-unit); default: the "
+                         "record dim's size in a netCDF file's or Zarr store's metadata")
     d.add_argument("--grid", type=int, default=None, metavar="K",
                    help="with --dry-run: K equally spaced grid points on [0, 1] instead of the file's grid (for a "
                         "CSV or Parquet table, whose metadata is not read)")

@@ -27,7 +27,7 @@ KERNELS = ("gaussian", "gaussian-hall", "gaussian-mirshani", "exponential", "mat
 
 def add_subparser(sub) -> None:
     """Add ``machine`` (alias ``svm``, its former name) to the sub-command parsers of ``fdp-ppl``."""
-    from .common import SEED_HELP, add_ledger_args, add_output_args, add_unit_args
+    from .common import SEED_HELP, add_dry_run_args, add_ledger_args, add_output_args, add_unit_args
 
     p = sub.add_parser(
         NAME, aliases=list(ALIASES), help="release a private kernel machine's decision function (SVM, logistic, "
@@ -83,13 +83,9 @@ def add_subparser(sub) -> None:
                         "the release grid, halved until small enough)")
     m.add_argument("--draws", type=int, default=1, help="number of released functions; charged draws x budget")
     m.add_argument("--seed", type=int, default=None, help=SEED_HELP)
-    d = p.add_argument_group("plan")
-    d.add_argument("--dry-run", action="store_true",
-                   help="print the plan and its accuracy (noise bands, sign agreement at --margin) and stop: the data "
-                        "values are not read, nothing is drawn, charged or written")
-    d.add_argument("--n", type=int, default=None, metavar="N",
-                   help="with --dry-run: the public number of records (persons with --privacy-unit); default: the "
-                        "length of --label in a netCDF file's metadata")
+    d = add_dry_run_args(p, "noise bands, sign agreement at --margin",
+                         "the public number of records (persons with --privacy-unit); default: the length of --label "
+                         "in a netCDF file's metadata")
     d.add_argument("--margin", type=float, nargs="+", default=None, metavar="GAMMA",
                    help="with --dry-run: stated margins |f(x)| of the non-private decision function at which the sign "
                         "agreement is shown (default 0.1 0.25 0.5 1, capped at the public bound on |f|)")
