@@ -307,7 +307,17 @@ def target_frames(spec: FPCASpec, gram, size: int, rng: np.random.Generator, ite
     plan bounds): ACG rejection (``bingham``, k = 1; Kent et al. 2018), rejection from the base measure
     (``gp-base``), or ``iterations`` Gibbs scans (``bingham``, k > 1; the Gibbs release's own law, ~1.5 ms per
     column update). For
-    :func:`accuracy_release` on a public, synthetic ``gram`` (never the data's)."""
+    :func:`accuracy_release` on a public, synthetic ``gram`` (never the data's).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import fdp_ppl as fp
+    >>> from fdp_ppl.fpca import FPCASpec
+    >>> spec = FPCASpec(grid=fp.Grid.uniform(21), m=3, k=1, epsilon=1.0, tau=1.0)
+    >>> target_frames(spec, np.diag([50.0, 0, 0]), 4, np.random.default_rng(0), 0).shape
+    (4, 3, 1)
+    """
     if spec.form == "gp-base":
         return rejection_from_gp_base(gram, spec.Sigma, spec.k, spec.scale, size, rng)
     A = spec.bingham_parameter(gram)

@@ -376,7 +376,15 @@ DEFAULT_MARGINS = (0.1, 0.25, 0.5, 1.0)
 
 def decision_bound(spec: ERMSpec) -> float:
     """Public bound on ``sup_x |f(x)|`` of every fitted decision function: ``κ R`` (reproducing property,
-    :attr:`ERMSpec.kappa`, :attr:`ERMSpec.norm_bound`), in label units."""
+    :attr:`ERMSpec.kappa`, :attr:`ERMSpec.norm_bound`), in label units.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> from fdp_ppl.machine import ERMSpec
+    >>> round(decision_bound(ERMSpec(fp.Gaussian.from_bandwidth(0.2), lam=0.25, n=100)), 2)  # sqrt(1/0.25) + rho
+    2.0
+    """
     return float(spec.kappa * spec.norm_bound)
 
 
