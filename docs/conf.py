@@ -2,7 +2,8 @@
 
 The notebooks stay in ``notebooks/``; at build time they are copied, with the figures they
 write (``notebooks/figures``), into ``docs/_generated/notebooks`` (git-ignored), so their
-stored outputs and relative image paths render unchanged. Nothing is executed.
+stored outputs and relative image paths render unchanged; they are not executed. The figures of
+``choosing.md`` are made by the package at build time (``docs/choosing_figures.py``: public plans only).
 """
 
 from __future__ import annotations
@@ -48,8 +49,23 @@ def _cli_help() -> None:
         (out / f"{name or 'main'}.txt").write_text(text)
 
 
+def _choosing_figures() -> None:
+    """Make the figures of choosing.md with the package (docs/choosing_figures.py, ~15 s of CPU) into
+    _generated/choosing/, again only when the script or the package's accuracy module is newer than them."""
+    out = GENERATED / "choosing"
+    script = DOCS / "choosing_figures.py"
+    names = ("width_vs_epsilon.png", "tau_and_basis.png", "families.png")
+    sources = (script, ROOT / "fdp_ppl" / "releasing" / "accuracy.py")
+    newest = max(p.stat().st_mtime for p in sources)
+    if all((out / n).exists() and (out / n).stat().st_mtime >= newest for n in names):
+        return
+    env = dict(os.environ, FDP_PPL_FAST="1", PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, str(script), str(out)], cwd=ROOT, env=env, check=True)
+
+
 _copy_notebooks()
 _cli_help()
+_choosing_figures()
 
 from fdp_ppl import __version__  # noqa: E402
 

@@ -239,6 +239,17 @@ def add_out_of_core_args(g, what: str = "reduce it") -> None:
                         "cluster of 2 worker processes")
 
 
+def add_dry_run_args(p, shows: str, n_help: str):
+    """The ``plan`` group of a release command: ``--dry-run`` (the plan and its accuracy, ``shows``) and ``--n``
+    (``n_help``); returns the group for the command's own planning flags."""
+    g = p.add_argument_group("plan")
+    g.add_argument("--dry-run", action="store_true",
+                   help=f"print the plan and its accuracy ({shows}) and stop: the data values are not read, nothing "
+                        "is drawn, charged or written")
+    g.add_argument("--n", type=int, default=None, metavar="N", help=f"with --dry-run: {n_help}")
+    return g
+
+
 def add_ledger_args(p):
     g = p.add_argument_group("privacy budget")
     g.add_argument("--ledger", default=None, metavar="FILE",
@@ -1009,4 +1020,5 @@ __all__ = ["CLIError", "in_flags", "Prepaid", "RefuseAfterCharge", "refused_afte
            "track_charges", "COUNT_LIMITS", "write_release", "print_table", "save_plot", "plotter",
            "check_output_space", "check_out", "open_ledger", "release_flags", "load_data", "seed_text", "study_rows",
            "unit_text", "ledger_text", "warn_large_epsilon",
-           "warn_record_level", "add_unit_args", "add_output_args", "add_ledger_args", "add_out_of_core_args"]
+           "warn_record_level", "add_unit_args", "add_output_args", "add_ledger_args", "add_out_of_core_args",
+           "add_dry_run_args"]

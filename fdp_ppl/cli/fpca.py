@@ -31,7 +31,8 @@ FORMS, SAMPLERS = FPCA_FORMS, FPCA_SAMPLERS
 
 def add_subparser(sub) -> None:
     """Add ``fpca`` to the sub-command parsers of ``fdp-ppl``."""
-    from .common import DEFAULT_RHO, SEED_HELP, add_ledger_args, add_out_of_core_args, add_output_args, add_unit_args
+    from .common import (DEFAULT_RHO, SEED_HELP, add_dry_run_args, add_ledger_args, add_out_of_core_args,
+                         add_output_args, add_unit_args)
 
     p = sub.add_parser(
         NAME, help="release epsilon-DP principal components (exponential mechanism)",
@@ -92,6 +93,17 @@ def add_subparser(sub) -> None:
                         "epsilon''-DP where the public bounds allow it")
     m.add_argument("--draws", type=int, default=1, help="number of released frames; the ledger is charged draws x epsilon")
     m.add_argument("--seed", type=int, default=None, help=SEED_HELP)
+    d = add_dry_run_args(p, "the principal angle at each --eigengap",
+                         "the public number of curves (persons x contributions with --privacy-unit); default: the "
+                         "record dim's size in a netCDF file's or Zarr store's metadata")
+    d.add_argument("--grid", type=int, default=None, metavar="K",
+                   help="with --dry-run: K equally spaced grid points on [0, 1] instead of the file's grid (for a "
+                        "CSV or Parquet table, whose metadata is not read)")
+    d.add_argument("--eigengap", type=float, nargs="+", default=None, metavar="G",
+                   help="with --dry-run: stated gaps in (0, 1] between the k-th and the next eigenvalue of the "
+                        "tau-scaled curves' second moment (default 0.01 0.03 0.1 0.3)")
+    d.add_argument("--samples", type=int, default=None,
+                   help="with --dry-run: Monte Carlo frames per eigengap (default 1000; 100 for Gibbs, k > 1)")
     add_output_args(p)
     add_ledger_args(p)
 
@@ -151,13 +163,19 @@ def _check(a):
 
 
 def _spec(a, curves):
+    from .. import dims
+
+    return _spec_on(a, curves[dims.T].values)
+
+
+def _spec_on(a, t):
+    """The public :class:`~fdp_ppl.fpca.FPCASpec` of the flags on the grid points ``t``."""
     import numpy as np
 
-    from .. import dims
     from ..fpca import FPCASpec
     from ..spaces import Grid, eigenbasis
 
-    grid = Grid.from_points(np.asarray(curves[dims.T].values, dtype=float))
+    grid = Grid.from_points(np.asarray(t, dtype=float))
     basis = "fourier" if a.kernel is None else eigenbasis(a.kernel, grid)
     return FPCASpec(grid=grid, m=a.m, k=a.k, epsilon=a.epsilon, tau=a.tau, basis=basis, form=a.form,
                     privacy_unit=a.unit)
@@ -176,6 +194,8 @@ def run(a) -> int:
     import numpy as np
 
     _check(a)
+    if getattr(a, "dry_run", False):
+        return _dry_run(a)
     lazy = a.chunks is not None or a.scheduler is not None or str(a.data).rstrip("/").endswith(".zarr")
     if lazy:  # out of core: a lazy store, the Gram summed chunk by chunk on a dask cluster
         if a.unit is not None:
@@ -244,6 +264,36 @@ def run(a) -> int:
     # the clipped count is the data holder's: never printed, only to a file of theirs when asked
     write_holder_report(a, {"command": "fpca", "records": int(fit.n), "clipped": int(fit.n_clipped),
                             "clipped_what": "curves with L2 norm above tau"})
+    return 0
+
+
+def _dry_run(a) -> int:
+    """``--dry-run``: the plan of the flags and its accuracy at the stated ``--eigengap`` (n and the grid from
+    ``--n`` / ``--grid`` or a file's metadata; no data values read, nothing drawn, charged or written)."""
+    import numpy as np
+
+    import fdp_ppl as fp
+
+    from ..releasing.accuracy import accuracy_table
+    from .common import CLIError, print_table
+    from .plan import metadata
+
+    if a.grid is not None:  # a stated grid: the file is not opened at all
+        if a.grid < 2 or a.n is None:
+            raise CLIError("--grid K needs K >= 2 and the public --n", "e.g. --grid 101 --n 500")
+        t, n = np.linspace(0.0, 1.0, int(a.grid)), int(a.n)
+    else:
+        t, n = metadata(a)
+    plan = fp.plan(_spec_on(a, t), a.mech, draws=a.draws, n=n, seeded=a.seed is not None)
+    mcmc_law = a.form == "bingham" and a.k > 1
+    acc = plan.accuracy(eigengap=a.eigengap, samples=a.samples or (100 if mcmc_law else 1000))
+    rows = ([("n", str(n)), ("grid", f"{len(t)} points")] + plan.table() + accuracy_table(acc)
+            + [("eigengap assumed", "spiked second moment: the top k eigenvalues of the tau-scaled curves' second "
+                                    "moment exceed the others (equal) by the gap, along the first k basis functions "
+                                    "(not checked: the data are private)"),
+               ("angle drawn by", acc.attrs["sampler"]),
+               ("spent by this plan", "nothing (no data values read, no ledger, no file)")])
+    print_table("fpca plan", rows)
     return 0
 
 

@@ -27,7 +27,7 @@ KERNELS = ("gaussian", "gaussian-hall", "gaussian-mirshani", "exponential", "mat
 
 def add_subparser(sub) -> None:
     """Add ``machine`` (alias ``svm``, its former name) to the sub-command parsers of ``fdp-ppl``."""
-    from .common import SEED_HELP, add_ledger_args, add_output_args, add_unit_args
+    from .common import SEED_HELP, add_dry_run_args, add_ledger_args, add_output_args, add_unit_args
 
     p = sub.add_parser(
         NAME, aliases=list(ALIASES), help="release a private kernel machine's decision function (SVM, logistic, "
@@ -83,6 +83,12 @@ def add_subparser(sub) -> None:
                         "the release grid, halved until small enough)")
     m.add_argument("--draws", type=int, default=1, help="number of released functions; charged draws x budget")
     m.add_argument("--seed", type=int, default=None, help=SEED_HELP)
+    d = add_dry_run_args(p, "noise bands, sign agreement at --margin",
+                         "the public number of records (persons with --privacy-unit); default: the length of --label "
+                         "in a netCDF file's metadata")
+    d.add_argument("--margin", type=float, nargs="+", default=None, metavar="GAMMA",
+                   help="with --dry-run: stated margins |f(x)| of the non-private decision function at which the sign "
+                        "agreement is shown (default 0.1 0.25 0.5 1, capped at the public bound on |f|)")
     add_output_args(p)
     add_ledger_args(p)
 
@@ -243,23 +249,20 @@ def run(a) -> int:
     from .._progress import stage
     from .common import (Prepaid, open_ledger, plotter, refused_after_charge, release_flags, write_holder_report,
                          write_release)
-    from ..machine import ERMSpec
     import fdp_ppl as fp
     from ..errors import SeededReleaseWarning
 
     _check(a)
+    if getattr(a, "dry_run", False):
+        return _dry_run(a)
     delta = a.delta if a.mechanism == "gp" else 0.0
     cost = PrivacyBudget(a.epsilon * a.draws, delta * a.draws)
     ledger = open_ledger(a, cost)
     X, y, problem = _load_table(a)
-    d = X.shape[1]
-    grid_size = a.grid_size or (100 if d == 1 else 40)
     import numpy as np
 
     n = y.size if a.unit is None else int(np.unique(a.unit_ids).size)
-    spec = ERMSpec(_kernel(a), lam=a.lam, n=n, loss=a.loss, domain=a.domain_box, grid_size=grid_size,
-                   eta=a.eta if a.mechanism == "iclp" else None, solver_slack=a.solver_slack, privacy_unit=a.unit,
-                   approximation=a.approximation, landmarks=a.landmarks)
+    spec = _spec(a, n)
     mech = a.mech
     from .common import check_output_space
 
@@ -287,6 +290,62 @@ def run(a) -> int:
     # the clipped count is the data holder's: never printed, only to a file of theirs when asked
     write_holder_report(a, {"command": "svm", "records": int(fit.spec.n), "clipped": int(fit.n_clipped),
                             "clipped_what": "records with a feature outside --domain, clipped to it"})
+    return 0
+
+
+def _spec(a, n: int):
+    """The public :class:`~fdp_ppl.machine.ERMSpec` of the flags for ``n`` records (or persons)."""
+    from ..machine import ERMSpec
+
+    d = len(a.feature_names)
+    return ERMSpec(_kernel(a), lam=a.lam, n=n, loss=a.loss, domain=a.domain_box,
+                   grid_size=a.grid_size or (100 if d == 1 else 40), eta=a.eta if a.mechanism == "iclp" else None,
+                   solver_slack=a.solver_slack, privacy_unit=a.unit, approximation=a.approximation,
+                   landmarks=a.landmarks)
+
+
+def _public_n(a) -> int:
+    """n from ``--n`` or from a netCDF file's metadata (the length of ``--label``; its values are never loaded)."""
+    from .common import CLIError
+
+    path = Path(a.data).expanduser()
+    if path.suffix.lower() not in (".nc", ".nc4", ".netcdf", ".h5") or a.unit is not None:
+        if a.n is None:
+            raise CLIError("--dry-run needs the public n (it reads only a netCDF file's metadata, and persons are "
+                           "counted from their ids)", "pass --n N")
+        n = int(a.n)
+    else:
+        if not path.is_file():
+            raise CLIError(f"--data {a.data} does not exist", "pass the path of a .nc file, or --n N")
+        import xarray as xr
+
+        with xr.open_dataset(path) as ds:  # lazy: sizes only
+            if a.label not in ds.variables:
+                raise CLIError(f"{path.name} has no variable {a.label!r}", f"choose from {', '.join(map(str, ds.data_vars))}")
+            n = int(ds[a.label].size)
+        if a.n is not None and int(a.n) != n:
+            raise CLIError(f"--n {a.n} differs from the {n} records of {path.name}", "drop --n")
+    if n < 2:
+        raise CLIError(f"a kernel machine needs n >= 2 (got {n})", "pass the public number of records")
+    return n
+
+
+def _dry_run(a) -> int:
+    """``--dry-run``: the plan of the flags and its accuracy (no data values read, nothing drawn, charged or
+    written): :meth:`fdp_ppl.ReleasePlan.accuracy` with the stated ``--margin``."""
+    import fdp_ppl as fp
+
+    from ..releasing.accuracy import accuracy_table
+    from .common import print_table
+
+    n = _public_n(a)
+    plan = fp.plan(_spec(a, n), a.mech, draws=a.draws, seeded=a.seed is not None)
+    acc = plan.accuracy(margin=a.margin)
+    rows = ([("n", str(n))] + plan.table() + accuracy_table(acc)
+            + [("margin assumed", f"|f(x)| >= margin (not checked: the fit is private); no fit has |f| above "
+                                  f"{acc.attrs['decision_bound']:.4g}"),
+               ("spent by this plan", "nothing (no data values read, no ledger, no file)")])
+    print_table("machine plan", rows)
     return 0
 
 

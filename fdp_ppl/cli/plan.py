@@ -52,7 +52,7 @@ def add_plan_args(r) -> None:
     p.add_argument("--mc-seed", type=int, default=0, help="seed of that Monte Carlo (public; default 0)")
 
 
-def _metadata(a) -> tuple:
+def metadata(a) -> tuple:
     """``(grid points, n)`` from public metadata only: ``--grid`` / ``--n``, or a netCDF file opened lazily."""
     import numpy as np
 
@@ -114,7 +114,7 @@ def show_plan(a) -> int:
 
     entry = registry.MECHANISMS[a.mechanism]
     mechanism = public_mechanism(a)
-    t, n = _metadata(a)
+    t, n = metadata(a)
     spec = public_spec(entry, a, t, n)
     plan = fp.plan(spec, mechanism, draws=a.draws, bound=a.bound, seeded=a.seed is not None)
     level = getattr(a, "level", 0.95)
@@ -144,4 +144,4 @@ def run(a) -> int:
     return show_plan(a)
 
 
-__all__ = ["add_subparser", "run", "show_plan"]
+__all__ = ["add_subparser", "metadata", "run", "show_plan"]

@@ -18,7 +18,7 @@ from ..releasing.schema import (BASIS_FUNCTIONS, COMPONENTS, CONSTANT_DATA, FRAM
                                 fpca_attrs)
 from .fpca import FPCAFit, FPCASpec
 from .fpca_nuts import _nuts_frames
-from .fpca_plan import release_plan
+from .fpca_plan import GIBBS_MIN_SCANS, release_plan
 from .samplers import gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
 
 
@@ -294,6 +294,146 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
     tree = xr.DataTree.from_dict({POSTERIOR: post, CONSTANT_DATA: const})
     tree.attrs = extra  # the data holder's MCMC diagnostics, only when asked for (diagnostics_private = 1)
     return tree
+
+
+#: default stated eigengaps of :func:`accuracy_release`: the top eigenvalues of the second-moment operator of the
+#: τ-scaled curves (at most 1) minus the next
+DEFAULT_EIGENGAPS = (0.01, 0.03, 0.1, 0.3)
+
+
+def target_frames(spec: FPCASpec, gram, size: int, rng: np.random.Generator, iterations: int) -> np.ndarray:
+    """``size`` frames (size, m, k) from the law the mechanism targets for a scatter matrix ``gram``, by the
+    package's samplers without the fixed proposal budget (same law up to the fallback probability p*, which the
+    plan bounds): ACG rejection (``bingham``, k = 1; Kent et al. 2018), rejection from the base measure
+    (``gp-base``), or ``iterations`` Gibbs scans (``bingham``, k > 1; the Gibbs release's own law, ~1.5 ms per
+    column update). For
+    :func:`accuracy_release` on a public, synthetic ``gram`` (never the data's).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import fdp_ppl as fp
+    >>> from fdp_ppl.fpca import FPCASpec
+    >>> spec = FPCASpec(grid=fp.Grid.uniform(21), m=3, k=1, epsilon=1.0, tau=1.0)
+    >>> target_frames(spec, np.diag([50.0, 0, 0]), 4, np.random.default_rng(0), 0).shape
+    (4, 3, 1)
+    """
+    if spec.form == "gp-base":
+        return rejection_from_gp_base(gram, spec.Sigma, spec.k, spec.scale, size, rng)
+    A = spec.bingham_parameter(gram)
+    if spec.k == 1:
+        return sample_vector_bingham(A, size, rng)[:, :, None]
+    return gibbs_matrix_bingham(A, spec.k, iterations, rng, chains=size)[0]
+
+
+def accuracy_release(plan, *, eigengap=None, level: float = 0.95, samples: int = 1000, seed=0) -> xr.Dataset:
+    """The principal components' accuracy hook (:meth:`fdp_ppl.ReleasePlan.accuracy`): the principal angle
+    between the released span and the true top-k span, as a function of a stated eigengap, by Monte Carlo of the
+    mechanism's law on a public, synthetic scatter matrix (no data read, no privacy spent).
+
+    **Assumption (stated, not checked: it is about the private data).** The second-moment operator of the
+    clipped, τ-scaled curves in the spec's basis is *spiked*: ``G/n = c I + g Σ_{j<=k} e_j e_jᵀ``, i.e. its top k
+    eigenvalues exceed all the others, which are equal, by the eigengap ``g`` (in (0, 1]: the curves have norm at
+    most 1 after scaling), and the top k components lie along the first k basis functions (the directions the
+    public Σ favours most). The mechanism's law does not depend on ``c`` (``tr(VᵀcIV) = ck`` for every frame), so
+    the figures are a function of ``g`` alone; spreading the remaining eigenvalues apart, or a top component
+    along a higher basis function (penalised by ``Σ⁻¹`` in the ``bingham`` form), changes them.
+
+    Parameters
+    ----------
+    plan : ReleasePlan
+        An FPCA plan (its ``n``, ε, k, m, Σ, form and sampler).
+    eigengap : float or sequence of float, optional
+        Stated eigengaps ``g`` in (0, 1]. Default: :data:`DEFAULT_EIGENGAPS`.
+    level : float
+        Level of the angle's quantile, in (0, 1).
+    samples : int
+        Monte Carlo frames per eigengap (>= 100); the mean angle's standard error is its sd / sqrt(samples).
+        ``bingham`` with k > 1 runs a Gibbs chain per frame (the plan's iterations for a Gibbs plan, else
+        :data:`~fdp_ppl.fpca.fpca_plan.GIBBS_MIN_SCANS`): about ``samples × scans × k × 1.5`` ms per eigengap.
+    seed : int
+        Seed of that Monte Carlo (public: the synthetic matrix, not the data).
+
+    Returns
+    -------
+    xr.Dataset
+        Dim ``eigengap``: ``expected_angle`` and ``angle_quantile`` (degrees: the largest principal angle, for
+        k = 1 the angle between the released and the true top component, sign ignored), and
+        ``expected_subspace_distance`` (``½‖P̃ − P‖²_F = Σ sin² θ_j``, :func:`~fdp_ppl.fpca.fpca.subspace_distance`).
+        Attrs as :func:`fdp_ppl.releasing.accuracy.accuracy`, with ``assumption`` and ``sampler`` (how the law was
+        drawn).
+
+    Raises
+    ------
+    InputError
+        An eigengap outside (0, 1], ``level`` outside (0, 1), ``samples`` < 100 or too many to fit in memory, or a
+        law the rejection sampler cannot draw within its budget (``gp-base`` with a large ``n ε g``).
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> from fdp_ppl.fpca import FPCASpec
+    >>> spec = FPCASpec(grid=fp.Grid.uniform(51), m=5, k=1, epsilon=1.0, tau=1.0)
+    >>> acc = fp.plan(spec, fp.ExponentialMechanism(), n=200).accuracy(eigengap=[0.01, 0.1], samples=500)
+    >>> acc["expected_angle"].dims, bool(acc["expected_angle"][1] < acc["expected_angle"][0])
+    (('eigengap',), True)
+    """
+    from .fpca import subspace_distance
+    from .samplers import SamplerBudgetError
+
+    spec, mechanism, pl = plan.state
+    gaps = np.atleast_1d(np.asarray(DEFAULT_EIGENGAPS if eigengap is None else eigengap, dtype=float)).reshape(-1)
+    if gaps.size == 0 or not np.all(np.isfinite(gaps) & (gaps > 0) & (gaps <= 1)):
+        raise InputError(f"eigengaps must lie in (0, 1], got {gaps.tolist()}",
+                         "state the gap between the k-th and the next eigenvalue of the tau-scaled curves' second "
+                         "moment, e.g. eigengap=0.1")
+    if not 0.0 < float(level) < 1.0:
+        raise InputError(f"level must lie in (0, 1), got {level!r}", "e.g. level=0.95")
+    if int(samples) < 100:
+        raise InputError(f"samples must be at least 100, got {samples!r}", "e.g. samples=1000")
+    n, m, k = int(plan.attrs["n"]), spec.m, spec.k
+    from ..settings import check_memory
+
+    check_memory(8.0 * int(samples) * (3 * m * k + 4), f"{int(samples)} Monte Carlo frames",
+                 "ask for fewer samples (samples=, --samples)")
+    top = np.zeros(m)
+    top[:k] = 1.0
+    rng = np.random.default_rng(seed)
+    scans = int(mechanism.iterations) if mechanism.sampler == "gibbs" else GIBBS_MIN_SCANS
+    mean, quant, dist = [], [], []
+    for g in gaps:
+        try:
+            frames = target_frames(spec, n * g * np.diag(top), int(samples), rng, scans)
+        except SamplerBudgetError as err:
+            raise InputError(f"the {spec.form} law at eigengap {g:g} is out of the rejection sampler's reach "
+                             f"({err.args[0]})", "state a smaller eigengap, or plan the bingham form") from None
+        cosines = np.linalg.svd(frames[:, :k, :], compute_uv=False)  # (samples, k): cos of the principal angles
+        angle = np.degrees(np.arccos(np.clip(cosines.min(axis=1), 0.0, 1.0)))
+        mean.append(angle.mean())
+        quant.append(np.quantile(angle, level))
+        dist.append(subspace_distance(frames, np.eye(m)[:, :k]).mean())
+    how = ("ACG rejection (Kent et al. 2018)" if spec.form == "bingham" and k == 1 else
+           "rejection from the base measure" if spec.form == "gp-base" else
+           f"{scans} Gibbs scans (Hoff 2009; the Gibbs release's law, uncertified MCMC)")
+    return xr.Dataset(
+        {"expected_angle": (("eigengap",), np.array(mean),
+                            {"long_name": "mean largest principal angle between released and true top-k span",
+                             "units": "degree"}),
+         "angle_quantile": (("eigengap",), np.array(quant), {"long_name": f"{level:g} quantile of that angle",
+                                                              "units": "degree"}),
+         "expected_subspace_distance": (("eigengap",), np.array(dist),
+                                        {"long_name": "mean 1/2 ||P_released - P_true||_F^2 (sum of squared "
+                                                      "sines of the principal angles)", "units": "1"})},
+        coords={"eigengap": ("eigengap", gaps, {"long_name": "stated gap of the tau-scaled second moment "
+                                                             "(top k eigenvalues minus the others)"})},
+        attrs={"level": float(level), "samples": int(samples), "seed": int(seed), "family": plan.family,
+               "mechanism": plan.mechanism, "noise_law": plan.noise_law, "epsilon": float(plan.epsilon),
+               "delta": float(plan.delta), "tau": float(spec.tau), "n": n, "k": k, "m": m, "form": spec.form,
+               "sampler": how,
+               "assumption": ("spiked second moment G/n = c I + eigengap on the first k basis functions (the top "
+                              "components along them); a statement about the private data, not checked"),
+               "source": "public plan only: Monte Carlo of the mechanism's law at a synthetic scatter matrix; no "
+                         "data read, no privacy spent"})
 
 
 _FALLBACKS = {

@@ -434,6 +434,98 @@ def _plan(spec: ERMSpec, mechanism, draws, chains, seeded: bool, online: bool = 
     return out
 
 
+#: default stated margins of :func:`accuracy_release`, in label units (1: the hinge loss's margin), capped at the
+#: public bound on ``sup |f|``
+DEFAULT_MARGINS = (0.1, 0.25, 0.5, 1.0)
+
+
+def decision_bound(spec: ERMSpec) -> float:
+    """Public bound on ``sup_x |f(x)|`` of every fitted decision function: ``κ R`` (reproducing property,
+    :attr:`ERMSpec.kappa`, :attr:`ERMSpec.norm_bound`), in label units.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> from fdp_ppl.machine import ERMSpec
+    >>> round(decision_bound(ERMSpec(fp.Gaussian.from_bandwidth(0.2), lam=0.25, n=100)), 2)  # sqrt(1/0.25) + rho
+    2.0
+    """
+    return float(spec.kappa * spec.norm_bound)
+
+
+def accuracy_release(plan, *, margin=None, **options) -> xr.Dataset:
+    """The kernel machine's accuracy hook (:meth:`fdp_ppl.ReleasePlan.accuracy`): the noise bands of the released
+    decision function on the grid and the sign agreement of the released classifier with the non-private one, from
+    the public plan only (:func:`fdp_ppl.releasing.accuracy.noise_accuracy`).
+
+    The noise on the grid is linear in the noise coefficients (``Σ_j ξ_j u_j`` on the retained eigenpairs of
+    ``K(grid, grid)``, or ``Σ_j ξ_j φ_j`` on the ``C^η`` eigenbasis for ICLP) and symmetric, so at a grid point
+    where the non-private decision value is ``±γ`` the released sign agrees with probability ``P(ξ(x) > −γ)``.
+
+    **Assumption (stated, not checked: it is about the private fit).** The margin ``γ`` is a lower bound on
+    ``|f_D(x)|`` at the grid points that matter; the figures are exact where ``|f_D(x)| = γ`` and lower bounds
+    where ``|f_D(x)| >= γ``; nothing is said about points closer to the decision boundary. No fit has
+    ``|f_D(x)| > κ R`` (:func:`decision_bound`), so larger margins are not offered.
+
+    Parameters
+    ----------
+    plan : ReleasePlan
+        A kernel-machine plan.
+    margin : float or sequence of float, optional
+        Stated margins ``γ > 0`` in the decision function's (label) units. Default: :data:`DEFAULT_MARGINS`
+        capped at :func:`decision_bound`.
+    **options
+        ``level``, ``samples``, ``seed`` of :func:`fdp_ppl.releasing.accuracy.accuracy`.
+
+    Returns
+    -------
+    xr.Dataset
+        Dims ``x`` (or ``x1, x2``) and ``margin``: ``noise_sd``, ``pointwise_halfwidth``, ``simultaneous_halfwidth``
+        (the margin above which every grid sign is kept with probability ``level``), ``rms_l2_error`` (L² over the
+        feature box), ``sign_agreement`` (margin, grid), ``mean_sign_agreement`` and ``all_signs_kept`` (margin);
+        attr ``decision_bound``.
+
+    Raises
+    ------
+    InputError
+        A margin that is not finite and > 0; the OU kernel's Markov release above ``MAX_GRID_POINTS`` points (no
+        eigenbasis to plan on).
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> from fdp_ppl.machine import ERMSpec
+    >>> spec = ERMSpec(fp.Gaussian.from_bandwidth(0.2), lam=0.1, n=500, domain=[[0, 1]], grid_size=30)
+    >>> acc = fp.plan(spec, fp.GaussianMechanism(1.0, 1e-6)).accuracy(margin=[0.5, 1.0], samples=500)
+    >>> acc["sign_agreement"].dims, bool((acc["mean_sign_agreement"].diff("margin") >= 0).all())
+    (('margin', 'x'), True)
+    """
+    from ..releasing.accuracy import noise_accuracy, public_map
+
+    spec, mechanism, mode, cal, basis, _, _, _ = plan.state
+    if mode == "markov":
+        raise InputError(f"the accuracy of an OU release above {MAX_GRID_POINTS} grid points is not planned (its "
+                         "noise is drawn by a Markov recursion, without an eigenbasis)",
+                         f"plan on at most {MAX_GRID_POINTS} grid points: the noise law per point is the same")
+    if mode == "gp":
+        design = basis.vectors
+    else:
+        J = int(np.asarray(plan.noise_scale).size)
+        design = np.asarray(spec.basis.reconstruct(np.eye(J)), dtype=float).reshape(J, -1).T
+    bound = decision_bound(spec)
+    if margin is None:
+        margin = sorted({min(g, bound) for g in DEFAULT_MARGINS})
+    m = int(np.prod(spec.grid_size))
+    volume = float(np.prod(np.diff(np.asarray(spec.domain, dtype=float), axis=1)))
+    pub = public_map(design, np.full(m, volume / m), dict(zip(spec.dims, spec.axes)), mechanism.law, n=int(spec.n),
+                     margins=margin)
+    acc = noise_accuracy(plan, pub, **options)
+    acc.attrs["decision_bound"] = bound
+    acc.attrs["assumption"] = ("|f_D(x)| >= margin at the grid points counted (a statement about the private fit, "
+                               "not checked); exact where |f_D(x)| = margin")
+    return acc
+
+
 def draw_release(fit: ERMFit, plan, *, random_seed=None, progressbar: bool = False) -> xr.DataTree:
     """The kernel machine's draw hook (called by :func:`fdp_ppl.release` after the charge).
 
@@ -667,5 +759,6 @@ class OnlineRelease:
         return len(self.path)
 
 
-__all__ = ["KIND", "MAX_COMPONENTS", "MAX_GRID_POINTS", "MAX_KRONECKER_POINTS", "GPGridDraws", "OnlineRelease", "erm_model",
-           "gp_calibration", "gp_grid_draws", "grid_basis", "online_plan", "predict_labels"]
+__all__ = ["DEFAULT_MARGINS", "KIND", "MAX_COMPONENTS", "MAX_GRID_POINTS", "MAX_KRONECKER_POINTS", "GPGridDraws",
+           "OnlineRelease", "accuracy_release", "decision_bound", "erm_model", "gp_calibration", "gp_grid_draws",
+           "grid_basis", "online_plan", "predict_labels"]

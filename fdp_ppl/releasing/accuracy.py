@@ -11,7 +11,14 @@ function of those public quantities: no data is read and nothing is charged.
 * pointwise and simultaneous (sup-norm) half-widths at a level: the quantiles of ``|ξ(t)|`` and of
   ``sup_t |ξ(t)|`` by Monte Carlo of the public noise law (the package's own sampler, a fixed seed);
 * for a mean curve, the bias from shrinkage of a constant curve ``c``: ``c (g(t) − 1)`` with ``g`` the spec's public constant gain
-  (:meth:`fdp_ppl.summaries.mean.EigenSpec.constant_gain`, from the summary's public shrinkage).
+  (:meth:`fdp_ppl.summaries.mean.EigenSpec.constant_gain`, from the summary's public shrinkage);
+* for a kernel machine's decision function, the sign agreement at a stated margin ``γ``: the probability that the
+  released sign equals the non-private one at a grid point where ``|f_D(x)| = γ``, ``P(ξ(x) > −γ)`` for the
+  symmetric noise ``ξ`` (a lower bound wherever ``|f_D(x)| >= γ``), from the same Monte Carlo (:func:`public_map`'s
+  ``margins``).
+
+The principal components have no linear noise: their accuracy (the principal angle at a stated eigengap) is the
+family's own Monte Carlo of its sampler (:func:`fdp_ppl.fpca.release.accuracy_release`).
 
 :func:`smallest_epsilon` and :func:`largest_tau` invert these by bisection on plans (public only).
 """
@@ -57,7 +64,7 @@ def pointwise_sd(design, variance) -> np.ndarray:
     return np.sqrt(np.sum(design**2 * variance[None, :], axis=1))
 
 
-def public_map(design, weights, coords, law, *, constant_gain=None, tau=float("nan"), n=-1) -> dict:
+def public_map(design, weights, coords, law, *, constant_gain=None, tau=float("nan"), n=-1, margins=None) -> dict:
     """The public inputs of :func:`noise_accuracy`: how a family's released variable depends on its noise.
 
     Parameters
@@ -74,10 +81,24 @@ def public_map(design, weights, coords, law, *, constant_gain=None, tau=float("n
         Share of a constant the noise-free summary keeps (mean curves); None: no bias figure.
     tau, n : float, int
         Recorded in the attributes.
+    margins : array_like, shape (M,), optional
+        Stated margins ``γ > 0`` of a classifier's decision function, in its units: the sign agreement at each
+        (kernel machines); None: no sign figures.
+
+    Raises
+    ------
+    InputError
+        A margin that is not finite and > 0.
     """
+    if margins is not None:
+        margins = np.atleast_1d(np.asarray(margins, dtype=float)).reshape(-1)
+        if margins.size == 0 or not np.all(np.isfinite(margins) & (margins > 0)):
+            raise InputError(f"margins must be finite numbers > 0, got {margins.tolist()}",
+                             "state the smallest |decision value| you assume, e.g. margin=0.5")
     return {"design": np.asarray(design, dtype=float), "weights": np.asarray(weights, dtype=float).reshape(-1),
             "coords": {str(k): np.asarray(v) for k, v in dict(coords).items()}, "law": law, "tau": float(tau),
-            "n": int(n), "constant_gain": None if constant_gain is None else np.asarray(constant_gain, dtype=float)}
+            "n": int(n), "constant_gain": None if constant_gain is None else np.asarray(constant_gain, dtype=float),
+            "margins": margins}
 
 
 def _noise_draws(plan, pub, samples: int, seed) -> np.ndarray:
@@ -91,34 +112,37 @@ def _noise_draws(plan, pub, samples: int, seed) -> np.ndarray:
     return coef @ pub["design"].T
 
 
-def accuracy(plan, *, level: float = 0.95, constant: float = 1.0, samples: int = 4000, seed=0) -> xr.Dataset:
+def accuracy(plan, *, level: float = 0.95, samples: int = 4000, seed=0, **options) -> xr.Dataset:
     """The accuracy of one draw of a planned release, from public quantities only (:meth:`ReleasePlan.accuracy`).
 
     Parameters
     ----------
     plan : ReleasePlan
-        A plan of a family with an accuracy hook: mean curves (:func:`fdp_ppl.plan` of a summary spec) and
-        densities (a KDE spec).
+        A plan of a family with an accuracy hook: mean curves (:func:`fdp_ppl.plan` of a summary spec),
+        densities (a KDE spec), kernel machines (an ERM spec) and principal components (an FPCA spec).
     level : float
-        Coverage of the pointwise and simultaneous half-widths, in (0, 1).
-    constant : float
-        The constant curve whose shrinkage bias is reported (mean curves), in the data's units (its bias is
-        linear in it).
+        Coverage of the pointwise and simultaneous half-widths (of the angle's quantile for components), in (0, 1).
     samples : int
         Monte Carlo draws of the public noise law for the quantiles (their relative error is about
         ``sqrt(level (1 − level) / samples) / density``: ~1% at the defaults).
     seed : int
         Seed of that Monte Carlo (public computation: the noise of no release).
+    **options
+        The family's own: ``constant`` (mean curves: the constant curve whose shrinkage bias is reported, in the
+        data's units; default 1), ``margin`` (kernel machines: stated margins, :func:`fdp_ppl.machine.release.accuracy_release`),
+        ``eigengap`` (principal components, :func:`fdp_ppl.fpca.release.accuracy_release`).
 
     Returns
     -------
     xr.Dataset
-        The grid's dims (``t`` for a mean curve; ``x`` or ``x1, x2`` for a density). Variables, in the released
-        variable's units: ``noise_sd``, ``pointwise_halfwidth`` (over the grid), ``simultaneous_halfwidth``,
-        ``max_pointwise_halfwidth``, ``rms_l2_error`` (scalars); for mean curves also ``constant_bias`` and
-        ``constant_gain`` (over the grid) and ``max_abs_constant_bias``. Attrs: ``level``, ``constant``,
-        ``samples``, ``seed``, ``family``, ``mechanism``, ``noise_law``, ``epsilon``, ``delta``, ``tau``, ``n``,
-        ``source``.
+        The grid's dims (``t`` for a mean curve; ``x`` or ``x1, x2`` for a density or a decision function).
+        Variables, in the released variable's units: ``noise_sd``, ``pointwise_halfwidth`` (over the grid),
+        ``simultaneous_halfwidth``, ``max_pointwise_halfwidth``, ``rms_l2_error`` (scalars); for mean curves also
+        ``constant_bias`` and ``constant_gain`` (over the grid) and ``max_abs_constant_bias``; for kernel machines
+        ``sign_agreement`` (margin, grid), ``mean_sign_agreement`` and ``all_signs_kept`` (margin). Principal
+        components: ``expected_angle`` and ``angle_quantile`` over ``eigengap``. Attrs: ``level``, ``samples``,
+        ``seed``, ``family``, ``mechanism``, ``noise_law``, ``epsilon``, ``delta``, ``tau``, ``n``, ``source``
+        (and ``constant`` for mean curves).
 
     Raises
     ------
@@ -135,7 +159,7 @@ def accuracy(plan, *, level: float = 0.95, constant: float = 1.0, samples: int =
     >>> acc["noise_sd"].dims, bool(acc["simultaneous_halfwidth"] > acc["pointwise_halfwidth"].max())
     (('t',), True)
     """
-    return plan.accuracy(level=level, constant=constant, samples=samples, seed=seed)
+    return plan.accuracy(level=level, samples=samples, seed=seed, **options)
 
 
 def noise_accuracy(plan, pub: dict, *, level: float = 0.95, constant: float = 1.0, samples: int = 4000,
@@ -160,7 +184,8 @@ def noise_accuracy(plan, pub: dict, *, level: float = 0.95, constant: float = 1.
                  "ask for fewer samples (samples=, --samples)")
     sd = pointwise_sd(pub["design"], pub["law"].variance(scale))
     rms = float(np.sqrt(np.sum(pub["weights"] * sd**2)))
-    noise = np.abs(_noise_draws(plan, pub, samples, seed))
+    signed = _noise_draws(plan, pub, samples, seed)
+    noise = np.abs(signed)
     pointwise = np.quantile(noise, level, axis=0)
     simultaneous = float(np.quantile(noise.max(axis=1), level))
     dims = tuple(pub["coords"])
@@ -191,12 +216,36 @@ def noise_accuracy(plan, pub: dict, *, level: float = 0.95, constant: float = 1.
         ds["constant_gain"] = (*grid(gain), {"long_name": "share of a constant the summary keeps", "units": "1"})
         ds["max_abs_constant_bias"] = ((), float(np.max(np.abs(bias))), {"long_name": "largest |constant_bias|"})
         ds.attrs["constant"] = float(constant)
+    if pub.get("margins") is not None:
+        _sign_agreement(ds, signed, noise, pub["margins"], grid)
     return ds
+
+
+def _sign_agreement(ds: xr.Dataset, signed, noise, margins, grid) -> None:
+    """Add the sign figures at each stated margin ``γ`` to ``ds`` (the noise ``ξ`` is symmetric: ``P(ξ > −γ)`` is
+    averaged with ``P(ξ < γ)``, one estimator for both signs of the decision value)."""
+    agree = np.stack([0.5 * (np.mean(signed > -g, axis=0) + np.mean(signed < g, axis=0)) for g in margins])
+    kept = np.array([np.mean(np.all(noise < g, axis=1)) for g in margins])
+    dims, values = grid(agree[0])
+    ds.coords["margin"] = ("margin", margins, {"long_name": "stated margin |f(x)| of the non-private decision value"})
+    ds["sign_agreement"] = (("margin", *dims), agree.reshape((len(margins),) + values.shape),
+                            {"long_name": "P(released sign = non-private sign) at a point with |f(x)| = margin "
+                                          "(a lower bound where |f(x)| >= margin)", "units": "1"})
+    ds["mean_sign_agreement"] = (("margin",), agree.mean(axis=1),
+                                 {"long_name": "expected share of grid points whose sign agrees, when |f| = margin "
+                                               "everywhere (a lower bound when |f| >= margin)", "units": "1"})
+    ds["all_signs_kept"] = (("margin",), kept,
+                            {"long_name": "P(sup |noise| < margin): every grid sign agrees with at least this "
+                                          "probability when |f| >= margin everywhere", "units": "1"})
 
 
 def accuracy_table(acc: xr.Dataset) -> list[tuple[str, str]]:
     """(field, value) rows of :func:`accuracy` for a printed plan."""
     level = acc.attrs["level"]
+    if "expected_angle" in acc:  # principal components: the angle at each stated eigengap
+        return [(f"angle at eigengap {float(g):.3g}",
+                 f"mean {float(acc['expected_angle'].sel(eigengap=g)):.3g} deg, {level:.0%} quantile "
+                 f"{float(acc['angle_quantile'].sel(eigengap=g)):.3g} deg") for g in acc["eigengap"].values]
     sd = acc["noise_sd"].values
     rows = [("RMS L2 error (noise)", f"{float(acc['rms_l2_error']):.4g}"),
             ("pointwise noise sd", f"{sd.min():.4g} to {sd.max():.4g}"),
@@ -207,6 +256,10 @@ def accuracy_table(acc: xr.Dataset) -> list[tuple[str, str]]:
         gain = acc["constant_gain"].values
         rows.append((f"bias of constant {acc.attrs['constant']:g}",
                      f"up to {float(acc['max_abs_constant_bias']):.4g} (gain {gain.min():.3g} to {gain.max():.3g})"))
+    if "sign_agreement" in acc:
+        rows += [(f"signs kept at margin {float(g):.3g}",
+                  f"{float(acc['mean_sign_agreement'].sel(margin=g)):.2%} of the grid, all with probability "
+                  f"{float(acc['all_signs_kept'].sel(margin=g)):.2%}") for g in acc["margin"].values]
     return rows
 
 

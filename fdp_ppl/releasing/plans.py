@@ -241,8 +241,10 @@ class ReleasePlan:
 
     def accuracy(self, **options):
         """The accuracy one draw of this release will have, from public quantities only (no data, no charge):
-        :func:`fdp_ppl.releasing.accuracy.accuracy` (RMS L² error, pointwise and simultaneous noise half-widths,
-        the bias from shrinkage of a constant curve) as an ``xr.Dataset`` over ``t``; mean curves only.
+        :func:`fdp_ppl.releasing.accuracy.accuracy` as an ``xr.Dataset``, through the family's ``accuracy_release``
+        hook (mean curves and densities: RMS L² error, pointwise and simultaneous noise half-widths, the bias from
+        shrinkage of a constant curve; kernel machines: also the sign agreement at stated margins; principal
+        components: the principal angle at stated eigengaps).
 
         Examples
         --------
@@ -259,7 +261,7 @@ class ReleasePlan:
         module = next((e.module for e in FAMILIES if e.family == self.family), None)
         hook = getattr(importlib.import_module(module), "accuracy_release", None) if module else None
         if hook is None:
-            raise NotImplementedError(f"the accuracy of a {self.family} plan is not available yet (mean curves only)")
+            raise NotImplementedError(f"the accuracy of a {self.family} plan is not available (plan each part)")
         return hook(self, **options)
 
     def __str__(self) -> str:

@@ -58,3 +58,48 @@ def test_kde_dry_run_reads_no_data_and_prints_the_sup_error(tmp_path, capsys):
     assert rc == 0 and not out.exists()
     text = capsys.readouterr().out
     assert "simultaneous 95% half-width" in text and "(sup over x)" in text
+
+
+def _dry_runs(tmp_path, capsys, command, write, flags):
+    """stdout of ``command --dry-run`` on two files of the same shape whose values differ (one all NaN), with a
+    ledger named: it must stay unopened (no row), and no output is written."""
+    outputs = []
+    for name, values in (("a", "random"), ("b", "nan")):
+        path = tmp_path / f"{name}.nc"
+        write(path, values)
+        ledger, out = tmp_path / f"{name}.ledger", tmp_path / f"{name}-release.nc"
+        rc = main([command, "--dry-run", "--data", str(path), *flags, "--out", str(out), "--ledger", str(ledger),
+                   "--budget", "10"])
+        assert rc == 0 and not out.exists() and not ledger.exists()
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]  # the values never reach the plan
+    return outputs[0]
+
+
+def test_machine_dry_run_reads_only_metadata_and_charges_nothing(tmp_path, capsys):
+    def write(path, values):
+        rng = np.random.default_rng(0)
+        x = rng.uniform(size=120) if values == "random" else np.full(120, np.nan)
+        y = np.sign(rng.normal(size=120)) if values == "random" else np.full(120, np.nan)
+        xr.Dataset({"x": ("record", x), "y": ("record", y)}).to_netcdf(path)
+
+    text = _dry_runs(tmp_path, capsys, "machine", write,
+                     ["--features", "x", "--label", "y", "--lam", "0.1", "--bandwidth", "0.2", "--epsilon", "1",
+                      "--delta", "1e-6", "--grid-size", "30", "--margin", "0.2", "1"])
+    for row in ("n                            120", "simultaneous 95% half-width", "signs kept at margin 0.2",
+                "signs kept at margin 1", "spent by this plan"):
+        assert row in text
+
+
+def test_fpca_dry_run_reads_only_metadata_and_charges_nothing(tmp_path, capsys):
+    t = np.linspace(0, 1, 41)
+
+    def write(path, values):
+        y = (np.random.default_rng(0).normal(size=(60, t.size)) if values == "random"
+             else np.full((60, t.size), np.nan))
+        xr.Dataset({"y": (("curve", "t"), y)}, coords={"t": t}).to_netcdf(path)
+
+    text = _dry_runs(tmp_path, capsys, "fpca", write, ["--k", "1", "--m", "4", "--epsilon", "1", "--tau", "2",
+                                                       "--eigengap", "0.05", "0.2", "--samples", "200"])
+    for row in (" 60\n", "41 points", "angle at eigengap 0.05", "angle at eigengap 0.2", "spent by this plan"):
+        assert row in text
