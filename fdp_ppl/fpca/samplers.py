@@ -178,12 +178,12 @@ def acg_vertex_acceptance(q: int) -> float:
     Parameters
     ----------
     q : int
-        Dimension of the ambient space (≥ 1).
+        Sphere S^{q−1} in R^q (q ≥ 1; q = m − k + 1 for a Gibbs column update).
 
     Returns
     -------
     float
-        ``log A_1(q)`` (0 for q = 1).
+        ``log A_1(q)``; 0 when q = 1 (the sphere is two points, every proposal accepted).
 
     Examples
     --------
@@ -237,7 +237,7 @@ def acg_acceptance_bound(q: int) -> float:
     R ≥ ½; an adversarial minimisation over the simplex (Nelder–Mead from the vertices, the edges
     and random points, common random numbers; tests/fpca/test_privacy.py) never goes below
     0.95 A_1(q) for q ≤ 12. The factor 2 costs ``log 2 / A_1(q)`` extra proposals per unit of
-    ``log(1/p*)``: T ≈ log(1/(η f_min))/a_min, twice the T that a proved ``a_min = A_1(q)`` would give.
+    ``log(1/p*)``: T ≈ log(1/(η f_min))/a_min, about twice the T that a proved ``a_min = A_1(q)`` would give.
 
     Parameters
     ----------
