@@ -222,8 +222,14 @@ def acg_acceptance_bound(q: int) -> float:
             a(λ) = A_1(q) · (b e^{1−b})^{1/2} · Π_{i≥2} (1 + b/(2λ_i))^{1/2} · E[(1 − Σ_{i≥2} Y_i)_+^{−1/2}],
 
         Y_i ~ Gamma(½, rate λ_i) independent, ``A_1(q) = (2e/q)^{q/2} Γ(q/2)/sqrt(2πe)``
-        (:func:`acg_vertex_acceptance`). Checked against quadrature of (2) and Monte Carlo of (1) in
-        tests/fpca/test_privacy.py.
+        (:func:`acg_vertex_acceptance`). Equivalently (the Bingham normaliser in (2) is the density of
+        a weighted χ² on the sphere ‖y‖ = 1 after y_i = √p_i z_i):
+
+            a(p) = (2e/q)^{q/2} Γ(q/2) · f_T(1),   T = Σ_i p_i Z_i²,  Z_i i.i.d. N(0, 1),
+
+        the density at its mean of a convex combination of independent χ²_1 variables; at the
+        vertex T = Z_1² and f_T(1) = (2πe)^{−1/2}. Checked against quadrature of (2), of the
+        χ² convolution and Monte Carlo of (1) in tests/fpca/test_privacy.py.
     (4) *Consequences.* As λ_2, …, λ_q → ∞: b → 1, the product → 1, Σ Y_i → 0 in probability, and
         ``a → A_1(q)`` (the vertex value; the limit computed before by quadrature). At λ = 0
         (uniform target) a = 1. From (3) with (1 − s)^{−1/2} ≥ 1 and Markov's inequality,
@@ -231,7 +237,10 @@ def acg_acceptance_bound(q: int) -> float:
         and Jensen, ``a ≥ Π_i (e^{1 − 1/r_i}/r_i)^{1/2}``, r_i = q p_i (tight near the uniform target).
 
     **What is not proved.** That ``inf_λ a(λ) = A_1(q)``, i.e. that the bracket
-    ``R(λ) = a(λ)/A_1(q)`` of (3) is ≥ 1 over the whole simplex (neither bound of (4) covers the
+    ``R(λ) = a(λ)/A_1(q)`` of (3) is ≥ 1 over the whole simplex — equivalently that
+    ``f_T(1) ≥ f_{χ²_1}(1)`` for every convex combination T of independent χ²_1 (Schur-type results
+    for weighted χ² sums, Bock et al. 1987, Székely & Bakirov 2003, concern the distribution
+    function, not the density at the mean) (neither bound of (4) covers the
     middle of the simplex uniformly; a concave-minorant argument over the simplex gives nothing
     for q ≥ 10; a is not monotone in each λ_i). The returned bound, **A_1(q)/2**, needs only
     R ≥ ½; an adversarial minimisation over the simplex (Nelder–Mead from the vertices, the edges

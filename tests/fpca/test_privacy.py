@@ -127,6 +127,10 @@ def test_acg_vertex_value_closed_form_and_rate_identities():
                                 limit=200)[0]
         three = a1 * math.sqrt(b * math.exp(1 - b) * (1 + b / (2 * lam2))) * anchor
         assert two == pytest.approx(three, rel=1e-9)
+        # the weighted chi-square form: (2e/q)^{q/2} Gamma(q/2) times the density of p_1 Z_1^2 + p_2 Z_2^2 at 1
+        f_t = integrate.quad(lambda y: stats.chi2(1, scale=p[0]).pdf(y) * stats.chi2(1, scale=p[1]).pdf(1 - y),
+                             0.0, 1.0, limit=200)[0]
+        assert (2 * math.e / q) ** (q / 2) * math.gamma(q / 2) * f_t == pytest.approx(two, rel=1e-7)
         N = 400_000
         rate = _acg_rate(p, rng.standard_normal((N, q)))
         assert abs(rate - two) <= 5 * 0.5 / math.sqrt(N)  # acceptance indicators have sd <= 1/2
