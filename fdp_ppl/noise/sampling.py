@@ -355,6 +355,7 @@ register_generator(OPENDP, OpenDPSampler)
 from .snapping import NAME as SNAPPED  # noqa: E402
 from .snapping import SnappedSampler, snappable  # noqa: E402
 
+SnappedSampler.float_sampler = staticmethod(lambda law, n_components: sampler_for(law, n_components, "pymc"))
 register_generator(SNAPPED, SnappedSampler)
 
 __all__ = ["CompiledSampler", "OpenDPSampler", "OPENDP", "SnappedSampler", "SNAPPED", "sampler_for", "draw_releases", "seed_sequence",

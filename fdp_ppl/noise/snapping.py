@@ -58,6 +58,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -266,6 +267,15 @@ def _law_cost(law, n_components: int, epsilon: float) -> SnapCost:
     return snap_cost(scale, m1 * scale, sd * scale, epsilon)
 
 
+@functools.lru_cache(maxsize=64)
+def _unit_sigma(kind: str, nu, epsilon: float, delta: float) -> float:
+    """σ of the exact mixture profile at Δ = 1 (δ(σ) depends on Δ/σ only; a numerical root, cached)."""
+    from .elliptical.privacy import sigma_for_delta
+    from .laws.elliptical import Elliptical
+
+    return sigma_for_delta(epsilon, delta, 1.0, Elliptical(kind, nu=nu).mixing_law(), "exact")
+
+
 @dataclass(frozen=True)
 class SnapGuarantee:
     """The privacy of one snapped draw (the module's theorem), with the sentence for ``fp_safety``.
@@ -324,6 +334,12 @@ class SnappedSampler:
     snaps = True
     guarantee_needs_epsilon = True
 
+    @staticmethod
+    def float_sampler(law, n_components: int):
+        """The float sampler of the noise (set by :mod:`fdp_ppl.noise.sampling` when it registers this generator:
+        the compiled sampler, shared; this module does not import the sampling module)."""
+        raise NotImplementedError("register the generator through fdp_ppl.noise.sampling")
+
     def __init__(self, law, n_components: int):
         standard_moments(law, n_components)  # refuse before anything is compiled
         self.law = law
@@ -340,14 +356,13 @@ class SnappedSampler:
             A seed (fresh OS entropy only), or what the compiled sampler refuses.
         """
         from ..errors import InputError
-        from .sampling import sampler_for
 
         if random_seed is not None:
             raise InputError("the 'snapped' release generator draws fresh OS entropy and cannot be seeded",
                              "pass random_seed=None, or generator='pymc' for a reproducible study (not "
                              "floating-point safe)")
         scale = np.asarray(scale, dtype=float)
-        inner = sampler_for(self.law, self.n_components, "pymc")
+        inner = type(self).float_sampler(self.law, self.n_components)
         noise = inner.draw(np.zeros(self.n_components), scale, n_draws, None, progressbar=progressbar)
         return snap(centre, noise, lattice_step(scale))
 
@@ -374,9 +389,7 @@ class SnappedSampler:
 
             need = analytic_sigma(epsilon, delta - added, sens)
         else:
-            from .elliptical.process import _unit_sigma
-
-            need = sens * _unit_sigma(law.kind, law.nu, float(epsilon), float(delta - added), "exact") * (1 + 1e-12)
+            need = sens * _unit_sigma(law.kind, law.nu, float(epsilon), float(delta - added)) * (1 + 1e-12)
         return max(float(sigma), float(need))
 
     def guarantee(self, calibration, delta: float = 0.0, epsilon: float | None = None) -> SnapGuarantee | None:
