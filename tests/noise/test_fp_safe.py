@@ -384,7 +384,7 @@ def test_elliptical_releases_are_floating_point_safe_by_lattice_rounding(curves,
     assert not mech.law.fp_safe and Laplace.fp_safe and Normal.fp_safe
     a = fp.release(s, mech).attrs
     assert (a["noise_generator"], a["fp_safe"], a["noise_seeded"]) == ("snapped", 1, 0)
-    assert a["fp_safety"].startswith("floating-point safe: float noise released on the public dithered lattice")
+    assert a["fp_safety"].startswith("floating-point safe: float values released on the public dithered lattice")
     assert a["epsilon_guaranteed"] == mech.epsilon and a["delta_guaranteed"] == mech.delta  # σ absorbs the rounding
     seeded = fp.release(s, mech, random_seed=1, study=True).attrs
     assert (seeded["noise_generator"], seeded["fp_safe"]) == ("pymc", 0)
