@@ -84,12 +84,17 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
                              "pass n=... (or plan the fit)")
     draws, _ = check_draws(draws)
     sampler, iterations = mechanism.sampler, int(mechanism.iterations)
-    plan = release_plan(spec, int(n), sampler, draws=draws, iterations=iterations, delta=mechanism.delta,
+    # frames go on the dithered lattice (draw_release); a delta target that holds its (1 + e^eps') delta_fp twice
+    # is planned at delta - that (eps' <= eps - log(1 - delta)) and the release is floating-point safe
+    dl = mechanism.delta
+    snapc = frame_cost(spec.m, spec.k, spec.epsilon - (np.log1p(-dl) if dl is not None else 0.0))
+    absorb = dl is not None and dl >= 2 * snapc.delta_added
+    plan = release_plan(spec, int(n), sampler, draws=draws, iterations=iterations,
+                        delta=dl - snapc.delta_added if absorb else dl,
                         max_proposals=mechanism.max_proposals, eta=mechanism.eta)
     T = plan["proposals"]
     certified = bool(plan["certified"])
-    snapc = frame_cost(spec.m, spec.k, plan["epsilon"])  # frames on the dithered lattice (draw_release)
-    fp_safe = certified and not plan["pure"]  # the (eps', delta') plan holds the lattice's delta: added, charged
+    fp_safe = absorb and certified and not plan["pure"]
     if fp_safe:
         plan = {**plan, "delta": plan["delta"] + snapc.delta_added,
                 "cost": PrivacyBudget(plan["epsilon"] * draws, (plan["delta"] + snapc.delta_added) * draws)}
@@ -109,8 +114,8 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
              "pure": int(plan["pure"]),
              "fp_safety": (snapc.text() if fp_safe else "NOT floating-point safe as stated: frames are released on "
                            "the dithered lattice 2^-12 Z (no centre-dependent float support), which makes the float "
-                           f"release within total variation {snapc.delta_fp:.3g} of the exact one; a pure or "
-                           "uncertified plan cannot hold that delta (plan with delta=... to have it charged)"),
+                           f"release within total variation {snapc.delta_fp:.3g} of the exact one; this plan cannot "
+                           f"hold that (pure, uncertified, or delta below {2 * snapc.delta_added:.2g})"),
              "fallback": _FALLBACKS[(spec.form, sampler)] if sampler != "nuts" else "none",
              "initialisation": {"gibbs": "uniform random frame (data-independent)",
                                 "nuts": _NUTS_INIT}.get(sampler, "none"),
@@ -235,8 +240,9 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
         L² norm) — and ``frame`` (chain, draw, basis, component);
         ``constant_data``: ``basis_functions`` (t, basis), ``quadrature_weights`` (t),
         ``sigma`` (basis, basis2); root attrs: ε, τ, n, m, k, basis, sigma_rule,
-        form, sampler, iterations, exact (1/0), fp_safe (1 for the certified (ε', δ') plan: frames on the
-        dithered lattice of :func:`~fdp_ppl.noise.snapping.snap_frame`, its δ added), fp_safety, noise_seeded,
+        form, sampler, iterations, exact (1/0), fp_safe (1 for a certified (ε', δ') plan whose δ holds twice the
+        lattice's: frames on the dithered lattice of :func:`~fdp_ppl.noise.snapping.snap_frame`, p* planned at δ
+        minus it), fp_safety, noise_seeded,
         epsilon_guaranteed, delta_guaranteed (0 for the pure plan, NaN when not bounded), pure,
         certified, private, guarantee, proposal_budget, fallback_bound_log (log p*),
         density_floor_log (log f_min; NaN unless pure), eta, fallback, delta_target (0 unless
