@@ -26,15 +26,16 @@ Let ``M*`` be the ideal mechanism (exact real noise ``n*``) and suppose it is (�
     and square roots that scale them; Doornik 2005, Marsaglia & Tsang 2000).
 
 Then the released vector is (ε, δ + (1 + e^ε) δ_fp)-DP with
-``δ_fp = Σ_j [2 (w + 2^-50) E|n*_j|/η_j + 2^-49 + 2^-51]`` (:func:`snapping_delta`).
+``δ_fp = Σ_j [2 (w + 2^-49) E|n*_j|/η_j + 2^-49 + 2^-51]`` (:func:`snapping_delta`).
 
-*Proof.* (i) The ideal rounded output ``(k*, u)``, ``k* = a + rint((r + n* − u)/η)``, is post-processing of
-``M*`` with data-independent ``u``: (ε, δ)-DP. (ii) ``k̃_j ≠ k*_j`` only if a half-integer lies between
-``(r_j + n*_j − u_j)/η_j`` and the computed ``t̂_j``, which differ by ``D_j <= (|ñ_j − n*_j| + e_j)/η_j`` with
+*Proof.* (i) The ideal rounded output ``(k*, u)``, ``k* = a + rint((r + n* − u)/η) = rint((c + n* − u)/η)``, is
+a function of the ideal release ``c + n*`` and the data-independent ``u``: post-processing, (ε, δ)-DP.
+(ii) ``k̃_j ≠ k*_j`` only if a half-integer lies between ``(r_j + n*_j − u_j)/η_j`` and the computed ``t̂_j``, which differ by ``D_j <= (|ñ_j − n*_j| + e_j)/η_j`` with
 ``e_j <= 2^-50 (η_j + |ñ_j|)`` the rounding error of one addition and one subtraction of numbers below
 ``η_j + |ñ_j|`` (the division by ``η_j`` is exact). For fixed noise, the ``2^52`` equally spaced dithers put
-at most ``2 D_j 2^52 + 2`` of them within ``D_j`` of a half-integer, so ``P(k̃_j ≠ k*_j) <= 2 E[D_j] + 2^-51``;
-with (A) and a union bound over j, ``TV(M̃(c), M*(c)) <= δ_fp`` for every centre c. (iii) For every set S,
+at most ``2 D_j 2^52 + 2`` of them within ``D_j`` of a half-integer, so ``P(k̃_j ≠ k*_j) <= 2 E[D_j] + 2^-51``,
+and ``2 E[D_j] <= 2 (w + 2^-50 (1 + w)) E|n*_j|/η_j + 2^-49`` by (A) (``E|ñ_j| <= (1 + w) E|n*_j|``); a union
+bound over j gives ``TV(M̃(c), M*(c)) <= δ_fp`` for every centre c. (iii) For every set S,
 ``P̃_c(S) <= P*_c(S) + δ_fp <= e^ε P*_c'(S) + δ + δ_fp <= e^ε P̃_c'(S) + δ + (1 + e^ε) δ_fp``. ∎
 
 Why it defeats the float attack: the released index ``k`` ranges over all integers from every centre (no
@@ -42,7 +43,7 @@ centre-dependent support), and the only difference the float arithmetic can make
 The rounding error ``k*η + u − (c + n*)`` is, with a continuous dither, Uniform(−η/2, η/2) and independent of
 ``n*`` (subtractive dither, Schuchman 1964): the noise variance grows by ``η_j²/12`` (:func:`sigma_inflation`).
 With ``η_j = 2^(floor(log2 s_j) − 5)`` (``s_j/64 < η_j <= s_j/32``) the sd grows by less than 4.1e-5 relative for
-unit-variance noise, and ``δ_fp`` is about ``7·10^-12 · E|z_j|`` per coordinate.
+unit-variance noise, and ``δ_fp`` is about ``7.5·10^-12 · E|z_j|`` per coordinate.
 
 Examples
 --------
@@ -136,7 +137,7 @@ def snap(centre, noise, step, random_seed=None) -> np.ndarray:
 
 
 def snapping_delta(mean_abs_ratio, rel_error: float = FLOAT_REL_ERROR) -> float:
-    """``δ_fp`` of the theorem: ``Σ_j [2 (w + 2^-50) E|n*_j|/η_j + 2^-49 + 2^-51]``.
+    """``δ_fp`` of the theorem: ``Σ_j [2 (w + 2^-49) E|n*_j|/η_j + 2^-49 + 2^-51]``.
 
     Parameters
     ----------
@@ -146,7 +147,7 @@ def snapping_delta(mean_abs_ratio, rel_error: float = FLOAT_REL_ERROR) -> float:
         ``w`` of assumption (A).
     """
     q = np.asarray(mean_abs_ratio, dtype=float)
-    return float(np.sum(2.0 * (rel_error + 2.0**-50) * q + 2.0**-49 + 2.0**-51))
+    return float(np.sum(2.0 * (rel_error + 2.0**-49) * q + 2.0**-49 + 2.0**-51))
 
 
 def sigma_inflation(step, sd) -> float:

@@ -25,8 +25,14 @@ from fdp_ppl.noise.elliptical import EllipticalMechanism, EllipticalProcessMecha
 from fdp_ppl.noise.elliptical.privacy import delta_exact
 from fdp_ppl.noise.laws import Laplace
 from fdp_ppl.noise.sampling import sampler_for
-from fdp_ppl.noise.snapping import (SnappedSampler, lattice_step, snap, snap_cost, snapping_delta,
-                                    standard_moments)
+from fdp_ppl.noise.snapping import (
+    SnappedSampler,
+    lattice_step,
+    snap,
+    snap_cost,
+    snapping_delta,
+    standard_moments,
+)
 from fdp_ppl.releasing import schema as S
 from tests.noise.test_fp_safe import _numpy_laplace, numpy_reachable, unreachable_share
 
