@@ -390,10 +390,13 @@ def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
         ("shrinkage", _shrinkage_text(summary.spec, "public_offset" in at)),
         ("noise E‖ξ‖²", f"{energy:.4g}" + (f" {units}²" if units else "") + f"  (rms ‖ξ‖ = {math.sqrt(energy):.3g}{u})"),
         ("noise seed", seed_text(int(meta.extra.get("noise_seeded", seed is not None)))), *study_rows(tree.attrs),
-        ("noise generator", ("OpenDP lattice sampler, floating-point safe" if int(meta.extra.get("fp_safe", 0))
+        ("noise generator", (("float sampler on a public dithered lattice, floating-point safe"
+                              if meta.extra.get("noise_generator") == "snapped" else
+                              "OpenDP lattice sampler, floating-point safe") if int(meta.extra.get("fp_safe", 0))
                              else "compiled float64 sampler, NOT floating-point safe")
          + f"; guaranteed epsilon {float(meta.extra.get('epsilon_guaranteed', meta.epsilon)):.6g}"
-         + (f", delta {float(meta.extra.get('delta_guaranteed', meta.delta)):.3g}" if meta.delta > 0 else "")),
+         + (f", delta {float(meta.extra.get('delta_guaranteed', meta.delta)):.3g}"
+            if max(meta.delta, float(meta.extra.get("delta_guaranteed", 0.0))) > 0 else "")),
         ("missing", "imputed by a public rule (--missing impute): a missing point is set to "
          + ("the public offset (a zero deviation)" if "public_offset" in at else "0")
          if meta.extra.get("missing") == "impute" else "none allowed (--missing error)"),

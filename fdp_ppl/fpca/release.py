@@ -13,7 +13,9 @@ import numpy as np
 import xarray as xr
 
 from ..errors import InputError
+from ..accounting import PrivacyBudget
 from ..noise.sampling import seed_sequence
+from ..noise.snapping import frame_cost, snap_frame
 from ..releasing.schema import (BASIS_FUNCTIONS, COMPONENTS, CONSTANT_DATA, FRAME, POSTERIOR, QUADRATURE_WEIGHTS, SIGMA,
                                 fpca_attrs)
 from .fpca import FPCAFit, FPCASpec
@@ -82,10 +84,20 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
                              "pass n=... (or plan the fit)")
     draws, _ = check_draws(draws)
     sampler, iterations = mechanism.sampler, int(mechanism.iterations)
-    plan = release_plan(spec, int(n), sampler, draws=draws, iterations=iterations, delta=mechanism.delta,
+    # frames go on the dithered lattice (draw_release); a delta target that holds its (1 + e^eps') delta_fp twice
+    # is planned at delta - that (eps' <= eps - log(1 - delta)) and the release is floating-point safe
+    dl = mechanism.delta
+    snapc = frame_cost(spec.m, spec.k, spec.epsilon - (np.log1p(-dl) if dl is not None else 0.0))
+    absorb = dl is not None and dl >= 2 * snapc.delta_added
+    plan = release_plan(spec, int(n), sampler, draws=draws, iterations=iterations,
+                        delta=dl - snapc.delta_added if absorb else dl,
                         max_proposals=mechanism.max_proposals, eta=mechanism.eta)
     T = plan["proposals"]
     certified = bool(plan["certified"])
+    fp_safe = absorb and certified and not plan["pure"]
+    if fp_safe:
+        plan = {**plan, "delta": plan["delta"] + snapc.delta_added,
+                "cost": PrivacyBudget(plan["epsilon"] * draws, (plan["delta"] + snapc.delta_added) * draws)}
     cost = plan["cost"]
     mech_name = f"expmech-fpca-{spec.form}-{sampler}" + ("" if certified else " (uncertified MCMC)")
     label = mech_name + ("" if certified else " [uncertified MCMC: delta not bounded, only epsilon charged]")
@@ -100,6 +112,10 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
              "proposal_budget": int(T), "fallback_bound_log": float(plan["log_p_star"]) if certified else float("nan"),
              "density_floor_log": float(plan["log_f_min"]), "eta": float(mechanism.eta) if plan["pure"] else float("nan"),
              "pure": int(plan["pure"]),
+             "fp_safety": (snapc.text() if fp_safe else "NOT floating-point safe as stated: frames are released on "
+                           "the dithered lattice 2^-12 Z (no centre-dependent float support), which makes the float "
+                           f"release within total variation {snapc.delta_fp:.3g} of the exact one; this plan cannot "
+                           f"hold that (pure, uncertified, or delta below {2 * snapc.delta_added:.2g})"),
              "fallback": _FALLBACKS[(spec.form, sampler)] if sampler != "nuts" else "none",
              "initialisation": {"gibbs": "uniform random frame (data-independent)",
                                 "nuts": _NUTS_INIT}.get(sampler, "none"),
@@ -114,7 +130,7 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
         sensitivity_norm="sum of squared projections of tau-scaled records (utility)", noise_scale=np.zeros(0),
         noise_multiplier=float("nan"), event=None, cost=cost,
         privacy_unit="record" if spec.privacy_unit is None else spec.privacy_unit.column,
-        neighbouring=str(attrs.get("adjacency", "replace-one record; n public")), guarantee=_guarantee_text(spec, sampler, plan), fp_safe=False,
+        neighbouring=str(attrs.get("adjacency", "replace-one record; n public")), guarantee=_guarantee_text(spec, sampler, plan), fp_safe=fp_safe,
         certified=certified, seeded=seeded, generator=_SAMPLER_NAMES[(spec.form, sampler)],
         output={"chain": 1, "draw": draws, "component": k, "t": int(spec.grid.size)},
         variable=COMPONENTS, coords={"component": np.arange(k), "t": spec.grid.points},
@@ -224,7 +240,9 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
         L² norm) — and ``frame`` (chain, draw, basis, component);
         ``constant_data``: ``basis_functions`` (t, basis), ``quadrature_weights`` (t),
         ``sigma`` (basis, basis2); root attrs: ε, τ, n, m, k, basis, sigma_rule,
-        form, sampler, iterations, exact (1/0), fp_safe = 0, noise_seeded,
+        form, sampler, iterations, exact (1/0), fp_safe (1 for a certified (ε', δ') plan whose δ holds twice the
+        lattice's: frames on the dithered lattice of :func:`~fdp_ppl.noise.snapping.snap_frame`, p* planned at δ
+        minus it), fp_safety, noise_seeded,
         epsilon_guaranteed, delta_guaranteed (0 for the pure plan, NaN when not bounded), pure,
         certified, private, guarantee, proposal_budget, fallback_bound_log (log p*),
         density_floor_log (log f_min; NaN unless pure), eta, fallback, delta_target (0 unless
@@ -277,7 +295,7 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
             rhat, ess = _rhat_ess(tr)
             extra.update(rhat_invariant=rhat, ess_invariant=ess, diagnostics_private=1,
                          diagnostics_on="explained-variance ratio and entries of V V^T")
-    frames = frames.reshape(1, draws, m, k)
+    frames = snap_frame(frames.reshape(1, draws, m, k), rng)  # public dithered lattice (noise/snapping.py)
     B = spec.basis_values
     comps = np.einsum("tb,cdbk->cdkt", B, frames)
     t = spec.grid.points

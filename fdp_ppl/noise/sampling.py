@@ -23,14 +23,20 @@ Generators (:func:`register_generator`, :func:`generators`):
   noise on a lattice with OpenDP's privacy map (Laplace and Normal laws,
   ``law.fp_safe``); fresh OS entropy only, never seeded.
 
+* ``"snapped"``: :class:`fdp_ppl.noise.snapping.SnappedSampler`, the compiled
+  sampler's float noise released on a public dithered lattice, with the
+  rounding's cost added to δ (laws without an exact sampler: elliptical);
+  fresh OS entropy only, never seeded.
+
 :func:`resolve_generator` picks the default of a release: ``"opendp"`` for an
-unseeded release of a floating-point-safe law, ``"pymc"`` otherwise.
+unseeded release of a floating-point-safe law, ``"snapped"`` for an unseeded
+release of another law, ``"pymc"`` when seeded.
 
 Examples
 --------
 >>> import fdp_ppl as fp
 >>> fp.sampling.generators()
-('pymc', 'opendp')
+('pymc', 'opendp', 'snapped')
 >>> law = fp.laws.Laplace()
 >>> fp.sampling.resolve_generator(law), fp.sampling.resolve_generator(law, random_seed=1)
 ('opendp', 'pymc')
@@ -260,8 +266,9 @@ def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=N
 
     Default (``generator=None``): ``"opendp"`` (floating-point safe) when
     ``random_seed is None`` and the law has an OpenDP sampler (``law.fp_safe``);
-    ``"pymc"`` when a seed is given (seeded studies keep their numbers) or the
-    law is not floating-point safe (elliptical laws).
+    ``"snapped"`` (floating-point safe, dithered lattice) when ``random_seed is
+    None`` for the other laws (elliptical); ``"pymc"`` when a seed is given
+    (seeded studies keep their numbers) or the law cannot be snapped (t, ν <= 1).
 
     Raises
     ------
@@ -273,14 +280,16 @@ def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=N
     from ..errors import CompatibilityError, InputError
 
     if generator is None:
-        return OPENDP if random_seed is None and law.fp_safe and OPENDP in _GENERATORS else "pymc"
+        if random_seed is not None:
+            return "pymc"
+        return OPENDP if law.fp_safe else (SNAPPED if snappable(law) else "pymc")
     factory = _factory(generator)
     if getattr(factory, "fp_safe", False):
         if random_seed is not None:
             raise InputError(f"the {generator!r} release generator draws fresh OS entropy and cannot be seeded",
                              "pass random_seed=None, or generator='pymc' for a reproducible study (its noise is "
                              "not floating-point safe)")
-        if not law.fp_safe:
+        if not (law.fp_safe or (getattr(factory, "snaps", False) and snappable(law))):
             raise CompatibilityError(f"the {law.name!r} noise law has no floating-point-safe sampler",
                                      "release it with generator='pymc' (not floating-point safe)")
     return generator
@@ -311,7 +320,8 @@ def generator_attrs(sampler, calibration, epsilon: float, delta: float) -> dict:
     one draw, Normal law on the OpenDP path).
     """
     guarantee = getattr(sampler, "guarantee", None)
-    g = guarantee(calibration, delta) if guarantee is not None else None
+    g = (None if guarantee is None else guarantee(calibration, delta, epsilon=epsilon)
+         if getattr(sampler, "guarantee_needs_epsilon", False) else guarantee(calibration, delta))
     safe = bool(getattr(sampler, "fp_safe", False)) and g is not None
     out = {"noise_generator": sampler.generator, "fp_safe": int(safe),
            "epsilon_guaranteed": float(g.epsilon) if safe else float(epsilon),
@@ -319,13 +329,14 @@ def generator_attrs(sampler, calibration, epsilon: float, delta: float) -> dict:
            "noise_sigma_source": getattr(calibration, "sigma_source", "mechanism")}
     if safe:
         out["privacy_guarantee"] = g.measurement
-        out["fp_safety"] = ("floating-point safe: exact discrete noise on the lattice 2^-1074 Z of the whitened "
-                            "coefficients (OpenDP), rescaled by public weights (post-processing)")
+        out["fp_safety"] = getattr(g, "fp_safety", None) or (
+            "floating-point safe: exact discrete noise on the lattice 2^-1074 Z of the whitened coefficients "
+            "(OpenDP), rescaled by public weights (post-processing)")
         if g.rho is not None:
             out["rho_guaranteed"] = float(g.rho)
     else:
         out["privacy_guarantee"] = "nominal (epsilon, delta) of the mechanism for continuous noise"
-        reason = ("the law has no floating-point-safe sampler" if not sampler.law.fp_safe
+        reason = ("the law has no floating-point-safe sampler" if not (sampler.law.fp_safe or snappable(sampler.law))
                   else "drawn by the compiled float64 sampler")
         out["fp_safety"] = (f"NOT floating-point safe ({reason}): float64 noise reaches a centre-dependent set of "
                             "values (Mironov 2012), so the guarantee holds for the continuous law only")
@@ -386,7 +397,13 @@ from .opendp import NAME as OPENDP  # noqa: E402
 from .opendp import OpenDPSampler  # noqa: E402
 
 register_generator(OPENDP, OpenDPSampler)
+# the floating-point-safe generator of laws without an exact sampler (dithered lattice rounding)
+from .snapping import NAME as SNAPPED  # noqa: E402
+from .snapping import SnappedSampler, snappable  # noqa: E402
 
-__all__ = ["CompiledSampler", "OpenDPSampler", "OPENDP", "sampler_for", "draw_releases", "seed_sequence",
+SnappedSampler.float_sampler = staticmethod(lambda law, n_components: sampler_for(law, n_components, "pymc"))
+register_generator(SNAPPED, SnappedSampler)
+
+__all__ = ["CompiledSampler", "OpenDPSampler", "OPENDP", "SnappedSampler", "SNAPPED", "sampler_for", "draw_releases", "seed_sequence",
            "register_generator", "generators", "resolve_generator", "generator_sigma", "generator_attrs",
            "clear_cache"]

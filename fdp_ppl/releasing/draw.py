@@ -345,10 +345,17 @@ def _plan_mean(spec, mechanism, draws, seeded, bound, generator, allow_nonprivat
     cal, sampler, head, tail = _public_parts(spec, mechanism, bound or "tight", generator)
     check_scale(cal.scale)
     J, K = spec.n_components, spec.grid.size
+    eps_g, dlt_g = tail.get("epsilon_guaranteed", mechanism.epsilon), tail.get("delta_guaranteed", mechanism.delta)
+    event = mechanism.privacy_event(cal, draws)
     cost = mechanism.budget * draws
+    if dlt_g > mechanism.delta:  # the generator adds to δ (floating-point-safe lattice rounding): charged
+        from ..accounting import PrivacyBudget, PrivacyEvent
+
+        cost, event = PrivacyBudget(mechanism.epsilon, dlt_g) * draws, PrivacyEvent("approx", mechanism.epsilon,
+                                                                                   dlt_g, None, draws)
     extra = dict(head)
     extra.update({"noise_multiplier": cal.sigma, "private": int(private),
-                  "sampling": ("exact forward draws (OpenDP lattice sampler), not MCMC"
+                  "sampling": (f"exact forward draws ({sampler.generator} floating-point-safe sampler), not MCMC"
                                if getattr(sampler, "fp_safe", False)
                                else "exact forward draws (compiled PyMC sampler), not MCMC")})
     extra.update(tail)
@@ -358,12 +365,11 @@ def _plan_mean(spec, mechanism, draws, seeded, bound, generator, allow_nonprivat
         tau=float(spec.tau), draws=draws, budget_spent_epsilon=cost.epsilon, budget_spent_delta=cost.delta,
         extra={k: v for k, v in extra.items() if k not in ReleaseMetadata._TYPES})
     unit = getattr(spec, "privacy_unit", None)
-    eps_g, dlt_g = tail.get("epsilon_guaranteed", mechanism.epsilon), tail.get("delta_guaranteed", mechanism.delta)
     out = ReleasePlan(
         family="mean", mechanism=mechanism.family, noise_law=mechanism.law.name, epsilon=float(mechanism.epsilon),
         delta=float(mechanism.delta), draws=draws, sensitivity=float(cal.sensitivity.value),
         sensitivity_norm=cal.sensitivity.norm, noise_scale=cal.scale, noise_multiplier=float(cal.sigma),
-        event=mechanism.privacy_event(cal, draws), cost=cost,
+        event=event, cost=cost,
         privacy_unit="record" if unit is None else unit.column, neighbouring=cal.sensitivity.neighbouring,
         guarantee=(f"({float(eps_g):.6g}, {float(dlt_g):.3g})-DP per draw for {cal.sensitivity.neighbouring}"
                    + ("" if private else "; NOT private: tau was computed from the data")),

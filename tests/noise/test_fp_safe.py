@@ -374,22 +374,28 @@ def test_release_attrs_seeded_unseeded_and_forced(curves, matern_basis):
         assert view.coefficients.dims[-1] == "basis" and view.noise_scale.shape == (s.n_components,)
 
 
-def test_elliptical_releases_are_not_floating_point_safe(curves, matern_basis):
+def test_elliptical_releases_are_floating_point_safe_by_lattice_rounding(curves, matern_basis):
+    """Unseeded elliptical releases go through the dithered lattice (noise/snapping.py, where the attack on the
+    construction is in noise/test_snapping.py); seeded studies keep the compiled float64 sampler."""
     s = fp.rkhs_mean(curves, matern_basis, tau=TAU)
     from fdp_ppl.noise.elliptical import EllipticalProcessMechanism
 
     mech = EllipticalProcessMechanism(1.0, 1e-3, family="t", nu=4.0)
     assert not mech.law.fp_safe and Laplace.fp_safe and Normal.fp_safe
     a = fp.release(s, mech).attrs
-    assert (a["noise_generator"], a["fp_safe"], a["noise_seeded"]) == ("pymc", 0, 0)
-    assert a["fp_safety"].startswith("NOT floating-point safe (the law has no floating-point-safe sampler)")
-    assert a["epsilon_guaranteed"] == mech.epsilon and a["delta_guaranteed"] == mech.delta
+    assert (a["noise_generator"], a["fp_safe"], a["noise_seeded"]) == ("snapped", 1, 0)
+    assert a["fp_safety"].startswith("floating-point safe: float values released on the public dithered lattice")
+    assert a["epsilon_guaranteed"] == mech.epsilon and a["delta_guaranteed"] == mech.delta  # σ absorbs the rounding
+    seeded = fp.release(s, mech, random_seed=1, study=True).attrs
+    assert (seeded["noise_generator"], seeded["fp_safe"]) == ("pymc", 0)
+    assert seeded["fp_safety"].startswith("NOT floating-point safe (drawn by the compiled float64 sampler)")
     with pytest.raises(CompatibilityError, match="floating-point-safe"):
         fp.release(s, mech, generator="opendp")
     with pytest.raises(CompatibilityError):
         mech.calibrate(s.spec, generator="opendp")
-    assert resolve_generator(mech.law) == "pymc" and resolve_generator(Laplace()) == "opendp"
+    assert resolve_generator(mech.law) == "snapped" and resolve_generator(Laplace()) == "opendp"
     assert resolve_generator(Laplace(), random_seed=3) == "pymc"
+    assert resolve_generator(Elliptical("t", nu=1.0)) == "pymc"  # no finite E|z|: the lattice bound does not apply
 
 
 @pytest.mark.parametrize("calibration, eps, delta", [("analytic", 1.0, 1e-5), ("analytic", 3.0, 1e-6),
