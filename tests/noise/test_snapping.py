@@ -166,12 +166,16 @@ def _lattice_unreachable(y, centre, scale) -> float:
 
 
 @pytest.mark.parametrize("name", list(MECHANISMS))
-def test_elliptical_default_path_is_snapped_with_no_gap_and_its_cost_charged(name, ell_summary):
+def test_elliptical_lattice_path_has_no_gap_and_its_cost_charged(name, ell_summary):
     mech = MECHANISMS[name]()
     s = ell_summary
     J = s.n_components
     ledger = fp.PrivacyLedger(fp.PrivacyBudget(10.0, 1e-3))
-    tree = fp.release(s, mech, draws=3, ledger=ledger)
+    if mech.delta == 0:  # a pure mechanism stays pure by default (float sampler, fp_safe 0); the lattice on request
+        assert fp.plan(s, mech).fp_safe is False
+        tree = fp.release(s, mech, draws=3, ledger=ledger, generator="snapped")
+    else:
+        tree = fp.release(s, mech, draws=3, ledger=ledger)
     a = tree.attrs
     assert (a["noise_generator"], a["fp_safe"], a["noise_seeded"]) == ("snapped", 1, 0)
     scale = tree[S.CONSTANT_DATA][S.NOISE_SCALE].values
