@@ -34,7 +34,7 @@ from .families import (EllipsoidalKNorm, EllipticalFamily, KNorm, MultivariateLa
 from .privacy import (EpsilonResult, MixingLaw, NoPureDPError, calibrate_sigma, delta_exact, delta_monte_carlo,
                       delta_monte_carlo_finite, delta_theorem5, epsilon_from_family, epsilon_from_generator,
                       epsilon_theorem3_printed, mahalanobis_sensitivity, mixing_law, privacy_epsilon, sigma_for_delta)
-from .process import (EllipticalMechanism, EllipticalProcessMechanism, draw_elliptical, expected_sq_error)
+from .process import (EllipticalMechanism, EllipticalProcessMechanism, expected_sq_error)
 
 __all__ = [
     "EllipticalFamily", "MultivariateNormal", "MultivariateT", "MultivariateLaplace", "EllipsoidalKNorm",
@@ -43,6 +43,6 @@ __all__ = [
     "calibrate_sigma", "epsilon_theorem3_printed", "mahalanobis_sensitivity",
     "MixingLaw", "mixing_law", "delta_exact", "delta_theorem5", "sigma_for_delta", "delta_monte_carlo",
     "delta_monte_carlo_finite",
-    "EllipticalProcessMechanism", "EllipticalMechanism", "draw_elliptical",
+    "EllipticalProcessMechanism", "EllipticalMechanism",
     "expected_sq_error", "finite_dimensional_comparison", "functional_comparison",
 ]

@@ -32,8 +32,7 @@ from ..mechanisms import Mechanism
 from ...summaries import EigenSpec, LinearSummary
 from .privacy import calibrate_sigma, sigma_for_delta
 
-__all__ = ["EllipticalProcessMechanism", "EllipticalMechanism", "draw_elliptical",
-           "expected_sq_error"]
+__all__ = ["EllipticalProcessMechanism", "EllipticalMechanism", "expected_sq_error"]
 
 _SOURCE = "Reimherr & Awan (2019), Theorems 1, 3, 5 (corrected: Delta/sigma in Thm 3, MGF of V^2 in Thm 5)"
 
@@ -196,20 +195,6 @@ class EllipticalMechanism(_EllipticalBase):
     def __repr__(self):
         nu = f", nu={self.nu:g}" if self.nu is not None else ""
         return f"EllipticalMechanism(epsilon={self.epsilon:g}, family={self.kind!r}{nu})"
-
-
-def draw_elliptical(mechanism: _EllipticalBase, summary: LinearSummary, scale, draws: int = 1,
-                    random_seed=None) -> tuple[np.ndarray, np.ndarray]:
-    """Exact i.i.d. releases ``f_D + √W · scale · z`` (the shared compiled sampler of the law).
-
-    Returns
-    -------
-    coefficients : ndarray, shape (draws, J)
-    curves : ndarray, shape (draws, K)
-    """
-    from ..sampling import draw_releases
-
-    return draw_releases(mechanism, summary, scale, draws, random_seed)
 
 
 def expected_sq_error(mechanism, summary: LinearSummary, bound: str = "tight") -> float:
