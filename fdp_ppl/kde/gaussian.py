@@ -38,7 +38,8 @@ from ..errors import InputError
 from ..noise.mechanisms.gaussian import GaussianMechanism
 from ..summaries.base import Sensitivity, SummarySpec, public_n
 from ..spaces.kernels import ProductKernel, gaussian_bump
-from .grid import DEFAULT_REL_TOL, CartesianGrid, ProductEigenbasis, axis_kernel, bandwidth_rule, gaussian_kde_values
+from .grid import (DEFAULT_REL_TOL, CartesianGrid, ProductEigenbasis, axis_kernel, bandwidth_rule, gaussian_kde_values,
+                   grid_key, product_eigenbasis)
 
 KDE_SOURCE = "Hall, Rinaldo & Wasserman (2013), Section 4.1 (Delta), 4.1.1 (matrix H), Corollary 9"
 
@@ -148,11 +149,14 @@ class KDESpec(SummarySpec):
         if estimator == "binned":
             from .accumulate import bin_axes
 
-            self.bins = bin_axes(grid.domain, h, self.bin_rel_error)  # refuses a lattice above MAX_BINS
+            self.bins = bin_axes(grid.domain, h, self.bin_rel_error, grid.axes)  # refuses above MAX_BINS
         else:
             self.bins = None
-        self.basis = ProductEigenbasis(grid, h, rel_tol, kernel=self.noise_kernel_kind,
-                                       axis_variance=self.axis_variance)
+        # public: computed once per (grid, h, kernel, rel_tol) and shared by every spec on it (grid.public_cached)
+        self.basis = product_eigenbasis(grid, h, rel_tol, kernel=self.noise_kernel_kind,
+                                        axis_variance=self.axis_variance)
+        self._public_key = (type(self).__name__, grid_key(grid), self.noise_kernel_kind, tuple(h.tolist()),
+                            float(rel_tol), float(self.axis_variance), n)
         object.__setattr__(self, "tau", float(self._record_norm_bound()))
 
     def _record_norm_bound(self) -> float:

@@ -56,7 +56,7 @@ import numpy as np
 from ..errors import InputError
 from ..summaries.base import Sensitivity
 from .gaussian import KDESpec, KDESummary
-from .grid import DEFAULT_REL_TOL, CartesianGrid, max_pairwise_l1
+from .grid import DEFAULT_REL_TOL, CartesianGrid, max_pairwise_l1, public_cached
 
 ICLP_KDE_SOURCE = "Lin & Reimherr (2026), Section 4.3, eq. (12), Theorem 16; specs/iclp.md §2.3 (errata a, b)"
 ICLP_KDE_BOUNDS = ("tight", "grid-cs", "corrected")
@@ -150,9 +150,13 @@ class ICLPKDESpec(KDESpec):
         bandwidth-scaled kernel it is about ``λ^{η−1}`` of the leading eigenvalues (module docstring).
         """
         if self._mass is None:
-            centre = self.grid.domain.mean(axis=1)
-            coef = self.basis.functions_at(self.snap(centre[None, :]))[0] * self.eigenvalues ** self.eta * self.scale
-            self._mass = float(self.n * self.grid.integrate(self.basis.reconstruct(coef)))
+            def build():
+                centre = self.grid.domain.mean(axis=1)
+                coef = (self.basis.functions_at(self.snap(centre[None, :]))[0] * self.eigenvalues ** self.eta
+                        * self.scale)
+                return float(self.n * self.grid.integrate(self.basis.reconstruct(coef)))
+
+            self._mass = public_cached(("iclp-mass", self._public_key, self.eta), build)
         return self._mass
 
     @property
@@ -169,8 +173,9 @@ class ICLPKDESpec(KDESpec):
         return self.basis.functions_at(idx) * (self.eigenvalues ** (self.eta - 0.5) * self.scale)
 
     def _exact_delta(self) -> float:
-        if self._delta is None:
-            self._delta = max_pairwise_l1(self._node_rows())
+        if self._delta is None:  # public: once per configuration (grid.public_cached), O((Π K_k)² J) at worst
+            self._delta = public_cached(("iclp-delta", self._public_key, self.eta),
+                                        lambda: max_pairwise_l1(self._node_rows()))
         return self._delta
 
     def kernel_power_diagonal_and_max_gap(self) -> tuple[float, float]:
