@@ -13,6 +13,14 @@ import numpy as np
 from .._numba import HAVE_NUMBA, njit
 
 
+def _evenly_spaced(axis, lo: float, hi: float) -> bool:
+    """An axis of equally spaced points from ``lo`` to ``hi`` (to rounding)."""
+    a = np.asarray(axis, dtype=float)
+    width = float(hi - lo)
+    return (a.size >= 2 and width > 0 and abs(a[0] - lo) <= 1e-12 * width and abs(a[-1] - hi) <= 1e-12 * width
+            and bool(np.allclose(np.diff(a), width / (a.size - 1), rtol=1e-9, atol=0.0)))
+
+
 @njit(cache=True, nogil=True)
 def _cell(x, lo, scale, m):  # pragma: no cover - compiled
     u = (x - lo) * scale
@@ -54,8 +62,6 @@ def _bin2(x, w, lo0, s0, m0, lo1, s1, m1, out):  # pragma: no cover - compiled
 def compiled_binning(bins, obs: np.ndarray, weights, out: np.ndarray) -> bool:
     """Add the linear-binning masses of ``obs`` (m, d) to ``out`` (lattice shape) in one compiled pass; False
     (``out`` untouched) when Numba is missing, d > 2, or an axis is not evenly spaced (``_evenly_spaced``)."""
-    from .accumulate import _evenly_spaced
-
     d = obs.shape[1]
     if not HAVE_NUMBA or d > 2 or any(b.size < 2 or not _evenly_spaced(b, b[0], b[-1]) for b in bins):
         return False
@@ -66,3 +72,61 @@ def compiled_binning(bins, obs: np.ndarray, weights, out: np.ndarray) -> bool:
     else:
         _bin2(np.ascontiguousarray(obs), w, *params[0], *params[1], out)
     return True
+
+
+@njit(cache=True, nogil=True)
+def _snap(x, a, scale, out):  # pragma: no cover - compiled
+    """Nearest node of the evenly spaced axis ``a`` for each ``x`` (ties to the lower node), as the search does."""
+    k = a.size
+    for r in range(x.shape[0]):
+        v = x[r]
+        u = (v - a[0]) * scale
+        j = 0
+        if u > 0.0:
+            j = int(u) if u < k - 2 else k - 2
+        while j > 0 and v <= a[j]:
+            j -= 1
+        while j < k - 2 and v > a[j + 1]:
+            j += 1
+        out[r] = j if abs(v - a[j]) <= abs(v - a[j + 1]) else j + 1
+
+
+def compiled_snap(axis: np.ndarray, x: np.ndarray):
+    """Nearest-node indices (m,) of ``x`` on an evenly spaced ``axis`` in one compiled pass, or None (Numba
+    missing, an uneven axis or fewer than 3 nodes): the caller then searches."""
+    a = np.asarray(axis, dtype=float)
+    if not HAVE_NUMBA or a.size < 3 or not _evenly_spaced(a, a[0], a[-1]):
+        return None
+    out = np.empty(x.shape[0], dtype=np.int64)
+    _snap(np.ascontiguousarray(x, dtype=float), a, (a.size - 1) / float(a[-1] - a[0]), out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _clip_count(obs, lo, hi, out):  # pragma: no cover - compiled
+    moved = 0
+    n, d = obs.shape
+    for r in range(n):
+        m = False
+        for k in range(d):
+            v = obs[r, k]
+            if v < lo[k]:
+                v = lo[k]
+                m = True
+            elif v > hi[k]:
+                v = hi[k]
+                m = True
+            out[r, k] = v
+        moved += m
+    return moved
+
+
+def clip_to_box(obs: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+    """``(np.clip(obs, lo, hi), number of rows moved)`` of finite records (n, d) in one pass (numpy without Numba)."""
+    if not HAVE_NUMBA:  # pragma: no cover - numba missing
+        clipped = np.clip(obs, lo, hi)
+        return clipped, int(np.sum(np.any(clipped != obs, axis=1)))
+    out = np.empty(obs.shape)
+    moved = _clip_count(np.ascontiguousarray(obs, dtype=float), np.ascontiguousarray(lo, dtype=float),
+                        np.ascontiguousarray(hi, dtype=float), out)
+    return out, int(moved)

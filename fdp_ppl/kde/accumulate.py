@@ -56,6 +56,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..spaces.kernels import gaussian_bump
+from ._binning import _evenly_spaced, compiled_binning
 
 #: memory one chunk of the exact KDE sum may use (bytes); the public default of ``memory_budget``
 KDE_CHUNK_BYTES = 64 * 2**20
@@ -184,14 +185,6 @@ def bin_axes(domain, bandwidths, rel_error: float = BINNED_REL_ERROR, grid_axes=
     return tuple(out)
 
 
-def _evenly_spaced(axis, lo: float, hi: float) -> bool:
-    """An axis of equally spaced points from ``lo`` to ``hi`` (to rounding)."""
-    a = np.asarray(axis, dtype=float)
-    width = float(hi - lo)
-    return (a.size >= 2 and width > 0 and abs(a[0] - lo) <= 1e-12 * width and abs(a[-1] - hi) <= 1e-12 * width
-            and bool(np.allclose(np.diff(a), width / (a.size - 1), rtol=1e-9, atol=0.0)))
-
-
 def _refinement(axis, bins) -> int:
     """``r`` when the lattice ``bins`` refines the evenly spaced ``axis`` (``bins[::r] == axis`` to rounding, both
     evenly spaced over the same ends; :func:`bin_axes` with ``grid_axes``), else 0."""
@@ -264,8 +257,6 @@ def linear_binning(bins, observations, weights=None, *, chunk: int | None = None
     step = BIN_CHUNK if chunk is None else max(1, int(chunk))
     bins = tuple(np.asarray(b, dtype=float) for b in bins)
     out = np.zeros(size)
-    from ._binning import compiled_binning
-
     if compiled_binning(bins, obs, w, out.reshape(shape)):  # one compiled pass (d <= 2, evenly spaced lattice)
         return out.reshape(shape)
     for start in range(0, n, step):

@@ -300,9 +300,10 @@ class KDESpec(SummarySpec):
 
     def _clip(self, obs) -> tuple[np.ndarray, int]:
         """Finite records (m, d) clipped to the public box, and the number of records moved."""
+        from ._binning import clip_to_box
+
         dom = self.grid.domain
-        clipped = np.clip(obs, dom[:, 0], dom[:, 1])
-        return clipped, int(np.sum(np.any(clipped != obs, axis=1)))
+        return clip_to_box(obs, dom[:, 0], dom[:, 1])
 
     # ------------------------------------------------------------------ out of core
     @property
