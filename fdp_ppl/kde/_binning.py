@@ -75,20 +75,57 @@ def compiled_binning(bins, obs: np.ndarray, weights, out: np.ndarray) -> bool:
 
 
 @njit(cache=True, nogil=True)
-def _snap(x, a, scale, out):  # pragma: no cover - compiled
-    """Nearest node of the evenly spaced axis ``a`` for each ``x`` (ties to the lower node), as the search does."""
+def _node(v, a, scale):  # pragma: no cover - compiled
+    """Nearest node of the evenly spaced axis ``a`` to ``v`` (ties to the lower node), as the search does: the
+    cell ``a_j < v <= a_{j+1}`` guessed by arithmetic and corrected by comparisons."""
     k = a.size
+    u = (v - a[0]) * scale
+    j = 0
+    if u > 0.0:
+        j = int(u) if u < k - 2 else k - 2
+    while j > 0 and v <= a[j]:
+        j -= 1
+    while j < k - 2 and v > a[j + 1]:
+        j += 1
+    return j if abs(v - a[j]) <= abs(v - a[j + 1]) else j + 1
+
+
+@njit(cache=True, nogil=True)
+def _snap(x, a, scale, out):  # pragma: no cover - compiled
     for r in range(x.shape[0]):
-        v = x[r]
-        u = (v - a[0]) * scale
-        j = 0
-        if u > 0.0:
-            j = int(u) if u < k - 2 else k - 2
-        while j > 0 and v <= a[j]:
-            j -= 1
-        while j < k - 2 and v > a[j + 1]:
-            j += 1
-        out[r] = j if abs(v - a[j]) <= abs(v - a[j + 1]) else j + 1
+        out[r] = _node(x[r], a, scale)
+
+
+@njit(cache=True, nogil=True)
+def _count1(x, w, a, scale, out):  # pragma: no cover - compiled
+    weighted = w.size > 0
+    for r in range(x.shape[0]):
+        out[_node(x[r, 0], a, scale)] += w[r] if weighted else 1.0
+
+
+@njit(cache=True, nogil=True)
+def _count2(x, w, a, sa, b, sb, out):  # pragma: no cover - compiled
+    weighted = w.size > 0
+    for r in range(x.shape[0]):
+        out[_node(x[r, 0], a, sa), _node(x[r, 1], b, sb)] += w[r] if weighted else 1.0
+
+
+def compiled_node_counts(axes, obs: np.ndarray, weights, out: np.ndarray) -> bool:
+    """Add to ``out`` (grid shape) the (weighted) count of records (m, d) at their nearest grid node, snapping
+    and counting in one compiled pass; False (``out`` untouched) when Numba is missing, d > 2 or an axis is
+    uneven or has fewer than 3 nodes (the caller then snaps by search and counts with ``np.bincount``)."""
+    d = obs.shape[1]
+    axes = [np.asarray(a, dtype=float) for a in axes]
+    if not HAVE_NUMBA or d > 2 or any(a.size < 3 or not _evenly_spaced(a, a[0], a[-1]) for a in axes):
+        return False
+    w = np.empty(0) if weights is None else np.ascontiguousarray(weights, dtype=float)
+    x = np.ascontiguousarray(obs, dtype=float)
+    scales = [(a.size - 1) / float(a[-1] - a[0]) for a in axes]
+    if d == 1:
+        _count1(x, w, axes[0], scales[0], out)
+    else:
+        _count2(x, w, axes[0], scales[0], axes[1], scales[1], out)
+    return True
 
 
 def compiled_snap(axis: np.ndarray, x: np.ndarray):
@@ -100,6 +137,26 @@ def compiled_snap(axis: np.ndarray, x: np.ndarray):
     out = np.empty(x.shape[0], dtype=np.int64)
     _snap(np.ascontiguousarray(x, dtype=float), a, (a.size - 1) / float(a[-1] - a[0]), out)
     return out
+
+
+@njit(cache=True, nogil=True)
+def _count_outside(obs, lo, hi):  # pragma: no cover - compiled
+    moved = 0
+    n, d = obs.shape
+    for r in range(n):
+        for k in range(d):
+            if obs[r, k] < lo[k] or obs[r, k] > hi[k]:
+                moved += 1
+                break
+    return moved
+
+
+def count_outside(obs: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> int:
+    """Rows of finite records (n, d) outside the box ``[lo, hi]`` (what clipping would move), without a copy."""
+    lo, hi = np.ascontiguousarray(lo, dtype=float), np.ascontiguousarray(hi, dtype=float)
+    if not HAVE_NUMBA:  # pragma: no cover - numba missing
+        return int(np.sum(np.any((obs < lo) | (obs > hi), axis=1)))
+    return int(_count_outside(np.ascontiguousarray(obs, dtype=float), lo, hi))
 
 
 @njit(cache=True, nogil=True)

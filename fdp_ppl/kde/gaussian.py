@@ -280,7 +280,9 @@ class KDESpec(SummarySpec):
                        estimator=self.estimator, draws=draws)
 
     # ------------------------------------------------------------------ data
-    def _check_observations(self, observations, units=None) -> tuple[np.ndarray, int]:
+    def _check_observations(self, observations, units=None, clip: bool = True) -> tuple[np.ndarray, int]:
+        """Checked records (n, d) clipped to the box and the number clipped; ``clip=False``: the records as given
+        (for a pass that clamps them itself: binning on a lattice spanning the box, snapping to the grid)."""
         obs = np.asarray(observations, dtype=float)
         obs = obs[:, None] if obs.ndim == 1 else obs
         if obs.ndim != 2 or obs.shape[1] != self.d:
@@ -296,6 +298,10 @@ class KDESpec(SummarySpec):
                              "build the spec with the public n")
         if not np.all(np.isfinite(obs)):
             raise InputError("observations must be finite", "drop or impute missing values before release")
+        if not clip:
+            from ._binning import count_outside
+
+            return obs, count_outside(obs, self.grid.domain[:, 0], self.grid.domain[:, 1])
         return self._clip(obs)
 
     def _clip(self, obs) -> tuple[np.ndarray, int]:
@@ -390,7 +396,8 @@ class KDESpec(SummarySpec):
         if is_lazy(observations):  # records out of core: reduced chunk by chunk on dask
             return self._fit_lazy(observations, units)
         self.check_size(n_records=np.shape(observations)[0] if np.ndim(observations) else None)
-        clipped, n_clipped = self._check_observations(observations, units)
+        # binned: the lattice spans the box and binning clamps each record to it, the same as clipping (no copy)
+        clipped, n_clipped = self._check_observations(observations, units, clip=self.bins is None)
         clipped, weights = self._unit_select(clipped, units)
         if self.bins is not None:
             from .accumulate import binned_kde_values

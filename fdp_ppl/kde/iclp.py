@@ -55,7 +55,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..summaries.base import Sensitivity
-from ._binning import compiled_snap
+from ._binning import compiled_node_counts, compiled_snap
 from .gaussian import KDESpec, KDESummary
 from .grid import DEFAULT_REL_TOL, CartesianGrid, max_pairwise_l1, public_cached
 
@@ -272,13 +272,22 @@ class ICLPKDESpec(KDESpec):
         if is_lazy(observations):  # records out of core: node counts reduced chunk by chunk on dask
             return self._fit_lazy(observations, units)
         self.check_size(n_records=np.shape(observations)[0] if np.ndim(observations) else None)
-        clipped, n_clipped = self._check_observations(observations, units)
-        clipped, weights = self._unit_select(clipped, units)
-        # node counts, then Σ_nodes count(node) e_j(node): O(n + grid × J), never (n × J)
+        # records snapped to the nearest node, which clamps them to the box as clipping does (no copy)
+        obs, n_clipped = self._check_observations(observations, units, clip=False)
+        obs, weights = self._unit_select(obs, units)
+        return self.fit_counts(self._node_counts(obs, weights), n_clipped)
+
+    def _node_counts(self, obs, weights=None) -> np.ndarray:
+        """Grid-node counts (grid shape) of finite records (m, d), a unit weighing ``n × weight``: snapped (the
+        nearest node of a record outside the box is that of its clipped value) and counted in one compiled pass
+        on an evenly spaced grid (d <= 2), else clipped, :meth:`snap` and ``np.bincount``."""
+        w = None if weights is None else self.n * np.asarray(weights, dtype=float)
+        counts = np.zeros(self.grid.shape)
+        if compiled_node_counts(self.grid.axes, obs, w, counts):
+            return counts
+        clipped, _ = self._clip(obs)
         flat = np.ravel_multi_index(tuple(self.snap(clipped).T), self.grid.shape)
-        counts = np.bincount(flat, weights=None if weights is None else self.n * np.asarray(weights, dtype=float),
-                             minlength=int(np.prod(self.grid.shape))).reshape(self.grid.shape)
-        return self.fit_counts(counts, n_clipped)
+        return np.bincount(flat, weights=w, minlength=counts.size).astype(float).reshape(self.grid.shape)
 
     @property
     def _sums_shape(self) -> tuple:
@@ -288,8 +297,7 @@ class ICLPKDESpec(KDESpec):
         """One chunk's grid-node counts, flat (data holder only): finite records (m, d) clipped to the box and
         snapped (:meth:`snap`); the last entry is the number of records clipped."""
         clipped, n_clipped = self._clip(np.asarray(block, dtype=float))
-        flat = np.ravel_multi_index(tuple(self.snap(clipped).T), self.grid.shape)
-        return np.append(np.bincount(flat, minlength=int(np.prod(self.grid.shape))).astype(float), n_clipped)
+        return np.append(self._node_counts(clipped).ravel(), n_clipped)
 
     def _from_sums(self, part, n_clipped: int) -> KDESummary:
         return self.fit_counts(part, n_clipped)

@@ -181,3 +181,20 @@ def test_cached_release_has_the_same_law(rng):
     np.testing.assert_array_equal(out[0]["posterior"]["density"].values, out[1]["posterior"]["density"].values)
     np.testing.assert_array_equal(out[0]["constant_data"]["noise_scale"].values,
                                   out[1]["constant_data"]["noise_scale"].values)
+
+
+@pytest.mark.parametrize("cls", ["binned", "iclp"])
+@pytest.mark.parametrize("d", [1, 2])
+def test_records_outside_the_box_count_as_clipped(rng, cls, d):
+    """The binned and snapped fits clamp records to the box in their one pass: the same estimate as the records
+    clipped first, and the same count of clipped records (data holder only)."""
+    grid = CartesianGrid.uniform([(0.0, 1.0), (-1.0, 1.0)][:d], [41, 33][:d])
+    obs = rng.normal(0.4, 0.6, size=(3000, d))
+    lo, hi = grid.domain[:, 0], grid.domain[:, 1]
+    make = ((lambda: KDESpec(grid=grid, bandwidth=0.1, n=3000, estimator="binned")) if cls == "binned"
+            else (lambda: ICLPKDESpec(grid=grid, bandwidth=0.1, n=3000)))
+    spec = make()
+    raw, clipped = spec.fit(obs), spec.fit(np.clip(obs, lo, hi))
+    assert raw.n_clipped == int(np.sum(np.any((obs < lo) | (obs > hi), axis=1))) > 0 and clipped.n_clipped == 0
+    np.testing.assert_allclose(raw.coefficients, clipped.coefficients, rtol=0,
+                               atol=1e-12 * np.abs(clipped.coefficients).max())
