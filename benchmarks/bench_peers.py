@@ -44,39 +44,18 @@ import os
 import statistics
 import sys
 import time
-import tracemalloc
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from _common import write_results  # noqa: E402
+from _common import peak_traced_bytes as _peak, write_results  # noqa: E402
 
 EPSILON, DELTA = 1.0, 1e-9
 TARGET_RATIO = 2.0
 TARGET_N = 10**6  # the ratio targets apply from this n on
 GROWTH_SLACK = 0.1
-
-
-def _median(fn, repeats: int) -> float:
-    times = []
-    for _ in range(max(1, repeats)):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def _peak(fn) -> int:
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        fn()
-        return max(0, tracemalloc.get_traced_memory()[1] - base)
-    finally:
-        tracemalloc.stop()
 
 
 def _slope(ns, ts) -> float | None:

@@ -24,13 +24,11 @@ def _evenly_spaced(axis, lo: float, hi: float) -> bool:
 @njit(cache=True, nogil=True)
 def _cell(x, lo, scale, m):  # pragma: no cover - compiled
     u = (x - lo) * scale
-    if u < 0.0 or u != u:
+    if not u >= 0.0:  # below the lattice (or not a number): its first node
         u = 0.0
     elif u > m - 1:
         u = m - 1.0
-    i = int(u)
-    if i > m - 2:
-        i = m - 2
+    i = min(int(u), m - 2)
     return i, u - i
 
 

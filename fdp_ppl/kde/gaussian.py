@@ -38,8 +38,8 @@ from ..errors import InputError
 from ..noise.mechanisms.gaussian import GaussianMechanism
 from ..summaries.base import Sensitivity, SummarySpec, public_n
 from ..spaces.kernels import ProductKernel, gaussian_bump
-from .grid import (DEFAULT_REL_TOL, CartesianGrid, ProductEigenbasis, axis_kernel, bandwidth_rule, gaussian_kde_values,
-                   grid_key, product_eigenbasis)
+from .grid import (DEFAULT_REL_TOL, CartesianGrid, axis_kernel, bandwidth_rule, gaussian_kde_values, grid_key,
+                   product_eigenbasis)
 
 KDE_SOURCE = "Hall, Rinaldo & Wasserman (2013), Section 4.1 (Delta), 4.1.1 (matrix H), Corollary 9"
 
