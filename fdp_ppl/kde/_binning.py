@@ -17,8 +17,10 @@ def _evenly_spaced(axis, lo: float, hi: float) -> bool:
     """An axis of equally spaced points from ``lo`` to ``hi`` (to rounding)."""
     a = np.asarray(axis, dtype=float)
     width = float(hi - lo)
-    return (a.size >= 2 and width > 0 and abs(a[0] - lo) <= 1e-12 * width and abs(a[-1] - hi) <= 1e-12 * width
-            and bool(np.allclose(np.diff(a), width / (a.size - 1), rtol=1e-9, atol=0.0)))
+    if not (a.size >= 2 and width > 0 and abs(a[0] - lo) <= 1e-12 * width and abs(a[-1] - hi) <= 1e-12 * width):
+        return False
+    step = width / (a.size - 1)
+    return bool(np.max(np.abs(np.diff(a) - step)) <= 1e-9 * step)
 
 
 @njit(cache=True, nogil=True)
