@@ -19,7 +19,8 @@ scale 1/4):
 * ``noise``: the noise stage's sampler alone (OpenDP, floating-point safe) drawing the J GP coefficients of one
   release: the part of ``gp`` that a floor with ``numpy`` normals does not pay.
 
-Seconds are medians of ``--repeats`` (default 3) calls made back to back (same machine load), under one
+Seconds are medians of ``--repeats`` (default 3) calls made back to back (same machine load; the order of the
+columns rotated between repeats, so that none is always first after the cold calls), under one
 BLAS thread. Peak memory: tracemalloc's peak of one extra call (numpy buffers; KDEpy's C allocations are
 traced when they go through numpy). Accuracy: ``sup |FFTKDE − ours| / f_max`` of the non-private binned
 estimate (the two binned estimators differ by their binning error; ours is within its stated bound of the
@@ -153,8 +154,10 @@ def run(quick: bool = False, repeats: int = 3, sizes=None, grids=None) -> dict:
                 if FFTKDE is not None:
                     fns["peer"] = lambda: FFTKDE(kernel="gaussian", bw=h).fit(x).evaluate(pts)
                 times = {k: [] for k in fns}
-                for _ in range(repeats):  # back to back within a repeat: the same load for every column
-                    for k, fn in fns.items():
+                names = list(fns)
+                for rep in range(repeats):  # back to back within a repeat (the same load), order rotated
+                    for k in names[rep % len(names):] + names[:rep % len(names)]:
+                        fn = fns[k]
                         t0 = time.perf_counter()
                         fn()
                         times[k].append(time.perf_counter() - t0)
