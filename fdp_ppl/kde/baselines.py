@@ -51,7 +51,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import InputError
-from ..spaces import Eigenbasis, Grid
+from ..spaces import Grid, eigenbasis
 from ..spaces.kernels import Gaussian, gaussian_bump
 from ..summaries import BernsteinSpec, FRLSpec
 from ..summaries.base import Sensitivity
@@ -87,7 +87,7 @@ def frl_kde_spec(points, h: float, n: int, M: int | None = None, privacy_unit=No
     :func:`kde_bumps` are its records (a ``privacy_unit`` combines or keeps a unit's bumps)."""
     grid = Grid.from_points(points)
     length = grid.upper - grid.lower
-    basis = Eigenbasis(Gaussian.from_bandwidth(h / length), grid)
+    basis = eigenbasis(Gaussian.from_bandwidth(h / length), grid)  # public: cached per (kernel, grid)
     tau = 1.0 / np.sqrt(2 * np.sqrt(np.pi) * h * length)
     return FRLSpec(basis=basis, tau=float(tau), n=int(n), M=M, privacy_unit=privacy_unit)
 
