@@ -32,10 +32,15 @@ test: $(VENV)/.installed
 test-slow: $(VENV)/.installed
 	FDP_PPL_SLOW=1 $(PY) -m pytest -q -n 2
 
-bench: $(VENV)/.installed
+# the benchmarks' peers (KDEpy): their own install stamp, so `make test` installs nothing more
+$(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml constraints.txt
+	$(PY) -m pip install -q -c constraints.txt -e ".[test,bench]"
+	touch $@
+
+bench: $(VENV)/.bench-installed
 	$(PY) benchmarks/bench_suite.py $(BENCH_ARGS)
 
-bench-quick: $(VENV)/.installed
+bench-quick: $(VENV)/.bench-installed
 	$(PY) benchmarks/bench_suite.py --quick
 
 # execute notebooks in full mode and store their outputs (NOTEBOOKS=notebooks/03_*.ipynb for some)
@@ -63,7 +68,7 @@ constraints:
 	rm -rf .venv-constraints
 	$(PYTHON) -m venv .venv-constraints
 	.venv-constraints/bin/python -m pip install -q --upgrade pip
-	.venv-constraints/bin/python -m pip install -q -e ".[test,docs]"
+	.venv-constraints/bin/python -m pip install -q -e ".[test,docs,bench]"
 	{ echo "# Exact versions that make test, make demo, make docs and CI install (pip install -c constraints.txt)."; \
 	  echo "# Updated on purpose only: make constraints (a fresh venv without constraints, then pip freeze), then run make test."; \
 	  .venv-constraints/bin/python -m pip freeze --exclude-editable --all | grep -v '^setuptools==\|^wheel==' | sort -f; } > constraints.txt

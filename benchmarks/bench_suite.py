@@ -10,6 +10,7 @@ Parts (each also runs alone, see its script):
 * ``summaries``  every summary against a fused numpy pass, time and peak memory (``bench_summaries.py``);
 * ``release``    ``fp.release`` against its raw sampler at 100 and 10,000 draws (``bench_release.py``);
 * ``cli``        ``fdp-ppl --help`` and every subcommand's ``--help`` as fresh processes (``bench_cli.py``);
+* ``peers``      private densities against KDEpy's ``FFTKDE`` and the bincount + FFT floor (``bench_peers.py``);
 * ``outofcore``  the mean of 10^7 curves × 100 points from a Zarr store on a 2-worker dask LocalCluster
   (``bench_outofcore.py``; ``--quick``: 2·10^5 curves).
 
@@ -41,7 +42,7 @@ sys.path.insert(0, str(HERE))
 
 from _common import machine_info  # noqa: E402
 
-PARTS = ("iclp", "inference", "summaries", "release", "outofcore", "cli")
+PARTS = ("iclp", "inference", "summaries", "release", "outofcore", "cli", "peers")
 
 
 def run_iclp(quick: bool) -> dict:
@@ -75,7 +76,7 @@ def run_part(name: str, quick: bool) -> dict:
     if name == "inference":
         return run_inference(quick)
     mod = importlib.import_module({"summaries": "bench_summaries", "release": "bench_release",
-                                   "outofcore": "bench_outofcore", "cli": "bench_cli"}[name])
+                                   "outofcore": "bench_outofcore", "cli": "bench_cli", "peers": "bench_peers"}[name])
     return mod.run(quick=quick)
 
 
@@ -141,6 +142,11 @@ def summary_lines(results: dict) -> list[tuple]:
     if r and "worst_s" in r:
         rows.append(("fdp-ppl --help and every subcommand's --help: slowest, seconds", f"{r['worst_s']:.2f}",
                      "< 0.5", "MET" if r["met"] else "NOT MET"))
+    r = results.get("peers")
+    if r and "targets" in r:  # bench_peers.run: densities against FFTKDE and the floor
+        for t in r["targets"]:
+            rows.append((f"density {t['what']}", "-" if t["value"] is None else f"{t['value']:.2f}", t["target"],
+                         "-" if t["met"] is None else ("MET" if t["met"] else "NOT MET")))
     for name, res in results.items():
         if isinstance(res, dict) and ("error" in res or "skipped" in res):
             rows.append((f"{name}", "-", "", res.get("skipped") or "ERROR: " + res["error"].splitlines()[-1]))

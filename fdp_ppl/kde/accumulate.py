@@ -14,8 +14,10 @@ Two ways to compute ``f_D(t) = Σ_i w_i Π_k φ_k(t_k − x_{ik})`` with
   rounding (the order of the additions differs).
 * :func:`binned_kde_values` (``estimator="binned"``): each record is spread
   over the ``2^d`` corners of its cell of a fine public bin lattice by linear
-  (multilinear) binning, then the bin masses are smoothed with the kernel
-  (``O(n + Π_k K_k · Σ_k M_k)``).
+  (multilinear) binning, then the bin masses are smoothed with the kernel:
+  ``O(n)`` (one ``np.bincount`` pass per corner, chunked) plus, on a lattice
+  that refines an evenly spaced grid (the default), one FFT per axis
+  (``O(Π_k M_k · Σ_k log M_k)``), else ``O(Π_k K_k · Σ_k M_k)``.
 
 Sensitivity of the binned estimator (the released law is unchanged)
 -------------------------------------------------------------------
@@ -54,6 +56,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..spaces.kernels import gaussian_bump
+from ._binning import _evenly_spaced, compiled_binning
 
 #: memory one chunk of the exact KDE sum may use (bytes); the public default of ``memory_budget``
 KDE_CHUNK_BYTES = 64 * 2**20
@@ -143,9 +146,15 @@ def kde_values_chunked(points, observations, bandwidths, weights=None, *, chunk:
     return acc / norm
 
 
-def bin_axes(domain, bandwidths, rel_error: float = BINNED_REL_ERROR) -> tuple:
+def bin_axes(domain, bandwidths, rel_error: float = BINNED_REL_ERROR, grid_axes=None) -> tuple:
     """Default public bin lattice: per axis ``M_k`` equally spaced centres spanning ``[lo_k, hi_k]`` with spacing
     ``δ_k <= h_k √(8 rel_error / d)``, so :func:`binned_error_bound` is ``<= rel_error × f_max``.
+
+    With ``grid_axes`` (the public evaluation grid), an axis that is evenly spaced over ``[lo_k, hi_k]`` gets the
+    lattice that refines it, spacing ``Δt_k / r_k`` with ``r_k = ⌈Δt_k / δ_k⌉`` (every grid point is a bin centre,
+    ``M_k = r_k (K_k − 1) + 1``), so the smoothing is a convolution done by FFT (:func:`smooth_bin_masses`); the
+    spacing is still ``<= δ_k``, so the same error bound holds. Otherwise (or above :data:`MAX_BINS`) the
+    lattice of ``M_k`` centres.
 
     Raises
     ------
@@ -160,13 +169,30 @@ def bin_axes(domain, bandwidths, rel_error: float = BINNED_REL_ERROR) -> tuple:
     h = np.broadcast_to(np.asarray(bandwidths, dtype=float), (dom.shape[0],))
     d = dom.shape[0]
     out = []
-    for (lo, hi), hk in zip(dom, h):
-        m = int(np.ceil((hi - lo) / (hk * np.sqrt(8.0 * rel_error / d)))) + 1
+    for k, ((lo, hi), hk) in enumerate(zip(dom, h)):
+        step = hk * np.sqrt(8.0 * rel_error / d)
+        m = int(np.ceil((hi - lo) / step)) + 1
+        if grid_axes is not None and _evenly_spaced(grid_axes[k], lo, hi):
+            size = np.asarray(grid_axes[k]).size
+            aligned = int(np.ceil((hi - lo) / (size - 1) / step)) * (size - 1) + 1
+            if aligned <= MAX_BINS:
+                out.append(np.linspace(lo, hi, aligned))
+                continue
         if m > MAX_BINS:
             raise InputError(f"the binned KDE needs {m} bins on an axis (bandwidth {hk:g} on a box of width "
                              f"{hi - lo:g}), above {MAX_BINS}", "use estimator='exact' (chunked) or a larger rel_error")
         out.append(np.linspace(lo, hi, max(m, 2)))
     return tuple(out)
+
+
+def _refinement(axis, bins) -> int:
+    """``r`` when the lattice ``bins`` refines the evenly spaced ``axis`` (``bins[::r] == axis`` to rounding, both
+    evenly spaced over the same ends; :func:`bin_axes` with ``grid_axes``), else 0."""
+    a, b = np.asarray(axis, dtype=float), np.asarray(bins, dtype=float)
+    if a.size < 2 or (b.size - 1) % (a.size - 1) or not _evenly_spaced(b, a[0], a[-1]):
+        return 0
+    r = (b.size - 1) // (a.size - 1)
+    return r if _evenly_spaced(a, b[0], b[-1]) else 0
 
 
 def binned_error_bound(bins, bandwidths) -> float:
@@ -177,9 +203,35 @@ def binned_error_bound(bins, bandwidths) -> float:
     return float(fmax * sum(float(np.max(np.diff(b))) ** 2 / (8.0 * hk**2) for b, hk in zip(bins, h)))
 
 
-def linear_binning(bins, observations, weights=None) -> np.ndarray:
+#: records binned at a time by :func:`linear_binning` (bounds its temporaries: about 40 bytes per record per axis)
+BIN_CHUNK = 2**20
+
+
+def _cells(b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``clip(searchsorted(b, x, "right") − 1, 0, M − 2)`` for ``x`` already clipped to ``[b_0, b_{M−1}]``.
+
+    On an evenly spaced lattice the cell is found by arithmetic and corrected by one comparison each way
+    (the same cell as the search: ``b_i <= x < b_{i+1}``, the last cell closed), ``O(n)`` instead of
+    ``O(n log M)``; otherwise the search."""
+    m = b.size
+    if m > 2 and _evenly_spaced(b, b[0], b[-1]):
+        i = ((x - b[0]) * ((m - 1) / (b[-1] - b[0]))).astype(np.int64)
+        np.clip(i, 0, m - 2, out=i)
+        i -= x < b[i]
+        np.clip(i, 0, m - 2, out=i)
+        i += (x >= b[np.minimum(i + 1, m - 1)]) & (i < m - 2)
+        return i
+    return np.clip(np.searchsorted(b, x, side="right") - 1, 0, m - 2)
+
+
+def linear_binning(bins, observations, weights=None, *, chunk: int | None = None) -> np.ndarray:
     """Multilinear bin masses of records on a lattice: record ``x`` puts ``Π_k`` (1 − fraction) / fraction on
     the ``2^d`` corners of its cell (a convex combination; records outside the lattice are clamped to it).
+
+    In d <= 2 on an evenly spaced lattice (the default, :func:`bin_axes`), one compiled pass over the records
+    (:mod:`fdp_ppl.kde._binning`, the cost of ``np.bincount``; the cell found by arithmetic, rounding aside the
+    same masses); otherwise one ``np.bincount`` per corner over chunks of :data:`BIN_CHUNK` records
+    (``O(chunk)`` memory beyond the masses).
 
     Parameters
     ----------
@@ -188,31 +240,43 @@ def linear_binning(bins, observations, weights=None) -> np.ndarray:
     observations : ndarray, shape (n, d)
     weights : ndarray, shape (n,), optional
         Record weights (default 1 each).
+    chunk : int, optional
+        Records per pass (default :data:`BIN_CHUNK`).
 
     Returns
     -------
     ndarray, shape (M_1, ..., M_d)
         Masses; they sum to ``Σ w_i`` (n without weights).
     """
-    obs = np.atleast_2d(np.asarray(observations, dtype=float))
+    obs = np.asarray(observations, dtype=float)
+    obs = obs[:, None] if obs.ndim == 1 else obs
     n, d = obs.shape
     shape = tuple(b.size for b in bins)
-    lo_idx, frac = [], []
-    for k, b in enumerate(bins):
-        x = np.clip(obs[:, k], b[0], b[-1])
-        i = np.clip(np.searchsorted(b, x, side="right") - 1, 0, b.size - 2)
-        lo_idx.append(i)
-        frac.append((x - b[i]) / (b[i + 1] - b[i]))
-    w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
-    out = np.zeros(int(np.prod(shape)))
-    for corner in range(2**d):
-        flat = np.zeros(n, dtype=np.int64)
-        mass = w.copy()
-        for k in range(d):
-            up = (corner >> k) & 1
-            mass *= frac[k] if up else 1.0 - frac[k]
-            flat = flat * shape[k] + lo_idx[k] + up
-        out += np.bincount(flat, weights=mass, minlength=out.size)
+    size = int(np.prod(shape))
+    w = None if weights is None else np.asarray(weights, dtype=float)
+    step = BIN_CHUNK if chunk is None else max(1, int(chunk))
+    bins = tuple(np.asarray(b, dtype=float) for b in bins)
+    out = np.zeros(size)
+    if compiled_binning(bins, obs, w, out.reshape(shape)):  # one compiled pass (d <= 2, evenly spaced lattice)
+        return out.reshape(shape)
+    for start in range(0, n, step):
+        block = obs[start:start + step]
+        lo_idx, frac = [], []
+        for k, b in enumerate(bins):
+            x = np.clip(block[:, k], b[0], b[-1])
+            i = _cells(b, x)
+            lo_idx.append(i)
+            frac.append((x - b[i]) / (b[i + 1] - b[i]))
+        base = None if w is None else w[start:start + step]
+        for corner in range(2**d):
+            flat = np.zeros(block.shape[0], dtype=np.int64) if d > 1 else None
+            mass = base
+            for k in range(d):
+                up = (corner >> k) & 1
+                part = frac[k] if up else 1.0 - frac[k]
+                mass = part if mass is None else mass * part
+                flat = (lo_idx[k] + up) if d == 1 else flat * shape[k] + lo_idx[k] + up
+            out += np.bincount(flat, weights=mass, minlength=size)
     return out.reshape(shape)
 
 
@@ -267,7 +331,7 @@ def binned_kde_values(points, observations, bandwidths, weights=None, *, bins=No
     n = obs.shape[0]
     if bins is None:
         dom = np.array([[a[0], a[-1]] for a in axes]) if domain is None else domain
-        bins = bin_axes(dom, h, rel_error)
+        bins = bin_axes(dom, h, rel_error, grid_axes=axes)
     mass = linear_binning(bins, obs, weights)
     return smooth_bin_masses(axes, mass, h, bins, n=n if weights is None else 1.0)
 
@@ -275,14 +339,39 @@ def binned_kde_values(points, observations, bandwidths, weights=None, *, bins=No
 def smooth_bin_masses(points, mass, bandwidths, bins, n: float = 1.0) -> np.ndarray:
     """The smoothing step of :func:`binned_kde_values`: bin masses (M_1, ..., M_d) (:func:`linear_binning`,
     summed over any number of record chunks) to the binned KDE on the grid (K_1, ..., K_d), divided by
-    ``n (2π)^{d/2} Π_k h_k`` (``n = 1`` for masses of weights summing to 1)."""
+    ``n (2π)^{d/2} Π_k h_k`` (``n = 1`` for masses of weights summing to 1).
+
+    Axis by axis: where the lattice refines the grid axis (:func:`bin_axes` with ``grid_axes``) the sum
+    ``Σ_l m_l exp(-½((t_i − b_l)/h)²)`` is a discrete convolution, done by one real FFT of length about
+    ``2 M_k`` (``O(M_k log M_k)``, equal to the direct sum to rounding); otherwise the (K_k × M_k) kernel factor.
+    """
     h = np.asarray(bandwidths, dtype=float)
     out = np.asarray(mass, dtype=float)
     for k in range(h.size):
-        factor = _axis_factor(np.asarray(points[k], dtype=float), np.asarray(bins[k]), h[k])  # (K_k, M_k)
-        out = np.moveaxis(np.tensordot(factor, out, axes=([1], [k])), 0, k)
+        axis, b = np.asarray(points[k], dtype=float), np.asarray(bins[k], dtype=float)
+        r = _refinement(axis, b)
+        if r:
+            out = _fft_smooth(out, k, b, h[k], r)
+        else:
+            factor = _axis_factor(axis, b, h[k])  # (K_k, M_k)
+            out = np.moveaxis(np.tensordot(factor, out, axes=([1], [k])), 0, k)
     norm = (2 * np.pi) ** (h.size / 2) * np.prod(h) * float(n)
     return out / norm
+
+
+def _fft_smooth(mass: np.ndarray, axis: int, bins: np.ndarray, h: float, r: int) -> np.ndarray:
+    """``s_i = Σ_l m_l exp(-½((i r − l) δ / h)²)`` along ``axis`` (bins evenly spaced by δ; the grid every r-th
+    bin), by a real FFT of the zero-padded masses and the kernel at lags ``−(M − 1) .. M − 1``."""
+    from scipy import fft as sfft
+
+    m = bins.size
+    delta = (bins[-1] - bins[0]) / (m - 1)
+    lags = np.arange(-(m - 1), m) * delta
+    kern = gaussian_bump(lags, h)
+    length = sfft.next_fast_len(3 * m - 2, real=True)
+    moved = np.moveaxis(mass, axis, -1)
+    conv = sfft.irfft(sfft.rfft(moved, length, axis=-1) * sfft.rfft(kern, length), length, axis=-1)
+    return np.moveaxis(conv[..., m - 1:2 * m - 1:r], -1, axis)
 
 
 def kde_memory(grid_shape, n: int, d: int, *, estimator: str = "exact", memory_budget: float | None = None,
@@ -343,6 +432,6 @@ def check_kde_size(grid_shape, n: int, d: int | None = None, *, estimator: str =
                  "read the records out of core (dask) when they alone do not fit")
 
 
-__all__ = ["BINNED_REL_ERROR", "KDE_CHUNK_BYTES", "KDE_ESTIMATORS", "MAX_BINS", "bin_axes", "binned_error_bound",
+__all__ = ["BIN_CHUNK", "BINNED_REL_ERROR", "KDE_CHUNK_BYTES", "KDE_ESTIMATORS", "MAX_BINS", "bin_axes", "binned_error_bound",
            "binned_kde_values", "check_kde_size", "kde_chunk_size", "kde_memory", "kde_values_chunked",
            "linear_binning", "record_bin_weights", "smooth_bin_masses"]

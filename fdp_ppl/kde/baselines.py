@@ -51,7 +51,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import InputError
-from ..spaces import Eigenbasis, Grid
+from ..spaces import Grid, eigenbasis
 from ..spaces.kernels import Gaussian, gaussian_bump
 from ..summaries import BernsteinSpec, FRLSpec
 from ..summaries.base import Sensitivity
@@ -87,7 +87,7 @@ def frl_kde_spec(points, h: float, n: int, M: int | None = None, privacy_unit=No
     :func:`kde_bumps` are its records (a ``privacy_unit`` combines or keeps a unit's bumps)."""
     grid = Grid.from_points(points)
     length = grid.upper - grid.lower
-    basis = Eigenbasis(Gaussian.from_bandwidth(h / length), grid)
+    basis = eigenbasis(Gaussian.from_bandwidth(h / length), grid)  # public: cached per (kernel, grid)
     tau = 1.0 / np.sqrt(2 * np.sqrt(np.pi) * h * length)
     return FRLSpec(basis=basis, tau=float(tau), n=int(n), M=M, privacy_unit=privacy_unit)
 
@@ -148,9 +148,12 @@ class _SnappedGridKDE(KDESpec):
 
 
 def _truncated_product_basis(grid: CartesianGrid, h, M: int, rel_tol: float):
-    from .grid import ProductEigenbasis
+    import copy
 
-    basis = ProductEigenbasis(grid, h, rel_tol, kernel="gaussian")
+    from .grid import product_eigenbasis
+
+    # the public eigenbasis cached per configuration; a shallow copy is truncated (its shared arrays read-only)
+    basis = copy.copy(product_eigenbasis(grid, h, rel_tol, kernel="gaussian"))
     if isinstance(M, bool) or not float(M).is_integer() or not 1 <= int(M) <= basis.size:
         raise InputError(f"M must lie in 1..{basis.size} (retained tensor eigenpairs), got {M!r}",
                          "pass a public M, e.g. floor(n^(1/3))")
@@ -170,8 +173,8 @@ class FRLKDESpec(_SnappedGridKDE):
     n : int
         Public number of records.
     M : int, optional
-        Number of coefficients (public); default ``floor(n^{1/3})``, the upper end of the PSS range (as
-        :class:`~fdp_ppl.summaries.FRLSpec`).
+        Number of coefficients (public); default ``floor(n^{1/3})``, the upper end of the PSS range, at most the
+        retained tensor eigenpairs (as :class:`~fdp_ppl.summaries.FRLSpec`).
 
     Raises
     ------
@@ -196,7 +199,8 @@ class FRLKDESpec(_SnappedGridKDE):
                  rel_tol: float = DEFAULT_REL_TOL, privacy_unit=None):
         self._delta = None
         super().__init__(grid=grid, bandwidth=bandwidth, n=n, rel_tol=rel_tol, privacy_unit=privacy_unit)
-        self.M = int(np.floor(self.n ** (1.0 / 3.0) + 1e-9)) if M is None else M
+        default = int(np.floor(self.n ** (1.0 / 3.0) + 1e-9))
+        self.M = min(default, self.basis.size) if M is None else M  # the default: at most the retained pairs
         self.basis = _truncated_product_basis(grid, self.bandwidths, self.M, rel_tol)
         self.M = int(self.M)
         object.__setattr__(self, "tau", self._record_l2())

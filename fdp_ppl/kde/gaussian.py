@@ -38,7 +38,8 @@ from ..errors import InputError
 from ..noise.mechanisms.gaussian import GaussianMechanism
 from ..summaries.base import Sensitivity, SummarySpec, public_n
 from ..spaces.kernels import ProductKernel, gaussian_bump
-from .grid import DEFAULT_REL_TOL, CartesianGrid, ProductEigenbasis, axis_kernel, bandwidth_rule, gaussian_kde_values
+from .grid import (DEFAULT_REL_TOL, CartesianGrid, axis_kernel, bandwidth_rule, gaussian_kde_values, grid_key,
+                   product_eigenbasis)
 
 KDE_SOURCE = "Hall, Rinaldo & Wasserman (2013), Section 4.1 (Delta), 4.1.1 (matrix H), Corollary 9"
 
@@ -148,11 +149,14 @@ class KDESpec(SummarySpec):
         if estimator == "binned":
             from .accumulate import bin_axes
 
-            self.bins = bin_axes(grid.domain, h, self.bin_rel_error)  # refuses a lattice above MAX_BINS
+            self.bins = bin_axes(grid.domain, h, self.bin_rel_error, grid.axes)  # refuses above MAX_BINS
         else:
             self.bins = None
-        self.basis = ProductEigenbasis(grid, h, rel_tol, kernel=self.noise_kernel_kind,
-                                       axis_variance=self.axis_variance)
+        # public: computed once per (grid, h, kernel, rel_tol) and shared by every spec on it (grid.public_cached)
+        self.basis = product_eigenbasis(grid, h, rel_tol, kernel=self.noise_kernel_kind,
+                                        axis_variance=self.axis_variance)
+        self._public_key = (type(self).__name__, grid_key(grid), self.noise_kernel_kind, tuple(h.tolist()),
+                            float(rel_tol), float(self.axis_variance), n)
         object.__setattr__(self, "tau", float(self._record_norm_bound()))
 
     def _record_norm_bound(self) -> float:
@@ -276,7 +280,9 @@ class KDESpec(SummarySpec):
                        estimator=self.estimator, draws=draws)
 
     # ------------------------------------------------------------------ data
-    def _check_observations(self, observations, units=None) -> tuple[np.ndarray, int]:
+    def _check_observations(self, observations, units=None, clip: bool = True) -> tuple[np.ndarray, int]:
+        """Checked records (n, d) clipped to the box and the number clipped; ``clip=False``: the records as given
+        (for a pass that clamps them itself: binning on a lattice spanning the box, snapping to the grid)."""
         obs = np.asarray(observations, dtype=float)
         obs = obs[:, None] if obs.ndim == 1 else obs
         if obs.ndim != 2 or obs.shape[1] != self.d:
@@ -292,13 +298,18 @@ class KDESpec(SummarySpec):
                              "build the spec with the public n")
         if not np.all(np.isfinite(obs)):
             raise InputError("observations must be finite", "drop or impute missing values before release")
+        if not clip:
+            from ._binning import count_outside
+
+            return obs, count_outside(obs, self.grid.domain[:, 0], self.grid.domain[:, 1])
         return self._clip(obs)
 
     def _clip(self, obs) -> tuple[np.ndarray, int]:
         """Finite records (m, d) clipped to the public box, and the number of records moved."""
+        from ._binning import clip_to_box
+
         dom = self.grid.domain
-        clipped = np.clip(obs, dom[:, 0], dom[:, 1])
-        return clipped, int(np.sum(np.any(clipped != obs, axis=1)))
+        return clip_to_box(obs, dom[:, 0], dom[:, 1])
 
     # ------------------------------------------------------------------ out of core
     @property
@@ -385,7 +396,8 @@ class KDESpec(SummarySpec):
         if is_lazy(observations):  # records out of core: reduced chunk by chunk on dask
             return self._fit_lazy(observations, units)
         self.check_size(n_records=np.shape(observations)[0] if np.ndim(observations) else None)
-        clipped, n_clipped = self._check_observations(observations, units)
+        # binned: the lattice spans the box and binning clamps each record to it, the same as clipping (no copy)
+        clipped, n_clipped = self._check_observations(observations, units, clip=self.bins is None)
         clipped, weights = self._unit_select(clipped, units)
         if self.bins is not None:
             from .accumulate import binned_kde_values

@@ -17,6 +17,10 @@ the specs (:mod:`fdp_ppl.kde.gaussian`, :mod:`~fdp_ppl.kde.sobolev`,
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
+
 import numpy as np
 
 from ..errors import InputError
@@ -127,6 +131,77 @@ class ProductEigenbasis(TensorEigenbasis):
         self.kernel = kernel
         self.axis_values, self.axis_functions, self.axis_methods = (self.factor_eigenvalues, self.factor_functions,
                                                                     self.methods)
+
+
+#: public pieces of KDE specs kept across releases (eigenbases, exact sensitivities, masses): at most this many
+PUBLIC_CACHE_SIZE = 16
+_PUBLIC: OrderedDict = OrderedDict()
+_PUBLIC_LOCK = threading.Lock()
+
+
+def grid_key(grid: CartesianGrid) -> tuple:
+    """A hashable key of a grid's public content (quadrature, axis sizes and a digest of their points)."""
+    return (grid.quadrature,) + tuple((a.size, hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest())
+                                      for a in grid.axes)
+
+
+def public_cached(key: tuple, build):
+    """``build()`` computed once per public ``key`` and kept in a bounded cache (:data:`PUBLIC_CACHE_SIZE` entries,
+    least recently used dropped first).
+
+    The key must be made of public configuration only (grid, bandwidths, kernel, tolerances, the public n),
+    never of data: what is kept is public, so a second spec on the same configuration reuses it.
+    """
+    with _PUBLIC_LOCK:
+        if key in _PUBLIC:
+            _PUBLIC.move_to_end(key)
+            return _PUBLIC[key]
+    value = build()
+    with _PUBLIC_LOCK:
+        _PUBLIC[key] = value
+        while len(_PUBLIC) > PUBLIC_CACHE_SIZE:
+            _PUBLIC.popitem(last=False)
+    return value
+
+
+def clear_public_cache() -> None:
+    """Empty the cache of :func:`public_cached` (timing studies measure cold and warm releases)."""
+    with _PUBLIC_LOCK:
+        _PUBLIC.clear()
+
+
+def product_eigenbasis(grid: CartesianGrid, bandwidths, rel_tol: float = DEFAULT_REL_TOL, kernel: str = "gaussian",
+                       axis_variance: float = 1.0) -> ProductEigenbasis:
+    """:class:`ProductEigenbasis` computed once per public configuration (:func:`public_cached`; its arrays are
+    made read-only, as it is shared between specs).
+
+    Examples
+    --------
+    >>> grid = CartesianGrid.uniform((0.0, 1.0), 64)
+    >>> product_eigenbasis(grid, [0.1]) is product_eigenbasis(CartesianGrid.uniform((0.0, 1.0), 64), [0.1])
+    True
+    """
+    h = tuple(float(v) for v in np.atleast_1d(np.asarray(bandwidths, dtype=float)))
+    key = ("eigenbasis", grid_key(grid), str(kernel), h, float(rel_tol), float(axis_variance))
+
+    def build():
+        basis = ProductEigenbasis(grid, h, rel_tol, kernel=kernel, axis_variance=axis_variance)
+        _freeze(vars(basis))
+        return basis
+
+    return public_cached(key, build)
+
+
+def _freeze(value) -> None:
+    """Make the numpy arrays in ``value`` (nested lists, tuples, dicts) read-only."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _freeze(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _freeze(v)
 
 
 def gaussian_kde_values(points, observations, bandwidths, weights=None) -> np.ndarray:

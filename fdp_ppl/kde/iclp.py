@@ -55,8 +55,9 @@ import numpy as np
 
 from ..errors import InputError
 from ..summaries.base import Sensitivity
+from ._binning import compiled_node_counts, compiled_snap
 from .gaussian import KDESpec, KDESummary
-from .grid import DEFAULT_REL_TOL, CartesianGrid, max_pairwise_l1
+from .grid import DEFAULT_REL_TOL, CartesianGrid, max_pairwise_l1, public_cached
 
 ICLP_KDE_SOURCE = "Lin & Reimherr (2026), Section 4.3, eq. (12), Theorem 16; specs/iclp.md §2.3 (errata a, b)"
 ICLP_KDE_BOUNDS = ("tight", "grid-cs", "corrected")
@@ -150,9 +151,13 @@ class ICLPKDESpec(KDESpec):
         bandwidth-scaled kernel it is about ``λ^{η−1}`` of the leading eigenvalues (module docstring).
         """
         if self._mass is None:
-            centre = self.grid.domain.mean(axis=1)
-            coef = self.basis.functions_at(self.snap(centre[None, :]))[0] * self.eigenvalues ** self.eta * self.scale
-            self._mass = float(self.n * self.grid.integrate(self.basis.reconstruct(coef)))
+            def build():
+                centre = self.grid.domain.mean(axis=1)
+                coef = (self.basis.functions_at(self.snap(centre[None, :]))[0] * self.eigenvalues ** self.eta
+                        * self.scale)
+                return float(self.n * self.grid.integrate(self.basis.reconstruct(coef)))
+
+            self._mass = public_cached(("iclp-mass", self._public_key, self.eta), build)
         return self._mass
 
     @property
@@ -169,8 +174,9 @@ class ICLPKDESpec(KDESpec):
         return self.basis.functions_at(idx) * (self.eigenvalues ** (self.eta - 0.5) * self.scale)
 
     def _exact_delta(self) -> float:
-        if self._delta is None:
-            self._delta = max_pairwise_l1(self._node_rows())
+        if self._delta is None:  # public: once per configuration (grid.public_cached), O((Π K_k)² J) at worst
+            self._delta = public_cached(("iclp-delta", self._public_key, self.eta),
+                                        lambda: max_pairwise_l1(self._node_rows()))
         return self._delta
 
     def kernel_power_diagonal_and_max_gap(self) -> tuple[float, float]:
@@ -239,6 +245,10 @@ class ICLPKDESpec(KDESpec):
         out = np.empty(pts.shape, dtype=np.int64)
         for k, a in enumerate(self.grid.axes):  # O(m log K) memory O(m); ties go to the lower node
             x = pts[:, k]
+            fast = compiled_snap(a, x)  # evenly spaced axis: one compiled O(m) pass, the same nodes
+            if fast is not None:
+                out[:, k] = fast
+                continue
             i = np.clip(np.searchsorted(a, x, side="left"), 1, a.size - 1)
             out[:, k] = np.where(np.abs(x - a[i - 1]) <= np.abs(x - a[i]), i - 1, i)
         return out
@@ -262,13 +272,22 @@ class ICLPKDESpec(KDESpec):
         if is_lazy(observations):  # records out of core: node counts reduced chunk by chunk on dask
             return self._fit_lazy(observations, units)
         self.check_size(n_records=np.shape(observations)[0] if np.ndim(observations) else None)
-        clipped, n_clipped = self._check_observations(observations, units)
-        clipped, weights = self._unit_select(clipped, units)
-        # node counts, then Σ_nodes count(node) e_j(node): O(n + grid × J), never (n × J)
+        # records snapped to the nearest node, which clamps them to the box as clipping does (no copy)
+        obs, n_clipped = self._check_observations(observations, units, clip=False)
+        obs, weights = self._unit_select(obs, units)
+        return self.fit_counts(self._node_counts(obs, weights), n_clipped)
+
+    def _node_counts(self, obs, weights=None) -> np.ndarray:
+        """Grid-node counts (grid shape) of finite records (m, d), a unit weighing ``n × weight``: snapped (the
+        nearest node of a record outside the box is that of its clipped value) and counted in one compiled pass
+        on an evenly spaced grid (d <= 2), else clipped, :meth:`snap` and ``np.bincount``."""
+        w = None if weights is None else self.n * np.asarray(weights, dtype=float)
+        counts = np.zeros(self.grid.shape)
+        if compiled_node_counts(self.grid.axes, obs, w, counts):
+            return counts
+        clipped, _ = self._clip(obs)
         flat = np.ravel_multi_index(tuple(self.snap(clipped).T), self.grid.shape)
-        counts = np.bincount(flat, weights=None if weights is None else self.n * np.asarray(weights, dtype=float),
-                             minlength=int(np.prod(self.grid.shape))).reshape(self.grid.shape)
-        return self.fit_counts(counts, n_clipped)
+        return np.bincount(flat, weights=w, minlength=counts.size).astype(float).reshape(self.grid.shape)
 
     @property
     def _sums_shape(self) -> tuple:
@@ -278,8 +297,7 @@ class ICLPKDESpec(KDESpec):
         """One chunk's grid-node counts, flat (data holder only): finite records (m, d) clipped to the box and
         snapped (:meth:`snap`); the last entry is the number of records clipped."""
         clipped, n_clipped = self._clip(np.asarray(block, dtype=float))
-        flat = np.ravel_multi_index(tuple(self.snap(clipped).T), self.grid.shape)
-        return np.append(np.bincount(flat, minlength=int(np.prod(self.grid.shape))).astype(float), n_clipped)
+        return np.append(self._node_counts(clipped).ravel(), n_clipped)
 
     def _from_sums(self, part, n_clipped: int) -> KDESummary:
         return self.fit_counts(part, n_clipped)

@@ -59,7 +59,7 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
     """
     from ..errors import CompatibilityError
     from ..noise.mechanisms import Mechanism
-    from ..noise.sampling import generator_attrs, resolve_generator, sampler_for
+    from ..noise.sampling import generator_attrs, resolve_generator
     from ..releasing.plans import ReleasePlan, check_draws, check_scale
 
     spec = spec_or_fit.spec if isinstance(spec_or_fit, KDESummary) else spec_or_fit
@@ -71,8 +71,7 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
     draws, chains = check_draws(draws, chains)
     k = chains * draws
     gen = resolve_generator(mechanism.law, generator, 0 if seeded else None)
-    cal = mechanism.calibrate(spec, bound or "tight", generator=gen)
-    sampler = sampler_for(mechanism.law, spec.n_components, gen)
+    cal, sampler = _calibration(spec, mechanism, bound or "tight", gen)
     check_scale(cal.scale)
     cost = mechanism.budget * k
     unit = spec.privacy_unit
@@ -110,6 +109,31 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
     return out
 
 
+def _calibration(spec, mechanism, bound: str, generator: str):
+    """``(calibration, sampler)`` of releasing ``spec`` with ``mechanism``: public, computed once per public
+    configuration of the spec and mechanism parameters (:func:`fdp_ppl.kde.grid.public_cached`; scales made
+    read-only); mechanisms with parameters other than plain numbers and strings are calibrated every time."""
+    from ..noise.sampling import sampler_for
+    from .grid import public_cached
+
+    def build():
+        cal = mechanism.calibrate(spec, bound, generator=generator)
+        return cal, sampler_for(mechanism.law, spec.n_components, generator)
+
+    params = tuple(sorted(vars(mechanism).items()))
+    if not all(isinstance(v, (int, float, str, bool, type(None))) for _, v in params):
+        return build()
+    key = ("kde-calibration", spec._public_key, tuple(sorted(spec.params.items())), type(mechanism), params, bound,
+           generator)
+
+    def frozen():
+        cal, sampler = build()
+        np.asarray(cal.scale).flags.writeable = False
+        return cal, sampler
+
+    return public_cached(key, frozen)
+
+
 def draw_release(summary: KDESummary, plan, *, random_seed=None, progressbar: bool = False) -> xr.DataTree:
     """The density family's draw hook (called by :func:`fdp_ppl.release` after the charge).
 
@@ -128,9 +152,24 @@ def draw_release(summary: KDESummary, plan, *, random_seed=None, progressbar: bo
     post = xr.Dataset({"density": (("chain", "draw") + dims, density)},
                       coords={"chain": np.arange(chains), "draw": np.arange(draws), **coords})
     post["density"].attrs["long_name"] = "private density estimate"
-    const = spec.public_dataset().assign(noise_scale=(("component",), np.asarray(cal.scale, dtype=float)))
-    const["noise_scale"].attrs["description"] = mechanism.law.describe_scale()
-    return xr.DataTree.from_dict({POSTERIOR: post, CONSTANT_DATA: const})
+    return xr.DataTree.from_dict({POSTERIOR: post, CONSTANT_DATA: _constant_data(spec, cal, mechanism)})
+
+
+def _constant_data(spec, cal, mechanism) -> xr.Dataset:
+    """``constant_data``: the spec's public dataset and the noise scales, built once per public configuration and
+    scales (:func:`fdp_ppl.kde.grid.public_cached`; its arrays read-only, shared by the releases)."""
+    from .grid import _freeze, public_cached
+
+    scale = np.asarray(cal.scale, dtype=float)
+    description = mechanism.law.describe_scale()
+
+    def build():
+        const = spec.public_dataset().assign(noise_scale=(("component",), scale.copy()))
+        const["noise_scale"].attrs["description"] = description
+        _freeze([v.values for v in const.variables.values()])
+        return const
+
+    return public_cached(("kde-constant-data", spec._public_key, scale.tobytes(), description), build)
 
 
 def accuracy_release(plan, **options):

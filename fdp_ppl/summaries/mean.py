@@ -250,7 +250,7 @@ class FRLSpec(EigenSpec):
     basis, tau, n : see :class:`EigenSpec`
     M : int, optional
         Number of components; default the upper end of the PSS range
-        ``floor(n^{1/3})``.
+        ``floor(n^{1/3})``, at most the basis' retained pairs.
 
     Raises
     ------
@@ -280,7 +280,8 @@ class FRLSpec(EigenSpec):
 
     def __post_init__(self):
         super().__post_init__()
-        M = pss(self.n, self._beta()).m_range[1] if self.M is None else self.M
+        # the default is capped at the retained pairs: the PSS upper end grows as n^(1/3) past any basis
+        M = min(pss(self.n, self._beta()).m_range[1], self.basis.size) if self.M is None else self.M
         if isinstance(M, bool) or not float(M).is_integer() or not 1 <= int(M) <= self.basis.size:
             raise InputError(f"M must lie in 1..{self.basis.size} (retained eigenpairs), got {M}",
                              "pass a smaller M, or none for the default (the PSS range's upper end)")

@@ -12,7 +12,7 @@ import pytest
 import fdp_ppl.spaces.tensor as st
 from fdp_ppl.kde import CartesianGrid, ICLPKDESpec, KDESpec
 from fdp_ppl.kde._l1 import l1_diameter
-from fdp_ppl.kde.grid import ProductEigenbasis, max_pairwise_l1
+from fdp_ppl.kde.grid import ProductEigenbasis, clear_public_cache, max_pairwise_l1
 
 
 def _dense_pairs(kernel, t, w, rel_tol, **_):
@@ -26,9 +26,11 @@ def _dense_pairs(kernel, t, w, rel_tol, **_):
 
 def _dense(monkeypatch, build):
     """Build with the tensor basis' 1-D solver replaced by the dense reference (the replacement must take)."""
+    clear_public_cache()  # specs share eigenbases per public configuration: build this one afresh, dense
     with monkeypatch.context() as mp:
         mp.setattr(st, "retained_eigenpairs", _dense_pairs)
         out = build()
+    clear_public_cache()  # and keep the dense one out of later specs
     basis = getattr(out, "basis", out)
     assert set(basis.axis_methods) == {"dense-reference"}
     return out

@@ -52,3 +52,16 @@ def test_timing_benchmark_quick_mode_runs_and_its_bound_detects_a_shift(tmp_path
     same = mod.timing_epsilon(rng.exponential(1.0, 600), rng.exponential(1.0, 600), 0.0)
     apart = mod.timing_epsilon(rng.normal(1.0, 0.1, 600), rng.normal(2.0, 0.1, 600), 0.0)
     assert same["epsilon_lb"] < 0.5 and apart["epsilon_lb"] > 3.0
+
+
+def test_peers_benchmark_quick_mode_runs(tmp_path):
+    """bench_peers runs (with or without KDEpy, the bench extra) and writes its rows, growth and target lines."""
+    import json
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_peers.py"
+    res = subprocess.run([sys.executable, str(script), "--quick", "--sizes", "1000,3000,10000,30000",
+                          "--out", str(tmp_path / "p.json")], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads((tmp_path / "p.json").read_text())
+    assert len(out["rows"]) == 4 and all(r["gp_s"] > 0 and r["floor_s"] > 0 for r in out["rows"])
+    assert out["growth"][0]["gp_exponent"] is not None and out["targets"]
