@@ -180,12 +180,15 @@ def literal_gp(kernel, grid, f_hat, sigma: float, draws: int, rng, jitter: float
 def clear_caches() -> None:
     """Empty the package's in-process caches: compiled release samplers
     (:func:`fdp_ppl.noise.sampling.clear_cache`) and eigenbases (the on-disk
-    PyTensor compile cache is kept)."""
+    PyTensor compile cache is kept), and the density family's public cache
+    (:func:`fdp_ppl.kde.grid.clear_public_cache`)."""
+    from fdp_ppl.kde.grid import clear_public_cache
     from fdp_ppl.noise.sampling import clear_cache
     from fdp_ppl.spaces.eigenbasis import _cached  # the eigenbasis LRU cache has no public clear
 
     clear_cache()
     _cached.cache_clear()
+    clear_public_cache()
 
 
 def _timed(fn) -> float:
