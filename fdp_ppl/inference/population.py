@@ -433,5 +433,5 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
     return tree
 
 
-__all__ = ["observe", "population_result", "outside_tau", "PopulationObservation", "PopulationClippingWarning",
-           "CLIPPING_TOLERANCE", "CLIPPING_DRAWS", "CLIPPING_SAMPLES", "APPROXIMATION"]
+__all__ = ["APPROXIMATION", "CLIPPING_DRAWS", "CLIPPING_SAMPLES", "CLIPPING_TOLERANCE", "PopulationClippingWarning",
+           "PopulationObservation", "observe", "outside_tau", "population_result"]

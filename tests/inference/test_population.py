@@ -19,7 +19,12 @@ import fdp_ppl as fp
 from fdp_ppl.errors import InputError
 from fdp_ppl.inference.comparison import gaussian_loo, release_identity
 from fdp_ppl.inference.infer import _shrinkage
-from fdp_ppl.inference.population import PopulationClippingWarning, observe, outside_tau, population_result
+from fdp_ppl.inference.population import (
+    PopulationClippingWarning,
+    observe,
+    outside_tau,
+    population_result,
+)
 from fdp_ppl.noise.elliptical.process import EllipticalMechanism
 from fdp_ppl.releasing import schema as S
 
@@ -90,7 +95,7 @@ def test_likelihood_equals_brute_force_sample_mean_plus_noise(mechanism):
 
 
 def test_outside_tau_matches_the_simulated_share_of_clipped_curves():
-    grid, d = _grid()
+    grid, _ = _grid()
     mu, cov = _population()
     X = np.random.default_rng(2).multivariate_normal(mu, cov, size=40_000, method="cholesky")
     norms = np.sqrt(np.sum(grid.weights * X**2, axis=1))
@@ -122,18 +127,19 @@ def test_laplace_log_likelihood_is_the_exact_leave_one_out_term():
     cs, Es = np.array([0.0, 0.3]), np.array([[0.5, 1.2, 2.0, 0.1], [1.0, 0.3, 0.7, 3.0]])
     res = population_result(_hand_trace({"c": cs, obs.mixing: Es}), model)
     ll = res["log_likelihood"]["rel"].values.reshape(2, -1)
+    def dens(e, i, j, m, C):   # the integrand over E_j of p(y_j | y_-j, θ, E)
+        D = 2 * b**2 * Es[i].copy()
+        D[j] = 2 * b[j] ** 2 * e
+        Sig = C + np.diag(D)
+        keep = np.arange(4) != j
+        cm = m[j] + Sig[j, keep] @ np.linalg.solve(Sig[np.ix_(keep, keep)], y[keep] - m[keep])
+        cv = Sig[j, j] - Sig[j, keep] @ np.linalg.solve(Sig[np.ix_(keep, keep)], Sig[keep, j])
+        return stats.norm.pdf(y[j], cm, np.sqrt(cv)) * np.exp(-e)
+
     for i in range(2):
         m, C = SA @ (mu + cs[i]), SA @ cov @ SA.T / 30
         for j in range(4):
-            def dens(e):
-                D = 2 * b**2 * Es[i].copy()
-                D[j] = 2 * b[j] ** 2 * e
-                Sig = C + np.diag(D)
-                keep = np.arange(4) != j
-                cm = m[j] + Sig[j, keep] @ np.linalg.solve(Sig[np.ix_(keep, keep)], y[keep] - m[keep])
-                cv = Sig[j, j] - Sig[j, keep] @ np.linalg.solve(Sig[np.ix_(keep, keep)], Sig[keep, j])
-                return stats.norm.pdf(y[j], cm, np.sqrt(cv)) * np.exp(-e)
-            want = np.log(integrate.quad(dens, 0, np.inf, epsabs=0, epsrel=1e-10, limit=200)[0])
+            want = np.log(integrate.quad(dens, 0, np.inf, args=(i, j, m, C), epsabs=0, epsrel=1e-10, limit=200)[0])
             assert ll[i, j] == pytest.approx(want, rel=1e-6, abs=1e-8)
     assert res.attrs["release_id"] == release_identity(tree, 0) == res.attrs["rel_release_id"]
     assert "scale mixture" in res.attrs["rel_likelihood"] and "central limit theorem" in res.attrs["rel_approximation"]
