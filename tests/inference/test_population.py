@@ -195,6 +195,23 @@ def test_observe_refuses_what_it_does_not_model():
         observe(elliptical, mean=mu, covariance=cov)
 
 
+def test_n_enters_the_likelihood_as_a_number():
+    """DESIGN invariant 12 (cost grows no faster than the work): the likelihood of a release of 10⁵ curves is the same
+    graph as that of 100 curves — n scales the sampling covariance, nothing is per record."""
+    from pytensor.graph import traversal as gb
+
+    mu, cov = _population()
+    sizes = []
+    for n in (100, 100_000):
+        tree = _release(fp.frl_mean, fp.FRL(epsilon=1.0), n, mu=mu, cov=cov, tau=4.0, M=4)
+        with pm.Model() as model:
+            amp = pm.HalfNormal("amp", 1.0)
+            observe(tree, mean=mu, covariance=amp**2 * cov, name="rel")
+        graph = model.logp()
+        sizes.append(len(list(gb.ancestors([graph]))))
+    assert sizes[0] == sizes[1]
+
+
 # ------------------------------------------------------------------------------ NUTS: coverage and comparison
 N_LARGE = 20_000
 
