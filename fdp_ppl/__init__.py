@@ -37,6 +37,7 @@ _NAMES = {
     "noise.mechanisms": ("FRL", "ICLP", "Bernstein", "GaussianMechanism", "Mechanism"),
     "fpca.mechanism": ("ExponentialMechanism",),
     "inference": ("infer",),
+    "inference.population": ("observe",),
     "releasing": ("release",),
     "releasing.plans": ("plan", "ReleasePlan"),
     "noise.sampling": ("CompiledSampler",),

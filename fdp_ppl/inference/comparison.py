@@ -151,13 +151,18 @@ def gaussian_loo(y, mean, cov) -> np.ndarray:
     ...                  norm.logpdf([1.0, -2.0], 0.0, [2.0, 3.0])))
     True
     """
+    r, d = gaussian_loo_terms(y, mean, cov)
+    return -0.5 * np.log(2 * np.pi) + 0.5 * np.log(d) - 0.5 * r**2 / d
+
+
+def gaussian_loo_terms(y, mean, cov) -> tuple[np.ndarray, np.ndarray]:
+    """``(r, d)`` (J,) each, with ``P = cov⁻¹``, ``r = P (y − mean)``, ``d = diag P``: ``y_j | y_{-j} ~
+    N(y_j − r_j/d_j, 1/d_j)`` (:func:`gaussian_loo`)."""
     from scipy.linalg import cho_factor, cho_solve
 
     y, mean, cov = (np.asarray(a, dtype=float) for a in (y, mean, cov))
     P = cho_solve(cho_factor(0.5 * (cov + cov.T)), np.eye(y.size))
-    r = P @ (y - mean)
-    d = np.diag(P)
-    return -0.5 * np.log(2 * np.pi) + 0.5 * np.log(d) - 0.5 * r**2 / d
+    return P @ (y - mean), np.diag(P)
 
 
 def grid_loo(loglik, logprior, total=None) -> np.ndarray:
@@ -516,6 +521,6 @@ def mean_comparison(model, release: xr.DataTree, draw: int, post: xr.Dataset, gr
     return attrs
 
 
-__all__ = ["release_identity", "gaussian_loo", "grid_loo", "loo", "check_same_release", "standardised",
-           "mean_comparison", "mean_exact_loo", "integrated_loglik", "laplace_sum_logp", "loo_dataset",
+__all__ = ["release_identity", "gaussian_loo", "gaussian_loo_terms", "grid_loo", "loo", "check_same_release",
+           "standardised", "mean_comparison", "mean_exact_loo", "integrated_loglik", "laplace_sum_logp", "loo_dataset",
            "RELEASE_ID", "LOO_GROUP", "LOO_IMPROPER", "INTEGRATED_GROUP", "STANDARDISED", "GOOD_K"]

@@ -1,0 +1,437 @@
+"""Models of the people from private releases: a mean release as an observed node of the user's own PyMC model.
+
+:func:`fdp_ppl.infer` answers "what was the released summary (or the population mean) before the noise?". Here the
+user writes the *population* model — a mean function ``μ(t)`` and a covariance ``K(t, t')`` of the curves on the
+release's grid, with hyperparameters as PyMC variables — and :func:`observe` connects a mean release to it with one
+call. The package supplies the release's likelihood given ``(μ, K)``, from the release's public content only
+(:func:`fdp_ppl.releasing.schema.read_release`): its public n, shrinkage ``s_j`` (rebuilt by the summary's own spec,
+:func:`fdp_ppl.inference.infer._shrinkage`), the map ``A`` from the grid to its coefficients
+(:meth:`~fdp_ppl.releasing.schema.ReleaseView.grid_to_coefficients`), its public offset, and its noise law and
+scales (:class:`~fdp_ppl.noise.laws.NoiseLaw`).
+
+The likelihood (stated in the result's attrs, ``<name>_likelihood``):
+
+* the sample mean of n curves, clipped to τ and projected on the release's basis, is taken as
+  ``X̄ ~ N(S A (μ − o), S A K Aᵀ S / n)`` (``S = diag s_j``, ``o`` the public offset): exact for a Gaussian
+  population whose curves are not clipped, the central limit theorem otherwise. **Clipping is not handled**: the
+  likelihood ignores it, and :func:`population_result` computes from the fitted model (never from data) the share
+  of curves the population puts outside τ, records it and warns (:class:`PopulationClippingWarning`) when it is
+  above :data:`CLIPPING_TOLERANCE`;
+* the release's own noise law on top. Normal noise (Gaussian mechanism; Mirshani et al. 2019): the exact
+  convolution, ``N(S A (μ − o), S A K Aᵀ S / n + diag s²)``. Laplace noise (ICLP, FRL; Lin & Reimherr 2026, with
+  scale ``b_j``): the noise written as its exact normal scale mixture ``ξ_j | E_j ~ N(0, 2 b_j² E_j)``,
+  ``E_j ~ Exp(1)`` (:meth:`~fdp_ppl.noise.laws.Laplace.mixing`), with the latent scales ``<name>::noise_mixing``
+  sampled by NUTS alongside the population parameters: given them the release is Gaussian, so the likelihood is
+  one ``pm.MvNormal`` and its gradient flows to every population parameter. A joint (elliptical) law is refused.
+
+n enters as a number: a release of n = 10⁵ curves costs the same as one of n = 100.
+
+:func:`population_result` turns the sampled trace into the result: pointwise ``log_likelihood`` for ``az.compare``
+(the non-factorised leave-one-out terms ``log p(y_j | y_{-j}, population parameters)``; Bürkner, Gabry & Vehtari
+2021), ``observed_data``, ``constant_data`` and the identity of each release it conditions on (``release_id``,
+:func:`~fdp_ppl.inference.comparison.release_identity`).
+
+Costs no privacy: the release is post-processed.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import xarray as xr
+
+from .. import dims
+from ..errors import InputError
+from ..releasing import schema as S
+from .comparison import RELEASE_ID, gaussian_loo_terms, release_identity
+
+#: share of the population's curves outside τ above which :func:`population_result` warns that clipping binds
+CLIPPING_TOLERANCE = 0.01
+#: posterior draws (evenly spaced) at which :func:`population_result` computes the share outside τ
+CLIPPING_DRAWS = 200
+#: public Monte Carlo draws of :func:`outside_tau` per population (standard error at most 0.008)
+CLIPPING_SAMPLES = 4000
+#: what the likelihood assumes, recorded as ``<name>_approximation``
+APPROXIMATION = ("sample mean of the n curves ~ N(S A (mu - offset), S A K A^T S / n): exact for a Gaussian "
+                 "population without clipping, the central limit theorem otherwise; clipping to tau not modelled "
+                 "(<name>_outside_tau: the population's share of curves beyond tau)")
+
+
+class PopulationClippingWarning(UserWarning):
+    """The fitted population model puts more than :data:`CLIPPING_TOLERANCE` of its curves outside the release's τ:
+    the likelihood of :func:`observe`, which ignores clipping, is then biased."""
+
+
+@dataclass(frozen=True, eq=False)
+class PopulationObservation:
+    """One release observed by :func:`observe` (what :func:`population_result` needs; public content only).
+
+    Attributes
+    ----------
+    name : str
+        The observed variable's name in the model (its coefficients' dim is ``<name>_basis``).
+    release_id : str
+        :func:`~fdp_ppl.inference.comparison.release_identity` of the release and draw.
+    released : ndarray (J,)
+        The released coefficients.
+    design : ndarray (J, K)
+        ``S A``: the clipped sample mean on the grid → the summary's coefficients.
+    offset : ndarray (K,)
+        The release's public offset (zeros when it has none).
+    n : int
+        The release's public number of records.
+    law : NoiseLaw
+    scale : ndarray (J,)
+        The public noise scales.
+    tau : float
+    tau_norm : str
+        ``"l2"`` (the grid norm) or ``"sup"``.
+    weights, t : ndarray (K,)
+        Quadrature weights and the grid (original units).
+    mean, covariance : TensorVariable
+        The population's mean (K,) and covariance (K, K) as given to :func:`observe`.
+    mixing : str or None
+        The latent mixing variable's name (Laplace noise), or None.
+    attrs : dict
+        Public description of the likelihood, recorded by :func:`population_result` as ``<name>_<key>``.
+    """
+
+    name: str
+    release_id: str
+    released: np.ndarray
+    design: np.ndarray
+    offset: np.ndarray
+    n: int
+    law: object
+    scale: np.ndarray
+    tau: float
+    tau_norm: str
+    weights: np.ndarray
+    t: np.ndarray
+    mean: object
+    covariance: object
+    mixing: str | None
+    attrs: dict = field(default_factory=dict)
+
+    @property
+    def dim(self) -> str:
+        return f"{self.name}_basis"
+
+
+def _model(model):
+    import pymc as pm
+
+    try:
+        return pm.modelcontext(model)
+    except TypeError as err:
+        raise InputError("fp.observe needs a PyMC model", "call it inside `with pm.Model():`") from err
+
+
+def _as_tensor(value, shape, what):
+    """``value`` as a float PyTensor variable of ``shape`` (checked where the static shape is known)."""
+    import pytensor.tensor as pt
+
+    x = pt.as_tensor_variable(value)
+    if x.ndim == 0 and len(shape) == 1:
+        x = pt.broadcast_to(x, shape)
+    if x.ndim != len(shape) or any(s is not None and s != want for s, want in zip(x.type.shape, shape)):
+        raise InputError(f"{what} must have shape {shape} on the release's grid, got {x.type.shape}",
+                         "build it on the release's grid t (release['posterior']['t'], or constant_data/t_unit)")
+    return pt.cast(x, "float64")
+
+
+def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", draw: int = 0) -> PopulationObservation:
+    """Observe a mean-curve release in the current PyMC model, given a population model of the curves.
+
+    Adds the release's likelihood given the population mean ``μ(t)`` and covariance ``K(t, t')`` on the release's
+    grid (module docstring: the sample mean of the n curves projected on the release's basis and shrunk,
+    ``N(S A (μ − o), S A K Aᵀ S / n)``, composed with the release's public noise law). Call it inside
+    ``with pm.Model():``; then sample as usual and pass the trace to :func:`population_result`.
+
+    Parameters
+    ----------
+    release : xr.DataTree
+        A mean-curve release (:func:`fdp_ppl.release`) of a summary linear in the clipped mean (FRL, ICLP-QR, RKHS,
+        the sample mean, Bernstein) with a product noise law (Laplace or Normal). Only public content is read.
+    mean : array_like or TensorVariable, shape (K,) or scalar
+        The population mean of one curve on the release's grid ``t`` (K points, the curves' units; the public offset
+        is subtracted here).
+    covariance : array_like or TensorVariable, shape (K, K)
+        The population covariance of one curve on the grid (positive semi-definite; e.g. ``a² Matérn(|t − t'|/ρ)``).
+    name : str
+        Name of the observed variable (``<name>``), its dim (``<name>_basis``) and the latent mixing scales'
+        sub-model (``<name>::noise_mixing``). One per release in a model.
+    draw : int
+        Which released draw to condition on (each draw is a separate publication; default 0).
+
+    Returns
+    -------
+    PopulationObservation
+        Also registered on the model for :func:`population_result`.
+
+    Raises
+    ------
+    InputError
+        Outside a model, a name already in the model, shapes that do not match the grid, a joint (elliptical) noise
+        law or a summary that is not linear in the clipped mean (ICLP-AR).
+    SchemaError
+        Not a mean-curve release.
+
+    Notes
+    -----
+    Clipping to τ is not modelled (see :func:`population_result`, which records the share of curves the fitted
+    population puts outside τ). Laplace noise is written as its normal scale mixture (Lin & Reimherr 2026;
+    ``specs/iclp.md`` §4.3): J latent scales are sampled by NUTS with the population parameters.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, warnings
+    >>> import fdp_ppl as fp
+    >>> grid = fp.Grid.uniform(20)
+    >>> basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), grid)
+    >>> curves = np.sin(2 * np.pi * grid.t) + np.random.default_rng(0).normal(0, 0.1, (50, 20))
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", fp.SeededReleaseWarning)
+    ...     tree = fp.release(fp.frl_mean(curves, basis, tau=3.0, M=5), fp.FRL(epsilon=1.0),
+    ...                       random_seed=1, study=True)
+    >>> d = np.abs(grid.t[:, None] - grid.t[None, :])
+    >>> with pm.Model() as model:
+    ...     level = pm.Normal("level", 0.0, 1.0)
+    ...     obs = fp.observe(tree, mean=level + np.sin(2 * np.pi * grid.t),
+    ...                      covariance=0.01 * np.exp(-d / 0.2), name="frl")
+    >>> obs.name, obs.dim, obs.mixing, obs.released.shape
+    ('frl', 'frl_basis', 'frl::noise_mixing', (5,))
+    >>> sorted(v.name for v in model.free_RVs)
+    ['frl::noise_mixing', 'level']
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    from ..releasing.registry import SUMMARIES
+    from .infer import _shrinkage
+    from .plan import _is_gaussian
+
+    model = _model(None)
+    if not isinstance(name, str) or not name or "::" in name:
+        raise InputError(f"name must be a non-empty string without '::', got {name!r}", "e.g. name='mean_release'")
+    taken = {name, f"{name}_basis"} & (set(model.named_vars) | set(model.coords))
+    if taken:
+        raise InputError(f"the model already has {sorted(taken)}", "give each observed release its own name=")
+    view = S.read_release(release)
+    law = view.law
+    if not law.product:
+        raise InputError(f"fp.observe needs a noise law with independent coefficients; the release has {law.name!r}",
+                         "observe a release of the ICLP, FRL, Bernstein or Gaussian mechanism")
+    spec_cls = SUMMARIES.get(view.metadata.summary)
+    if spec_cls is None or not spec_cls.linear:
+        raise InputError(f"fp.observe needs a summary linear in the clipped mean; the release's is "
+                         f"{view.metadata.summary!r}", "observe an FRL, ICLP-QR, RKHS, sample-mean or Bernstein release")
+    y = view.released(draw)
+    if view.n_draws > 1:
+        warnings.warn(f"the release holds {view.n_draws} draws; fp.observe uses draw {draw} only (each draw is a "
+                      "separate publication)", UserWarning, stacklevel=2)
+    K, J = view.t.size, y.size
+    mu = _as_tensor(mean, (K,), "mean")
+    cov = _as_tensor(covariance, (K, K), "covariance")
+    shrink = _shrinkage(view)
+    SA = shrink[:, None] * view.grid_to_coefficients()
+    offset = np.zeros(K) if view.public_offset is None else np.asarray(view.public_offset, dtype=float)
+    n = int(view.metadata.n)
+    b = np.asarray(view.noise_scale, dtype=float)
+    dim = f"{name}_basis"
+    model.add_coord(dim, np.arange(J))
+    coef_mean = pt.dot(SA, mu - offset)
+    sampling_cov = pt.dot(pt.dot(SA, cov), SA.T) / n
+    if _is_gaussian(law):
+        noise_var, mixing = b**2, None
+    else:
+        with pm.Model(name=name):
+            noise_var = b**2 * law.mixing(J, dims=dim)
+        mixing = f"{name}::{_mixing_name()}"
+    pm.MvNormal(name, mu=coef_mean, cov=sampling_cov + pt.diag(noise_var), observed=y, dims=dim)
+    noise = ("exact convolution with the Normal noise (covariance + diag s^2)" if mixing is None else
+             f"{law.name} noise as its normal scale mixture (latent scales {mixing}, sampled with the population "
+             "parameters)")
+    attrs = {"release_id": release_identity(release, draw), "release_draw": int(draw),
+             "likelihood": f"N(S A (mu - offset), S A K A^T S / n) for the clipped sample mean; {noise}",
+             "approximation": APPROXIMATION.replace("<name>", name), "n": n, "tau": float(view.metadata.tau),
+             "noise_law": law.name, "summary": view.metadata.summary, "n_components": J}
+    obs = PopulationObservation(name=name, release_id=attrs["release_id"], released=y, design=SA, offset=offset, n=n,
+                                law=law, scale=b, tau=float(view.metadata.tau),
+                                tau_norm=str(view.metadata.extra.get("tau_norm", "l2")), weights=view.weights,
+                                t=view.t_original, mean=mu, covariance=cov, mixing=mixing, attrs=attrs)
+    model._fdp_population = [*getattr(model, "_fdp_population", []), obs]
+    return obs
+
+
+def _mixing_name() -> str:
+    from ..noise.laws import MIXING_VARIABLE
+
+    return MIXING_VARIABLE
+
+
+def outside_tau(mean, covariance, weights, tau: float, *, samples: int = CLIPPING_SAMPLES, random_seed=0) -> float:
+    """``P(‖X‖_w > τ)`` for ``X ~ N(mean, covariance)`` on a grid with quadrature weights ``w``: the share of a
+    Gaussian population's curves that clipping to τ changes (the grid's L² norm, ``‖x‖²_w = Σ_k w_k x_k²``).
+
+    ``‖X‖²_w = Σ_r λ_r (z_r + δ_r)²`` with ``λ_r`` the eigenvalues of ``W^{½} K W^{½}`` and ``z_r`` independent
+    standard normals (a weighted sum of non-central χ²₁), estimated from ``samples`` draws of ``z`` with a fixed
+    public seed (a property of the model, never of data; standard error at most ``0.5/√samples``, 0.008 by default).
+
+    Parameters
+    ----------
+    mean : array_like (K,)
+        The population mean minus the release's public offset.
+    covariance : array_like (K, K)
+    weights : array_like (K,)
+    tau : float
+    samples : int
+    random_seed : int
+        Seed of the public Monte Carlo draws (the same draws for every call: smooth in the model's parameters).
+
+    Returns
+    -------
+    float
+        In [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fdp_ppl.inference.population import outside_tau
+    >>> round(outside_tau(np.zeros(1), np.eye(1), np.ones(1), 1.96, samples=100_000), 2)  # |N(0, 1)| > 1.96
+    0.05
+    """
+    mean, cov, w = (np.asarray(a, dtype=float) for a in (mean, covariance, weights))
+    r = np.sqrt(w)
+    lam, U = np.linalg.eigh(0.5 * (cov + cov.T) * r[:, None] * r[None, :])
+    a = U.T @ (r * mean)
+    keep = lam > 1e-12 * max(float(lam.max()), 1e-300)
+    x = float(tau) ** 2 - float(np.sum(a[~keep] ** 2))   # directions without variance contribute their mean only
+    lam, a = lam[keep], a[keep]
+    z = np.random.default_rng(random_seed).standard_normal((int(samples), lam.size))
+    return float(np.mean(((z + a / np.sqrt(lam)) ** 2) @ lam > x))
+
+
+def _population_function(model, observations):
+    """A compiled function of the model's free variables' values → per observation ``(S A (μ − o), S A K Aᵀ S/n,
+    μ − o, K)``, evaluated at posterior draws."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from ..settings import compile_mode
+
+    outputs = []
+    for o in observations:
+        centred = o.mean - o.offset
+        outputs += [pt.dot(o.design, centred), pt.dot(pt.dot(o.design, o.covariance), o.design.T) / o.n, centred,
+                    o.covariance]
+    inputs = list(model.free_RVs)
+    fn = pytensor.function(inputs, outputs, on_unused_input="ignore", mode=compile_mode())
+    return fn, [v.name for v in inputs]
+
+
+def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
+    """The result of sampling a model with :func:`observe`'d releases: ``log_likelihood`` for ``az.compare``, the
+    observed releases, their identity, and the share of curves the fitted population puts outside τ.
+
+    Parameters
+    ----------
+    idata : xr.DataTree
+        What ``pm.sample`` returned for ``model`` (its ``posterior`` group is read).
+    model : pm.Model, optional
+        The model (default: the current ``with pm.Model()`` context).
+
+    Returns
+    -------
+    xr.DataTree
+        ``idata``'s groups with ``log_likelihood/<name>`` (chain, draw, ``<name>_basis``): ``log p(y_j | y_{-j},
+        population parameters)``, the non-factorised leave-one-out terms (Bürkner, Gabry & Vehtari 2021; Laplace
+        noise: the latent scale ``E_j`` integrated out exactly, a Normal–Laplace density,
+        :meth:`~fdp_ppl.noise.laws.Laplace.convolved_logp`), for ``az.loo`` / ``az.compare`` (their sum is not
+        ``log p(y | ·)``); ``observed_data/<name>`` (the released coefficients); ``constant_data``
+        (``<name>_noise_scale``, ``<name>_design`` (``S A``), ``<name>_offset``, the grid); attrs ``release_id``
+        (one release: its :func:`~fdp_ppl.inference.comparison.release_identity`; several: the ids joined by ``,``),
+        ``<name>_release_id``, ``<name>_likelihood``, ``<name>_approximation``, ``<name>_outside_tau`` (posterior
+        mean of the share of curves beyond τ, from the model at :data:`CLIPPING_DRAWS` draws; never from data) and
+        ``<name>_outside_tau_max``.
+
+    Warns
+    -----
+    PopulationClippingWarning
+        The posterior mean share outside τ exceeds :data:`CLIPPING_TOLERANCE` (clipping binds; not modelled).
+
+    Raises
+    ------
+    InputError
+        A model without :func:`observe`, or a trace without its free variables.
+    """
+    model = _model(model)
+    observations = getattr(model, "_fdp_population", [])
+    if not observations:
+        raise InputError("the model observes no release", "call fp.observe(release, mean=..., covariance=...) in it")
+    post = idata[S.POSTERIOR].to_dataset()
+    fn, names = _population_function(model, observations)
+    missing = [v for v in names if v not in post]
+    if missing:
+        raise InputError(f"the trace has no draws of {missing}", "pass what pm.sample returned for this model")
+    n_chain, n_draw = post.sizes[dims.CHAIN], post.sizes[dims.DRAW]
+    ns = n_chain * n_draw
+    flat = {v: post[v].transpose(dims.CHAIN, dims.DRAW, ...).values.reshape(ns, *post[v].shape[2:]) for v in names}
+    clip_at = set(np.unique(np.linspace(0, ns - 1, min(ns, CLIPPING_DRAWS)).astype(int)).tolist())
+    loglik = {o.name: np.empty((ns, o.released.size)) for o in observations}
+    outside = {o.name: [] for o in observations}
+    for i in range(ns):
+        values = fn(*[flat[v][i] for v in names])
+        for k, o in enumerate(observations):
+            m, C, centred, Kt = values[4 * k: 4 * k + 4]
+            noise_var = o.scale**2 * (1.0 if o.mixing is None else
+                                      o.law.mixing_draws({_mixing_name(): flat[o.mixing][i]}, 1, o.released.size)[0])
+            r, d = gaussian_loo_terms(o.released, m, C + np.diag(noise_var))
+            # y_j | y_-j, E_-j: the sampling part N(c_j, 1/d_j − D_j) plus the noise ξ_j, E_j integrated out
+            g = np.sqrt(np.maximum(1 / d - noise_var, 1e-24 * o.scale**2))
+            loglik[o.name][i] = o.law.convolved_logp((r / d)[None, :], g[None, :], o.scale[None, :])[0]
+            if i in clip_at and o.tau_norm != "sup":
+                outside[o.name].append(outside_tau(centred, Kt, o.weights, o.tau))
+    groups = {key: node.to_dataset() for key, node in idata.children.items()}
+    ll = xr.Dataset({o.name: ((dims.CHAIN, dims.DRAW, o.dim), loglik[o.name].reshape(n_chain, n_draw, -1))
+                     for o in observations}, coords={dims.CHAIN: post[dims.CHAIN], dims.DRAW: post[dims.DRAW]})
+    groups[S.LOG_LIKELIHOOD] = ll
+    observed = xr.Dataset({o.name: ((o.dim,), o.released) for o in observations})
+    groups[S.OBSERVED_DATA] = groups.get(S.OBSERVED_DATA, xr.Dataset()).drop_vars(
+        [o.name for o in observations], errors="ignore").merge(observed)
+    constant = xr.Dataset()
+    for o in observations:
+        tdim = f"{o.name}_t"
+        constant = constant.assign({f"{o.name}_noise_scale": ((o.dim,), o.scale),
+                                    f"{o.name}_design": ((o.dim, tdim), o.design),
+                                    f"{o.name}_offset": ((tdim,), o.offset),
+                                    f"{o.name}_quadrature_weights": ((tdim,), o.weights)}).assign_coords({tdim: o.t})
+    groups[S.CONSTANT_DATA] = groups.get(S.CONSTANT_DATA, xr.Dataset()).merge(constant)
+    tree = xr.DataTree.from_dict(groups)
+    attrs = dict(idata.attrs)
+    attrs[RELEASE_ID] = ",".join(o.release_id for o in observations)
+    attrs["inference"] = "population model (fdp_ppl.inference.population.observe)"
+    attrs["privacy_cost"] = "none (post-processing of a release)"
+    attrs["log_likelihood"] = ("log p(y_j | y_-j, population parameters) per released coefficient (non-factorised "
+                               "leave-one-out terms, Buerkner, Gabry & Vehtari 2021); not summing to log p(y | .)")
+    for o in observations:
+        attrs.update({f"{o.name}_{k}": v for k, v in o.attrs.items()})
+        if o.tau_norm == "sup":
+            attrs[f"{o.name}_outside_tau"] = "not computed (sup-norm clipping)"
+            continue
+        share = np.asarray(outside[o.name])
+        attrs[f"{o.name}_outside_tau"] = float(share.mean())
+        attrs[f"{o.name}_outside_tau_max"] = float(share.max())
+        if share.mean() > CLIPPING_TOLERANCE:
+            warnings.warn(f"clipping binds for {o.name!r}: the fitted population puts {share.mean():.1%} of curves "
+                          f"outside tau = {o.tau:g} (posterior mean, from the model; up to {share.max():.1%}), which "
+                          "fp.observe's likelihood ignores: the population posterior is biased (not handled)",
+                          PopulationClippingWarning, stacklevel=2)
+    tree.attrs = S.clean_attrs(attrs)
+    return tree
+
+
+__all__ = ["APPROXIMATION", "CLIPPING_DRAWS", "CLIPPING_SAMPLES", "CLIPPING_TOLERANCE", "PopulationClippingWarning",
+           "PopulationObservation", "observe", "outside_tau", "population_result"]

@@ -1,0 +1,287 @@
+"""Population models from private releases (fdp_ppl/inference/population.py, fp.observe): the likelihood of a mean
+release given a population mean and covariance equals a brute-force simulation of (clipped sample mean of n curves +
+the release's noise); the population posterior covers a known truth; az.compare ranks population models from the
+release alone; the share of curves outside τ comes from the model. Post-processing of public content only: DESIGN
+"Data flow" (inference costs no privacy) and invariant 6 (a release holds public content only)."""
+
+from __future__ import annotations
+
+import warnings
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+from scipy import integrate, stats
+
+import fdp_ppl as fp
+from fdp_ppl.errors import InputError
+from fdp_ppl.inference.comparison import gaussian_loo, release_identity
+from fdp_ppl.inference.infer import _shrinkage
+from fdp_ppl.inference.population import (
+    PopulationClippingWarning,
+    observe,
+    outside_tau,
+    population_result,
+)
+from fdp_ppl.noise.elliptical.process import EllipticalMechanism
+from fdp_ppl.releasing import schema as S
+
+K = 12
+
+
+def _grid():
+    grid = fp.Grid.uniform(K)
+    return grid, np.abs(grid.t[:, None] - grid.t[None, :])
+
+
+def _matern32(d, amp, ell, xp=np):
+    r = np.sqrt(3.0) * d / ell
+    return amp**2 * (1 + r) * xp.exp(-r)
+
+
+def _release(summary_fn, mechanism, n, *, mu, cov, tau, seed=0, **kw):
+    grid, _ = _grid()
+    basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), grid)
+    X = np.random.default_rng(seed).multivariate_normal(mu, cov, size=n, method="cholesky")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fp.SeededReleaseWarning)
+        return fp.release(summary_fn(X, basis, tau=tau, **kw), mechanism, random_seed=seed + 1, study=True)
+
+
+def _population():
+    grid, d = _grid()
+    return 0.5 + np.sin(2 * np.pi * grid.t), _matern32(d, 0.5, 0.3) + 1e-9 * np.eye(K)
+
+
+# ----------------------------------------------------------------------------------- likelihood vs brute force
+@pytest.mark.parametrize("mechanism", [fp.FRL(epsilon=8.0), fp.GaussianMechanism(8.0, 1e-3, "analytic")],
+                         ids=["laplace", "normal"])
+def test_likelihood_equals_brute_force_sample_mean_plus_noise(mechanism):
+    """log p(y | μ, K) of the model equals log E[p_noise(y − S A X̄)] over brute-force simulated samples of n curves
+    (the released summary computed by the spec itself on a few of them), within the Monte Carlo error."""
+    mu, cov = _population()
+    n, tau = 8, 4.0
+    tree = _release(fp.frl_mean, mechanism, n, mu=mu, cov=cov, tau=tau, M=3)
+    view = S.read_release(tree)
+    y, b, law = view.released(0), view.noise_scale, view.law
+    SA = _shrinkage(view)[:, None] * view.grid_to_coefficients()
+    assert outside_tau(mu, cov, view.weights, tau) < 1e-3        # clipping does not bind: the model is exact here
+    rng = np.random.default_rng(7)
+    M = 10_000
+    L = np.linalg.cholesky(cov)
+    curves = mu + np.einsum("kl,mnl->mnk", L, rng.standard_normal((M, n, K)))          # (M, n, K)
+    grid, _ = _grid()
+    basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), grid)
+    for m in range(3):   # the brute force's summary is the spec's own
+        np.testing.assert_allclose(fp.frl_mean(curves[m], basis, tau=tau, M=3).coefficients,
+                                   SA @ curves[m].mean(axis=0), rtol=1e-10, atol=1e-12)
+    w = np.exp(law.logp(y[None, :] - curves.mean(axis=1) @ SA.T, np.zeros(3), b))
+    brute, se = np.log(w.mean()), w.std() / w.mean() / np.sqrt(M)
+    with pm.Model() as model:
+        obs = observe(tree, mean=mu, covariance=cov, name="rel")
+    logp = model.compile_logp(vars=[model["rel"]], jacobian=False)
+    if obs.mixing is None:
+        ours, se_ours = float(logp({})), 0.0
+    else:   # the model's Laplace noise is a scale mixture: integrate its latent scales out by their prior
+        E = rng.exponential(size=(1500, 3))
+        v = np.array([float(logp({f"{obs.mixing}_log__": np.log(e)})) for e in E])
+        ours, se_ours = np.log(np.mean(np.exp(v))), np.exp(v).std() / np.exp(v).mean() / np.sqrt(E.shape[0])
+    assert abs(ours - brute) < 5 * np.hypot(se, se_ours) + 1e-3, (ours, brute, se, se_ours)
+    # the bound cannot pass vacuously: forgetting 1/n moves the likelihood far outside it
+    wrong = law.logp(y[None, :] - (SA @ mu + np.sqrt(n) * (curves.mean(axis=1) - mu) @ SA.T), np.zeros(3), b)
+    assert abs(np.log(np.mean(np.exp(wrong))) - brute) > 20 * np.hypot(se, se_ours) + 1e-2
+
+
+def test_outside_tau_matches_the_simulated_share_of_clipped_curves():
+    grid, _ = _grid()
+    mu, cov = _population()
+    X = np.random.default_rng(2).multivariate_normal(mu, cov, size=40_000, method="cholesky")
+    norms = np.sqrt(np.sum(grid.weights * X**2, axis=1))
+    for tau in (0.8, 1.0, 1.3):
+        share = float(np.mean(norms > tau))
+        ours = outside_tau(mu, cov, grid.weights, tau, samples=40_000)
+        assert abs(ours - share) < 5 * np.sqrt(2 * share * (1 - share) / 40_000) + 1e-4, (tau, ours, share)
+        assert 0.01 < share < 0.99
+
+
+# ----------------------------------------------------------------------- result, leave-one-out terms, clipping
+def _hand_trace(values: dict, n_chain=1) -> xr.DataTree:
+    post = xr.Dataset({k: (("chain", "draw") + tuple(f"{k}_dim_{i}" for i in range(np.ndim(v) - 1)),
+                           np.asarray(v).reshape(n_chain, -1, *np.shape(v)[1:])) for k, v in values.items()})
+    return xr.DataTree.from_dict({"posterior": post})
+
+
+def test_laplace_log_likelihood_is_the_exact_leave_one_out_term():
+    """log_likelihood/<name> is log p(y_j | y_-j, θ, E_-j): the latent scale E_j integrated out by quadrature agrees,
+    and for Normal noise it is the Gaussian leave-one-out term."""
+    mu, cov = _population()
+    tree = _release(fp.frl_mean, fp.FRL(epsilon=4.0), 30, mu=mu, cov=cov, tau=4.0, M=4)
+    view = S.read_release(tree)
+    y, b = view.released(0), view.noise_scale
+    SA = _shrinkage(view)[:, None] * view.grid_to_coefficients()
+    with pm.Model() as model:
+        c = pm.Normal("c", 0.0, 1.0)
+        obs = observe(tree, mean=c + mu, covariance=cov, name="rel")
+    cs, Es = np.array([0.0, 0.3]), np.array([[0.5, 1.2, 2.0, 0.1], [1.0, 0.3, 0.7, 3.0]])
+    res = population_result(_hand_trace({"c": cs, obs.mixing: Es}), model)
+    ll = res["log_likelihood"]["rel"].values.reshape(2, -1)
+    def dens(e, i, j, m, C):   # the integrand over E_j of p(y_j | y_-j, θ, E)
+        D = 2 * b**2 * Es[i].copy()
+        D[j] = 2 * b[j] ** 2 * e
+        Sig = C + np.diag(D)
+        keep = np.arange(4) != j
+        cm = m[j] + Sig[j, keep] @ np.linalg.solve(Sig[np.ix_(keep, keep)], y[keep] - m[keep])
+        cv = Sig[j, j] - Sig[j, keep] @ np.linalg.solve(Sig[np.ix_(keep, keep)], Sig[keep, j])
+        return stats.norm.pdf(y[j], cm, np.sqrt(cv)) * np.exp(-e)
+
+    for i in range(2):
+        m, C = SA @ (mu + cs[i]), SA @ cov @ SA.T / 30
+        for j in range(4):
+            want = np.log(integrate.quad(dens, 0, np.inf, args=(i, j, m, C), epsabs=0, epsrel=1e-10, limit=200)[0])
+            assert ll[i, j] == pytest.approx(want, rel=1e-6, abs=1e-8)
+    assert res.attrs["release_id"] == release_identity(tree, 0) == res.attrs["rel_release_id"]
+    assert "scale mixture" in res.attrs["rel_likelihood"] and "central limit theorem" in res.attrs["rel_approximation"]
+    assert set(res.children) >= {"posterior", "log_likelihood", "observed_data", "constant_data"}
+    np.testing.assert_array_equal(res["observed_data"]["rel"].values, y)
+
+    gauss = _release(fp.frl_mean, fp.GaussianMechanism(4.0, 1e-3, "analytic"), 30, mu=mu, cov=cov, tau=4.0, M=4)
+    gview = S.read_release(gauss)
+    with pm.Model() as gmodel:
+        c = pm.Normal("c", 0.0, 1.0)
+        observe(gauss, mean=c + mu, covariance=cov, name="g")
+    gres = population_result(_hand_trace({"c": cs}), gmodel)
+    for i in range(2):
+        want = gaussian_loo(gview.released(0), SA @ (mu + cs[i]),
+                            SA @ cov @ SA.T / 30 + np.diag(gview.noise_scale**2))
+        np.testing.assert_allclose(gres["log_likelihood"]["g"].values.reshape(2, -1)[i], want, rtol=1e-9)
+
+
+def test_clipping_that_binds_is_reported_from_the_model_not_the_data():
+    mu, cov = _population()
+    tree = _release(fp.frl_mean, fp.FRL(epsilon=1.0), 50, mu=mu, cov=cov, tau=1.2, M=4)
+    with pm.Model() as model:
+        amp = pm.HalfNormal("amp", 1.0)
+        observe(tree, mean=mu, covariance=amp**2 * cov / 0.25, name="rel")
+    trace = _hand_trace({"amp": np.full(4, 0.5), "rel::noise_mixing": np.ones((4, 4))})
+    with pytest.warns(PopulationClippingWarning, match=r"puts \d+\.\d% of curves outside tau = 1.2"):
+        res = population_result(trace, model)
+    grid, _ = _grid()
+    assert res.attrs["rel_outside_tau"] == pytest.approx(outside_tau(mu, cov, grid.weights, 1.2), abs=1e-12)
+    small = _hand_trace({"amp": np.full(4, 0.05), "rel::noise_mixing": np.ones((4, 4))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PopulationClippingWarning)
+        assert population_result(small, model).attrs["rel_outside_tau"] < 0.01
+
+
+def test_observe_refuses_what_it_does_not_model():
+    mu, cov = _population()
+    tree = _release(fp.frl_mean, fp.FRL(epsilon=1.0), 20, mu=mu, cov=cov, tau=4.0, M=3)
+    with pytest.raises(InputError, match="inside `with pm.Model"):
+        observe(tree, mean=mu, covariance=cov)
+    with pm.Model():
+        with pytest.raises(InputError, match="shape"):
+            observe(tree, mean=mu[:5], covariance=cov)
+        observe(tree, mean=mu, covariance=cov, name="a")
+        with pytest.raises(InputError, match="already has"):
+            observe(tree, mean=mu, covariance=cov, name="a")
+    with pm.Model() as empty:
+        pm.Normal("c")
+    with pytest.raises(InputError, match="observes no release"):
+        population_result(_hand_trace({"c": np.zeros(2)}), empty)
+    elliptical = _release(fp.frl_mean, EllipticalMechanism(1.0, family="t", nu=5.0), 20, mu=mu, cov=cov, tau=4.0, M=3)
+    with pm.Model(), pytest.raises(InputError, match="independent coefficients"):
+        observe(elliptical, mean=mu, covariance=cov)
+
+
+def test_n_enters_the_likelihood_as_a_number():
+    """DESIGN invariant 12 (cost grows no faster than the work): the likelihood of a release of 10⁵ curves is the same
+    graph as that of 100 curves — n scales the sampling covariance, nothing is per record."""
+    from pytensor.graph import traversal as gb
+
+    mu, cov = _population()
+    sizes = []
+    for n in (100, 100_000):
+        tree = _release(fp.frl_mean, fp.FRL(epsilon=1.0), n, mu=mu, cov=cov, tau=4.0, M=4)
+        with pm.Model() as model:
+            amp = pm.HalfNormal("amp", 1.0)
+            observe(tree, mean=mu, covariance=amp**2 * cov, name="rel")
+        graph = model.logp()
+        sizes.append(len(list(gb.ancestors([graph]))))
+    assert sizes[0] == sizes[1]
+
+
+# ------------------------------------------------------------------------------ NUTS: coverage and comparison
+N_LARGE = 20_000
+
+
+@pytest.fixture(scope="module")
+def gaussian_release():
+    mu, cov = _population()
+    return _release(fp.rkhs_mean, fp.GaussianMechanism(1.0, 1e-3), N_LARGE, mu=mu, cov=cov, tau=4.0)
+
+
+def _fit(tree, kernel):
+    """NUTS on the mean function's two parameters; the covariance fixed (a free one refactorises K at every step:
+    the slow SBC test below samples the Laplace noise's latent scales, which do)."""
+    grid, d = _grid()
+    with pm.Model():
+        c = pm.Normal("c", 0.0, 2.0, shape=2)
+        observe(tree, mean=c[0] + c[1] * np.sin(2 * np.pi * grid.t), covariance=kernel(d) + 1e-6 * np.eye(K),
+                name="growth")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            idata = pm.sample(300, tune=300, chains=2, cores=1, random_seed=3, progressbar=False,
+                              compute_convergence_checks=False)
+        return population_result(idata)
+
+
+@pytest.fixture(scope="module")
+def matern_fit(gaussian_release):
+    return _fit(gaussian_release, lambda d: _matern32(d, 0.5, 0.3))
+
+
+def test_population_mean_posterior_covers_the_truth(matern_fit):
+    """n = 20000 curves from a known GP population; the posterior of the mean function's parameters covers the truth
+    (0.5, 1.0) within 4 posterior sd plus the Monte Carlo error of the posterior mean (sd/√ESS)."""
+    post = matern_fit["posterior"]["c"]
+    ess = az.ess(matern_fit, var_names=["c"])["c"].values
+    mean, sd = post.mean(("chain", "draw")).values, post.std(("chain", "draw")).values
+    assert np.all(np.abs(mean - [0.5, 1.0]) < 4 * sd * (1 + 1 / np.sqrt(ess))), (mean, sd)
+    assert np.all(sd < 0.5)                      # the release is informative, not the N(0, 2) prior coming back
+    assert matern_fit.attrs["growth_n"] == N_LARGE and matern_fit.attrs["growth_outside_tau"] < 0.01
+
+
+def test_az_compare_ranks_population_covariances_from_the_release(gaussian_release, matern_fit):
+    se_fit = _fit(gaussian_release, lambda d: 0.25 * np.exp(-(d**2) / (2 * 0.1**2)))
+    assert matern_fit.attrs["release_id"] == se_fit.attrs["release_id"] == release_identity(gaussian_release, 0)
+    table = az.compare({"matern32": matern_fit, "squared_exponential": se_fit})
+    assert set(table.index) == {"matern32", "squared_exponential"} and np.all(np.isfinite(table["elpd"]))
+    assert matern_fit["log_likelihood"]["growth"].dims == ("chain", "draw", "growth_basis")
+
+
+# ------------------------------------------------------------------------------------------------ SBC-lite
+@pytest.mark.slow
+def test_sbc_lite_level_of_the_population_mean():
+    """Simulation-based calibration (Talts et al. 2018) of the population mean's level c ~ N(0, 1) from one release
+    of the Gaussian mechanism (n = 2000 curves, ε = 1): ranks of the truth among 19 thinned posterior draws are
+    uniform over 30 replications (chi-square on 4 bins, p > 0.01)."""
+    mu, cov = _population()
+    rng = np.random.default_rng(11)
+    ranks, L = [], 19
+    for r in range(30):
+        c0 = rng.normal()
+        tree = _release(fp.rkhs_mean, fp.GaussianMechanism(1.0, 1e-3), 2000, mu=mu + c0, cov=cov, tau=4.0,
+                        seed=100 + r)
+        with pm.Model():
+            c = pm.Normal("c", 0.0, 1.0)
+            observe(tree, mean=c + mu, covariance=cov, name="rel")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                idata = pm.sample(380, tune=300, chains=1, random_seed=r, progressbar=False,
+                                  compute_convergence_checks=False)
+        draws = idata["posterior"]["c"].values.ravel()[:: 380 // L][:L]
+        ranks.append(int(np.sum(draws < c0)))
+    counts = np.bincount(np.asarray(ranks) // 5, minlength=4)
+    assert stats.chisquare(counts).pvalue > 0.01, counts
