@@ -49,7 +49,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import peak_traced_bytes, write_results  # noqa: E402
+from _common import paired_times, peak_traced_bytes, write_results  # noqa: E402
 
 FAMILIES = ("mean", "pca", "svm", "infer")
 TARGETS = {"mean": ("<=", 1.3), "pca": ("<=", 3.0), "svm": ("<=", 2.0), "infer": (">=", 10.0)}
@@ -57,13 +57,7 @@ TARGETS = {"mean": ("<=", 1.3), "pca": ("<=", 3.0), "svm": ("<=", 2.0), "infer":
 
 def median_times(fns: dict, repeats: int = 3) -> dict:
     """Median wall time of each callable, the callables alternating within each repeat."""
-    times = {k: [] for k in fns}
-    for _ in range(max(1, repeats)):
-        for k, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) for k, v in times.items()}
+    return paired_times(fns, repeats, statistics.median)
 
 
 def _row(family, size, ours_s, peer, peer_s, peak=None, **extra) -> dict:
