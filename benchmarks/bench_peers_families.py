@@ -281,9 +281,9 @@ def infer_rows(ms, draws: int, tune: int, n=2000) -> list:
         phi = basis.eigenfunctions[:, :J]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fp.infer(rel, prior, draws=50, chains=1, random_seed=0, progressbar=False, target="summary")
+            fp.infer(rel, prior, draws=50, chains=1, random_seed=0, progressbar=False, target="population")
             t0 = time.perf_counter()
-            post = fp.infer(rel, prior, draws=draws, chains=2, random_seed=0, progressbar=False, target="summary")
+            post = fp.infer(rel, prior, draws=draws, chains=2, random_seed=0, progressbar=False, target="population")
             ours_s = time.perf_counter() - t0
         ours_ess = float(az.ess(post["posterior"].to_dataset()[["curve"]], method="bulk")["curve"].values.min())
         ours_mean = post["posterior"]["curve"].values.reshape(-1, k).mean(0)
