@@ -81,15 +81,16 @@ def best_time(fn, repeats: int = 3) -> float:
     return min(times)
 
 
-def paired_times(fns: dict, repeats: int = 3) -> dict:
-    """Minimum wall time of each callable, the callables alternating within each repeat (same machine load)."""
+def paired_times(fns: dict, repeats: int = 3, stat=min) -> dict:
+    """Minimum (or ``stat``, e.g. ``statistics.median``) wall time of each callable, the callables alternating
+    within each repeat (same machine load)."""
     times = {k: [] for k in fns}
     for _ in range(max(1, repeats)):
         for k, fn in fns.items():
             t0 = time.perf_counter()
             fn()
             times[k].append(time.perf_counter() - t0)
-    return {k: min(v) for k, v in times.items()}
+    return {k: stat(v) for k, v in times.items()}
 
 
 def peak_traced_bytes(fn) -> int:

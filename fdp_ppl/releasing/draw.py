@@ -8,6 +8,7 @@ metadata (DESIGN invariants 5 and 6).
 
 from __future__ import annotations
 
+import collections
 import datetime
 import threading
 import warnings
@@ -432,7 +433,7 @@ def _public_parts(spec, mechanism: Mechanism, bound: str, generator: str):
     key = ((type(mechanism), params, bound, generator) if all(isinstance(v, _PLAIN_PARAMS) for _, v in params)
            else None)
     if key is not None:
-        parts = _cache_get(_PUBLIC, spec, key)
+        parts = _cache_get(_PUBLIC, spec, key, ("parts",))
         if parts is not None:
             return parts
     cal = mechanism.calibrate(spec, bound, generator=generator)
@@ -447,23 +448,46 @@ def _public_parts(spec, mechanism: Mechanism, bound: str, generator: str):
     head.update(mechanism.release_attrs(spec))
     parts = (cal, sampler, head, generator_attrs(sampler, cal, mechanism.epsilon, mechanism.delta))
     if key is not None:
-        _cache_put(_PUBLIC, spec, key, parts)
+        _cache_put(_PUBLIC, spec, key, parts, ("parts",))
     return parts
 
 
-def _cache_get(store, spec, key):
+def _cache_get(store, spec, key, shared=None):
+    """The value kept for ``(spec, key)``; with ``shared`` (a tag), also one kept for another spec of the same
+    public configuration (:meth:`~fdp_ppl.summaries.SummarySpec.public_key`), then kept for this spec too."""
     with _TEMPLATES_LOCK:
         per_spec = store.get(spec)
-        return None if per_spec is None else per_spec.get(key)
+        value = None if per_spec is None else per_spec.get(key)
+        config = None if value is not None or shared is None else _config_key(spec, key, shared)
+        if config is not None and config in _BY_CONFIG:
+            _BY_CONFIG.move_to_end(config)
+            value = _BY_CONFIG[config]
+    if value is not None and config is not None:
+        _cache_put(store, spec, key, value)
+    return value
 
 
-def _cache_put(store, spec, key, value) -> None:
-    """Keep ``value`` for ``(spec, key)``: at most ``_TEMPLATES_PER_SPEC`` per spec, the oldest dropped first."""
+def _cache_put(store, spec, key, value, shared=None) -> None:
+    """Keep ``value`` for ``(spec, key)``: at most ``_TEMPLATES_PER_SPEC`` per spec, the oldest dropped first;
+    with ``shared``, also for the spec's public configuration (at most ``_CONFIGS`` kept, least recent dropped)."""
+    config = None if shared is None else _config_key(spec, key, shared)
     with _TEMPLATES_LOCK:
         per_spec = store.setdefault(spec, {})
         if len(per_spec) >= _TEMPLATES_PER_SPEC:
             per_spec.pop(next(iter(per_spec)))
         per_spec[key] = value
+        if config is not None:
+            _BY_CONFIG[config] = value
+            _BY_CONFIG.move_to_end(config)
+            while len(_BY_CONFIG) > _CONFIGS:
+                _BY_CONFIG.popitem(last=False)
+
+
+def _config_key(spec, key, shared):
+    """``(shared, public configuration, key)``, or None when the spec has no public key (τ from the data, a
+    parameter that is not hashable): such specs share nothing."""
+    public = spec.public_key()
+    return None if public is None else (shared, public, key)
 
 
 #: public parts of release trees (:class:`~fdp_ppl.releasing.schema.ReleaseTemplate`), per public spec (weakly held) and
@@ -471,6 +495,11 @@ def _cache_put(store, spec, key, value) -> None:
 _TEMPLATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _TEMPLATES_LOCK = threading.Lock()
 _TEMPLATES_PER_SPEC = 8
+#: the same public parts (calibrations, templates) per public configuration of a spec, so that a new spec of the
+#: same configuration (``iclp_qr_mean(curves, basis, tau)`` builds one per call) does not redo them: keyed by
+#: public parameters only (never by data), at most ``_CONFIGS`` kept (a template holds the basis: 80 MB at K = 3200)
+_BY_CONFIG: "collections.OrderedDict" = collections.OrderedDict()
+_CONFIGS = 8
 
 
 def _template(summary: LinearSummary, scale: np.ndarray, scale_description: str) -> ReleaseTemplate:
@@ -479,14 +508,14 @@ def _template(summary: LinearSummary, scale: np.ndarray, scale_description: str)
     offset = summary.offset
     key = (scale.tobytes(), scale_description, tuple(sorted(summary.labels.items())),
            None if offset is None else np.asarray(offset, dtype=float).tobytes(), summary.offset_source)
-    template = _cache_get(_TEMPLATES, spec, key)
+    template = _cache_get(_TEMPLATES, spec, key, ("template",))
     if template is None:
         constant = spec.public_dataset().assign({NOISE_SCALE: (("basis",), scale.copy())})
         constant[NOISE_SCALE].attrs["description"] = scale_description
         grid = spec.grid
         template = ReleaseTemplate(constant, grid.t, grid.points, labels=summary.labels, offset=offset,
                                    offset_source=summary.offset_source)
-        _cache_put(_TEMPLATES, spec, key, template)
+        _cache_put(_TEMPLATES, spec, key, template, ("template",))
     return template
 
 

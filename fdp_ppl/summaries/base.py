@@ -224,6 +224,28 @@ class SummarySpec:
                                             else "; one unit is one combined record"))
 
     # ------------------------------------------------------------------ structure
+    def public_key(self) -> tuple | None:
+        """The spec's public configuration as a hashable key (its class and its fields: basis, τ, n, unit,
+        tuning), under which the public work of releasing it (calibration, release template) is cached across
+        specs; None when τ comes from the data or a field is not hashable (nothing is then shared).
+
+        Examples
+        --------
+        >>> import fdp_ppl as fp
+        >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(20))
+        >>> key = fp.ICLPQRSpec(basis=basis, tau=1, n=50).public_key()
+        >>> key == fp.ICLPQRSpec(basis=basis, tau=1.0, n=50).public_key(), key == fp.RKHSSpec(basis=basis, tau=1, n=50).public_key()
+        (True, False)
+        """
+        if self.data_dependent:
+            return None
+        values = tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
+        try:
+            hash(values)
+        except TypeError:
+            return None
+        return (type(self), values)
+
     @property
     def data_dependent(self) -> bool:
         """True if τ was computed from the private data (:func:`~fdp_ppl.summaries.data_tau`)."""

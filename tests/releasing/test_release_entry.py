@@ -387,6 +387,43 @@ def test_files_of_the_former_kinds_are_still_read(kind, family, mean_summary, kd
     assert inference_family(tree).family == family
 
 
+def test_public_work_is_cached_per_public_configuration_not_per_spec():
+    """A second release on the same public configuration (a new spec: ``iclp_qr_mean`` builds one per call)
+    reuses the cached calibration and release template and draws from the same law (same seed, same draws);
+    another public configuration or other data share nothing computed from data (invariant 8: every public
+    parameter is independent of the records)."""
+    from fdp_ppl.releasing import draw
+
+    curves = family_curves(12, 16, 3)
+    other = family_curves(12, 16, 4)  # other records, same public configuration
+    basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), fp.Grid.from_points(curves["t"].values))
+    first = fp.iclp_qr_mean(curves, basis, tau=2.0)
+    second = fp.iclp_qr_mean(other, basis, tau=2.0)
+    assert first.spec is not second.spec and first.spec.public_key() == second.spec.public_key()
+    a = fp.release(first, fp.ICLP(1.0), random_seed=5, study=True, generator="pymc")
+    b = fp.release(second, fp.ICLP(1.0), random_seed=5, study=True, generator="pymc")
+    def parts(spec):  # the public parts (calibration, sampler, attrs), not the plans kept next to them
+        (out,) = [v for k, v in draw._PUBLIC[spec].items() if k[0] != "plan"]
+        return out
+
+    parts_a, parts_b = parts(first.spec), parts(second.spec)
+    assert parts_a is parts_b  # one calibration, sampler and attrs for the configuration
+    (tmpl_a,), (tmpl_b,) = draw._TEMPLATES[first.spec].values(), draw._TEMPLATES[second.spec].values()
+    assert tmpl_a is tmpl_b  # one template: the public basis is not rebuilt into a new dataset
+    # the same law: equal public scales, and the same seed draws the same noise around each summary
+    np.testing.assert_array_equal(a["constant_data"]["noise_scale"].values, b["constant_data"]["noise_scale"].values)
+    noise_a = a["posterior"]["coefficients"].values[0] - first.coefficients
+    noise_b = b["posterior"]["coefficients"].values[0] - second.coefficients
+    np.testing.assert_allclose(noise_a, noise_b, rtol=0, atol=1e-12)
+    assert not np.allclose(first.coefficients, second.coefficients)  # not vacuous: the summaries differ
+    assert a["constant_data"]["eigenfunctions"].values is not b["constant_data"]["eigenfunctions"].values
+    # another public configuration (tau) is calibrated on its own
+    third = fp.iclp_qr_mean(curves, basis, tau=3.0)
+    fp.release(third, fp.ICLP(1.0), random_seed=5, study=True, generator="pymc")
+    parts_c = parts(third.spec)
+    assert parts_c is not parts_a and parts_c[0].sensitivity.value == pytest.approx(1.5 * parts_a[0].sensitivity.value)
+
+
 def test_a_cached_plan_does_not_keep_its_spec_alive():
     """Plans are cached per public spec (weakly held): a released summary's spec is freed with it (no leak across
     the thousands of specs of a simulation study)."""

@@ -1,0 +1,398 @@
+#!/usr/bin/env python
+"""Benchmark: every family but densities against its strongest peer, in one process (issue "within 2× of the
+strongest peer").
+
+One BLAS thread (threadpoolctl), the median of 3 calls of each side, the two sides alternating within each
+repeat (the same machine load), growth exponents ``log(t2/t1)/log(n2/n1)`` between consecutive sizes, peak
+memory (tracemalloc, a separate call: numpy buffers and Python objects, not a library's C allocations):
+
+* ``mean``: ``fp.iclp_qr_mean(x, basis, tau)`` + ``fp.release(·, ICLP(1))`` (OpenDP, unseeded) on n curves ×
+  m points, a *second* release of the public configuration (the first one, ``cold``, also builds the eigenbasis
+  and the public parts; it is reported once per m). Peer: the fused numpy pass of ``bench_summaries.py``
+  (grid norms in one ``einsum``, clip factors, one product, the projection). ``floor+draw`` adds what a
+  release must also do: a numpy Laplace draw of the J coefficients and the J × K reconstruction. Target ≤ 1.3×
+  the fused pass at m = 100 and m = 3200.
+* ``pca``: ``FPCASpec(k = 1, m = 10 Matérn eigenfunctions).fit(x)`` + ``fp.release(·, ExponentialMechanism("exact"))``
+  (one frame). Peer: ``sklearn.decomposition.PCA(1, svd_solver="randomized")``; also diffprivlib's ``PCA``
+  (ε = 1, ``data_norm = τ``) when it imports (diffprivlib 0.6.6 does not with scikit-learn 1.9: its models
+  import ``sklearn.tree._tree.DOUBLE``, gone). Accuracy: |cos| of the first component with the truth. Target ≤ 3×
+  randomized PCA from n = 10⁴.
+* ``svm``: ``ERMSpec(approximation="nystroem")``, hinge loss (the privacy-safe solver runs a public ``n/slack``
+  iterations, slack < 1: quadratic in n, so at small n) and logistic loss (count independent of n, against
+  ``LogisticRegression`` on the same features, C = 1/(λn)): fit + ``fp.release(·, GaussianMechanism(1, 1e-6))``. Peer:
+  ``sklearn.kernel_approximation.Nystroem`` fitted on the *same* public landmarks (all of them components) +
+  ``LinearSVC(loss="hinge")`` with the same C = 1/(2λn). Accuracy: held-out accuracy of the (non-private) fits.
+  Target ≤ 2× for n ≥ 10⁵.
+* ``infer``: ``fp.infer`` of one ICLP-QR release (GP prior, fixed amplitude and level: exact draws) against a
+  hand-written PyMC model of the same posterior (coefficients ~ N(level coefficients, a²λ_j), released
+  coefficients ~ Laplace(shrinkage · coefficients, b_j)) sampled by nutpie (PyMC NUTS if nutpie is missing);
+  curve-ESS (bulk, minimum over the grid) per second, nutpie's compile time apart. Target ≥ 10× at m = 100 and 1600.
+
+Usage::
+
+    python benchmarks/bench_peers_families.py --quick   # small sizes, minutes
+    python benchmarks/bench_peers_families.py           # the sizes of the issue
+    python benchmarks/bench_peers_families.py --only mean,pca
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _common import paired_times, peak_traced_bytes, write_results  # noqa: E402
+
+FAMILIES = ("mean", "pca", "svm", "infer")
+TARGETS = {"mean": ("<=", 1.3), "pca": ("<=", 3.0), "svm": ("<=", 2.0), "infer": (">=", 10.0)}
+
+
+def median_times(fns: dict, repeats: int = 3) -> dict:
+    """Median wall time of each callable, the callables alternating within each repeat."""
+    return paired_times(fns, repeats, statistics.median)
+
+
+def _row(family, size, ours_s, peer, peer_s, peak=None, **extra) -> dict:
+    op, target = TARGETS[family]
+    ratio = ours_s / peer_s if peer_s else None
+    if family == "infer":  # ESS/s: ours over the peer's, higher is better (ours_s, peer_s are ESS/s here)
+        ratio = ours_s / peer_s if peer_s else None
+    row = {"family": family, "size": size, "ours": ours_s, "peer": peer, "peer_value": peer_s, "ratio": ratio,
+           "peak_mb": None if peak is None else peak / 2**20, "target": f"{op} {target:g}x"}
+    row.update(extra)
+    if "met" not in row:
+        row["met"] = None if ratio is None else bool(ratio <= target if op == "<=" else ratio >= target)
+    print(f"  {family:<6} {size:<22} ours {ours_s:10.4g}  {peer:<28} {peer_s if peer_s is None else round(peer_s, 5)}"
+          f"  ratio {ratio if ratio is None else round(ratio, 2)}  {'MET' if row['met'] else 'not met'}",
+          file=sys.stderr, flush=True)
+    return row
+
+
+# ----------------------------------------------------------------------------- mean
+def _curves(n, k, seed=1):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0.0, 1.0, k)
+    x = np.empty((n, k))
+    step = max(1, 2_000_000 // k)
+    for i in range(0, n, step):
+        j = min(n, i + step)
+        x[i:j] = rng.uniform(0.5, 1.5, (j - i, 1)) * 1.2 * np.sin(2 * np.pi * t) + 0.3 * rng.standard_normal((j - i, k))
+    return x
+
+
+def mean_rows(sizes: dict, repeats: int) -> list:
+    import numpy as np
+
+    import fdp_ppl as fp
+
+    rows = []
+    mech = fp.ICLP(epsilon=1.0)
+    for k, ns in sizes.items():
+        grid = fp.Grid.uniform(k)
+        kernel = fp.Matern(rho=0.1, nu=1.5)
+        first = True
+        for n in ns:
+            x = _curves(n, k)
+
+            def ours(x=x):
+                basis = fp.eigenbasis(kernel, fp.Grid.uniform(k))  # as a user writes it: cached per (kernel, grid)
+                return fp.release(fp.iclp_qr_mean(x, basis, tau=1.0), mech)
+
+            if first:  # the first release of the configuration: eigenbasis, calibration, template
+                t0 = time.perf_counter()
+                ours()
+                cold = time.perf_counter() - t0
+                first = False
+            else:
+                cold = None
+            basis = fp.eigenbasis(kernel, grid)
+            A = (basis.eigenfunctions * grid.weights[:, None]).T
+            scale = np.asarray(fp.iclp_qr_mean(x[:2], basis, tau=1.0).spec.shrinkage)  # any positive J-vector
+            rng = np.random.default_rng(0)
+
+            def fused(x=x):
+                sq = np.einsum("ij,ij,j->i", x, x, grid.weights)
+                f = np.minimum(1.0, 1.0 / np.sqrt(sq))
+                return A @ ((f @ x) / x.shape[0])
+
+            def floor_draw(x=x):
+                c = fused(x) + rng.laplace(0.0, scale)
+                return c @ basis.eigenfunctions.T
+
+            t = median_times({"ours": ours, "fused": fused, "floor": floor_draw}, repeats)
+            peak = peak_traced_bytes(ours)
+            rows.append(_row("mean", f"n={n:,}, m={k}", t["ours"], "fused numpy pass", t["fused"], peak,
+                             n=n, m=k, floor_draw_s=t["floor"], ratio_to_floor_draw=t["ours"] / t["floor"],
+                             cold_first_release_s=cold, data_mb=x.nbytes / 2**20))
+    return rows
+
+
+# ----------------------------------------------------------------------------- pca
+def pca_rows(ns, repeats: int, k=100, m=10) -> list:
+    import numpy as np
+
+    import fdp_ppl as fp
+    from fdp_ppl.fpca import FPCASpec
+    from sklearn.decomposition import PCA
+
+    try:
+        from diffprivlib.models import PCA as DPPCA
+    except ImportError:
+        DPPCA = None
+    grid = fp.Grid.uniform(k)
+    basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), grid)
+    truth = basis.eigenfunctions[:, 0] / np.sqrt(np.sum(basis.eigenfunctions[:, 0] ** 2))  # unit vector on the grid
+    tau = 4.0
+    spec = FPCASpec(grid=grid, m=m, k=1, epsilon=1.0, tau=tau, basis=basis)
+    mech = fp.ExponentialMechanism(sampler="exact")
+    rows = []
+    for n in ns:
+        rng = np.random.default_rng(n)
+        scores = rng.normal(0.0, 1.0, (n, 1)) * np.array([[1.5]])
+        x = scores * basis.eigenfunctions[:, 0][None, :] + 0.3 * rng.normal(0, 1, (n, 3)) @ basis.eigenfunctions[:, 1:4].T
+        out = {}
+
+        def ours():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out["tree"] = fp.release(spec.fit(x), mech)
+
+        def peer():
+            out["pca"] = PCA(n_components=1, svd_solver="randomized", random_state=0).fit(x)
+
+        fns = {"ours": ours, "peer": peer}
+        if DPPCA is not None:
+            def dp():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    out["dp"] = DPPCA(n_components=1, epsilon=1.0, data_norm=tau, centered=True, random_state=0).fit(
+                        np.clip(x, -tau, tau) * np.minimum(1.0, tau / np.linalg.norm(x, axis=1, keepdims=True)))
+            fns["diffprivlib"] = dp
+        t = median_times(fns, repeats)
+        peak = peak_traced_bytes(ours)
+        frame = out["tree"]["posterior"]["frame"].values.reshape(-1, m)[0]
+        f = basis.eigenfunctions[:, :m] @ frame
+        cos = lambda v: float(abs(v @ truth) / np.linalg.norm(v))  # noqa: E731
+        extra = {"n": n, "K": k, "m": m, "cos_ours": cos(f), "cos_sklearn": cos(out["pca"].components_[0])}
+        if DPPCA is not None:
+            extra.update(diffprivlib_s=t["diffprivlib"], cos_diffprivlib=cos(out["dp"].components_[0]),
+                         ratio_to_diffprivlib=t["ours"] / t["diffprivlib"])
+        rows.append(_row("pca", f"n={n:,}, K={k}", t["ours"], "sklearn PCA (randomized)", t["peer"], peak, **extra))
+    return rows
+
+
+# ----------------------------------------------------------------------------- svm
+def svm_rows(ns, repeats: int, lam=0.01, rho=0.2, loss="hinge") -> list:
+    import numpy as np
+
+    import fdp_ppl as fp
+    from fdp_ppl.machine import ERMSpec
+    from fdp_ppl.spaces import Gaussian
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import LinearSVC
+
+    kernel = Gaussian(rho, convention="hall")
+    mech = fp.GaussianMechanism(1.0, 1e-6)
+
+    def data(n, seed):
+        rng = np.random.default_rng(seed)
+        X = rng.uniform(0, 1, (n, 2))
+        y = np.where(X[:, 0] + 0.3 * np.sin(6 * X[:, 1]) + rng.normal(0, 0.2, n) > 0.6, 1.0, -1.0)
+        return X, y
+
+    Xt, yt = data(20_000, 99)
+    rows = []
+    for n in ns:
+        X, y = data(n, 1)
+        # hinge: the public iteration count is n/slack - 1 (slack < 1), so the largest slack
+        spec = ERMSpec(kernel, lam=lam, n=n, domain=[[0, 1], [0, 1]], approximation="nystroem", loss=loss,
+                       solver_slack=0.99 if loss == "hinge" else 1e-2)
+        land = spec.landmark_points()
+        out = {}
+
+        def ours():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out["fit"] = fit = spec.fit(X, y)
+                fp.release(fit, mech)
+
+        def peer():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ny = Nystroem(kernel="rbf", gamma=1 / (2 * rho**2), n_components=len(land)).fit(land)
+                model = (LinearSVC(C=1 / (2 * lam * n), loss="hinge", fit_intercept=False, max_iter=2000)
+                         if loss == "hinge" else LogisticRegression(C=1 / (lam * n), fit_intercept=False))
+                out["peer"] = (ny, model.fit(ny.transform(X), y))
+
+        t = median_times({"ours": ours, "peer": peer}, repeats)
+        peak = peak_traced_bytes(ours)
+        ny, svc = out["peer"]
+        acc_ours = float(np.mean(np.sign(out["fit"].decision(Xt)) == yt))
+        acc_peer = float(np.mean(svc.predict(ny.transform(Xt)) == yt))
+        peer_name = "Nystroem + " + ("LinearSVC" if loss == "hinge" else "LogisticRegression")
+        rows.append(_row("svm", f"{loss} n={n:,}, landmarks={len(land)}", t["ours"], peer_name,
+                         t["peer"], peak, n=n, loss=loss, landmarks=len(land), rank=spec.nystroem_map().rank,
+                         iterations=spec.solver_iterations,
+                         accuracy_ours=acc_ours, accuracy_peer=acc_peer,
+                         met=None if n < 10**5 else bool(t["ours"] / t["peer"] <= 2.0)))
+    return rows
+
+
+# ----------------------------------------------------------------------------- inference
+def infer_rows(ms, draws: int, tune: int, n=2000) -> list:
+    import arviz as az
+    import numpy as np
+    import pymc as pm
+
+    import fdp_ppl as fp
+    from fdp_ppl.inference import GPPrior
+
+    try:
+        import nutpie
+    except ImportError:
+        nutpie = None
+    a, level = 0.3, 0.0
+    rows = []
+    for k in ms:
+        grid = fp.Grid.uniform(k)
+        basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), grid)
+        x = _curves(n, k)
+        summary = fp.iclp_qr_mean(x, basis, tau=2.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rel = fp.release(summary, fp.ICLP(epsilon=1.0), random_seed=1, study=True)
+        prior = GPPrior(nu=1.5, lengthscale=0.1, amplitude=a, mean=level)
+        y = rel["posterior"]["coefficients"].values[0, 0]
+        b = rel["constant_data"]["noise_scale"].values
+        shrink = np.asarray(summary.spec.shrinkage, dtype=float)
+        J = y.size
+        lam = basis.eigenvalues[:J]
+        phi = basis.eigenfunctions[:, :J]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fp.infer(rel, prior, draws=50, chains=1, random_seed=0, progressbar=False, target="population")
+            t0 = time.perf_counter()
+            post = fp.infer(rel, prior, draws=draws, chains=2, random_seed=0, progressbar=False, target="population")
+            ours_s = time.perf_counter() - t0
+        ours_ess = float(az.ess(post["posterior"].to_dataset()[["curve"]], method="bulk")["curve"].values.min())
+        ours_mean = post["posterior"]["curve"].values.reshape(-1, k).mean(0)
+        with pm.Model() as model:
+            c = pm.Normal("c", mu=0.0, sigma=a * np.sqrt(lam), shape=J)
+            pm.Laplace("y", mu=shrink * c, b=b, observed=y)
+        t0 = time.perf_counter()
+        if nutpie is not None:
+            compiled = nutpie.compile_pymc_model(model)
+            compile_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=2, seed=0, progress_bar=False, cores=1)
+            peer_name = "PyMC model + nutpie"
+        else:
+            compile_s = 0.0
+            with model:
+                idata = pm.sample(draws=draws, tune=tune, chains=2, cores=1, random_seed=0, progressbar=False)
+            peer_name = "PyMC model + PyMC NUTS"
+        peer_s = time.perf_counter() - t0
+        cs = idata.posterior["c"].values  # (chain, draw, J)
+        curves = level + cs @ phi.T
+        peer_ess = float(az.ess(az.convert_to_dataset({"curve": curves}), method="bulk")["curve"].values.min())
+        sd = curves.reshape(-1, k).std(0)
+        gap = float(np.max(np.abs(curves.reshape(-1, k).mean(0) - ours_mean) / sd))
+        rows.append(_row("infer", f"m={k}, J={J}", ours_ess / ours_s, peer_name + " (ESS/s)", peer_ess / peer_s,
+                         None, m=k, J=J, ours_seconds=ours_s, ours_ess=ours_ess, peer_seconds=peer_s,
+                         peer_compile_s=compile_s, peer_ess=peer_ess, max_mean_gap_in_sd=gap,
+                         inference=post.attrs.get("inference")))
+    return rows
+
+
+# ----------------------------------------------------------------------------- table
+def growth(rows) -> None:
+    """``growth_ours`` / ``growth_peer``: exponents in n between consecutive rows of a family at one m or K."""
+    last = {}
+    for r in rows:
+        if "n" not in r:
+            continue
+        key = (r["family"], r.get("m"), r.get("K"), r.get("loss"))
+        if key in last:
+            n0, o0, p0 = last[key]
+            r["growth_ours"] = math.log(r["ours"] / o0) / math.log(r["n"] / n0)
+            r["growth_peer"] = math.log(r["peer_value"] / p0) / math.log(r["n"] / n0)
+        last[key] = (r["n"], r["ours"], r["peer_value"])
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return str(v)
+
+
+def table(rows) -> str:
+    """A Markdown table: family, size, ours, peer, peer's value, ratio, growth (ours / peer), peak MB, target, met."""
+    head = ["family", "size", "ours (s; ESS/s for infer)", "peer", "peer", "ratio", "growth ours / peer",
+            "peak MB", "accuracy ours / peer", "target", "met"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        g = "—" if "growth_ours" not in r else f"{r['growth_ours']:.2f} / {r['growth_peer']:.2f}"
+        acc = ("—" if "cos_ours" not in r and "accuracy_ours" not in r else
+               f"|cos| {r['cos_ours']:.3f} / {r['cos_sklearn']:.3f}" if "cos_ours" in r else
+               f"{r['accuracy_ours']:.3f} / {r['accuracy_peer']:.3f}")
+        out.append("| " + " | ".join(_fmt(v) for v in (r["family"], r["size"], r["ours"], r["peer"], r["peer_value"],
+                                                       r["ratio"])) + f" | {g} | {_fmt(r['peak_mb'])} | {acc} | "
+                   f"{r['target']} | {_fmt(r['met'])} |")
+    return "\n".join(out)
+
+
+def run(quick: bool, only=FAMILIES, repeats: int = 3) -> dict:
+    from threadpoolctl import threadpool_limits
+
+    warnings.simplefilter("ignore")
+    rows = []
+    with threadpool_limits(1):
+        if "mean" in only:
+            rows += mean_rows({100: (10**4, 3 * 10**4, 10**5, 3 * 10**5) if quick else
+                               (10**4, 10**5, 10**6, 3 * 10**6),
+                               3200: (1000, 2000, 4000, 8000) if quick else (2500, 5000, 10**4, 2 * 10**4)}, repeats)
+        if "pca" in only:
+            rows += pca_rows((10**4, 3 * 10**4, 10**5, 3 * 10**5) if quick else (10**4, 10**5, 10**6, 3 * 10**6),
+                             repeats)
+        if "svm" in only:
+            rows += svm_rows((1000, 1500, 2000, 3000) if quick else (2000, 4000, 8000, 16000), 1 if quick else repeats)  # hinge: T = n/slack iterations
+            rows += svm_rows((2 * 10**4, 5 * 10**4, 10**5, 2 * 10**5) if quick else (10**5, 3 * 10**5, 10**6, 2 * 10**6),
+                             repeats, loss="logistic")
+        if "infer" in only:
+            rows += infer_rows((100, 1600), draws=300 if quick else 1000, tune=300 if quick else 1000)
+    growth(rows)
+    return {"rows": rows, "table": table(rows), "repeats": repeats}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--only", default=",".join(FAMILIES))
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--out", default=None)
+    a = p.parse_args(argv)
+    res = run(a.quick, tuple(a.only.split(",")), a.repeats)
+    print(res["table"])
+    write_results("bench_peers_families", res, quick=a.quick, out=a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTENSOR_FLAGS", "mode=CVM")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    sys.exit(main())
