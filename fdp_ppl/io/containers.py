@@ -133,7 +133,7 @@ def _finish(values: np.ndarray, t, labels=None, *, name=None, attrs=None, label_
     return xr.DataArray(values, dims=(dims.CURVE, dims.T), coords=coords, name=name, attrs=dict(attrs or {}))
 
 
-def _numeric_labels(columns) -> np.ndarray:
+def _numeric_labels(columns, index_name=None) -> np.ndarray:
     bad = []
     out = []
     for c in columns:
@@ -142,9 +142,23 @@ def _numeric_labels(columns) -> np.ndarray:
         except (TypeError, ValueError):
             bad.append(c)
     if bad:
+        _missing_long_column([index_name, *columns])
         raise InputError(f"column labels {bad[:3]} are not grid points: a wide table needs one numeric column label per "
                          "grid point", "put the record ids in the index (or pass a long table with id, t, value)")
     return np.asarray(out, dtype=float)
+
+
+def _missing_long_column(names) -> None:
+    """Refuse, naming the missing column, a table that holds some of a long table's columns but not all."""
+    names = [str(c) for c in names if c is not None]
+    roles = (("record id", ID_COLUMNS, "id"), ("grid point t", T_COLUMNS, "t"), ("value", VALUE_COLUMNS, "value"))
+    found = [any(c in names for c in cands) for _, cands, _ in roles]
+    if len(names) == 3 and sum(found) == 2:
+        role, cands, flag = roles[found.index(False)]
+        other = [c for c in names if not any(c in cands2 for _, cands2, _ in roles)]
+        raise InputError(f"a long table (columns {', '.join(names)}) with no {role} column (tried {', '.join(cands)})",
+                         f"rename column {other[0]!r} to {cands[0]!r} (in Python: {flag}_col={other[0]!r})" if other
+                         else f"add a {role} column")
 
 
 def _numeric_values(frame, what: str) -> np.ndarray:
@@ -221,7 +235,7 @@ def from_wide(frame, *, name=None) -> xr.DataArray:
     """
     if frame.shape[0] == 0 or frame.shape[1] == 0:
         raise InputError(f"the table is empty (shape {frame.shape}): {_EXPECTED}")
-    t = _numeric_labels(frame.columns)
+    t = _numeric_labels(frame.columns, frame.index.name)
     values = _numeric_values(frame, "columns")
     order = np.argsort(t, kind="stable")
     return _finish(values[:, order], t[order], frame.index.to_numpy(), name=name, label_name=frame.index.name)

@@ -146,3 +146,15 @@ def test_inputs_are_not_modified(growth):
     before = w.copy()
     to_curves(w)
     pd.testing.assert_frame_equal(w, before)
+
+
+def test_a_long_table_with_a_misnamed_column_says_which_is_missing(tmp_path):
+    frame = _long(load_dataset("growth")).rename(columns={"value": "valeu"})
+    frame.to_csv(tmp_path / "long.csv", index=False)
+    for call in (lambda: read_curves_file(tmp_path / "long.csv"), lambda: to_curves(frame)):
+        with pytest.raises(InputError) as info:
+            call()
+        text = str(info.value)
+        assert "no value column" in text and "'valeu'" in text and "\n" not in text
+    with pytest.raises(InputError, match="no grid point t column"):
+        to_curves(frame.rename(columns={"t": "tt", "valeu": "value"}))
