@@ -145,7 +145,13 @@ def _numeric_labels(columns, index_name=None) -> np.ndarray:
         _missing_long_column([index_name, *columns])
         raise InputError(f"column labels {bad[:3]} are not grid points: a wide table needs one numeric column label per "
                          "grid point", "put the record ids in the index (or pass a long table with id, t, value)")
-    return np.asarray(out, dtype=float)
+    t = np.asarray(out, dtype=float)
+    _, first, counts = np.unique(t, return_index=True, return_counts=True)
+    if np.any(counts > 1):
+        same = [str(c) for c, v in zip(columns, t) if v == t[first[np.argmax(counts > 1)]]]
+        raise InputError(f"grid point {same[0]!r} is a column label more than once (columns {', '.join(same)})",
+                         "give each grid point one column")
+    return t
 
 
 def _missing_long_column(names) -> None:
@@ -335,7 +341,7 @@ def read_curves_file(path, var: str | None = None, *, id_col: str | None = None,
     suffix = p.suffix.lower()
     try:
         if suffix == ".csv":
-            frame = pd.read_csv(p)
+            frame = _read_csv(p)
         elif suffix in (".parquet", ".pq"):
             frame = pd.read_parquet(p)
         else:
@@ -355,6 +361,28 @@ def read_curves_file(path, var: str | None = None, *, id_col: str | None = None,
     da = to_curves(frame, id_col=id_col, t_col=t_col, value_col=value_col, layout="long" if long else "wide")
     da.attrs.update(dataset=p.stem, data_path=str(p.resolve()), source=f"table {p.name}")
     return da
+
+
+def _read_csv(p: Path):
+    """A CSV table, refused if its header repeats a column.
+
+    Only the header is looked at before the table is read: it is public schema. pandas would rename a repeated
+    header ``12`` to ``12.1`` (a different grid point), so repeated labels are found in the raw header.
+    """
+    import csv
+
+    import pandas as pd
+
+    with open(p, newline="", encoding="utf-8-sig", errors="replace") as f:
+        header = next(csv.reader(f), [])
+    labels = [h.strip() for h in header]
+    seen = set()
+    for label in labels:
+        if label in seen:
+            raise InputError(f"{p.name}: column {label!r} appears more than once in the header",
+                             "give each grid point one column")
+        seen.add(label)
+    return pd.read_csv(p)
 
 
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")

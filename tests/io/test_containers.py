@@ -158,3 +158,28 @@ def test_a_long_table_with_a_misnamed_column_says_which_is_missing(tmp_path):
         assert "no value column" in text and "'valeu'" in text and "\n" not in text
     with pytest.raises(InputError, match="no grid point t column"):
         to_curves(frame.rename(columns={"t": "tt", "valeu": "value"}))
+
+
+def _wide_csv(path, sep=",", header=None, decimal="."):
+    rng = np.random.default_rng(5)
+    header = header or ["id", "0", "0.25", "0.5", "0.75", "1"]
+    rows = [sep.join([f"r{i}"] + [f"{v:.6f}".replace(".", decimal) for v in rng.normal(size=len(header) - 1)])
+            for i in range(8)]
+    path.write_text(sep.join(h.replace(".", decimal) for h in header) + "\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_a_repeated_grid_column_is_refused_before_any_charge(tmp_path, capsys):
+    """A header holding one grid point twice is public schema: refused in one line naming the column, before the
+    ledger is charged (pandas alone would rename the second '12' to '12.1' and release on another grid)."""
+    path = _wide_csv(tmp_path / "dup.csv", header=["id", "0", "12", "12", "30"])
+    ledger = tmp_path / "ledger.sqlite"
+    argv = ["release", "--data", str(path), "--mechanism", "gaussian", "--epsilon", "1", "--delta", "1e-5",
+            "--tau", "5", "--out", str(tmp_path / "r.nc"), "--ledger", str(ledger), "--budget", "5,1e-3"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'12'" in err and "more than once" in err
+    assert not (tmp_path / "r.nc").exists()
+    assert not ledger.exists() or fp.PrivacyLedger.open(ledger).spent.epsilon == 0.0
+    with pytest.raises(InputError, match="'12'"):  # the same labels in a DataFrame ('12' and '12.0')
+        to_curves(pd.DataFrame(np.ones((3, 3)), columns=["12", "12.0", "13"]))
