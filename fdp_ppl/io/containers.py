@@ -363,18 +363,34 @@ def read_curves_file(path, var: str | None = None, *, id_col: str | None = None,
     return da
 
 
-def _read_csv(p: Path):
-    """A CSV table, refused if its header repeats a column.
+#: field separators a CSV file may use (found from its first lines: :class:`csv.Sniffer`)
+CSV_SEPARATORS = ",;\t|"
 
-    Only the header is looked at before the table is read: it is public schema. pandas would rename a repeated
-    header ``12`` to ``12.1`` (a different grid point), so repeated labels are found in the raw header.
+
+def _read_csv(p: Path):
+    """A CSV table, its separator found from its first lines, refused if its header repeats a column.
+
+    Only the header and the first lines' layout are looked at before the table is read: both are public schema.
+    pandas would rename a repeated header ``12`` to ``12.1`` (a different grid point), so repeated labels are
+    found in the raw header. A semicolon file whose numbers have decimal commas is read with ``decimal=","``.
     """
     import csv
 
     import pandas as pd
 
     with open(p, newline="", encoding="utf-8-sig", errors="replace") as f:
-        header = next(csv.reader(f), [])
+        sample = "".join(line for _, line in zip(range(20), f))
+    try:
+        sep = csv.Sniffer().sniff(sample, delimiters=CSV_SEPARATORS).delimiter
+    except csv.Error:
+        sep = ","
+    lines = sample.splitlines()
+    header = next(csv.reader(lines[:1], delimiter=sep), [])
+    if len(header) == 1 and lines:
+        used = [c for c in CSV_SEPARATORS if c != sep and c in lines[0]]
+        if used:
+            raise InputError(f"{p.name}: one column found; is the separator {used[0]!r}?",
+                             "write the file with commas between the columns")
     labels = [h.strip() for h in header]
     seen = set()
     for label in labels:
@@ -382,7 +398,11 @@ def _read_csv(p: Path):
             raise InputError(f"{p.name}: column {label!r} appears more than once in the header",
                              "give each grid point one column")
         seen.add(label)
-    return pd.read_csv(p)
+    decimal = "," if sep == ";" and "," in sample and "." not in sample else "."
+    frame = pd.read_csv(p, sep=sep, decimal=decimal)
+    if decimal == ",":  # grid points in the header with decimal commas too
+        frame.columns = [str(c).replace(",", ".") for c in frame.columns]
+    return frame
 
 
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")

@@ -183,3 +183,12 @@ def test_a_repeated_grid_column_is_refused_before_any_charge(tmp_path, capsys):
     assert not ledger.exists() or fp.PrivacyLedger.open(ledger).spent.epsilon == 0.0
     with pytest.raises(InputError, match="'12'"):  # the same labels in a DataFrame ('12' and '12.0')
         to_curves(pd.DataFrame(np.ones((3, 3)), columns=["12", "12.0", "13"]))
+
+
+@pytest.mark.parametrize("sep, decimal", [(";", "."), (";", ","), ("\t", "."), ("|", ".")])
+def test_the_csv_separator_is_found_from_the_file(tmp_path, sep, decimal):
+    comma = read_curves_file(_wide_csv(tmp_path / "comma.csv"))
+    other = read_curves_file(_wide_csv(tmp_path / "other.csv", sep=sep, decimal=decimal))
+    assert other.shape == comma.shape == (8, 5)
+    np.testing.assert_array_equal(other["t"].values, comma["t"].values)
+    np.testing.assert_allclose(other.values, comma.values, rtol=0, atol=0)
