@@ -446,7 +446,7 @@ def _load_nc(path: Path, var, *, record_dim, t_dim, zarr: bool = False) -> xr.Da
             raise ValueError(f"variable {var!r} in {path.name} has dims {src.dims}; curves need exactly 2 dims "
                              f"(records, grid); 2-D variables: {', '.join(two_d) or 'none'}")
         curve_dim, t_dim = record_and_grid_dims(src.dims, record_dim=record_dim, t_dim=t_dim,
-                                                what=f"variable {var!r} in {path.name}")
+                                                what=f"variable {var!r} in {path.name}", coords=src.coords)
         src = src.transpose(curve_dim, t_dim).load()
         file_attrs = {k: ds.attrs[k] for k in ("title", "source", "license", "note") if k in ds.attrs}
 

@@ -40,7 +40,7 @@ _EXPECTED = ("expected curves as an xr.DataArray (records x grid), a numeric arr
 
 
 def record_and_grid_dims(dim_names, *, record_dim: str | None = None, t_dim: str | None = None,
-                         curve_dim: str | None = None, what: str = "the curves") -> tuple[str, str]:
+                         curve_dim: str | None = None, what: str = "the curves", coords=None) -> tuple[str, str]:
     """Which of two dims indexes the records and which is the grid, from their names.
 
     The record dim is the privacy unit (n is its size), so it is never taken
@@ -60,6 +60,10 @@ def record_and_grid_dims(dim_names, *, record_dim: str | None = None, t_dim: str
         Name of the grid dim.
     what : str
         What the dims belong to, for messages (e.g. ``"variable 'y' in a.nc"``).
+    coords : mapping, optional
+        The variable's coordinates (e.g. ``DataArray.coords``); with them, a ``record_dim`` given alone that
+        carries the coordinate while the other dim has none (the grid dim named as the record dim: the grid
+        would become 1..K) is refused.
 
     Returns
     -------
@@ -70,7 +74,8 @@ def record_and_grid_dims(dim_names, *, record_dim: str | None = None, t_dim: str
     InputError
         Not exactly two dims; a given name that is not one of them; record
         and grid dims equal; or no name tells which dim is which (the message
-        names both dims and the fix: ``record_dim=NAME``).
+        names both dims and the fix: ``record_dim=NAME``); with ``coords``, a
+        ``record_dim`` (without ``t_dim``) that carries the only coordinate.
     """
     names = tuple(str(d) for d in dim_names)
     if len(names) != 2:
@@ -102,6 +107,11 @@ def record_and_grid_dims(dim_names, *, record_dim: str | None = None, t_dim: str
     grid_dim = t_dim if t_dim is not None else other(rec)
     if rec == grid_dim:
         raise InputError(f"the record dim and the grid dim must differ, both are {rec!r}")
+    given = record_dim if record_dim is not None else curve_dim
+    if given is not None and t_dim is None and coords is not None and rec in coords and grid_dim not in coords:
+        raise InputError(f"record_dim={rec!r} names the grid dim of {what}: {rec!r} carries the coordinate and "
+                         f"{grid_dim!r} has none", f"pass record_dim={grid_dim} (or, if {rec!r} really indexes the "
+                         f"records, also t_dim={grid_dim})")
     return rec, grid_dim
 
 
@@ -277,7 +287,7 @@ def to_curves(obj, t=None, *, record_dim: str | None = None, t_dim: str | None =
         ``t``; a FDataGrid with more than one domain or codomain dimension.
     """
     if isinstance(obj, xr.DataArray):
-        rec, tn = record_and_grid_dims(obj.dims, record_dim=record_dim, t_dim=t_dim)
+        rec, tn = record_and_grid_dims(obj.dims, record_dim=record_dim, t_dim=t_dim, coords=obj.coords)
         da = obj.transpose(rec, tn)
         pts = da[tn].values if tn in da.coords else np.arange(da.sizes[tn], dtype=float)
         return xr.DataArray(da.data, dims=(dims.CURVE, dims.T), coords={dims.T: np.asarray(pts, dtype=float)},

@@ -192,3 +192,21 @@ def test_the_csv_separator_is_found_from_the_file(tmp_path, sep, decimal):
     assert other.shape == comma.shape == (8, 5)
     np.testing.assert_array_equal(other["t"].values, comma["t"].values)
     np.testing.assert_allclose(other.values, comma.values, rtol=0, atol=0)
+
+
+def test_the_grid_dim_given_as_the_record_dim_is_refused(tmp_path, capsys):
+    """The record dim is the privacy unit: a --record-dim that carries the grid coordinate while the other dim has
+    none is the grid dim (releasing anyway put the records on the grid 1..K); refused before any charge."""
+    rng = np.random.default_rng(2)
+    da = xr.DataArray(rng.normal(size=(30, 12)), dims=("subject", "age"), coords={"age": np.linspace(1, 18, 12)},
+                      name="y")
+    da.to_dataset().to_netcdf(tmp_path / "sa.nc")
+    argv = ["release", "--data", str(tmp_path / "sa.nc"), *ARGS, "--out", str(tmp_path / "r.nc")]
+    assert main([*argv, "--record-dim", "age"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--record-dim 'age' names the grid dim" in err and "--record-dim subject" in err
+    assert not (tmp_path / "r.nc").exists()
+    with pytest.raises(InputError, match="names the grid dim"):
+        to_curves(da, record_dim="age")
+    assert to_curves(da, record_dim="subject").shape == (30, 12)
+    assert to_curves(da, record_dim="age", t_dim="subject").shape == (12, 30)  # both named: as asked
