@@ -210,3 +210,14 @@ def test_the_grid_dim_given_as_the_record_dim_is_refused(tmp_path, capsys):
         to_curves(da, record_dim="age")
     assert to_curves(da, record_dim="subject").shape == (30, 12)
     assert to_curves(da, record_dim="age", t_dim="subject").shape == (12, 30)  # both named: as asked
+
+
+def test_units_of_a_csv_table_come_from_flags(tmp_path):
+    """A table has no place for units: --units and --t-units end in the release's attrs and its curve's."""
+    path = _wide_csv(tmp_path / "w.csv")
+    out = tmp_path / "r.nc"
+    assert main(["release", "--data", str(path), *ARGS, "--out", str(out), "--units", "cm", "--t-units",
+                 "years"]) == 0
+    with xr.open_datatree(out) as tree:
+        assert tree.attrs["value_units"] == "cm" and tree.attrs["t_units"] == "years"
+        assert tree["posterior"]["curve"].attrs["units"] == "cm" and tree["posterior"]["t"].attrs["units"] == "years"
