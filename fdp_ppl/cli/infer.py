@@ -33,7 +33,7 @@ _INFER_FLAGS = (("method='auto' or 'nuts'", "--method auto or nuts"), ("method='
                 ("pass sampling_sd", "pass --sampling-sd"),
                 ("(fix both)", "(pass --amplitude and --smoothness)"), ("draws/tune", "--draws / --tune"),
                 ("raise target_accept", "raise --target-accept"),
-                ("use a GP prior", "use --prior gp"))
+                ("use a GP prior", "use --prior gp"), ("draws=", "--draws "))
 _PRIOR_FLAGS = {"nu": ("gp",), "lengthscale": ("gp",), "mean": ("gp",), "mean_loc": ("gp",), "mean_scale": ("gp",),
                 "amplitude": ("gp", "iclp"), "amplitude_scale": ("gp", "iclp"), "smoothness": ("iclp",)}
 

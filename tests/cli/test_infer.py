@@ -272,3 +272,30 @@ def test_infer_flag_choices_match_the_library():
     from fdp_ppl.inference.plan import METHODS
 
     assert cli_infer.METHODS == METHODS and cli_infer.TARGETS == TARGETS
+
+
+def test_infer_refuses_draws_that_do_not_fit_in_memory_before_any_work(tmp_path, release_file, capsys, monkeypatch):
+    """Posterior draws held in memory (chains × draws × the values of one released draw × 48 bytes, public sizes):
+    more than fit is refused in one line giving the largest --draws that fits, with a flag infer has (not
+    --chunks); the library refuses the same before any sampling (it was a raw MemoryError after 31 s)."""
+    import time
+
+    import fdp_ppl as fp
+    from fdp_ppl import settings
+    from fdp_ppl.errors import InputError
+    from fdp_ppl.inference.infer import BYTES_PER_DRAW_VALUE, check_draws_memory
+
+    monkeypatch.setattr(settings, "available_memory", lambda: 2**30)
+    per_draw = BYTES_PER_DRAW_VALUE * (30 + 30)  # coefficients and curve of one released draw
+    fit = int(settings.MEMORY_SHARE * 2**30 // (2 * per_draw))
+    code = main(["infer", str(release_file), *EXACT[:-4], "--draws", "1000000", "--out", str(tmp_path / "p.nc")])
+    err = _one_line_error(capsys.readouterr(), f"pass at most --draws {fit} ", "--draws 1000000 posterior draws")
+    assert code == 2 and "--chunks" not in err and not (tmp_path / "p.nc").exists()
+    release = xr.open_datatree(release_file).load()
+    start = time.perf_counter()
+    with pytest.raises(InputError, match=f"pass at most draws={fit} "):
+        fp.infer(release, fp.inference.ICLPPrior(amplitude=1.0, smoothness=2.0), target="summary", draws=10**8)
+    assert time.perf_counter() - start < 5.0
+    check_draws_memory(release, fit, 2)  # the largest that fits is accepted
+    with pytest.raises(InputError):
+        check_draws_memory(release, fit + 1, 2)
