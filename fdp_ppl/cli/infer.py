@@ -100,7 +100,7 @@ def add_subparser(sub) -> None:
     m.add_argument("--target-accept", type=float, default=None, metavar="P", help="NUTS target acceptance (default 0.9)")
     m.add_argument("--ci-prob", type=float, default=None, metavar="P",
                    help="probability of the credible band summarised in the table and drawn in the plot (default "
-                        "ArviZ's stats.ci_prob, 0.89)")
+                        "0.9, every family)")
     m.add_argument("--seed", type=int, default=None, metavar="S",
                    help="seed of the posterior draws (reproducible results; any value: inference reads only the "
                         "public release, so no privacy is at stake); default: fresh entropy")
@@ -146,7 +146,7 @@ def _check(a) -> None:
     if a.target_accept is not None and not (finite(a.target_accept) and 0 < a.target_accept < 1):
         raise CLIError(f"--target-accept must lie in (0, 1) (got {a.target_accept})", "pass e.g. --target-accept 0.9")
     if a.ci_prob is not None and not (finite(a.ci_prob) and 0 < a.ci_prob < 1):
-        raise CLIError(f"--ci-prob must lie in (0, 1) (got {a.ci_prob})", "pass e.g. --ci-prob 0.89")
+        raise CLIError(f"--ci-prob must lie in (0, 1) (got {a.ci_prob})", "pass e.g. --ci-prob 0.9")
     if a.release_draw < 0:
         raise CLIError(f"--release-draw must be >= 0 (got {a.release_draw})", "pass e.g. --release-draw 0")
     if a.seed is not None and a.seed < 0:
@@ -397,7 +397,9 @@ def _write_other(a, result, family) -> int:
     from .common import print_table, write_release
 
     out = write_release(result, a.out, None, None, charged=False)  # inference charges nothing
-    ci = a.ci_prob or 0.9
+    from ..inference.bands import CI_PROB
+
+    ci = a.ci_prob or CI_PROB
     if family == "machine":
         from ..inference import describe_machine_inference
 

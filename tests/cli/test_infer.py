@@ -61,7 +61,7 @@ def test_infer_end_to_end_exact_with_plot(tmp_path, release_file, capsys):
     cost = next(ln for ln in lines if ln.split()[:2] == ["privacy", "cost"])
     assert "none" in cost and "no ledger" in cost
     assert "ICLP (Laplace noise)" in cap.out and "epsilon 1 (pure epsilon-DP)" in cap.out
-    assert "89% pointwise credible band (ETI): mean width" in cap.out
+    assert "90% pointwise credible band (ETI): mean width" in cap.out  # CI_PROB, not ArviZ's 0.89
     assert "exact independent draws" in cap.out
     assert str(out) in cap.out and str(png) in cap.out
     # the band in the table is the band of the file
@@ -154,6 +154,7 @@ def test_infer_serves_a_kde_release(tmp_path, capsys):
     assert main(["infer", str(kde), "--draws", "100", "--seed", "1", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "privacy cost" in text and "band" in text and "modes" in text
+    assert "90% ETI of the density" in text  # one default band probability for every family (CI_PROB)
     post = xr.open_datatree(out)
     assert post.attrs["fdp_ppl_kind"] == "inference" and "posterior_predictive" in post.children
     assert post.attrs["release_file"] == str(kde)
@@ -196,6 +197,7 @@ def test_infer_serves_a_kernel_machine_release(tmp_path, capsys):
     assert main(["infer", str(rel), "--draws", "100", "--seed", "1", "--out", str(out)]) == 0, capsys.readouterr().err
     text = capsys.readouterr().out
     assert "classifier" in text and "boundary" in text
+    assert "90% ETI of the decision function" in text  # one default band probability for every family (CI_PROB)
     assert "decision" in xr.open_datatree(out)["posterior"].data_vars
 
 
