@@ -347,9 +347,9 @@ def _run_other(a, release, family: str) -> int:
             if value is not None:
                 raise CLIError(f"{flag} tunes NUTS; a {name} release's posterior is drawn exactly, without NUTS",
                                f"drop {flag}")
-    if a.plot:
-        raise CLIError(f"--plot is drawn for mean-curve posteriors only; for a {name} release use the bands in the "
-                       "result file", "drop --plot")
+    if a.plot and family == "fpca":
+        raise CLIError(f"--plot is drawn for curve, density and kernel-machine posteriors; for a {name} release use "
+                       "the intervals in the result file", "drop --plot")
     prior = "gp"
     if family == "kde" and (a.amplitude is not None or a.amplitude_scale is not None):
         from ..inference import DensityPrior
@@ -370,7 +370,7 @@ def _run_other(a, release, family: str) -> int:
         raise CLIError(_flags(err.message), _flags(err.fix)) from None
     notes = [_flags(" ".join(str(w.message).split())) for w in caught
              if issubclass(w.category, UserWarning) and "BLAS" not in str(w.message)]
-    out = _write_other(a, result, family)
+    out = _write_other(a, result, family, release)
     for note in notes:
         print(f"fdp-ppl: warning: {note}", file=sys.stderr)
     return out
@@ -392,11 +392,13 @@ def _infer_other(a, release, family, prior):
                         chains=a.chains, random_seed=a.seed, provenance={"release_file": str(a.release)})
 
 
-def _write_other(a, result, family) -> int:
-    """Write a density, kernel-machine or components posterior atomically and print its table."""
-    from .common import print_table, write_release
+def _write_other(a, result, family, release) -> int:
+    """Write a density, kernel-machine or components posterior atomically (with its band plot for ``--plot``) and
+    print its table."""
+    from .common import plotter, print_table, write_release
 
-    out = write_release(result, a.out, None, None, charged=False)  # inference charges nothing
+    draw_plot = plotter("plot_inference", release_tree=release, ci_prob=a.ci_prob) if a.plot else None
+    out = write_release(result, a.out, a.plot, draw_plot, charged=False)  # inference charges nothing
     from ..inference.bands import CI_PROB
 
     ci = a.ci_prob or CI_PROB
@@ -434,7 +436,7 @@ def _write_other(a, result, family) -> int:
     rows = [("release", str(a.release)),
             ("privacy cost", "none: post-processing of the public release (nothing charged, no ledger)"),
             *rows, ("seed", "given (reproducible; no privacy at stake)" if a.seed is not None else
-                    "none (fresh entropy)"), ("posterior", str(out))]
+                    "none (fresh entropy)"), ("posterior", str(out))] + ([("plot", str(a.plot))] if a.plot else [])
     print_table(f"infer {a.release}", rows)
     return 0
 

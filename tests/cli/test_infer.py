@@ -150,9 +150,10 @@ def test_infer_serves_a_kde_release(tmp_path, capsys):
                  "1", "--grid-size", "20", "--seed", str(2**40), "--study", "--out",
                  str(kde)]) == 0
     capsys.readouterr()
-    out = tmp_path / "x.nc"
-    assert main(["infer", str(kde), "--draws", "100", "--seed", "1", "--out", str(out)]) == 0
+    out, png = tmp_path / "x.nc", tmp_path / "x.png"
+    assert main(["infer", str(kde), "--draws", "100", "--seed", "1", "--out", str(out), "--plot", str(png)]) == 0
     text = capsys.readouterr().out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"plot          {png}" in text  # --plot is drawn
     assert "privacy cost" in text and "band" in text and "modes" in text
     assert "90% ETI of the density" in text  # one default band probability for every family (CI_PROB)
     post = xr.open_datatree(out)
@@ -180,6 +181,8 @@ def test_infer_serves_a_principal_components_release(tmp_path, capsys):
     assert "explained_variance_ratio" in xr.open_datatree(out)["posterior"].data_vars
     assert main(["infer", str(rel), "--target", "summary", "--out", str(tmp_path / "x.nc")]) == 2
     _one_line_error(capsys.readouterr(), "all its frames")
+    assert main(["infer", str(rel), "--out", str(tmp_path / "x.nc"), "--plot", str(tmp_path / "x.png")]) == 2
+    _one_line_error(capsys.readouterr(), "--plot is drawn for curve, density and kernel-machine posteriors")
 
 
 def test_infer_serves_a_kernel_machine_release(tmp_path, capsys):
@@ -193,9 +196,11 @@ def test_infer_serves_a_kernel_machine_release(tmp_path, capsys):
                  "gp", "--bandwidth", "0.2", "--lam", "0.05", "--epsilon", "1", "--delta", "1e-5", "--grid-size", "30", "--seed",
                  str(2**40), "--study", "--out", str(rel)]) == 0, capsys.readouterr().err
     capsys.readouterr()
-    out = tmp_path / "post.nc"
-    assert main(["infer", str(rel), "--draws", "100", "--seed", "1", "--out", str(out)]) == 0, capsys.readouterr().err
+    out, png = tmp_path / "post.nc", tmp_path / "post.png"
+    assert main(["infer", str(rel), "--draws", "100", "--seed", "1", "--out", str(out), "--plot",
+                 str(png)]) == 0, capsys.readouterr().err
     text = capsys.readouterr().out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"plot          {png}" in text  # --plot is drawn
     assert "classifier" in text and "boundary" in text
     assert "90% ETI of the decision function" in text  # one default band probability for every family (CI_PROB)
     assert "decision" in xr.open_datatree(out)["posterior"].data_vars
