@@ -378,14 +378,18 @@ def _run_other(a, release, family: str) -> int:
 
 def _infer_other(a, release, family, prior):
     """The family's posterior (``fp.infer`` dispatches on the release's kind)."""
+    import contextlib
+
     import fdp_ppl as fp
 
-    from .._progress import stage
+    from .._progress import progress_mode, stage
 
     if family == "fpca":  # NUTS on the covariance (fdp_ppl.inference.components)
-        with stage("computing the posterior (NUTS on the second-moment operator)"):
+        bars = progress_mode() == "spinner"  # on a terminal: PyMC's bar (draws done / total), as for mean curves
+        with (contextlib.nullcontext() if bars else
+              stage("computing the posterior (NUTS on the second-moment operator)")):
             return fp.infer(release, None, draws=a.draws, chains=a.chains, **_nuts_options(a), random_seed=a.seed,
-                            progressbar=False,
+                            progressbar=bars,
                             provenance={"release_file": str(a.release)})
     with stage("computing the posterior (exact draws)"):
         return fp.infer(release, prior, target=a.target, draw=a.release_draw, method=a.method, draws=a.draws,

@@ -306,3 +306,28 @@ def test_infer_refuses_draws_that_do_not_fit_in_memory_before_any_work(tmp_path,
     check_draws_memory(release, fit, 2)  # the largest that fits is accepted
     with pytest.raises(InputError):
         check_draws_memory(release, fit + 1, 2)
+
+
+def test_principal_components_inference_shows_draws_done_on_a_terminal(tmp_path, capsys, monkeypatch):
+    """On a terminal the components posterior shows PyMC's progress bar (draws done / total), as the mean-curve
+    family does, not only a spinner; elsewhere (pipes, logs, tests) no bar."""
+    from fdp_ppl import _progress
+
+    rel = tmp_path / "fpca.nc"
+    assert main(["fpca", "--data", "growth", "--k", "1", "--m", "3", "--epsilon", "1", "--tau", "200",
+                 "--seed", str(2**40), "--study", "--out", str(rel)]) == 0, capsys.readouterr().err
+    import pymc as pm
+
+    seen = []
+    real = pm.sample
+
+    def spy(*args, **kw):  # PyMC shows its bar when progressbar is set and quiet is not (quiet overrides it)
+        seen.append(bool(kw.get("progressbar")) and not kw.get("quiet", False))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(pm, "sample", spy)
+    for mode, bar in (("spinner", True), (None, False)):
+        monkeypatch.setattr(_progress, "progress_mode", lambda mode=mode: mode)
+        assert main(["infer", str(rel), "--draws", "20", "--tune", "20", "--chains", "1", "--seed", "1", "--out",
+                     str(tmp_path / f"post{bar}.nc")]) == 0, capsys.readouterr().err
+        assert seen[-1] is bar
