@@ -378,8 +378,8 @@ def plot_inference(posterior_tree: xr.DataTree, release_tree: xr.DataTree | None
         reconstructed from ``observed_data`` only when the posterior's basis
         can be recovered, so pass it whenever available.
     ci_prob : float, optional
-        Probability of the pointwise band, in (0, 1); default ArviZ's
-        ``rcParams["stats.ci_prob"]`` (as :func:`~fdp_ppl.inference.credible_band`).
+        Probability of the pointwise band, in (0, 1); default
+        :data:`~fdp_ppl.inference.bands.CI_PROB` (0.9, as :func:`~fdp_ppl.inference.credible_band`).
     ci_kind : {"eti", "hdi"}, optional
         Equal-tailed or highest-density interval; default ArviZ's
         ``rcParams["stats.ci_kind"]``.
@@ -405,6 +405,11 @@ def plot_inference(posterior_tree: xr.DataTree, release_tree: xr.DataTree | None
     from .inference import credible_band
 
     plt = _plt()
+    if is_inference(posterior_tree) and CURVE not in posterior_tree[POSTERIOR].data_vars:
+        family = _grid_family(posterior_tree)
+        if family is not None:  # a density or a kernel machine: its own variable on its grid
+            return _plot_grid_inference(posterior_tree, release_tree, family, ci_prob=ci_prob, ci_kind=ci_kind,
+                                        ax=ax, truth=truth, truth_label=truth_label)
     if not is_inference(posterior_tree) or CURVE not in posterior_tree[POSTERIOR].data_vars:
         raise SchemaError("not an inference result: posterior/curve is missing or the tree is not marked as one",
                           "use the output of fdp_ppl.inference.infer")
@@ -461,6 +466,104 @@ def plot_inference(posterior_tree: xr.DataTree, release_tree: xr.DataTree | None
     return fig, ax
 
 
+#: posterior variables of the density and kernel-machine inference results, by family
+_GRID_VARIABLES = {"kde": ("population", "kde"), "machine": ("decision",)}
+
+
+def _grid_family(tree: xr.DataTree):
+    """``(family, variable)`` of a density or kernel-machine inference result, else None."""
+    names = tree[POSTERIOR].data_vars
+    for family, candidates in _GRID_VARIABLES.items():
+        for name in candidates:
+            if name in names:
+                return family, name
+    return None
+
+
+def _feature_labels(tree: xr.DataTree, da: xr.DataArray, grid_dims) -> list[str]:
+    """Axis labels of a density's or machine's grid dims: the release's feature names (attrs ``features`` /
+    ``kde_variables``, or their ``release_`` copies on an inference result) with the coordinate's units."""
+    at = tree.attrs
+    text = next((str(at[k]) for k in ("features", "release_features", "kde_variables", "release_kde_variables")
+                 if at.get(k)), "")
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if len(names) != len(grid_dims):
+        names = [str(d) for d in grid_dims]
+    return [_label(da[d].attrs.get("long_name") or n, da[d].attrs.get("units")) if d in da.coords else n
+            for n, d in zip(names, grid_dims)]
+
+
+def _plot_grid_inference(tree, release_tree, family, *, ci_prob, ci_kind, ax, truth, truth_label):
+    """The posterior of a density or a kernel-machine decision function with its pointwise credible band
+    (:func:`plot_inference` for those families): 1-D, mean and band over the feature; 2-D, the posterior mean
+    as a filled contour, its zero contour (machines) and the grid points whose band contains 0 (machines) or
+    the band's width (densities) as contours."""
+    from .inference import credible_band
+
+    plt = _plt()
+    family, name = family
+    band = credible_band(tree, ci_prob=ci_prob, ci_kind=ci_kind, var=name)
+    ci_prob, ci_kind = band.attrs["ci_prob"], band.attrs["ci_kind"]
+    da = tree[POSTERIOR][name]
+    grid_dims = [d for d in da.dims if d not in (dims.CHAIN, dims.DRAW)]
+    labels = _feature_labels(tree if release_tree is None else release_tree, da, grid_dims)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(8, 4.8) if len(grid_dims) == 1 else (6.5, 5), layout="constrained")
+    else:
+        fig = ax.figure
+    what = {"kde": "density", "machine": "decision function (label = sign)"}[family]
+    label_ci = f"{ci_prob:.0%} pointwise credible band ({ci_kind.upper()})"
+    released = None
+    if release_tree is not None:
+        rvar = "decision" if family == "machine" else "density"
+        if rvar in release_tree[POSTERIOR].data_vars:
+            rel = release_tree[POSTERIOR][rvar]
+            released = rel.isel({d: 0 for d in rel.dims if d in (dims.CHAIN,)}).isel(
+                {dims.DRAW: int(tree.attrs.get("release_draw", 0))})
+    if len(grid_dims) == 1:
+        xv = np.asarray(da[grid_dims[0]].values, dtype=float)
+        ax.fill_between(xv, band["lower"].values, band["upper"].values, color=_POSTERIOR, alpha=0.22, linewidth=0,
+                        label=label_ci, zorder=1)
+        if released is not None:
+            ax.plot(xv, np.asarray(released.values, dtype=float), color=_RELEASE, lw=1.3, alpha=0.9, zorder=3,
+                    marker="o", ms=2.2, label="private release")
+        ax.plot(xv, band["mean"].values, color=_POSTERIOR, lw=2.4, zorder=4, label="posterior mean")
+        if truth is not None:
+            ax.plot(xv, _as_line(truth, xv.size, "truth"), color=_TRUTH, lw=1.8, ls=(0, (4, 2)), zorder=5,
+                    label=truth_label)
+        if family == "machine":
+            ax.axhline(0.0, color=_REFERENCE, lw=0.8, ls="--")
+        ax.set_xlabel(labels[0])
+        ax.set_ylabel(what)
+        _finish_axes(ax, xv)
+    else:
+        x1, x2 = (np.asarray(da[d].values, dtype=float) for d in grid_dims)
+        z = band["mean"].transpose(*grid_dims).values
+        lo, hi = (band[k].transpose(*grid_dims).values for k in ("lower", "upper"))
+        if family == "machine":
+            lim = float(np.max(np.abs(z))) or 1.0
+            cs = ax.contourf(x1, x2, z.T, levels=21, cmap="RdBu_r", vmin=-lim, vmax=lim)
+            ax.contour(x1, x2, z.T, levels=[0.0], colors="k", linewidths=1.2)
+            unsure = ((lo < 0) & (hi > 0)).astype(float)
+            ax.contourf(x1, x2, unsure.T, levels=[0.5, 1.5], colors="none", hatches=["//"])
+            ax.contour(x1, x2, unsure.T, levels=[0.5], colors=_REFERENCE, linewidths=0.8, linestyles="--")
+            ax.plot([], [], color=_REFERENCE, ls="--", lw=0.8, label=f"{label_ci} contains 0 (hatched)")
+        else:
+            cs = ax.contourf(x1, x2, z.T, levels=21, cmap="viridis")
+            ax.contour(x1, x2, (hi - lo).T, levels=5, colors="w", linewidths=0.7)
+            ax.plot([], [], color="w", lw=0.7, label=f"width of the {label_ci}")
+        fig.colorbar(cs, ax=ax, label=f"posterior mean {what}")
+        ax.set_xlabel(labels[0])
+        ax.set_ylabel(labels[1])
+        leg = ax.legend(fontsize=8, loc="upper right", framealpha=0.9)
+        leg.get_frame().set_edgecolor("none")
+    at = release_tree.attrs if release_tree is not None else {
+        k[len("release_"):]: v for k, v in tree.attrs.items() if k.startswith("release_")}
+    head = f"private {what.split(' (')[0]} ({at.get('mechanism', '')}, ε = {_fmt(at.get('epsilon', float('nan')))})"
+    ax.set_title(f"Posterior of the {what.split(' (')[0]} given one {head}", fontsize=10)
+    return fig, ax
+
+
 def plot_decision(tree: xr.DataTree, *, draw: int = 0, ax=None, points=None, labels=None):
     """Plot a released kernel-machine decision function (:func:`fdp_ppl.release`).
 
@@ -504,7 +607,7 @@ def plot_decision(tree: xr.DataTree, *, draw: int = 0, ax=None, points=None, lab
         ax.axhline(0.0, color=_REFERENCE, lw=0.8, ls="--")
         if points is not None and labels is not None:
             ax.scatter(np.ravel(points), np.ravel(labels), s=12, color=_TRUTH, label="data holder's records")
-        ax.set_xlabel(grid_dims[0])
+        ax.set_xlabel(_feature_labels(tree, dec, grid_dims)[0])
         ax.set_ylabel("decision value (label = sign)")
         ax.legend(loc="best", fontsize=8)
     else:
@@ -517,8 +620,8 @@ def plot_decision(tree: xr.DataTree, *, draw: int = 0, ax=None, points=None, lab
         if points is not None and labels is not None:
             p = np.asarray(points)
             ax.scatter(p[:, 0], p[:, 1], c=np.asarray(labels), cmap="RdBu_r", edgecolors="k", s=14)
-        ax.set_xlabel(grid_dims[0])
-        ax.set_ylabel(grid_dims[1])
+        ax.set_xlabel(_feature_labels(tree, dec, grid_dims)[0])
+        ax.set_ylabel(_feature_labels(tree, dec, grid_dims)[1])
     ax.set_title(title, fontsize=9)
     return fig, ax
 

@@ -742,7 +742,8 @@ def load_data(name, var=None, **kw):
     try:
         return load_dataset(name, var, **kw)
     except MissingValuesError as err:
-        raise CLIError(f"data holder only: {err.dataset!r} variable {err.variable!r} has curves with NaN/inf values "
+        what = f"{err.dataset!r}" + (f" variable {err.variable!r}" if err.variable else "")
+        raise CLIError(f"data holder only: {what} has curves with NaN/inf values "
                        "(counts are not shown: nothing was charged yet)",
                        "pass --missing impute to set each missing point to 0 and keep every record (n stays the "
                        "number of records; --drop-incomplete was removed: it made n depend on the data)") from err

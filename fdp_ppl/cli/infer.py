@@ -33,7 +33,7 @@ _INFER_FLAGS = (("method='auto' or 'nuts'", "--method auto or nuts"), ("method='
                 ("pass sampling_sd", "pass --sampling-sd"),
                 ("(fix both)", "(pass --amplitude and --smoothness)"), ("draws/tune", "--draws / --tune"),
                 ("raise target_accept", "raise --target-accept"),
-                ("use a GP prior", "use --prior gp"))
+                ("use a GP prior", "use --prior gp"), ("draws=", "--draws "))
 _PRIOR_FLAGS = {"nu": ("gp",), "lengthscale": ("gp",), "mean": ("gp",), "mean_loc": ("gp",), "mean_scale": ("gp",),
                 "amplitude": ("gp", "iclp"), "amplitude_scale": ("gp", "iclp"), "smoothness": ("iclp",)}
 
@@ -100,7 +100,7 @@ def add_subparser(sub) -> None:
     m.add_argument("--target-accept", type=float, default=None, metavar="P", help="NUTS target acceptance (default 0.9)")
     m.add_argument("--ci-prob", type=float, default=None, metavar="P",
                    help="probability of the credible band summarised in the table and drawn in the plot (default "
-                        "ArviZ's stats.ci_prob, 0.89)")
+                        "0.9, every family)")
     m.add_argument("--seed", type=int, default=None, metavar="S",
                    help="seed of the posterior draws (reproducible results; any value: inference reads only the "
                         "public release, so no privacy is at stake); default: fresh entropy")
@@ -146,7 +146,7 @@ def _check(a) -> None:
     if a.target_accept is not None and not (finite(a.target_accept) and 0 < a.target_accept < 1):
         raise CLIError(f"--target-accept must lie in (0, 1) (got {a.target_accept})", "pass e.g. --target-accept 0.9")
     if a.ci_prob is not None and not (finite(a.ci_prob) and 0 < a.ci_prob < 1):
-        raise CLIError(f"--ci-prob must lie in (0, 1) (got {a.ci_prob})", "pass e.g. --ci-prob 0.89")
+        raise CLIError(f"--ci-prob must lie in (0, 1) (got {a.ci_prob})", "pass e.g. --ci-prob 0.9")
     if a.release_draw < 0:
         raise CLIError(f"--release-draw must be >= 0 (got {a.release_draw})", "pass e.g. --release-draw 0")
     if a.seed is not None and a.seed < 0:
@@ -347,9 +347,9 @@ def _run_other(a, release, family: str) -> int:
             if value is not None:
                 raise CLIError(f"{flag} tunes NUTS; a {name} release's posterior is drawn exactly, without NUTS",
                                f"drop {flag}")
-    if a.plot:
-        raise CLIError(f"--plot is drawn for mean-curve posteriors only; for a {name} release use the bands in the "
-                       "result file", "drop --plot")
+    if a.plot and family == "fpca":
+        raise CLIError(f"--plot is drawn for curve, density and kernel-machine posteriors; for a {name} release use "
+                       "the intervals in the result file", "drop --plot")
     prior = "gp"
     if family == "kde" and (a.amplitude is not None or a.amplitude_scale is not None):
         from ..inference import DensityPrior
@@ -370,7 +370,7 @@ def _run_other(a, release, family: str) -> int:
         raise CLIError(_flags(err.message), _flags(err.fix)) from None
     notes = [_flags(" ".join(str(w.message).split())) for w in caught
              if issubclass(w.category, UserWarning) and "BLAS" not in str(w.message)]
-    out = _write_other(a, result, family)
+    out = _write_other(a, result, family, release)
     for note in notes:
         print(f"fdp-ppl: warning: {note}", file=sys.stderr)
     return out
@@ -378,26 +378,34 @@ def _run_other(a, release, family: str) -> int:
 
 def _infer_other(a, release, family, prior):
     """The family's posterior (``fp.infer`` dispatches on the release's kind)."""
+    import contextlib
+
     import fdp_ppl as fp
 
-    from .._progress import stage
+    from .._progress import progress_mode, stage
 
     if family == "fpca":  # NUTS on the covariance (fdp_ppl.inference.components)
-        with stage("computing the posterior (NUTS on the second-moment operator)"):
+        bars = progress_mode() == "spinner"  # on a terminal: PyMC's bar (draws done / total), as for mean curves
+        with (contextlib.nullcontext() if bars else
+              stage("computing the posterior (NUTS on the second-moment operator)")):
             return fp.infer(release, None, draws=a.draws, chains=a.chains, **_nuts_options(a), random_seed=a.seed,
-                            progressbar=False,
+                            progressbar=bars,
                             provenance={"release_file": str(a.release)})
     with stage("computing the posterior (exact draws)"):
         return fp.infer(release, prior, target=a.target, draw=a.release_draw, method=a.method, draws=a.draws,
                         chains=a.chains, random_seed=a.seed, provenance={"release_file": str(a.release)})
 
 
-def _write_other(a, result, family) -> int:
-    """Write a density, kernel-machine or components posterior atomically and print its table."""
-    from .common import print_table, write_release
+def _write_other(a, result, family, release) -> int:
+    """Write a density, kernel-machine or components posterior atomically (with its band plot for ``--plot``) and
+    print its table."""
+    from .common import plotter, print_table, write_release
 
-    out = write_release(result, a.out, None, None, charged=False)  # inference charges nothing
-    ci = a.ci_prob or 0.9
+    draw_plot = plotter("plot_inference", release_tree=release, ci_prob=a.ci_prob) if a.plot else None
+    out = write_release(result, a.out, a.plot, draw_plot, charged=False)  # inference charges nothing
+    from ..inference.bands import CI_PROB
+
+    ci = a.ci_prob or CI_PROB
     if family == "machine":
         from ..inference import describe_machine_inference
 
@@ -432,7 +440,7 @@ def _write_other(a, result, family) -> int:
     rows = [("release", str(a.release)),
             ("privacy cost", "none: post-processing of the public release (nothing charged, no ledger)"),
             *rows, ("seed", "given (reproducible; no privacy at stake)" if a.seed is not None else
-                    "none (fresh entropy)"), ("posterior", str(out))]
+                    "none (fresh entropy)"), ("posterior", str(out))] + ([("plot", str(a.plot))] if a.plot else [])
     print_table(f"infer {a.release}", rows)
     return 0
 

@@ -92,7 +92,7 @@ def metadata(a) -> tuple:
             raise CLIError(f"{a.data} has {len(names)} two-dimensional variables", "name one with --var")
         var = ds[names[0]]
         rec, tdim = record_and_grid_dims(var.dims, record_dim=record_dim, t_dim=a.t_dim,
-                                         what=f"variable {names[0]!r} in {a.data}")
+                                         what=f"variable {names[0]!r} in {a.data}", coords=var.coords)
         t = np.asarray(var[tdim].values, dtype=float) if tdim in var.coords else np.linspace(0, 1, var.sizes[tdim])
         n = int(var.sizes[rec])
     if a.n is not None and getattr(a, "unit", None) is None and int(a.n) != n:

@@ -120,6 +120,11 @@ def add_release_args(r, *, data_required: bool = True) -> None:
                         "neither is refused, never read by position; --curve-dim is an alias)")
     g.add_argument("--t-dim", default=None, metavar="NAME",
                    help="name of the grid dimension of the variable in the file (default: the other dim)")
+    g.add_argument("--units", default=None, metavar="UNITS",
+                   help="units of the curves' values (e.g. cm), written to the release's units attr (a CSV or "
+                        "Parquet table has no place for them; for a NetCDF file this replaces the variable's units)")
+    g.add_argument("--t-units", default=None, metavar="UNITS",
+                   help="units of the grid points (e.g. years), written to the release's t_units attr")
     add_unit_args(g)
     add_out_of_core_args(g)
     m = r.add_argument_group("mechanism")
@@ -277,6 +282,7 @@ def release_curves(curves, mech, a, *, source: str, ledger=None, labels: dict | 
     import fdp_ppl as fp
 
     curves = _labelled(curves, labels or {})
+    curves = _labelled(curves, {"value": {"units": getattr(a, "units", None)}, "t": {"units": getattr(a, "t_units", None)}})
     entry = registry.MECHANISMS[a.mechanism]
     if getattr(a, "unit", None) is None:
         warn_record_level(curves)  # from the names only: public

@@ -446,7 +446,7 @@ def _load_nc(path: Path, var, *, record_dim, t_dim, zarr: bool = False) -> xr.Da
             raise ValueError(f"variable {var!r} in {path.name} has dims {src.dims}; curves need exactly 2 dims "
                              f"(records, grid); 2-D variables: {', '.join(two_d) or 'none'}")
         curve_dim, t_dim = record_and_grid_dims(src.dims, record_dim=record_dim, t_dim=t_dim,
-                                                what=f"variable {var!r} in {path.name}")
+                                                what=f"variable {var!r} in {path.name}", coords=src.coords)
         src = src.transpose(curve_dim, t_dim).load()
         file_attrs = {k: ds.attrs[k] for k in ("title", "source", "license", "note") if k in ds.attrs}
 
@@ -477,7 +477,8 @@ def _finish(da: xr.DataArray, *, missing: str = "error", reference=None, referen
     complete = np.isfinite(da.values).all(axis=1)
     n_bad = int((~complete).sum())
     name = da.attrs.get("dataset", "dataset")
-    variable = da.attrs.get("variable")
+    variable = da.attrs.get("variable") or da.name  # a table has no variable name: then it is left out
+    what = f"{name!r}" + (f" variable {str(variable)!r}" if variable else "")
     da.attrs["n_dropped"] = 0
     if missing == "impute":
         out = impute_missing(da, reference, reference_name=reference_name, t_dim=dims.T)
@@ -485,16 +486,16 @@ def _finish(da: xr.DataArray, *, missing: str = "error", reference=None, referen
         return out
     if n_bad and not drop_incomplete:
         raise MissingValuesError(
-            f"data holder only: {name!r} variable {variable!r} has curves with NaN/inf values (the counts are in the "
+            f"data holder only: {what} has curves with NaN/inf values (the counts are in the "
             "error's n_incomplete and n_records, never in its message)",
             "pass missing='impute' to set the missing points to a public value and keep every record (n stays the "
             "number of records), or, for a study only, drop_incomplete=True to drop them (n then depends on the "
             "data: not private)",
-            dataset=str(name), variable=str(variable), n_incomplete=n_bad, n_records=da.sizes[dims.CURVE])
+            dataset=str(name), variable=str(variable or ""), n_incomplete=n_bad, n_records=da.sizes[dims.CURVE])
     if n_bad:
         if n_bad == da.sizes[dims.CURVE]:
             raise ValueError(f"{name!r}: every curve contains NaN/inf values; nothing is left to analyse")
-        warnings.warn(f"{name!r} variable {variable!r}: dropped {n_bad} incomplete curves "
+        warnings.warn(f"{what}: dropped {n_bad} incomplete curves "
                       f"(NaN/inf); {int(complete.sum())} curves remain (n now depends on the data: for a study "
                       "only; use missing='impute' for a release)", UserWarning, stacklevel=3)
         da = da.isel({dims.CURVE: np.flatnonzero(complete)})

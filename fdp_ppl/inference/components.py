@@ -415,7 +415,7 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*(BLAS|divergen|rhat|effective sample).*")
         idata = pm.sample(model=model, step=step, draws=draws, tune=tune, chains=chains, cores=1, initvals=inits,
-                          random_seed=int(rng.integers(2**31 - 1)), progressbar=progressbar, quiet=True,
+                          random_seed=int(rng.integers(2**31 - 1)), progressbar=progressbar, quiet=not progressbar,
                           compute_convergence_checks=False,
                           **({"compile_kwargs": {"mode": mode}} if mode is not None else {}))
     post_raw = idata[S.POSTERIOR]

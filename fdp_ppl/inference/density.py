@@ -758,7 +758,7 @@ def density_functionals(tree: xr.DataTree, *, probs=(0.05, 0.25, 0.5, 0.75, 0.95
     return out
 
 
-def density_bands(tree: xr.DataTree, *, ci_prob: float = 0.9, probs=(0.05, 0.25, 0.5, 0.75, 0.95),
+def density_bands(tree: xr.DataTree, *, ci_prob: float | None = None, probs=(0.05, 0.25, 0.5, 0.75, 0.95),
                   min_prominence: float = 0.1, functionals: bool = True) -> xr.Dataset:
     """Equal-tailed credible bands of the estimate, the density, its CDF and quantiles, and mode probabilities.
 
@@ -766,8 +766,8 @@ def density_bands(tree: xr.DataTree, *, ci_prob: float = 0.9, probs=(0.05, 0.25,
     ----------
     tree : xr.DataTree
         Result of :func:`infer_density`.
-    ci_prob : float
-        Probability of the bands, in (0, 1).
+    ci_prob : float, optional
+        Probability of the bands, in (0, 1); default :data:`~fdp_ppl.inference.bands.CI_PROB` (0.9).
     probs, min_prominence
         As for :func:`density_functionals`.
     functionals : bool
@@ -786,6 +786,9 @@ def density_bands(tree: xr.DataTree, *, ci_prob: float = 0.9, probs=(0.05, 0.25,
     InputError
         ``ci_prob`` outside (0, 1); functionals of a 2-D density.
     """
+    from .bands import CI_PROB
+
+    ci_prob = CI_PROB if ci_prob is None else ci_prob
     if not 0 < ci_prob < 1:
         raise InputError(f"ci_prob must lie in (0, 1) (got {ci_prob})", "pass e.g. ci_prob=0.9")
     lo, hi = (1 - ci_prob) / 2, (1 + ci_prob) / 2

@@ -585,6 +585,7 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
     family.check(given_options(options))
     (prior, target, draw, sampling_sd, method, draws, tune, chains, cores, target_accept, random_seed, progressbar,
      nuts_sampler) = option_values(options).values()
+    check_draws_memory(release, draws, chains)
     if family.hook:  # the family's own inference (fdp_ppl.releasing.families: ReleaseEntry.inference)
         import importlib
 
@@ -597,6 +598,37 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
         return _infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
                       draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,
                       random_seed=random_seed, progressbar=progressbar, nuts_sampler=nuts_sampler)
+
+
+#: bytes a posterior draw holds per value of one released draw: float64 values in about three copies in the result
+#: (the draws, their curve or coefficients, the log-likelihood) and as much again while it is built (measured: the
+#: result of a growth release holds 23 bytes per released value and draw)
+BYTES_PER_DRAW_VALUE = 6 * 8
+
+
+def check_draws_memory(release, draws: int, chains: int) -> None:
+    """Refuse ``chains × draws`` posterior draws that do not fit in memory, before any work.
+
+    The estimate reads public sizes only: the values of one released draw (every variable of the release's
+    ``posterior`` group, per chain and draw) × :data:`BYTES_PER_DRAW_VALUE` × ``chains × draws``, against
+    :func:`fdp_ppl.settings.check_memory`.
+
+    Raises
+    ------
+    InputError
+        The draws do not fit; the message gives the largest ``draws`` that does.
+    """
+    from ..settings import MEMORY_SHARE, available_memory, check_memory
+
+    post = release["posterior"] if isinstance(release, xr.DataTree) and "posterior" in release.children else None
+    if post is None or isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1 \
+            or not isinstance(chains, (int, np.integer)) or chains < 1:
+        return  # not a release or bad counts: refused with their own messages by the family's reader
+    per_draw = BYTES_PER_DRAW_VALUE * sum(
+        v.size / max(1, v.sizes.get(dims.CHAIN, 1) * v.sizes.get(dims.DRAW, 1)) for v in post.data_vars.values())
+    fit = int(MEMORY_SHARE * available_memory() // max(1.0, chains * per_draw))
+    check_memory(float(chains) * float(draws) * per_draw, f"draws={draws} posterior draws per chain × {chains} chains",
+                 f"pass at most draws={max(fit, 0)} (the largest that fits), or fewer chains")
 
 
 def _recorded(result: xr.DataTree, provenance) -> xr.DataTree:

@@ -508,7 +508,8 @@ def decision_band(tree: xr.DataTree, *, ci_prob: float | None = None, ci_kind: s
     tree : xr.DataTree
         Result of :func:`infer_machine`.
     ci_prob, ci_kind
-        As :func:`~fdp_ppl.inference.credible_band` (ArviZ's defaults when None).
+        As :func:`~fdp_ppl.inference.credible_band` (:data:`~fdp_ppl.inference.bands.CI_PROB` and ArviZ's
+        ``stats.ci_kind`` when None).
 
     Returns
     -------
@@ -617,7 +618,7 @@ def positive_probability(tree: xr.DataTree, points=None) -> xr.DataArray:
     return p
 
 
-def describe_machine_inference(tree: xr.DataTree, *, ci_prob: float = 0.9) -> list[tuple[str, str]]:
+def describe_machine_inference(tree: xr.DataTree, *, ci_prob: float | None = None) -> list[tuple[str, str]]:
     """Rows ``(label, text)`` summarising a kernel-machine posterior for a printed table (``fdp-ppl infer``).
 
     Rows: ``prior``, ``method``, ``draws``, ``band`` (mean and largest width of the ``ci_prob`` ETI band),
@@ -633,6 +634,7 @@ def describe_machine_inference(tree: xr.DataTree, *, ci_prob: float = 0.9) -> li
     _check_machine_inference(tree)
     at = tree.attrs
     band = decision_band(tree, ci_prob=ci_prob, ci_kind="eti")
+    ci_prob = band.attrs["ci_prob"]
     width = band["upper"] - band["lower"]
     agree = sign_agreement(tree)
     post = tree[S.POSTERIOR][DECISION]

@@ -40,7 +40,7 @@ _EXPECTED = ("expected curves as an xr.DataArray (records x grid), a numeric arr
 
 
 def record_and_grid_dims(dim_names, *, record_dim: str | None = None, t_dim: str | None = None,
-                         curve_dim: str | None = None, what: str = "the curves") -> tuple[str, str]:
+                         curve_dim: str | None = None, what: str = "the curves", coords=None) -> tuple[str, str]:
     """Which of two dims indexes the records and which is the grid, from their names.
 
     The record dim is the privacy unit (n is its size), so it is never taken
@@ -60,6 +60,10 @@ def record_and_grid_dims(dim_names, *, record_dim: str | None = None, t_dim: str
         Name of the grid dim.
     what : str
         What the dims belong to, for messages (e.g. ``"variable 'y' in a.nc"``).
+    coords : mapping, optional
+        The variable's coordinates (e.g. ``DataArray.coords``); with them, a ``record_dim`` given alone that
+        carries the coordinate while the other dim has none (the grid dim named as the record dim: the grid
+        would become 1..K) is refused.
 
     Returns
     -------
@@ -70,7 +74,8 @@ def record_and_grid_dims(dim_names, *, record_dim: str | None = None, t_dim: str
     InputError
         Not exactly two dims; a given name that is not one of them; record
         and grid dims equal; or no name tells which dim is which (the message
-        names both dims and the fix: ``record_dim=NAME``).
+        names both dims and the fix: ``record_dim=NAME``); with ``coords``, a
+        ``record_dim`` (without ``t_dim``) that carries the only coordinate.
     """
     names = tuple(str(d) for d in dim_names)
     if len(names) != 2:
@@ -102,6 +107,11 @@ def record_and_grid_dims(dim_names, *, record_dim: str | None = None, t_dim: str
     grid_dim = t_dim if t_dim is not None else other(rec)
     if rec == grid_dim:
         raise InputError(f"the record dim and the grid dim must differ, both are {rec!r}")
+    given = record_dim if record_dim is not None else curve_dim
+    if given is not None and t_dim is None and coords is not None and rec in coords and grid_dim not in coords:
+        raise InputError(f"record_dim={rec!r} names the grid dim of {what}: {rec!r} carries the coordinate and "
+                         f"{grid_dim!r} has none", f"pass record_dim={grid_dim} (or, if {rec!r} really indexes the "
+                         f"records, also t_dim={grid_dim})")
     return rec, grid_dim
 
 
@@ -133,7 +143,7 @@ def _finish(values: np.ndarray, t, labels=None, *, name=None, attrs=None, label_
     return xr.DataArray(values, dims=(dims.CURVE, dims.T), coords=coords, name=name, attrs=dict(attrs or {}))
 
 
-def _numeric_labels(columns) -> np.ndarray:
+def _numeric_labels(columns, index_name=None) -> np.ndarray:
     bad = []
     out = []
     for c in columns:
@@ -142,9 +152,29 @@ def _numeric_labels(columns) -> np.ndarray:
         except (TypeError, ValueError):
             bad.append(c)
     if bad:
+        _missing_long_column([index_name, *columns])
         raise InputError(f"column labels {bad[:3]} are not grid points: a wide table needs one numeric column label per "
                          "grid point", "put the record ids in the index (or pass a long table with id, t, value)")
-    return np.asarray(out, dtype=float)
+    t = np.asarray(out, dtype=float)
+    _, first, counts = np.unique(t, return_index=True, return_counts=True)
+    if np.any(counts > 1):
+        same = [str(c) for c, v in zip(columns, t) if v == t[first[np.argmax(counts > 1)]]]
+        raise InputError(f"grid point {same[0]!r} is a column label more than once (columns {', '.join(same)})",
+                         "give each grid point one column")
+    return t
+
+
+def _missing_long_column(names) -> None:
+    """Refuse, naming the missing column, a table that holds some of a long table's columns but not all."""
+    names = [str(c) for c in names if c is not None]
+    roles = (("record id", ID_COLUMNS, "id"), ("grid point t", T_COLUMNS, "t"), ("value", VALUE_COLUMNS, "value"))
+    found = [any(c in names for c in cands) for _, cands, _ in roles]
+    if len(names) == 3 and sum(found) == 2:
+        role, cands, flag = roles[found.index(False)]
+        other = [c for c in names if not any(c in cands2 for _, cands2, _ in roles)]
+        raise InputError(f"a long table (columns {', '.join(names)}) with no {role} column (tried {', '.join(cands)})",
+                         f"rename column {other[0]!r} to {cands[0]!r} (in Python: {flag}_col={other[0]!r})" if other
+                         else f"add a {role} column")
 
 
 def _numeric_values(frame, what: str) -> np.ndarray:
@@ -221,7 +251,7 @@ def from_wide(frame, *, name=None) -> xr.DataArray:
     """
     if frame.shape[0] == 0 or frame.shape[1] == 0:
         raise InputError(f"the table is empty (shape {frame.shape}): {_EXPECTED}")
-    t = _numeric_labels(frame.columns)
+    t = _numeric_labels(frame.columns, frame.index.name)
     values = _numeric_values(frame, "columns")
     order = np.argsort(t, kind="stable")
     return _finish(values[:, order], t[order], frame.index.to_numpy(), name=name, label_name=frame.index.name)
@@ -257,7 +287,7 @@ def to_curves(obj, t=None, *, record_dim: str | None = None, t_dim: str | None =
         ``t``; a FDataGrid with more than one domain or codomain dimension.
     """
     if isinstance(obj, xr.DataArray):
-        rec, tn = record_and_grid_dims(obj.dims, record_dim=record_dim, t_dim=t_dim)
+        rec, tn = record_and_grid_dims(obj.dims, record_dim=record_dim, t_dim=t_dim, coords=obj.coords)
         da = obj.transpose(rec, tn)
         pts = da[tn].values if tn in da.coords else np.arange(da.sizes[tn], dtype=float)
         return xr.DataArray(da.data, dims=(dims.CURVE, dims.T), coords={dims.T: np.asarray(pts, dtype=float)},
@@ -321,7 +351,7 @@ def read_curves_file(path, var: str | None = None, *, id_col: str | None = None,
     suffix = p.suffix.lower()
     try:
         if suffix == ".csv":
-            frame = pd.read_csv(p)
+            frame = _read_csv(p)
         elif suffix in (".parquet", ".pq"):
             frame = pd.read_parquet(p)
         else:
@@ -341,6 +371,48 @@ def read_curves_file(path, var: str | None = None, *, id_col: str | None = None,
     da = to_curves(frame, id_col=id_col, t_col=t_col, value_col=value_col, layout="long" if long else "wide")
     da.attrs.update(dataset=p.stem, data_path=str(p.resolve()), source=f"table {p.name}")
     return da
+
+
+#: field separators a CSV file may use (found from its first lines: :class:`csv.Sniffer`)
+CSV_SEPARATORS = ",;\t|"
+
+
+def _read_csv(p: Path):
+    """A CSV table, its separator found from its first lines, refused if its header repeats a column.
+
+    Only the header and the first lines' layout are looked at before the table is read: both are public schema.
+    pandas would rename a repeated header ``12`` to ``12.1`` (a different grid point), so repeated labels are
+    found in the raw header. A semicolon file whose numbers have decimal commas is read with ``decimal=","``.
+    """
+    import csv
+
+    import pandas as pd
+
+    with open(p, newline="", encoding="utf-8-sig", errors="replace") as f:
+        sample = "".join(line for _, line in zip(range(20), f))
+    try:
+        sep = csv.Sniffer().sniff(sample, delimiters=CSV_SEPARATORS).delimiter
+    except csv.Error:
+        sep = ","
+    lines = sample.splitlines()
+    header = next(csv.reader(lines[:1], delimiter=sep), [])
+    if len(header) == 1 and lines:
+        used = [c for c in CSV_SEPARATORS if c != sep and c in lines[0]]
+        if used:
+            raise InputError(f"{p.name}: one column found; is the separator {used[0]!r}?",
+                             "write the file with commas between the columns")
+    labels = [h.strip() for h in header]
+    seen = set()
+    for label in labels:
+        if label in seen:
+            raise InputError(f"{p.name}: column {label!r} appears more than once in the header",
+                             "give each grid point one column")
+        seen.add(label)
+    decimal = "," if sep == ";" and "," in sample and "." not in sample else "."
+    frame = pd.read_csv(p, sep=sep, decimal=decimal)
+    if decimal == ",":  # grid points in the header with decimal commas too
+        frame.columns = [str(c).replace(",", ".") for c in frame.columns]
+    return frame
 
 
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")

@@ -133,7 +133,7 @@ def open_curves(path, var: str | None = None, *, chunks: int | None = None, reco
         raise InputError(f"unknown variable {var!r} in {p.name}; 2-D variables: {', '.join(two_d) or 'none'}")
     src = ds[var]
     rec, grid_dim = record_and_grid_dims(src.dims, record_dim=record_dim, t_dim=t_dim,
-                                         what=f"variable {var!r} in {p.name}")
+                                         what=f"variable {var!r} in {p.name}", coords=src.coords)
     src = src.transpose(rec, grid_dim)
     data = src.data
     if not hasattr(data, "rechunk"):  # a backend that did not give a dask array

@@ -61,7 +61,7 @@ def test_infer_end_to_end_exact_with_plot(tmp_path, release_file, capsys):
     cost = next(ln for ln in lines if ln.split()[:2] == ["privacy", "cost"])
     assert "none" in cost and "no ledger" in cost
     assert "ICLP (Laplace noise)" in cap.out and "epsilon 1 (pure epsilon-DP)" in cap.out
-    assert "89% pointwise credible band (ETI): mean width" in cap.out
+    assert "90% pointwise credible band (ETI): mean width" in cap.out  # CI_PROB, not ArviZ's 0.89
     assert "exact independent draws" in cap.out
     assert str(out) in cap.out and str(png) in cap.out
     # the band in the table is the band of the file
@@ -150,10 +150,12 @@ def test_infer_serves_a_kde_release(tmp_path, capsys):
                  "1", "--grid-size", "20", "--seed", str(2**40), "--study", "--out",
                  str(kde)]) == 0
     capsys.readouterr()
-    out = tmp_path / "x.nc"
-    assert main(["infer", str(kde), "--draws", "100", "--seed", "1", "--out", str(out)]) == 0
+    out, png = tmp_path / "x.nc", tmp_path / "x.png"
+    assert main(["infer", str(kde), "--draws", "100", "--seed", "1", "--out", str(out), "--plot", str(png)]) == 0
     text = capsys.readouterr().out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"plot          {png}" in text  # --plot is drawn
     assert "privacy cost" in text and "band" in text and "modes" in text
+    assert "90% ETI of the density" in text  # one default band probability for every family (CI_PROB)
     post = xr.open_datatree(out)
     assert post.attrs["fdp_ppl_kind"] == "inference" and "posterior_predictive" in post.children
     assert post.attrs["release_file"] == str(kde)
@@ -179,6 +181,8 @@ def test_infer_serves_a_principal_components_release(tmp_path, capsys):
     assert "explained_variance_ratio" in xr.open_datatree(out)["posterior"].data_vars
     assert main(["infer", str(rel), "--target", "summary", "--out", str(tmp_path / "x.nc")]) == 2
     _one_line_error(capsys.readouterr(), "all its frames")
+    assert main(["infer", str(rel), "--out", str(tmp_path / "x.nc"), "--plot", str(tmp_path / "x.png")]) == 2
+    _one_line_error(capsys.readouterr(), "--plot is drawn for curve, density and kernel-machine posteriors")
 
 
 def test_infer_serves_a_kernel_machine_release(tmp_path, capsys):
@@ -192,10 +196,13 @@ def test_infer_serves_a_kernel_machine_release(tmp_path, capsys):
                  "gp", "--bandwidth", "0.2", "--lam", "0.05", "--epsilon", "1", "--delta", "1e-5", "--grid-size", "30", "--seed",
                  str(2**40), "--study", "--out", str(rel)]) == 0, capsys.readouterr().err
     capsys.readouterr()
-    out = tmp_path / "post.nc"
-    assert main(["infer", str(rel), "--draws", "100", "--seed", "1", "--out", str(out)]) == 0, capsys.readouterr().err
+    out, png = tmp_path / "post.nc", tmp_path / "post.png"
+    assert main(["infer", str(rel), "--draws", "100", "--seed", "1", "--out", str(out), "--plot",
+                 str(png)]) == 0, capsys.readouterr().err
     text = capsys.readouterr().out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"plot          {png}" in text  # --plot is drawn
     assert "classifier" in text and "boundary" in text
+    assert "90% ETI of the decision function" in text  # one default band probability for every family (CI_PROB)
     assert "decision" in xr.open_datatree(out)["posterior"].data_vars
 
 
@@ -272,3 +279,55 @@ def test_infer_flag_choices_match_the_library():
     from fdp_ppl.inference.plan import METHODS
 
     assert cli_infer.METHODS == METHODS and cli_infer.TARGETS == TARGETS
+
+
+def test_infer_refuses_draws_that_do_not_fit_in_memory_before_any_work(tmp_path, release_file, capsys, monkeypatch):
+    """Posterior draws held in memory (chains × draws × the values of one released draw × 48 bytes, public sizes):
+    more than fit is refused in one line giving the largest --draws that fits, with a flag infer has (not
+    --chunks); the library refuses the same before any sampling (it was a raw MemoryError after 31 s)."""
+    import time
+
+    import fdp_ppl as fp
+    from fdp_ppl import settings
+    from fdp_ppl.errors import InputError
+    from fdp_ppl.inference.infer import BYTES_PER_DRAW_VALUE, check_draws_memory
+
+    monkeypatch.setattr(settings, "available_memory", lambda: 2**30)
+    per_draw = BYTES_PER_DRAW_VALUE * (30 + 30)  # coefficients and curve of one released draw
+    fit = int(settings.MEMORY_SHARE * 2**30 // (2 * per_draw))
+    code = main(["infer", str(release_file), *EXACT[:-4], "--draws", "1000000", "--out", str(tmp_path / "p.nc")])
+    err = _one_line_error(capsys.readouterr(), f"pass at most --draws {fit} ", "--draws 1000000 posterior draws")
+    assert code == 2 and "--chunks" not in err and not (tmp_path / "p.nc").exists()
+    release = xr.open_datatree(release_file).load()
+    start = time.perf_counter()
+    with pytest.raises(InputError, match=f"pass at most draws={fit} "):
+        fp.infer(release, fp.inference.ICLPPrior(amplitude=1.0, smoothness=2.0), target="summary", draws=10**8)
+    assert time.perf_counter() - start < 5.0
+    check_draws_memory(release, fit, 2)  # the largest that fits is accepted
+    with pytest.raises(InputError):
+        check_draws_memory(release, fit + 1, 2)
+
+
+def test_principal_components_inference_shows_draws_done_on_a_terminal(tmp_path, capsys, monkeypatch):
+    """On a terminal the components posterior shows PyMC's progress bar (draws done / total), as the mean-curve
+    family does, not only a spinner; elsewhere (pipes, logs, tests) no bar."""
+    from fdp_ppl import _progress
+
+    rel = tmp_path / "fpca.nc"
+    assert main(["fpca", "--data", "growth", "--k", "1", "--m", "3", "--epsilon", "1", "--tau", "200",
+                 "--seed", str(2**40), "--study", "--out", str(rel)]) == 0, capsys.readouterr().err
+    import pymc as pm
+
+    seen = []
+    real = pm.sample
+
+    def spy(*args, **kw):  # PyMC shows its bar when progressbar is set and quiet is not (quiet overrides it)
+        seen.append(bool(kw.get("progressbar")) and not kw.get("quiet", False))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(pm, "sample", spy)
+    for mode, bar in (("spinner", True), (None, False)):
+        monkeypatch.setattr(_progress, "progress_mode", lambda mode=mode: mode)
+        assert main(["infer", str(rel), "--draws", "20", "--tune", "20", "--chains", "1", "--seed", "1", "--out",
+                     str(tmp_path / f"post{bar}.nc")]) == 0, capsys.readouterr().err
+        assert seen[-1] is bar

@@ -406,3 +406,19 @@ def test_mirshani_bad_input():
     ds = simulate_mirshani(n=3, grid=40, m=10, p=2, random_seed=1)
     assert ds["curves"].shape == (3, 40) and ds["scores"].shape == (3, 10) and ds.attrs["p"] == 2.0
 
+
+
+def test_the_missing_values_message_names_the_real_variable_or_none(tmp_path):
+    """A table has no variable name: the message leaves it out (it said ``variable 'None'``); a NetCDF file's
+    variable is named."""
+    nc = tmp_path / "one.nc"
+    _write_nc(nc, with_nan=True, two_vars=False)
+    table = tmp_path / "table.csv"
+    frame = xr.open_dataset(nc)["y"].to_pandas()
+    frame.columns = [f"{c:g}" for c in frame.columns]
+    frame.rename_axis("id").to_csv(table)
+    with pytest.raises(ValueError) as info:
+        load_dataset(table)
+    assert "None" not in str(info.value) and "'table' has curves with NaN" in str(info.value)
+    with pytest.raises(ValueError, match="'one' variable 'y' has curves with NaN"):
+        load_dataset(nc, record_dim="unit")

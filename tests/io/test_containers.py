@@ -146,3 +146,78 @@ def test_inputs_are_not_modified(growth):
     before = w.copy()
     to_curves(w)
     pd.testing.assert_frame_equal(w, before)
+
+
+def test_a_long_table_with_a_misnamed_column_says_which_is_missing(tmp_path):
+    frame = _long(load_dataset("growth")).rename(columns={"value": "valeu"})
+    frame.to_csv(tmp_path / "long.csv", index=False)
+    for call in (lambda: read_curves_file(tmp_path / "long.csv"), lambda: to_curves(frame)):
+        with pytest.raises(InputError) as info:
+            call()
+        text = str(info.value)
+        assert "no value column" in text and "'valeu'" in text and "\n" not in text
+    with pytest.raises(InputError, match="no grid point t column"):
+        to_curves(frame.rename(columns={"t": "tt", "valeu": "value"}))
+
+
+def _wide_csv(path, sep=",", header=None, decimal="."):
+    rng = np.random.default_rng(5)
+    header = header or ["id", "0", "0.25", "0.5", "0.75", "1"]
+    rows = [sep.join([f"r{i}"] + [f"{v:.6f}".replace(".", decimal) for v in rng.normal(size=len(header) - 1)])
+            for i in range(8)]
+    path.write_text(sep.join(h.replace(".", decimal) for h in header) + "\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_a_repeated_grid_column_is_refused_before_any_charge(tmp_path, capsys):
+    """A header holding one grid point twice is public schema: refused in one line naming the column, before the
+    ledger is charged (pandas alone would rename the second '12' to '12.1' and release on another grid)."""
+    path = _wide_csv(tmp_path / "dup.csv", header=["id", "0", "12", "12", "30"])
+    ledger = tmp_path / "ledger.sqlite"
+    argv = ["release", "--data", str(path), "--mechanism", "gaussian", "--epsilon", "1", "--delta", "1e-5",
+            "--tau", "5", "--out", str(tmp_path / "r.nc"), "--ledger", str(ledger), "--budget", "5,1e-3"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'12'" in err and "more than once" in err
+    assert not (tmp_path / "r.nc").exists()
+    assert not ledger.exists() or fp.PrivacyLedger.open(ledger).spent.epsilon == 0.0
+    with pytest.raises(InputError, match="'12'"):  # the same labels in a DataFrame ('12' and '12.0')
+        to_curves(pd.DataFrame(np.ones((3, 3)), columns=["12", "12.0", "13"]))
+
+
+@pytest.mark.parametrize("sep, decimal", [(";", "."), (";", ","), ("\t", "."), ("|", ".")])
+def test_the_csv_separator_is_found_from_the_file(tmp_path, sep, decimal):
+    comma = read_curves_file(_wide_csv(tmp_path / "comma.csv"))
+    other = read_curves_file(_wide_csv(tmp_path / "other.csv", sep=sep, decimal=decimal))
+    assert other.shape == comma.shape == (8, 5)
+    np.testing.assert_array_equal(other["t"].values, comma["t"].values)
+    np.testing.assert_allclose(other.values, comma.values, rtol=0, atol=0)
+
+
+def test_the_grid_dim_given_as_the_record_dim_is_refused(tmp_path, capsys):
+    """The record dim is the privacy unit: a --record-dim that carries the grid coordinate while the other dim has
+    none is the grid dim (releasing anyway put the records on the grid 1..K); refused before any charge."""
+    rng = np.random.default_rng(2)
+    da = xr.DataArray(rng.normal(size=(30, 12)), dims=("subject", "age"), coords={"age": np.linspace(1, 18, 12)},
+                      name="y")
+    da.to_dataset().to_netcdf(tmp_path / "sa.nc")
+    argv = ["release", "--data", str(tmp_path / "sa.nc"), *ARGS, "--out", str(tmp_path / "r.nc")]
+    assert main([*argv, "--record-dim", "age"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--record-dim 'age' names the grid dim" in err and "--record-dim subject" in err
+    assert not (tmp_path / "r.nc").exists()
+    with pytest.raises(InputError, match="names the grid dim"):
+        to_curves(da, record_dim="age")
+    assert to_curves(da, record_dim="subject").shape == (30, 12)
+    assert to_curves(da, record_dim="age", t_dim="subject").shape == (12, 30)  # both named: as asked
+
+
+def test_units_of_a_csv_table_come_from_flags(tmp_path):
+    """A table has no place for units: --units and --t-units end in the release's attrs and its curve's."""
+    path = _wide_csv(tmp_path / "w.csv")
+    out = tmp_path / "r.nc"
+    assert main(["release", "--data", str(path), *ARGS, "--out", str(out), "--units", "cm", "--t-units",
+                 "years"]) == 0
+    with xr.open_datatree(out) as tree:
+        assert tree.attrs["value_units"] == "cm" and tree.attrs["t_units"] == "years"
+        assert tree["posterior"]["curve"].attrs["units"] == "cm" and tree["posterior"]["t"].attrs["units"] == "years"

@@ -82,3 +82,56 @@ def test_plot_inference_rejects_bad_input(fitted):
     with pytest.raises(ValueError, match="ci_kind"):
         plot_inference(post, rel, ci_prob=0.9, ci_kind="quantile")
     plt.close("all")
+
+
+def _machine_and_kde(tmp_path):
+    """A 2-feature kernel-machine release and a density release (the command line), and their posteriors."""
+    import xarray as xr
+
+    from fdp_ppl.cli import main
+
+    rng = np.random.default_rng(4)
+    x1, x2 = rng.uniform(0, 1, 80), rng.uniform(0, 1, 80)
+    (tmp_path / "svm.csv").write_text("height,weight,y\n" + "\n".join(
+        f"{a},{b},{1 if a + b > 1 else -1}" for a, b in zip(x1, x2)) + "\n")
+    (tmp_path / "obs.csv").write_text("age\n" + "\n".join(f"{v}" for v in rng.uniform(0, 1, 40)) + "\n")
+    seed = ["--seed", str(2**40), "--study"]
+    assert main(["svm", "--data", str(tmp_path / "svm.csv"), "--features", "height,weight", "--label", "y",
+                 "--domain", "0:1,0:1", "--mechanism", "gp", "--bandwidth", "0.3", "--lam", "0.05", "--epsilon", "1",
+                 "--delta", "1e-5", "--grid-size", "12", *seed, "--out", str(tmp_path / "svm.nc")]) == 0
+    assert main(["kde", "--data", str(tmp_path / "obs.csv"), "--var", "age", "--mechanism", "iclp", "--epsilon", "1",
+                 "--domain", "0", "1", "--grid-size", "20", *seed, "--out", str(tmp_path / "kde.nc")]) == 0
+    out = {}
+    for name in ("svm", "kde"):
+        rel = xr.open_datatree(tmp_path / f"{name}.nc").load()
+        out[name] = rel, infer(rel, draws=100, chains=2, random_seed=3)
+    return out
+
+
+def test_density_and_machine_posteriors_are_plotted_with_bands_and_feature_axes(tmp_path):
+    """plot_inference on a density or kernel-machine posterior: the 90% band (a shaded band in 1-D, the region
+    where it contains 0 hatched for a 2-D machine) and axes named by the release's features, not x1 / x2."""
+    from matplotlib.collections import PolyCollection
+
+    from fdp_ppl.plots import plot_decision
+
+    results = _machine_and_kde(tmp_path)
+    rel, post = results["svm"]
+    fig, ax = plot_inference(post, rel)
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("height", "weight")
+    assert any("90% pointwise credible band (ETI) contains 0" in t.get_text() for t in ax.get_legend().get_texts())
+    assert ["//"] in [list(getattr(c, "hatches", None) or []) for c in ax.collections]  # where the band holds 0
+    plt.close(fig)
+    fig, ax = plot_decision(rel)  # the release's own plot names its axes too
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("height", "weight")
+    plt.close(fig)
+    rel, post = results["kde"]
+    fig, ax = plot_inference(post, rel)
+    assert ax.get_xlabel() == "age" and ax.get_ylabel() == "density"
+    bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    band = credible_band(post, var="population" if "population" in post["posterior"].data_vars else "kde")
+    assert len(bands) == 1 and band.attrs["ci_prob"] == 0.9
+    verts = bands[0].get_paths()[0].vertices
+    np.testing.assert_allclose(verts[:, 1].max(), float(band["upper"].max()), rtol=1e-12)
+    np.testing.assert_allclose(verts[:, 1].min(), float(band["lower"].min()), rtol=1e-12)
+    plt.close(fig)
