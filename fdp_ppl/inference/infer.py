@@ -712,6 +712,8 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
     if sampler == "quadrature":
         attrs.update({"inference_quadrature_nodes": int(quad.x.size), "inference_quadrature_tv_half": quad.tv_half,
                       "inference_quadrature_tail_drop": quad.drop})
+        if hasattr(quad, "loo_error"):   # the exact LOO's rule (comparison.mean_exact_loo)
+            attrs["loo_quadrature_error"] = quad.loo_error
     attrs.update({f"diagnostic_{k}": v for k, v in diag.items()})
     tree.attrs.update({k: (str(v) if v is None else v) for k, v in attrs.items()})
     tree.attrs.update(S.inference_attrs())
