@@ -350,3 +350,30 @@ def test_default_exact_path_reports_exact_loo_without_pareto_k(releases):
 
     want = [_brute_loo(full, without, j) for j in range(3)]
     np.testing.assert_allclose(post["loo"]["released"].values[:3], want, atol=2e-5)
+
+
+def test_quadrature_loo_on_many_coefficients_is_thinned_within_its_error_estimate():
+    """Above the node × coefficient budget the rule stops at every other node; it then agrees with the rule on all
+    nodes within its recorded error estimate (J = 400 independent Normal–Normal coefficients)."""
+    from fdp_ppl.inference import quadrature as Q
+
+    rng = np.random.default_rng(4)
+    J = 400
+    s = rng.uniform(0.5, 2.0, J)
+    y = rng.standard_normal(J) * np.sqrt(1 + s**2)
+
+    def terms(x):
+        v = 1 + np.exp(2 * np.asarray(x))[:, None] * s**2
+        return -0.5 * np.log(2 * np.pi * v) - 0.5 * y**2 / v
+
+    def quad():
+        return ScaleQuadrature(lambda x: Q.half_normal_log_density(x, 2.0) + terms(x).sum(1), centre=np.log(2.0),
+                               loo_terms=terms)
+    thinned = quad()
+    got = thinned.loo()
+    assert Q.NODES * J > Q._LOO_BUDGET
+    full = quad()
+    x, lp = full.x, full.logp
+    want = Q._spline_loo(x, np.column_stack([lp, lp[:, None] - terms(x)]))
+    assert np.max(np.abs(got - want)) <= max(thinned.loo_error, 1e-9)
+    assert np.max(np.abs(got - want)) < 1e-4
