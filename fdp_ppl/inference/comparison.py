@@ -13,8 +13,9 @@ predictive check on each family's own scale.
   (:meth:`fdp_ppl.noise.laws.NoiseLaw.marginal_logp`). With Gaussian noise and any Gaussian prior the release is
   ``N(μ, C)`` and ``p(y_j | y_{-j}) = N(y_j; y_j − (C⁻¹(y − μ))_j / (C⁻¹)_jj, 1/(C⁻¹)_jj)`` (Sundararajan & Keerthi
   2001; Rasmussen & Williams 2006, eq. 5.12). A hyperparameter on a public grid (a density's amplitude) is summed
-  exactly over the grid: ``log p(y_j | y_{-j}) = logΣ_a p(a, y) − logΣ_a p(a, y)/p(y_j | a, y_{-j})``.
-  The pointwise values are stored in the result's ``loo`` group (``released``, one value per coefficient) and
+  exactly over the grid: ``log p(y_j | y_{-j}) = logΣ_a p(a, y) − logΣ_a p(a, y)/p(y_j | a, y_{-j})``; the
+  population target's sampling scale κ (the one free parameter of the default exact path) the same way, by the
+  quadrature rule it is drawn with (:meth:`fdp_ppl.inference.quadrature.ScaleQuadrature.loo`). The pointwise values are stored in the result's ``loo`` group (``released``, one value per coefficient) and
   :func:`loo` turns them into an ``ELPDData`` that ``az.compare`` takes (no importance sampling, no k̂).
 * **PSIS-LOO otherwise** (:func:`loo` falls back to ``az.loo``, reporting k̂). With free hyperparameters and a
   diagonal prior (the ICLP prior; a GP prior with the release's kernel) the importance weights use
@@ -191,11 +192,16 @@ def mean_exact_loo(model) -> np.ndarray | None:
     elliptical law).
 
     A diagonal marginal (the law's one-dimensional marginals, Normal or Laplace noise) gives ``p(y_j)``; a dense
-    Gaussian marginal ``N(μ, C)`` gives :func:`gaussian_loo`.
+    Gaussian marginal ``N(μ, C)`` gives :func:`gaussian_loo`. With the population target's sampling scale κ drawn
+    by quadrature (model ``"quadrature"``), κ is integrated out by the same rule
+    (:meth:`~fdp_ppl.inference.quadrature.ScaleQuadrature.loo`).
     """
+    meta = model._fdp_meta
+    quad = meta.get("quadrature")
+    if quad is not None and quad.loo_terms is not None:   # κ integrated out by its quadrature rule
+        return quad.loo()
     if model.free_RVs or not model.observed_RVs:
         return None
-    meta = model._fdp_meta
     if not meta["ctx"]["law"].product or meta["plan"].model == "direct":
         return None
     obs = model.observed_RVs[0]

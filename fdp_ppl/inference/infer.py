@@ -360,18 +360,22 @@ def _scale_quadrature(model):
     base = shrink * meta["sampling_base"] / np.sqrt(float(ctx["attrs"]["n"]))   # sd of s_j e_j per unit κ
     sigma = 2 * ctx["hint"]["spread"]
     b = np.broadcast_to(b, (J,))
+    loglik = None
     if isinstance(prior, GPPrior):
         centre = shrink * prior.mean * A.sum(axis=1)
         if plan.diagonal and law.product:
-            loglik = diagonal_log_marginal(law, y, b, prior.law, centre, shrink * prior.amplitude
-                                           * np.sqrt(plan.prior_var), base)
+            terms = diagonal_log_marginal(law, y, b, prior.law, centre, shrink * prior.amplitude
+                                          * np.sqrt(plan.prior_var), base, pointwise=True)
         else:   # Gaussian noise: the dense Gaussian marginal
             cov = prior.amplitude**2 * shrink[:, None] * plan.covariance() * shrink[None, :]
-            loglik = gaussian_log_marginal(y, centre, cov, b**2, base)
+            loglik, terms = gaussian_log_marginal(y, centre, cov, b**2, base, loo=True)
     else:   # ICLP prior, Gaussian noise
         c = shrink * prior.laplace_scale(ctx["pub"]["eigenvalues"], prior.amplitude, prior.smoothness)
-        loglik = diagonal_log_marginal(law, y, b, prior.law, np.zeros(J), c, base)
-    return ScaleQuadrature(lambda x: half_normal_log_density(x, sigma) + loglik(x), centre=float(np.log(sigma)))
+        terms = diagonal_log_marginal(law, y, b, prior.law, np.zeros(J), c, base, pointwise=True)
+    if loglik is None:   # independent coefficients given κ: log p(y | κ) = Σ_j log p(y_j | κ)
+        loglik = (lambda x: np.sum(terms(x), axis=1))
+    return ScaleQuadrature(lambda x: half_normal_log_density(x, sigma) + loglik(x), centre=float(np.log(sigma)),
+                           loo_terms=terms)
 
 
 def _run_gibbs(model, draws, tune, chains, rng) -> np.ndarray:
@@ -658,7 +662,7 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
         tree = xr.DataTree.from_dict({"posterior": post})
         sampler = "gibbs"
     elif plan.model == "quadrature":  # κ from its 1-D marginal by quadrature; the rest exactly given κ below
-        quad = _scale_quadrature(model)
+        quad = meta["quadrature"] = _scale_quadrature(model)   # its exact LOO: comparison.mean_exact_loo
         kappa = quad.draws(chains * draws, rng).reshape(chains, draws)
         post = xr.Dataset({"sampling_scale": ((dims.CHAIN, dims.DRAW), kappa)},
                           coords={dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws)})
@@ -740,6 +744,8 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
     if sampler == "quadrature":
         attrs.update({"inference_quadrature_nodes": int(quad.x.size), "inference_quadrature_tv_half": quad.tv_half,
                       "inference_quadrature_tail_drop": quad.drop})
+        if hasattr(quad, "loo_error"):   # the exact LOO's rule (comparison.mean_exact_loo)
+            attrs["loo_quadrature_error"] = quad.loo_error
     attrs.update({f"diagnostic_{k}": v for k, v in diag.items()})
     tree.attrs.update({k: (str(v) if v is None else v) for k, v in attrs.items()})
     tree.attrs.update(S.inference_attrs())

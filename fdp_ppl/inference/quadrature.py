@@ -38,15 +38,37 @@ NODES = 513
 DROP = 45.0
 #: nodes of the coarse scan that finds that range
 _COARSE = 241
+#: sub-cells of each cell on which :meth:`ScaleQuadrature.loo` integrates its spline-interpolated densities
+_REFINE = 8
+#: coefficients on which :meth:`ScaleQuadrature.loo` estimates its error
+_LOO_CHECKED = 16
+#: error estimate (nats) below which :meth:`ScaleQuadrature.loo` stops refining
+_LOO_TOL = 1e-5
+#: nodes × coefficients above which :meth:`ScaleQuadrature.loo` stops at every other node
+_LOO_BUDGET = 100_000
 
 
 def _cell_masses(x, logp):
-    """Log-mass of each cell of the piecewise log-linear density through ``(x, logp)`` (unnormalised)."""
-    h = np.diff(x)
-    d = np.diff(logp)
+    """Log-mass of each cell of the piecewise log-linear density through ``(x, logp)`` (unnormalised); ``logp``
+    (G,) or (G, J): one density per column."""
+    logp = np.asarray(logp, dtype=float)
+    h = np.diff(x).reshape((-1,) + (1,) * (logp.ndim - 1))
+    d = np.diff(logp, axis=0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         factor = np.where(np.abs(d) < 1e-10, 1.0 + d / 2, np.expm1(d) / d)   # ∫₀¹ e^{d t} dt
     return logp[:-1] + np.log(h) + np.log(factor)
+
+
+def _spline_loo(x, logp) -> np.ndarray:
+    """``log ∫ e^{logp[:, 0]} − log ∫ e^{logp[:, k]}`` for k ≥ 1 (K − 1,): the columns of ``logp`` (G, K)
+    interpolated by cubic splines in ``x`` (G,) and integrated by the log-linear rule on :data:`_REFINE`
+    sub-cells a cell."""
+    from scipy.interpolate import CubicSpline
+    from scipy.special import logsumexp
+
+    z = np.concatenate([np.linspace(a, b, _REFINE, endpoint=False) for a, b in zip(x[:-1], x[1:])] + [x[-1:]])
+    v = CubicSpline(x, logp, axis=0)(z)
+    return logsumexp(_cell_masses(z, v[:, :1])) - logsumexp(_cell_masses(z, v[:, 1:]), axis=0)
 
 
 def _tv_between(x, logp, x2, logp2, n=8193) -> float:
@@ -74,6 +96,9 @@ class ScaleQuadrature:
         Where the scan starts (the log of the prior's scale).
     nodes : int
         Nodes of the fine grid (default :data:`NODES`).
+    loo_terms : callable, optional
+        ``x (G,) -> (G, J)``: ``log p(y_j | y_{-j}, κ = e^x)`` for every released coefficient (for independent
+        coefficients ``log p(y_j | κ)``), for :meth:`loo`.
 
     Attributes
     ----------
@@ -88,6 +113,7 @@ class ScaleQuadrature:
     log_density: Callable
     centre: float
     nodes: int = NODES
+    loo_terms: Callable | None = None
 
     def __post_init__(self):
         lo, hi = self.centre - 40.0, self.centre + 6.0
@@ -132,6 +158,49 @@ class ScaleQuadrature:
             frac = np.where(np.abs(d) < 1e-10, u, np.log1p(u * np.expm1(d)) / d)   # inverse CDF of e^{d t} on [0, 1]
         return np.exp(self.x[cell] + np.clip(frac, 0.0, 1.0) * h)
 
+    def loo(self) -> np.ndarray:
+        """Exact leave-one-out log predictive densities ``log p(y_j | y_{-j})`` (J,), κ integrated out by the
+        same rule as the draws.
+
+        Since ``p(y) = p(y_{-j}) p(y_j | y_{-j})`` and ``p(y | κ) = p(y_{-j} | κ) p(y_j | y_{-j}, κ)``,
+        ``log p(y_j | y_{-j}) = log ∫ p(x) p(y | x) dx − log ∫ p(x) p(y | x) / p(y_j | y_{-j}, x) dx``: two
+        one-dimensional integrals per coefficient on the nodes (the leave-one-out form of a marginal likelihood
+        integrated over a hyperparameter; Vehtari, Gelman & Gabry 2017, eq. 1, with the hyperparameter integrated
+        by quadrature instead of importance sampling, so there is no Pareto k̂): the log densities interpolated
+        between nodes by cubic splines (error O(h⁴), where the draws' piecewise-linear rule has O(h²)) and
+        integrated on :data:`_REFINE` sub-cells a cell, on every fourth node, every other node or all of them: the
+        first whose :attr:`loo_error` is below :data:`_LOO_TOL` (all nodes only where nodes × J is at most
+        :data:`_LOO_BUDGET`: at J = 800 they cost 7 s under load for an error estimate of 1e-5 a coefficient). :attr:`loo_error` is the largest change when
+        every other node of those is dropped (a bound on the error of the rule used, which is about 16 times
+        smaller), checked on the :data:`_LOO_CHECKED` coefficients whose term varies most over κ's posterior
+        mass. The range is the full
+        posterior's; :attr:`loo_drop` is how far (nats) the leave-one-out densities lie below their maxima at its
+        ends.
+
+        Raises
+        ------
+        ValueError
+            No ``loo_terms`` were given.
+        """
+        if self.loo_terms is None:
+            raise ValueError("ScaleQuadrature.loo needs loo_terms")
+        x, lp, idx, ell = self.x, self.logp, None, None
+        for stride in (4, 2, 1):   # every stride-th node, finer until the estimated error is below _LOO_TOL
+            idx = np.unique(np.append(np.arange(0, x.size, stride), x.size - 1))
+            ell = np.asarray(self.loo_terms(x[idx]), dtype=float)
+            rest = lp[idx, None] - ell
+            if stride == 4:   # the error is checked on the coefficients whose term varies most over κ's mass
+                mass = lp[idx] > lp.max() - DROP / 2
+                worst = np.argsort(np.ptp(ell[mass], axis=0))[-_LOO_CHECKED:]
+            sub = np.column_stack([lp[idx], rest])
+            value = _spline_loo(x[idx], sub)
+            self.loo_error = float(np.max(np.abs(value[worst] - _spline_loo(x[idx][::2],
+                                                                     sub[::2][:, np.append(0, 1 + worst)]))))
+            if self.loo_error <= _LOO_TOL or (stride == 2 and x.size * ell.shape[1] > _LOO_BUDGET):
+                break
+        self.loo_drop = float(np.min(rest.max(axis=0) - np.maximum(rest[0], rest[-1])))
+        return value
+
     def mean(self, f=np.exp) -> float:
         """Posterior mean of ``f(x)`` by the same rule (trapezoid on the nodes; for tests)."""
         p = np.exp(self.logp - self.logp.max())
@@ -145,8 +214,8 @@ def half_normal_log_density(x, sigma):
     return x - np.exp(2 * x) / (2 * sigma * sigma)
 
 
-def diagonal_log_marginal(law, y, b, prior_law, centre, prior_sd, sampling_base):
-    """``x ↦ Σ_j log p(y_j | κ = e^x)`` for a prior diagonal in the release's basis: ``s_j θ_j + e_j`` has the
+def diagonal_log_marginal(law, y, b, prior_law, centre, prior_sd, sampling_base, *, pointwise=False):
+    """``x ↦ Σ_j log p(y_j | κ = e^x)`` (``pointwise``: the terms, (G, J)) for a prior diagonal in the release's basis: ``s_j θ_j + e_j`` has the
     prior law with centre ``centre`` (J,) and variance ``prior_sd² + e^{2x} sampling_base²`` (Normal prior), or,
     for a Laplace prior of scale ``prior_sd``, the Laplace prior plus Gaussian sampling error of sd
     ``e^x sampling_base`` (Normal noise: the two Gaussians add; Laplace noise:
@@ -157,17 +226,16 @@ def diagonal_log_marginal(law, y, b, prior_law, centre, prior_sd, sampling_base)
         k = np.exp(np.asarray(x, dtype=float))[:, None]
         g2 = (k * sampling_base) ** 2
         if isinstance(prior_law, Normal):
-            return np.sum(law.marginal_logp(np.broadcast_to(y, g2.shape), np.broadcast_to(b, g2.shape), Normal(),
-                                            np.broadcast_to(centre, g2.shape), np.sqrt(prior_sd**2 + g2)), axis=1)
+            return law.marginal_logp(np.broadcast_to(y, g2.shape), np.broadcast_to(b, g2.shape), Normal(),
+                                     np.broadcast_to(centre, g2.shape), np.sqrt(prior_sd**2 + g2))
         if isinstance(prior_law, Laplace) and isinstance(law, Normal):
-            return np.sum(law.marginal_logp(np.broadcast_to(y, g2.shape), np.sqrt(b**2 + g2), Laplace(),
-                                            np.broadcast_to(centre, g2.shape),
-                                            np.broadcast_to(prior_sd, g2.shape)), axis=1)
+            return law.marginal_logp(np.broadcast_to(y, g2.shape), np.sqrt(b**2 + g2), Laplace(),
+                                     np.broadcast_to(centre, g2.shape), np.broadcast_to(prior_sd, g2.shape))
         if isinstance(prior_law, Laplace) and isinstance(law, Laplace):
-            return np.sum(laplace_normal_laplace_logp(y - centre, prior_sd, np.sqrt(g2), b), axis=1)
+            return laplace_normal_laplace_logp(y - centre, prior_sd, np.sqrt(g2), b)
         raise NotImplementedError(f"no closed-form marginal for a {prior_law.name} prior with {law.name} noise "
                                   "and Gaussian sampling error")
-    return f
+    return f if pointwise else (lambda x: np.sum(f(x), axis=1))
 
 
 #: relative gap below which the two Laplace scales of :func:`laplace_normal_laplace_logp` are pulled apart
@@ -196,10 +264,14 @@ def laplace_normal_laplace_logp(y, c, g, b):
     return 2 * np.log(hi) + l_hi + np.log1p(-ratio) - np.log(hi**2 - lo**2)
 
 
-def gaussian_log_marginal(y, mean, cov, noise_var, sampling_base):
+def gaussian_log_marginal(y, mean, cov, noise_var, sampling_base, *, loo=False):
     """``x ↦ log N(y; mean, cov + diag(noise_var + e^{2x} sampling_base²))`` at many x in ``O(J)`` each, after one
     eigendecomposition: with ``d = sampling_base²`` and ``D^{-½}(cov + diag noise_var)D^{-½} = U diag(μ) Uᵀ``, the
-    covariance is ``D^{½} U (diag μ + κ²) Uᵀ D^{½}``."""
+    covariance is ``D^{½} U (diag μ + κ²) Uᵀ D^{½}``.
+
+    With ``loo=True`` it returns the pair ``(f, terms)``, ``terms: x ↦ log p(y_j | y_{-j}, κ = e^x)`` (G, J) in
+    ``O(J²)`` per node from the same eigendecomposition: the precision is ``P = D^{-½} U (diag μ + κ²)⁻¹ Uᵀ
+    D^{-½}`` and ``y_j | y_{-j} ~ N(y_j − (P(y − mean))_j / P_jj, 1/P_jj)`` (Rasmussen & Williams 2006, eq. 5.12)."""
     d = np.asarray(sampling_base, dtype=float) ** 2
     if not np.all(d > 0):
         raise ValueError("the sampling variance must be positive for every coefficient")
@@ -213,7 +285,13 @@ def gaussian_log_marginal(y, mean, cov, noise_var, sampling_base):
         k2 = np.exp(2 * np.asarray(x, dtype=float))[:, None]
         ev = mu[None, :] + k2
         return const - 0.5 * np.sum(np.log(ev), axis=1) - 0.5 * np.sum(z**2 / ev, axis=1)
-    return f
+
+    def terms(x):
+        inv = 1.0 / (mu[None, :] + np.exp(2 * np.asarray(x, dtype=float))[:, None])     # (G, J) in U's basis
+        p_jj = (inv @ (U**2).T) * r**2
+        res = ((inv * z) @ U.T) * r
+        return -0.5 * np.log(2 * np.pi) + 0.5 * np.log(p_jj) - 0.5 * res**2 / p_jj
+    return (f, terms) if loo else f
 
 
 __all__ = ["ScaleQuadrature", "NODES", "DROP", "half_normal_log_density", "diagonal_log_marginal",
