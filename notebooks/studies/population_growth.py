@@ -148,7 +148,7 @@ def run(seed: int = 20261127) -> dict:
 if __name__ == "__main__":
     out = run()
     for key, table in out["tables"].items():
-        print(f"--- {key} ({'released means, epsilon = %g per sex' % EPSILON if key == 'private' else 'no noise'})")
+        print(f"--- {key} ({f'released means, epsilon = {EPSILON:g} per sex' if key == 'private' else 'no noise'})")
         print(table[["elpd_diff", "dse"]])
         print("elpd (unrounded):", {k: round(v, 2) for k, v in out["elpd"][key].items()})
     print("rankings agree:", out["agree"], out["ranking"])
