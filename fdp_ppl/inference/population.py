@@ -45,6 +45,7 @@ import xarray as xr
 from .. import dims
 from ..errors import InputError
 from ..releasing import schema as S
+from ..settings import blas_threads
 from .comparison import RELEASE_ID, gaussian_loo_terms, release_identity
 
 #: share of the population's curves outside τ above which :func:`population_result` warns that clipping binds
@@ -184,6 +185,12 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     Clipping to τ is not modelled (see :func:`population_result`, which records the share of curves the fitted
     population puts outside τ). Laplace noise is written as its normal scale mixture (Lin & Reimherr 2026;
     ``specs/iclp.md`` §4.3): J latent scales are sampled by NUTS with the population parameters.
+
+    Cost: the likelihood is one J × J ``MvNormal`` (J ≤ K coefficients). Its log-density and gradient are a few dense
+    products with the public ``S A``, which OpenBLAS's threads slow down on a busy machine (free Matérn amplitude and
+    lengthscale, K = 100: 185 ms per evaluation with the default threads against 2.1 ms with one; K = 12: 0.66 against
+    0.24 ms). ``pm.sample`` limits them already (``blas_cores="auto"``); evaluate ``model.compile_logp`` /
+    ``compile_dlogp`` outside it under :func:`fdp_ppl.settings.blas_threads`, as :func:`population_result` does.
 
     Examples
     --------
@@ -382,18 +389,20 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
     clip_at = set(np.unique(np.linspace(0, ns - 1, min(ns, CLIPPING_DRAWS)).astype(int)).tolist())
     loglik = {o.name: np.empty((ns, o.released.size)) for o in observations}
     outside = {o.name: [] for o in observations}
-    for i in range(ns):
-        values = fn(*[flat[v][i] for v in names])
-        for k, o in enumerate(observations):
-            m, C, centred, Kt = values[4 * k: 4 * k + 4]
-            noise_var = o.scale**2 * (1.0 if o.mixing is None else
-                                      o.law.mixing_draws({_mixing_name(): flat[o.mixing][i]}, 1, o.released.size)[0])
-            r, d = gaussian_loo_terms(o.released, m, C + np.diag(noise_var))
-            # y_j | y_-j, E_-j: the sampling part N(c_j, 1/d_j − D_j) plus the noise ξ_j, E_j integrated out
-            g = np.sqrt(np.maximum(1 / d - noise_var, 1e-24 * o.scale**2))
-            loglik[o.name][i] = o.law.convolved_logp((r / d)[None, :], g[None, :], o.scale[None, :])[0]
-            if i in clip_at and o.tau_norm != "sup":
-                outside[o.name].append(outside_tau(centred, Kt, o.weights, o.tau))
+    with blas_threads():   # small dense algebra per draw: OpenBLAS's second thread only synchronises
+        for i in range(ns):
+            values = fn(*[flat[v][i] for v in names])
+            for k, o in enumerate(observations):
+                m, C, centred, Kt = values[4 * k: 4 * k + 4]
+                mix = (1.0 if o.mixing is None else
+                       o.law.mixing_draws({_mixing_name(): flat[o.mixing][i]}, 1, o.released.size)[0])
+                noise_var = o.scale**2 * mix
+                r, d = gaussian_loo_terms(o.released, m, C + np.diag(noise_var))
+                # y_j | y_-j, E_-j: the sampling part N(c_j, 1/d_j − D_j) plus the noise ξ_j, E_j integrated out
+                g = np.sqrt(np.maximum(1 / d - noise_var, 1e-24 * o.scale**2))
+                loglik[o.name][i] = o.law.convolved_logp((r / d)[None, :], g[None, :], o.scale[None, :])[0]
+                if i in clip_at and o.tau_norm != "sup":
+                    outside[o.name].append(outside_tau(centred, Kt, o.weights, o.tau))
     groups = {key: node.to_dataset() for key, node in idata.children.items()}
     ll = xr.Dataset({o.name: ((dims.CHAIN, dims.DRAW, o.dim), loglik[o.name].reshape(n_chain, n_draw, -1))
                      for o in observations}, coords={dims.CHAIN: post[dims.CHAIN], dims.DRAW: post[dims.DRAW]})
