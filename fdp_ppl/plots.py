@@ -379,7 +379,7 @@ def plot_inference(posterior_tree: xr.DataTree, release_tree: xr.DataTree | None
         can be recovered, so pass it whenever available.
     ci_prob : float, optional
         Probability of the pointwise band, in (0, 1); default
-        :data:`~fdp_ppl.inference.bands.CI_PROB` (0.9, as :func:`~fdp_ppl.inference.credible_band`).
+        ``arviz.rcParams["stats.ci_prob"]`` (as :func:`~fdp_ppl.inference.credible_band`).
     ci_kind : {"eti", "hdi"}, optional
         Equal-tailed or highest-density interval; default ArviZ's
         ``rcParams["stats.ci_kind"]``.

@@ -403,9 +403,9 @@ def _write_other(a, result, family, release) -> int:
 
     draw_plot = plotter("plot_inference", release_tree=release, ci_prob=a.ci_prob) if a.plot else None
     out = write_release(result, a.out, a.plot, draw_plot, charged=False)  # inference charges nothing
-    from ..inference.bands import CI_PROB
+    from ..inference.bands import ci_defaults
 
-    ci = a.ci_prob or CI_PROB
+    ci = ci_defaults(a.ci_prob)[0]
     if family == "machine":
         from ..inference import describe_machine_inference
 

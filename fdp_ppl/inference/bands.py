@@ -10,9 +10,6 @@ from .. import dims
 from ..releasing.schema import CONSTANT_DATA, T_UNIT
 
 CI_KINDS = ("eti", "hdi")
-#: the one default probability of every credible band of the package (mean curves, densities, kernel machines,
-#: components; tables and plots): 90%, not ArviZ's ``stats.ci_prob`` (0.89), so that every family agrees
-CI_PROB = 0.9
 
 
 def ci_defaults(ci_prob: float | None = None, ci_kind: str | None = None) -> tuple[float, str]:
@@ -21,17 +18,18 @@ def ci_defaults(ci_prob: float | None = None, ci_kind: str | None = None) -> tup
     Parameters
     ----------
     ci_prob : float, optional
-        Default :data:`CI_PROB` (0.9, every family).
+        Default ``arviz.rcParams["stats.ci_prob"]`` (0.89 unless changed): the one default of every credible band
+        of the package (mean curves, densities, kernel machines, components; tables and plots).
     ci_kind : {"eti", "hdi"}, optional
         Default ``arviz.rcParams["stats.ci_kind"]`` (``"eti"`` unless changed).
 
     Returns
     -------
     (float, str)
-        ``ci_kind`` is read at call time, so a change of ``az.rcParams["stats.ci_kind"]`` applies.
+        Both are read at call time, so a change of ``az.rcParams`` (or ``az.rc_context``) applies.
     """
     if ci_prob is None:
-        ci_prob = CI_PROB
+        ci_prob = float(az.rcParams["stats.ci_prob"])
     if ci_kind is None:
         ci_kind = str(az.rcParams["stats.ci_kind"])
     return ci_prob, ci_kind
@@ -56,7 +54,7 @@ def credible_band(tree: xr.DataTree, *, ci_prob: float | None = None, ci_kind: s
     tree : xr.DataTree
         Result of :func:`~fdp_ppl.inference.infer`.
     ci_prob : float, optional
-        Probability in (0, 1). Default :data:`CI_PROB` (0.9); the value used
+        Probability in (0, 1). Default ``arviz.rcParams["stats.ci_prob"]``; the value used
         is in the result's attrs.
     ci_kind : {"eti", "hdi"}, optional
         Equal-tailed or highest-density interval (ArviZ ``eti`` / ``hdi``).
@@ -151,7 +149,7 @@ def functionals(tree: xr.DataTree, *, points=(), var: str = "curve", weights=Non
 def summarize_functionals(fun: xr.Dataset, *, ci_prob: float | None = None, ci_kind: str | None = None) -> xr.Dataset:
     """Posterior mean and credible interval of each functional from :func:`functionals`.
 
-    ``ci_prob`` / ``ci_kind`` default to :data:`CI_PROB` /
+    ``ci_prob`` / ``ci_kind`` default to ``arviz.rcParams["stats.ci_prob"]`` /
     ``arviz.rcParams["stats.ci_kind"]`` as in :func:`credible_band`; the values used
     are in the result's attrs.
     """

@@ -767,7 +767,7 @@ def density_bands(tree: xr.DataTree, *, ci_prob: float | None = None, probs=(0.0
     tree : xr.DataTree
         Result of :func:`infer_density`.
     ci_prob : float, optional
-        Probability of the bands, in (0, 1); default :data:`~fdp_ppl.inference.bands.CI_PROB` (0.9).
+        Probability of the bands, in (0, 1); default ``arviz.rcParams["stats.ci_prob"]`` (as every band).
     probs, min_prominence
         As for :func:`density_functionals`.
     functionals : bool
@@ -786,9 +786,9 @@ def density_bands(tree: xr.DataTree, *, ci_prob: float | None = None, probs=(0.0
     InputError
         ``ci_prob`` outside (0, 1); functionals of a 2-D density.
     """
-    from .bands import CI_PROB
+    from .bands import ci_defaults
 
-    ci_prob = CI_PROB if ci_prob is None else ci_prob
+    ci_prob = ci_defaults(ci_prob)[0]
     if not 0 < ci_prob < 1:
         raise InputError(f"ci_prob must lie in (0, 1) (got {ci_prob})", "pass e.g. ci_prob=0.9")
     lo, hi = (1 - ci_prob) / 2, (1 + ci_prob) / 2

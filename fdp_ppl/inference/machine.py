@@ -508,7 +508,7 @@ def decision_band(tree: xr.DataTree, *, ci_prob: float | None = None, ci_kind: s
     tree : xr.DataTree
         Result of :func:`infer_machine`.
     ci_prob, ci_kind
-        As :func:`~fdp_ppl.inference.credible_band` (:data:`~fdp_ppl.inference.bands.CI_PROB` and ArviZ's
+        As :func:`~fdp_ppl.inference.credible_band` (ArviZ's ``stats.ci_prob`` and
         ``stats.ci_kind`` when None).
 
     Returns

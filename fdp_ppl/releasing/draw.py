@@ -502,6 +502,19 @@ _BY_CONFIG: "collections.OrderedDict" = collections.OrderedDict()
 _CONFIGS = 8
 
 
+def clear_public_cache() -> None:
+    """Forget every public part kept across releases (calibrations, samplers, attributes, tree templates), and the
+    compiled samplers (:func:`fdp_ppl.noise.sampling.clear_cache`): for timing studies of cold releases, and for
+    code that changes a mechanism's calibration in place (the planted bugs of :mod:`fdp_ppl.testing.plants`)."""
+    from ..noise.sampling import clear_cache
+
+    with _TEMPLATES_LOCK:
+        _PUBLIC.clear()
+        _TEMPLATES.clear()
+        _BY_CONFIG.clear()
+    clear_cache()
+
+
 def _template(summary: LinearSummary, scale: np.ndarray, scale_description: str) -> ReleaseTemplate:
     """The release template of a summary's public parts, built once per spec and noise scales."""
     spec = summary.spec
@@ -519,4 +532,4 @@ def _template(summary: LinearSummary, scale: np.ndarray, scale_description: str)
     return template
 
 
-__all__ = ["release", "charge", "warn_seeded", "plan_release", "draw_release", "accuracy_release"]
+__all__ = ["release", "charge", "warn_seeded", "clear_public_cache", "plan_release", "draw_release", "accuracy_release"]

@@ -65,14 +65,16 @@ BUGS = {
 def planted(name: str):
     """Plant the bug ``name`` (a key of :data:`BUGS`) for the duration of the block.
 
-    The compiled samplers are forgotten on entry and exit (the mixing-law bug lives in the sampler's graph).
+    Every public part kept across releases is forgotten on entry and exit (the compiled samplers: the mixing-law
+    bug lives in the sampler's graph; the calibrations and templates kept per public configuration:
+    :func:`fdp_ppl.releasing.draw.clear_public_cache`, :func:`fdp_ppl.kde.grid.clear_public_cache`), so neither
+    the bug nor a correct calibration outlives its block.
 
     Raises
     ------
     KeyError
         An unknown bug.
     """
-    from ..noise import sampling
     from ..noise.laws import Elliptical
     from ..noise.mechanisms import FRL, ICLP, GaussianMechanism
     from ..summaries import ICLPARSpec
@@ -112,13 +114,19 @@ def planted(name: str):
             return _w
 
         patch(Elliptical, "_w", make)
-    sampling.clear_cache()
+    _forget()
     try:
         yield BUGS[name]
     finally:
         for owner, attr, original in reversed(saved):
             setattr(owner, attr, original)
-        sampling.clear_cache()
+        _forget()
+
+
+def _forget() -> None:
+    from ..auditing.core import _forget_public_parts
+
+    _forget_public_parts()
 
 
 __all__ = ["BUGS", "Bug", "planted"]

@@ -182,13 +182,13 @@ def clear_caches() -> None:
     (:func:`fdp_ppl.noise.sampling.clear_cache`) and eigenbases (the on-disk
     PyTensor compile cache is kept), and the density family's public cache
     (:func:`fdp_ppl.kde.grid.clear_public_cache`)."""
-    from fdp_ppl.kde.grid import clear_public_cache
-    from fdp_ppl.noise.sampling import clear_cache
+    from fdp_ppl.kde.grid import clear_public_cache as clear_kde
+    from fdp_ppl.releasing.draw import clear_public_cache  # compiled samplers too
     from fdp_ppl.spaces.eigenbasis import _cached  # the eigenbasis LRU cache has no public clear
 
-    clear_cache()
-    _cached.cache_clear()
     clear_public_cache()
+    _cached.cache_clear()
+    clear_kde()
 
 
 def _timed(fn) -> float:

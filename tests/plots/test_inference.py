@@ -7,6 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import arviz as az  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
@@ -109,7 +110,7 @@ def _machine_and_kde(tmp_path):
 
 
 def test_density_and_machine_posteriors_are_plotted_with_bands_and_feature_axes(tmp_path):
-    """plot_inference on a density or kernel-machine posterior: the 90% band (a shaded band in 1-D, the region
+    """plot_inference on a density or kernel-machine posterior: the default band (ArviZ's ``stats.ci_prob``) (a shaded band in 1-D, the region
     where it contains 0 hatched for a 2-D machine) and axes named by the release's features, not x1 / x2."""
     from matplotlib.collections import PolyCollection
 
@@ -119,7 +120,9 @@ def test_density_and_machine_posteriors_are_plotted_with_bands_and_feature_axes(
     rel, post = results["svm"]
     fig, ax = plot_inference(post, rel)
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("height", "weight")
-    assert any("90% pointwise credible band (ETI) contains 0" in t.get_text() for t in ax.get_legend().get_texts())
+    ci = az.rcParams["stats.ci_prob"]
+    assert any(f"{ci:.0%} pointwise credible band (ETI) contains 0" in t.get_text()
+               for t in ax.get_legend().get_texts())
     assert ["//"] in [list(getattr(c, "hatches", None) or []) for c in ax.collections]  # where the band holds 0
     plt.close(fig)
     fig, ax = plot_decision(rel)  # the release's own plot names its axes too
@@ -130,7 +133,7 @@ def test_density_and_machine_posteriors_are_plotted_with_bands_and_feature_axes(
     assert ax.get_xlabel() == "age" and ax.get_ylabel() == "density"
     bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
     band = credible_band(post, var="population" if "population" in post["posterior"].data_vars else "kde")
-    assert len(bands) == 1 and band.attrs["ci_prob"] == 0.9
+    assert len(bands) == 1 and band.attrs["ci_prob"] == az.rcParams["stats.ci_prob"]
     verts = bands[0].get_paths()[0].vertices
     np.testing.assert_allclose(verts[:, 1].max(), float(band["upper"].max()), rtol=1e-12)
     np.testing.assert_allclose(verts[:, 1].min(), float(band["lower"].min()), rtol=1e-12)
