@@ -889,13 +889,28 @@ class FileLedger(_Totals):
         return event
 
     def _load(self, con) -> _State:
-        """Validate the whole file (module docstring) and return its state.
+        """Validate the whole file (module docstring) and return its state, read in one transaction.
+
+        Outside a transaction of the caller's, the reads (budget, meta, entries) run in one read transaction of
+        their own, so they see one committed state: in autocommit each SELECT would be its own snapshot, and a
+        charge committed by another run between the meta and the entries looked like a damaged ledger ("holds 3
+        entries but recorded 2").
 
         Raises
         ------
         LedgerError
             The first problem found, naming the row.
         """
+        if con.in_transaction:
+            return self._load_snapshot(con)
+        con.execute("BEGIN")  # deferred: a shared lock from the first read to the end, so no commit in between
+        try:
+            return self._load_snapshot(con)
+        finally:
+            if con.in_transaction:
+                con.execute("ROLLBACK")  # read only: nothing to keep
+
+    def _load_snapshot(self, con) -> _State:
         if self._layout(con) != "current":
             raise self._damaged("it has no current hash chain")
         total = self._check_budget_row(con)
