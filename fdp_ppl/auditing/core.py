@@ -12,6 +12,7 @@ import xarray as xr
 
 from .._options import Default, given_options, option_values, refuse_options
 from ..errors import InputError, check_epsilon
+from ..releasing.draw import clear_public_cache
 from .stats import Event, best_threshold, epsilon_lower_bound, fit_statistics
 from .targets import AUDIT_FAMILIES, FAMILIES, FAMILY_ALIASES, Pair, Target, approximate, build_target, fpca_name, option_keys
 from .whitebox import WHITEBOX_METHOD
@@ -201,16 +202,6 @@ def _refuse_options(mechanism, given: list[str], family, options, spec) -> None:
                          f"drop {', '.join(refused)} from options (its options: {', '.join(keys) or 'none'})")
 
 
-def _forget_public_parts() -> None:
-    """Forget the public parts releases keep across calls (calibrations, samplers, templates, density bases), so
-    an audit measures the calibration path as the code now computes it, not a copy kept from an earlier release."""
-    from ..kde.grid import clear_public_cache as clear_kde
-    from ..releasing.draw import clear_public_cache
-
-    clear_public_cache()
-    clear_kde()
-
-
 def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family: str = Default("mean"),
           epsilon: float | None = Default(None), delta: float | None = Default(None), pairs=Default(None),
           samples: int | None = Default(None), confidence: float = Default(0.95), random_seed=Default(0),
@@ -370,7 +361,7 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
     _refuse_options(mechanism, given_options(given), o["family"], o["options"], o["spec"])
     (family, epsilon, delta, pairs, samples, confidence, random_seed, tests, events, timing_calls, options, spec, name,
      train_fraction, progressbar) = o.values()
-    _forget_public_parts()  # the code as it runs now: no calibration or sampler kept from an earlier release
+    clear_public_cache()  # the code as it runs now: no calibration or sampler kept from an earlier release
     t_start = time.perf_counter()
     if not (isinstance(confidence, (int, float)) and 0 < confidence < 1):
         raise InputError(f"confidence must lie in (0, 1), got {confidence!r}", "pass e.g. confidence=0.95")

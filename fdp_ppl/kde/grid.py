@@ -24,6 +24,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..errors import InputError
+from ..releasing.draw import register_public_cache
 from ..spaces.grid import CartesianGrid
 from ..spaces.kernels import Exponential, Gaussian, ProductKernel, gaussian_bump
 from ..spaces.tensor import TensorEigenbasis
@@ -164,8 +165,10 @@ def public_cached(key: tuple, build):
     return value
 
 
+@register_public_cache
 def clear_public_cache() -> None:
-    """Empty the cache of :func:`public_cached` (timing studies measure cold and warm releases)."""
+    """Empty the cache of :func:`public_cached` (timing studies measure cold and warm releases); also done by
+    :func:`fdp_ppl.releasing.draw.clear_public_cache`, which forgets every public cache."""
     with _PUBLIC_LOCK:
         _PUBLIC.clear()
 

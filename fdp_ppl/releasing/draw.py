@@ -9,6 +9,7 @@ metadata (DESIGN invariants 5 and 6).
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 import datetime
 import threading
 import warnings
@@ -502,17 +503,40 @@ _BY_CONFIG: "collections.OrderedDict" = collections.OrderedDict()
 _CONFIGS = 8
 
 
+#: the clear functions of the public caches kept by later stages (a family's bases), registered on their import
+_OTHER_CACHES: list = []
+
+
+def register_public_cache(clear: Callable[[], None]) -> Callable[[], None]:
+    """Register the clear function of a public cache kept by a later stage (a family's eigenbases), so that
+    :func:`clear_public_cache` forgets it too; returns ``clear`` (usable as a decorator)."""
+    if clear not in _OTHER_CACHES:
+        _OTHER_CACHES.append(clear)
+    return clear
+
+
 def clear_public_cache() -> None:
-    """Forget every public part kept across releases (calibrations, samplers, attributes, tree templates), and the
-    compiled samplers (:func:`fdp_ppl.noise.sampling.clear_cache`): for timing studies of cold releases, and for
-    code that changes a mechanism's calibration in place (the planted bugs of :mod:`fdp_ppl.testing.plants`)."""
+    """Forget every public part kept across releases: calibrations, samplers, attributes, tree templates, the
+    compiled samplers (:func:`fdp_ppl.noise.sampling.clear_cache`), the eigenbases
+    (:func:`fdp_ppl.spaces.eigenbasis.clear_cache`) and every cache a family registered with
+    :func:`register_public_cache` (the density's eigenbases). For timing studies of cold releases, and for code
+    that changes a mechanism's calibration in place (audits, the planted bugs of :mod:`fdp_ppl.testing.plants`).
+
+    Examples
+    --------
+    >>> clear_public_cache()  # the next release rebuilds its public parts
+    """
     from ..noise.sampling import clear_cache
+    from ..spaces.eigenbasis import clear_cache as clear_eigenbases
 
     with _TEMPLATES_LOCK:
         _PUBLIC.clear()
         _TEMPLATES.clear()
         _BY_CONFIG.clear()
     clear_cache()
+    clear_eigenbases()
+    for clear in list(_OTHER_CACHES):
+        clear()
 
 
 def _template(summary: LinearSummary, scale: np.ndarray, scale_description: str) -> ReleaseTemplate:
@@ -532,4 +556,4 @@ def _template(summary: LinearSummary, scale: np.ndarray, scale_description: str)
     return template
 
 
-__all__ = ["release", "charge", "warn_seeded", "clear_public_cache", "plan_release", "draw_release", "accuracy_release"]
+__all__ = ["release", "charge", "warn_seeded", "clear_public_cache", "register_public_cache", "plan_release", "draw_release", "accuracy_release"]

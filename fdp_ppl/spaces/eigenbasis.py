@@ -580,4 +580,10 @@ def eigenbasis(kernel: Kernel, grid: Grid, rel_tol: float = DEFAULT_REL_TOL,
     return _cached(kernel, grid, float(rel_tol), None if n_components is None else int(n_components))
 
 
-__all__ = ["Eigenbasis", "eigenbasis", "retained_eigenpairs", "DEFAULT_REL_TOL"]
+def clear_cache() -> None:
+    """Forget the eigenbases :func:`eigenbasis` keeps (at most 64), so the next call computes afresh (timing
+    studies of cold releases; :func:`fdp_ppl.releasing.draw.clear_public_cache` calls it)."""
+    _cached.cache_clear()
+
+
+__all__ = ["Eigenbasis", "eigenbasis", "retained_eigenpairs", "DEFAULT_REL_TOL", "clear_cache"]

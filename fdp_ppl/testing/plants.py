@@ -67,7 +67,7 @@ def planted(name: str):
 
     Every public part kept across releases is forgotten on entry and exit (the compiled samplers: the mixing-law
     bug lives in the sampler's graph; the calibrations and templates kept per public configuration:
-    :func:`fdp_ppl.releasing.draw.clear_public_cache`, :func:`fdp_ppl.kde.grid.clear_public_cache`), so neither
+    :func:`fdp_ppl.releasing.draw.clear_public_cache`, which forgets every registered cache), so neither
     the bug nor a correct calibration outlives its block.
 
     Raises
@@ -124,9 +124,9 @@ def planted(name: str):
 
 
 def _forget() -> None:
-    from ..auditing.core import _forget_public_parts
+    from ..releasing.draw import clear_public_cache
 
-    _forget_public_parts()
+    clear_public_cache()
 
 
 __all__ = ["BUGS", "Bug", "planted"]

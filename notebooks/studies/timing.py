@@ -178,17 +178,13 @@ def literal_gp(kernel, grid, f_hat, sigma: float, draws: int, rng, jitter: float
 
 # --------------------------------------------------------------------------- helpers
 def clear_caches() -> None:
-    """Empty the package's in-process caches: compiled release samplers
-    (:func:`fdp_ppl.noise.sampling.clear_cache`) and eigenbases (the on-disk
-    PyTensor compile cache is kept), and the density family's public cache
-    (:func:`fdp_ppl.kde.grid.clear_public_cache`)."""
-    from fdp_ppl.kde.grid import clear_public_cache as clear_kde
-    from fdp_ppl.releasing.draw import clear_public_cache  # compiled samplers too
-    from fdp_ppl.spaces.eigenbasis import _cached  # the eigenbasis LRU cache has no public clear
+    """Empty the package's in-process caches (:func:`fdp_ppl.releasing.draw.clear_public_cache`: compiled
+    samplers, eigenbases, calibrations, templates and the density family's bases; the on-disk PyTensor compile
+    cache is kept)."""
+    import fdp_ppl.kde.grid  # noqa: F401  (registers the density family's cache)
+    from fdp_ppl.releasing.draw import clear_public_cache
 
     clear_public_cache()
-    _cached.cache_clear()
-    clear_kde()
 
 
 def _timed(fn) -> float:
