@@ -23,10 +23,15 @@ def _evenly_spaced(axis, lo: float, hi: float) -> bool:
     return bool(np.max(np.abs(np.diff(a) - step)) <= 1e-9 * step)
 
 
+#: lattice coordinates below this are taken as 0, so the fraction ``f`` and every product it enters are 0 or
+#: normal (``f = u − i`` is 0 or >= 2^-52 for ``i >= 1``): no subnormal slow path (DESIGN invariant 9)
+_U_MIN = 2.0**-40
+
+
 @njit(cache=True, nogil=True)
 def _cell(x, lo, scale, m):  # pragma: no cover - compiled
     u = (x - lo) * scale
-    if not u >= 0.0:  # below the lattice (or not a number): its first node
+    if not u >= _U_MIN:  # below the lattice (or not a number), or within 2^-40 cells of its first node: that node
         u = 0.0
     elif u > m - 1:
         u = m - 1.0
