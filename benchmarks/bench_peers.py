@@ -51,7 +51,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from _common import peak_traced_bytes as _peak, write_results  # noqa: E402
+from _common import growth_exponents, peer_row, peer_table, size_label, write_results  # noqa: E402
+from _common import peak_traced_bytes as _peak  # noqa: E402
 
 EPSILON, DELTA = 1.0, 1e-9
 TARGET_RATIO = 2.0
@@ -216,6 +217,26 @@ def targets(rows, growth) -> list[dict]:
     return out
 
 
+def peer_rows(res: dict) -> list:
+    """The rows of the shared peers table (:func:`_common.peer_table`): per (n, K), the private density (GP,
+    binned; ICLP) against ``FFTKDE`` and a second GP release against the floor plus the floating-point-safe draw
+    (the target applies from n = 10^6); accuracy: sup |FFTKDE - ours| / f_max of the non-private estimates."""
+    rows = []
+    for r in res["rows"]:
+        size = f"n={size_label(r['n'])}, K={r['K']}"
+        applies = r["n"] >= TARGET_N
+        acc = r.get("peer_vs_ours_sup_over_fmax")
+        acc = None if acc is None else f"sup diff / f_max {acc:.1e}"
+        for k, name in (("gp", "density (GP, binned)"), ("iclp", "density (ICLP)")):
+            rows.append(peer_row(name, size, r[f"{k}_s"], "KDEpy FFTKDE", r["peer_s"], bound=TARGET_RATIO,
+                                 applies=applies, n=r["n"], group=(k, r["K"]), peak_mb=r[f"{k}_peak_mb"],
+                                 accuracy=acc))
+        rows.append(peer_row("density (GP), second release", size, r["gp_s"], "floor: bincount + FFT + fp-safe draw",
+                             r["floor_s"] + r["noise_s"], bound=TARGET_RATIO, applies=applies, n=r["n"],
+                             group=("gp-floor", r["K"]), peak_mb=r["gp_peak_mb"]))
+    return growth_exponents(rows)
+
+
 def _fmt(r) -> str:
     def s(v):
         return "  -   " if v is None else f"{v:.4f}"
@@ -266,6 +287,8 @@ def main(argv=None) -> int:
               grids=[int(v) for v in a.grids.split(",")] if a.grids else None)
     print()
     print(markdown(res))
+    print()
+    print(peer_table(peer_rows(res)))
     write_results("bench_peers", res, quick=a.quick, out=a.out)
     return 0
 
