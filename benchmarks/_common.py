@@ -205,7 +205,7 @@ def _cell(v, spec: str = ".3g") -> str:
 def peer_table(rows: list) -> str:
     """The peers table in Markdown: family, size, ours, peer, the peer's value, ratio, growth exponents in n
     (ours / peer), peak memory, accuracy where the peers approximate, target, met."""
-    head = ["family", "size", "ours", "peer", "peer", "ours / peer", "growth in n, ours / peer", "peak MB (ours)",
+    head = ["family", "size", "ours", "peer", "peer's value", "ours / peer", "growth in n, ours / peer", "peak MB (ours)",
             "accuracy ours / peer", "target", "met"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:

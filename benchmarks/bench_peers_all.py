@@ -60,7 +60,7 @@ def run(quick: bool, only=PARTS, repeats: int = 3) -> dict:
 
 def readme_block(res: dict) -> str:
     """The README's table with the command and the machine's state."""
-    info = machine_info()
+    info = res.get("machine") or machine_info()
     before = ", ".join(f"{v:.1f}" for v in res["load_average_before"])
     after = ", ".join(f"{v:.1f}" for v in res["load_average_after"])
     mode = "--quick " if res["quick"] else ""
@@ -97,7 +97,17 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--readme", action="store_true", help="rewrite the README's peers table")
     p.add_argument("--out", default=None, help="JSON path (default results/bench_peers_all[_quick].json)")
+    p.add_argument("--from-json", default=None, help="print (and with --readme write) the table of an earlier run's "
+                                                    "JSON instead of running")
     a = p.parse_args(argv)
+    if a.from_json:
+        import json
+
+        block = readme_block(json.loads(Path(a.from_json).read_text()))
+        print(block)
+        if a.readme:
+            print(f"wrote {write_readme(block)}")
+        return 0
     only = tuple(a.only.split(","))
     unknown = sorted(set(only) - set(PARTS))
     if unknown:

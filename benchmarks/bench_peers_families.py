@@ -11,7 +11,8 @@ memory (tracemalloc, a separate call: numpy buffers and Python objects, not a li
   and the public parts; it is reported once per m). Peer: the fused numpy pass of ``bench_summaries.py``
   (grid norms in one ``einsum``, clip factors, one product, the projection). ``floor+draw`` adds what a
   release must also do: a numpy Laplace draw of the J coefficients and the J × K reconstruction. Target ≤ 1.3×
-  the fused pass at m = 100 and m = 3200.
+  the fused pass at m = 100 and m = 3200; a second row per size sets ours against the fused pass plus the
+  floating-point-safe draw alone (OpenDP, the noise stage's sampler: what no non-private pass pays).
 * ``pca``: ``FPCASpec(k = 1, m = 10 Matérn eigenfunctions).fit(x)`` + ``fp.release(·, ExponentialMechanism("exact"))``
   (one frame). Peer: ``sklearn.decomposition.PCA(1, svd_solver="randomized")``; also diffprivlib's ``PCA``
   (ε = 1, ``data_norm = τ``) when it imports (diffprivlib 0.6.6 does not with scikit-learn 1.9: its models
@@ -81,7 +82,7 @@ def _row(family, size, ours_s, peer, peer_s, peak=None, *, group=None, accuracy=
     row.update(extra)
     ratio = row["ratio"]
     print(f"  {family:<6} {size:<22} ours {ours_s:10.4g}  {peer:<28} {peer_s if peer_s is None else round(peer_s, 5)}"
-          f"  ratio {ratio if ratio is None else round(ratio, 2)}  {'MET' if row['met'] else 'not met'}",
+          f"  ratio {ratio if ratio is None else round(ratio, 2)}  {'—' if row['met'] is None else 'MET' if row['met'] else 'not met'}",
           file=sys.stderr, flush=True)
     return row
 
@@ -139,12 +140,21 @@ def mean_rows(sizes: dict, repeats: int) -> list:
                 c = fused(x) + rng.laplace(0.0, scale)
                 return c @ basis.eigenfunctions.T
 
-            t = median_times({"ours": ours, "fused": fused, "floor": floor_draw}, repeats)
+            summary = fp.iclp_qr_mean(x[:2], basis, tau=1.0)
+            _, cal, sampler, *_ = fp.plan(summary, mech).state
+            zeros = np.zeros(summary.spec.n_components)
+
+            def noise():  # the floating-point-safe draw alone (OpenDP): what a private release must add
+                return sampler.draw(zeros, cal.scale, 1, None, calibration=cal)
+
+            t = median_times({"ours": ours, "fused": fused, "floor": floor_draw, "noise": noise}, repeats)
             peak = peak_traced_bytes(ours)
             rows.append(_row("mean", f"n={size_label(n)}, m={k}", t["ours"], "fused numpy pass", t["fused"], peak,
                              group=("mean", k), n=n, m=k, floor_draw_s=t["floor"],
                              ratio_to_floor_draw=t["ours"] / t["floor"],
-                             cold_first_release_s=cold, data_mb=x.nbytes / 2**20))
+                             cold_first_release_s=cold, data_mb=x.nbytes / 2**20, noise_s=t["noise"]))
+            rows.append(_row("mean", f"n={size_label(n)}, m={k}", t["ours"], "fused numpy pass + fp-safe draw",
+                             t["fused"] + t["noise"], None, group=("mean-noise", k), n=n, m=k))
     return rows
 
 
@@ -343,13 +353,14 @@ def run(quick: bool, only=FAMILIES, repeats: int = 3) -> dict:
             rows += mean_rows({100: (10**4, 3 * 10**4, 10**5, 3 * 10**5) if quick else
                                (10**4, 10**5, 10**6, 3 * 10**6),
                                3200: (1000, 2000, 4000, 8000) if quick else (2500, 5000, 10**4, 2 * 10**4)}, repeats)
+        small = 1 if quick else repeats  # the quick mode: one call per side where one call takes seconds
         if "pca" in only:
-            rows += pca_rows((10**4, 3 * 10**4, 10**5, 3 * 10**5) if quick else (10**4, 10**5, 10**6, 3 * 10**6),
-                             repeats)
-        if "svm" in only:
-            rows += svm_rows((1000, 1500, 2000, 3000) if quick else (2000, 4000, 8000, 16000), 1 if quick else repeats)  # hinge: T = n/slack iterations
-            rows += svm_rows((2 * 10**4, 5 * 10**4, 10**5, 2 * 10**5) if quick else (10**5, 3 * 10**5, 10**6, 2 * 10**6),
-                             repeats, loss="logistic")
+            rows += pca_rows((10**4, 2 * 10**4, 5 * 10**4, 10**5) if quick else (10**4, 10**5, 10**6, 3 * 10**6),
+                             small)
+        if "svm" in only:  # hinge: T = n/slack iterations, so smaller n
+            rows += svm_rows((500, 750, 1000, 1500) if quick else (2000, 4000, 8000, 16000), small)
+            rows += svm_rows((2000, 5000, 10**4, 2 * 10**4) if quick else (10**5, 3 * 10**5, 10**6, 2 * 10**6),
+                             small, loss="logistic")
         if "infer" in only:
             rows += infer_rows((100, 1600), draws=300 if quick else 1000, tune=300 if quick else 1000)
     growth_exponents(rows)
