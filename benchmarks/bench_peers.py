@@ -51,23 +51,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from _common import growth_exponents, peer_row, peer_table, size_label, write_results  # noqa: E402
+from _common import growth_exponents, log_slope, peer_row, peer_table, size_label, write_results  # noqa: E402
 from _common import peak_traced_bytes as _peak  # noqa: E402
 
 EPSILON, DELTA = 1.0, 1e-9
 TARGET_RATIO = 2.0
 TARGET_N = 10**6  # the ratio targets apply from this n on
 GROWTH_SLACK = 0.1
-
-
-def _slope(ns, ts) -> float | None:
-    import numpy as np
-
-    pts = [(math.log(n), math.log(t)) for n, t in zip(ns, ts) if t and t > 0]
-    if len(pts) < 2:
-        return None
-    x, y = np.array(pts).T
-    return float(np.polyfit(x, y, 1)[0])
 
 
 def floor_fns(x, grid_points, h, basis):
@@ -185,7 +175,7 @@ def run(quick: bool = False, repeats: int = 3, sizes=None, grids=None) -> dict:
     for K in grids:
         sub = [r for r in rows if r["K"] == K]
         ns = [r["n"] for r in sub]
-        g = {"K": K, **{f"{k}_exponent": _slope(ns, [r.get(f"{k}_s") for r in sub])
+        g = {"K": K, **{f"{k}_exponent": log_slope(ns, [r.get(f"{k}_s") for r in sub])
                         for k in ("gp", "iclp", "peer", "floor", "floor_draw")}}
         growth.append(g)
     return {"rows": rows, "growth": growth, "targets": targets(rows, growth), "peer": "KDEpy FFTKDE"
