@@ -11,7 +11,7 @@ PYTHON ?= $(shell for v in 3.12 3.13 3.14; do for c in python$$v "env PYENV_VERS
 export PYTENSOR_FLAGS ?= mode=CVM
 export MPLBACKEND ?= Agg
 
-.PHONY: demo test test-slow bench bench-quick venv clean docs docs-check constraints
+.PHONY: demo test test-slow bench bench-quick bench-peers venv clean docs docs-check constraints
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@if [ -z "$(PYTHON)" ]; then echo "Python >= 3.12 not found: install it (pyenv install 3.12) or pass PYTHON=/path/to/python3.12"; exit 1; fi
@@ -42,6 +42,11 @@ bench: $(VENV)/.bench-installed
 
 bench-quick: $(VENV)/.bench-installed
 	$(PY) benchmarks/bench_suite.py --quick
+
+# every family against its strongest peer: one table, written into README.md (BENCH_PEERS_ARGS= for the issue's sizes)
+BENCH_PEERS_ARGS ?= --quick
+bench-peers: $(VENV)/.bench-installed
+	OPENBLAS_NUM_THREADS=1 $(PY) benchmarks/bench_peers_all.py $(BENCH_PEERS_ARGS) --readme
 
 # execute notebooks in full mode and store their outputs (NOTEBOOKS=notebooks/03_*.ipynb for some)
 .PHONY: notebooks

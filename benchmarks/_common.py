@@ -138,3 +138,95 @@ class RSSSampler:
 
 def median(xs):
     return statistics.median(xs)
+
+
+# ----------------------------------------------------------------------------- the peers table
+#: the columns of the peers table (``bench_peers.py``, ``bench_peers_families.py``, ``bench_peers_all.py``)
+PEER_COLUMNS = ("family", "size", "ours", "peer", "peer_value", "ratio", "growth_ours", "growth_peer", "peak_mb",
+                "accuracy", "target", "met")
+
+
+def peer_row(family: str, size: str, ours: float, peer: str, peer_value: float | None, *, target: str = "",
+             op: str = "<=", bound: float | None = None, applies: bool = True, n: float | None = None,
+             group=None, peak_mb: float | None = None, accuracy: str | None = None, unit: str = "s") -> dict:
+    """One row of the peers table: ours against the peer (``ratio = ours / peer``); ``met`` from ``op`` and
+    ``bound`` (None when the target does not apply at this size, or nothing was measured).
+
+    ``n`` and ``group`` (rows of one configuration over sizes) feed :func:`growth_exponents`; ``unit`` says what
+    ``ours`` and ``peer_value`` are (seconds, or ``"ESS/s"``: higher is better)."""
+    ratio = ours / peer_value if ours is not None and peer_value else None
+    met = None
+    if applies and bound is not None and ratio is not None:
+        met = bool(ratio <= bound if op == "<=" else ratio >= bound)
+    return {"family": family, "size": size, "ours": ours, "peer": peer, "peer_value": peer_value, "ratio": ratio,
+            "growth_ours": None, "growth_peer": None, "peak_mb": peak_mb, "accuracy": accuracy,
+            "target": (target or (f"{op} {bound:g}x" if bound is not None else "")) if applies else "—",
+            "met": met, "n": n, "group": group, "unit": unit}
+
+
+def log_slope(xs, ys) -> float | None:
+    """Least-squares slope of log(y) on log(x) over the positive pairs (None with fewer than 2)."""
+    import math
+
+    import numpy as np
+
+    pts = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if x and y and x > 0 and y > 0]
+    if len(pts) < 2 or len({p[0] for p in pts}) < 2:
+        return None
+    x, y = np.array(pts).T
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def growth_exponents(rows: list) -> list:
+    """Set ``growth_ours`` / ``growth_peer`` on every row of a group (same ``group``, several ``n``): the
+    least-squares exponents of ours' and the peer's seconds in n over the group's sizes."""
+    groups: dict = {}
+    for r in rows:
+        if r.get("group") is not None and r.get("n") and r.get("unit", "s") == "s":
+            groups.setdefault(r["group"], []).append(r)
+    for sub in groups.values():
+        ns = [r["n"] for r in sub]
+        ours, peer = log_slope(ns, [r["ours"] for r in sub]), log_slope(ns, [r["peer_value"] for r in sub])
+        for r in sub:
+            r["growth_ours"], r["growth_peer"] = ours, peer
+    return rows
+
+
+def _cell(v, spec: str = ".3g") -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "**no**"
+    if isinstance(v, float):
+        return format(v, spec)
+    return str(v)
+
+
+def peer_table(rows: list) -> str:
+    """The peers table in Markdown: family, size, ours, peer, the peer's value, ratio, growth exponents in n
+    (ours / peer), peak memory, accuracy where the peers approximate, target, met."""
+    head = ["family", "size", "ours", "peer", "peer's value", "ours / peer", "growth in n, ours / peer", "peak MB (ours)",
+            "accuracy ours / peer", "target", "met"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        unit = "" if r.get("unit", "s") == "s" else f" {r['unit']}"
+        g = ("—" if r.get("growth_ours") is None and r.get("growth_peer") is None
+             else f"{_cell(r.get('growth_ours'), '.2f')} / {_cell(r.get('growth_peer'), '.2f')}")
+        out.append("| " + " | ".join([
+            r["family"], r["size"], _cell(r["ours"], ".3g") + unit, r["peer"], _cell(r["peer_value"], ".3g") + unit,
+            _cell(r["ratio"], ".2f"), g, _cell(r.get("peak_mb"), ".0f"), _cell(r.get("accuracy")),
+            r.get("target") or "—", _cell(r.get("met"))]) + " |")
+    return "\n".join(out)
+
+
+def size_label(n: int) -> str:
+    """``10^6``, ``3·10^5`` for round sizes, else ``12,345``."""
+    import math
+
+    n = int(n)
+    if n >= 1000:
+        k = math.floor(math.log10(n))
+        lead = n / 10**k
+        if lead == int(lead):
+            return f"10^{k}" if lead == 1 else f"{int(lead)}·10^{k}"
+    return f"{n:,}"

@@ -51,22 +51,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from _common import peak_traced_bytes as _peak, write_results  # noqa: E402
+from _common import growth_exponents, log_slope, peer_row, peer_table, size_label, write_results  # noqa: E402
+from _common import peak_traced_bytes as _peak  # noqa: E402
 
 EPSILON, DELTA = 1.0, 1e-9
 TARGET_RATIO = 2.0
 TARGET_N = 10**6  # the ratio targets apply from this n on
 GROWTH_SLACK = 0.1
-
-
-def _slope(ns, ts) -> float | None:
-    import numpy as np
-
-    pts = [(math.log(n), math.log(t)) for n, t in zip(ns, ts) if t and t > 0]
-    if len(pts) < 2:
-        return None
-    x, y = np.array(pts).T
-    return float(np.polyfit(x, y, 1)[0])
 
 
 def floor_fns(x, grid_points, h, basis):
@@ -184,7 +175,7 @@ def run(quick: bool = False, repeats: int = 3, sizes=None, grids=None) -> dict:
     for K in grids:
         sub = [r for r in rows if r["K"] == K]
         ns = [r["n"] for r in sub]
-        g = {"K": K, **{f"{k}_exponent": _slope(ns, [r.get(f"{k}_s") for r in sub])
+        g = {"K": K, **{f"{k}_exponent": log_slope(ns, [r.get(f"{k}_s") for r in sub])
                         for k in ("gp", "iclp", "peer", "floor", "floor_draw")}}
         growth.append(g)
     return {"rows": rows, "growth": growth, "targets": targets(rows, growth), "peer": "KDEpy FFTKDE"
@@ -214,6 +205,26 @@ def targets(rows, growth) -> list[dict]:
                         "value": ours, "target": "<= FFTKDE + 0.1",
                         "met": None if peer is None or ours is None else ours <= peer + GROWTH_SLACK})
     return out
+
+
+def peer_rows(res: dict) -> list:
+    """The rows of the shared peers table (:func:`_common.peer_table`): per (n, K), the private density (GP,
+    binned; ICLP) against ``FFTKDE`` and a second GP release against the floor plus the floating-point-safe draw
+    (the target applies from n = 10^6); accuracy: sup |FFTKDE - ours| / f_max of the non-private estimates."""
+    rows = []
+    for r in res["rows"]:
+        size = f"n={size_label(r['n'])}, K={r['K']}"
+        applies = r["n"] >= TARGET_N
+        acc = r.get("peer_vs_ours_sup_over_fmax")
+        acc = None if acc is None else f"sup diff / f_max {acc:.1e}"
+        for k, name in (("gp", "density (GP, binned)"), ("iclp", "density (ICLP)")):
+            rows.append(peer_row(name, size, r[f"{k}_s"], "KDEpy FFTKDE", r["peer_s"], bound=TARGET_RATIO,
+                                 applies=applies, n=r["n"], group=(k, r["K"]), peak_mb=r[f"{k}_peak_mb"],
+                                 accuracy=acc))
+        rows.append(peer_row("density (GP), second release", size, r["gp_s"], "floor: bincount + FFT + fp-safe draw",
+                             r["floor_s"] + r["noise_s"], bound=TARGET_RATIO, applies=applies, n=r["n"],
+                             group=("gp-floor", r["K"]), peak_mb=r["gp_peak_mb"]))
+    return growth_exponents(rows)
 
 
 def _fmt(r) -> str:
@@ -266,6 +277,8 @@ def main(argv=None) -> int:
               grids=[int(v) for v in a.grids.split(",")] if a.grids else None)
     print()
     print(markdown(res))
+    print()
+    print(peer_table(peer_rows(res)))
     write_results("bench_peers", res, quick=a.quick, out=a.out)
     return 0
 

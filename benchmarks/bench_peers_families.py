@@ -11,7 +11,8 @@ memory (tracemalloc, a separate call: numpy buffers and Python objects, not a li
   and the public parts; it is reported once per m). Peer: the fused numpy pass of ``bench_summaries.py``
   (grid norms in one ``einsum``, clip factors, one product, the projection). ``floor+draw`` adds what a
   release must also do: a numpy Laplace draw of the J coefficients and the J × K reconstruction. Target ≤ 1.3×
-  the fused pass at m = 100 and m = 3200.
+  the fused pass at m = 100 and m = 3200; a second row per size sets ours against the fused pass plus the
+  floating-point-safe draw alone (OpenDP, the noise stage's sampler: what no non-private pass pays).
 * ``pca``: ``FPCASpec(k = 1, m = 10 Matérn eigenfunctions).fit(x)`` + ``fp.release(·, ExponentialMechanism("exact"))``
   (one frame). Peer: ``sklearn.decomposition.PCA(1, svd_solver="randomized")``; also diffprivlib's ``PCA``
   (ε = 1, ``data_norm = τ``) when it imports (diffprivlib 0.6.6 does not with scikit-learn 1.9: its models
@@ -38,7 +39,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import statistics
 import sys
@@ -49,10 +49,20 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import paired_times, peak_traced_bytes, write_results  # noqa: E402
+from _common import (  # noqa: E402
+    growth_exponents,
+    paired_times,
+    peak_traced_bytes,
+    peer_row,
+    peer_table,
+    size_label,
+    write_results,
+)
 
 FAMILIES = ("mean", "pca", "svm", "infer")
 TARGETS = {"mean": ("<=", 1.3), "pca": ("<=", 3.0), "svm": ("<=", 2.0), "infer": (">=", 10.0)}
+NAMES = {"mean": "mean curve (ICLP-QR)", "pca": "principal components (k = 1, exact)", "svm": "kernel machine",
+         "infer": "exact inference"}
 
 
 def median_times(fns: dict, repeats: int = 3) -> dict:
@@ -60,18 +70,19 @@ def median_times(fns: dict, repeats: int = 3) -> dict:
     return paired_times(fns, repeats, statistics.median)
 
 
-def _row(family, size, ours_s, peer, peer_s, peak=None, **extra) -> dict:
+def _row(family, size, ours_s, peer, peer_s, peak=None, *, group=None, accuracy=None, applies=True, **extra) -> dict:
+    """A row of the shared peers table (:func:`_common.peer_row`; ``ours_s``, ``peer_s`` are ESS/s for infer) and
+    this benchmark's extra figures."""
     op, target = TARGETS[family]
-    ratio = ours_s / peer_s if peer_s else None
-    if family == "infer":  # ESS/s: ours over the peer's, higher is better (ours_s, peer_s are ESS/s here)
-        ratio = ours_s / peer_s if peer_s else None
-    row = {"family": family, "size": size, "ours": ours_s, "peer": peer, "peer_value": peer_s, "ratio": ratio,
-           "peak_mb": None if peak is None else peak / 2**20, "target": f"{op} {target:g}x"}
+    row = peer_row(NAMES[family] + (f" ({extra['loss']})" if "loss" in extra else ""), size, ours_s, peer, peer_s,
+                   op=op, bound=target, applies=applies, n=extra.get("n"), group=group,
+                   peak_mb=None if peak is None else peak / 2**20, accuracy=accuracy,
+                   unit="ESS/s" if family == "infer" else "s")
+    row["kind"] = family
     row.update(extra)
-    if "met" not in row:
-        row["met"] = None if ratio is None else bool(ratio <= target if op == "<=" else ratio >= target)
+    ratio = row["ratio"]
     print(f"  {family:<6} {size:<22} ours {ours_s:10.4g}  {peer:<28} {peer_s if peer_s is None else round(peer_s, 5)}"
-          f"  ratio {ratio if ratio is None else round(ratio, 2)}  {'MET' if row['met'] else 'not met'}",
+          f"  ratio {ratio if ratio is None else round(ratio, 2)}  {'—' if row['met'] is None else 'MET' if row['met'] else 'not met'}",
           file=sys.stderr, flush=True)
     return row
 
@@ -129,21 +140,31 @@ def mean_rows(sizes: dict, repeats: int) -> list:
                 c = fused(x) + rng.laplace(0.0, scale)
                 return c @ basis.eigenfunctions.T
 
-            t = median_times({"ours": ours, "fused": fused, "floor": floor_draw}, repeats)
+            summary = fp.iclp_qr_mean(x[:2], basis, tau=1.0)
+            _, cal, sampler, *_ = fp.plan(summary, mech).state
+            zeros = np.zeros(summary.spec.n_components)
+
+            def noise():  # the floating-point-safe draw alone (OpenDP): what a private release must add
+                return sampler.draw(zeros, cal.scale, 1, None, calibration=cal)
+
+            t = median_times({"ours": ours, "fused": fused, "floor": floor_draw, "noise": noise}, repeats)
             peak = peak_traced_bytes(ours)
-            rows.append(_row("mean", f"n={n:,}, m={k}", t["ours"], "fused numpy pass", t["fused"], peak,
-                             n=n, m=k, floor_draw_s=t["floor"], ratio_to_floor_draw=t["ours"] / t["floor"],
-                             cold_first_release_s=cold, data_mb=x.nbytes / 2**20))
+            rows.append(_row("mean", f"n={size_label(n)}, m={k}", t["ours"], "fused numpy pass", t["fused"], peak,
+                             group=("mean", k), n=n, m=k, floor_draw_s=t["floor"],
+                             ratio_to_floor_draw=t["ours"] / t["floor"],
+                             cold_first_release_s=cold, data_mb=x.nbytes / 2**20, noise_s=t["noise"]))
+            rows.append(_row("mean", f"n={size_label(n)}, m={k}", t["ours"], "fused numpy pass + fp-safe draw",
+                             t["fused"] + t["noise"], None, group=("mean-noise", k), n=n, m=k))
     return rows
 
 
 # ----------------------------------------------------------------------------- pca
 def pca_rows(ns, repeats: int, k=100, m=10) -> list:
     import numpy as np
+    from sklearn.decomposition import PCA
 
     import fdp_ppl as fp
     from fdp_ppl.fpca import FPCASpec
-    from sklearn.decomposition import PCA
 
     try:
         from diffprivlib.models import PCA as DPPCA
@@ -187,20 +208,22 @@ def pca_rows(ns, repeats: int, k=100, m=10) -> list:
         if DPPCA is not None:
             extra.update(diffprivlib_s=t["diffprivlib"], cos_diffprivlib=cos(out["dp"].components_[0]),
                          ratio_to_diffprivlib=t["ours"] / t["diffprivlib"])
-        rows.append(_row("pca", f"n={n:,}, K={k}", t["ours"], "sklearn PCA (randomized)", t["peer"], peak, **extra))
+        rows.append(_row("pca", f"n={size_label(n)}, K={k}", t["ours"], "sklearn PCA (randomized)", t["peer"], peak,
+                         group=("pca", k), accuracy=f"|cos| {extra['cos_ours']:.3f} / {extra['cos_sklearn']:.3f}",
+                         applies=n >= 10**4, **extra))
     return rows
 
 
 # ----------------------------------------------------------------------------- svm
 def svm_rows(ns, repeats: int, lam=0.01, rho=0.2, loss="hinge") -> list:
     import numpy as np
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import LinearSVC
 
     import fdp_ppl as fp
     from fdp_ppl.machine import ERMSpec
     from fdp_ppl.spaces import Gaussian
-    from sklearn.kernel_approximation import Nystroem
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.svm import LinearSVC
 
     kernel = Gaussian(rho, convention="hall")
     mech = fp.GaussianMechanism(1.0, 1e-6)
@@ -241,11 +264,10 @@ def svm_rows(ns, repeats: int, lam=0.01, rho=0.2, loss="hinge") -> list:
         acc_ours = float(np.mean(np.sign(out["fit"].decision(Xt)) == yt))
         acc_peer = float(np.mean(svc.predict(ny.transform(Xt)) == yt))
         peer_name = "Nystroem + " + ("LinearSVC" if loss == "hinge" else "LogisticRegression")
-        rows.append(_row("svm", f"{loss} n={n:,}, landmarks={len(land)}", t["ours"], peer_name,
-                         t["peer"], peak, n=n, loss=loss, landmarks=len(land), rank=spec.nystroem_map().rank,
-                         iterations=spec.solver_iterations,
-                         accuracy_ours=acc_ours, accuracy_peer=acc_peer,
-                         met=None if n < 10**5 else bool(t["ours"] / t["peer"] <= 2.0)))
+        rows.append(_row("svm", f"n={size_label(n)}, landmarks={len(land)}", t["ours"], peer_name,
+                         t["peer"], peak, group=("svm", loss), accuracy=f"{acc_ours:.3f} / {acc_peer:.3f}",
+                         applies=n >= 10**5, n=n, loss=loss, landmarks=len(land), rank=spec.nystroem_map().rank,
+                         iterations=spec.solver_iterations, accuracy_ours=acc_ours, accuracy_peer=acc_peer))
     return rows
 
 
@@ -308,7 +330,7 @@ def infer_rows(ms, draws: int, tune: int, n=2000) -> list:
         peer_ess = float(az.ess(az.convert_to_dataset({"curve": curves}), method="bulk")["curve"].values.min())
         sd = curves.reshape(-1, k).std(0)
         gap = float(np.max(np.abs(curves.reshape(-1, k).mean(0) - ours_mean) / sd))
-        rows.append(_row("infer", f"m={k}, J={J}", ours_ess / ours_s, peer_name + " (ESS/s)", peer_ess / peer_s,
+        rows.append(_row("infer", f"m={k}, J={J}", ours_ess / ours_s, peer_name, peer_ess / peer_s,
                          None, m=k, J=J, ours_seconds=ours_s, ours_ess=ours_ess, peer_seconds=peer_s,
                          peer_compile_s=compile_s, peer_ess=peer_ess, max_mean_gap_in_sd=gap,
                          inference=post.attrs.get("inference")))
@@ -316,44 +338,9 @@ def infer_rows(ms, draws: int, tune: int, n=2000) -> list:
 
 
 # ----------------------------------------------------------------------------- table
-def growth(rows) -> None:
-    """``growth_ours`` / ``growth_peer``: exponents in n between consecutive rows of a family at one m or K."""
-    last = {}
-    for r in rows:
-        if "n" not in r:
-            continue
-        key = (r["family"], r.get("m"), r.get("K"), r.get("loss"))
-        if key in last:
-            n0, o0, p0 = last[key]
-            r["growth_ours"] = math.log(r["ours"] / o0) / math.log(r["n"] / n0)
-            r["growth_peer"] = math.log(r["peer_value"] / p0) / math.log(r["n"] / n0)
-        last[key] = (r["n"], r["ours"], r["peer_value"])
-
-
-def _fmt(v) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, bool):
-        return "yes" if v else "NO"
-    if isinstance(v, float):
-        return f"{v:.3g}"
-    return str(v)
-
-
 def table(rows) -> str:
-    """A Markdown table: family, size, ours, peer, peer's value, ratio, growth (ours / peer), peak MB, target, met."""
-    head = ["family", "size", "ours (s; ESS/s for infer)", "peer", "peer", "ratio", "growth ours / peer",
-            "peak MB", "accuracy ours / peer", "target", "met"]
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        g = "—" if "growth_ours" not in r else f"{r['growth_ours']:.2f} / {r['growth_peer']:.2f}"
-        acc = ("—" if "cos_ours" not in r and "accuracy_ours" not in r else
-               f"|cos| {r['cos_ours']:.3f} / {r['cos_sklearn']:.3f}" if "cos_ours" in r else
-               f"{r['accuracy_ours']:.3f} / {r['accuracy_peer']:.3f}")
-        out.append("| " + " | ".join(_fmt(v) for v in (r["family"], r["size"], r["ours"], r["peer"], r["peer_value"],
-                                                       r["ratio"])) + f" | {g} | {_fmt(r['peak_mb'])} | {acc} | "
-                   f"{r['target']} | {_fmt(r['met'])} |")
-    return "\n".join(out)
+    """The shared peers table (:func:`_common.peer_table`)."""
+    return peer_table(rows)
 
 
 def run(quick: bool, only=FAMILIES, repeats: int = 3) -> dict:
@@ -366,16 +353,17 @@ def run(quick: bool, only=FAMILIES, repeats: int = 3) -> dict:
             rows += mean_rows({100: (10**4, 3 * 10**4, 10**5, 3 * 10**5) if quick else
                                (10**4, 10**5, 10**6, 3 * 10**6),
                                3200: (1000, 2000, 4000, 8000) if quick else (2500, 5000, 10**4, 2 * 10**4)}, repeats)
+        small = 1 if quick else repeats  # the quick mode: one call per side where one call takes seconds
         if "pca" in only:
-            rows += pca_rows((10**4, 3 * 10**4, 10**5, 3 * 10**5) if quick else (10**4, 10**5, 10**6, 3 * 10**6),
-                             repeats)
-        if "svm" in only:
-            rows += svm_rows((1000, 1500, 2000, 3000) if quick else (2000, 4000, 8000, 16000), 1 if quick else repeats)  # hinge: T = n/slack iterations
-            rows += svm_rows((2 * 10**4, 5 * 10**4, 10**5, 2 * 10**5) if quick else (10**5, 3 * 10**5, 10**6, 2 * 10**6),
-                             repeats, loss="logistic")
+            rows += pca_rows((10**4, 2 * 10**4, 5 * 10**4, 10**5) if quick else (10**4, 10**5, 10**6, 3 * 10**6),
+                             small)
+        if "svm" in only:  # hinge: T = n/slack iterations, so smaller n
+            rows += svm_rows((500, 750, 1000, 1500) if quick else (2000, 4000, 8000, 16000), small)
+            rows += svm_rows((2000, 5000, 10**4, 2 * 10**4) if quick else (10**5, 3 * 10**5, 10**6, 2 * 10**6),
+                             small, loss="logistic")
         if "infer" in only:
             rows += infer_rows((100, 1600), draws=300 if quick else 1000, tune=300 if quick else 1000)
-    growth(rows)
+    growth_exponents(rows)
     return {"rows": rows, "table": table(rows), "repeats": repeats}
 
 

@@ -427,7 +427,7 @@ class OpenDPSampler:
             raise InputError("the whitened centre centre/w is not finite",
                              "check the summary coefficients and the noise scale")
         meas = _measurement(self._law_name, J, sigma)
-        xs = x.tolist()
+        xs = np.ascontiguousarray(x, dtype=np.float64)  # OpenDP converts an array in one copy (a list: per element)
         steps = range(n_draws)
         if progressbar and n_draws > 1:
             from rich.progress import track

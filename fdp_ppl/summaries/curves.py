@@ -184,17 +184,18 @@ def curves_and_grid(curves, grid: Grid | None = None, *, record_dim: str | None 
         if grid is None:
             pts = da[t_name].values if t_name in da.coords else np.arange(da.sizes[t_name], dtype=float)
             grid = Grid.from_points(pts)
-        out = xr.DataArray(da.data, dims=(dims.CURVE, dims.T))
+        data = da.data
     else:
         arr = as_record_array(curves)
         if grid is None:
             raise InputError("numpy curves need a grid: pass grid=Grid.from_points(points)")
-        out = xr.DataArray(arr, dims=(dims.CURVE, dims.T))
-    if out.sizes[dims.T] != grid.size:
-        raise InputError(f"curves have {out.sizes[dims.T]} grid points but the grid has {grid.size}")
-    if out.sizes[dims.CURVE] < 2:
+        data = arr
+    if data.shape[1] != grid.size:
+        raise InputError(f"curves have {data.shape[1]} grid points but the grid has {grid.size}")
+    if data.shape[0] < 2:
         raise InputError("need at least 2 curves")
-    return out.assign_coords({dims.T: grid.t}), grid
+    # the coordinate in the constructor (assign_coords would align: ~1 ms of every release at n = 10^4, K = 100)
+    return xr.DataArray(data, dims=(dims.CURVE, dims.T), coords={dims.T: grid.t}), grid
 
 
 def check_finite(curves: xr.DataArray) -> None:

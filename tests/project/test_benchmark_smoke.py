@@ -65,3 +65,37 @@ def test_peers_benchmark_quick_mode_runs(tmp_path):
     out = json.loads((tmp_path / "p.json").read_text())
     assert len(out["rows"]) == 4 and all(r["gp_s"] > 0 and r["floor_s"] > 0 for r in out["rows"])
     assert out["growth"][0]["gp_exponent"] is not None and out["targets"]
+
+
+def test_peers_table_is_one_printer_and_rewrites_only_the_readme_block(tmp_path):
+    """Every peers benchmark prints through one table (benchmarks/_common.peer_table): the target applies or not,
+    met follows the direction (seconds: lower; ESS/s: higher), growth exponents are fitted over a group's sizes;
+    bench_peers_all --readme replaces only the marked block (and refuses a README without one)."""
+    import importlib.util
+
+    import pytest
+
+    bench = Path(__file__).resolve().parents[2] / "benchmarks"
+    sys.path.insert(0, str(bench))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_peers_all", bench / "bench_peers_all.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        from _common import growth_exponents, peer_row, peer_table
+    finally:
+        sys.path.remove(str(bench))
+    rows = [peer_row("mean", f"n={n}", 2e-6 * n, "fused", 1e-6 * n, bound=1.3, n=n, group="g") for n in (10, 100, 1000)]
+    rows.append(peer_row("infer", "m=100", 30.0, "nutpie", 2.0, op=">=", bound=10.0, unit="ESS/s"))
+    rows.append(peer_row("svm", "n=10", 1.0, "LinearSVC", 1.0, bound=2.0, applies=False))
+    growth_exponents(rows)
+    assert [r["met"] for r in rows] == [False, False, False, True, None]
+    assert rows[0]["growth_ours"] == pytest.approx(1.0) and rows[0]["growth_peer"] == pytest.approx(1.0)
+    table = peer_table(rows).splitlines()
+    assert len(table) == 2 + len(rows) and "| 30 ESS/s |" in table[5] and table[6].endswith("| — | — |")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{mod.START}\nold table\n{mod.END}\nafter\n")
+    mod.write_readme(f"{mod.START}\nnew table\n{mod.END}", readme)
+    assert readme.read_text() == f"before\n{mod.START}\nnew table\n{mod.END}\nafter\n"
+    readme.write_text("no block\n")
+    with pytest.raises(SystemExit):
+        mod.write_readme("x", readme)

@@ -416,7 +416,16 @@ def test_public_work_is_cached_per_public_configuration_not_per_spec():
     noise_b = b["posterior"]["coefficients"].values[0] - second.coefficients
     np.testing.assert_allclose(noise_a, noise_b, rtol=0, atol=1e-12)
     assert not np.allclose(first.coefficients, second.coefficients)  # not vacuous: the summaries differ
-    assert a["constant_data"]["eigenfunctions"].values is not b["constant_data"]["eigenfunctions"].values
+    # the public basis is shared, not copied into each release (82 MB at K = 3200), as read-only views: neither
+    # release can change the other's basis nor the template's
+    phi_a, phi_b = a["constant_data"]["eigenfunctions"].values, b["constant_data"]["eigenfunctions"].values
+    assert phi_a is not phi_b and np.shares_memory(phi_a, phi_b)
+    for arrays in (a["constant_data"], b["constant_data"]):
+        for var in arrays.data_vars.values():
+            assert not var.values.flags.writeable
+            with pytest.raises(ValueError, match="read-only"):
+                var.values[...] = 0.0
+    np.testing.assert_array_equal(phi_a, basis.eigenfunctions[:, :phi_a.shape[1]])
     # another public configuration (tau) is calibrated on its own
     third = fp.iclp_qr_mean(curves, basis, tau=3.0)
     fp.release(third, fp.ICLP(1.0), random_seed=5, study=True, generator="pymc")

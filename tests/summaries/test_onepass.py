@@ -186,8 +186,10 @@ def test_fast_release_tree_is_the_public_constructors_tree():
     assert [tree[g].dataset.identical(public[g].dataset) for g in ("posterior", "constant_data")] == [True, True]
 
 
-def test_releases_share_no_arrays():
-    """Two releases of one summary (one cached template) own their constant arrays and attrs."""
+def test_no_release_can_change_another():
+    """Two releases of one summary (one cached template) own their attrs and share the public constant arrays only
+    as read-only views (the basis is not copied into each release): a change made through one release reaches
+    neither the other nor the template."""
     import fdp_ppl as fp
 
     da = _load("growth")
@@ -196,8 +198,12 @@ def test_releases_share_no_arrays():
         warnings.simplefilter("ignore")
         a, b = (fp.release(summary, fp.ICLP(epsilon=1.0), random_seed=s, study=True, generator="pymc") for s in (1, 2))
     for name in ("eigenvalues", "eigenfunctions", "noise_scale", "quadrature_weights"):
-        assert not np.shares_memory(a["constant_data"][name].values, b["constant_data"][name].values)
-    a["constant_data"]["noise_scale"].values[:] = -1.0
+        va, vb = a["constant_data"][name].values, b["constant_data"][name].values
+        assert va is not vb and not va.flags.writeable and not vb.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            va[...] = -1.0
+    a["constant_data"]["noise_scale"] = a["constant_data"]["noise_scale"] * -1.0  # a new array: this release only
+    assert (a["constant_data"]["noise_scale"].values < 0).all()
     a["posterior"]["t"].attrs["long_name"] = "changed"
     assert (b["constant_data"]["noise_scale"].values > 0).all()
     assert b["posterior"]["t"].attrs["long_name"] != "changed"
@@ -230,7 +236,8 @@ def test_cached_public_parts_follow_the_mechanism_parameters():
     assert np.all(s3 > s1)
     at4, _ = scale(fp.GaussianMechanism(epsilon=1.0, delta=1e-5))
     assert at4["noise_law"] == "normal" and at4["delta"] == 1e-5
-    s2[:] = 0.0  # a release's constant data is its own (the cached calibration is not written through)
+    with pytest.raises(ValueError, match="read-only"):  # the cached calibration cannot be written through a release
+        s2[:] = 0.0
     _, again = scale(mech)
     assert np.all(again > 0)
 
