@@ -26,7 +26,6 @@ from ..releasing.families import FAMILIES as REGISTERED
 
 #: former family names, still read (:data:`fdp_ppl.releasing.families.ALIASES`)
 FAMILY_ALIASES = ALIASES
-KDE_MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
 SVM_MECHANISMS = ("gp", "iclp")
 #: default releases per side of the FPCA audits (its exact samplers use a fixed, large proposal budget per frame)
 FPCA_SAMPLES = 1000
@@ -322,14 +321,14 @@ def _kde_target(name, epsilon, delta, options, spec=None):
     from ..kde.baselines import bernstein_kde_spec, frl_kde_spec, kde_bumps
     from ..noise.mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
 
-    if name not in KDE_MECHANISMS:
-        raise InputError(f"unknown mechanism {name!r} of family 'kde'", f"choose one of {', '.join(KDE_MECHANISMS)}")
+    if name not in _kde_names():
+        raise InputError(f"unknown mechanism {name!r} of family 'kde'", f"choose one of {', '.join(_kde_names())}")
     n, size, h, lo, hi = 8, 24, 0.15, 0.0, 1.0
     opts = dict(options or {})
     if spec is not None:
         raise InputError("the kde family audits its default spec", "audit your own KDE with a release function "
                          "release_fn(observations, rng) and pairs=...")
-    approx = name in ("gp", "sobolev")
+    approx = _kde_names()[name].approximate
     if name in ("frl", "bernstein"):
         pts = np.linspace(lo, hi, size)
         if name == "frl":
@@ -660,8 +659,15 @@ def _mean_approximate(mechanism: str) -> bool:
 
 
 MEAN_AUDIT = AuditHook(_release_target, _mean_mechanisms, _MEAN_SPEC, _mean_keys, _mean_approximate, takes_spec=True)
-KDE_AUDIT = AuditHook(_kde_target, KDE_MECHANISMS, _KDE_SPEC, lambda m, spec_given=False: _KDE_KEYS.get(m),
-                      lambda m: m in ("gp", "sobolev"))
+def _kde_names():
+    from ..kde.options import MECHANISMS
+
+    return MECHANISMS
+
+
+KDE_AUDIT = AuditHook(_kde_target, lambda: tuple(_kde_names()), _KDE_SPEC,
+                      lambda m, spec_given=False: _KDE_KEYS.get(m),
+                      lambda m: m in _kde_names() and _kde_names()[m].approximate)
 MACHINE_AUDIT = AuditHook(_svm_target, SVM_MECHANISMS, _MACHINE_SPEC, lambda m, spec_given=False: _SVM_KEYS.get(m),
                           lambda m: m == "gp")
 FPCA_AUDIT = AuditHook(_fpca_target, FPCA_MECHANISMS, _FPCA_SPEC, _fpca_keys, lambda m: False, takes_spec=True,

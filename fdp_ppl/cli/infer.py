@@ -341,7 +341,7 @@ def _run_other(a, release, family: str) -> int:
 
     entry = BY_NAME[family]
     takes = entry.infer_options
-    name = f"{entry.label} (fdp-ppl {entry.command})" if entry.command else entry.label
+    name = entry.label
     for attr, flag in _MEAN_ONLY:
         if getattr(a, attr, None) is not None:
             raise CLIError(f"{flag} describes a mean-curve prior; a {name} release has its own prior",
