@@ -89,6 +89,36 @@ def _check_delta(name, delta, names) -> None:
                          f"drop {n('delta', 'delta')}")
 
 
+def _eg(names: dict, key: str, value) -> str:
+    """An example value of an option: ``--flag value`` under its flag, else ``key=value`` (Python)."""
+    return f"{names[key]} {value}" if key in names else f"{key}={value!r}"
+
+
+def check_kde_unit(privacy_unit, names: dict | None = None):
+    """Refuse a privacy unit a KDE cannot serve: more than one record per unit (``max_contributions`` > 1 would need
+    padding bumps at a public point); the unit, or None. ``combine="mean"`` averages each unit's bumps (a convex
+    combination, so the record-level sensitivity holds with n = the number of units).
+
+    Raises
+    ------
+    InputError
+        Not a :class:`~fdp_ppl.io.units.PrivacyUnit`, or ``max_contributions`` > 1.
+    """
+    if privacy_unit is None:
+        return None
+    from ..io.units import PrivacyUnit
+
+    names = dict(names or {})
+    if not isinstance(privacy_unit, PrivacyUnit):
+        raise InputError("privacy_unit must be an fdp_ppl.io.units.PrivacyUnit", "e.g. PrivacyUnit('id', combine='mean')")
+    if privacy_unit.contributions != 1:
+        raise InputError(f"a KDE takes {_eg(names, 'combine', 'mean')} or {_eg(names, 'max_contributions', 1)} per "
+                         "unit (more records would need padding bumps at a public point)",
+                         f"pass {_eg(names, 'combine', 'mean')} (each unit's observations share one observation's "
+                         "weight)")
+    return privacy_unit
+
+
 def check_kde_options(mechanism: str, *, delta: float | None = None, estimator: str = "exact", domain=None,
                       bandwidth=None, bandwidth_epsilon: float | None = None, grid_size: int | None = None, d: int = 1,
                       M: int | None = None, k: int | None = None, normalise: bool = False, eta: float | None = None,
@@ -121,7 +151,7 @@ def check_kde_options(mechanism: str, *, delta: float | None = None, estimator: 
     eta : float or None
         The ICLP estimator's power η > 1 (``iclp``; not checked for the others, which do not read it).
     privacy_unit : PrivacyUnit or None
-        A KDE takes one record per unit (``combine='mean'`` or ``max_contributions=1``) and no ordering.
+        A KDE takes one record per unit (:func:`check_kde_unit`) and, here, no ordering of the records.
     names : dict, optional
         How to name each option in messages (keyword -> name): the command line passes its flags
         (``{"M": "--frl-m", ...}``); default the keyword itself.
@@ -146,7 +176,7 @@ def check_kde_options(mechanism: str, *, delta: float | None = None, estimator: 
         return names.get(key, key)
 
     def eg(key, value):
-        return f"{names[key]} {value}" if key in names else f"{key}={value}"
+        return _eg(names, key, value)
 
     entry = _mechanism(mechanism)
     if estimator != "exact" and "estimator" not in entry.options:
@@ -158,12 +188,8 @@ def check_kde_options(mechanism: str, *, delta: float | None = None, estimator: 
             users = [m.name for m in MECHANISMS.values() if key in m.options]
             raise InputError(f"{n(key)} applies to {n('mechanism')} {' / '.join(users)} only (got {mechanism})",
                              f"drop {n(key)}")
-    if privacy_unit is not None:
-        if privacy_unit.contributions > 1:
-            raise InputError(f"a KDE takes {eg('combine', 'mean')} or {eg('max_contributions', 1)} per unit",
-                             f"pass {eg('combine', 'mean')} (each unit's observations share one observation's weight)")
-        if privacy_unit.order is not None:
-            raise InputError(f"{n('order')} is not available for a KDE", f"sort the records by it and drop {n('order')}")
+    if check_kde_unit(privacy_unit, names) is not None and privacy_unit.order is not None:
+        raise InputError(f"{n('order')} is not available for a KDE", f"sort the records by it and drop {n('order')}")
     if domain is not None:
         lo, hi = domain
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
@@ -187,7 +213,8 @@ def check_kde_options(mechanism: str, *, delta: float | None = None, estimator: 
     if k is not None and not 1 <= k <= MAX_BERNSTEIN_K:
         raise InputError(f"{n('k')} must be an integer in [1, {MAX_BERNSTEIN_K}] (got {k})", f"pass e.g. {eg('k', 20)}")
     if "eta" in entry.options and eta is not None and not (math.isfinite(eta) and eta > 1):
-        raise InputError(f"{n('eta')} must be > 1 (got {eta})", f"pass e.g. {eg('eta', 1.25)}")
+        raise InputError(f"{n('eta')} must be > 1 (got {eta})", f"pass e.g. {eg('eta', 1.25)} (Lin & Reimherr 2026, "
+                         "§6.2)")
 
 
-__all__ = ["MECHANISMS", "KDEMechanismName", "MAX_BERNSTEIN_K", "check_kde_options", "kde_mechanism"]
+__all__ = ["MECHANISMS", "KDEMechanismName", "MAX_BERNSTEIN_K", "check_kde_options", "check_kde_unit", "kde_mechanism"]
