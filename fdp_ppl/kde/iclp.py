@@ -54,11 +54,11 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import InputError
-from .options import check_kde_options
 from ..summaries.base import Sensitivity
 from ._binning import compiled_node_counts, compiled_snap
 from .gaussian import KDESpec, KDESummary
 from .grid import DEFAULT_REL_TOL, CartesianGrid, max_pairwise_l1, public_cached
+from .options import check_kde_options
 
 ICLP_KDE_SOURCE = "Lin & Reimherr (2026), Section 4.3, eq. (12), Theorem 16; specs/iclp.md §2.3 (errata a, b)"
 ICLP_KDE_BOUNDS = ("tight", "grid-cs", "corrected")
