@@ -7,8 +7,10 @@ with the package's atomic :func:`~fdp_ppl.cli.common.write_release`, optionally 
 (:func:`fdp_ppl.plots.plot_inference`). Inference reads only the public release, so it is post-processing:
 it costs no privacy, needs no ledger and may be seeded freely.
 
-Releases of other families (kernel density estimates, kernel machines, ε-DP FPCA) and inference results are
-refused with one line that names what the file is.
+A release of another family (a density, a kernel machine, principal components, any family of
+:data:`fdp_ppl.releasing.families.FAMILIES`) gets its family's posterior through :func:`fdp_ppl.infer`, the flags its
+inference does not take (``ReleaseEntry.infer_options``) refused with one line; an inference result is refused with
+one line that names what the file is.
 
 This module imports only :mod:`argparse` at import time.
 """
