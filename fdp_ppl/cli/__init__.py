@@ -48,6 +48,8 @@ import sys
 import threading
 
 from ..errors import FdpPplError
+from ..releasing.families import ALIASES as FAMILY_ALIASES
+from ..releasing.families import BY_NAME
 from ..releasing.families import COMMANDS as FAMILY_COMMANDS
 from .common import (PROG, RUN, Interrupted, check_counts, check_outputs, count_limit, fail, in_flags,
                      interrupted_text, os_message)
@@ -55,8 +57,10 @@ from .common import (PROG, RUN, Interrupted, check_counts, check_outputs, count_
 #: the commands, in the order ``fdp-ppl --help`` lists them; each is the module ``fdp_ppl.cli.<name>``: the
 #: package's own and, after ``infer``, each release family's (``ReleaseEntry.command``, read from the registry)
 COMMANDS = ("release", "plan", "demo", "infer", *(c for c in FAMILY_COMMANDS if c != "release"), "ledger", "audit")
-#: former command names, still accepted: name -> command
-ALIASES = {"svm": "machine"}
+#: former command names, still accepted: name -> command (a family's former names that are no command of their own,
+#: read from the registry: ``svm`` -> ``machine``)
+ALIASES = {old: BY_NAME[family].command for old, family in FAMILY_ALIASES.items()
+           if old not in COMMANDS and BY_NAME[family].command}
 
 #: the subcommand's name and the positional arguments (not flags) among the parsed arguments
 _POSITIONAL = ("command", "release", "file")
