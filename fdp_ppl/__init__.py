@@ -24,7 +24,7 @@ _SUBMODULES = {"datasets": "datasets", "dims": "dims", "settings": "settings", "
                "noise": "noise", "laws": "noise.laws", "mechanisms": "noise.mechanisms",
                "elliptical": "noise.elliptical", "sampling": "noise.sampling", "accounting": "accounting",
                "releasing": "releasing", "schema": "releasing.schema", "registry": "releasing.registry",
-               "kde": "kde", "machine": "machine", "fpca": "fpca", "inference": "inference", "auditing": "auditing",
+               "inference": "inference", "auditing": "auditing",
                "plots": "plots", "testing": "testing"}
 _NAMES = {
     "auditing": ("audit",),
@@ -35,7 +35,6 @@ _NAMES = {
     "errors": ("BudgetExceededError", "CompatibilityError", "FdpPplError", "InputError", "PrivacyLeakWarning",
                "SchemaError", "SeededReleaseWarning"),
     "noise.mechanisms": ("FRL", "ICLP", "Bernstein", "GaussianMechanism", "Mechanism"),
-    "fpca.mechanism": ("ExponentialMechanism",),
     "inference": ("infer",),
     "inference.population": ("observe",),
     "releasing": ("release",),
@@ -46,6 +45,21 @@ _NAMES = {
                   "SampleMeanSpec", "Sensitivity", "SummarySpec", "bernstein_mean", "data_tau", "frl_mean",
                   "iclp_ar_mean", "iclp_qr_mean", "pss", "rkhs_mean", "sample_mean"),
 }
+
+def _families() -> None:
+    """Each release family's folder (``fp.kde``) and public names (``fp.ExponentialMechanism``), read from the
+    family registry (:data:`fdp_ppl.releasing.families.FAMILIES`, a standard-library leaf): a new family is
+    reachable as ``fp.<folder>`` without editing this file."""
+    from .releasing.families import FAMILIES
+
+    for entry in FAMILIES:
+        folder = entry.folder.partition(".")[2]
+        _SUBMODULES.setdefault(folder, folder)
+        _NAMES.setdefault(folder, ())
+        _NAMES[folder] += tuple(n for n in entry.public if n not in _NAMES[folder])
+
+
+_families()
 _WHERE = {name: module for module, names in _NAMES.items() for name in names}
 
 

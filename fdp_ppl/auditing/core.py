@@ -14,7 +14,7 @@ from .._options import Default, given_options, option_values, refuse_options
 from ..errors import InputError, check_epsilon
 from ..releasing.draw import clear_public_cache
 from .stats import Event, best_threshold, epsilon_lower_bound, fit_statistics
-from .targets import AUDIT_FAMILIES, FAMILIES, FAMILY_ALIASES, Pair, Target, approximate, build_target, fpca_name, option_keys
+from .targets import AUDIT_FAMILIES, FAMILIES, FAMILY_ALIASES, Pair, Target, approximate, audit_hook, build_target, option_keys
 from .whitebox import WHITEBOX_METHOD
 
 VERDICT_OK = "consistent with the claim"
@@ -186,7 +186,7 @@ def _refuse_options(mechanism, given: list[str], family, options, spec) -> None:
     if family not in FAMILIES:
         raise InputError(f"unknown family {family!r}", f"choose one of {', '.join(FAMILIES)}")
     entry, name = AUDIT_FAMILIES[family], str(mechanism)
-    name = fpca_name(name) if family == "fpca" else name
+    name = audit_hook(family).canonical(name)
     what = entry.label if name not in entry.per_call else f"{entry.label} released one frame per call ({name!r})"
     refuse_options(what, given, entry.takes(name))
     keys = option_keys(name, family, spec_given=spec is not None)
@@ -196,8 +196,8 @@ def _refuse_options(mechanism, given: list[str], family, options, spec) -> None:
         raise InputError(f"options must be a dict, got {type(options).__name__}", "pass e.g. options={'eta': 2.0}")
     refused = [str(k) for k in options if k not in keys]
     if refused:
-        where = f"the {family} mechanism {name!r}" + (" with a spec" if spec is not None and family == "mean"
-                                                       else "")
+        where = f"the {family} mechanism {name!r}" + (" with a spec" if spec is not None
+                                                       and audit_hook(family).takes_spec else "")
         raise InputError(f"{where} takes no option {', '.join(refused)}",
                          f"drop {', '.join(refused)} from options (its options: {', '.join(keys) or 'none'})")
 

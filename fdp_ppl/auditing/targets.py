@@ -21,13 +21,11 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import InputError
-from ..releasing.families import ALIASES, BY_NAME, NAMES
+from ..releasing.families import ALIASES, BY_NAME
+from ..releasing.families import FAMILIES as REGISTERED
 
-#: the audited families: the release families' one names (:data:`fdp_ppl.releasing.families.NAMES`)
-FAMILIES = NAMES
 #: former family names, still read (:data:`fdp_ppl.releasing.families.ALIASES`)
 FAMILY_ALIASES = ALIASES
-KDE_MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
 SVM_MECHANISMS = ("gp", "iclp")
 #: default releases per side of the FPCA audits (its exact samplers use a fixed, large proposal budget per frame)
 FPCA_SAMPLES = 1000
@@ -70,23 +68,6 @@ class AuditFamily:
         return self.options
 
 
-#: the options each family's audit takes (the one table :func:`~fdp_ppl.auditing.core.audit` checks): a release
-#: function is audited on its own pairs and takes no family, spec or options, nor timing_calls (every call is
-#: timed); a named mechanism takes no name; the kde and machine families audit their default spec only; the FPCA
-#: NUTS samplers release one frame per call
-#: the audit hook's options per family beyond the common ones: whether it audits a caller's spec, and its
-#: mechanisms that release one draw per call (the family's builder is in :data:`_BUILDERS`)
-_AUDIT_SPEC = {"mean": True, "kde": False, "machine": False, "fpca": True}
-_PER_CALL = {"fpca": ("gp-base/nuts", "bingham/nuts")}
-AUDIT_FAMILIES: dict[str, AuditFamily] = {
-    "callable": AuditFamily("callable", "an audit of a release function",
-                            _EVERY + ("name", "train_fraction", "progressbar")),
-    **{name: AuditFamily(name, f"an audit of a {BY_NAME[name].label} mechanism",
-                         ("family",) + _EVERY + ("timing_calls", "options")
-                         + (("spec",) if _AUDIT_SPEC.get(name) else ()) + ("train_fraction", "progressbar"),
-                         per_call=_PER_CALL.get(name, ())) for name in NAMES},
-}
-
 #: keys of ``options`` the kde and machine mechanisms read
 _KDE_KEYS = {"gp": (), "sobolev": (), "iclp": ("eta",), "frl": ("M",), "bernstein": ("k",)}
 _SVM_KEYS = {"gp": (), "iclp": ("eta",)}
@@ -98,43 +79,43 @@ def fpca_name(name: str) -> str:
 
 
 def option_keys(mechanism: str, family: str, spec_given: bool = False) -> tuple[str, ...] | None:
-    """The keys of ``options`` a named mechanism of a family reads, or None for an unknown name.
+    """The keys of ``options`` a named mechanism of a family reads, or None for an unknown name (the family's
+    :attr:`AuditHook.keys`).
 
     ``"mean"``: the registry entry's mechanism options (``calibration``, ``nu``) and, when the audit builds
     the default spec, its summary options (``eta``, ``psi``, ``M``, ``k``); ``"kde"``: ``eta`` (iclp), ``M``
     (frl), ``k`` (bernstein); ``"machine"``: ``eta`` (iclp); ``"fpca"``: ``n`` (curves per dataset) and
     ``iterations`` (Gibbs and NUTS samplers; the exact samplers have none).
     """
-    if family == "mean":
-        from ..releasing.registry import MECHANISMS
-
-        entry = MECHANISMS.get(mechanism)
-        if entry is None:
-            return None
-        return tuple(entry.options) + (() if spec_given else tuple(entry.summary_options))
-    if family == "kde":
-        return _KDE_KEYS.get(mechanism)
-    if family == "machine":
-        return _SVM_KEYS.get(mechanism)
-    if family == "fpca":
-        name = fpca_name(mechanism)
-        if name not in FPCA_MECHANISMS:
-            return None
-        return ("n",) if name.endswith("/exact") else ("n", "iterations")
-    return None
+    hook = _hook_or_none(family)
+    return None if hook is None else hook.keys(mechanism, spec_given)
 
 
-#: default public specs per family (stated in every audit's attrs)
-DEFAULT_SPECS = {
-    "mean": "16-point uniform grid on [0, 1], Matern(rho=0.2, nu=1.5) eigenbasis, tau = 1 (L2; Bernstein: "
-               "sup-norm tau = 1 and k = 6), n = 8 curves, nu = 5 for the t laws, summary defaults of the registry",
-    "kde": "domain [0, 1], 24-point grid, bandwidth h = 0.15, n = 8 observations (iclp: eta = 1.25; frl: default "
-           "M; bernstein: k = 6)",
-    "machine": "hinge loss, Gaussian kernel (Hall convention) h = 0.2, lambda = 0.1, domain [0, 1], 16-point grid, "
-           "n = 8 labelled points (iclp: eta = 2)",
-    "fpca": "the issue's design: 30-point uniform grid, Gaussian kernel exp(-d^2/rho) eigenbasis with rho = 1, "
-            "m = 5, k = 1, tau = 1, n = 28 curves, default Sigma (operator eigenvalues)",
-}
+def _mean_keys(mechanism: str, spec_given: bool = False) -> tuple[str, ...] | None:
+    from ..releasing.registry import MECHANISMS
+
+    entry = MECHANISMS.get(mechanism)
+    if entry is None:
+        return None
+    return tuple(entry.options) + (() if spec_given else tuple(entry.summary_options))
+
+
+def _fpca_keys(mechanism: str, spec_given: bool = False) -> tuple[str, ...] | None:
+    name = fpca_name(mechanism)
+    if name not in FPCA_MECHANISMS:
+        return None
+    return ("n",) if name.endswith("/exact") else ("n", "iterations")
+
+
+#: the default public specs (stated in every audit's attrs; :data:`DEFAULT_SPECS` per family)
+_MEAN_SPEC = ("16-point uniform grid on [0, 1], Matern(rho=0.2, nu=1.5) eigenbasis, tau = 1 (L2; Bernstein: "
+              "sup-norm tau = 1 and k = 6), n = 8 curves, nu = 5 for the t laws, summary defaults of the registry")
+_KDE_SPEC = ("domain [0, 1], 24-point grid, bandwidth h = 0.15, n = 8 observations (iclp: eta = 1.25; frl: default "
+             "M; bernstein: k = 6)")
+_MACHINE_SPEC = ("hinge loss, Gaussian kernel (Hall convention) h = 0.2, lambda = 0.1, domain [0, 1], 16-point grid, "
+                 "n = 8 labelled points (iclp: eta = 2)")
+_FPCA_SPEC = ("the issue's design: 30-point uniform grid, Gaussian kernel exp(-d^2/rho) eigenbasis with rho = 1, "
+              "m = 5, k = 1, tau = 1, n = 28 curves, default Sigma (operator eigenvalues)")
 
 
 @dataclass
@@ -214,7 +195,7 @@ def _release_target(name, epsilon, delta, options, spec=None):
         else:
             basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), grid)
             spec = entry.spec(basis, tau=tau, n=n, **{k: v for k, v in opts.items() if k in entry.summary_options})
-        spec_text = DEFAULT_SPECS["mean"]
+        spec_text = _MEAN_SPEC
     else:
         if not isinstance(spec, entry.spec_class):
             raise InputError(f"mechanism {name!r} releases a {entry.spec_class.__name__}, got {type(spec).__name__}",
@@ -340,14 +321,14 @@ def _kde_target(name, epsilon, delta, options, spec=None):
     from ..kde.baselines import bernstein_kde_spec, frl_kde_spec, kde_bumps
     from ..noise.mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
 
-    if name not in KDE_MECHANISMS:
-        raise InputError(f"unknown mechanism {name!r} of family 'kde'", f"choose one of {', '.join(KDE_MECHANISMS)}")
+    if name not in _kde_names():
+        raise InputError(f"unknown mechanism {name!r} of family 'kde'", f"choose one of {', '.join(_kde_names())}")
     n, size, h, lo, hi = 8, 24, 0.15, 0.0, 1.0
     opts = dict(options or {})
     if spec is not None:
         raise InputError("the kde family audits its default spec", "audit your own KDE with a release function "
                          "release_fn(observations, rng) and pairs=...")
-    approx = name in ("gp", "sobolev")
+    approx = _kde_names()[name].approximate
     if name in ("frl", "bernstein"):
         pts = np.linspace(lo, hi, size)
         if name == "frl":
@@ -414,7 +395,7 @@ def _kde_target(name, epsilon, delta, options, spec=None):
                                                             f"(the farthest pair of {xs.size} positions in the "
                                                             f"{noise.norm} norm)"))
     return Target(name, "kde", float(epsilon), float(delta) if approx else 0.0, pairs, release_one, draw,
-                  DEFAULT_SPECS["kde"], features, opts, noise=noise)
+                  _KDE_SPEC, features, opts, noise=noise)
 
 
 # ----------------------------------------------------------------------------- SVM (kernel machines)
@@ -463,7 +444,7 @@ def _svm_target(name, epsilon, delta, options, spec=None):
         return draw(data, 1, rng)[0]
 
     return Target(name, "machine", float(epsilon), float(delta) if name == "gp" else 0.0, pairs, release_one, draw,
-                  DEFAULT_SPECS["machine"], "the released decision function on the grid", opts,
+                  _MACHINE_SPEC, "the released decision function on the grid", opts,
                   noise=_machine_noise(spec, mech))
 
 
@@ -545,7 +526,7 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
     opts = dict(options or {})
     if spec is None:
         spec, d5, d51 = fpca_issue_design(epsilon, form)
-        spec_text = DEFAULT_SPECS["fpca"]
+        spec_text = _FPCA_SPEC
     else:
         from ..fpca import FPCASpec
 
@@ -557,7 +538,7 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
     n = int(opts.get("n", 28))
     if spec.m < 2:
         raise InputError("the FPCA audit needs m >= 2 basis functions", "pass a spec with m >= 2")
-    if spec_text != DEFAULT_SPECS["fpca"]:
+    if spec_text != _FPCA_SPEC:
         d5, d51 = np.tile(phi[:, spec.m - 1], (n, 1)), None
         d51 = d5.copy()
         d51[0] = phi[:, 0]
@@ -570,7 +551,7 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
 
     last = spec.m
     pairs = [Pair(d5, d51, f"{n} curves along phi_{last} vs one replaced by phi_1"
-                  + (" (the issue's pair)" if spec_text == DEFAULT_SPECS["fpca"] else "")),
+                  + (" (the issue's pair)" if spec_text == _FPCA_SPEC else "")),
              Pair(along(0), along(0, last - 1), f"{n} curves along phi_1 vs one replaced by phi_{last}"),
              Pair(along(0), along(0, 1), f"{n} curves along phi_1 vs one replaced by phi_2"),
              Pair(along(1), along(1, 0), f"{n} curves along phi_2 vs one replaced by phi_1")]
@@ -617,7 +598,99 @@ def _fpca_target(name, epsilon, delta, options, spec=None):
                   noise_note="not available: the exponential mechanism is not additive noise (black-box bound only)")
 
 
-_BUILDERS = {"mean": _release_target, "kde": _kde_target, "machine": _svm_target, "fpca": _fpca_target}
+@dataclass(frozen=True)
+class AuditHook:
+    """What :func:`~fdp_ppl.auditing.core.audit` needs of one release family, named by its registry line
+    (``ReleaseEntry.audit``, :data:`fdp_ppl.releasing.families.FAMILIES`) and read on first use: a new family's
+    hook lives in its own module of this folder and no table here names it.
+
+    Attributes
+    ----------
+    build : callable
+        ``build(mechanism, epsilon, delta, options, spec) -> Target``: the mechanism's claim, its default public
+        spec (or ``spec``) and the candidate pairs; raises :class:`~fdp_ppl.errors.InputError` for an unknown
+        mechanism or bad ε, δ.
+    mechanisms : tuple of str or callable
+        The family's mechanism names (``fp.audit(name, family=...)``, ``fdp-ppl audit --family``), or a function
+        returning them (read from another registry).
+    default_spec : str
+        The default public spec in words (:data:`DEFAULT_SPECS`, every audit's attrs).
+    keys : callable
+        ``keys(mechanism, spec_given) -> tuple of str or None``: the keys of ``options`` a mechanism reads (None:
+        an unknown name).
+    approximate : callable
+        ``approximate(mechanism) -> bool``: whether the mechanism is (ε, δ)-DP (it needs δ).
+    takes_spec : bool
+        Whether a caller's ``spec=`` is audited (else the default spec only).
+    per_call : tuple of str
+        Mechanisms that release one draw per call (every call timed: no ``timing_calls``).
+    canonical_name : callable or None
+        A name's canonical spelling (``"gp-base"`` -> ``"gp-base/exact"``); None: names as given.
+    """
+
+    build: Callable
+    mechanisms: Any
+    default_spec: str
+    keys: Callable
+    approximate: Callable
+    takes_spec: bool = False
+    per_call: tuple[str, ...] = ()
+    canonical_name: Callable | None = None
+
+    def canonical(self, name: str) -> str:
+        """``name`` in its canonical spelling."""
+        return self.canonical_name(name) if self.canonical_name is not None else name
+
+    def names(self) -> tuple[str, ...]:
+        """The family's mechanism names."""
+        return tuple(self.mechanisms() if callable(self.mechanisms) else self.mechanisms)
+
+
+def _mean_mechanisms() -> tuple[str, ...]:
+    from ..releasing.registry import MECHANISMS
+
+    return tuple(MECHANISMS)
+
+
+def _mean_approximate(mechanism: str) -> bool:
+    from ..releasing.registry import MECHANISMS
+
+    return mechanism in MECHANISMS and MECHANISMS[mechanism].approximate
+
+
+MEAN_AUDIT = AuditHook(_release_target, _mean_mechanisms, _MEAN_SPEC, _mean_keys, _mean_approximate, takes_spec=True)
+def _kde_names():
+    from ..kde.options import MECHANISMS
+
+    return MECHANISMS
+
+
+KDE_AUDIT = AuditHook(_kde_target, lambda: tuple(_kde_names()), _KDE_SPEC,
+                      lambda m, spec_given=False: _KDE_KEYS.get(m),
+                      lambda m: m in _kde_names() and _kde_names()[m].approximate)
+MACHINE_AUDIT = AuditHook(_svm_target, SVM_MECHANISMS, _MACHINE_SPEC, lambda m, spec_given=False: _SVM_KEYS.get(m),
+                          lambda m: m == "gp")
+FPCA_AUDIT = AuditHook(_fpca_target, FPCA_MECHANISMS, _FPCA_SPEC, _fpca_keys, lambda m: False, takes_spec=True,
+                       per_call=("gp-base/nuts", "bingham/nuts"), canonical_name=fpca_name)
+
+
+def _hook_or_none(family: str) -> AuditHook | None:
+    entry = BY_NAME.get(family)
+    return entry.load("audit") if entry is not None and entry.audit else None
+
+
+def audit_hook(family: str) -> AuditHook:
+    """The :class:`AuditHook` of a family (its registry line's ``audit``).
+
+    Raises
+    ------
+    InputError
+        A family that is not registered, or has no audit.
+    """
+    hook = _hook_or_none(family)
+    if hook is None:
+        raise InputError(f"unknown family {family!r}", f"choose one of {', '.join(FAMILIES)}")
+    return hook
 
 
 def build_target(mechanism: str, family: str, epsilon: float, delta: float | None, options=None,
@@ -629,29 +702,37 @@ def build_target(mechanism: str, family: str, epsilon: float, delta: float | Non
     InputError
         An unknown family or mechanism, bad ε or δ.
     """
-    if family not in _BUILDERS:
-        raise InputError(f"unknown family {family!r}", f"choose one of {', '.join(FAMILIES)}")
-    return _BUILDERS[family](mechanism, epsilon, delta, options, spec)
+    return audit_hook(family).build(mechanism, epsilon, delta, options, spec)
 
 
 def mechanisms_of(family: str) -> tuple[str, ...]:
     """Mechanism names of a family (the registry's for ``"mean"``)."""
-    if family == "mean":
-        from ..releasing.registry import MECHANISMS
-
-        return tuple(MECHANISMS)
-    return {"kde": KDE_MECHANISMS, "machine": SVM_MECHANISMS, "fpca": FPCA_MECHANISMS}[family]
+    return audit_hook(family).names()
 
 
 def approximate(mechanism: str, family: str) -> bool:
     """Whether a named mechanism is (ε, δ)-DP (it needs δ)."""
-    if family == "mean":
-        from ..releasing.registry import MECHANISMS
+    return audit_hook(family).approximate(mechanism)
 
-        return mechanism in MECHANISMS and MECHANISMS[mechanism].approximate
-    return (family == "kde" and mechanism in ("gp", "sobolev")) or (family == "machine" and mechanism == "gp")
+
+#: the audited families: the release families with an audit hook, in the registry's order
+FAMILIES = tuple(e.family for e in REGISTERED if e.audit)
+#: the options each family's audit takes (the one table :func:`~fdp_ppl.auditing.core.audit` checks): a release
+#: function is audited on its own pairs and takes no family, spec or options, nor timing_calls (every call is
+#: timed); a named mechanism takes no name; a family audits a caller's spec if its hook says so; mechanisms that
+#: release one draw per call take no timing_calls
+AUDIT_FAMILIES: dict[str, AuditFamily] = {
+    "callable": AuditFamily("callable", "an audit of a release function",
+                            _EVERY + ("name", "train_fraction", "progressbar")),
+    **{name: AuditFamily(name, f"an audit of a {BY_NAME[name].label} mechanism",
+                         ("family",) + _EVERY + ("timing_calls", "options")
+                         + (("spec",) if audit_hook(name).takes_spec else ()) + ("train_fraction", "progressbar"),
+                         per_call=audit_hook(name).per_call) for name in FAMILIES},
+}
+#: default public specs per family (stated in every audit's attrs)
+DEFAULT_SPECS = {name: audit_hook(name).default_spec for name in FAMILIES}
 
 
 __all__ = ["FAMILIES", "DEFAULT_SPECS", "Pair", "Target", "build_target", "fpca_issue_design", "frame_features",
            "mechanisms_of", "approximate", "AUDIT_OPTIONS", "AUDIT_FAMILIES", "AuditFamily", "option_keys",
-           "fpca_name", "noise_claim"]
+           "fpca_name", "noise_claim", "AuditHook", "audit_hook"]

@@ -14,6 +14,9 @@ command     what it does                                                        
 ``audit``   an empirical privacy-loss audit on adversarial neighbours             :mod:`fdp_ppl.cli.audit`
 =========== ===================================================================== ============================
 
+The release families' commands are named in the family registry (``ReleaseEntry.command``,
+:data:`fdp_ppl.releasing.families.COMMANDS`): a new family's command is its module here and that name.
+
 Each command module defines ``add_subparser(sub)`` (cheap: no heavy import at module level, so ``fdp-ppl --help``
 stays fast) and ``run(args) -> int``. What they share — data and privacy-unit options, output and ledger checks
 made before any charge, the atomic writer, the public table, seeds and warnings — lives in
@@ -45,13 +48,19 @@ import sys
 import threading
 
 from ..errors import FdpPplError
+from ..releasing.families import ALIASES as FAMILY_ALIASES
+from ..releasing.families import BY_NAME
+from ..releasing.families import COMMANDS as FAMILY_COMMANDS
 from .common import (PROG, RUN, Interrupted, check_counts, check_outputs, count_limit, fail, in_flags,
                      interrupted_text, os_message)
 
-#: the commands, in the order ``fdp-ppl --help`` lists them; each is the module ``fdp_ppl.cli.<name>``
-COMMANDS = ("release", "plan", "demo", "infer", "kde", "machine", "fpca", "ledger", "audit")
-#: former command names, still accepted: name -> command
-ALIASES = {"svm": "machine"}
+#: the commands, in the order ``fdp-ppl --help`` lists them; each is the module ``fdp_ppl.cli.<name>``: the
+#: package's own and, after ``infer``, each release family's (``ReleaseEntry.command``, read from the registry)
+COMMANDS = ("release", "plan", "demo", "infer", *(c for c in FAMILY_COMMANDS if c != "release"), "ledger", "audit")
+#: former command names, still accepted: name -> command (a family's former names that are no command of their own,
+#: read from the registry: ``svm`` -> ``machine``)
+ALIASES = {old: BY_NAME[family].command for old, family in FAMILY_ALIASES.items()
+           if old not in COMMANDS and BY_NAME[family].command}
 
 #: the subcommand's name and the positional arguments (not flags) among the parsed arguments
 _POSITIONAL = ("command", "release", "file")

@@ -77,10 +77,10 @@ def _check(a):
         raise CLIError(f"--tests must be >= 1 (got {a.tests})", "pass e.g. --tests 4")
     if a.timing_calls is not None and a.timing_calls < 0:
         raise CLIError(f"--timing-calls must be >= 0 (got {a.timing_calls})", "pass e.g. --timing-calls 300")
-    from ..auditing.targets import mechanisms_of, option_keys
+    from ..auditing.targets import audit_hook, mechanisms_of, option_keys
 
     names = mechanisms_of(a.family)
-    name = a.mechanism if a.family != "fpca" or "/" in a.mechanism else f"{a.mechanism}/exact"
+    name = audit_hook(a.family).canonical(a.mechanism)
     if name not in names:
         raise CLIError(f"unknown --mechanism {a.mechanism!r} for --family {a.family}",
                        f"choose one of {', '.join(names)}")

@@ -7,8 +7,10 @@ with the package's atomic :func:`~fdp_ppl.cli.common.write_release`, optionally 
 (:func:`fdp_ppl.plots.plot_inference`). Inference reads only the public release, so it is post-processing:
 it costs no privacy, needs no ledger and may be seeded freely.
 
-Releases of other families (kernel density estimates, kernel machines, ε-DP FPCA) and inference results are
-refused with one line that names what the file is.
+A release of another family (a density, a kernel machine, principal components, any family of
+:data:`fdp_ppl.releasing.families.FAMILIES`) gets its family's posterior through :func:`fdp_ppl.infer`, the flags its
+inference does not take (``ReleaseEntry.infer_options``) refused with one line; an inference result is refused with
+one line that names what the file is.
 
 This module imports only :mod:`argparse` at import time.
 """
@@ -173,12 +175,12 @@ _MEAN_ONLY = (("nu", "--nu"), ("lengthscale", "--lengthscale"), ("mean", "--mean
 
 
 def _other_family(tree) -> str | None:
-    """``"kde"``, ``"machine"`` or ``"fpca"`` for a density, kernel-machine or principal-components release (served
-    by their families' own posteriors), else None."""
+    """The family of a release of any family but the mean curve's (a density, a kernel machine, principal
+    components, or any family the registry names: served by its own inference hook), else None."""
     from ..releasing.schema import release_family
 
     family = release_family(tree)
-    return family if family in ("kde", "machine", "fpca") else None
+    return family if family not in (None, "mean") else None
 
 
 def _read(a):
@@ -323,15 +325,25 @@ def _nuts_options(a) -> dict:
     return {key: value for key, value in (("tune", a.tune), ("target_accept", a.target_accept)) if value is not None}
 
 
+#: families whose posterior ``--plot`` draws (:func:`fdp_ppl.plots.plot_inference`), beside the mean curve
+_PLOTTED = ("kde", "machine")
+#: families whose prior the amplitude flags set: family -> qualified name of the prior class (its keywords
+#: ``amplitude``, ``amplitude_scale``)
+_AMPLITUDE_PRIORS = {"kde": "fdp_ppl.inference.density.DensityPrior"}
+
+
 def _run_other(a, release, family: str) -> int:
-    """``fdp-ppl infer`` on a density (``kde``) or kernel-machine (``machine``) release: the family's exact posterior
-    (:mod:`fdp_ppl.inference.density`, :mod:`fdp_ppl.inference.machine`), written atomically, and its table."""
+    """``fdp-ppl infer`` on a release of another family than the mean curve's: the family's posterior (its
+    inference hook, ``ReleaseEntry.inference``, through :func:`fdp_ppl.infer`), written atomically, and its table.
+    The flags the family's inference does not take (``ReleaseEntry.infer_options``) are refused with one line."""
 
     from ..errors import FdpPplError
+    from ..releasing.families import BY_NAME, load
     from .common import CLIError
 
-    name = {"kde": "density (fdp-ppl kde)", "machine": "kernel-machine (fdp-ppl machine)",
-            "fpca": "principal-components (fdp-ppl fpca)"}[family]
+    entry = BY_NAME[family]
+    takes = entry.infer_options
+    name = entry.label
     for attr, flag in _MEAN_ONLY:
         if getattr(a, attr, None) is not None:
             raise CLIError(f"{flag} describes a mean-curve prior; a {name} release has its own prior",
@@ -342,30 +354,32 @@ def _run_other(a, release, family: str) -> int:
     if a.method not in ("auto", "exact"):
         raise CLIError(f"--method {a.method} does not apply: a {name} release's posterior is drawn exactly",
                        "drop --method")
-    if family != "fpca":
-        for flag, value in (("--tune", a.tune), ("--target-accept", a.target_accept)):
-            if value is not None:
-                raise CLIError(f"{flag} tunes NUTS; a {name} release's posterior is drawn exactly, without NUTS",
-                               f"drop {flag}")
-    if a.plot and family == "fpca":
-        raise CLIError(f"--plot is drawn for curve, density and kernel-machine posteriors; for a {name} release use "
-                       "the intervals in the result file", "drop --plot")
-    prior = "gp"
-    if family == "kde" and (a.amplitude is not None or a.amplitude_scale is not None):
-        from ..inference import DensityPrior
-
-        prior = DensityPrior(amplitude=a.amplitude, amplitude_scale=a.amplitude_scale or 1.0)
-    if family == "fpca" and (a.target is not None or a.release_draw or a.amplitude is not None
-                             or a.amplitude_scale is not None):
-        raise CLIError("a principal-components release is inferred from all its frames with its own prior (the "
-                       "second-moment operator G/n)", "drop --target, --release-draw and --amplitude*")
+    for flag, key, value in (("--tune", "tune", a.tune), ("--target-accept", "target_accept", a.target_accept)):
+        if value is not None and key not in takes:
+            raise CLIError(f"{flag} tunes NUTS; a {name} release's posterior is drawn exactly, without NUTS",
+                           f"drop {flag}")
+    if a.plot and family not in _PLOTTED:
+        plotted = ", ".join(["curve"] + [BY_NAME[f].label for f in _PLOTTED[:-1]])
+        raise CLIError(f"--plot is drawn for {plotted} and {BY_NAME[_PLOTTED[-1]].label} posteriors; for a {name} "
+                       "release use the intervals in the result file", "drop --plot")
+    amplitude = a.amplitude is not None or a.amplitude_scale is not None
+    if (a.target is not None and "target" not in takes) or (a.release_draw and "draw" not in takes) or (
+            amplitude and family not in _AMPLITUDE_PRIORS):
+        raise CLIError(f"a {name} release is inferred from all its frames (every released draw) with its family's "
+                       "own prior", "drop --target, --release-draw and --amplitude*")
+    options = {"target": a.target, "draw": a.release_draw, "method": a.method, "draws": a.draws,
+               "chains": a.chains, "random_seed": a.seed, **_nuts_options(a)}
+    if amplitude:
+        options["prior"] = load(_AMPLITUDE_PRIORS[family])(amplitude=a.amplitude,
+                                                          amplitude_scale=a.amplitude_scale or 1.0)
     import sys
     import warnings
 
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UserWarning)
-            result = _infer_other(a, release, family, prior)
+            result = _infer_other(a, release, {k: v for k, v in options.items() if k in takes},
+                                  nuts="tune" in takes)
     except FdpPplError as err:
         raise CLIError(_flags(err.message), _flags(err.fix)) from None
     notes = [_flags(" ".join(str(w.message).split())) for w in caught
@@ -376,29 +390,75 @@ def _run_other(a, release, family: str) -> int:
     return out
 
 
-def _infer_other(a, release, family, prior):
-    """The family's posterior (``fp.infer`` dispatches on the release's kind)."""
+def _infer_other(a, release, options: dict, nuts: bool):
+    """The family's posterior (``fp.infer`` dispatches on the release's kind) with the options it takes."""
     import contextlib
 
     import fdp_ppl as fp
 
     from .._progress import progress_mode, stage
 
-    if family == "fpca":  # NUTS on the covariance (fdp_ppl.inference.components)
-        bars = progress_mode() == "spinner"  # on a terminal: PyMC's bar (draws done / total), as for mean curves
-        with (contextlib.nullcontext() if bars else
-              stage("computing the posterior (NUTS on the second-moment operator)")):
-            return fp.infer(release, None, draws=a.draws, chains=a.chains, **_nuts_options(a), random_seed=a.seed,
-                            progressbar=bars,
-                            provenance={"release_file": str(a.release)})
+    provenance = {"release_file": str(a.release)}
+    if nuts:  # a family sampled with NUTS (the principal components' covariance): PyMC's bar on a terminal
+        bars = progress_mode() == "spinner"
+        with (contextlib.nullcontext() if bars else stage("computing the posterior (NUTS)")):
+            return fp.infer(release, **options, progressbar=bars, provenance=provenance)
     with stage("computing the posterior (exact draws)"):
-        return fp.infer(release, prior, target=a.target, draw=a.release_draw, method=a.method, draws=a.draws,
-                        chains=a.chains, random_seed=a.seed, provenance={"release_file": str(a.release)})
+        return fp.infer(release, **options, provenance=provenance)
+
+
+def _machine_rows(result, ci) -> list:
+    from ..inference import describe_machine_inference
+
+    return describe_machine_inference(result, ci_prob=ci)
+
+
+def _fpca_rows(result, ci) -> list:
+    evr = result["posterior"]["explained_variance_ratio"]
+    top = evr.isel({d: 0 for d in evr.dims if d not in ("chain", "draw")}) if evr.ndim > 2 else evr
+    lo, hi = (float(top.quantile(q)) for q in ((1 - ci) / 2, (1 + ci) / 2))
+    return _generic_rows(result, ci) + [
+        ("explained", f"top component explains {float(top.mean()):.2f} of the second moment ({ci:.0%} "
+                      f"interval {lo:.2f}-{hi:.2f})")]
+
+
+def _kde_rows(result, ci) -> list:
+    from ..inference import density_bands
+
+    name_var = "population" if "population" in result["posterior"].data_vars else "kde"
+    one_d = result["posterior"][name_var].ndim == 3
+    bands = density_bands(result, ci_prob=ci, functionals=one_d)
+    width = bands[f"{name_var}_upper"] - bands[f"{name_var}_lower"]
+    rows = [("target", "the smoothed population density E[kde]" if name_var == "population" else
+             "the non-private density estimate the release is centred on"),
+            ("method", str(result.attrs.get("inference_description", "exact draws"))),
+            ("band", f"{ci:.0%} ETI of the density: mean width {float(width.mean()):.3g}, largest "
+                     f"{float(width.max()):.3g}")]
+    if one_d:
+        rows.append(("modes", f"P(more than one mode) = {float(bands['prob_multimodal']):.2f}"))
+    return rows
+
+
+def _generic_rows(result, ci) -> list:
+    """What every inference result records (a family without rows of its own in :data:`_ROWS` prints these)."""
+    at = result.attrs
+    rows = [("target", str(at.get("target", ""))), ("prior", str(at.get("prior_description", ""))),
+            ("method", str(at.get("inference_description", "")))]
+    if "release_frames" in at:
+        rows.append(("frames", f"{int(at['release_frames'])} released frame(s), each an independent observation"))
+    if "diagnostic_max_rhat" in at:
+        rows.append(("diagnostics", f"max R-hat {float(at['diagnostic_max_rhat']):.3f}, min ESS bulk "
+                                    f"{float(at.get('diagnostic_min_ess_bulk', float('nan'))):.0f}, "
+                                    f"{int(at.get('diagnostic_divergences', 0))} divergences"))
+    return rows
+
+
+#: the table rows of a family's posterior (family -> rows(result, ci_prob)); any other family: :func:`_generic_rows`
+_ROWS = {"kde": _kde_rows, "machine": _machine_rows, "fpca": _fpca_rows}
 
 
 def _write_other(a, result, family, release) -> int:
-    """Write a density, kernel-machine or components posterior atomically (with its band plot for ``--plot``) and
-    print its table."""
+    """Write another family's posterior atomically (with its band plot for ``--plot``) and print its table."""
     from .common import plotter, print_table, write_release
 
     draw_plot = plotter("plot_inference", release_tree=release, ci_prob=a.ci_prob) if a.plot else None
@@ -406,37 +466,7 @@ def _write_other(a, result, family, release) -> int:
     from ..inference.bands import ci_defaults
 
     ci = ci_defaults(a.ci_prob)[0]
-    if family == "machine":
-        from ..inference import describe_machine_inference
-
-        rows = describe_machine_inference(result, ci_prob=ci)
-    elif family == "fpca":
-        evr = result["posterior"]["explained_variance_ratio"]
-        top = evr.isel({d: 0 for d in evr.dims if d not in ("chain", "draw")}) if evr.ndim > 2 else evr
-        lo, hi = (float(top.quantile(q)) for q in ((1 - ci) / 2, (1 + ci) / 2))
-        at = result.attrs
-        rows = [("target", str(at.get("target", ""))), ("prior", str(at.get("prior_description", ""))),
-                ("method", str(at.get("inference_description", ""))),
-                ("frames", f"{int(at.get('release_frames', 1))} released frame(s), each an independent observation"),
-                ("diagnostics", f"max R-hat {float(at.get('diagnostic_max_rhat', float('nan'))):.3f}, min ESS bulk "
-                                f"{float(at.get('diagnostic_min_ess_bulk', float('nan'))):.0f}, "
-                                f"{int(at.get('diagnostic_divergences', 0))} divergences"),
-                ("explained", f"top component explains {float(top.mean()):.2f} of the second moment ({ci:.0%} "
-                              f"interval {lo:.2f}-{hi:.2f})")]
-    else:
-        from ..inference import density_bands
-
-        name_var = "population" if "population" in result["posterior"].data_vars else "kde"
-        one_d = result["posterior"][name_var].ndim == 3
-        bands = density_bands(result, ci_prob=ci, functionals=one_d)
-        width = bands[f"{name_var}_upper"] - bands[f"{name_var}_lower"]
-        rows = [("target", "the smoothed population density E[kde]" if name_var == "population" else
-                 "the non-private density estimate the release is centred on"),
-                ("method", str(result.attrs.get("inference_description", "exact draws"))),
-                ("band", f"{ci:.0%} ETI of the density: mean width {float(width.mean()):.3g}, largest "
-                         f"{float(width.max()):.3g}")]
-        if one_d:
-            rows.append(("modes", f"P(more than one mode) = {float(bands['prob_multimodal']):.2f}"))
+    rows = _ROWS.get(family, _generic_rows)(result, ci)
     rows = [("release", str(a.release)),
             ("privacy cost", "none: post-processing of the public release (nothing charged, no ledger)"),
             *rows, ("seed", "given (reproducible; no privacy at stake)" if a.seed is not None else

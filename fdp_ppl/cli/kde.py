@@ -23,6 +23,8 @@ from __future__ import annotations
 import argparse  # noqa: F401  (the only import at module import time)
 
 NAME = "kde"
+#: :data:`fdp_ppl.kde.options.MECHANISMS`'s names (repeated so that ``--help`` imports nothing heavy;
+#: tests/cli/test_kde.py checks they agree)
 MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
 #: default Bernstein lattice size per dimension (the package's defaults: bernstein_kde_spec, BernsteinKDESpec)
 BERNSTEIN_K = {1: 20, 2: 10}
@@ -89,67 +91,30 @@ def add_subparser(sub) -> None:
     add_ledger_args(p)
 
 
+#: the library's keywords of :func:`fdp_ppl.kde.options.check_kde_options` -> this command's flags
+KDE_FLAGS = {"mechanism": "--mechanism", "delta": "--delta", "estimator": "--kde-estimator", "domain": "--domain",
+             "bandwidth": "--bandwidth", "bandwidth_epsilon": "--bandwidth-epsilon", "grid_size": "--grid-size",
+             "M": "--frl-m", "k": "--bernstein-k", "normalise": "--normalise", "eta": "--eta", "combine": "--combine",
+             "max_contributions": "--max-contributions", "order": "--unit-order"}
+
+
 def _check(a):
+    """The public checks, before the ledger and the data: the library's (:func:`fdp_ppl.kde.options.check_kde_options`,
+    the mechanism's ε and δ, the draws), worded with this command's flags, then the outputs and ledger flags."""
+    from ..kde.options import check_kde_options, kde_mechanism
     from ..releasing.plans import check_draws
-    from .common import CLIError, check_ledger_args, check_out, check_unit_args, finite, warn_large_epsilon
+    from .common import check_ledger_args, check_out, check_unit_args, warn_large_epsilon
 
     a.unit = check_unit_args(a)
-    if a.kde_estimator != "exact" and a.mechanism not in ("gp", "sobolev"):
-        raise CLIError(f"--kde-estimator {a.kde_estimator} applies to --mechanism gp and sobolev",
-                       "drop --kde-estimator")
-    if a.mechanism not in ("gp", "sobolev") and a.delta is not None:
-        raise CLIError(f"--mechanism {a.mechanism} is pure epsilon-DP and takes no --delta", "drop --delta")
-    a.mech = _mechanism(a)  # the library's checks of epsilon and delta, before the ledger and the data
+    check_kde_options(a.mechanism, delta=a.delta, estimator=a.kde_estimator, domain=tuple(a.domain),
+                      bandwidth=a.bandwidth, bandwidth_epsilon=a.bandwidth_epsilon, grid_size=a.grid_size,
+                      d=2 if a.var2 else 1, M=a.frl_m, k=a.bernstein_k, normalise=a.normalise, eta=a.eta,
+                      privacy_unit=a.unit, names=KDE_FLAGS)
+    a.mech = kde_mechanism(a.mechanism, a.epsilon, a.delta)  # the library's checks of epsilon and delta
     check_draws(a.draws)
-    if a.unit is not None and a.unit.contributions > 1:
-        raise CLIError("a KDE takes --combine mean or --max-contributions 1 per person",
-                       "pass --combine mean (each person's observations share one observation's weight)")
-    if a.unit is not None and a.unit.order is not None:
-        raise CLIError("--unit-order is not available for kde", "sort the file by it and drop --unit-order")
-    lo, hi = a.domain
-    if not (finite(lo) and finite(hi) and lo < hi):
-        raise CLIError(f"--domain needs finite LO < HI (got {lo} {hi})", "pass e.g. --domain 0 1")
-    if a.bandwidth is not None and not (finite(a.bandwidth) and a.bandwidth > 0):
-        raise CLIError(f"--bandwidth must be > 0 (got {a.bandwidth})", "pass e.g. --bandwidth 0.1")
-    if a.bandwidth_epsilon is not None:
-        if a.bandwidth is not None:
-            raise CLIError("--bandwidth and --bandwidth-epsilon exclude each other",
-                           "pass a public --bandwidth, or --bandwidth-epsilon to choose h privately")
-        if not (finite(a.bandwidth_epsilon) and a.bandwidth_epsilon > 0):
-            raise CLIError(f"--bandwidth-epsilon must be > 0 (got {a.bandwidth_epsilon})",
-                           "pass e.g. --bandwidth-epsilon 0.1")
-    if a.grid_size is not None and a.grid_size < 3:
-        raise CLIError(f"--grid-size must be >= 3 (got {a.grid_size})", "pass e.g. --grid-size 200")
-    if a.frl_m is not None:
-        if a.mechanism != "frl":
-            raise CLIError(f"--frl-m applies to --mechanism frl only (got {a.mechanism})", "drop --frl-m")
-        if a.frl_m < 1:
-            raise CLIError(f"--frl-m must be an integer >= 1 (got {a.frl_m})", "pass e.g. --frl-m 7")
-        if a.grid_size is not None and a.frl_m > a.grid_size ** (2 if a.var2 else 1):
-            raise CLIError(f"--frl-m {a.frl_m} exceeds the number of grid points", "pass a smaller --frl-m")
-    if a.bernstein_k is not None:
-        if a.mechanism != "bernstein":
-            raise CLIError(f"--bernstein-k applies to --mechanism bernstein only (got {a.mechanism})",
-                           "drop --bernstein-k")
-        if not 1 <= a.bernstein_k <= 200:
-            raise CLIError(f"--bernstein-k must be an integer in [1, 200] (got {a.bernstein_k})",
-                           "pass e.g. --bernstein-k 20")
-    if a.normalise and a.mechanism != "iclp":
-        raise CLIError(f"--normalise applies to --mechanism iclp only (got {a.mechanism})", "drop --normalise")
-    if a.mechanism == "iclp" and not (finite(a.eta) and a.eta > 1):
-        raise CLIError(f"--eta must be > 1 (got {a.eta})", "pass e.g. --eta 1.25")
     check_out(a)
     check_ledger_args(a)
     warn_large_epsilon(a.epsilon)
-
-
-def _mechanism(a):
-    """The mechanism of ``--mechanism`` with ``--epsilon`` (and ``--delta``): the library refuses bad values."""
-    from ..noise.mechanisms import FRL, ICLP, Bernstein, GaussianMechanism
-
-    if a.mechanism in ("gp", "sobolev"):
-        return GaussianMechanism(a.epsilon, a.delta)
-    return {"iclp": ICLP, "frl": FRL, "bernstein": Bernstein}[a.mechanism](a.epsilon)
 
 
 def _is_lazy(a) -> bool:
@@ -403,13 +368,10 @@ def run(a) -> int:
     return 0
 
 
-#: what each --mechanism releases, for the table and the plot
-_DESCRIPTIONS = {"gp": "Gaussian KDE + Gaussian-process noise with the Gaussian kernel (Hall et al. 2013, Sec. 4.1)",
-                 "sobolev": "Gaussian KDE + Gaussian-process noise with the L1-exponential kernel (Hall et al. 2013, "
-                            "Sec. 4.2)",
-                 "iclp": "K^eta estimator + ICLP Laplace noise (Lin & Reimherr 2026, Sec. 4.3)",
-                 "frl": "Gaussian KDE, FRL Laplace noise on the first M eigen-coefficients (baseline)",
-                 "bernstein": "Gaussian KDE, Laplace noise on Bernstein lattice values (baseline)"}
+def _description(mechanism: str) -> str:
+    from ..kde.options import MECHANISMS as NAMED
+
+    return NAMED[mechanism].description
 
 
 def _print_table(tree, out, a, ledger, n, bw_eps) -> None:
@@ -421,7 +383,7 @@ def _print_table(tree, out, a, ledger, n, bw_eps) -> None:
     priv = (f"({at['budget_spent_epsilon']:g}, {at['budget_spent_delta']:g})-DP" if a.delta
             else f"{at['budget_spent_epsilon']:g}-DP")
     rows = [
-        ("mechanism", _DESCRIPTIONS[a.mechanism]),
+        ("mechanism", _description(a.mechanism)),
         ("privacy spent", f"{priv} ({a.draws} x epsilon {a.epsilon:g}" + (f", delta {a.delta:g}" if a.delta else "")
          + ")" + (f"; the private bandwidth's epsilon {bw_eps:g} is part of the total {at['budget_spent_epsilon']:g}"
                   if bw_eps else "")),

@@ -62,10 +62,12 @@ def _users(option: str) -> list[str]:
     return [name for name, e in registry.MECHANISMS.items() if option in (*e.options, *e.summary_options)]
 
 
-def _uses_eigenbasis(entry: registry.MechanismEntry) -> bool:
-    from ..summaries import EigenSpec
+#: the library's keywords in :meth:`~fdp_ppl.releasing.registry.MechanismEntry.check_options` -> the flags
+_NAMES = {**_FLAGS, "mechanism": "--mechanism", "delta": "--delta", "kernel": "--kernel", "rho": "--rho"}
 
-    return issubclass(entry.spec_class, EigenSpec)
+
+def _uses_eigenbasis(entry: registry.MechanismEntry) -> bool:
+    return entry.uses_kernel
 
 
 def _mechanism_epilog() -> str:
@@ -205,18 +207,8 @@ def public_mechanism(a):
         raise CLIError("--drop-incomplete was removed: the count of complete curves became the public n, so a record "
                        "with a missing value and its complete neighbour got different n, psi, sensitivity and noise "
                        "scales", "pass --missing impute (each missing point set to 0, every record kept)")
-    if not entry.approximate and a.delta is not None:
-        approx = ", ".join(n for n, e in registry.MECHANISMS.items() if e.approximate)
-        raise CLIError(f"--mechanism {a.mechanism} is pure epsilon-DP and takes no --delta",
-                       f"drop --delta or use an (epsilon, delta) mechanism ({approx})")
-    accepted = (*entry.options, *entry.summary_options)
-    for opt, flag in _FLAGS.items():
-        if getattr(a, opt, None) is not None and opt not in accepted:
-            raise CLIError(f"{flag} applies only to --mechanism {', '.join(_users(opt))}, not to {a.mechanism}",
-                           f"drop {flag}")
-    if not _uses_eigenbasis(entry) and (a.kernel is not None or a.rho is not None):
-        raise CLIError(f"--kernel/--rho do not apply to --mechanism {a.mechanism} (a polynomial basis on a lattice, "
-                       "no kernel)", "drop them; --k sets the lattice size")
+    entry.check_options(delta=a.delta, kernel=a.kernel, rho=a.rho, names=_NAMES,
+                        **{opt: getattr(a, opt, None) for opt in _FLAGS})
     mechanism = entry.mechanism(a.epsilon, a.delta, **{o: getattr(a, o) for o in entry.options})
     if _uses_eigenbasis(entry):
         _noise_kernel(a)

@@ -45,24 +45,11 @@ KDE_SOURCE = "Hall, Rinaldo & Wasserman (2013), Section 4.1 (Delta), 4.1.1 (matr
 
 
 def _check_kde_unit(unit):
-    """A privacy unit a KDE can serve: ``combine="mean"`` (each unit's bumps averaged: a convex combination of
-    bumps, so the record-level sensitivity holds with n = the number of units) or ``max_contributions=1``.
+    """A privacy unit a KDE can serve (:func:`fdp_ppl.kde.options.check_kde_unit`, the one check of Python and
+    ``fdp-ppl kde``)."""
+    from .options import check_kde_unit
 
-    Raises
-    ------
-    InputError
-        Not a PrivacyUnit, or ``max_contributions`` > 1 (padding would need a public bump).
-    """
-    if unit is None:
-        return None
-    from ..io.units import PrivacyUnit
-
-    if not isinstance(unit, PrivacyUnit):
-        raise InputError("privacy_unit must be an fdp_ppl.io.units.PrivacyUnit", "e.g. PrivacyUnit('id', combine='mean')")
-    if unit.contributions != 1:
-        raise InputError("a KDE takes combine='mean' or max_contributions=1 per unit (k > 1 records would need "
-                         "padding bumps at a public point)", "pass combine='mean' (each unit's bumps averaged)")
-    return unit
+    return check_kde_unit(unit)
 
 
 class KDESpec(SummarySpec):

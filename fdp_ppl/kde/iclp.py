@@ -58,6 +58,7 @@ from ..summaries.base import Sensitivity
 from ._binning import compiled_node_counts, compiled_snap
 from .gaussian import KDESpec, KDESummary
 from .grid import DEFAULT_REL_TOL, CartesianGrid, max_pairwise_l1, public_cached
+from .options import check_kde_options
 
 ICLP_KDE_SOURCE = "Lin & Reimherr (2026), Section 4.3, eq. (12), Theorem 16; specs/iclp.md §2.3 (errata a, b)"
 ICLP_KDE_BOUNDS = ("tight", "grid-cs", "corrected")
@@ -120,8 +121,7 @@ class ICLPKDESpec(KDESpec):
                  rel_tol: float = DEFAULT_REL_TOL, kernel: str | None = None, normalise: bool = False,
                  privacy_unit=None):
         eta = float(eta)
-        if not (np.isfinite(eta) and eta > 1):
-            raise InputError(f"eta must be > 1 (got {eta})", "pass e.g. eta=1.25 (Lin & Reimherr 2026, §6.2)")
+        check_kde_options("iclp", eta=eta)  # the one check of fdp-ppl kde and Python
         kind = kernel if kernel is not None else ("gaussian" if grid.d == 1 else "exponential")
         if kind not in ICLP_KDE_KERNELS:
             raise InputError(f"unknown ICLP KDE kernel {kernel!r}", f"use one of {tuple(ICLP_KDE_KERNELS)}")

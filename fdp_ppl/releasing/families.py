@@ -59,6 +59,16 @@ class ReleaseEntry:
     infer_options : tuple of str
         The options of :func:`fdp_ppl.infer` the family's inference takes (empty: every one); any other given is
         refused, naming these.
+    audit : str
+        Qualified name (``module.NAME``) of the family's :class:`fdp_ppl.auditing.targets.AuditHook` (its
+        mechanism names, option keys, default spec and target builder), which :func:`fdp_ppl.audit` and
+        ``fdp-ppl audit`` read on first use; empty: the family is not audited by name.
+    command : str
+        The name of its command, the module ``fdp_ppl.cli.<command>`` (``add_subparser(sub)``, ``run(args)``),
+        listed by ``fdp-ppl --help`` in :data:`FAMILIES` order; empty: no command of its own.
+    public : tuple of str
+        Names ``fp.<name>`` gives, each the hooks' folder's (:attr:`folder`) attribute of that name, imported on
+        first use (the folder itself is always ``fp.<folder>``).
     """
 
     family: str
@@ -75,12 +85,25 @@ class ReleaseEntry:
     legacy_names: tuple[str, ...] = ()
     inference: str = ""
     infer_options: tuple[str, ...] = ()
+    audit: str = ""
+    command: str = ""
+    public: tuple[str, ...] = ()
+
+    @property
+    def folder(self) -> str:
+        """The package holding the family's hooks (``"fdp_ppl.kde"``; the mean family's is ``fdp_ppl.releasing``)."""
+        return ".".join(self.module.split(".")[:2])
 
     def resolve(self, hook: str) -> Callable:
         """The family's ``plan`` or ``draw`` hook (imported with :mod:`importlib`)."""
         import importlib
 
         return getattr(importlib.import_module(self.module), f"{hook}_release")
+
+    def load(self, what: str):
+        """The object a qualified name of this entry names (``what``: ``"inference"`` or ``"audit"``), imported on
+        first use (the stages above the families are named by string, so no import runs back up)."""
+        return load(getattr(self, what))
 
     def check(self, mechanism, options: dict, *, plan: bool = False) -> None:
         """Refuse a mechanism or an option (given, not None) this family does not take, before any work.
@@ -105,6 +128,15 @@ class ReleaseEntry:
                              f"drop {', '.join(refused)} (its options: {', '.join(takes) or 'none'})")
 
 
+def load(qualified: str):
+    """The object ``module.NAME`` names, importing its module (:mod:`importlib`)."""
+    import importlib
+
+    module, _, name = qualified.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+_AUDITS = "fdp_ppl.auditing.targets"
 _MEAN_MECHANISM = "fdp_ppl.noise.mechanisms.base.Mechanism"
 _GAUSSIAN = "fdp_ppl.noise.mechanisms.gaussian.GaussianMechanism"
 _ICLP = "fdp_ppl.noise.mechanisms.laplace.ICLP"
@@ -116,29 +148,35 @@ FAMILIES: tuple[ReleaseEntry, ...] = (
                  ("fdp_ppl.summaries.base.SummarySpec",), (_MEAN_MECHANISM,),
                  ("bound", "generator", "allow_nonprivate"),
                  "ICLP(epsilon), FRL(epsilon), Bernstein(epsilon), GaussianMechanism(epsilon, delta) or an "
-                 "elliptical mechanism", label="mean-curve", legacy_names=("release",)),
+                 "elliptical mechanism", label="mean-curve", legacy_names=("release",),
+                 audit=f"{_AUDITS}.MEAN_AUDIT", command="release"),
     ReleaseEntry("kde", "kde_release", (), "fdp_ppl.kde.release", ("fdp_ppl.kde.gaussian.KDESummary",),
                  ("fdp_ppl.kde.gaussian.KDESpec",), (_MEAN_MECHANISM,), ("bound", "generator", "chains"),
                  "GaussianMechanism(epsilon, delta) for KDESpec / SobolevKDESpec, ICLP(epsilon) for ICLPKDESpec",
                  label="kernel density estimate", inference="fdp_ppl.inference.density.infer_density_dispatch",
-                 infer_options=("prior", "target", "draw", "method", "draws", "chains", "random_seed")),
+                 infer_options=("prior", "target", "draw", "method", "draws", "chains", "random_seed"),
+                 audit=f"{_AUDITS}.KDE_AUDIT", command="kde"),
     ReleaseEntry("machine", "machine_release", ("erm_release",), "fdp_ppl.machine.release", ("fdp_ppl.machine.machine.ERMFit",), ("fdp_ppl.machine.machine.ERMSpec",),
                  (_GAUSSIAN, _ICLP), ("chains",),
                  "GaussianMechanism(epsilon, delta) (eta=None specs) or ICLP(epsilon) (eta > 1 specs)",
                  label="kernel-machine", legacy_names=("svm",),
                  inference="fdp_ppl.inference.machine.infer_machine_dispatch",
-                 infer_options=("prior", "target", "draw", "method", "draws", "chains", "random_seed")),
+                 infer_options=("prior", "target", "draw", "method", "draws", "chains", "random_seed"),
+                 audit=f"{_AUDITS}.MACHINE_AUDIT", command="machine"),
     ReleaseEntry("fpca", "fpca_release", ("expmech_fpca",), "fdp_ppl.fpca.release", ("fdp_ppl.fpca.fpca.FPCAFit",),
                  ("fdp_ppl.fpca.fpca.FPCASpec",), ("fdp_ppl.fpca.mechanism.ExponentialMechanism",), (),
                  "ExponentialMechanism(sampler='exact') (epsilon is the FPCASpec's)", ("n",),
                  label="principal-components (FPCA)", inference="fdp_ppl.inference.components.infer_components",
-                 infer_options=("prior", "draws", "tune", "chains", "target_accept", "random_seed", "progressbar")),
+                 infer_options=("prior", "draws", "tune", "chains", "target_accept", "random_seed", "progressbar"),
+                 audit=f"{_AUDITS}.FPCA_AUDIT", command="fpca", public=("ExponentialMechanism",)),
 )
 
 #: the families' one names, in :data:`FAMILIES` order
 NAMES: tuple[str, ...] = tuple(e.family for e in FAMILIES)
 #: former family name -> its one name (still read where a family is named)
 ALIASES: dict[str, str] = {old: e.family for e in FAMILIES for old in e.legacy_names}
+#: the families' commands (``fdp_ppl.cli.<command>``), in :data:`FAMILIES` order
+COMMANDS: tuple[str, ...] = tuple(e.command for e in FAMILIES if e.command)
 #: family name -> entry
 BY_NAME: dict[str, ReleaseEntry] = {e.family: e for e in FAMILIES}
 
@@ -169,5 +207,5 @@ def entry_for(spec_or_fit) -> ReleaseEntry | None:
     return _lookup(PLANS, spec_or_fit) or _lookup(RELEASES, spec_or_fit)
 
 
-__all__ = ["ALIASES", "BY_NAME", "COMMON_OPTIONS", "FAMILIES", "KINDS", "NAMES", "FAMILY_OPTIONS", "PLANS", "RELEASES", "ReleaseEntry", "entry_for",
+__all__ = ["ALIASES", "BY_NAME", "COMMANDS", "COMMON_OPTIONS", "load", "FAMILIES", "KINDS", "NAMES", "FAMILY_OPTIONS", "PLANS", "RELEASES", "ReleaseEntry", "entry_for",
            "release_entry"]

@@ -152,6 +152,57 @@ class MechanismEntry:
     def spec_class(self) -> type[SummarySpec]:
         return _lazy("SUMMARIES")[self.summary]
 
+    @property
+    def uses_kernel(self) -> bool:
+        """Whether its summary is on an eigenbasis of a noise kernel (else a polynomial basis on a lattice)."""
+        from ..summaries import EigenSpec
+
+        return issubclass(self.spec_class, EigenSpec)
+
+    def check_options(self, *, delta: float | None = None, kernel=None, rho=None, names: dict | None = None,
+                      **options) -> None:
+        """Refuse, from public quantities only and before any data is read, what this mechanism does not take: a
+        δ for a pure ε-DP mechanism, an option (given, not None) of other mechanisms or summaries, a noise kernel
+        for a summary on a lattice. The values themselves are checked by the mechanism and the spec.
+
+        ``names`` (keyword -> name) names the options in messages (the command line passes its flags); default
+        the keyword.
+
+        Raises
+        ------
+        InputError
+            One line naming the option and the mechanisms that take it.
+
+        Examples
+        --------
+        >>> from fdp_ppl.releasing.registry import MECHANISMS
+        >>> MECHANISMS["iclp-qr"].check_options(eta=2.0)
+        >>> MECHANISMS["iclp-qr"].check_options(delta=1e-5)
+        Traceback (most recent call last):
+        ...
+        fdp_ppl.errors.InputError: mechanism iclp-qr is pure epsilon-DP and takes no delta; drop delta or use an (epsilon, delta) mechanism (gaussian, rkhs-gaussian, t-process, laplace-process)
+        """
+        from ..errors import InputError
+
+        names = dict(names or {})
+
+        def n(key):
+            return names.get(key, key)
+
+        if not self.approximate and delta is not None:
+            approx = ", ".join(m for m, e in MECHANISMS.items() if e.approximate)
+            raise InputError(f"{n('mechanism')} {self.name} is pure epsilon-DP and takes no {n('delta')}",
+                             f"drop {n('delta')} or use an (epsilon, delta) mechanism ({approx})")
+        accepted = (*self.options, *self.summary_options)
+        for key, value in options.items():
+            if value is not None and key not in accepted:
+                users = [m for m, e in MECHANISMS.items() if key in (*e.options, *e.summary_options)]
+                raise InputError(f"{n(key)} applies only to {n('mechanism')} {', '.join(users) or 'none'}, not to "
+                                 f"{self.name}", f"drop {n(key)}")
+        if not self.uses_kernel and (kernel is not None or rho is not None):
+            raise InputError(f"{n('kernel')}/{n('rho')} do not apply to {n('mechanism')} {self.name} (a polynomial "
+                             "basis on a lattice, no kernel)", f"drop them; {n('k')} sets the lattice size")
+
     def mechanism(self, epsilon: float, delta: float | None = None, **options) -> Mechanism:
         """Build the mechanism; options outside :attr:`options` are ignored when None."""
         extra = {k: v for k, v in options.items() if v is not None}

@@ -209,18 +209,13 @@ class ReleaseMetadata:
         attrs = dict(attrs)
         kind = attrs.get(KIND_ATTR, RELEASE)
         family = release_family_of_kind(kind)
-        if family == "machine":
-            raise SchemaError("this tree is a private kernel-machine release (a decision function), not a "
-                              "mean-curve release", "fp.infer(release) gives its posterior (fdp_ppl.inference.machine); "
-                              "plot it with fdp_ppl.plots.plot_decision")
-        if family == "kde":
-            raise SchemaError("this tree is a private kernel density estimate (a density on a grid), not a "
-                              "mean-curve release", "fdp_ppl.infer reads it through "
-                              "fdp_ppl.inference.density.infer_density; plot_release takes mean-curve releases")
-        if family == "fpca":
-            raise SchemaError("this tree is an epsilon-DP FPCA release (a frame of principal components), not a "
-                              "mean-curve release", "read its posterior 'components' and 'frame' directly "
-                              "(fdp_ppl.plots.plot_fpca); inference and plot_release take mean-curve releases")
+        if family not in (None, "mean"):  # another release family (named by the registry, not here)
+            from .families import BY_NAME
+
+            entry = BY_NAME[family]
+            raise SchemaError(f"this tree is a private {entry.label} release, not a mean-curve release",
+                              f"fp.infer(release) gives its posterior ({entry.inference or entry.module}); "
+                              "plot_release and the mean-curve readers take mean-curve releases")
         if family != "mean":
             raise SchemaError(f"this tree is an {kind} result, not a release",
                               "pass the release it was computed from (or read its observed_data)")
@@ -724,19 +719,40 @@ def is_fpca_release(tree) -> bool:
     return release_family(tree) == "fpca"
 
 
+def family_attrs(family: str) -> dict:
+    """Root attributes that mark a release of ``family`` (its kind read from the family registry,
+    :data:`fdp_ppl.releasing.families.BY_NAME`): what a family's draw hook puts on its tree, so a new family needs
+    no constant here.
+
+    Examples
+    --------
+    >>> from fdp_ppl.releasing.schema import family_attrs
+    >>> family_attrs("kde")["fdp_ppl_kind"]
+    'kde_release'
+    """
+    from .families import BY_NAME
+
+    return {KIND_ATTR: BY_NAME[family].kind, SCHEMA_ATTR: SCHEMA_VERSION}
+
+
+def is_family_release(tree, family: str) -> bool:
+    """True for a release of ``family`` (:func:`release_family`, current and former kinds)."""
+    return release_family(tree) == family
+
+
 def machine_attrs() -> dict:
-    """Root attributes that mark a private kernel-machine release."""
-    return {KIND_ATTR: MACHINE_RELEASE, SCHEMA_ATTR: SCHEMA_VERSION}
+    """Root attributes that mark a private kernel-machine release (:func:`family_attrs`)."""
+    return family_attrs("machine")
 
 
 def kde_attrs() -> dict:
-    """Root attributes that mark a private kernel density estimate (:func:`is_kde_release`)."""
-    return {KIND_ATTR: KDE_RELEASE, SCHEMA_ATTR: SCHEMA_VERSION}
+    """Root attributes that mark a private kernel density estimate (:func:`family_attrs`)."""
+    return family_attrs("kde")
 
 
 def fpca_attrs() -> dict:
-    """Root attributes that mark an ε-DP FPCA release."""
-    return {KIND_ATTR: FPCA_RELEASE, SCHEMA_ATTR: SCHEMA_VERSION}
+    """Root attributes that mark an ε-DP FPCA release (:func:`family_attrs`)."""
+    return family_attrs("fpca")
 
 
 def inference_attrs() -> dict:
@@ -749,5 +765,5 @@ __all__ = [n for n in dir() if n.isupper()] + ["ReleaseMetadata", "ReleaseView",
                                                 "coefficient_map",
                                                 "clean_attrs", "is_release", "is_inference", "inference_attrs",
                                                 "is_fpca_release", "fpca_attrs", "machine_attrs", "is_kde_release", "is_machine_release",
-                                                "release_family", "release_family_of_kind",
+                                                "release_family", "release_family_of_kind", "family_attrs", "is_family_release",
                                                 "kde_attrs"]

@@ -186,7 +186,8 @@ def test_infer_serves_a_principal_components_release(tmp_path, capsys):
     assert main(["infer", str(rel), "--target", "summary", "--out", str(tmp_path / "x.nc")]) == 2
     _one_line_error(capsys.readouterr(), "all its frames")
     assert main(["infer", str(rel), "--out", str(tmp_path / "x.nc"), "--plot", str(tmp_path / "x.png")]) == 2
-    _one_line_error(capsys.readouterr(), "--plot is drawn for curve, density and kernel-machine posteriors")
+    _one_line_error(capsys.readouterr(), "--plot is drawn for curve, kernel density estimate and kernel-machine "
+                                               "posteriors")
 
 
 def test_infer_serves_a_kernel_machine_release(tmp_path, capsys):

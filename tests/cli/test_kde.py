@@ -192,3 +192,20 @@ def test_kde_cli_binned_estimator(tmp_path, csv_file, capsys):
     assert main(["kde", "--data", str(csv_file), "--var", "x", "--mechanism", "iclp", "--epsilon", "1", "--domain",
                  "0", "1", "--kde-estimator", "binned", "--out", str(tmp_path / "x.nc")]) == 2
     assert "--kde-estimator binned applies to --mechanism gp and sobolev" in capsys.readouterr().err
+
+
+def test_kde_command_checks_are_the_library_checks():
+    """The command's public checks before the data are the library's (fdp_ppl.kde.options.check_kde_options),
+    named with its flags; its --mechanism choices are the library's names."""
+    from fdp_ppl.cli import kde as cli_kde
+    from fdp_ppl.errors import InputError
+    from fdp_ppl.kde.options import MECHANISMS, check_kde_options
+
+    assert cli_kde.MECHANISMS == tuple(MECHANISMS)
+    with pytest.raises(InputError, match=r"^M applies to mechanism frl only \(got iclp\)") as err:
+        check_kde_options("iclp", M=5)
+    assert err.value.fix == "drop M"
+    with pytest.raises(InputError, match="--frl-m applies to --mechanism frl only"):
+        check_kde_options("iclp", M=5, names=cli_kde.KDE_FLAGS)
+    with pytest.raises(InputError, match="pure epsilon-DP and takes no delta"):
+        check_kde_options("bernstein", delta=1e-5)

@@ -584,3 +584,26 @@ def test_stages_import_one_way():
                          env={**os.environ, "PYTHONPATH": str(root)})
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "0 broken" in out.stdout and "KEPT" in out.stdout
+
+
+def test_every_family_folder_is_on_the_families_layer():
+    """Each registered family's folder (``ReleaseEntry.folder``) is on the families' layer of the import-linter
+    layers contract and among the foundation's forbidden modules, and that layer holds nothing else: a new family
+    adds its folder there (import-linter's ``layers`` take module names, not wildcards), and this check says so by
+    name when it is forgotten."""
+    import tomllib
+
+    from fdp_ppl.releasing.families import FAMILIES
+
+    contracts = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers")["layers"]
+    forbidden = next(c for c in contracts if c["type"] == "forbidden")["forbidden_modules"]
+    folders = {e.folder for e in FAMILIES if e.folder != "fdp_ppl.releasing"}  # the mean family is releasing's own
+    lines = [{m.strip() for m in line.split("|")} for line in layers]
+    at = next((i for i, line in enumerate(lines) if folders & line), None)
+    layer = lines[at] if at is not None else set()
+    missing = sorted(folders - layer)
+    assert not missing, f"add {', '.join(missing)} to the families' layer of [tool.importlinter] in pyproject.toml"
+    assert layer == folders, f"the families' layer holds {sorted(layer - folders)}, which no registry line names"
+    assert folders <= set(forbidden), f"add {sorted(folders - set(forbidden))} to the foundation's forbidden_modules"
+    assert lines[at + 1] == {"fdp_ppl.releasing"}  # directly above the release protocol, below inference and audit

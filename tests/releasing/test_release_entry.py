@@ -5,12 +5,15 @@ Each family's release follows its plan (``fdp_ppl.testing.family.check_family``)
 the family does not take is refused before the ledger is charged.
 """
 
+import re
+
 import numpy as np
 import pytest
+import xarray as xr
 
 import fdp_ppl as fp
 from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
-from fdp_ppl.errors import CompatibilityError, InputError
+from fdp_ppl.errors import CompatibilityError, InputError, SchemaError
 from tests.helpers import family_curves
 
 pytestmark = pytest.mark.filterwarnings("ignore::fdp_ppl.errors.SeededReleaseWarning")
@@ -331,9 +334,70 @@ def test_one_name_per_family_everywhere():
         assert e.kind == f"{e.family}_release" and schema.release_family_of_kind(e.kind) == e.family
         assert all(schema.release_family_of_kind(k) == e.family for k in e.legacy_kinds)
         if e.family != "mean":  # the mean family lives in summaries/ and releasing/ (its command: release)
-            assert e.module == f"fdp_ppl.{e.family}.release" and e.family in COMMANDS
+            assert e.module == f"fdp_ppl.{e.family}.release" and e.folder == f"fdp_ppl.{e.family}"
+            assert e.command == e.family and e.family in COMMANDS
             importlib.import_module(f"fdp_ppl.{e.family}")
     assert set(ALIASES.values()) <= set(COMMANDS)
+
+
+#: the files outside a family's folder that a new family edits: its registry line, and its folder on the
+#: families' layer of the import-linter contracts (import-linter's layers take no wildcard)
+FILES_A_FAMILY_EDITS = ("fdp_ppl/releasing/families.py", "pyproject.toml")
+
+
+def test_every_family_is_served_from_its_registry_line_alone():
+    """Adding a family is its folder, one registry line (and its folder on the import-linter layer, checked by
+    tests/project/test_architecture.py): every stage finds what it needs of every family from the registry's
+    strings alone — the plan and draw hooks, the inference hook, the audit hook, the command module, the file kind
+    and its reader, ``fp.<folder>`` and the family's public names. No table outside the folder is edited
+    (:data:`FILES_A_FAMILY_EDITS`), so this test loops over the registry and needs no edit either."""
+    import importlib
+
+    from fdp_ppl.auditing.targets import AUDIT_FAMILIES, DEFAULT_SPECS, AuditHook, mechanisms_of
+    from fdp_ppl.cli import COMMANDS, build_parser
+    from fdp_ppl.inference.infer import INFERENCE_FAMILIES
+    from fdp_ppl.releasing import schema
+    from fdp_ppl.releasing.families import FAMILIES, KINDS, PLANS, RELEASES
+
+    import ast
+    from pathlib import Path
+
+    root = Path(fp.__file__).parent.parent
+    assert all((root / f).exists() for f in FILES_A_FAMILY_EDITS)
+    # the files a family once edited to be reachable (fp.<folder>, its command) name no family in their code
+    # (docstrings aside); former names are read from the registry's legacy names
+    legacy = {old for e in FAMILIES for old in e.legacy_names}
+    for path in ("fdp_ppl/__init__.py", "fdp_ppl/cli/__init__.py"):
+        tree = ast.parse((root / path).read_text())
+        docs = {id(n.body[0].value) for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef,
+                ast.ClassDef)) and n.body and isinstance(n.body[0], ast.Expr)}
+        named = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and id(n) not in docs
+                 and n.value in {e.family for e in FAMILIES if e.family != "mean"} - legacy}
+        assert not named, f"{path} names the families {sorted(named)}: read them from the registry"
+    commands = build_parser()._subparsers._group_actions[0].choices
+    for e in FAMILIES:
+        assert callable(e.resolve("plan")) and callable(e.resolve("draw")), e.family
+        assert all(RELEASES[c] is e for c in e.fitted) and all(PLANS[c] is e for c in e.specs)
+        assert INFERENCE_FAMILIES[e.family].hook == e.inference
+        if e.inference:
+            assert callable(e.load("inference")), e.family
+        hook = e.load("audit")
+        assert isinstance(hook, AuditHook) and hook.names() == mechanisms_of(e.family) and hook.names()
+        assert DEFAULT_SPECS[e.family] == hook.default_spec and e.family in AUDIT_FAMILIES
+        assert e.command in COMMANDS and e.command in commands, e.family
+        module = importlib.import_module(f"fdp_ppl.cli.{e.command}")
+        assert callable(module.add_subparser) and callable(module.run)
+        folder = e.folder.partition(".")[2]
+        assert getattr(fp, folder).__name__ == e.folder and folder in fp.__all__
+        for name in e.public:
+            assert getattr(fp, name) is getattr(importlib.import_module(e.folder), name) and name in fp.__all__
+        attrs = schema.family_attrs(e.family)
+        assert attrs[schema.KIND_ATTR] == e.kind and KINDS[e.kind] == e.family
+        tree = xr.DataTree(xr.Dataset(attrs={**attrs, "noise_law": "laplace"}))
+        assert schema.release_family(tree) == e.family and schema.is_family_release(tree, e.family)
+        if e.family != "mean":  # the mean reader refuses it, naming the family in its words
+            with pytest.raises(SchemaError, match=f"{re.escape(e.label)} release, not a mean-curve release"):
+                schema.ReleaseMetadata.from_attrs(tree.attrs)
 
 
 def test_inference_and_audit_tables_are_read_from_the_registry():
@@ -352,7 +416,7 @@ def test_inference_and_audit_tables_are_read_from_the_registry():
     assert NAMES == tuple(e.family for e in FAMILIES) and NAMES[0] == "mean"
     assert tuple(INFERENCE_FAMILIES) == NAMES == targets.FAMILIES
     assert tuple(k for k in targets.AUDIT_FAMILIES if k != "callable") == NAMES
-    assert set(targets._BUILDERS) == set(NAMES) and targets.FAMILY_ALIASES == ALIASES
+    assert targets.FAMILY_ALIASES == ALIASES
     assert ALIASES == {"release": "mean", "svm": "machine"}
     for e in FAMILIES:
         inf = INFERENCE_FAMILIES[e.family]
