@@ -289,7 +289,15 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, 
                 centre = m * (shrink * A.sum(axis=1))
                 spread = pt.sqrt(shrink**2 * amp**2 * plan.prior_var + sampling_var)
             elif target == "population" and not _is_gaussian(law):
-                pass   # fixed prior and sampling sd (plan): exact draws by rejection, nothing for PyMC to sample
+                if prior.amplitude is None or prior.smoothness is None or sampling_sd is None:
+                    # free hyperparameters: y_j = s_j θ_j + s_j e_j + ξ_j, Laplace ⊛ Normal ⊛ Laplace in closed form
+                    from .quadrature import laplace_normal_laplace_logp
+
+                    amp, power = prior.hyperparameters(ctx["hint"])
+                    c = shrink * prior.laplace_scale(pub["eigenvalues"], amp, power)
+                    pm.CustomDist(S.RELEASED, c, pt.sqrt(sampling_var), b, observed=y, dims=dims.BASIS,
+                                  logp=lambda value, cc, g, bb: laplace_normal_laplace_logp(value, cc, g, bb, xp=xp))
+                # else fixed prior and sampling sd (plan): exact draws by rejection, nothing for PyMC to sample
             else:
                 amp, power = prior.hyperparameters(ctx["hint"])
                 centre, spread = np.zeros(J), shrink * prior.laplace_scale(pub["eigenvalues"], amp, power)
