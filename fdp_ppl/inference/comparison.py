@@ -426,7 +426,8 @@ def loo(result: xr.DataTree, *, method: str = "auto"):
         return _psis(result)
     elpd_i = result[LOO_GROUP]["released"]
     n = elpd_i.size
-    ll = result["log_likelihood"]["released"] if "log_likelihood" in result.children else None
+    ll = result[INTEGRATED_GROUP if INTEGRATED_GROUP in result.children else "log_likelihood"]["released"] \
+        if "log_likelihood" in result.children else None
     p = float("nan")
     if ll is not None and ll.shape[-1] == n:
         s = ll.sizes[dims.CHAIN] * ll.sizes[dims.DRAW]
@@ -436,7 +437,8 @@ def loo(result: xr.DataTree, *, method: str = "auto"):
     return ELPDDataLOO(elpd=float(elpd_i.sum()), se=float(np.sqrt(n * np.var(elpd_i.values))), p=p,
                        n_samples=n_samples, n_data_points=n, scale="log", warning=False, good_k=GOOD_K,
                        elpd_i=elpd_i.rename(None).reset_coords(drop=True),
-                       pareto_k=xr.full_like(elpd_i, -np.inf).rename(None).reset_coords(drop=True))
+                       pareto_k=(result[LOO_GROUP]["pareto_k"] if "pareto_k" in result[LOO_GROUP]   # PSIS + refits
+                                 else xr.full_like(elpd_i, -np.inf)).rename(None).reset_coords(drop=True))
 
 
 def _psis(result: xr.DataTree):

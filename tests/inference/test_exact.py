@@ -483,3 +483,64 @@ def test_benchmark_quick_mode_runs(tmp_path):
     assert {r["label"] for r in doc["rows"]} == {"a", "b", "c"} and doc["machine"]["cpu_count"]
     assert all(r["ess_min_per_s"] > 0 for r in doc["rows"])
     assert next(r for r in doc["rows"] if r["label"] == "c")["inference"] == "exact"
+
+
+def test_refit_leave_one_out_equals_quadrature(setting):
+    """Leave-one-out of a posterior sampled on its hyperparameters alone: where PSIS's k̂ is too large the model is
+    refitted without y_j (:func:`fdp_ppl.inference.reloo.psis_then_refit`, forced here on two coefficients). One
+    free hyperparameter (the ICLP prior's amplitude, summary target): the exact ``log p(y_j | y_-j)`` by
+    quadrature over it (:func:`~fdp_ppl.inference.comparison.grid_loo`) agrees within four Monte Carlo standard
+    errors of the refit (delta method with the draws' effective sample size)."""
+    import pymc as pm
+
+    from fdp_ppl.inference.comparison import INTEGRATED_GROUP, grid_loo
+    from fdp_ppl.inference.reloo import psis_then_refit
+
+    _, _, rel, _ = setting
+    prior = ICLPPrior(smoothness=2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InferenceWarning)
+        post = infer(rel, prior, target="summary", draws=1000, tune=500, chains=2, random_seed=4, progressbar=False)
+    model = build_model(rel, prior, target="summary")
+    assert {rv.name for rv in model.free_RVs} == {"amplitude"}
+
+    def sample(m, seed):
+        return pm.sample(model=m, draws=2000, tune=500, chains=2, random_seed=seed, progressbar=False,
+                         compute_convergence_checks=False)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = psis_then_refit(model, post["posterior"].to_dataset(), post[INTEGRATED_GROUP]["released"],
+                              post["observed_data"].to_dataset(), sample=sample, threshold=-np.inf, max_refits=2)
+    assert len(out["refitted"]) == 2 and np.all(out["pareto_k"][out["refitted"]] == -np.inf)
+    ctx = model._fdp_meta["ctx"]
+    y, b, lam, hint = ctx["y"], ctx["scale"], ctx["pub"]["eigenvalues"], ctx["hint"]
+    log_a = np.linspace(np.log(1e-6), np.log(50 * hint["rms"]), 20_001)
+    c = np.exp(log_a)[:, None] * np.sqrt((lam / lam[0]) ** 2 / 2)
+    loglik = L.marginal_logp(np.broadcast_to(y, c.shape), np.broadcast_to(b, c.shape), L, 0.0, c)
+    logprior = stats.halfnorm.logpdf(np.exp(log_a), scale=2 * hint["rms"]) + log_a
+    exact = grid_loo(loglik, logprior)
+    for j in out["refitted"]:
+        assert 0 < out["mc_se"][j] < 0.1
+        assert out["elpd"][j] == pytest.approx(exact[j], abs=4 * out["mc_se"][j] + 1e-4), (j, out["mc_se"][j])
+
+
+def test_target_accept_by_model_when_not_given(setting):
+    """NUTS on the noise's latent mixing scales (a GP prior with a free length-scale, Laplace noise) raises the
+    target acceptance rate when none is given (fewer divergences, measured: ``infer.MIXTURE_TARGET_ACCEPT``); NUTS
+    on the hyperparameters alone keeps the signature's default; a given value is used as given. Each recorded."""
+    from fdp_ppl.inference.infer import MIXTURE_TARGET_ACCEPT
+
+    _, _, rel, _ = setting
+    run = dict(draws=20, tune=20, chains=1, random_seed=5, progressbar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InferenceWarning)
+        mixture = infer(rel, GPPrior(), **run)
+        given = infer(rel, GPPrior(), target_accept=0.8, **run)
+        marginal = infer(rel, ICLPPrior(smoothness=2.0), **run)
+    assert mixture.attrs["inference_model"] == "mixture" and marginal.attrs["inference_model"] == "marginal"
+    assert (mixture.attrs["inference_target_accept"], given.attrs["inference_target_accept"],
+            marginal.attrs["inference_target_accept"]) == (MIXTURE_TARGET_ACCEPT, 0.8, 0.9)
+    assert MIXTURE_TARGET_ACCEPT > 0.9
+    assert "latent mixing scales" in mixture.attrs["inference_target_accept_choice"]
+    assert given.attrs["inference_target_accept_choice"] == "given"
