@@ -235,7 +235,9 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, 
       Where the prior is diagonal in the release's basis (the ICLP prior; a GP prior whose kernel
       is the release's, ``A K Aᵀ`` diagonal to :data:`~fdp_ppl.settings.DIAGONAL_KL_TOL`) and the noise is a
       product law, the likelihood is a product of one-dimensional marginals ``law.marginal_logp`` (Normal or
-      Laplace prior convolved with the Laplace or Normal noise); for Gaussian noise it is the
+      Laplace prior convolved with the Laplace or Normal noise; the ICLP prior with the population target's
+      Gaussian sampling error and Laplace noise: Laplace ⊛ Normal ⊛ Laplace,
+      :func:`~fdp_ppl.inference.quadrature.laplace_normal_laplace_logp`); for Gaussian noise it is the
       Gaussian ``N(S A m, S A Σ_f Aᵀ S + diag(noise + sampling))``.
     * ``"whitened"`` — GP prior, product law, non-diagonal prior: ``θ = m A1 + a L_ρ z`` with
       ``L_ρ`` the Cholesky factor of ``A K_ρ Aᵀ`` (a constant at fixed ρ), ``z ~ N(0, I)``, and the
