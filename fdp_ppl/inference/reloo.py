@@ -58,9 +58,8 @@ def psis_then_refit(model, post: xr.Dataset, integrated: xr.DataArray, observed:
         coefficients: not importance sampled), ``psis_k`` (J,) the k̂ before refits, ``refitted`` the indices,
         ``mc_se`` (index → Monte Carlo standard error of a refitted value).
     """
-    from pymc.model.fgraph import clone_model
-
     import pymc as pm
+    from pymc.model.fgraph import clone_model
 
     from .comparison import GOOD_K, INTEGRATED_GROUP, _psis, integrated_loglik
 
@@ -112,4 +111,4 @@ def loo_group(out: dict, basis) -> xr.Dataset:
     return ds.assign(pareto_k=((dims.BASIS,), out["pareto_k"]))
 
 
-__all__ = ["psis_then_refit", "refit_attrs", "loo_group", "MAX_REFITS"]
+__all__ = ["MAX_REFITS", "loo_group", "psis_then_refit", "refit_attrs"]

@@ -16,6 +16,7 @@ What is checked
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import arviz as az
@@ -383,7 +384,7 @@ def test_iclp_population_marginal_equals_integrated_prior_times_noise(setting):
             lo, hi = -14 * gj, 14 * gj
             cuts = [lo] + ([yj] if lo < yj < hi else []) + [hi]
             ref.append(np.log(sum(integrate.quad(h, u, v, epsabs=0.0, epsrel=1e-13, limit=200)[0]
-                                  for u, v in zip(cuts[:-1], cuts[1:]))))
+                                  for u, v in itertools.pairwise(cuts))))
         np.testing.assert_allclose(got, ref, rtol=0, atol=1e-8)
 
 
@@ -532,7 +533,7 @@ def test_target_accept_by_model_when_not_given(setting):
     from fdp_ppl.inference.infer import MIXTURE_TARGET_ACCEPT
 
     _, _, rel, _ = setting
-    run = dict(draws=20, tune=20, chains=1, random_seed=5, progressbar=False)
+    run = {"draws": 20, "tune": 20, "chains": 1, "random_seed": 5, "progressbar": False}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InferenceWarning)
         mixture = infer(rel, GPPrior(), **run)
