@@ -21,7 +21,8 @@ predictive check on each family's own scale.
   diagonal prior (the ICLP prior; a GP prior with the release's kernel) the importance weights use
   ``log p(y_j | hyperparameters)``, the coefficient and its latent mixing scale integrated out in closed form
   (group ``log_likelihood_integrated``): leaving y_j out then moves a few hyperparameters, not y_j's own
-  coefficient, so k̂ stays small. Otherwise (Gibbs, a custom prior, principal components) ``log_likelihood``,
+  coefficient, so k̂ stays small — except where y_j alone carries most of what the release says about one;
+  there a posterior sampled on the hyperparameters alone is refitted without y_j (:mod:`fdp_ppl.inference.reloo`). Otherwise (Gibbs, a custom prior, principal components) ``log_likelihood``,
   the likelihood given the coefficients.
 * **Predictive check on the release's own scale.** ``posterior_predictive/released_standardised`` and
   ``observed_data/released_standardised`` (coefficient dim): ``(ỹ_j − m_j)/s_j`` and ``(y_j − m_j)/s_j``, with
