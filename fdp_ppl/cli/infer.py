@@ -99,7 +99,8 @@ def add_subparser(sub) -> None:
     m.add_argument("--tune", type=int, default=None, metavar="N", help="NUTS tuning steps per chain (default 1000; unused by exact "
                                                           "draws)")
     m.add_argument("--chains", type=int, default=2, metavar="N", help="chains (default 2)")
-    m.add_argument("--target-accept", type=float, default=None, metavar="P", help="NUTS target acceptance (default 0.9)")
+    m.add_argument("--target-accept", type=float, default=None, metavar="P",
+                   help="NUTS target acceptance (default 0.9; 0.95 when NUTS samples the noise's latent mixing scales)")
     m.add_argument("--ci-prob", type=float, default=None, metavar="P",
                    help="probability of the credible band summarised in the table and drawn in the plot (default "
                         "0.9, every family)")

@@ -21,7 +21,8 @@ predictive check on each family's own scale.
   diagonal prior (the ICLP prior; a GP prior with the release's kernel) the importance weights use
   ``log p(y_j | hyperparameters)``, the coefficient and its latent mixing scale integrated out in closed form
   (group ``log_likelihood_integrated``): leaving y_j out then moves a few hyperparameters, not y_j's own
-  coefficient, so k̂ stays small. Otherwise (Gibbs, a custom prior, principal components) ``log_likelihood``,
+  coefficient, so k̂ stays small — except where y_j alone carries most of what the release says about one;
+  there a posterior sampled on the hyperparameters alone is refitted without y_j (:mod:`fdp_ppl.inference.reloo`). Otherwise (Gibbs, a custom prior, principal components) ``log_likelihood``,
   the likelihood given the coefficients.
 * **Predictive check on the release's own scale.** ``posterior_predictive/released_standardised`` and
   ``observed_data/released_standardised`` (coefficient dim): ``(ỹ_j − m_j)/s_j`` and ``(y_j − m_j)/s_j``, with
@@ -426,7 +427,8 @@ def loo(result: xr.DataTree, *, method: str = "auto"):
         return _psis(result)
     elpd_i = result[LOO_GROUP]["released"]
     n = elpd_i.size
-    ll = result["log_likelihood"]["released"] if "log_likelihood" in result.children else None
+    ll = result[INTEGRATED_GROUP if INTEGRATED_GROUP in result.children else "log_likelihood"]["released"] \
+        if "log_likelihood" in result.children else None
     p = float("nan")
     if ll is not None and ll.shape[-1] == n:
         s = ll.sizes[dims.CHAIN] * ll.sizes[dims.DRAW]
@@ -436,7 +438,8 @@ def loo(result: xr.DataTree, *, method: str = "auto"):
     return ELPDDataLOO(elpd=float(elpd_i.sum()), se=float(np.sqrt(n * np.var(elpd_i.values))), p=p,
                        n_samples=n_samples, n_data_points=n, scale="log", warning=False, good_k=GOOD_K,
                        elpd_i=elpd_i.rename(None).reset_coords(drop=True),
-                       pareto_k=xr.full_like(elpd_i, -np.inf).rename(None).reset_coords(drop=True))
+                       pareto_k=(result[LOO_GROUP]["pareto_k"] if "pareto_k" in result[LOO_GROUP]   # PSIS + refits
+                                 else xr.full_like(elpd_i, -np.inf)).rename(None).reset_coords(drop=True))
 
 
 def _psis(result: xr.DataTree):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from ..noise.laws import Normal
+from ..noise.laws import Laplace, Normal
 from ..settings import DIAGONAL_KL_TOL
 from .priors import CustomPrior, GPPrior
 
@@ -189,8 +189,10 @@ def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
         diagonal = True
         fixed = not free_prior and fixed_sampling
         # population target: Gaussian noise adds to the sampling error; Laplace noise has a closed-form marginal
-        # (inference.quadrature.laplace_normal_laplace_logp) and exact draws, but no PyMC model: fixed prior only
-        marginal_ok = law.product and (target == "summary" or _is_gaussian(law) or not free_prior)
+        # (inference.quadrature.laplace_normal_laplace_logp, numpy and PyTensor) and exact draws
+        # (conditional.laplace_population_draws): NUTS on the hyperparameters alone, no latent scales
+        marginal_ok = law.product and (target == "summary" or _is_gaussian(law) or not free_prior
+                                       or isinstance(law, Laplace))
         quadrature_ok = not free_prior and sampling_free and law.product
         whitened_ok = whitened_auto = False
         mixture_latent = True

@@ -242,16 +242,23 @@ def diagonal_log_marginal(law, y, b, prior_law, centre, prior_sd, sampling_base,
 _SCALE_GAP = 1e-5
 
 
-def laplace_normal_laplace_logp(y, c, g, b):
+def laplace_normal_laplace_logp(y, c, g, b, *, xp=None):
     """Log-density at ``y`` of ``U + e + ξ`` with ``U ~ Laplace(0, c)``, ``e ~ N(0, g²)``, ``ξ ~ Laplace(0, b)``
     independent (numpy, broadcast): a Laplace (ICLP) prior, the Gaussian sampling error of the mean and Laplace
     noise. Since ``1/((1 + c²ω²)(1 + b²ω²)) = (c²/(1 + c²ω²) − b²/(1 + b²ω²))/(c² − b²)``, it is
     ``(c² NL(y; g, c) − b² NL(y; g, b))/(c² − b²)`` with ``NL`` the Normal–Laplace density
     (:meth:`~fdp_ppl.noise.laws.Laplace.convolved_logp`), computed in log space from the larger scale. Where the
     two scales are within a relative :data:`_SCALE_GAP` the smaller is moved to that gap (a relative change of the
-    density of at most about that size; the cancellation then costs about ``1e-11`` relative)."""
+    density of at most about that size; the cancellation then costs about ``1e-11`` relative). ``xp``: the
+    PyTensor namespace (:func:`fdp_ppl._backend.backend`) for the same formula in a PyMC model; None: numpy."""
     from ..noise.laws import Laplace
 
+    if xp is not None and xp.name == "pt":   # the NUTS model of free ICLP hyperparameters (infer.build_model)
+        hi = xp.maximum(c, b)
+        lo = xp.minimum(xp.minimum(c, b), hi * (1 - _SCALE_GAP))
+        l_hi, l_lo = Laplace().convolved_logp(y, g, hi, xp=xp), Laplace().convolved_logp(y, g, lo, xp=xp)
+        ratio = xp.minimum((lo / hi) ** 2 * xp.exp(l_lo - l_hi), 1 - 1e-16)
+        return 2 * xp.log(hi) + l_hi + xp.log1p(-ratio) - xp.log(hi**2 - lo**2)
     y, c, g, b = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, c, g, b))
     hi, lo = np.maximum(c, b), np.minimum(c, b)
     lo = np.minimum(lo, hi * (1 - _SCALE_GAP))
