@@ -41,8 +41,7 @@ PAPER_ITERATIONS = 20_000
 def _metrics(frames, G, k):
     from fdp_ppl.fpca import subspace_distance, variance_ratio
 
-    w, U = np.linalg.eigh(G)
-    top = U[:, ::-1][:, :k]
+    top = np.linalg.eigh(G)[1][:, ::-1][:, :k]
     cos = np.linalg.svd(np.swapaxes(frames, 1, 2) @ top, compute_uv=False)
     angle = np.degrees(np.arccos(np.clip(cos.min(axis=1), 0.0, 1.0)))
     return {"variance_ratio": variance_ratio(frames, G), "subspace_norm": subspace_distance(frames, top),

@@ -5,8 +5,9 @@ The paper's mechanism for k > 1 (Awan, Kenney, Reimherr & Slavković 2019, §4�
 accepts ~2·10⁻¹⁴ at k = 2 on the §6.1 design, benchmarks/bench_matrix_bingham.py). This module serves a
 **different mechanism** whose every step *is* exactly sampled: k exponential mechanisms in sequence, step i on the
 unit sphere of the orthogonal complement of the columns released before it (the sequential exponential
-mechanism of Kapralov & Talwar 2013, "On differentially private low rank approximation", SODA; and the "sequential exact alternative" of the spec, §4 — "a different
-mechanism, private by composition"; the paper itself releases the k components jointly, spec §2.1).
+mechanism of Kapralov & Talwar 2013, "On differentially private low rank approximation", SODA; and the
+"sequential exact alternative" of the spec, §4 — "a different mechanism, private by composition"; the paper
+itself releases the k components jointly, spec §2.1).
 
 **The mechanism.** ε = ε_1 + … + ε_k (default ε_i = ε/k; a public split otherwise), s_i = ε_i/(2Δ), B = G − Σ⁻¹
 (G = XᵀX, rows ‖X_j‖ ≤ 1; Σ public). For i = 1..k: P_i (m × (m − i + 1)) is an orthonormal basis of the

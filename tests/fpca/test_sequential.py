@@ -22,7 +22,6 @@ import fdp_ppl as fp
 from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
 from fdp_ppl.errors import BudgetExceededError, InputError, SeededReleaseWarning
 from fdp_ppl.fpca import FPCASpec
-from fdp_ppl.fpca.fpca import FPCAFit
 from fdp_ppl.fpca.fpca_plan import exact_plan
 from fdp_ppl.fpca.samplers import random_frame
 from fdp_ppl.fpca.sequential import (bingham_log_normaliser, sample_sequential_bingham, sequential_logpdf,
@@ -220,8 +219,8 @@ def test_plan_equals_release_and_the_file_keeps_it(tmp_path):
 
     spec = _spec()
     fit = spec.fit(_curves(spec))
-    plan, tree = check_family(fit, fp.ExponentialMechanism(sampler="sequential"), draws=2, tmp_path=tmp_path,
-                              plan_options={"n": 30})
+    _, tree = check_family(fit, fp.ExponentialMechanism(sampler="sequential"), draws=2, tmp_path=tmp_path,
+                           plan_options={"n": 30})
     V = tree["posterior"]["frame"].values[0]
     assert V.shape == (2, 6, 2) and np.allclose(np.swapaxes(V, 1, 2) @ V, np.eye(2), atol=1e-3)
 
