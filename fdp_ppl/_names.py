@@ -8,4 +8,4 @@ BERNSTEIN_DEFAULT_K = 20
 
 #: forms and samplers of the ε-DP FPCA release (:class:`fdp_ppl.ExponentialMechanism`)
 FPCA_FORMS = ("bingham", "gp-base")
-FPCA_SAMPLERS = ("exact", "gibbs", "nuts")
+FPCA_SAMPLERS = ("exact", "sequential", "gibbs", "nuts")

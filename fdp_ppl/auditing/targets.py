@@ -31,7 +31,8 @@ SVM_MECHANISMS = ("gp", "iclp")
 FPCA_SAMPLES = 1000
 #: frames per fp.release call of an FPCA fit when the audit draws many (each call is one exact batch of the sampler)
 FPCA_CHUNK = 100
-FPCA_MECHANISMS = ("gp-base/exact", "bingham/exact", "bingham/gibbs", "gp-base/nuts", "bingham/nuts")
+FPCA_MECHANISMS = ("gp-base/exact", "bingham/exact", "bingham/sequential", "bingham/gibbs", "gp-base/nuts",
+                   "bingham/nuts")
 
 #: the keyword options of :func:`~fdp_ppl.auditing.core.audit`, in signature order
 AUDIT_OPTIONS = ("family", "epsilon", "delta", "pairs", "samples", "confidence", "random_seed", "tests", "events",
@@ -104,7 +105,7 @@ def _fpca_keys(mechanism: str, spec_given: bool = False) -> tuple[str, ...] | No
     name = fpca_name(mechanism)
     if name not in FPCA_MECHANISMS:
         return None
-    return ("n",) if name.endswith("/exact") else ("n", "iterations")
+    return ("n",) if name.endswith(("/exact", "/sequential")) else ("n", "iterations")
 
 
 #: the default public specs (stated in every audit's attrs; :data:`DEFAULT_SPECS` per family)

@@ -50,8 +50,10 @@ def add_subparser(sub) -> None:
                "(the target's reference law) when none is accepted: pure epsilon''-DP, epsilon'' = epsilon + ~1e-10 "
                "(default), or (epsilon', delta')-DP with delta' <= --delta; a size whose budget the machine cannot "
                "serve is refused before the ledger is charged. The default (bingham, exact) serves k = 1; for k > 1 "
-               "only gibbs and nuts (uncertified MCMC) serve the bingham form, and gp-base is refused unless "
-               "n x epsilon is small.")
+               "the bingham form is served exactly by sequential (k vector-Bingham steps on nested orthogonal "
+               "complements, epsilon/k each: pure epsilon-DP by composition, not the joint matrix Bingham law) and "
+               "by gibbs and nuts (uncertified MCMC of the joint law); gp-base is refused unless n x epsilon is "
+               "small.")
     g = p.add_argument_group("data")
     g.add_argument("--data", required=True, metavar="PATH_OR_NAME",
                    help="bundled dataset name (growth, weather, dti, electricity) or the path of a NetCDF file or "
@@ -83,7 +85,13 @@ def add_subparser(sub) -> None:
     m.add_argument("--form", choices=FORMS, default="bingham",
                    help="bingham (default; Section 5, exact and pure epsilon-DP for k = 1) or gp-base (Theorem 4.1, "
                         "exact by rejection for any k, but refused unless n x epsilon is small)")
-    m.add_argument("--sampler", choices=SAMPLERS, default="exact", help="exact (default), gibbs or nuts")
+    m.add_argument("--sampler", choices=SAMPLERS, default="exact",
+                   help="exact (default), sequential (bingham, k > 1: k exact vector-Bingham steps with epsilon/k "
+                        "each, pure epsilon-DP by composition; a different mechanism from the joint law), gibbs or "
+                        "nuts")
+    m.add_argument("--split", type=float, nargs="+", default=None, metavar="W",
+                   help="--sampler sequential: public fractions of --epsilon per component (k numbers summing to "
+                        "1; default epsilon/k each)")
     m.add_argument("--iterations", type=int, default=200,
                    help="Gibbs scans or NUTS tuning steps per released frame (default 200; ignored by exact; at "
                         "least 20 Gibbs scans for k > 1 and 100 NUTS tuning steps)")
@@ -120,7 +128,8 @@ def _check(a):
     # data are read
     check_epsilon(a.epsilon)
     warn_large_epsilon(a.epsilon)
-    a.mech = fp.ExponentialMechanism(sampler=a.sampler, iterations=a.iterations, delta=a.delta)
+    a.mech = fp.ExponentialMechanism(sampler=a.sampler, iterations=a.iterations, delta=a.delta,
+                                     split=getattr(a, "split", None))
     check_draws(a.draws)
     if not (finite(a.tau) and a.tau > 0):
         raise CLIError(f"--tau must be a finite number > 0 (got {a.tau})",
@@ -153,7 +162,8 @@ def _check(a):
     if a.form == "bingham" and a.sampler == "exact" and a.k > 1:
         raise CLIError("no exact sampler for --form bingham with k > 1: only --sampler gibbs or nuts, which are "
                        "uncertified MCMC (no certified guarantee)",
-                       "pass --k 1 (exact, pure epsilon-DP), or --sampler gibbs (uncertified MCMC), or --form gp-base "
+                       "pass --sampler sequential (k exact steps with epsilon/k each, pure epsilon-DP; a different "
+                       "mechanism), --k 1 (exact, pure epsilon-DP), --sampler gibbs (uncertified MCMC), or --form gp-base "
                        "(exact for any k, but refused unless n x epsilon is small)")
     if a.form == "gp-base" and a.sampler == "gibbs":
         raise CLIError("the Gibbs sampler serves --form bingham only",
@@ -224,7 +234,8 @@ def run(a) -> int:
         units = a.unit.ids(curves)
         n = int(np.unique(units).size) * a.unit.contributions
     # the cost that will be charged (pure epsilon'' or (epsilon', delta')), and every public refusal, before the ledger
-    plan = release_plan(spec, n, a.sampler, draws=a.draws, iterations=a.iterations, delta=a.delta, flags=True)
+    plan = release_plan(spec, n, a.sampler, draws=a.draws, iterations=a.iterations, delta=a.delta, flags=True,
+                        split=a.mech.split)
     ledger = open_ledger(a, plan["cost"])
     label = f"fpca {a.form}/{a.sampler} k={a.k} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
     charged = ledger

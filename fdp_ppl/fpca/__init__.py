@@ -4,6 +4,8 @@ Slavković 2019).
 * :mod:`.general` — Prop. 3.1 as a PyMC model (``pm.Potential``), Example 3.5 and its CLT (Thms 3.2–3.3).
 * :mod:`.samplers` — exact vector Bingham (Kent et al. 2018), column-wise Gibbs (Hoff 2009), exact
   rejection from the GP base (Thm 4.1).
+* :mod:`.sequential` — the sequential exponential mechanism for k > 1 (exact, pure ε by composition): its
+  sampler, its law (:func:`sequential_logpdf`) and its per-step plan.
 * :mod:`.fpca` — public :class:`FPCASpec`, data-holder :class:`FPCAFit` and the Section 6 utility measures;
   :mod:`.fpca_plan` — the public proposal budget, guarantee and cost of a release, decided before the charge;
   :mod:`.release` — the release (``fp.release(fit, ExponentialMechanism(...))``, :mod:`.mechanism`);
@@ -25,10 +27,11 @@ from .general import (GaussianProcessBase, UniformBase, exponential_mechanism_mo
 from .mechanism import ExponentialMechanism
 from .samplers import (SamplerBudgetError, gibbs_matrix_bingham, random_frame, rejection_from_gp_base,
                        sample_vector_bingham)
+from .sequential import sample_sequential_bingham, sequential_logpdf
 
 __all__ = ["FPCASpec", "FPCAFit", "ExponentialMechanism", "fpca_pymc_model", "nuts_parametrisation", "fourier_basis", "variance_ratio",
            "subspace_distance", "FORMS", "SAMPLERS", "GaussianProcessBase", "UniformBase",
            "exponential_mechanism_model", "penalised_mean_model",
            "penalised_mean_gaussian", "penalised_mean_estimate", "penalised_mean_draws", "penalised_mean_clt_covariance",
            "sample_vector_bingham", "gibbs_matrix_bingham", "rejection_from_gp_base", "random_frame",
-           "SamplerBudgetError"]
+           "SamplerBudgetError", "sample_sequential_bingham", "sequential_logpdf"]

@@ -13,6 +13,7 @@ import math
 from ..accounting import PrivacyBudget
 from ..errors import InputError
 from .fpca import SAMPLERS, FPCASpec
+from .sequential import sequential_plan, step_epsilons
 from .samplers import (acg_acceptance_bound, bingham_log_density_floor, fallback_guarantee, gp_base_acceptance_bound,
                        gp_base_log_density_floor, proposal_budget, pure_guarantee, pure_proposal_budget)
 
@@ -47,7 +48,8 @@ def iteration_floor(sampler: str, k: int) -> int:
     return 0
 
 
-def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float | None = None, eta: float = DEFAULT_ETA) -> dict:
+def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float | None = None, eta: float = DEFAULT_ETA,
+               split=None) -> dict:
     """The data-independent proposal budget of a release and the guarantee it gives (issue 22).
 
     Two certified guarantees for the exact samplers (and k = 1 Gibbs, whose every scan redraws the
@@ -62,6 +64,9 @@ def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float | None = No
     * ``delta`` given: **(ε', δ')-DP**, ``T = ceil(log δ / log(1 − a_min))``, ε' = ε − log(1 − p*), δ' = p*
       (:func:`~fdp_ppl.fpca.samplers.fallback_guarantee`).
 
+    ``"sequential"`` (Bingham form, any k): the per-step budgets and the composed guarantee of
+    :func:`~fdp_ppl.fpca.sequential.sequential_plan` (ε_i = ε · split_i, default ε/k).
+
     For k = 1 Gibbs the chain's output is a target draw unless every one of its scans falls back (then
     the uniform starting column): the same mixture with a fallback probability ≤ p*^iterations ≤ p*.
 
@@ -75,6 +80,8 @@ def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float | None = No
         Target bound on the probability that one draw falls back, in (0, 1): the (ε', δ') variant.
     eta : float
         η of the pure plan, in (0, 1).
+    split : sequence of float, optional
+        ``"sequential"`` only: the public fractions of ε per step (:func:`~fdp_ppl.fpca.sequential.step_epsilons`).
 
     Returns
     -------
@@ -99,6 +106,11 @@ def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float | None = No
         raise InputError(f"eta must be in (0, 1), got {eta!r}", "pass e.g. eta=1e-10")
     m, k = spec.m, spec.k
     nan = float("nan")
+    if split is not None and sampler != "sequential":
+        raise InputError("split applies to the sequential sampler only", "drop split, or pass sampler='sequential'")
+    if sampler == "sequential":
+        eps_steps = step_epsilons(spec.epsilon, k, split)
+        return sequential_plan(spec.Sigma, int(n), eps_steps, delta=delta, eta=float(eta), sensitivity=spec.sensitivity)
     if sampler == "nuts":
         return {"proposals": 0, "p_star": nan, "log_p_star": nan, "log_a_min": nan, "log_f_min": nan, "bound": "none",
                 "certified": 0, "pure": 0, "epsilon": spec.epsilon, "delta": nan}
@@ -124,8 +136,9 @@ def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float | None = No
 
 
 def _work(plan: dict, sampler: str, k: int, draws: int, iterations: int) -> int:
-    """Proposals a release runs (public): T × draws (exact), T × k × iterations × draws (Gibbs), 0 (NUTS)."""
-    if sampler == "exact":
+    """Proposals a release runs (public): T × draws (exact; Σ_i T_i × draws sequential), T × k × iterations × draws
+    (Gibbs), 0 (NUTS)."""
+    if sampler in ("exact", "sequential"):
         return int(plan["proposals"]) * draws
     if sampler == "gibbs":
         return int(plan["proposals"]) * k * iterations * draws
@@ -134,7 +147,7 @@ def _work(plan: dict, sampler: str, k: int, draws: int, iterations: int) -> int:
 
 def release_plan(spec: FPCASpec, n: int, sampler: str, *, draws: int = 1, iterations: int = 200,
                  delta: float | None = None, max_proposals: int = DEFAULT_MAX_PROPOSALS, eta: float = DEFAULT_ETA,
-                 flags: bool = False) -> dict:
+                 flags: bool = False, split=None) -> dict:
     """Everything public a release decides before the charge: its plan, its cost, or its refusal.
 
     Parameters
@@ -151,6 +164,8 @@ def release_plan(spec: FPCASpec, n: int, sampler: str, *, draws: int = 1, iterat
     eta : float
     flags : bool
         Name the fixes as command-line flags (``--delta``) instead of arguments (``delta=``).
+    split : sequence of float, optional
+        The sequential sampler's public fractions of ε per component (default ε/k each).
 
     Returns
     -------
@@ -175,21 +190,26 @@ def release_plan(spec: FPCASpec, n: int, sampler: str, *, draws: int = 1, iterat
         raise InputError(f"iterations = {iterations} {what} is below the public floor {max(floor, 1)} "
                          f"(an unconverged chain's privacy loss is unbounded)", "pass e.g. iterations=200")
     if spec.form == "bingham" and sampler == "exact" and spec.k > 1:
-        raise InputError("no exact sampler for the Bingham form with k > 1: only Gibbs and NUTS, which are uncertified "
-                         "MCMC (no certified guarantee)",
-                         "use k = 1 (exact, pure epsilon-DP), sampler='gibbs' (uncertified MCMC), or form='gp-base' "
-                         "(exact for any k, but refused unless n x epsilon is small)")
+        raise InputError("no exact sampler for the Bingham form's joint (matrix Bingham) law with k > 1: only Gibbs "
+                         "and NUTS, which are uncertified MCMC (no certified guarantee)",
+                         ("--sampler sequential" if flags else "sampler='sequential'")
+                         + " (exact and pure: k exact vector-Bingham steps with epsilon/k each, a different "
+                         "mechanism), k = 1, sampler='gibbs' (uncertified MCMC), or form='gp-base' (exact for any k, "
+                         "but refused unless n x epsilon is small)")
+    if spec.form == "gp-base" and sampler == "sequential":
+        raise InputError("the sequential sampler serves the Bingham form only",
+                         "use sampler='exact' for the GP-base form, or form='bingham'")
     if spec.form == "gp-base" and sampler == "gibbs":
         raise InputError("the Gibbs sampler serves the Bingham form only; the GP-base form is sampled by exact "
                          "rejection (or NUTS)", "use sampler='exact'")
-    plan = exact_plan(spec, n, sampler, delta=delta, eta=eta)
+    plan = exact_plan(spec, n, sampler, delta=delta, eta=eta, split=split)
     work = _work(plan, sampler, spec.k, draws, iterations)
     if work > int(max_proposals):
         kind = ("pure epsilon-DP" if plan["pure"] else "uncertified" if not plan["certified"] else
                 f"(epsilon, delta <= {float(delta):g})-DP")
         what = (f"a {kind} {spec.form} "
                 f"{sampler} release of {draws} frame{'s' if draws > 1 else ''} needs {work:.3g} proposals "
-                f"({plan['proposals']:.3g} per {'draw' if sampler == 'exact' else 'column update'}; data-independent "
+                f"({plan['proposals']:.3g} per {'column update' if sampler == 'gibbs' else 'draw'}; data-independent "
                 f"acceptance bound {math.exp(plan['log_a_min']):.3g} at n = {int(n)}, epsilon = {spec.epsilon:g}, "
                 f"k = {spec.k}"
                 + (f", density floor exp({plan['log_f_min']:.4g})" if plan["pure"] else "")
@@ -202,7 +222,7 @@ def release_plan(spec: FPCASpec, n: int, sampler: str, *, draws: int = 1, iterat
             other = ("--form bingham --k 1 (exact, pure epsilon-DP)" if flags else
                      "form='bingham' with k = 1 (exact, pure epsilon-DP)")
         if plan["pure"]:
-            alt = exact_plan(spec, n, sampler, delta=DEFAULT_DELTA)
+            alt = exact_plan(spec, n, sampler, delta=DEFAULT_DELTA, split=split)
             alt_work = _work(alt, sampler, spec.k, draws, iterations)
             if alt_work <= int(max_proposals):
                 raise InputError(what, f"pass {dflag} for an (epsilon', delta')-DP release with {alt_work:.3g} "

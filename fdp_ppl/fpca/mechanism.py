@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .._names import FPCA_SAMPLERS
 from ..errors import InputError
 from .fpca_plan import DEFAULT_ETA, DEFAULT_MAX_PROPOSALS
@@ -27,9 +29,12 @@ class ExponentialMechanism:
 
     Parameters
     ----------
-    sampler : {"exact", "gibbs", "nuts"}
+    sampler : {"exact", "sequential", "gibbs", "nuts"}
         ``"exact"``: rejection sampling (ACG for the Bingham form with k = 1, the GP base
-        measure for the GP-base form, any k); ``"gibbs"``: column-wise Gibbs scans (Bingham
+        measure for the GP-base form, any k); ``"sequential"``: the certified k > 1 path of the
+        Bingham form — k exact vector-Bingham steps on nested orthogonal complements, ε_i each
+        (a different mechanism from the joint matrix Bingham, pure Σ ε''_i-DP by composition;
+        :mod:`fdp_ppl.fpca.sequential`); ``"gibbs"``: column-wise Gibbs scans (Bingham
         form; uncertified MCMC for k > 1); ``"nuts"``: PyMC's NUTS (uncertified MCMC).
     iterations : int
         Gibbs scans or NUTS tuning steps per chain (ignored by ``"exact"``); a public floor
@@ -41,6 +46,9 @@ class ExponentialMechanism:
         frame's fallback probability ≤ δ.
     eta : float
         η of the pure plan (fallback probability ≤ η × density floor), in (0, 1).
+    split : sequence of float or None
+        ``"sequential"`` only: public fractions of ε per component (k positive numbers summing
+        to 1); None (default): ε/k each.
     diagnostics : bool
         Record R̂/ESS of the chains (Gibbs, NUTS). Computed on the confidential data and not
         covered by ε: for a release that stays with the data holder.
@@ -80,29 +88,39 @@ class ExponentialMechanism:
     delta: float | None = None
     eta: float = DEFAULT_ETA
     diagnostics: bool = False
+    split: tuple | None = None
 
     #: attrs["mechanism"] of its releases start with this
     family = "expmech-fpca"
 
     def __init__(self, sampler: str = "exact", *, iterations: int = 200, max_proposals: int = DEFAULT_MAX_PROPOSALS,
-                 delta: float | None = None, eta: float = DEFAULT_ETA, diagnostics: bool = False, **unknown):
+                 delta: float | None = None, eta: float = DEFAULT_ETA, diagnostics: bool = False, split=None,
+                 **unknown):
         if "epsilon" in unknown:
             raise InputError("ExponentialMechanism takes no epsilon: the FPCA spec's epsilon defines the target "
                              "density", "pass epsilon to FPCASpec(..., epsilon=...)")
         if unknown:
             raise InputError(f"ExponentialMechanism takes no argument {sorted(unknown)}",
-                             "its options are sampler, iterations, max_proposals, delta, eta, diagnostics")
+                             "its options are sampler, iterations, max_proposals, delta, eta, diagnostics, split")
         if sampler not in FPCA_SAMPLERS:
             raise InputError(f"unknown sampler {sampler!r}", f"choose one of {FPCA_SAMPLERS}")
         if delta is not None and not 0.0 < float(delta) < 1.0:
             raise InputError(f"delta must be in (0, 1) or None, got {delta!r}", "e.g. delta=1e-10, or None (pure)")
         if not 0.0 < float(eta) < 1.0:
             raise InputError(f"eta must be in (0, 1), got {eta!r}", "e.g. eta=1e-10 (the default)")
+        if split is not None:
+            if sampler != "sequential":
+                raise InputError("split applies to the sequential sampler only",
+                                 "drop split, or pass sampler='sequential'")
+            split = tuple(float(w) for w in np.atleast_1d(np.asarray(split, dtype=float)))
+            if not all(np.isfinite(w) and w > 0 for w in split) or abs(sum(split) - 1.0) > 1e-9:
+                raise InputError(f"split must hold positive fractions of epsilon summing to 1, got {list(split)}",
+                                 "e.g. split=(0.5, 0.5), or none (epsilon/k each)")
         if int(iterations) < 0 or int(max_proposals) < 1:
             raise InputError("iterations must be >= 0 and max_proposals >= 1", "e.g. iterations=200")
         for name, value in (("sampler", sampler), ("iterations", int(iterations)),
                             ("max_proposals", int(max_proposals)), ("delta", None if delta is None else float(delta)),
-                            ("eta", float(eta)), ("diagnostics", bool(diagnostics))):
+                            ("eta", float(eta)), ("diagnostics", bool(diagnostics)), ("split", split)):
             object.__setattr__(self, name, value)
 
 

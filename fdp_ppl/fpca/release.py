@@ -22,6 +22,7 @@ from .fpca import FPCAFit, FPCASpec
 from .fpca_nuts import _nuts_frames
 from .fpca_plan import GIBBS_MIN_SCANS, release_plan
 from .samplers import gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
+from .sequential import sample_sequential_bingham
 
 
 def _rhat_ess(traces: np.ndarray) -> tuple[float, float]:
@@ -91,7 +92,7 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
     absorb = dl is not None and dl >= 2 * snapc.delta_added
     plan = release_plan(spec, int(n), sampler, draws=draws, iterations=iterations,
                         delta=dl - snapc.delta_added if absorb else dl,
-                        max_proposals=mechanism.max_proposals, eta=mechanism.eta)
+                        max_proposals=mechanism.max_proposals, eta=mechanism.eta, split=mechanism.split)
     T = plan["proposals"]
     certified = bool(plan["certified"])
     fp_safe = absorb and certified and not plan["pure"]
@@ -101,7 +102,7 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
     cost = plan["cost"]
     mech_name = f"expmech-fpca-{spec.form}-{sampler}" + ("" if certified else " (uncertified MCMC)")
     label = mech_name + ("" if certified else " [uncertified MCMC: delta not bounded, only epsilon charged]")
-    exact = int(sampler != "nuts" and (spec.form == "gp-base" or sampler == "exact" or spec.k == 1))
+    exact = int(sampler != "nuts" and (spec.form == "gp-base" or sampler in ("exact", "sequential") or spec.k == 1))
     its = iterations if sampler in ("nuts", "gibbs") and not (spec.form == "gp-base" and sampler == "exact") else 0
     delta = mechanism.delta
     attrs = {**spec.attrs(), **fpca_attrs(), "mechanism": mech_name, "n": int(n),
@@ -123,6 +124,11 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
                              "exp(fallback_bound_log) a public fallback" if exact else
                              "no: MCMC after a fixed number of steps; the privacy guarantee holds only up to the "
                              "chain's distance to the target")}
+    if sampler == "sequential":  # the law of the release (sequential_logpdf) needs the per-step budgets
+        attrs.update(epsilon_steps=np.asarray(plan["epsilon_steps"], dtype=float),
+                     epsilon_guaranteed_steps=np.asarray(plan["epsilon_guaranteed_steps"], dtype=float),
+                     proposal_budget_steps=np.asarray(plan["proposals_steps"], dtype=np.int64),
+                     law=_SEQUENTIAL_LAW)
     m, k = spec.m, spec.k
     out = ReleasePlan(
         family="fpca", mechanism=mech_name, noise_law="exponential-mechanism", epsilon=float(spec.epsilon),
@@ -172,6 +178,13 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
       infimum of Kent et al.'s acceptance for the ACG sampler (verified numerically, not
       proved, :func:`~fdp_ppl.fpca.samplers.acg_acceptance_bound`). A release whose
       proposals exceed ``max_proposals`` is refused before the charge (:func:`~fdp_ppl.fpca.fpca_plan.release_plan`).
+    * ``"sequential"`` (Bingham form, any k): a different mechanism from the joint matrix Bingham — k exact
+      vector-Bingham steps, column i on the unit sphere of the orthogonal complement of the earlier columns with
+      ε_i (default ε/k; ``split``), each with its own data-independent budget T_i and uniform fallback as for
+      k = 1 above; pure ``Σ_i ε''_i``-DP (``(Σ ε'_i, Σ δ'_i)`` with ``delta``, δ/k per step) by adaptive
+      composition (proof: :mod:`fdp_ppl.fpca.sequential`). Attrs ``epsilon_steps``,
+      ``epsilon_guaranteed_steps``, ``proposal_budget_steps`` and ``law``; the frame's density is
+      :func:`~fdp_ppl.fpca.sequential.sequential_logpdf`.
     * ``"gibbs"`` with k > 1 and ``"nuts"``: **uncertified MCMC**. The guarantee is
       (ε, (1 + e^ε)γ) with γ the chain's total-variation distance to the target, which is
       not bounded: the release records ``certified = 0``, ``private = 0``,
@@ -278,6 +291,9 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
         frames = rejection_from_gp_base(G, spec.Sigma, k, spec.scale, draws, rng, proposals=T)
     elif sampler == "exact":
         frames = sample_vector_bingham(spec.bingham_parameter(G), draws, rng, proposals=T)[:, :, None]
+    elif sampler == "sequential":
+        frames = sample_sequential_bingham(G, spec.Sigma, pl["epsilon_steps"], draws, rng,
+                                           proposals=pl["proposals_steps"], sensitivity=spec.sensitivity)
     else:
         A = spec.bingham_parameter(G)
         iu = np.triu_indices(m)
@@ -421,7 +437,10 @@ def accuracy_release(plan, *, eigengap=None, level: float = 0.95, samples: int =
     mean, quant, dist = [], [], []
     for g in gaps:
         try:
-            frames = target_frames(spec, n * g * np.diag(top), int(samples), rng, scans)
+            frames = (sample_sequential_bingham(n * g * np.diag(top), spec.Sigma, pl["epsilon_steps"], int(samples),
+                                                rng, sensitivity=spec.sensitivity)
+                      if mechanism.sampler == "sequential" else
+                      target_frames(spec, n * g * np.diag(top), int(samples), rng, scans))
         except SamplerBudgetError as err:
             raise InputError(f"the {spec.form} law at eigengap {g:g} is out of the rejection sampler's reach "
                              f"({err.args[0]})", "state a smaller eigengap, or plan the bingham form") from None
@@ -430,7 +449,9 @@ def accuracy_release(plan, *, eigengap=None, level: float = 0.95, samples: int =
         mean.append(angle.mean())
         quant.append(np.quantile(angle, level))
         dist.append(subspace_distance(frames, np.eye(m)[:, :k]).mean())
-    how = ("ACG rejection (Kent et al. 2018)" if spec.form == "bingham" and k == 1 else
+    how = ("sequential exact vector-Bingham steps (ACG rejection, Kent et al. 2018)" if mechanism.sampler ==
+           "sequential" else
+           "ACG rejection (Kent et al. 2018)" if spec.form == "bingham" and k == 1 else
            "rejection from the base measure" if spec.form == "gp-base" else
            f"{scans} Gibbs scans (Hoff 2009; the Gibbs release's law, uncertified MCMC)")
     return xr.Dataset(
@@ -458,7 +479,11 @@ _FALLBACKS = {
     ("gp-base", "exact"): "a fresh draw of the base law (span of k i.i.d. N(0, Sigma) vectors; public)",
     ("bingham", "exact"): "a uniformly random unit vector (public)",
     ("bingham", "gibbs"): "the column update keeps the current column (the target stays invariant)",
+    ("bingham", "sequential"): "per step, a uniformly random unit vector of the step's complement (public)",
 }
+_SEQUENTIAL_LAW = ("sequential exponential mechanism (not the matrix Bingham): column i ~ vector Bingham "
+                   "exp(eps_i/(2 Delta) v'(G - Sigma^-1)v) on the unit sphere of the orthogonal complement of columns "
+                   "< i, eps_i = epsilon_steps; density fdp_ppl.fpca.sequential.sequential_logpdf")
 _NUTS_INIT = ("W0 = L^-1 Z0, Z0 a uniformly random orthonormal frame: the starting span span(L W0) = span(Z0) is "
               "uniform on the Grassmannian (data-independent); W0 itself and the parametrisation Z = L W depend on the "
               "data through L (the ACG envelope of the target, nuts_parametrisation)")
@@ -471,6 +496,18 @@ def _guarantee_text(spec: FPCASpec, sampler: str, plan: dict) -> str:
                 "unknown total-variation distance to the target (not bounded; delta_guaranteed = NaN); the ledger "
                 "is charged epsilon only" + ("; NUTS's run time depends on the data (tree depths)"
                                               if sampler == "nuts" else ""))
+    if sampler == "sequential":
+        steps = ", ".join(f"{e:.6g}" for e in plan["epsilon_steps"])
+        tees = " + ".join(str(t) for t in plan["proposals_steps"])
+        if plan["pure"]:
+            return (f"pure {plan['epsilon']:.12g}-DP per frame: k = {len(plan['epsilon_steps'])} sequential exact "
+                    f"exponential-mechanism steps (epsilon_i = {steps}; sensitivity as k = 1, a projection being a "
+                    "contraction), each pure epsilon''_i = log((e^epsilon_i + p*_i/f_min_i)/(1 - p*_i)) with "
+                    f"p*_i <= eta f_min_i, T = {tees} proposals per frame (data-independent), composed adaptively "
+                    f"(sum of epsilon''_i); a_min >= {np.exp(plan['log_a_min']):.3g} ({plan['bound']})")
+        return (f"({plan['epsilon']:.12g}, {plan['delta']:.3g})-DP per frame: k sequential exact exponential-mechanism "
+                f"steps (epsilon_i = {steps}), each (epsilon_i - log(1 - p*_i), p*_i) with p*_i <= delta/k, "
+                f"T = {tees} proposals per frame (data-independent), composed (sums)")
     if plan["pure"]:
         return (f"pure {plan['epsilon']:.12g}-DP per frame: epsilon'' = log((e^epsilon + p*/f_min)/(1 - p*)) with "
                 f"p* = (1 - a_min)^T <= eta f_min, T = {plan['proposals']} proposals per draw (data-independent), "
@@ -483,11 +520,14 @@ def _guarantee_text(spec: FPCASpec, sampler: str, plan: dict) -> str:
 
 
 _SAMPLER_NAMES = {("bingham", "exact"): "exact", ("bingham", "gibbs"): "gibbs", ("bingham", "nuts"): "nuts",
+                  ("bingham", "sequential"): "sequential",
                   ("gp-base", "exact"): "rejection-from-gp-base", ("gp-base", "nuts"): "nuts"}
 _SAMPLER_REFERENCES = {
     ("exact", "bingham"): "Kent, Ganeiber & Mardia 2018 (ACG rejection)",
     ("exact", "gp-base"): "rejection from the base measure (Awan et al. 2019, Thm 4.1)",
     ("gibbs", "bingham"): "Hoff 2009 (column-wise Gibbs)",
+    ("sequential", "bingham"): "sequential exponential mechanism (Kapralov & Talwar 2013), each step by ACG "
+                               "rejection (Kent, Ganeiber & Mardia 2018)",
     ("nuts", "bingham"): "PyMC NUTS on span(Z), Z = L W with an angular-central-Gaussian base and the density "
                          "ratio as a potential (fpca_pymc_model; target: Awan et al. 2019, Sec. 5)",
     ("nuts", "gp-base"): "PyMC NUTS on span(Z), Z = L W with an angular-central-Gaussian base and the density "
