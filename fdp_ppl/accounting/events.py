@@ -48,6 +48,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, replace
 
+from .._names import ADD_REMOVE, RELATIONS, canonical_relation, is_add_remove as _add_remove
 from ..errors import InputError
 from .budget import PrivacyBudget, _unchecked
 
@@ -63,20 +64,8 @@ _RTOL = 1e-9
 #: fields added after events were first recorded: written only when they differ from their defaults
 _LATER_FIELDS = ("unit", "group", "certified")
 #: the default neighbouring relation (docs/DESIGN.md, "What a release protects"): one unit's records replaced, the
-#: number of units n public
+#: number of units n public; :data:`ADD_REMOVE` protects membership (one unit added or removed, n private)
 NEIGHBOURING = "replace-one"
-#: the relation that protects membership: one unit added or removed, n private (mean curves with a public lower
-#: bound on n only: :class:`fdp_ppl.summaries.SummarySpec`)
-ADD_REMOVE = "add-remove"
-RELATIONS = (NEIGHBOURING, ADD_REMOVE)
-
-
-def _add_remove(relation: str) -> bool:
-    """Whether a neighbouring relation in words is add/remove (unbounded DP: a unit added or removed)."""
-    text = str(relation).strip().lower()
-    if text.startswith("replace"):  # "replace one subject_id (... padded)": replace-one in words
-        return False
-    return any(word in text for word in ("add", "remov", "unbounded", "insert", "delet"))
 
 
 def relation_of(text) -> str:
@@ -108,10 +97,9 @@ def check_neighbouring(relation) -> str:
     ...
     fdp_ppl.errors.InputError: unknown neighbouring relation 'swap'; use neighbouring='replace-one' (n public) or neighbouring='add-remove' (membership protected, n private)
     """
-    if isinstance(relation, str) and relation.strip().lower() == NEIGHBOURING:
-        return NEIGHBOURING
-    if isinstance(relation, str) and _add_remove(relation):
-        return ADD_REMOVE
+    canonical = canonical_relation(relation)
+    if canonical is not None:
+        return canonical
     raise InputError(f"unknown neighbouring relation {relation!r}",
                      f"use neighbouring={NEIGHBOURING!r} (n public) or neighbouring={ADD_REMOVE!r} (membership "
                      "protected, n private)")
