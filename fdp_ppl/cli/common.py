@@ -975,6 +975,10 @@ def plotter(plot_name: str, **kwargs):
 def unit_text(attrs) -> str:
     """The ``privacy unit`` row of every command's table, from a release's public attrs."""
     unit = attrs.get("privacy_unit", "record")
+    if int(attrs.get("n_private", 0) or 0):
+        return (("one record" if unit == "record" else f"one {unit} ({attrs.get('contribution_rule', '')})")
+                + f"; add/remove: membership protected, n private (public lower bound n_lower = "
+                  f"{attrs.get('n_lower')})")
     if unit == "record":
         return ("one record (a person with several records is protected only at their number times epsilon); "
                 "replace-one record, n public: presence in the data is not protected")
