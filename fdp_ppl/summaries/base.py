@@ -513,6 +513,8 @@ class SummarySpec:
         labels = curve_labels(curves, curve_dim, t_dim)
         if self.privacy_unit is not None:
             curves, curve_dim = self._bound_units(curves, curve_dim, t_dim, offset)
+        if self.neighbouring == ADD_REMOVE:  # any n, 0 and 1 included: two public records of zero deviation
+            curves, curve_dim, t_dim = self._with_pads(curves, curve_dim, t_dim, offset)
         if offset is not None:
             offset = np.asarray(offset, dtype=float).ravel()
             if offset.shape != (self.grid.size,) or not np.all(np.isfinite(offset)):
@@ -523,11 +525,36 @@ class SummarySpec:
             curves, curve_dim, t_dim = da, None, None
         # the offset is subtracted block by block inside the one pass over the data (no copy of the curves)
         coef, n, n_clipped = self._coefficients(curves, curve_dim, t_dim, offset=offset)
-        if n != self.n and self.neighbouring != ADD_REMOVE:
+        if self.neighbouring == ADD_REMOVE:
+            n -= self.PADS  # _coefficients divided the sum by max(n, n_lower) for the n without the pads
+        elif n != self.n:
             raise InputError(f"the data have {n} records but the spec was built for the public n={self.n}",
                              "n is public: build the spec with the number of records the release is for")
         return LinearSummary(self, np.asarray(coef, dtype=float), DataHolderReport(n_records=n, n_clipped=n_clipped),
                              offset=offset, offset_source=str(offset_source), labels=labels)
+
+    #: public records of zero deviation (the offset, or 0) a fit under add/remove appends, so that a dataset of any
+    #: size, 0 and 1 included, is averaged (by n_lower) rather than refused; they add nothing to the sum
+    PADS: ClassVar[int] = 2
+
+    def _with_pads(self, curves, curve_dim, t_dim, offset):
+        """``(curves with PADS public rows of zero deviation appended, record dim, grid dim)`` (add/remove)."""
+        K = self.grid.size
+        row = np.zeros(K) if offset is None else np.asarray(offset, dtype=float).ravel()
+        if row.shape != (K,):
+            return curves, curve_dim, t_dim  # fit refuses the offset with its own message
+        pads = np.repeat(row[None], self.PADS, axis=0)
+        if isinstance(curves, xr.DataArray):
+            rec, t = record_and_grid_dims(curves.dims, record_dim=curve_dim, t_dim=t_dim)
+            da = curves.transpose(rec, t).reset_coords(drop=True)
+            da = da.drop_vars([c for c in da.coords if c != t])
+            pad = xr.DataArray(pads, dims=(rec, t), coords={t: da[t].values} if t in da.coords else None)
+            return xr.concat([da, pad], dim=rec), rec, t
+        from .curves import as_record_array
+
+        arr = np.asarray(curves, dtype=float)
+        arr = arr.reshape(0, K) if arr.size == 0 else as_record_array(curves)
+        return np.concatenate([arr, pads]), curve_dim, t_dim
 
     def _bound_units(self, curves, curve_dim, t_dim, offset):
         """The records after the privacy unit's contribution bounding (data holder only)."""

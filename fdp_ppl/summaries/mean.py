@@ -221,8 +221,8 @@ class EigenSpec(SummarySpec):
                                  "build the basis on Grid.from_points(curves[t_dim].values)")
         # clip in the basis grid's norm (its quadrature), the norm every sensitivity is stated in; one pass
         mean, n, n_clipped, _ = clipped_mean(curves, self.basis.grid, self.tau, offset=offset)
-        if self.divisor(n) != n:  # add/remove below n_lower: the sum divided by n_lower, not n
-            mean = np.asarray(mean, dtype=float) * (n / self.divisor(n))
+        if self.neighbouring == "add-remove":  # the sum (the fit's public pads add 0) divided by max(n, n_lower)
+            mean = np.asarray(mean, dtype=float) * (n / self.divisor(n - self.PADS))
         return self.basis.coefficients(mean), n, n_clipped
 
     def _transform(self, mean_coefficients: np.ndarray) -> np.ndarray:

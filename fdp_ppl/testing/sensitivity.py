@@ -278,8 +278,9 @@ def _add_remove_pairs(spec, dist, records: _Records, rng, norm: str, n_pairs: in
         shape = np.sin(2 * np.pi * t)[None] * rng.uniform(-1, 1, (m, 1)) + rng.standard_normal((m, K)) / 3
         base = records.scaled(shape) * rng.uniform(0.2, 1.4, (m, 1))
         bases = [(f"random m={m}", [person(r) for r in base])]
+        worst_cases = [(label, r) for label, r in records.adversarial(norm) if label.startswith("attain")]
         bases += [(f"{m} copies of -{label}", [person(-r) for _ in range(m)])
-                  for label, r in records.adversarial(norm) if label.startswith("attain") or m == n0]
+                  for label, r in (worst_cases or records.adversarial(norm)[:2])]
         for base_label, people in bases:
             c0 = fit(people)
             for label, r in added:
