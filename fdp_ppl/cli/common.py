@@ -161,7 +161,7 @@ def add_unit_args(g) -> None:
                         "is then per person: replacing all of one person's records by any others changes the "
                         "release's law by at most (epsilon, delta), with the number of persons n public (it is "
                         "counted from the data and released); whether a person is in the data at all (presence) is "
-                        "not protected (an add/remove relation with a private count is not offered); needs "
+                        "not protected (mean curves offer --neighbouring add-remove --n-lower N for that); needs "
                         "--combine mean or --max-contributions K")
     g.add_argument("--combine", choices=("mean",), default=None,
                    help="with --privacy-unit: average each person's records into one before clipping (every person "

@@ -144,7 +144,8 @@ def draw_release(summary: KDESummary, plan, *, random_seed=None, progressbar: bo
     """
     spec, cal, sampler, mechanism = plan.state
     chains, draws = plan.output["chain"], plan.output["draw"]
-    coef = sampler.draw(summary.coefficients, cal.scale, chains * draws, random_seed, calibration=cal)
+    coef = sampler.draw(summary.coefficients, cal.scale, chains * draws, random_seed, calibration=cal,
+                        study=plan.study)
     # release_scale: public post-processing (ICLPKDESpec(normalise=True) divides by its public mass); 1 otherwise
     density = (spec.basis.reconstruct(coef) * spec.release_scale).reshape((chains, draws) + spec.grid.shape)
     dims = spec.grid.dims

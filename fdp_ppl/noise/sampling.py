@@ -131,8 +131,12 @@ class CompiledSampler:
     Building one compiles a PyTensor function (about 1 s warm, 10 s cold), so it is not run here:
 
     >>> sampler = fp.CompiledSampler(fp.laws.Laplace(), 3)                        # doctest: +SKIP
-    >>> sampler.draw(np.zeros(3), np.ones(3), 5, random_seed=1).shape             # doctest: +SKIP
+    >>> sampler.draw(np.zeros(3), np.ones(3), 5, random_seed=1, study=True).shape  # doctest: +SKIP
     (5, 3)
+    >>> sampler.draw(np.zeros(3), np.ones(3), 5, random_seed=1)                   # doctest: +SKIP
+    Traceback (most recent call last):
+    ...
+    fdp_ppl.errors.InputError: a random_seed makes the noise reproducible by anyone who knows or guesses it, ...
 
     See Also
     --------
@@ -171,7 +175,7 @@ class CompiledSampler:
         self._lock = threading.Lock()
 
     def draw(self, centre, scale, n_draws: int = 1, random_seed=None, *, progressbar: bool = False,
-             calibration=None) -> np.ndarray:
+             calibration=None, study: bool = False) -> np.ndarray:
         """``n_draws`` exact draws of ``centre + ξ``, shape (n_draws, J).
 
         Parameters
@@ -182,18 +186,23 @@ class CompiledSampler:
             Public per-coefficient scale (> 0).
         n_draws : int
         random_seed : None, int, sequence, Generator or SeedSequence
-            None: fresh OS entropy (128 bits).
+            None: fresh OS entropy (128 bits). Any other value needs ``study=True`` (:func:`check_study`).
         progressbar : bool
             Show progress over chunks of :data:`~fdp_ppl.settings.RELEASE_CHUNK` draws.
         calibration : Calibration, optional
             Accepted for the common generator interface; not needed (the scale says it all).
+        study : bool
+            The draws are a study (a simulation, a test, a reproduction), not a release: the only way to seed.
 
         Raises
         ------
         InputError
-            Shapes that do not match J, scales that are not finite and > 0, n_draws < 1.
+            A ``random_seed`` without ``study=True`` (before anything is drawn); shapes that do not match J,
+            scales that are not finite and > 0, n_draws < 1.
         """
         from ..errors import InputError
+
+        check_study(random_seed, study)
 
         centre = np.asarray(centre, dtype=float)
         scale = np.asarray(scale, dtype=float)
@@ -390,7 +399,7 @@ def draw_releases(mechanism, summary, scale, draws: int = 1, random_seed=None, p
     """
     check_study(random_seed, study)
     sampler = sampler_for(mechanism.law, summary.n_components, generator)
-    coef = sampler.draw(summary.coefficients, scale, draws, random_seed, progressbar=progressbar,
+    coef = sampler.draw(summary.coefficients, scale, draws, random_seed, progressbar=progressbar, study=study,
                         calibration=calibration)
     return coef, coef @ summary.design.T
 

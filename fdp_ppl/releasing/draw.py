@@ -424,7 +424,7 @@ def draw_release(summary: LinearSummary, plan, *, random_seed=None, progressbar:
     if spec_ref() is not spec:
         raise CompatibilityError("the plan was made for another spec", "plan the release of this summary's spec")
     coef = sampler.draw(summary.coefficients, cal.scale, plan.draws, random_seed, progressbar=progressbar,
-                        calibration=cal)
+                        calibration=cal, study=plan.study)
     with blas_threads():  # a small product: OpenBLAS's second thread only synchronises (10x slower under load)
         curves = coef @ spec.design.T
     template = _template(summary, np.asarray(cal.scale, dtype=float), scale_description)
