@@ -48,7 +48,8 @@ import json
 import math
 from dataclasses import asdict, dataclass, replace
 
-from .._names import ADD_REMOVE, RELATIONS, canonical_relation, is_add_remove as _add_remove
+from .._names import ADD_REMOVE, RELATIONS, canonical_relation
+from .._names import is_add_remove as _add_remove
 from ..errors import InputError
 from .budget import PrivacyBudget, _unchecked
 
@@ -327,7 +328,7 @@ class PrivacyEvent:
         nm = None if self.noise_multiplier is None else self.noise_multiplier / k
         return replace(self, epsilon=eps_k, delta=delta_k, noise_multiplier=nm, unit=str(unit), group=self.group * k)
 
-    def for_replace_one(self) -> "PrivacyEvent":
+    def for_replace_one(self) -> PrivacyEvent:
         """The guarantee of this add/remove event under replace-one (this event itself if it is replace-one).
 
         Replacing one unit is removing it and adding another: two add/remove steps, so group privacy with k = 2

@@ -123,7 +123,7 @@ def public_n(n, name: str = "n", what: str = "the public number of records") -> 
         ok = False
     if not ok:
         raise InputError(f"{name} must be an integer >= 2 ({what}), got {n!r}",
-                         f"pass the number of records the release is for" if name == "n" else
+                         "pass the number of records the release is for" if name == "n" else
                          f"pass {name}=N, a public lower bound on the number of records")
     return int(n)
 
