@@ -404,7 +404,7 @@ class OpenDPSampler:
             > 0; a whitened centre that is not finite; n_draws < 1; a scale
             different from the calibration's.
         """
-        from .sampling import check_study
+        from .seeds import check_study
 
         check_study(random_seed, study)
         if random_seed is not None:

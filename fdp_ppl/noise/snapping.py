@@ -361,7 +361,7 @@ class SnappedSampler:
             :func:`fdp_ppl.noise.sampling.check_study`), or what the compiled sampler refuses.
         """
         from ..errors import InputError
-        from .sampling import check_study
+        from .seeds import check_study
 
         check_study(random_seed, study)
         if random_seed is not None:
