@@ -52,7 +52,7 @@ def run(quick: bool = False, repeats: int | None = None) -> dict:
     rows = []
     for draws in DRAWS:
         def raw(draws=draws):
-            return sampler.draw(summary.coefficients, cal.scale, draws, 7)
+            return sampler.draw(summary.coefficients, cal.scale, draws, 7, study=True)
 
         def rel(draws=draws):
             return fp.release(summary, mech, draws=draws, random_seed=7, study=True, generator="pymc")

@@ -9,3 +9,26 @@ BERNSTEIN_DEFAULT_K = 20
 #: forms and samplers of the ε-DP FPCA release (:class:`fdp_ppl.ExponentialMechanism`)
 FPCA_FORMS = ("bingham", "gp-base")
 FPCA_SAMPLERS = ("exact", "sequential", "gibbs", "nuts")
+
+#: neighbouring relations (docs/DESIGN.md, "What a release protects"): one unit replaced with n public, or one unit
+#: added or removed with n private (membership protected; mean curves with a public lower bound on n)
+REPLACE_ONE, ADD_REMOVE = "replace-one", "add-remove"
+RELATIONS = (REPLACE_ONE, ADD_REMOVE)
+
+
+def is_add_remove(relation) -> bool:
+    """Whether a neighbouring relation in words is add/remove (unbounded DP: a unit added or removed)."""
+    text = str(relation).strip().lower()
+    if text.startswith("replace"):  # "replace one subject_id (... padded)": replace-one in words
+        return False
+    return any(word in text for word in ("add", "remov", "unbounded", "insert", "delet"))
+
+
+def canonical_relation(relation) -> str | None:
+    """``"replace-one"`` or ``"add-remove"`` for a relation as a user spells it (``"add/remove"``,
+    ``"unbounded"``...); None for anything else."""
+    if not isinstance(relation, str):
+        return None
+    if relation.strip().lower() == REPLACE_ONE:
+        return REPLACE_ONE
+    return ADD_REMOVE if is_add_remove(relation) else None

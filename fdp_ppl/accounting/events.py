@@ -18,11 +18,14 @@ mechanisms themselves (Meiser & Mohammadi 2018; Koskela, Jälkö & Honkela 2020)
   guarantee can use.
 
 **Privacy unit.** Every event states the unit its guarantee protects (``unit``: ``"record"``, or the
-column naming a person, e.g. ``"subject_id"``) and its neighbouring relation (``"replace-one"``: one unit's
-records replaced, the number of units n public; presence is not protected, since n is published, and an
-add/remove relation with a private count is not offered). The PLD of a shifted pair depends only on the
-shift, which the sensitivity bounds under that relation. A record-level event is converted to a unit of at
-most k records by group privacy (:meth:`PrivacyEvent.for_group`).
+column naming a person, e.g. ``"subject_id"``) and its neighbouring relation: ``"replace-one"`` (one unit's
+records replaced, the number of units n public; presence is not protected, since n is published) or
+``"add-remove"`` (one unit added or removed, n private: membership protected; offered for mean curves with a
+public lower bound on n, docs/DESIGN.md, "What a release protects"). The PLD of a shifted pair depends only on
+the shift, which the sensitivity bounds under that relation. A record-level event is converted to a unit of at
+most k records by group privacy (:meth:`PrivacyEvent.for_group`), and an add/remove event to replace-one by
+group privacy over its two steps (:meth:`PrivacyEvent.for_replace_one`); a replace-one event has no add/remove
+guarantee (it may publish n), so a ledger of add/remove refuses it (:func:`for_ledger`).
 
 **Adaptive acceptance.** A ledger decides after each release whether the next one may run: the releases
 are chosen adaptively and the ledger stops adaptively, so its rule must be a *privacy filter* (Rogers, Roth,
@@ -45,6 +48,8 @@ import json
 import math
 from dataclasses import asdict, dataclass, replace
 
+from .._names import ADD_REMOVE, RELATIONS, canonical_relation
+from .._names import is_add_remove as _add_remove
 from ..errors import InputError
 from .budget import PrivacyBudget, _unchecked
 
@@ -59,47 +64,46 @@ MAX_TIGHT_EPSILON = 50.0
 _RTOL = 1e-9
 #: fields added after events were first recorded: written only when they differ from their defaults
 _LATER_FIELDS = ("unit", "group", "certified")
-#: the one neighbouring relation every sensitivity of the package is derived for (docs/DESIGN.md, "What a
-#: release protects"): one unit's records replaced, the number of units n public
+#: the default neighbouring relation (docs/DESIGN.md, "What a release protects"): one unit's records replaced, the
+#: number of units n public; :data:`ADD_REMOVE` protects membership (one unit added or removed, n private)
 NEIGHBOURING = "replace-one"
 
 
-def _add_remove(relation: str) -> bool:
-    """Whether a neighbouring relation in words is add/remove (unbounded DP: a unit added or removed)."""
-    text = str(relation).lower()
-    return any(word in text for word in ("add", "remov", "unbounded", "insert", "delet"))
+def relation_of(text) -> str:
+    """The relation (:data:`RELATIONS`) of a relation in words: ``"add-remove"`` for add/remove, else
+    ``"replace-one"`` (every other relation the families state in words replaces one unit with n public)."""
+    return ADD_REMOVE if _add_remove(text) else NEIGHBOURING
 
 
 def check_neighbouring(relation) -> str:
-    """The neighbouring relation a ledger is created for: ``"replace-one"``, the only one offered.
+    """The neighbouring relation a ledger or a spec is made for: ``"replace-one"`` or ``"add-remove"``.
 
-    Add/remove (membership protected, n private) is refused: every sensitivity here is derived for
-    replace-one with n public, and a mean's add/remove sensitivity needs a private count or a public lower
-    bound on n that no family takes yet (docs/DESIGN.md, "What a release protects").
+    ``"replace-one"``: one unit's records replaced, the number of units n public (presence not protected).
+    ``"add-remove"``: one unit added or removed, n private (membership protected); only mean curves with a
+    public lower bound ``n_lower`` derive a sensitivity for it (docs/DESIGN.md, "What a release protects").
+    Spellings such as ``"add/remove"`` or ``"unbounded"`` read as ``"add-remove"``.
 
     Raises
     ------
     InputError
-        Add/remove, or a relation that is not ``"replace-one"``.
+        Anything else.
 
     Examples
     --------
     >>> from fdp_ppl.accounting.events import check_neighbouring
-    >>> check_neighbouring("replace-one")
-    'replace-one'
-    >>> check_neighbouring("add-remove")
+    >>> check_neighbouring("replace-one"), check_neighbouring("add/remove")
+    ('replace-one', 'add-remove')
+    >>> check_neighbouring("swap")
     Traceback (most recent call last):
     ...
-    fdp_ppl.errors.InputError: the add/remove neighbouring relation (membership protected, n private) is not offered: every sensitivity here is derived for replace-one with n public (docs/DESIGN.md, "What a release protects"); use neighbouring='replace-one': one unit's records replaced, n published, so whether a unit is in the data is not protected
+    fdp_ppl.errors.InputError: unknown neighbouring relation 'swap'; use neighbouring='replace-one' (n public) or neighbouring='add-remove' (membership protected, n private)
     """
-    if isinstance(relation, str) and relation.strip().lower() == NEIGHBOURING:
-        return NEIGHBOURING
-    if isinstance(relation, str) and _add_remove(relation):
-        raise InputError("the add/remove neighbouring relation (membership protected, n private) is not offered: "
-                         "every sensitivity here is derived for replace-one with n public (docs/DESIGN.md, \"What a "
-                         "release protects\")", "use neighbouring='replace-one': one unit's records replaced, n "
-                         "published, so whether a unit is in the data is not protected")
-    raise InputError(f"unknown neighbouring relation {relation!r}", f"use neighbouring={NEIGHBOURING!r}")
+    canonical = canonical_relation(relation)
+    if canonical is not None:
+        return canonical
+    raise InputError(f"unknown neighbouring relation {relation!r}",
+                     f"use neighbouring={NEIGHBOURING!r} (n public) or neighbouring={ADD_REMOVE!r} (membership "
+                     "protected, n private)")
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,9 @@ class PrivacyEvent:
     count : int
         Number of draws (≥ 1).
     neighbouring : str
-        The neighbouring relation of the sensitivity (``"replace-one"``: one unit replaced, n public).
+        The neighbouring relation of the sensitivity: ``"replace-one"`` (one unit replaced, n public; also any
+        family's words for it) or ``"add-remove"`` (one unit added or removed, n private; any spelling of it is
+        recorded as ``"add-remove"``).
     unit : str
         The privacy unit the guarantee protects: ``"record"`` or the column naming a person (``"subject_id"``).
     group : int
@@ -195,7 +201,7 @@ class PrivacyEvent:
         if not isinstance(self.neighbouring, str) or not self.neighbouring:
             raise InputError("a privacy event needs its neighbouring relation", "e.g. neighbouring='replace-one'")
         if _add_remove(self.neighbouring):
-            check_neighbouring(self.neighbouring)  # refused: no family derives an add/remove sensitivity
+            object.__setattr__(self, "neighbouring", ADD_REMOVE)  # one spelling in the ledger
         if not isinstance(self.unit, str) or not self.unit:
             raise InputError("a privacy event needs its privacy unit", "e.g. unit='record' or unit='subject_id'")
         if isinstance(self.group, bool) or not isinstance(self.group, int) or self.group < 1:
@@ -321,6 +327,49 @@ class PrivacyEvent:
                              "release per person instead (--privacy-unit with --combine or --max-contributions)")
         nm = None if self.noise_multiplier is None else self.noise_multiplier / k
         return replace(self, epsilon=eps_k, delta=delta_k, noise_multiplier=nm, unit=str(unit), group=self.group * k)
+
+    def for_replace_one(self) -> PrivacyEvent:
+        """The guarantee of this add/remove event under replace-one (this event itself if it is replace-one).
+
+        Replacing one unit is removing it and adding another: two add/remove steps, so group privacy with k = 2
+        gives (2ε, (1 + e^ε) δ) (Dwork & Roth 2014, §2.3: chain the two steps; Kifer & Machanavajjhala 2011 for
+        the two relations). The noise law keeps its shape with twice the shift (the triangle inequality), so a
+        Laplace or Gaussian event's noise multiplier is halved (a Gaussian μ-GDP event becomes 2μ-GDP). The
+        converse does not hold: a replace-one release publishes n, so it has no add/remove guarantee.
+
+        Returns
+        -------
+        PrivacyEvent
+            ``neighbouring="replace-one"``, (2ε, (1 + e^ε) δ) per draw, the multiplier halved.
+
+        Raises
+        ------
+        InputError
+            The converted δ is not below 1.
+
+        Examples
+        --------
+        >>> import fdp_ppl as fp
+        >>> e = fp.PrivacyEvent("laplace", 0.5, 0.0, 2.0, neighbouring="add-remove").for_replace_one()
+        >>> e.neighbouring, e.epsilon, e.noise_multiplier
+        ('replace-one', 1.0, 1.0)
+        >>> g = fp.PrivacyEvent("approx", 1.0, 1e-6, neighbouring="add-remove").for_replace_one()
+        >>> f"{g.delta:.4g}"                                  # (1 + e) 1e-6
+        '3.718e-06'
+        """
+        if self.neighbouring != ADD_REMOVE:
+            return self
+        try:
+            delta2 = (1.0 + math.exp(self.epsilon)) * self.delta if self.delta > 0 else 0.0
+        except OverflowError:
+            delta2 = math.inf
+        if not delta2 < 1.0:
+            raise InputError(f"an add/remove release of ({self.epsilon:g}, {self.delta:g}) per draw is "
+                             f"(2 epsilon, (1 + e^epsilon) delta) = ({2 * self.epsilon:g}, {delta2:.3g}) under "
+                             "replace-one: no guarantee (delta >= 1)", "charge it to a ledger of add/remove "
+                             "(neighbouring='add-remove'), or lower epsilon or delta")
+        nm = None if self.noise_multiplier is None else self.noise_multiplier / 2.0
+        return replace(self, epsilon=2.0 * self.epsilon, delta=delta2, noise_multiplier=nm, neighbouring=NEIGHBOURING)
 
     # ------------------------------------------------------------------ composition
     @property
@@ -529,8 +578,54 @@ def ledger_unit(events, declared: str | None = None) -> str | None:
     return None
 
 
-def for_ledger(event: PrivacyEvent, unit: str | None, records_per_unit: int | None = None) -> PrivacyEvent:
-    """The event a ledger whose privacy unit is ``unit`` records for ``event``: one unit per ledger.
+def ledger_relation(events, declared: str | None = None) -> str | None:
+    """A ledger's neighbouring relation: the one it was created with, else its first event's (None: no charge yet)."""
+    if declared:
+        return check_neighbouring(declared)
+    for e in events:
+        return relation_of(e.neighbouring)
+    return None
+
+
+def for_relation(event: PrivacyEvent, relation: str | None) -> PrivacyEvent:
+    """The event a ledger of neighbouring relation ``relation`` records for ``event`` (one relation per ledger).
+
+    The same relation (or a ledger without one yet): ``event``. An add/remove event on a replace-one ledger:
+    converted by group privacy over its two steps (:meth:`PrivacyEvent.for_replace_one`: 2ε, (1 + e^ε) δ). A
+    replace-one event on an add/remove ledger: refused, since a release that publishes n has no add/remove
+    guarantee to convert.
+
+    Raises
+    ------
+    InputError
+        A replace-one event on an add/remove ledger (one line, naming the fix).
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> from fdp_ppl.accounting.events import for_relation
+    >>> for_relation(fp.PrivacyEvent("laplace", 1.0, 0.0, 1.0, neighbouring="add-remove"), "replace-one").basic
+    PrivacyBudget(epsilon=2.0, delta=0.0)
+    >>> for_relation(fp.PrivacyEvent("laplace", 1.0, 0.0, 1.0), "add-remove")
+    Traceback (most recent call last):
+    ...
+    fdp_ppl.errors.InputError: the ledger protects membership (add-remove: n private), but this release is replace-one with n public, which has no add/remove guarantee ...
+    """
+    if relation is None or relation_of(event.neighbouring) == relation:
+        return event
+    if relation == NEIGHBOURING:
+        return event.for_replace_one()
+    raise InputError("the ledger protects membership (add-remove: n private), but this release is replace-one with n "
+                     "public, which has no add/remove guarantee (it publishes n): one ledger keeps one relation",
+                     "release with neighbouring='add-remove' and a public n_lower (mean curves: --neighbouring "
+                     "add-remove --n-lower N), or charge it to a replace-one ledger")
+
+
+def for_ledger(event: PrivacyEvent, unit: str | None, records_per_unit: int | None = None,
+               relation: str | None = None) -> PrivacyEvent:
+    """The event a ledger whose privacy unit is ``unit`` (and neighbouring relation ``relation``, None: any)
+    records for ``event``: one unit and one relation per ledger (the relation by :func:`for_relation`, after the
+    unit).
 
     The same unit (or a ledger without a unit yet): ``event`` itself. A record-level event on a ledger of a
     person unit: converted by group privacy (:meth:`PrivacyEvent.for_group`) when ``records_per_unit`` states
@@ -556,6 +651,11 @@ def for_ledger(event: PrivacyEvent, unit: str | None, records_per_unit: int | No
     ...
     fdp_ppl.errors.InputError: the ledger protects each subject_id, but this release is per record: one ledger ...
     """
+    return for_relation(_for_unit(event, unit, records_per_unit), relation)
+
+
+def _for_unit(event: PrivacyEvent, unit: str | None, records_per_unit: int | None) -> PrivacyEvent:
+    """:func:`for_ledger` for the unit alone."""
     if unit is None or event.unit == unit:
         if records_per_unit is not None and event.unit == "record" and unit is None:
             raise InputError("records per unit converts a record-level release for a ledger whose privacy unit is a "
@@ -576,5 +676,7 @@ def for_ledger(event: PrivacyEvent, unit: str | None, records_per_unit: int | No
                      "file): a ledger's unit is that of its first release")
 
 
-__all__ = ["LAWS", "NEIGHBOURING", "PrivacyEvent", "basic_total", "check_neighbouring", "composed_pld", "fits", "for_ledger", "gdp_epsilon", "guaranteed", "ledger_unit",
+__all__ = ["ADD_REMOVE", "LAWS", "NEIGHBOURING", "RELATIONS", "PrivacyEvent", "basic_total", "check_neighbouring",
+           "composed_pld", "fits", "for_ledger", "for_relation", "gdp_epsilon", "guaranteed", "ledger_relation",
+           "ledger_unit", "relation_of",
            "tight_epsilon", "VALUE_DISCRETIZATION"]

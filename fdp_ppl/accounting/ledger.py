@@ -14,11 +14,13 @@ adaptively: :func:`~fdp_ppl.accounting.events.fits`). The tight total of other e
 **One privacy unit per ledger.** A ledger protects one unit: the one it was created with
 (``PrivacyLedger(total, privacy_unit=...)``; ``PrivacyLedger.open(path, total, privacy_unit=...)`` records it,
 with the neighbouring relation, in the file's chain-covered meta fields) or its first charge's (every event
-records its unit). The relation is replace-one (n public); add/remove is refused
-(:func:`~fdp_ppl.accounting.events.check_neighbouring`). A release
-for another unit is refused, except a record-level release with a stated public bound k on each person's
-records (``records_per_unit=k``), which is charged by group privacy and recorded converted
-(:func:`~fdp_ppl.accounting.events.for_ledger`). **Uncertified releases** (MCMC without a proved guarantee)
+records its unit). A release for another unit is refused, except a record-level release with a stated public
+bound k on each person's records (``records_per_unit=k``), which is charged by group privacy and recorded
+converted (:func:`~fdp_ppl.accounting.events.for_ledger`). **One relation per ledger** likewise: ``"replace-one"``
+(n public) or ``"add-remove"`` (membership protected), stated at creation (``neighbouring=``) or its first
+charge's. A replace-one ledger charges an add/remove release by group privacy over its two steps (2ε,
+(1 + e^ε) δ); an add/remove ledger refuses a replace-one release, which publishes n
+(:func:`~fdp_ppl.accounting.events.for_relation`). **Uncertified releases** (MCMC without a proved guarantee)
 are charged at their nominal cost but kept out of the guaranteed total and shown apart (:meth:`attrs`).
 
 :class:`FileLedger` is a ledger kept in an SQLite file, shared by processes and runs. Each release is
@@ -77,7 +79,7 @@ from pathlib import Path
 from ..errors import BudgetExceededError, InputError, LedgerError
 from .budget import PrivacyBudget, _unchecked
 from .events import (PrivacyEvent, basic_total, check_neighbouring, fits, for_ledger, gdp_epsilon, guaranteed,
-                     ledger_unit, tight_epsilon)
+                     ledger_relation, ledger_unit, tight_epsilon)
 
 SCHEMA_VERSION = 3
 #: ``PRAGMA application_id`` of a ledger this version wrote ("fdpp"): a file that carries it is never read as
@@ -124,7 +126,7 @@ def _event_for(cost: PrivacyBudget, event: PrivacyEvent | None) -> PrivacyEvent:
 
 
 def _charged(cost: PrivacyBudget, event: PrivacyEvent | None, events: list, declared: str | None,
-             records_per_unit, unit: str | None) -> PrivacyEvent | None:
+             records_per_unit, unit: str | None, relation: str | None = None) -> PrivacyEvent | None:
     """The event a ledger would record for a charge, converted to its unit (:func:`for_ledger`), for a check.
 
     Without an event (an early check, before the plan is known) the generic event of ``cost`` for ``unit``
@@ -132,7 +134,7 @@ def _charged(cost: PrivacyBudget, event: PrivacyEvent | None, events: list, decl
     Gaussian and ``cost`` has a δ: a Gaussian charge may fit by the μ-GDP total, decided at the charge."""
     held = ledger_unit(events, declared)
     if event is not None:
-        return for_ledger(_event_for(cost, event), held, records_per_unit)
+        return for_ledger(_event_for(cost, event), held, records_per_unit, ledger_relation(events, relation))
     generic = _event_for(cost, None)
     if unit is not None:
         generic = for_ledger(generic.with_unit(unit), held, records_per_unit)
@@ -229,14 +231,15 @@ class PrivacyLedger(_Totals):
     privacy_unit : str, optional
         The unit the ledger protects (``"record"`` or a person's column, e.g. ``"subject_id"``); default: its
         first charge's.
-    neighbouring : str
-        ``"replace-one"`` (one unit's records replaced, n public), the only relation offered; add/remove is
-        refused (:func:`~fdp_ppl.accounting.events.check_neighbouring`).
+    neighbouring : str, optional
+        ``"replace-one"`` (one unit's records replaced, n public) or ``"add-remove"`` (membership protected);
+        default: its first charge's (:func:`~fdp_ppl.accounting.events.for_relation`: an add/remove release on a
+        replace-one ledger is charged 2ε, (1 + e^ε) δ; a replace-one release on an add/remove ledger is refused).
 
     Raises
     ------
     InputError
-        An empty privacy unit; a neighbouring relation other than replace-one (add/remove included).
+        An empty privacy unit; an unknown neighbouring relation.
 
     Examples
     --------
@@ -268,11 +271,11 @@ class PrivacyLedger(_Totals):
     entries: list = field(default_factory=list)
     events: list = field(default_factory=list)
     privacy_unit: str | None = None
-    neighbouring: str = "replace-one"
+    neighbouring: str | None = None
 
     def __post_init__(self):
         self.privacy_unit = _check_unit(self.privacy_unit)
-        self.neighbouring = check_neighbouring(self.neighbouring)
+        self.neighbouring = None if self.neighbouring is None else check_neighbouring(self.neighbouring)
 
     @property
     def privacy_unit_declared(self) -> str | None:
@@ -283,7 +286,7 @@ class PrivacyLedger(_Totals):
         """Raise :class:`~fdp_ppl.errors.BudgetExceededError` if ``cost`` does not fit, or
         :class:`~fdp_ppl.errors.InputError` if its unit (the event's, or ``unit`` without one) is not the
         ledger's (:func:`~fdp_ppl.accounting.events.for_ledger`)."""
-        charged = _charged(cost, event, self.events, self.privacy_unit, records_per_unit, unit)
+        charged = _charged(cost, event, self.events, self.privacy_unit, records_per_unit, unit, self.neighbouring)
         if charged is not None and not fits([*self.events, charged], self.total):
             raise _refusal("", charged.basic, self.total, self.events)
 
@@ -292,12 +295,15 @@ class PrivacyLedger(_Totals):
         """Record ``cost`` (and its ``event``, converted to the ledger's unit) after :meth:`check`; raises
         BudgetExceededError if it does not fit. ``details`` (dataset, mechanism) are accepted for the file
         ledger's interface."""
-        event = for_ledger(_event_for(cost, event), ledger_unit(self.events, self.privacy_unit), records_per_unit)
+        event = for_ledger(_event_for(cost, event), ledger_unit(self.events, self.privacy_unit), records_per_unit,
+                           ledger_relation(self.events, self.neighbouring))
         self.check(event.basic, event)
         self.entries.append((label, event.basic))
         self.events.append(event)
         if self.privacy_unit is None:
             self.privacy_unit = event.unit
+        if self.neighbouring is None:
+            self.neighbouring = ledger_relation(self.events)
 
     @staticmethod
     def open(path, total: PrivacyBudget | None = None, *, key_file=None, privacy_unit: str | None = None,
@@ -576,14 +582,14 @@ class FileLedger(_Totals):
         record-level release with ``records_per_unit``, charged by group privacy) from the first release on;
         default: its first charge's. For an existing ledger it must be the ledger's unit.
     neighbouring : str, optional
-        ``"replace-one"``, recorded with a stated unit; add/remove is refused
-        (:func:`~fdp_ppl.accounting.events.check_neighbouring`).
+        ``"replace-one"`` or ``"add-remove"``, recorded at creation in the chain-covered meta fields (default: the
+        first charge's); for an existing ledger it must be the ledger's (:class:`PrivacyLedger`).
 
     Raises
     ------
     InputError
-        A new ledger without a total, a total, unit or relation that differs from the recorded one, an
-        add/remove relation, or an unusable key file.
+        A new ledger without a total, a total, unit or relation that differs from the recorded one, an unknown
+        relation, or an unusable key file.
     LedgerError
         The file is not a ledger, is empty, fails its validation (module docstring), was downgraded to an
         earlier layout, was keyed with another key (or is keyed and no key is given), or SQLite cannot use it
@@ -616,13 +622,13 @@ class FileLedger(_Totals):
                              "pass the total budget (--budget EPSILON[,DELTA] or total=PrivacyBudget(...))")
         if new and not self.path.resolve().parent.is_dir():
             raise InputError(f"the directory of the ledger {self.path} does not exist", "create it or choose another path")
-        self._hasher, self._log, self._last, self._declared = _Hasher(), None, None, None
+        self._hasher, self._log, self._last, self._declared, self._relation = _Hasher(), None, None, None, None
         if key_file is not None:
             key, key_path = _read_key(key_file, self.path, create=new)
             self._hasher, self._log = _Hasher(key), _HeadLog(key_path, _Hasher(key))
         if new:
             stated = {} if privacy_unit is None and neighbouring is None else \
-                {"privacy_unit": privacy_unit or "", "neighbouring": neighbouring or "replace-one"}
+                {"privacy_unit": privacy_unit or "", "neighbouring": neighbouring or ""}
             self._create(total, stated)
         elif self.path.stat().st_size == 0:
             raise LedgerError(f"the ledger {self.path} is an empty file (0 bytes): a ledger is never empty, so it was "
@@ -645,6 +651,11 @@ class FileLedger(_Totals):
             raise InputError(f"the ledger {self.path} protects each {held}, not each {privacy_unit}: one ledger keeps "
                              "one privacy unit", "omit the privacy unit, or use a ledger of its own for this unit")
         self._declared = privacy_unit  # an existing ledger without a unit yet: this object's charges use it
+        relation = ledger_relation(state.events, state.meta.get("neighbouring") or None)
+        if neighbouring is not None and relation is not None and neighbouring != relation:
+            raise InputError(f"the ledger {self.path} is for the {relation} relation, not {neighbouring}: one ledger "
+                             "keeps one neighbouring relation", "omit the relation, or use a ledger of its own for it")
+        self._relation = neighbouring
 
     # ------------------------------------------------------------------ file
     def _connect(self) -> sqlite3.Connection:
@@ -920,8 +931,8 @@ class FileLedger(_Totals):
             raise self._damaged(f"its meta table misses {', '.join(sorted(needed - set(meta)))}")
         if meta["chain"] != self._hasher.name or meta["key_id"] != self._hasher.key_id:
             raise self._wrong_key(meta)
-        if "neighbouring" in meta and meta["neighbouring"] != "replace-one":
-            raise self._damaged(f"its neighbouring relation {meta['neighbouring']!r} is not replace-one")
+        if meta.get("neighbouring", "") not in ("", "replace-one", "add-remove"):
+            raise self._damaged(f"its neighbouring relation {meta['neighbouring']!r} is unknown")
         prev = self._genesis(con)
         hashes = [prev]
         rows = con.execute(f"SELECT {', '.join(_COLUMNS)}, typeof(epsilon), typeof(delta) FROM entries "
@@ -1017,7 +1028,8 @@ class FileLedger(_Totals):
             ``entries`` (count), ``head`` (hash of the last link), ``schema_version``, ``chain`` (``"sha256"``
             or ``"hmac-sha256"``), ``migrations`` (list of dicts) and, for a migrated file, ``migrated_at``;
             ``privacy_unit`` (stated at creation, else the first charge's; None before either) and
-            ``neighbouring`` (``"replace-one"``);
+            ``neighbouring`` (``"replace-one"`` or ``"add-remove"``: stated at creation, else the first charge's;
+            None before either);
             ``releases``: ``(name, count, head)`` of each release checked; ``head_log``: the number of
             logged charges checked (keyed ledgers).
 
@@ -1047,7 +1059,7 @@ class FileLedger(_Totals):
         return {"entries": state.count, "head": state.head, "schema_version": int(state.meta["schema_version"]),
                 "chain": state.meta["chain"], "migrations": migrations,
                 "privacy_unit": ledger_unit(state.events, state.meta.get("privacy_unit") or None),
-                "neighbouring": state.meta.get("neighbouring", "replace-one"),
+                "neighbouring": self._relation_held(state),
                 **({"migrated_at": migrations[-1]["at"]} if migrations else {}),
                 "releases": heads, **({"head_log": logged} if logged is not None else {})}
 
@@ -1067,10 +1079,15 @@ class FileLedger(_Totals):
         state = self._state()
         return ledger_unit(state.events, self._unit_of(state))
 
+    def _relation_held(self, state: _State) -> str | None:
+        """The ledger's relation: stated at creation, else this object's, else its first charge's (None: none)."""
+        return ledger_relation(state.events, state.meta.get("neighbouring") or self._relation)
+
     @property
-    def neighbouring(self) -> str:
-        """The neighbouring relation of every charge: replace-one (one unit's records replaced, n public)."""
-        return self._state().meta.get("neighbouring", "replace-one")
+    def neighbouring(self) -> str | None:
+        """The neighbouring relation of every charge (``"replace-one"``: n public; ``"add-remove"``: membership
+        protected): the one stated at creation, else the first charge's (None before either)."""
+        return self._relation_held(self._state())
 
     def check(self, cost: PrivacyBudget, event: PrivacyEvent | None = None, *,
               records_per_unit: int | None = None, unit: str | None = None) -> None:
@@ -1079,7 +1096,8 @@ class FileLedger(_Totals):
         ledger's."""
         state = self._state()
         events = state.events
-        charged = _charged(cost, event, events, self._unit_of(state), records_per_unit, unit)
+        charged = _charged(cost, event, events, self._unit_of(state), records_per_unit, unit,
+                           state.meta.get("neighbouring") or self._relation)
         if charged is not None and not fits([*events, charged], self.total):
             raise _refusal(f" in {self.path}", charged.basic, self.total, events)
 
@@ -1123,7 +1141,7 @@ class FileLedger(_Totals):
             snapshot = None if under_lock else self._state()
             if snapshot is not None:  # outside the lock
                 charged = for_ledger(event, ledger_unit(snapshot.events, self._unit_of(snapshot)),
-                                     records_per_unit)  # one unit per ledger
+                                     records_per_unit, self._relation_held(snapshot))  # one unit, one relation
                 if not fits([*snapshot.events, charged], self.total):
                     raise _refusal(f" in {self.path}", charged.basic, self.total, snapshot.events)
             rid = self._append(snapshot, event, records_per_unit, [label, dataset, mechanism])
@@ -1144,7 +1162,8 @@ class FileLedger(_Totals):
             if snapshot is not None and (state.count, state.head) != (snapshot.count, snapshot.head):
                 con.execute("ROLLBACK")
                 return None
-            event = for_ledger(event, ledger_unit(state.events, self._unit_of(state)), records_per_unit)  # one unit
+            event = for_ledger(event, ledger_unit(state.events, self._unit_of(state)), records_per_unit,
+                               self._relation_held(state))  # one unit, one relation per ledger
             cost = event.basic
             if snapshot is None and not fits([*state.events, event], self.total):
                 raise _refusal(f" in {self.path}", cost, self.total, state.events)

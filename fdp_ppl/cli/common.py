@@ -161,7 +161,7 @@ def add_unit_args(g) -> None:
                         "is then per person: replacing all of one person's records by any others changes the "
                         "release's law by at most (epsilon, delta), with the number of persons n public (it is "
                         "counted from the data and released); whether a person is in the data at all (presence) is "
-                        "not protected (an add/remove relation with a private count is not offered); needs "
+                        "not protected (mean curves offer --neighbouring add-remove --n-lower N for that); needs "
                         "--combine mean or --max-contributions K")
     g.add_argument("--combine", choices=("mean",), default=None,
                    help="with --privacy-unit: average each person's records into one before clipping (every person "
@@ -975,6 +975,10 @@ def plotter(plot_name: str, **kwargs):
 def unit_text(attrs) -> str:
     """The ``privacy unit`` row of every command's table, from a release's public attrs."""
     unit = attrs.get("privacy_unit", "record")
+    if int(attrs.get("n_private", 0) or 0):
+        return (("one record" if unit == "record" else f"one {unit} ({attrs.get('contribution_rule', '')})")
+                + f"; add/remove: membership protected, n private (public lower bound n_lower = "
+                  f"{attrs.get('n_lower')})")
     if unit == "record":
         return ("one record (a person with several records is protected only at their number times epsilon); "
                 "replace-one record, n public: presence in the data is not protected")

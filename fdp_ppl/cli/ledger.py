@@ -43,8 +43,11 @@ def add_subparser(sub) -> None:
                           "--records-per-unit K is charged by group privacy (K x epsilon). Default: the first "
                           "release's unit")
     new.add_argument("--neighbouring", default=None, metavar="RELATION",
-                     help="with --create: 'replace-one' (one unit's records replaced, the number of units public), "
-                          "the only relation offered: 'add-remove' (membership protected) is refused")
+                     help="with --create: 'replace-one' (one unit's records replaced, the number of units public) or "
+                          "'add-remove' (one unit added or removed, n private: membership protected; releases made "
+                          "with --neighbouring add-remove --n-lower N). An add-remove release on a replace-one "
+                          "ledger is charged (2 epsilon, (1 + e^epsilon) delta); a replace-one release on an "
+                          "add-remove ledger is refused. Default: the first release's")
 
 
 def _short_time(iso: str) -> str:
@@ -101,7 +104,9 @@ def run(a) -> int:
         rows = [("valid", "yes: layout, budget row, every entry's numbers and event, and the hash chain check out"),
                 ("entries", str(info["entries"])), ("head", info["head"]),
                 ("protects", (f"each {info['privacy_unit']}" if info["privacy_unit"] else "the unit of its first "
-                              f"release") + f" ({info['neighbouring']}: the number of units public)"),
+                              f"release") + (" (add-remove: membership protected, n private)"
+                                             if info["neighbouring"] == "add-remove" else
+                                             f" ({info['neighbouring'] or 'replace-one'}: the number of units public)")),
                 ("chain", f"keyed (HMAC-SHA256); {info['head_log']} charges in the key's head log are in it" if keyed
                  else "unkeyed (SHA-256): anyone who can write the file can rewrite it consistently"),
                 ("schema", f"version {info['schema_version']}" + (f" (migrated {_short_time(info['migrated_at'])})"
@@ -127,7 +132,9 @@ def run(a) -> int:
     attrs = ledger.attrs()
     unit = attrs.get("ledger_privacy_unit")
     print(f"{PROG} ledger {path}")
-    print(f"  protects   " + (f"each {unit}: all of one {unit}'s records replaced, the number of {unit}s public "
+    print(f"  protects   " + (f"each {unit or 'unit of the first release'}: added or removed, n private (membership "
+                              "protected)" if ledger.neighbouring == "add-remove" else
+                              f"each {unit}: all of one {unit}'s records replaced, the number of {unit}s public "
                               "(presence is not protected)" if unit and unit != "record" else
                               "each record: one record replaced, n public (presence is not protected)" if unit else
                               "set by the first release (its privacy unit)"))

@@ -59,6 +59,8 @@ def metadata(a) -> tuple:
     for name in ("n", "grid"):  # release --dry-run has neither flag
         setattr(a, name, getattr(a, name, None))
     if a.data is None:
+        if a.n is None and getattr(a, "n_lower", None) is not None:  # add/remove: n private, n_lower public
+            a.n = a.n_lower
         if a.n is None:
             raise CLIError("a plan needs n", "pass --n N (or --data FILE.nc to read it from the file's metadata)")
         k = 101 if a.grid is None else int(a.grid)

@@ -170,6 +170,14 @@ def add_release_args(r, *, data_required: bool = True) -> None:
     s.add_argument("--k", type=int, default=None,
                    help=f"Bernstein lattice size k (k + 1 lattice points) for bernstein "
                         f"(default {BERNSTEIN_DEFAULT_K})")
+    s.add_argument("--neighbouring", choices=("replace-one", "add-remove"), default="replace-one",
+                   help="replace-one (default): one record (or person) replaced, n counted and published; add-remove: "
+                        "one added or removed, n private (membership protected), with --n-lower; the mean divides by "
+                        "max(n, N) (data below N are shrunk, never refused); mean curves except bernstein")
+    s.add_argument("--n-lower", type=int, default=None, metavar="N",
+                   help="with --neighbouring add-remove: a public lower bound N >= 2 on the number of records "
+                        "(persons with --privacy-unit --combine mean); the sensitivity is that of 2 tau/(N + 1) and "
+                        "psi, M default from N")
 
 
 def _check_args(a):
@@ -240,21 +248,26 @@ def _summary_spec(entry, curves, a):
     file's grid, τ, n the number of curves or units, options), before anything is charged; its fit
     (``spec.fit(curves, offset=)``, non-private) comes after the charge."""
     unit = getattr(a, "unit", None)
+    if getattr(a, "neighbouring", "replace-one") == "add-remove":  # n private: never counted into the spec
+        return public_spec(entry, a, curves[dims.T].values, None)
     n = int(curves.sizes[dims.CURVE]) if unit is None else unit.n_units(curves) * unit.contributions
     return public_spec(entry, a, curves[dims.T].values, n)
 
 
-def public_spec(entry, a, t, n: int):
+def public_spec(entry, a, t, n: int | None):
     """``entry.spec(basis_or_grid, tau=, n=, **summary options)`` on the grid points ``t``: the public side of a
-    release (also what ``fdp-ppl plan`` plans)."""
+    release (also what ``fdp-ppl plan`` plans); with ``--neighbouring add-remove`` n is not passed, ``--n-lower``
+    is."""
     import fdp_ppl as fp
 
     grid = fp.Grid.from_points(np.asarray(t, dtype=float))
     public = grid
     if _uses_eigenbasis(entry):
         public = fp.eigenbasis(_noise_kernel(a), grid)
-    return entry.spec(public, tau=a.tau, n=int(n), privacy_unit=getattr(a, "unit", None),
-                      **{o: getattr(a, o) for o in entry.summary_options})
+    relation = {"neighbouring": a.neighbouring, "n_lower": a.n_lower} if getattr(a, "neighbouring", None) == \
+        "add-remove" or getattr(a, "n_lower", None) is not None else {}
+    return entry.spec(public, tau=a.tau, n=None if relation else int(n), privacy_unit=getattr(a, "unit", None),
+                      **relation, **{o: getattr(a, o) for o in entry.summary_options})
 
 
 #: ``missing_rule`` of a release made with ``--missing error`` (nothing imputed, nothing dropped)
@@ -379,7 +392,8 @@ def _print_table(tree, summary, out, plot, *, seed=None, ledger=None):
         ("sensitivity", f"{meta.sensitivity:.4g} in {norm} "
                         f"({at['sensitivity_bound']} bound)"),
         ("tau", f"{meta.tau:g}{u}{tau_note}"),
-        ("n", f"{meta.n} curves × {int(at['grid_size'])} grid points"
+        ("n", (f"private (add/remove), public lower bound n_lower = {meta.n}" if tree.attrs.get("n_private") else
+               f"{meta.n} curves") + f" × {int(at['grid_size'])} grid points"
               + (f" after bounding each {tree.attrs['privacy_unit']}'s contribution"
                  if tree.attrs.get("privacy_unit", "record") != "record" else "")),
         ("privacy unit", unit_text(tree.attrs)),

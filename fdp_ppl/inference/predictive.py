@@ -51,7 +51,8 @@ def replicated_releases(meta: dict, post: xr.Dataset, rng: np.random.Generator) 
             sd = post["sampling_scale"].values[..., None] * np.asarray(meta["sampling_base"])[None, None, :]
         centre = centre + sd / np.sqrt(n) * rng.standard_normal(centre.shape)
     centre = shrink * centre
-    noise = sampler_for(law, J).draw(np.zeros(J), np.broadcast_to(scale, (J,)).copy(), nc * nd, random_seed=rng)
+    noise = sampler_for(law, J).draw(np.zeros(J), np.broadcast_to(scale, (J,)).copy(), nc * nd, random_seed=rng,
+                                     study=True)  # around 0: a simulation of the noise, no data
     values = centre + noise.reshape(nc, nd, J)
     return xr.Dataset({S.RELEASED: ((dims.CHAIN, dims.DRAW, dims.BASIS), values)},
                       coords={dims.CHAIN: theta[dims.CHAIN], dims.DRAW: theta[dims.DRAW], dims.BASIS: theta[dims.BASIS]})

@@ -79,7 +79,7 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
     attrs = {
         **spec.attrs(),
         **cal.sensitivity.attrs(),
-        **({**unit.attrs(), "neighbouring": spec.neighbouring()} if unit is not None else {"privacy_unit": "record"}),
+        **({**unit.attrs(), "neighbouring": spec.neighbouring_text()} if unit is not None else {"privacy_unit": "record"}),
         **mechanism.attrs(),
         "sigma": float(cal.sigma),
         "noise_covariance": spec.noise_covariance_text(),
@@ -90,7 +90,7 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
         **gattrs,
         **kde_attrs(),  # the file says it is a density (schema.is_kde_release)
     }
-    neighbouring = spec.neighbouring() if unit is not None else cal.sensitivity.neighbouring
+    neighbouring = spec.neighbouring_text() if unit is not None else cal.sensitivity.neighbouring
     out = ReleasePlan(
         family="kde", mechanism=mechanism.family, noise_law=mechanism.law.name, epsilon=float(mechanism.epsilon),
         delta=float(mechanism.delta), draws=draws, sensitivity=float(cal.sensitivity.value),
@@ -144,7 +144,8 @@ def draw_release(summary: KDESummary, plan, *, random_seed=None, progressbar: bo
     """
     spec, cal, sampler, mechanism = plan.state
     chains, draws = plan.output["chain"], plan.output["draw"]
-    coef = sampler.draw(summary.coefficients, cal.scale, chains * draws, random_seed, calibration=cal)
+    coef = sampler.draw(summary.coefficients, cal.scale, chains * draws, random_seed, calibration=cal,
+                        study=plan.study)
     # release_scale: public post-processing (ICLPKDESpec(normalise=True) divides by its public mass); 1 otherwise
     density = (spec.basis.reconstruct(coef) * spec.release_scale).reshape((chains, draws) + spec.grid.shape)
     dims = spec.grid.dims

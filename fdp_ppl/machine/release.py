@@ -244,7 +244,8 @@ def gp_grid_draws(fit: ERMFit, mechanism: GaussianMechanism, k: int = 1, random_
     basis = grid_basis(fit.spec)
     sampler = sampler_for(mechanism.law, basis.size, gen)
     centre = basis.coefficients(fit.decision(fit.spec.points))
-    coef = sampler.draw(centre, cal.scale, int(k), None if sampler.fp_safe else random_seed, calibration=cal)
+    coef = sampler.draw(centre, cal.scale, int(k), None if sampler.fp_safe else random_seed, calibration=cal,
+                        study=study)
     zeta = (coef - centre) / cal.scale
     return GPGridDraws(basis.reconstruct(coef), coef, zeta, basis, cal, sampler)
 
@@ -544,11 +545,13 @@ def draw_release(fit: ERMFit, plan, *, random_seed=None, progressbar: bool = Fal
                              for child in ss.spawn(k)])
     elif mode == "gp":
         centre = basis.coefficients(fit.decision(pts))
-        coef = sampler.draw(centre, cal.scale, k, None if sampler.fp_safe else random_seed, calibration=cal)
+        coef = sampler.draw(centre, cal.scale, k, None if sampler.fp_safe else random_seed, calibration=cal,
+                            study=plan.study)
         values = basis.reconstruct(coef)
     else:
         values = spec.basis.reconstruct(sampler.draw(fit.eigen_coefficients(), plan.noise_scale, k,
-                                                     None if sampler.fp_safe else ss))
+                                                     None if sampler.fp_safe or random_seed is None else ss,
+                                                     study=plan.study))
     coords = dict(zip(spec.dims, spec.axes))
     decision = values.reshape((chains, draws) + tuple(spec.grid_size))
     post = xr.Dataset({"decision": (("chain", "draw") + spec.dims, decision)},

@@ -372,7 +372,7 @@ class OpenDPSampler:
 
     # ------------------------------------------------------------------ sampling
     def draw(self, centre, scale, n_draws: int = 1, random_seed=None, *, progressbar: bool = False,
-             calibration=None) -> np.ndarray:
+             calibration=None, study: bool = False) -> np.ndarray:
         """``n_draws`` independent floating-point-safe draws of ``centre + ξ``, shape (n_draws, J).
 
         Each draw is one call of the OpenDP measurement of scale σ on the
@@ -386,7 +386,11 @@ class OpenDPSampler:
             Public per-coefficient scale (> 0): Laplace ``b_j``, Normal sd ``s_j``.
         n_draws : int
         random_seed : None
-            Must be None: OpenDP draws from the operating system and cannot be seeded.
+            Must be None: OpenDP draws from the operating system and cannot be seeded (a seed without
+            ``study=True`` is refused by the package's one seed rule,
+            :func:`fdp_ppl.noise.sampling.check_study`; with it, because OpenDP cannot use it).
+        study : bool
+            The draws are a study, not a release (the seed rule's flag; OpenDP stays unseeded).
         progressbar : bool
             Show progress over the draws.
         calibration : Calibration, optional
@@ -400,6 +404,9 @@ class OpenDPSampler:
             > 0; a whitened centre that is not finite; n_draws < 1; a scale
             different from the calibration's.
         """
+        from .seeds import check_study
+
+        check_study(random_seed, study)
         if random_seed is not None:
             raise InputError("the OpenDP release generator draws from the operating system's entropy and cannot be "
                              "seeded", "pass random_seed=None, or generator='pymc' for a reproducible study (its noise "

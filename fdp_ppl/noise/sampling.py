@@ -52,6 +52,7 @@ from typing import Callable
 import numpy as np
 
 from .laws import NoiseLaw
+from .seeds import STUDY, check_study  # noqa: F401  (the one seed rule; re-exported here)
 from ..settings import RELEASE_CHUNK, compile_mode
 
 
@@ -74,42 +75,6 @@ def seed_sequence(random_seed=None) -> np.random.SeedSequence:
     return np.random.SeedSequence(np.random.SeedSequence(list(random_seed)).generate_state(2).tolist())
 
 
-#: the ``study`` attribute (and the table's ``study`` row) of a study release: seeded or declared a study, so
-#: anyone who knows or guesses its seed can remove the noise; it is never charged to a ledger
-STUDY = "not private"
-
-
-def check_study(random_seed, study: bool, ledger=None) -> None:
-    """The seed rule of every release and of every helper that draws noise around data, checked before anything
-    is read: a seed needs ``study=True``, and a study is never charged to a ledger (it is not private spending).
-
-    The one check: :func:`fdp_ppl.release`, :func:`draw_releases`, :meth:`fdp_ppl.noise.mechanisms.Mechanism.simulate`
-    and the kernel machine's helpers all call it.
-
-    Raises
-    ------
-    InputError
-        A ``random_seed`` without ``study``; a ``ledger`` with ``study``.
-
-    Examples
-    --------
-    >>> from fdp_ppl.noise.sampling import check_study
-    >>> check_study(None, False), check_study(7, True)
-    (None, None)
-    >>> check_study(2**40, False)
-    Traceback (most recent call last):
-    ...
-    fdp_ppl.errors.InputError: a random_seed makes the noise reproducible by anyone who knows or guesses it, so a seeded release is not private; pass no random_seed for a real release (fresh OS entropy), or study=True for a study (recorded as study = 'not private', never charged to a ledger)
-    """
-    from ..errors import InputError
-
-    if random_seed is not None and not study:
-        raise InputError("a random_seed makes the noise reproducible by anyone who knows or guesses it, so a seeded "
-                         "release is not private", "pass no random_seed for a real release (fresh OS entropy), or "
-                         f"study=True for a study (recorded as study = {STUDY!r}, never charged to a ledger)")
-    if study and ledger is not None:
-        raise InputError("a study is not private and cannot be charged to a ledger as private spending",
-                         "drop ledger= for a study, or drop study=True and random_seed for a real release")
 
 
 class CompiledSampler:
@@ -131,8 +96,12 @@ class CompiledSampler:
     Building one compiles a PyTensor function (about 1 s warm, 10 s cold), so it is not run here:
 
     >>> sampler = fp.CompiledSampler(fp.laws.Laplace(), 3)                        # doctest: +SKIP
-    >>> sampler.draw(np.zeros(3), np.ones(3), 5, random_seed=1).shape             # doctest: +SKIP
+    >>> sampler.draw(np.zeros(3), np.ones(3), 5, random_seed=1, study=True).shape  # doctest: +SKIP
     (5, 3)
+    >>> sampler.draw(np.zeros(3), np.ones(3), 5, random_seed=1)                   # doctest: +SKIP
+    Traceback (most recent call last):
+    ...
+    fdp_ppl.errors.InputError: a random_seed makes the noise reproducible by anyone who knows or guesses it, ...
 
     See Also
     --------
@@ -171,7 +140,7 @@ class CompiledSampler:
         self._lock = threading.Lock()
 
     def draw(self, centre, scale, n_draws: int = 1, random_seed=None, *, progressbar: bool = False,
-             calibration=None) -> np.ndarray:
+             calibration=None, study: bool = False) -> np.ndarray:
         """``n_draws`` exact draws of ``centre + ξ``, shape (n_draws, J).
 
         Parameters
@@ -182,18 +151,23 @@ class CompiledSampler:
             Public per-coefficient scale (> 0).
         n_draws : int
         random_seed : None, int, sequence, Generator or SeedSequence
-            None: fresh OS entropy (128 bits).
+            None: fresh OS entropy (128 bits). Any other value needs ``study=True`` (:func:`check_study`).
         progressbar : bool
             Show progress over chunks of :data:`~fdp_ppl.settings.RELEASE_CHUNK` draws.
         calibration : Calibration, optional
             Accepted for the common generator interface; not needed (the scale says it all).
+        study : bool
+            The draws are a study (a simulation, a test, a reproduction), not a release: the only way to seed.
 
         Raises
         ------
         InputError
-            Shapes that do not match J, scales that are not finite and > 0, n_draws < 1.
+            A ``random_seed`` without ``study=True`` (before anything is drawn); shapes that do not match J,
+            scales that are not finite and > 0, n_draws < 1.
         """
         from ..errors import InputError
+
+        check_study(random_seed, study)
 
         centre = np.asarray(centre, dtype=float)
         scale = np.asarray(scale, dtype=float)
@@ -390,7 +364,7 @@ def draw_releases(mechanism, summary, scale, draws: int = 1, random_seed=None, p
     """
     check_study(random_seed, study)
     sampler = sampler_for(mechanism.law, summary.n_components, generator)
-    coef = sampler.draw(summary.coefficients, scale, draws, random_seed, progressbar=progressbar,
+    coef = sampler.draw(summary.coefficients, scale, draws, random_seed, progressbar=progressbar, study=study,
                         calibration=calibration)
     return coef, coef @ summary.design.T
 

@@ -350,17 +350,20 @@ class SnappedSampler:
         self.n_components = int(n_components)
 
     def draw(self, centre, scale, n_draws: int = 1, random_seed=None, *, progressbar: bool = False,
-             calibration=None) -> np.ndarray:
+             calibration=None, study: bool = False) -> np.ndarray:
         """``n_draws`` snapped draws of ``centre + ξ``, shape (n_draws, J) (arguments as
         :meth:`fdp_ppl.noise.sampling.CompiledSampler.draw`).
 
         Raises
         ------
         InputError
-            A seed (fresh OS entropy only), or what the compiled sampler refuses.
+            A seed (fresh OS entropy only; without ``study=True`` by the seed rule,
+            :func:`fdp_ppl.noise.sampling.check_study`), or what the compiled sampler refuses.
         """
         from ..errors import InputError
+        from .seeds import check_study
 
+        check_study(random_seed, study)
         if random_seed is not None:
             raise InputError("the 'snapped' release generator draws fresh OS entropy and cannot be seeded",
                              "pass random_seed=None, or generator='pymc' for a reproducible study (not "

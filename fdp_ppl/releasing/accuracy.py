@@ -108,7 +108,7 @@ def _noise_draws(plan, pub, samples: int, seed) -> np.ndarray:
 
     scale = np.asarray(plan.noise_scale, dtype=float)
     sampler = sampler_for(pub["law"], scale.size, "pymc")
-    coef = sampler.draw(np.zeros(scale.size), scale, int(samples), seed)
+    coef = sampler.draw(np.zeros(scale.size), scale, int(samples), seed, study=True)  # no data: a simulation
     return coef @ pub["design"].T
 
 

@@ -32,7 +32,7 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
             label: str = "", dataset: str = "", progressbar: bool = False, provenance=None, composed_with=(),
             bound: str | None = None, generator: str | None = None, chains: int | None = None,
             allow_nonprivate: bool | None = None, records_per_unit: int | None = None,
-            allow_large_delta: bool = False, study: bool = False) -> xr.DataTree:
+            allow_large_delta: bool = False, study: bool = False, neighbouring: str | None = None) -> xr.DataTree:
     """Release any fitted object privately: one protocol for every family.
 
     The steps, in this order and only here: refuse a seed without ``study=True`` and a study with a ledger
@@ -100,6 +100,12 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
         A study (tests, simulations, reproductions), not a release: the only way to pass a ``random_seed``. The
         release records ``study = "not private"`` (:data:`~fdp_ppl.releasing.plans.STUDY`) and no ledger may be
         given: a study charges nothing to a real ledger.
+    neighbouring : {None, "replace-one", "add-remove"}
+        The relation the caller requires (None: the fit's): membership protection (``"add-remove"``) is served by
+        a mean curve fitted with ``neighbouring="add-remove", n_lower=N`` and refused, before any charge,
+        otherwise (:func:`~fdp_ppl.releasing.plans.check_relation`). A replace-one ledger charges an add/remove
+        release (2ε, (1 + e^ε) δ) and the file records ``ledger_charged_epsilon``; an add/remove ledger refuses a
+        replace-one release.
 
     Returns
     -------
@@ -140,7 +146,7 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
     ('chain', 'draw', 't')
     """
     from .families import release_entry
-    from .plans import ReleasePlan, as_study, check_study
+    from .plans import ReleasePlan, as_study, check_relation, check_study
 
     check_study(random_seed, study, ledger)
     entry = release_entry(fitted)
@@ -156,6 +162,7 @@ def release(fitted, mechanism, *, draws: int = 1, random_seed=None, ledger: Priv
     if not isinstance(plan, ReleasePlan):
         raise TypeError(f"the {entry.family} family's plan hook returned a {type(plan).__name__}")
     plan = as_study(plan, study)
+    check_relation(plan, neighbouring)
     plan.check_delta(allow_large_delta or plan.study)  # a study is no release: any delta
     extra = _provenance(provenance, plan)
     if seeded:
@@ -211,18 +218,23 @@ def warn_seeded(family: str, stacklevel: int = 3) -> None:
 
 
 def _group_attrs(plan, ledger, records_per_unit) -> dict:
-    """What a record-level release was charged to a ledger of a person unit (group privacy), after the charge."""
-    held = getattr(ledger, "privacy_unit", None)
-    if records_per_unit is None or plan.event is None or held in (None, plan.event.unit):
+    """What a release was charged to a ledger of another unit or relation (group privacy), after the charge: a
+    record-level release on a ledger of a person unit, an add/remove release on a replace-one ledger."""
+    held, relation = getattr(ledger, "privacy_unit", None), getattr(ledger, "neighbouring", None)
+    regroup = records_per_unit is not None and plan.event is not None and held not in (None, plan.event.unit)
+    if plan.event is None or not (regroup or relation not in (None, plan.event.neighbouring)):
         return {}
     from ..accounting.events import for_ledger
 
-    charged = for_ledger(plan.event, held, records_per_unit)
-    return {"ledger_records_per_unit": int(records_per_unit), "ledger_charged_epsilon": charged.basic.epsilon,
-            "ledger_charged_delta": charged.basic.delta,
-            "ledger_charge_rule": (f"group privacy for <= {int(records_per_unit)} records per {held}: "
-                                   f"({plan.epsilon:g}, {plan.delta:g}) per draw -> ({charged.epsilon:.6g}, "
-                                   f"{charged.delta:.3g}) = (k eps, k e^((k-1) eps) delta)")}
+    charged = for_ledger(plan.event, held, records_per_unit if regroup else None, relation)
+    rules = ([f"group privacy for <= {int(records_per_unit)} records per {held}: (k eps, k e^((k-1) eps) delta)"]
+             if regroup else [])
+    if charged.neighbouring != plan.event.neighbouring:
+        rules.append("add/remove to replace-one (remove then add): (2 eps, (1 + e^eps) delta)")
+    return {**({"ledger_records_per_unit": int(records_per_unit)} if regroup else {}),
+            "ledger_charged_epsilon": charged.basic.epsilon, "ledger_charged_delta": charged.basic.delta,
+            "ledger_charge_rule": (f"{'; then '.join(rules)}: ({plan.epsilon:g}, {plan.delta:g}) per draw -> "
+                                   f"({charged.epsilon:.6g}, {charged.delta:.3g})")}
 
 
 def _provenance(provenance, plan) -> dict:
@@ -412,7 +424,7 @@ def draw_release(summary: LinearSummary, plan, *, random_seed=None, progressbar:
     if spec_ref() is not spec:
         raise CompatibilityError("the plan was made for another spec", "plan the release of this summary's spec")
     coef = sampler.draw(summary.coefficients, cal.scale, plan.draws, random_seed, progressbar=progressbar,
-                        calibration=cal)
+                        calibration=cal, study=plan.study)
     with blas_threads():  # a small product: OpenBLAS's second thread only synchronises (10x slower under load)
         curves = coef @ spec.design.T
     template = _template(summary, np.asarray(cal.scale, dtype=float), scale_description)

@@ -76,11 +76,14 @@ class ReleasePlan:
     cost : PrivacyBudget
         ``draws ×`` the per-draw (ε, δ) (basic composition), charged before any draw.
     privacy_unit : str
-        ``"record"`` or the person-level unit (its column). What is protected: one unit's records replaced
-        by any others, with the number of units n public; whether a person is in the data at all (presence)
-        is not protected, since n is released (an add/remove relation with a private count is not offered).
+        ``"record"`` or the person-level unit (its column). What is protected, under replace-one: one unit's
+        records replaced by any others, with the number of units n public, so whether a person is in the data at
+        all (presence) is not protected; under add/remove (mean curves built with ``neighbouring="add-remove"``,
+        ``n_lower``): one unit added or removed, n private.
     neighbouring : str
-        The neighbouring relation of the sensitivity (``"replace-one"``, n public).
+        The neighbouring relation of the sensitivity in words (``"replace-one record; n public"``, or
+        ``"add or remove one record; n private ..."``); the event records it as ``"replace-one"`` or
+        ``"add-remove"``.
     guarantee : str
         The guarantee in words.
     fp_safe : bool
@@ -156,7 +159,8 @@ class ReleasePlan:
     state: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "event", _unit_event(self.event, self.cost, self.privacy_unit, self.certified))
+        object.__setattr__(self, "event", _unit_event(self.event, self.cost, self.privacy_unit, self.certified,
+                                                      self.neighbouring))
         object.__setattr__(self, "study", bool(self.study or self.seeded))
         object.__setattr__(self, "noise_scale", _frozen_array(self.noise_scale))
         object.__setattr__(self, "output", types.MappingProxyType(dict(self.output)))
@@ -328,9 +332,11 @@ class ReleasePlan:
                      "release fewer draws at a time (draws=, --draws)")
 
 
-def _unit_event(event, cost, unit, certified):
-    """A plan's event stated for its privacy unit and certification (a family that gives none: the generic
-    (ε, δ) event of its cost; None when the cost is no valid guarantee, which the ledger refuses)."""
+def _unit_event(event, cost, unit, certified, neighbouring=""):
+    """A plan's event stated for its privacy unit, certification and relation (``"add-remove"`` when the plan's
+    relation in words is add/remove; a family that gives none: the generic (ε, δ) event of its cost; None when
+    the cost is no valid guarantee, which the ledger refuses)."""
+    from .._names import ADD_REMOVE, is_add_remove
     from ..accounting import PrivacyEvent
 
     if event is None:
@@ -338,7 +344,50 @@ def _unit_event(event, cost, unit, certified):
             event = PrivacyEvent.from_budget(cost)
         except InputError:
             return None
-    return event.with_unit(str(unit), certified=bool(certified))
+    event = event.with_unit(str(unit), certified=bool(certified))
+    return replace(event, neighbouring=ADD_REMOVE) if is_add_remove(neighbouring) else event
+
+
+def check_relation(p: ReleasePlan, neighbouring) -> None:
+    """Refuse a plan whose neighbouring relation is not the one the caller asks for (``None``: any), before any
+    charge: a user who asks for membership protection (``neighbouring="add-remove"``) gets it or a refusal.
+
+    Raises
+    ------
+    InputError
+        The plan's relation differs (one line: how to get the relation asked for).
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> from fdp_ppl.releasing.plans import check_relation
+    >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(20))
+    >>> check_relation(fp.plan(fp.FRLSpec(basis=basis, tau=1.0, n_lower=50, neighbouring="add-remove"),
+    ...                        fp.FRL(1.0)), "add-remove")
+    >>> check_relation(fp.plan(fp.FRLSpec(basis=basis, tau=1.0, n=50), fp.FRL(1.0)), "add-remove")
+    Traceback (most recent call last):
+    ...
+    fdp_ppl.errors.InputError: membership protection (neighbouring='add-remove') was asked for, but this release is replace-one with n public ...
+    """
+    if neighbouring is None:
+        return
+    from .._names import ADD_REMOVE, canonical_relation, is_add_remove
+
+    wanted = canonical_relation(neighbouring)
+    if wanted is None:
+        raise InputError(f"unknown neighbouring relation {neighbouring!r}",
+                         "use neighbouring='replace-one' (n public) or 'add-remove' (membership protected)")
+    held = ADD_REMOVE if is_add_remove(p.neighbouring) else "replace-one"
+    if wanted == held:
+        return
+    if wanted == ADD_REMOVE:
+        raise InputError(f"membership protection (neighbouring='add-remove') was asked for, but this release is "
+                         f"replace-one with n public ({p.neighbouring})", "build the mean curve's spec with "
+                         "neighbouring='add-remove' and a public lower bound n_lower=N (e.g. iclp_qr_mean(curves, "
+                         "basis, tau=..., neighbouring='add-remove', n_lower=N)); other families offer replace-one "
+                         "only")
+    raise InputError(f"neighbouring='replace-one' was asked for, but the spec is add/remove ({p.neighbouring})",
+                     "drop neighbouring, or build the spec without neighbouring='add-remove'")
 
 
 def check_draws(draws, chains: int | None = None) -> tuple[int, int]:
@@ -383,7 +432,7 @@ def as_study(p: ReleasePlan, study: bool) -> ReleasePlan:
 
 
 def plan(spec_or_fit, mechanism, *, draws: int = 1, privacy_unit=None, seeded: bool = False, study: bool = False,
-         **options) -> ReleasePlan:
+         neighbouring: str | None = None, **options) -> ReleasePlan:
     """The public plan of releasing a spec (or a fit) with a mechanism: no data read, no privacy spent.
 
     Parameters
@@ -402,6 +451,10 @@ def plan(spec_or_fit, mechanism, *, draws: int = 1, privacy_unit=None, seeded: b
         Plan a seeded study (the compiled float sampler instead of the floating-point-safe one); implies ``study``.
     study : bool
         Plan a study (``random_seed`` given or not): ``attrs["study"]`` is :data:`STUDY`.
+    neighbouring : {None, "replace-one", "add-remove"}
+        The relation the caller requires (None: the spec's): ``"add-remove"`` (membership protected) is served
+        by a mean-curve spec built with ``neighbouring="add-remove", n_lower=N`` and refused otherwise
+        (:func:`check_relation`).
     **options
         The family's options, as :func:`fdp_ppl.release` takes them (``bound``, ``generator``, ``chains``,
         ``n`` for an FPCA spec, ...); an option the family does not take is refused.
@@ -442,8 +495,10 @@ def plan(spec_or_fit, mechanism, *, draws: int = 1, privacy_unit=None, seeded: b
     entry.check(mechanism, options, plan=True)
     if privacy_unit is not None:
         spec_or_fit = _with_unit(spec_or_fit, privacy_unit)
-    return as_study(entry.resolve("plan")(spec_or_fit, mechanism, draws=draws, seeded=bool(seeded), **options),
-                    bool(study))
+    out = as_study(entry.resolve("plan")(spec_or_fit, mechanism, draws=draws, seeded=bool(seeded), **options),
+                   bool(study))
+    check_relation(out, neighbouring)
+    return out
 
 
 def _with_unit(spec_or_fit, unit):
@@ -467,5 +522,5 @@ def _with_unit(spec_or_fit, unit):
                          "build the spec with privacy_unit=...") from None
 
 
-__all__ = ["LARGE_DELTA", "PLAN_ATTRS", "STUDY", "ReleasePlan", "as_study", "check_draws", "check_scale", "check_study",
-           "plan"]
+__all__ = ["LARGE_DELTA", "PLAN_ATTRS", "STUDY", "ReleasePlan", "as_study", "check_draws", "check_relation", "check_scale",
+           "check_study", "plan"]

@@ -16,6 +16,13 @@ The sensitivity of every mean summary rests on one fact: for neighbouring
 datasets (replace one record, n public) the clipped sample mean changes by
 ``h = (X_1 − X_1')/n`` with ``‖h‖ <= 2τ/n``, and coefficient ``j`` of the
 summary changes by at most ``lipschitz[j] · |h_j|``.
+
+**Add/remove** (``neighbouring="add-remove"``, membership protected, n private): a mean spec with a public
+lower bound ``n_lower = n₀`` averages by ``S/max(n, n₀)`` (S the sum of the clipped records), which moves by
+at most ``2τ/(n₀ + 1)`` when one record is added or removed, whatever n (docs/DESIGN.md, "What a release
+protects"; :meth:`SummarySpec.mean_step`). Every bound below uses only ``‖h‖``, so each holds with ``2τ/n``
+replaced by ``2τ/(n₀ + 1)``; the public defaults that the replace-one specs take from n (ψ = 1/n, M) are
+taken from n₀.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import numpy as np
 import xarray as xr
 
 from .. import dims
+from .._names import ADD_REMOVE, REPLACE_ONE, canonical_relation
 from ..errors import InputError, check_positive
 from .curves import DataDerived, curves_and_grid, record_and_grid_dims
 
@@ -107,11 +115,16 @@ def public_tau(tau, name: str = "tau", fix: str = "pass a public bound on the cu
     return check_positive(tau, name, fix)
 
 
-def public_n(n) -> int:
+def public_n(n, name: str = "n", what: str = "the public number of records") -> int:
     """Check the public number of records n (an integer >= 2)."""
-    if isinstance(n, bool) or not float(n).is_integer() or int(n) < 2:
-        raise InputError(f"n must be an integer >= 2 (the public number of records), got {n!r}",
-                         "pass the number of records the release is for")
+    try:
+        ok = not isinstance(n, bool) and float(n).is_integer() and int(n) >= 2
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise InputError(f"{name} must be an integer >= 2 ({what}), got {n!r}",
+                         "pass the number of records the release is for" if name == "n" else
+                         f"pass {name}=N, a public lower bound on the number of records")
     return int(n)
 
 
@@ -129,11 +142,21 @@ class SummarySpec:
         Public clipping bound (L² norm on the grid; sup norm for Bernstein).
     n : int
         Public number of records after contribution bounding: the number of units (``combine``) or
-        k × the number of units (``max_contributions=k``) when ``privacy_unit`` is given.
+        k × the number of units (``max_contributions=k``) when ``privacy_unit`` is given. Under
+        ``neighbouring="add-remove"`` n is private: omit it (it is then ``n_lower``, the only n the
+        release knows, used for the public defaults, the δ check and the file's ``n``).
     privacy_unit : PrivacyUnit, optional
         The unit the guarantee is stated for (:class:`fdp_ppl.io.units.PrivacyUnit`): :meth:`fit`
         bounds each unit's contribution by its public rule, and the sensitivity is that of
         replacing one unit (``contributions`` records). Default: one record.
+    neighbouring : {"replace-one", "add-remove"}
+        ``"replace-one"`` (default): one unit replaced, n public. ``"add-remove"``: one unit added or
+        removed, n private (membership protected); mean curves only (:attr:`add_remove`), with ``n_lower``
+        and, for a person unit, ``combine="mean"`` (docs/DESIGN.md, "What a release protects").
+    n_lower : int, optional
+        Under add/remove, a public lower bound n₀ >= 2 on the number of records (units): the summary
+        averages by ``max(n, n₀)``, so a dataset below n₀ is shrunk toward 0 (never refused), and the
+        sensitivity is that of ``2τ/(n₀ + 1)`` (:meth:`mean_step`).
 
     Examples
     --------
@@ -155,8 +178,10 @@ class SummarySpec:
     """
 
     tau: float
-    n: int
+    n: int | None = None
     privacy_unit: object = None
+    neighbouring: str = REPLACE_ONE
+    n_lower: int | None = None
 
     #: short name recorded in releases ("iclp-qr", "frl", ...)
     name: ClassVar[str] = ""
@@ -168,6 +193,8 @@ class SummarySpec:
     norms: ClassVar[tuple[str, ...]] = NORMS
     #: whether coefficients are ``shrinkage * X̄_j`` (linear in the clipped mean)
     linear: ClassVar[bool] = True
+    #: whether the spec derives an add/remove sensitivity (``neighbouring="add-remove"`` with ``n_lower``)
+    add_remove: ClassVar[bool] = False
 
     @classmethod
     def check_tau(cls, tau) -> float:
@@ -188,7 +215,7 @@ class SummarySpec:
 
     def __post_init__(self):
         object.__setattr__(self, "tau", self.check_tau(self.tau))
-        object.__setattr__(self, "n", public_n(self.n))
+        self._check_relation()
         if self.privacy_unit is not None:
             from ..io.units import PrivacyUnit
 
@@ -199,13 +226,76 @@ class SummarySpec:
                 raise InputError(f"n = {self.n} is not a multiple of the {self.privacy_unit.contributions} records "
                                  "each unit contributes", "pass n = contributions x the number of units")
 
+    def _check_relation(self) -> None:
+        """Set the relation, n and n_lower (:attr:`neighbouring`); refuse add/remove where no sensitivity is derived."""
+        relation = canonical_relation(self.neighbouring)
+        if relation is None:
+            raise InputError(f"unknown neighbouring relation {self.neighbouring!r}",
+                             "use neighbouring='replace-one' (n public) or neighbouring='add-remove' (membership "
+                             "protected, with n_lower=N)")
+        object.__setattr__(self, "neighbouring", relation)
+        if relation == REPLACE_ONE:
+            if self.n_lower is not None:
+                raise InputError("n_lower applies to neighbouring='add-remove' (n private); under replace-one n is "
+                                 "public", "drop n_lower, or pass neighbouring='add-remove' without n")
+            object.__setattr__(self, "n", public_n(self.n))
+            return
+        if not self.add_remove:
+            raise InputError(f"the {self.name or type(self).__name__} summary has no add/remove sensitivity (it is "
+                             "derived for replace-one with n public)", "for membership protection release a mean "
+                             "curve (ICLPQRSpec, RKHSSpec, ICLPARSpec, FRLSpec, SampleMeanSpec; --mechanism iclp-qr, "
+                             "iclp-ar, frl, gaussian, rkhs-gaussian, t-process) with neighbouring='add-remove', "
+                             "n_lower=N")
+        n_lower = public_n(self.n_lower, "n_lower", "a public lower bound on the number of records under add/remove")
+        if self.n is not None and (isinstance(self.n, bool) or self.n != n_lower):
+            raise InputError(f"n={self.n!r} was given with neighbouring='add-remove': n is private under add/remove",
+                             "pass only n_lower=N (a public lower bound on the number of records)")
+        if self.privacy_unit is not None and getattr(self.privacy_unit, "contributions", 1) != 1:
+            raise InputError("add/remove with max_contributions > 1 (padded units) has no derived sensitivity",
+                             "pass privacy_unit=PrivacyUnit(column, combine='mean') (one combined record per unit)")
+        object.__setattr__(self, "n_lower", n_lower)
+        object.__setattr__(self, "n", n_lower)  # the only n the release knows (defaults, δ check, the file's n)
+
     @property
     def contributions(self) -> int:
         """Records one neighbouring change replaces: 1, or k with ``PrivacyUnit(max_contributions=k)``."""
         return 1 if self.privacy_unit is None else self.privacy_unit.contributions
 
-    def neighbouring(self) -> str:
+    def mean_step(self) -> float:
+        """The most the averaged clipped records move for neighbouring data, in the record norm: ``2τ/n``
+        (replace-one, n public) or ``2τ/(n₀ + 1)`` (add/remove with ``n_lower = n₀``).
+
+        Add/remove: the summary averages by ``f(D) = S(D)/max(n, n₀)`` (S the sum of records, ‖x‖ <= τ).
+        Adding x to D of size n changes f by ``x/n₀`` when ``n + 1 <= n₀`` (both divisors are n₀; this covers
+        n + 1 = n₀, where n reaches n₀), and by ``(x − S/n)/(n + 1)`` when ``n >= n₀``, of norm at most
+        ``2τ/(n + 1) <= 2τ/(n₀ + 1)`` (‖S/n‖ <= τ); removing is the same pair read backwards. So
+        ``Δ = max(τ/n₀, 2τ/(n₀ + 1)) = 2τ/(n₀ + 1)`` for n₀ >= 1, attained at n = n₀ by n₀ copies of −x
+        and x added, with ‖x‖ = τ. An upper bound on n bounds nothing (f moves most when n is small).
+
+        Examples
+        --------
+        >>> import fdp_ppl as fp
+        >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(20))
+        >>> fp.SampleMeanSpec(basis=basis, tau=1.0, n=100).mean_step()
+        0.02
+        >>> round(fp.SampleMeanSpec(basis=basis, tau=1.0, neighbouring="add-remove", n_lower=99).mean_step(), 6)
+        0.02
+        """
+        if self.neighbouring == ADD_REMOVE:
+            return 2.0 * self.tau / (self.n_lower + 1)
+        return 2.0 * self.tau / self.n
+
+    def divisor(self, n_records: int) -> int:
+        """What the fit divides the sum of clipped records by: n (replace-one, where it must equal the public n),
+        or ``max(n, n_lower)`` (add/remove)."""
+        return max(int(n_records), self.n_lower) if self.neighbouring == ADD_REMOVE else int(n_records)
+
+    def neighbouring_text(self) -> str:
         """The neighbouring relation in words (recorded in the sensitivity and the release)."""
+        if self.neighbouring == ADD_REMOVE:
+            who = "record" if self.privacy_unit is None else f"{self.privacy_unit.column} (its records combined by the mean)"
+            return (f"add or remove one {who}; n private (the mean divides by max(n, n_lower), n_lower = "
+                    f"{self.n_lower} public)")
         if self.privacy_unit is None:
             return NEIGHBOURING
         u = self.privacy_unit
@@ -219,7 +309,7 @@ class SummarySpec:
         if self.privacy_unit is None:
             return sens
         return dataclasses.replace(
-            sens, value=sens.value * k, neighbouring=self.neighbouring(),
+            sens, value=sens.value * k, neighbouring=self.neighbouring_text(),
             assumptions=sens.assumptions + (f"; one unit replaces up to {k} records: sensitivity x {k}" if k > 1
                                             else "; one unit is one combined record"))
 
@@ -337,8 +427,10 @@ class SummarySpec:
         if norm not in NORMS:
             raise InputError(f"unknown sensitivity norm {norm!r}", f"use one of {NORMS}")
         a = np.asarray(self.lipschitz, dtype=float)
-        scale = 2.0 * self.tau / self.n
-        assumptions = f"each record clipped to L2 norm <= tau={self.tau:g} on the grid; n={self.n}"
+        scale = self.mean_step()
+        assumptions = f"each record clipped to L2 norm <= tau={self.tau:g} on the grid; " + (
+            f"n={self.n}" if self.neighbouring != ADD_REMOVE else
+            f"add/remove with n private, divided by max(n, n_lower={self.n_lower}): 2 tau/(n_lower + 1)")
         if norm in ("1,C", "l1"):
             m = a / np.sqrt(self.eigenvalues) if norm == "1,C" else a
             if bound == "paper":
@@ -358,8 +450,11 @@ class SummarySpec:
                 src = "Mirshani et al. (2019), Theorem 4.1 (closed form)"
             else:
                 raise InputError(f"unknown bound {bound!r}", "use 'tight', 'paper' or 'closed-form'")
+        if self.neighbouring == ADD_REMOVE:
+            src += "; add/remove: docs/DESIGN.md, \"What a release protects\""
         return self._unit_sensitivity(Sensitivity(value=value, norm=norm, bound=bound, assumptions=assumptions,
-                                                  source=src, data_dependent=self.data_dependent))
+                                                  source=src, data_dependent=self.data_dependent,
+                                                  neighbouring=self.neighbouring_text()))
 
     def _closed_form(self) -> float:
         raise InputError("the closed-form Cameron–Martin bound applies only to ridge (RKHS) means with eta >= 1",
@@ -370,6 +465,8 @@ class SummarySpec:
         out = {"summary": self.name, "tau": float(self.tau), "n": int(self.n),
                "n_components": self.n_components, "summary_source": self.source,
                **(self.privacy_unit.attrs() if self.privacy_unit is not None else {"privacy_unit": "record"})}
+        if self.neighbouring == ADD_REMOVE:  # n is the public lower bound: the number of records is not released
+            out.update(n_lower=int(self.n_lower), n_private=1)
         out.update(self.params)
         return out
 
@@ -416,6 +513,8 @@ class SummarySpec:
         labels = curve_labels(curves, curve_dim, t_dim)
         if self.privacy_unit is not None:
             curves, curve_dim = self._bound_units(curves, curve_dim, t_dim, offset)
+        if self.neighbouring == ADD_REMOVE:  # any n, 0 and 1 included: two public records of zero deviation
+            curves, curve_dim, t_dim = self._with_pads(curves, curve_dim, t_dim, offset)
         if offset is not None:
             offset = np.asarray(offset, dtype=float).ravel()
             if offset.shape != (self.grid.size,) or not np.all(np.isfinite(offset)):
@@ -426,11 +525,36 @@ class SummarySpec:
             curves, curve_dim, t_dim = da, None, None
         # the offset is subtracted block by block inside the one pass over the data (no copy of the curves)
         coef, n, n_clipped = self._coefficients(curves, curve_dim, t_dim, offset=offset)
-        if n != self.n:
+        if self.neighbouring == ADD_REMOVE:
+            n -= self.PADS  # _coefficients divided the sum by max(n, n_lower) for the n without the pads
+        elif n != self.n:
             raise InputError(f"the data have {n} records but the spec was built for the public n={self.n}",
                              "n is public: build the spec with the number of records the release is for")
         return LinearSummary(self, np.asarray(coef, dtype=float), DataHolderReport(n_records=n, n_clipped=n_clipped),
                              offset=offset, offset_source=str(offset_source), labels=labels)
+
+    #: public records of zero deviation (the offset, or 0) a fit under add/remove appends, so that a dataset of any
+    #: size, 0 and 1 included, is averaged (by n_lower) rather than refused; they add nothing to the sum
+    PADS: ClassVar[int] = 2
+
+    def _with_pads(self, curves, curve_dim, t_dim, offset):
+        """``(curves with PADS public rows of zero deviation appended, record dim, grid dim)`` (add/remove)."""
+        K = self.grid.size
+        row = np.zeros(K) if offset is None else np.asarray(offset, dtype=float).ravel()
+        if row.shape != (K,):
+            return curves, curve_dim, t_dim  # fit refuses the offset with its own message
+        pads = np.repeat(row[None], self.PADS, axis=0)
+        if isinstance(curves, xr.DataArray):
+            rec, t = record_and_grid_dims(curves.dims, record_dim=curve_dim, t_dim=t_dim)
+            da = curves.transpose(rec, t).reset_coords(drop=True)
+            da = da.drop_vars([c for c in da.coords if c != t])
+            pad = xr.DataArray(pads, dims=(rec, t), coords={t: da[t].values} if t in da.coords else None)
+            return xr.concat([da, pad], dim=rec), rec, t
+        from .curves import as_record_array
+
+        arr = np.asarray(curves, dtype=float)
+        arr = arr.reshape(0, K) if arr.size == 0 else as_record_array(curves)
+        return np.concatenate([arr, pads]), curve_dim, t_dim
 
     def _bound_units(self, curves, curve_dim, t_dim, offset):
         """The records after the privacy unit's contribution bounding (data holder only)."""
@@ -460,7 +584,8 @@ class SummarySpec:
 
     def __repr__(self) -> str:
         p = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.params.items())
-        return f"{type(self).__name__}(tau={float(self.tau):g}, n={self.n}, J={self.n_components}" + (f", {p})" if p else ")")
+        n = f"n={self.n}" if self.neighbouring != ADD_REMOVE else f"add-remove, n_lower={self.n_lower}"
+        return f"{type(self).__name__}(tau={float(self.tau):g}, {n}, J={self.n_components}" + (f", {p})" if p else ")")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,13 @@ Privacy-safe parameter selection (PSS, Section 4.4 / Corollary 15):
 ``M ∈ [n^{1/(ηβ)}, n^{1/3}]``, with β the eigen-decay exponent of the kernel.
 The ``*_mean`` functions build the spec with ``n`` = the number of records
 (public under the replace-one relation) and fit it.
+
+**Membership protected** (``neighbouring="add-remove"``, ``n_lower=n₀``; docs/DESIGN.md, "What a release
+protects"): every spec here averages the clipped records by ``max(n, n₀)`` with n private; each coefficient is
+a fixed public map of that average (a shrinkage, a projection, or ICLP-AR's 1-Lipschitz soft thresholding,
+whose J* argument needs only ``‖average‖ <= τ``), so each sensitivity holds with ``2τ/(n₀ + 1)`` in place of
+``2τ/n`` (:meth:`~fdp_ppl.summaries.SummarySpec.mean_step`), and the PSS defaults (ψ = 1/n, M) are taken
+from n₀, a public number.
 """
 
 from __future__ import annotations
@@ -134,10 +141,29 @@ class EigenSpec(SummarySpec):
     tau : float
         Public L² clipping bound (grid norm).
     n : int
-        Public number of records.
+        Public number of records (omitted under add/remove).
+    neighbouring : {"replace-one", "add-remove"}
+        Add/remove protects membership: n private, the clipped records averaged by ``max(n, n_lower)``
+        (module docstring); every mean spec derives it.
+    n_lower : int, optional
+        Public lower bound n₀ on the number of records (add/remove only).
+
+    Examples
+    --------
+    Membership protected: n private, a public lower bound of 80 records; the sensitivity is that of
+    ``2τ/(n₀ + 1)`` and the PSS defaults come from n₀:
+
+    >>> import fdp_ppl as fp
+    >>> basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(50))
+    >>> spec = fp.ICLPQRSpec(basis=basis, tau=1.0, neighbouring="add-remove", n_lower=80)
+    >>> spec
+    ICLPQRSpec(tau=1, add-remove, n_lower=80, J=50, eta=1.5, psi=0.0125)
+    >>> spec.sensitivity().value == fp.ICLPQRSpec(basis=basis, tau=1.0, n=81, psi=0.0125).sensitivity().value
+    True
     """
 
     basis: Eigenbasis | None = None
+    add_remove: ClassVar[bool] = True
 
     def __post_init__(self):
         super().__post_init__()
@@ -195,6 +221,8 @@ class EigenSpec(SummarySpec):
                                  "build the basis on Grid.from_points(curves[t_dim].values)")
         # clip in the basis grid's norm (its quadrature), the norm every sensitivity is stated in; one pass
         mean, n, n_clipped, _ = clipped_mean(curves, self.basis.grid, self.tau, offset=offset)
+        if self.neighbouring == "add-remove":  # the sum (the fit's public pads add 0) divided by max(n, n_lower)
+            mean = np.asarray(mean, dtype=float) * (n / self.divisor(n - self.PADS))
         return self.basis.coefficients(mean), n, n_clipped
 
     def _transform(self, mean_coefficients: np.ndarray) -> np.ndarray:
@@ -248,6 +276,7 @@ class FRLSpec(EigenSpec):
     Parameters
     ----------
     basis, tau, n : see :class:`EigenSpec`
+    neighbouring, n_lower : see :class:`~fdp_ppl.summaries.SummarySpec` (add/remove: M defaults from n_lower)
     M : int, optional
         Number of components; default the upper end of the PSS range
         ``floor(n^{1/3})``, at most the basis' retained pairs.
@@ -335,8 +364,8 @@ class RidgeSpec(EigenSpec):
 
     def _closed_form(self) -> float:
         """``(τ/n) ((2η−1)^{2−1/η} / (η² ψ^{1/η}))^{1/2}`` (Mirshani et al. 2019, Theorem 4.1, second form)."""
-        eta, psi = self.eta, self.psi
-        return (self.tau / self.n) * float(np.sqrt((2 * eta - 1) ** (2 - 1 / eta) / (eta**2 * psi ** (1 / eta))))
+        eta, psi = self.eta, self.psi  # τ/n is half the mean's step 2τ/n (2τ/(n₀ + 1) under add/remove)
+        return (self.mean_step() / 2) * float(np.sqrt((2 * eta - 1) ** (2 - 1 / eta) / (eta**2 * psi ** (1 / eta))))
 
 
 @dataclass(frozen=True, eq=False, repr=False, kw_only=True)
@@ -519,7 +548,8 @@ def _n_records(curves, curve_dim=None, t_dim=None) -> int:
     return int(as_record_array(curves).shape[0])
 
 
-def _fit(spec_cls, curves, basis, curve_dim, t_dim, record_dim=None, **kw) -> LinearSummary:
+def _fit(spec_cls, curves, basis, curve_dim, t_dim, record_dim=None, neighbouring="replace-one", n_lower=None,
+         **kw) -> LinearSummary:
     if not isinstance(basis, Eigenbasis):
         raise InputError("basis must be an Eigenbasis", "e.g. eigenbasis(Matern(rho=0.1, nu=1.5), grid)")
     if record_dim is not None:
@@ -527,6 +557,9 @@ def _fit(spec_cls, curves, basis, curve_dim, t_dim, record_dim=None, **kw) -> Li
             raise InputError(f"record_dim={record_dim!r} and curve_dim={curve_dim!r} (its alias) differ",
                              "pass only record_dim")
         curve_dim = record_dim
+    if n_lower is not None or neighbouring != "replace-one":  # add/remove: n private, never counted into the spec
+        spec = spec_cls(basis=basis, neighbouring=neighbouring, n_lower=n_lower, **kw)
+        return spec.fit(curves, curve_dim=curve_dim, t_dim=t_dim)
     n = _n_records(curves, curve_dim, t_dim)
     if n < 2:
         raise InputError("need at least 2 curves")
@@ -534,7 +567,8 @@ def _fit(spec_cls, curves, basis, curve_dim, t_dim, record_dim=None, **kw) -> Li
 
 
 def frl_mean(curves, basis: Eigenbasis, *, tau: float, M: int | None = None, curve_dim=None,
-             t_dim=None, record_dim=None) -> LinearSummary:
+             t_dim=None, record_dim=None, neighbouring: str = "replace-one",
+             n_lower: int | None = None) -> LinearSummary:
     """Fit :class:`FRLSpec` (n = number of records) to ``curves`` (xr.DataArray (curve, t) or ndarray (n, K)).
 
     Examples
@@ -550,18 +584,27 @@ def frl_mean(curves, basis: Eigenbasis, *, tau: float, M: int | None = None, cur
     --------
     FRLSpec, FRL
     """
-    return _fit(FRLSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau, M=M)
+    return _fit(FRLSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau, M=M,
+                neighbouring=neighbouring, n_lower=n_lower)
 
 
 def iclp_qr_mean(curves, basis: Eigenbasis, *, tau: float, eta: float | None = None, psi: float | None = None,
-                 curve_dim=None, t_dim=None, record_dim=None) -> LinearSummary:
+                 curve_dim=None, t_dim=None, record_dim=None, neighbouring: str = "replace-one",
+                 n_lower: int | None = None) -> LinearSummary:
     """Fit :class:`ICLPQRSpec` (n = number of records): ridge shrinkage
     ``λ_j^η/(λ_j^η+ψ) X̄_j`` of the clipped mean (Lin & Reimherr 2026, eq. 11).
+
+    Parameters
+    ----------
+    neighbouring, n_lower
+        ``neighbouring="add-remove"`` with a public lower bound ``n_lower`` protects membership: n is not
+        counted into the spec, the clipped records are averaged by ``max(n, n_lower)`` (the other helpers take
+        the same two keywords; :class:`~fdp_ppl.summaries.SummarySpec`).
 
     Raises
     ------
     InputError
-        NaN/inf curves, τ <= 0, ψ <= 0, η <= 1.
+        NaN/inf curves, τ <= 0, ψ <= 0, η <= 1; ``n_lower`` without add/remove.
 
     Examples
     --------
@@ -573,6 +616,9 @@ def iclp_qr_mean(curves, basis: Eigenbasis, *, tau: float, eta: float | None = N
     LinearSummary(ICLPQRSpec(tau=200, n=93, J=31, eta=1.5, psi=0.01075); non-private coefficients hidden)
     >>> round(summary.sensitivity().value, 4)                # Δ in ‖·‖_{1,C}
     28.8703
+    >>> members = fp.iclp_qr_mean(curves, basis, tau=200.0, neighbouring="add-remove", n_lower=80)
+    >>> members                                              # n = 93 is not in the spec: only n_lower
+    LinearSummary(ICLPQRSpec(tau=200, add-remove, n_lower=80, J=31, eta=1.5, psi=0.0125); non-private coefficients hidden)
 
     See Also
     --------
@@ -580,11 +626,13 @@ def iclp_qr_mean(curves, basis: Eigenbasis, *, tau: float, eta: float | None = N
     ICLP : its mechanism.
     fdp_ppl.release : release it.
     """
-    return _fit(ICLPQRSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau, eta=eta, psi=psi)
+    return _fit(ICLPQRSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau, eta=eta, psi=psi,
+                neighbouring=neighbouring, n_lower=n_lower)
 
 
 def rkhs_mean(curves, basis: Eigenbasis, *, tau: float, eta: float = 1.0, psi: float | None = None,
-              curve_dim=None, t_dim=None, record_dim=None) -> LinearSummary:
+              curve_dim=None, t_dim=None, record_dim=None, neighbouring: str = "replace-one",
+              n_lower: int | None = None) -> LinearSummary:
     """Fit :class:`RKHSSpec` (n = number of records): Mirshani et al. (2019), eq. (2).
 
     Examples
@@ -601,11 +649,13 @@ def rkhs_mean(curves, basis: Eigenbasis, *, tau: float, eta: float = 1.0, psi: f
     --------
     RKHSSpec, GaussianMechanism
     """
-    return _fit(RKHSSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau, eta=eta, psi=psi)
+    return _fit(RKHSSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau, eta=eta, psi=psi,
+                neighbouring=neighbouring, n_lower=n_lower)
 
 
 def iclp_ar_mean(curves, basis: Eigenbasis, *, tau: float, eta: float | None = None, psi: float | None = None,
-                 curve_dim=None, t_dim=None, record_dim=None) -> LinearSummary:
+                 curve_dim=None, t_dim=None, record_dim=None, neighbouring: str = "replace-one",
+                 n_lower: int | None = None) -> LinearSummary:
     """Fit :class:`ICLPARSpec` (n = number of records): soft thresholding (Theorem 12.2).
 
     Examples
@@ -621,11 +671,13 @@ def iclp_ar_mean(curves, basis: Eigenbasis, *, tau: float, eta: float | None = N
     --------
     ICLPARSpec, ICLP
     """
-    return _fit(ICLPARSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau, eta=eta, psi=psi)
+    return _fit(ICLPARSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau, eta=eta, psi=psi,
+                neighbouring=neighbouring, n_lower=n_lower)
 
 
 def sample_mean(curves, basis: Eigenbasis, *, tau: float, curve_dim=None, t_dim=None,
-                record_dim=None) -> LinearSummary:
+                record_dim=None, neighbouring: str = "replace-one",
+                n_lower: int | None = None) -> LinearSummary:
     """Fit :class:`SampleMeanSpec` (n = number of records): the clipped mean, no smoothing.
 
     Examples
@@ -641,7 +693,8 @@ def sample_mean(curves, basis: Eigenbasis, *, tau: float, curve_dim=None, t_dim=
     --------
     SampleMeanSpec, iclp_qr_mean
     """
-    return _fit(SampleMeanSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau)
+    return _fit(SampleMeanSpec, curves, basis, curve_dim, t_dim, record_dim, tau=tau,
+                neighbouring=neighbouring, n_lower=n_lower)
 
 
 __all__ = ["PSS", "pss", "kernel_beta", "ridge_shrinkage", "ar_thresholds", "ar_j_star", "EigenSpec",

@@ -410,7 +410,8 @@ def _draws(law, centre, scale, n, seeds):
 
     from ..noise.sampling import sampler_for
 
-    out = {"compiled sampler": sampler_for(law, scale.size, "pymc").draw(centre, scale, n, random_seed=seeds[0])}
+    out = {"compiled sampler": sampler_for(law, scale.size, "pymc").draw(centre, scale, n, random_seed=seeds[0],
+                                                                         study=True)}
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*BLAS.*")
         with pm.Model():  # n i.i.d. released vectors as one variable of shape (n, J): one call, not n

@@ -17,6 +17,12 @@ Cameron–Martin; ``±τ_∞`` constants for the sup-norm Bernstein spec), and a
 pair to increase the distance. Every dataset of the pool differs from every other in the same record (or
 person) only, so every pair of the pool is a neighbouring pair.
 
+**Add/remove** (a spec built with ``neighbouring="add-remove"``, ``n_lower = n₀``): the pairs are a dataset D
+of size m and D with one record (or person) added, for m around n₀ (``n₀ − 2 .. n₀ + 4``, where the divisor
+``max(m, n₀)`` changes from n₀ to m), a removal being the same pair read backwards; D is random, or m copies
+of ``−x`` with x one of the adversarial records added (the worst case: attained at m = n₀); a hill climb moves
+the added record.
+
 Fails (``AssertionError``, one line) when any pair exceeds ``Δ (1 + 1e-9)``; returns a
 :class:`SensitivityReport` whose ``max_ratio`` lets a caller assert that the bound is attained where it should
 be tight (linear specs, ``bound="tight"``).
@@ -57,7 +63,7 @@ class SensitivityReport:
     worst : str
         The replacements of the worst pair (e.g. ``"attain:1,C+ vs attain:1,C-"``).
     neighbouring : str
-        The neighbouring relation (``spec.neighbouring()``).
+        The neighbouring relation (``spec.neighbouring_text()``).
     """
 
     spec: str
@@ -236,6 +242,66 @@ class _Datasets:
             return np.asarray(self.spec.fit(self.dataset(records)).coefficients, dtype=float)
 
 
+# ---------------------------------------------------------------------------------------------------- add/remove
+def _add_remove_pairs(spec, dist, records: _Records, rng, norm: str, n_pairs: int, n_search: int):
+    """``(best distance, worst pair, pairs tried)`` over add/remove pairs (module docstring)."""
+    import xarray as xr
+
+    from .. import dims
+    from ..summaries.curves import TauTooSmallWarning
+
+    n0, unit, K = int(spec.n_lower), spec.privacy_unit, records.K
+    t = np.asarray(spec.grid.t, dtype=float)
+
+    def dataset(people):  # people: list of (m_i, K) arrays, one per record (or person)
+        x = np.concatenate(people)
+        if unit is None:
+            return x
+        ids = np.repeat(np.arange(len(people)), [len(p) for p in people])
+        coords = {dims.T: t, unit.column: (dims.CURVE, np.array([f"person-{i}" for i in ids]))}
+        return xr.DataArray(x, dims=(dims.CURVE, dims.T), coords=coords)
+
+    def fit(people):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TauTooSmallWarning)
+            return np.asarray(spec.fit(dataset(people)).coefficients, dtype=float)
+
+    def person(r):  # one record, or a person of 1 to 3 records (combined by their mean)
+        r = np.atleast_2d(r)
+        return r if unit is None else np.repeat(r, int(rng.integers(1, 4)), axis=0)
+
+    added = [(label, r) for label, r in records.adversarial(norm)]
+    added += [records.random(m) for m in range(2 * int(n_pairs))]
+    sizes = sorted({max(1, n0 - 2), n0 - 1, n0, n0 + 1, n0 + 4})
+    best, worst, tried, climb = -1.0, "", 0, None
+    for m in sizes:
+        shape = np.sin(2 * np.pi * t)[None] * rng.uniform(-1, 1, (m, 1)) + rng.standard_normal((m, K)) / 3
+        base = records.scaled(shape) * rng.uniform(0.2, 1.4, (m, 1))
+        bases = [(f"random m={m}", [person(r) for r in base])]
+        worst_cases = [(label, r) for label, r in records.adversarial(norm) if label.startswith("attain")]
+        bases += [(f"{m} copies of -{label}", [person(-r) for _ in range(m)])
+                  for label, r in (worst_cases or records.adversarial(norm)[:2])]
+        for base_label, people in bases:
+            c0 = fit(people)
+            for label, r in added:
+                d = float(dist(fit([*people, person(r)]) - c0))
+                tried += 1
+                if d > best:
+                    best, worst, climb = d, f"{base_label} vs {label} added", (people, c0, r, base_label, label)
+    people, c0, r, base_label, label = climb
+    step = 0.3
+    for _ in range(int(n_search)):  # move the added record to increase the distance
+        moved = records.perturbed(r[None], step)[0]
+        d = float(dist(fit([*people, person(moved)]) - c0))
+        tried += 1
+        if d > best:
+            best, r, worst = d, moved, f"{base_label} vs {label} added (searched)"
+            step = min(step * 1.5, 1.0)
+        else:
+            step = max(step * 0.6, 1e-4)
+    return best, worst, tried
+
+
 # ---------------------------------------------------------------------------------------------------- entry point
 def check_spec_sensitivity(spec, *, norm: str | None = None, bound: str = "tight", n_pairs: int = 40,
                            n_search: int = 40, random_seed=0, min_ratio: float | None = None,
@@ -295,6 +361,12 @@ def check_spec_sensitivity(spec, *, norm: str | None = None, bound: str = "tight
     >>> report = check_spec_sensitivity(spec, norm="1,C", n_pairs=10, n_search=10)
     >>> round(report.max_ratio, 6)     # the tight bound is attained, never exceeded
     1.0
+
+    Add/remove with a public lower bound n₀ = 20 (Δ of ``2τ/(n₀ + 1)``), attained at m = n₀:
+
+    >>> members = fp.ICLPQRSpec(basis=basis, tau=1.0, neighbouring="add-remove", n_lower=20)
+    >>> round(check_spec_sensitivity(members, n_pairs=5, n_search=5).max_ratio, 6)
+    1.0
     """
     from ..summaries.base import as_spec
 
@@ -312,6 +384,9 @@ def check_spec_sensitivity(spec, *, norm: str | None = None, bound: str = "tight
     dist = _distance_function(spec, norm, distance)
     rng = np.random.default_rng(random_seed)
     records = _Records(spec, record_norm, rng)
+    if getattr(spec, "neighbouring", "replace-one") == "add-remove":
+        best, worst, pairs_tried = _add_remove_pairs(spec, dist, records, rng, norm, n_pairs, n_search)
+        return _report(spec, norm, bound, delta, best, pairs_tried, worst, min_ratio)
     data = _Datasets(spec, records, rng)
     # the pool: the original, adversarial replacements, random ones; each fitted once
     pool = [("original", data.victim_records)]
@@ -343,12 +418,16 @@ def check_spec_sensitivity(spec, *, norm: str | None = None, bound: str = "tight
             step = min(step * 1.5, 1.0)
         else:
             step = max(step * 0.6, 1e-4)
+    return _report(spec, norm, bound, delta, best, pairs_tried, worst, min_ratio)
+
+
+def _report(spec, norm, bound, delta, best, pairs_tried, worst, min_ratio) -> SensitivityReport:
     ratio = best / delta
     report = SensitivityReport(spec=repr(spec), norm=norm, bound=bound, sensitivity=delta, max_distance=best,
                                max_ratio=ratio, pairs_tried=int(pairs_tried), worst=worst,
-                               neighbouring=spec.neighbouring())
+                               neighbouring=spec.neighbouring_text())
     if ratio > 1.0 + RTOL:
-        raise AssertionError(f"{spec!r}: neighbouring datasets ({worst}; {spec.neighbouring()}) differ by {best:.9g} "
+        raise AssertionError(f"{spec!r}: neighbouring datasets ({worst}; {spec.neighbouring_text()}) differ by {best:.9g} "
                              f"in the {norm} norm, above the claimed sensitivity Δ = {delta:.9g} ({bound}) by a "
                              f"factor {ratio:.6f}")
     if min_ratio is not None and ratio < min_ratio:

@@ -135,25 +135,77 @@ def test_file_ledger_created_with_its_unit_refuses_or_converts_from_the_first_re
         FileLedger(path)
 
 
-def test_add_remove_neighbouring_is_refused_with_one_line(tmp_path):
-    """What a release protects is replace-one with n public (DESIGN, "What a release protects"): a ledger or an
-    event for add/remove is refused in one line naming it, and nothing is created."""
-    for make in (lambda: FileLedger(tmp_path / "ar.sqlite", PrivacyBudget(1.0), neighbouring="add-remove"),
-                 lambda: PrivacyLedger(PrivacyBudget(1.0), neighbouring="add/remove"),
-                 lambda: _lap(neighbouring="add-remove")):
-        with pytest.raises(InputError, match="add/remove neighbouring relation") as err:
-            make()
-        assert "replace-one with n public" in str(err.value) and "\n" not in str(err.value)
-    assert not (tmp_path / "ar.sqlite").exists()
-    with pytest.raises(InputError, match="unknown neighbouring relation"):
+def test_neighbouring_relations_known_and_spelled_once(tmp_path):
+    """The two relations (DESIGN, "What a release protects"): replace-one and add-remove, any spelling of
+    add/remove recorded as "add-remove"; anything else refused in one line, nothing created."""
+    with pytest.raises(InputError, match="unknown neighbouring relation") as err:
         FileLedger(tmp_path / "x.sqlite", PrivacyBudget(1.0), neighbouring="swap")
+    assert "\n" not in str(err.value) and not (tmp_path / "x.sqlite").exists()
     assert FileLedger(tmp_path / "ok.sqlite", PrivacyBudget(1.0), neighbouring="replace-one").neighbouring == \
         "replace-one"
-    assert PrivacyLedger(PrivacyBudget(1.0)).neighbouring == "replace-one"
-    # the relations the families record in words stay accepted
-    per_person = "replace one subject_id (its first record kept); the number of units public"
+    assert FileLedger(tmp_path / "ar.sqlite", PrivacyBudget(1.0), neighbouring="add/remove").neighbouring == \
+        "add-remove"
+    assert PrivacyLedger(PrivacyBudget(1.0)).neighbouring is None  # its first charge's
+    assert PrivacyLedger(PrivacyBudget(1.0), neighbouring="unbounded").neighbouring == "add-remove"
+    assert _lap(neighbouring="add/remove").neighbouring == "add-remove"
+    # the relations the families record in words stay accepted (and are replace-one, "padded" included)
+    per_person = "replace one subject_id (2 records after bounding: at most 2 kept, padded); the number of units public"
     for words in ("replace-one record; n public", per_person, "replace one labelled record (x, y); n public"):
         assert _lap(neighbouring=words).neighbouring == words
+        assert for_ledger(_lap(neighbouring=words), None, relation="replace-one").basic.epsilon == 1.0
+
+
+def test_add_remove_converts_to_replace_one_by_two_steps_and_never_back(tmp_path):
+    """Replace-one is remove then add: an add/remove (eps, delta) release is (2 eps, (1 + e^eps) delta) under
+    replace-one (group privacy, k = 2), charged so on a replace-one ledger; a replace-one release publishes n
+    and has no add/remove guarantee, so an add/remove ledger refuses it (one line, nothing charged)."""
+    ar = _lap(0.5, neighbouring="add-remove")
+    conv = ar.for_replace_one()
+    assert (conv.epsilon, conv.delta, conv.neighbouring) == (1.0, 0.0, "replace-one")
+    assert conv.noise_multiplier == pytest.approx(ar.noise_multiplier / 2)  # twice the shift
+    g = _gauss(0.5, 1e-6, neighbouring="add-remove").for_replace_one()
+    assert g.delta == pytest.approx((1 + math.exp(0.5)) * 1e-6, rel=1e-12)
+    assert gaussian_delta(g.epsilon, 1.0, g.noise_multiplier) <= g.delta  # the exact Gaussian is within it
+    with pytest.raises(InputError, match="no guarantee"):
+        PrivacyEvent("approx", 5.0, 0.01, neighbouring="add-remove").for_replace_one()
+    assert _lap().for_replace_one() == _lap()
+    # a replace-one file ledger (stated at creation) charges 2 eps, and says so in its events
+    rep = FileLedger(tmp_path / "rep.sqlite", PrivacyBudget(3.0), neighbouring="replace-one")
+    rep.spend(PrivacyBudget(1.0), "membership", event=_lap(1.0, neighbouring="add-remove"))
+    assert rep.spent.epsilon == pytest.approx(2.0) and rep.events[0].neighbouring == "replace-one"
+    with pytest.raises(BudgetExceededError):
+        rep.spend(PrivacyBudget(1.0), event=_lap(1.0, neighbouring="add-remove"))  # 2 + 2 > 3
+    # an add/remove ledger refuses replace-one releases, before and at the charge; the relation survives reopening
+    path = tmp_path / "ar.sqlite"
+    led = FileLedger(path, PrivacyBudget(3.0), neighbouring="add-remove")
+    for attempt in (lambda: led.check(PrivacyBudget(1.0), _lap()), lambda: led.spend(PrivacyBudget(1.0), event=_lap())):
+        with pytest.raises(InputError, match="protects membership") as err:
+            attempt()
+        assert "\n" not in str(err.value)
+    assert led.records() == []
+    led.spend(PrivacyBudget(1.0), event=_lap(1.0, neighbouring="add-remove"))
+    again = FileLedger(path)
+    assert again.neighbouring == "add-remove" and again.verify()["neighbouring"] == "add-remove"
+    assert again.spent.epsilon == pytest.approx(1.0)
+    with pytest.raises(InputError, match="for the add-remove relation, not replace-one"):
+        FileLedger(path, neighbouring="replace-one")
+    # a ledger without a stated relation takes its first charge's, and holds to it
+    mem = PrivacyLedger(PrivacyBudget(5.0))
+    mem.spend(PrivacyBudget(1.0), event=_lap(1.0, neighbouring="add-remove"))
+    assert mem.neighbouring == "add-remove" and mem.spent.epsilon == pytest.approx(1.0)
+    with pytest.raises(InputError, match="protects membership"):
+        mem.spend(PrivacyBudget(1.0), event=_lap())
+    # the relation is in the chain: rewriting it (to escape the refusal) is refused on open
+    import sqlite3
+
+    from fdp_ppl.errors import LedgerError
+
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE meta SET value = 'replace-one' WHERE key = 'neighbouring'")
+    con.close()
+    with pytest.raises(LedgerError, match="does not match its hash"):
+        FileLedger(path)
+
 
 def test_events_recorded_before_units_read_as_record_level_and_keep_their_json():
     old = '{"count":1,"delta":0.0,"epsilon":1.0,"law":"laplace","neighbouring":"replace-one","noise_multiplier":1.0}'

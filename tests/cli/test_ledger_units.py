@@ -99,9 +99,43 @@ def test_ledger_create_records_its_unit_before_any_release(tmp_path, capsys):
     assert "spent epsilon 8 of 10" in capsys.readouterr().out
     assert main(["ledger", str(led), "--create", "--budget", "10"]) == 2
     assert "never re-created" in _one_line(capsys.readouterr().err)
-    assert main(["ledger", str(tmp_path / "ar.sqlite"), "--create", "--budget", "1", "--neighbouring",
-                 "add-remove"]) == 2
-    assert "add/remove neighbouring relation" in _one_line(capsys.readouterr().err)
-    assert not (tmp_path / "ar.sqlite").exists()
+    assert main(["ledger", str(tmp_path / "x.sqlite"), "--create", "--budget", "1", "--neighbouring", "swap"]) == 2
+    assert "unknown neighbouring relation" in _one_line(capsys.readouterr().err)
+    assert not (tmp_path / "x.sqlite").exists()
     assert main(["ledger", str(led), "--privacy-unit", "record"]) == 2
     assert "apply to --create" in _one_line(capsys.readouterr().err)
+
+
+def test_add_remove_release_on_ledgers_of_each_relation(tmp_path, capsys):
+    """Membership protection from the command line (DESIGN, "What a release protects"): ``--neighbouring
+    add-remove --n-lower N`` releases a mean that divides by max(n, N) with n private (the file's n is N, the
+    table says n is private); an add-remove ledger refuses a replace-one release and a replace-one ledger charges
+    an add-remove one by its two steps (2 epsilon), each refusal one line, nothing charged."""
+    ar, rep = tmp_path / "ar.sqlite", tmp_path / "rep.sqlite"
+    assert main(["ledger", str(ar), "--create", "--budget", "3", "--neighbouring", "add-remove"]) == 0
+    assert main(["ledger", str(rep), "--create", "--budget", "3", "--neighbouring", "replace-one"]) == 0
+    capsys.readouterr()
+    base = ["release", "--data", "growth", "--mechanism", "iclp-qr", "--epsilon", "1", "--tau", "200"]
+    members = [*base, "--neighbouring", "add-remove", "--n-lower", "80"]
+    assert main([*members, "--ledger", str(ar), "--out", str(tmp_path / "ar.nc")]) == 0
+    out = capsys.readouterr().out
+    assert "private (add/remove), public lower bound n_lower = 80" in out and "membership protected" in out
+    tree = xr.open_datatree(tmp_path / "ar.nc", engine="h5netcdf")
+    assert (tree.attrs["n"], tree.attrs["n_lower"], tree.attrs["n_private"]) == (80, 80, 1)
+    assert "93" not in str(tree.attrs["neighbouring"]) and "add or remove one record" in tree.attrs["neighbouring"]
+    tree.close()
+    led = PrivacyLedger.open(ar)
+    assert led.spent.epsilon == 1.0 and led.events[0].neighbouring == "add-remove"
+    assert main([*base, "--ledger", str(ar), "--out", str(tmp_path / "r1.nc")]) == 2
+    assert "protects membership" in _one_line(capsys.readouterr().err)
+    assert PrivacyLedger.open(ar).spent.epsilon == 1.0 and not (tmp_path / "r1.nc").exists()
+    assert main([*members, "--ledger", str(rep), "--out", str(tmp_path / "conv.nc")]) == 0
+    assert "(2 eps, (1 + e^eps) delta)" in capsys.readouterr().out
+    assert PrivacyLedger.open(rep).spent.epsilon == 2.0
+    for flags, words in (([*base, "--n-lower", "80"], "n_lower applies to neighbouring='add-remove'"),
+                         ([*base, "--neighbouring", "add-remove"], "n_lower must be an integer >= 2"),
+                         (["release", "--data", "growth", "--mechanism", "bernstein", "--epsilon", "1", "--tau", "200",
+                           "--neighbouring", "add-remove", "--n-lower", "80"], "no add/remove sensitivity")):
+        assert main([*flags, "--out", str(tmp_path / "no.nc")]) == 2
+        assert words in _one_line(capsys.readouterr().err)
+        assert not (tmp_path / "no.nc").exists()

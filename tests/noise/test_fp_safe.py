@@ -249,7 +249,7 @@ def test_opendp_release_noise_matches_laplace(curves, matern_basis):
 def test_opendp_sampler_cannot_be_seeded_and_refuses_elliptical_laws():
     sampler = OpenDPSampler(Laplace(), 3)
     with pytest.raises(InputError, match="cannot be seeded"):
-        sampler.draw(np.zeros(3), np.ones(3), 2, random_seed=1)
+        sampler.draw(np.zeros(3), np.ones(3), 2, random_seed=1, study=True)
     with pytest.raises(CompatibilityError, match="floating-point-safe"):
         OpenDPSampler(Elliptical("t", nu=3.0), 3)
     with pytest.raises(InputError, match="shape"):
@@ -357,7 +357,7 @@ def test_release_attrs_seeded_unseeded_and_forced(curves, matern_basis):
     assert seeded["epsilon_guaranteed"] == mech.epsilon and "NOT floating-point safe" in seeded["fp_safety"]
     # the seeded path is the compiled sampler, unchanged: bit for bit
     cal = mech.calibrate(s)
-    direct = sampler_for(mech.law, s.n_components).draw(s.coefficients, cal.scale, 5, 11)
+    direct = sampler_for(mech.law, s.n_components).draw(s.coefficients, cal.scale, 5, 11, study=True)
     np.testing.assert_array_equal(seeded_tree[S.POSTERIOR][S.COEFFICIENTS].values[0], direct)
 
     forced = fp.release(s, mech, generator="pymc").attrs
@@ -477,3 +477,28 @@ def test_opendp_noise_test_would_see_a_scale_sqrt2_too_small(law, dist):
     y = OpenDPSampler(law, J).draw(centre, scale / math.sqrt(2.0), 200)
     z = (y / scale).ravel()
     assert stats.kstest(z, dist.cdf).pvalue < 1e-6
+
+
+@pytest.mark.parametrize("seed", [0, 2**32 + 4, np.random.default_rng(3), np.random.SeedSequence(5)],
+                         ids=["0", "2^32+4", "Generator", "SeedSequence"])
+def test_every_release_sampler_takes_a_seed_only_in_a_study(seed):
+    """The one seed rule (DESIGN, seeds only for studies) holds at the lowest level too: the compiled, OpenDP and
+    snapped samplers refuse any seed without study=True, before drawing; with it the compiled sampler reproduces
+    its draws and the floating-point-safe ones still refuse (they draw OS entropy only)."""
+    from fdp_ppl.noise.sampling import sampler_for
+
+    c, b = np.zeros(3), np.ones(3)
+    for generator in ("pymc", "opendp", "snapped"):
+        sampler = sampler_for(Laplace(), 3, generator)
+        with pytest.raises(InputError, match="random_seed makes the noise reproducible") as err:
+            sampler.draw(c, b, 2, seed)
+        assert "study=True" in str(err.value)
+        assert sampler.draw(c, b, 2).shape == (2, 3)  # unseeded: fresh OS entropy, no study needed
+    compiled = sampler_for(Laplace(), 3, "pymc")
+    if isinstance(seed, int):  # a Generator or a SeedSequence advances (spawns): reproducible from an int
+        np.testing.assert_array_equal(compiled.draw(c, b, 2, seed, study=True), compiled.draw(c, b, 2, seed, study=True))
+    else:
+        assert compiled.draw(c, b, 2, seed, study=True).shape == (2, 3)
+    for generator in ("opendp", "snapped"):
+        with pytest.raises(InputError, match="cannot be seeded"):
+            sampler_for(Laplace(), 3, generator).draw(c, b, 2, seed, study=True)

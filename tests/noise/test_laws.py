@@ -273,7 +273,7 @@ def test_variance_matches_monte_carlo_of_the_compiled_sampler(law):
     np.testing.assert_allclose(var / scale**2, var[0] / scale[0] ** 2)  # proportional to scale²
     if getattr(law, "nu", None) is not None and law.nu <= 4:
         return  # finite variance but an infinite fourth moment: Monte Carlo is not a test
-    draws = CompiledSampler(law, J).draw(centre, scale, 40_000, random_seed=11)
+    draws = CompiledSampler(law, J).draw(centre, scale, 40_000, random_seed=11, study=True)
     assert draws.shape == (40_000, J)
     np.testing.assert_allclose(draws.mean(0) / scale, centre / scale, atol=0.05)
     np.testing.assert_allclose(draws.var(0) / var, 1.0, atol=0.06)
@@ -302,7 +302,7 @@ def test_draws_follow_the_law(law):
     scale = np.array([0.2, 1.0, 3.0])
     centre = np.array([0.5, -1.0, 2.0])
     n = 3000
-    samples = {"compiled": sampler_for(law, J).draw(centre, scale, n, random_seed=21),
+    samples = {"compiled": sampler_for(law, J).draw(centre, scale, n, random_seed=21, study=True),
                "pm.draw": _pymc_draws(law, centre, scale, n, seed=22)}
     if law.product:
         x = np.concatenate([-np.geomspace(1e4, 1e-8, 6000), [0.0], np.geomspace(1e-8, 1e4, 6000)])
@@ -375,7 +375,7 @@ def test_invalid_scale_is_rejected(law, bad):
     with pytest.raises(InputError, match="finite and > 0"):
         law.variance(s)
     with pytest.raises(InputError):
-        sampler_for(law, J).draw(c, s, 2, random_seed=0)
+        sampler_for(law, J).draw(c, s, 2, random_seed=0, study=True)
 
 
 @pytest.mark.parametrize("law", LAWS, ids=_ids(LAWS))
@@ -412,7 +412,7 @@ def test_mismatched_shapes_are_rejected(law):
     with pytest.raises(InputError, match="one entry per coefficient"):
         law.variance(2.0)
     with pytest.raises(InputError):
-        sampler_for(law, 3).draw(np.zeros(2), np.ones(3), 1, random_seed=0)
+        sampler_for(law, 3).draw(np.zeros(2), np.ones(3), 1, random_seed=0, study=True)
 
 
 @pytest.mark.parametrize("nu", [0.0, -1.0, np.nan, np.inf, None])

@@ -25,7 +25,7 @@ def _regenerate(tree, seed):
     """The attacker: the law, J and the noise scales are public; with the seed the noise is too."""
     view = read_release(tree)
     noise = sampler_for(view.law, view.n_components, "pymc").draw(np.zeros(view.n_components), view.noise_scale,
-                                                                  1, seed)[0]
+                                                                  1, seed, study=True)[0]
     return view.released(0) - noise
 
 

@@ -213,8 +213,8 @@ def test_snapped_draws_follow_the_law(name, ell_summary):
     J = s.n_components
     cal = mech.calibrate(s.spec, generator="snapped")
     snapped = SnappedSampler(mech.law, J).draw(s.coefficients, cal.scale, 3000)
-    ref = sampler_for(mech.law, J, "pymc").draw(s.coefficients, cal.scale, 3000, random_seed=11)
-    wide = sampler_for(mech.law, J, "pymc").draw(s.coefficients, 1.10 * cal.scale, 3000, random_seed=12)
+    ref = sampler_for(mech.law, J, "pymc").draw(s.coefficients, cal.scale, 3000, random_seed=11, study=True)
+    wide = sampler_for(mech.law, J, "pymc").draw(s.coefficients, 1.10 * cal.scale, 3000, random_seed=12, study=True)
 
     def q(y):
         return np.sum(((y - s.coefficients) / cal.scale) ** 2, axis=1)
