@@ -97,7 +97,52 @@ def _gaussian_coefficients(prior, t, A, y, shrink, D, rho, amp, m, rng):
 MAX_ROUNDS = 100_000
 
 
-def laplace_population_draws(y, b, c, g, rng):
+def population_proposal(y, b, c, g) -> np.ndarray:
+    """Which exact proposal of :func:`laplace_population_draws` has the highest acceptance rate (0–3, the broadcast
+    shape of the inputs), from the rates' closed forms (the marginal
+    :func:`~fdp_ppl.inference.quadrature.laplace_normal_laplace_logp` over each proposal's envelope mass)."""
+    from scipy.special import log_ndtr
+
+    from .quadrature import laplace_normal_laplace_logp
+
+    y, b, c, g = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, b, c, g))
+    shape = y.shape
+    y, b, c, g = (a.ravel() for a in (y, b, c, g))
+    L = Laplace()
+    logm = laplace_normal_laplace_logp(y, c, g, b)
+    log_nl0 = L.convolved_logp(np.zeros((y.size, 1)), g[:, None], c[:, None])[:, 0]
+    log_k = g**2 / (2 * c**2) + log_ndtr(g / c)
+    log_ll = L.convolved_laplace_logp(y[:, None], c[:, None], b[:, None])[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # log of 2b times the envelope's mass, e^{−|y|/b} e^{g²/(2b²)}/(1 − c²/b²)
+        log_tilt = np.where(c < b, -np.abs(y) / b + g**2 / (2 * b**2) - np.log1p(-(c / b) ** 2), np.inf)
+    rates = np.stack([logm + np.log(2 * b), logm - log_nl0, logm - np.log(2.0) - log_k - log_ll,
+                      logm + np.log(2 * b) - log_tilt])
+    return np.argmax(rates, axis=0).reshape(shape)
+
+
+#: representative sampling scales at which :func:`_proposal_by_rows` computes the proposals' acceptance rates
+PROPOSAL_SCALES = 33
+
+
+def _proposal_by_rows(y, b, c, g, key) -> np.ndarray:
+    """:func:`population_proposal` for rows ``(n, J)`` of ``c`` and ``g`` that vary with one scalar per row (``key``
+    (n,), e.g. log κ), computed only at the rows nearest :data:`PROPOSAL_SCALES` evenly spaced values of ``key``;
+    each row takes the choice of the representative nearest it. Any choice is exact; near-best ones keep the
+    rejection rounds few."""
+    key = np.asarray(key, dtype=float)
+    grid = np.linspace(key.min(), key.max(), PROPOSAL_SCALES)
+    rep = np.unique(np.abs(key[:, None] - grid[None, :]).argmin(axis=0))
+    rep = rep[np.argsort(key[rep], kind="stable")]
+    kr = key[rep]
+    pos = np.clip(np.searchsorted(kr, key), 1, max(kr.size - 1, 1))
+    nearest = np.where(np.abs(key - kr[pos - 1]) <= np.abs(kr[np.minimum(pos, kr.size - 1)] - key), pos - 1,
+                       np.minimum(pos, kr.size - 1))
+    c, g = np.broadcast_arrays(c, g)
+    return population_proposal(y, b, c[rep], g[rep])[nearest]
+
+
+def laplace_population_draws(y, b, c, g, rng, choice=None):
     """Exact draws of ``U`` and ``V = U + e`` given ``y = U + e + ξ``, ``U ~ Laplace(0, c)``, ``e ~ N(0, g²)``,
     ``ξ ~ Laplace(0, b)`` independent (an ICLP prior's coefficient times its shrinkage, the sampling error of the
     mean, the ICLP noise), elementwise over the broadcast arrays.
@@ -117,6 +162,10 @@ def laplace_population_draws(y, b, c, g, rng):
 
     Then ``U | V`` (Laplace prior, Normal observation) exactly, and ``ξ = y − V``.
 
+    The proposal used is any function of the inputs (each is exact); ``choice`` (integers 0–3, broadcast like
+    the inputs) gives it, e.g. :func:`population_proposal` computed at a few representative sampling scales
+    (:func:`_proposal_by_rows`), which spares its four log-densities per element; default: computed here.
+
     Returns
     -------
     U, V : ndarray
@@ -126,10 +175,10 @@ def laplace_population_draws(y, b, c, g, rng):
     ------
     RuntimeError
         Some element not accepted after :data:`MAX_ROUNDS` rounds (acceptance below about ``1e-5``).
+    ValueError
+        ``choice`` picks the tilted proposal (3) where ``c ≥ b`` (it does not dominate there).
     """
     from scipy.special import log_ndtr
-
-    from .quadrature import laplace_normal_laplace_logp
 
     y, b, c, g = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, b, c, g))
     shape = y.shape
@@ -139,16 +188,19 @@ def laplace_population_draws(y, b, c, g, rng):
     def nl(v, idx):
         return L.convolved_logp(v[:, None], g[idx, None], c[idx, None])[:, 0]
 
-    logm = laplace_normal_laplace_logp(y, c, g, b)
-    log_nl0 = L.convolved_logp(np.zeros((y.size, 1)), g[:, None], c[:, None])[:, 0]
-    log_k = g**2 / (2 * c**2) + log_ndtr(g / c)
-    log_ll = L.convolved_laplace_logp(y[:, None], c[:, None], b[:, None])[:, 0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # log of 2b times the envelope's mass, e^{−|y|/b} e^{g²/(2b²)}/(1 − c²/b²)
-        log_tilt = np.where(c < b, -np.abs(y) / b + g**2 / (2 * b**2) - np.log1p(-(c / b) ** 2), np.inf)
-    rates = np.stack([logm + np.log(2 * b), logm - log_nl0, logm - np.log(2.0) - log_k - log_ll,
-                      logm + np.log(2 * b) - log_tilt])
-    choice = np.argmax(rates, axis=0)
+    if choice is None:
+        choice = population_proposal(y, b, c, g).ravel()
+    else:
+        choice = np.broadcast_to(np.asarray(choice, dtype=int), shape).ravel()
+        if np.any((choice == 3) & (c >= b)):
+            raise ValueError("the tilted proposal (3) needs a prior scale c below the noise scale b")
+    log_nl0 = np.zeros(y.size)   # each proposal's constant, only where it is used
+    sel = choice == 1
+    if sel.any():
+        log_nl0[sel] = L.convolved_logp(np.zeros((sel.sum(), 1)), g[sel, None], c[sel, None])[:, 0]
+    log_k = np.zeros(y.size)
+    sel = choice == 2
+    log_k[sel] = g[sel] ** 2 / (2 * c[sel] ** 2) + log_ndtr(g[sel] / c[sel])
     V = np.empty(y.size)
     todo = np.arange(y.size)
     for _ in range(MAX_ROUNDS):
@@ -248,7 +300,10 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
         power = 1.0 + get("smoothness_excess", 0.0) if prior.smoothness is None else get("x", prior.smoothness)
         c = prior.laplace_scale(pub["eigenvalues"], amp[:, None], power[:, None])          # (ns, J)
         if one_d and meta["target"] == "population" and not _is_gaussian(law):   # Laplace noise: by rejection
-            u, v = laplace_population_draws(y, b, shrink * c, np.sqrt(samp), rng)
+            choice = None
+            if np.ptp(amp) == 0 and np.ptp(power) == 0:   # c fixed: proposals at a few κ (any choice is exact)
+                choice = _proposal_by_rows(y, b, shrink * c, np.sqrt(samp), np.log(get("sampling_scale", 1.0)))
+            u, v = laplace_population_draws(y, b, shrink * c, np.sqrt(samp), rng, choice)
             coefs, noise = u / shrink, y - v
         elif one_d:   # population target with Gaussian noise: the sampling error adds to it
             coefs = law.centre_posterior_draws(y, np.sqrt(b**2 + samp), Laplace(), 0.0, shrink * c, rng) / shrink
