@@ -185,8 +185,8 @@ def laplace_population_draws(y, b, c, g, rng, choice=None):
     y, b, c, g = (a.ravel() for a in (y, b, c, g))
     L = Laplace()
 
-    def nl(v, idx):
-        return L.convolved_logp(v[:, None], g[idx, None], c[idx, None])[:, 0]
+    def nl(v, gg, cc):
+        return L.convolved_logp(v[:, None], gg[:, None], cc[:, None])[:, 0]
 
     if choice is None:
         choice = population_proposal(y, b, c, g).ravel()
@@ -203,33 +203,37 @@ def laplace_population_draws(y, b, c, g, rng, choice=None):
     log_k[sel] = g[sel] ** 2 / (2 * c[sel] ** 2) + log_ndtr(g[sel] / c[sel])
     V = np.empty(y.size)
     todo = np.arange(y.size)
-    for _ in range(MAX_ROUNDS):
+    for rnd in range(MAX_ROUNDS):
         if todo.size == 0:
             break
-        ch, yy, bb, cc, gg = choice[todo], y[todo], b[todo], c[todo], g[todo]
+        every = rnd == 0   # the first round proposes for every element: views, no gathers
+        at = slice(None) if every else todo
+        ch, yy, bb, cc, gg = choice[at], y[at], b[at], c[at], g[at]
         v = np.empty(todo.size)
         logr = np.empty(todo.size)
-        a = ch == 0
-        if a.any():
-            v[a] = rng.laplace(0.0, cc[a]) + gg[a] * rng.standard_normal(a.sum())
-            logr[a] = -np.abs(yy[a] - v[a]) / bb[a]
-        k = ch == 1
-        if k.any():
-            v[k] = yy[k] - rng.laplace(0.0, bb[k])
-            logr[k] = nl(v[k], todo[k]) - log_nl0[todo[k]]
-        q = ch == 2
-        if q.any():
-            v[q] = L.centre_posterior_draws(yy[q], bb[q], Laplace(), 0.0, cc[q], rng)
-            logr[q] = nl(v[q], todo[q]) - (log_k[todo[q]] - np.log(cc[q]) - np.abs(v[q]) / cc[q])
-        d = ch == 3
-        if d.any():   # tilted by e^{±V/b} toward y: U asymmetric Laplace, e ~ N(±g²/b, g²)
-            sgn = np.where(yy[d] >= 0, 1.0, -1.0)
-            inv_c, inv_b = 1 / cc[d], 1 / bb[d]
-            up, down = inv_c - inv_b, inv_c + inv_b               # rates of the tilted U toward and away from y
-            toward = rng.random(d.sum()) < down / (up + down)
-            u = np.where(toward, rng.exponential(1 / up), -rng.exponential(1 / down))
-            v[d] = sgn * (u + gg[d] ** 2 * inv_b + gg[d] * rng.standard_normal(d.sum()))
-            logr[d] = np.where(sgn * (v[d] - yy[d]) > 0, -2 * np.abs(v[d] - yy[d]) * inv_b, 0.0)
+        used = np.flatnonzero(np.bincount(ch, minlength=4))
+        for kind in used:
+            s = slice(None) if used.size == 1 else ch == kind   # one proposal for all: views again
+            Y, B, Cc, G = yy[s], bb[s], cc[s], gg[s]
+            n = Y.size
+            if kind == 0:
+                vk = rng.laplace(0.0, Cc) + G * rng.standard_normal(n)
+                lr = -np.abs(Y - vk) / B
+            elif kind == 1:
+                vk = Y - rng.laplace(0.0, B)
+                lr = nl(vk, G, Cc) - log_nl0[at][s]
+            elif kind == 2:
+                vk = L.centre_posterior_draws(Y, B, Laplace(), 0.0, Cc, rng)
+                lr = nl(vk, G, Cc) - (log_k[at][s] - np.log(Cc) - np.abs(vk) / Cc)
+            else:   # tilted by e^{±V/b} toward y: U asymmetric Laplace, e ~ N(±g²/b, g²)
+                sgn = np.where(Y >= 0, 1.0, -1.0)
+                inv_c, inv_b = 1 / Cc, 1 / B
+                up, down = inv_c - inv_b, inv_c + inv_b               # rates of the tilted U toward and away from y
+                toward = rng.random(n) * (up + down) < down
+                e = rng.standard_exponential(n)
+                vk = sgn * (np.where(toward, e / up, -e / down) + G**2 * inv_b + G * rng.standard_normal(n))
+                lr = -2 * np.maximum(sgn * (vk - Y), 0.0) * inv_b    # 1 on y's near side, e^{−2|V − y|/b} beyond
+            v[s], logr[s] = vk, lr
         ok = np.log(rng.random(todo.size)) < logr
         V[todo[ok]] = v[ok]
         todo = todo[~ok]

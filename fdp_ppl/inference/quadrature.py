@@ -64,11 +64,17 @@ def _spline_loo(x, logp) -> np.ndarray:
     interpolated by cubic splines in ``x`` (G,) and integrated by the log-linear rule on :data:`_REFINE`
     sub-cells a cell."""
     from scipy.interpolate import CubicSpline
-    from scipy.special import logsumexp
 
-    z = np.concatenate([np.linspace(a, b, _REFINE, endpoint=False) for a, b in zip(x[:-1], x[1:])] + [x[-1:]])
+    z = np.concatenate([x[:-1, None] + np.diff(x)[:, None] * (np.arange(_REFINE) / _REFINE), x[-1:, None]],
+                       axis=None)   # every cell cut into _REFINE sub-cells
     v = CubicSpline(x, logp, axis=0)(z)
-    return logsumexp(_cell_masses(z, v[:, :1])) - logsumexp(_cell_masses(z, v[:, 1:]), axis=0)
+    return _logsumexp0(_cell_masses(z, v[:, :1]))[0] - _logsumexp0(_cell_masses(z, v[:, 1:]))
+
+
+def _logsumexp0(a) -> np.ndarray:
+    """``log Σ_i e^{a_ij}`` over axis 0 of a finite (G, K) array (scipy's ``logsumexp`` without its checks)."""
+    top = a.max(axis=0)
+    return top + np.log(np.sum(np.exp(a - top), axis=0))
 
 
 def _tv_between(x, logp, x2, logp2, n=8193) -> float:

@@ -85,6 +85,9 @@ class Laplace(NoiseLaw):
         ``log erfc(z₂)`` (``log 2Φ(−√2 z)``, what a truncated-normal draw needs) from the same values."""
         z1 = (g**2 / b - x) / (g * np.sqrt(2.0))
         z2 = (g**2 / b + x) / (g * np.sqrt(2.0))
+        if xp is NP:   # the branches' terms shared by both halves
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # in the branch not taken
+                shift, slope, quad = g**2 / (2 * b**2), x / b, -(x**2) / (2 * g**2)
 
         def half(z, sign):
             if xp is NP:   # numpy: erfcx(|z|) once; both branches' arithmetic is cheaper than masked gathers
@@ -94,8 +97,8 @@ class Laplace(NoiseLaw):
                 e *= w
                 np.subtract(2.0, e, out=e)                                   # erfc(z) for z < 0
                 le = np.log(np.where(neg, e, w))                             # log erfc(z) or log erfcx(z)
-                with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # the branch not taken
-                    out = le + np.where(neg, g**2 / (2 * b**2) + sign * x / b, -(x**2) / (2 * g**2))
+                with np.errstate(over="ignore", invalid="ignore"):
+                    out = le + np.where(neg, shift + sign * slope, quad)
                 return out, (np.where(neg, le, le - z * z) if log_erfc else None)
             zn, zp = xp.minimum(z, 0.0), xp.maximum(z, 0.0)
             neg = g**2 / (2 * b**2) + sign * x / b + xp.log(2.0 - xp.exp(-(zn**2)) * xp.erfcx(-zn))
