@@ -98,6 +98,19 @@ def test_laplace_prior_population_target_exact(y, c, g, b):
     assert np.mean(U) == pytest.approx(eu, abs=5 * np.std(U) / np.sqrt(U.size) + 1e-3 * (b + c + g))
 
 
+
+@pytest.mark.parametrize("y, c, g, b", LNL_CASES)
+def test_laplace_prior_population_target_exact_with_any_proposal(y, c, g, b):
+    """Any proposal the caller picks (as infer does, from a few representative sampling scales) draws the same law:
+    each valid one forced on every element passes the KS test against the target."""
+    v, cdf, _ = _lnl_target(y, c, g, b)
+    for choice in [0, 1, 2] + ([3] if c < b else []):
+        _, V = laplace_population_draws(np.full(5_000, y), b, c, g, np.random.default_rng(3 + choice), choice)
+        assert stats.kstest(V, lambda x: np.interp(x, v, cdf)).pvalue > 1e-4, choice
+    if c >= b:
+        with pytest.raises(ValueError, match="tilted"):
+            laplace_population_draws(np.full(3, y), b, c, g, np.random.default_rng(0), 3)
+
 # --------------------------------------------------------------------------- fp.infer's default
 @pytest.fixture(scope="module")
 def releases():
