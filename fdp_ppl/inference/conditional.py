@@ -97,10 +97,11 @@ def _gaussian_coefficients(prior, t, A, y, shrink, D, rho, amp, m, rng):
 MAX_ROUNDS = 100_000
 
 
-def population_proposal(y, b, c, g) -> np.ndarray:
+def population_proposal(y, b, c, g, *, log_rates=False) -> np.ndarray:
     """Which exact proposal of :func:`laplace_population_draws` has the highest acceptance rate (0–3, the broadcast
     shape of the inputs), from the rates' closed forms (the marginal
-    :func:`~fdp_ppl.inference.quadrature.laplace_normal_laplace_logp` over each proposal's envelope mass)."""
+    :func:`~fdp_ppl.inference.quadrature.laplace_normal_laplace_logp` over each proposal's envelope mass);
+    ``log_rates``: the four log acceptance rates instead (4, ...)."""
     from scipy.special import log_ndtr
 
     from .quadrature import laplace_normal_laplace_logp
@@ -118,7 +119,7 @@ def population_proposal(y, b, c, g) -> np.ndarray:
         log_tilt = np.where(c < b, -np.abs(y) / b + g**2 / (2 * b**2) - np.log1p(-(c / b) ** 2), np.inf)
     rates = np.stack([logm + np.log(2 * b), logm - log_nl0, logm - np.log(2.0) - log_k - log_ll,
                       logm + np.log(2 * b) - log_tilt])
-    return np.argmax(rates, axis=0).reshape(shape)
+    return (rates.reshape((4,) + shape) if log_rates else np.argmax(rates, axis=0).reshape(shape))
 
 
 #: representative sampling scales at which :func:`_proposal_by_rows` computes the proposals' acceptance rates
@@ -140,6 +141,23 @@ def _proposal_by_rows(y, b, c, g, key) -> np.ndarray:
                        np.minimum(pos, kr.size - 1))
     c, g = np.broadcast_arrays(c, g)
     return population_proposal(y, b, c[rep], g[rep])[nearest]
+
+
+#: rounds after which :func:`laplace_population_draws` gives the elements not yet accepted their own best proposal
+_REVISE_AFTER = 8
+
+
+def _proposal_constants(choice, g, c):
+    """``log NL(0)`` where proposal 1 is used and ``log(e^{g²/(2c²)} Φ(g/c))`` where proposal 2 is (0 elsewhere)."""
+    from scipy.special import log_ndtr
+
+    log_nl0, log_k = np.zeros(choice.size), np.zeros(choice.size)
+    sel = choice == 1
+    if sel.any():
+        log_nl0[sel] = Laplace().convolved_logp(np.zeros((sel.sum(), 1)), g[sel, None], c[sel, None])[:, 0]
+    sel = choice == 2
+    log_k[sel] = g[sel] ** 2 / (2 * c[sel] ** 2) + log_ndtr(g[sel] / c[sel])
+    return log_nl0, log_k
 
 
 def laplace_population_draws(y, b, c, g, rng, choice=None):
@@ -164,7 +182,8 @@ def laplace_population_draws(y, b, c, g, rng, choice=None):
 
     The proposal used is any function of the inputs (each is exact); ``choice`` (integers 0–3, broadcast like
     the inputs) gives it, e.g. :func:`population_proposal` computed at a few representative sampling scales
-    (:func:`_proposal_by_rows`), which spares its four log-densities per element; default: computed here.
+    (:func:`_proposal_by_rows`), which spares its four log-densities per element; default: computed here. Elements
+    not accepted after :data:`_REVISE_AFTER` rounds then take their own best proposal.
 
     Returns
     -------
@@ -178,8 +197,6 @@ def laplace_population_draws(y, b, c, g, rng, choice=None):
     ValueError
         ``choice`` picks the tilted proposal (3) where ``c ≥ b`` (it does not dominate there).
     """
-    from scipy.special import log_ndtr
-
     y, b, c, g = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, b, c, g))
     shape = y.shape
     y, b, c, g = (a.ravel() for a in (y, b, c, g))
@@ -188,24 +205,23 @@ def laplace_population_draws(y, b, c, g, rng, choice=None):
     def nl(v, gg, cc):
         return L.convolved_logp(v[:, None], gg[:, None], cc[:, None])[:, 0]
 
+    given = choice is not None
     if choice is None:
         choice = population_proposal(y, b, c, g).ravel()
     else:
         choice = np.broadcast_to(np.asarray(choice, dtype=int), shape).ravel()
         if np.any((choice == 3) & (c >= b)):
             raise ValueError("the tilted proposal (3) needs a prior scale c below the noise scale b")
-    log_nl0 = np.zeros(y.size)   # each proposal's constant, only where it is used
-    sel = choice == 1
-    if sel.any():
-        log_nl0[sel] = L.convolved_logp(np.zeros((sel.sum(), 1)), g[sel, None], c[sel, None])[:, 0]
-    log_k = np.zeros(y.size)
-    sel = choice == 2
-    log_k[sel] = g[sel] ** 2 / (2 * c[sel] ** 2) + log_ndtr(g[sel] / c[sel])
+    log_nl0, log_k = _proposal_constants(choice, g, c)
     V = np.empty(y.size)
     todo = np.arange(y.size)
     for rnd in range(MAX_ROUNDS):
         if todo.size == 0:
             break
+        if rnd == _REVISE_AFTER and given:   # the few left take their own best proposal (a choice made from past
+            choice = choice.copy()           # rejections only: each round's acceptance stays exact)
+            choice[todo] = population_proposal(y[todo], b[todo], c[todo], g[todo])
+            log_nl0[todo], log_k[todo] = _proposal_constants(choice[todo], g[todo], c[todo])
         every = rnd == 0   # the first round proposes for every element: views, no gathers
         at = slice(None) if every else todo
         ch, yy, bb, cc, gg = choice[at], y[at], b[at], c[at], g[at]
