@@ -211,9 +211,25 @@ def mean_exact_loo(model) -> np.ndarray | None:
     if "MvNormal" in op_name:
         mu, cov = (np.asarray(v.eval(), dtype=float) for v in obs.owner.inputs[-2:])
         return gaussian_loo(y, np.broadcast_to(mu, y.shape), cov)
+    if "CustomDist" in op_name and meta["plan"].model == "marginal" and meta["plan"].diagonal:
+        # the one-dimensional marginals law.marginal_logp(y, s, prior law, c, g) in numpy: no logp to compile
+        params = [_folded(v) for v in obs.owner.inputs[-3:]]
+        if all(p is not None for p in params):
+            c, g, s = params
+            values = meta["ctx"]["law"].marginal_logp(y, s, meta["prior"].law, c, g)
+            return np.broadcast_to(np.asarray(values, dtype=float), y.shape).copy()
     values = model.compile_logp(vars=[obs], sum=False, jacobian=False)({})[0]
     values = np.asarray(values, dtype=float)
     return values if values.shape == y.shape else None
+
+
+def _folded(var) -> np.ndarray | None:
+    """The value of a PyTensor graph built from constants only (constant-folded, nothing compiled), else None."""
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.rewriting.utils import rewrite_graph
+
+    var = var if isinstance(var, Constant) else rewrite_graph(var, include=("canonicalize",))
+    return np.asarray(var.data, dtype=float) if isinstance(var, Constant) else None
 
 
 def laplace_sum_logp(x, g, b1, b2) -> np.ndarray:

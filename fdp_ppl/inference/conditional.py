@@ -97,7 +97,70 @@ def _gaussian_coefficients(prior, t, A, y, shrink, D, rho, amp, m, rng):
 MAX_ROUNDS = 100_000
 
 
-def laplace_population_draws(y, b, c, g, rng):
+def population_proposal(y, b, c, g, *, log_rates=False) -> np.ndarray:
+    """Which exact proposal of :func:`laplace_population_draws` has the highest acceptance rate (0–3, the broadcast
+    shape of the inputs), from the rates' closed forms (the marginal
+    :func:`~fdp_ppl.inference.quadrature.laplace_normal_laplace_logp` over each proposal's envelope mass);
+    ``log_rates``: the four log acceptance rates instead (4, ...)."""
+    from scipy.special import log_ndtr
+
+    from .quadrature import laplace_normal_laplace_logp
+
+    y, b, c, g = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, b, c, g))
+    shape = y.shape
+    y, b, c, g = (a.ravel() for a in (y, b, c, g))
+    L = Laplace()
+    logm = laplace_normal_laplace_logp(y, c, g, b)
+    log_nl0 = L.convolved_logp(np.zeros((y.size, 1)), g[:, None], c[:, None])[:, 0]
+    log_k = g**2 / (2 * c**2) + log_ndtr(g / c)
+    log_ll = L.convolved_laplace_logp(y[:, None], c[:, None], b[:, None])[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # log of 2b times the envelope's mass, e^{−|y|/b} e^{g²/(2b²)}/(1 − c²/b²)
+        log_tilt = np.where(c < b, -np.abs(y) / b + g**2 / (2 * b**2) - np.log1p(-(c / b) ** 2), np.inf)
+    rates = np.stack([logm + np.log(2 * b), logm - log_nl0, logm - np.log(2.0) - log_k - log_ll,
+                      logm + np.log(2 * b) - log_tilt])
+    return (rates.reshape((4,) + shape) if log_rates else np.argmax(rates, axis=0).reshape(shape))
+
+
+#: representative sampling scales at which :func:`_proposal_by_rows` computes the proposals' acceptance rates
+PROPOSAL_SCALES = 33
+
+
+def _proposal_by_rows(y, b, c, g, key) -> np.ndarray:
+    """:func:`population_proposal` for rows ``(n, J)`` of ``c`` and ``g`` that vary with one scalar per row (``key``
+    (n,), e.g. log κ), computed only at the rows nearest :data:`PROPOSAL_SCALES` evenly spaced values of ``key``;
+    each row takes the choice of the representative nearest it. Any choice is exact; near-best ones keep the
+    rejection rounds few."""
+    key = np.asarray(key, dtype=float)
+    grid = np.linspace(key.min(), key.max(), PROPOSAL_SCALES)
+    rep = np.unique(np.abs(key[:, None] - grid[None, :]).argmin(axis=0))
+    rep = rep[np.argsort(key[rep], kind="stable")]
+    kr = key[rep]
+    pos = np.clip(np.searchsorted(kr, key), 1, max(kr.size - 1, 1))
+    nearest = np.where(np.abs(key - kr[pos - 1]) <= np.abs(kr[np.minimum(pos, kr.size - 1)] - key), pos - 1,
+                       np.minimum(pos, kr.size - 1))
+    c, g = np.broadcast_arrays(c, g)
+    return population_proposal(y, b, c[rep], g[rep])[nearest]
+
+
+#: rounds after which :func:`laplace_population_draws` gives the elements not yet accepted their own best proposal
+_REVISE_AFTER = 8
+
+
+def _proposal_constants(choice, g, c):
+    """``log NL(0)`` where proposal 1 is used and ``log(e^{g²/(2c²)} Φ(g/c))`` where proposal 2 is (0 elsewhere)."""
+    from scipy.special import log_ndtr
+
+    log_nl0, log_k = np.zeros(choice.size), np.zeros(choice.size)
+    sel = choice == 1
+    if sel.any():
+        log_nl0[sel] = Laplace().convolved_logp(np.zeros((sel.sum(), 1)), g[sel, None], c[sel, None])[:, 0]
+    sel = choice == 2
+    log_k[sel] = g[sel] ** 2 / (2 * c[sel] ** 2) + log_ndtr(g[sel] / c[sel])
+    return log_nl0, log_k
+
+
+def laplace_population_draws(y, b, c, g, rng, choice=None):
     """Exact draws of ``U`` and ``V = U + e`` given ``y = U + e + ξ``, ``U ~ Laplace(0, c)``, ``e ~ N(0, g²)``,
     ``ξ ~ Laplace(0, b)`` independent (an ICLP prior's coefficient times its shrinkage, the sampling error of the
     mean, the ICLP noise), elementwise over the broadcast arrays.
@@ -117,6 +180,11 @@ def laplace_population_draws(y, b, c, g, rng):
 
     Then ``U | V`` (Laplace prior, Normal observation) exactly, and ``ξ = y − V``.
 
+    The proposal used is any function of the inputs (each is exact); ``choice`` (integers 0–3, broadcast like
+    the inputs) gives it, e.g. :func:`population_proposal` computed at a few representative sampling scales
+    (:func:`_proposal_by_rows`), which spares its four log-densities per element; default: computed here. Elements
+    not accepted after :data:`_REVISE_AFTER` rounds then take their own best proposal.
+
     Returns
     -------
     U, V : ndarray
@@ -126,58 +194,62 @@ def laplace_population_draws(y, b, c, g, rng):
     ------
     RuntimeError
         Some element not accepted after :data:`MAX_ROUNDS` rounds (acceptance below about ``1e-5``).
+    ValueError
+        ``choice`` picks the tilted proposal (3) where ``c ≥ b`` (it does not dominate there).
     """
-    from scipy.special import log_ndtr
-
-    from .quadrature import laplace_normal_laplace_logp
-
     y, b, c, g = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, b, c, g))
     shape = y.shape
     y, b, c, g = (a.ravel() for a in (y, b, c, g))
     L = Laplace()
 
-    def nl(v, idx):
-        return L.convolved_logp(v[:, None], g[idx, None], c[idx, None])[:, 0]
+    def nl(v, gg, cc):
+        return L.convolved_logp(v[:, None], gg[:, None], cc[:, None])[:, 0]
 
-    logm = laplace_normal_laplace_logp(y, c, g, b)
-    log_nl0 = L.convolved_logp(np.zeros((y.size, 1)), g[:, None], c[:, None])[:, 0]
-    log_k = g**2 / (2 * c**2) + log_ndtr(g / c)
-    log_ll = L.convolved_laplace_logp(y[:, None], c[:, None], b[:, None])[:, 0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # log of 2b times the envelope's mass, e^{−|y|/b} e^{g²/(2b²)}/(1 − c²/b²)
-        log_tilt = np.where(c < b, -np.abs(y) / b + g**2 / (2 * b**2) - np.log1p(-(c / b) ** 2), np.inf)
-    rates = np.stack([logm + np.log(2 * b), logm - log_nl0, logm - np.log(2.0) - log_k - log_ll,
-                      logm + np.log(2 * b) - log_tilt])
-    choice = np.argmax(rates, axis=0)
+    given = choice is not None
+    if choice is None:
+        choice = population_proposal(y, b, c, g).ravel()
+    else:
+        choice = np.broadcast_to(np.asarray(choice, dtype=int), shape).ravel()
+        if np.any((choice == 3) & (c >= b)):
+            raise ValueError("the tilted proposal (3) needs a prior scale c below the noise scale b")
+    log_nl0, log_k = _proposal_constants(choice, g, c)
     V = np.empty(y.size)
     todo = np.arange(y.size)
-    for _ in range(MAX_ROUNDS):
+    for rnd in range(MAX_ROUNDS):
         if todo.size == 0:
             break
-        ch, yy, bb, cc, gg = choice[todo], y[todo], b[todo], c[todo], g[todo]
+        if rnd == _REVISE_AFTER and given:   # the few left take their own best proposal (a choice made from past
+            choice = choice.copy()           # rejections only: each round's acceptance stays exact)
+            choice[todo] = population_proposal(y[todo], b[todo], c[todo], g[todo])
+            log_nl0[todo], log_k[todo] = _proposal_constants(choice[todo], g[todo], c[todo])
+        every = rnd == 0   # the first round proposes for every element: views, no gathers
+        at = slice(None) if every else todo
+        ch, yy, bb, cc, gg = choice[at], y[at], b[at], c[at], g[at]
         v = np.empty(todo.size)
         logr = np.empty(todo.size)
-        a = ch == 0
-        if a.any():
-            v[a] = rng.laplace(0.0, cc[a]) + gg[a] * rng.standard_normal(a.sum())
-            logr[a] = -np.abs(yy[a] - v[a]) / bb[a]
-        k = ch == 1
-        if k.any():
-            v[k] = yy[k] - rng.laplace(0.0, bb[k])
-            logr[k] = nl(v[k], todo[k]) - log_nl0[todo[k]]
-        q = ch == 2
-        if q.any():
-            v[q] = L.centre_posterior_draws(yy[q], bb[q], Laplace(), 0.0, cc[q], rng)
-            logr[q] = nl(v[q], todo[q]) - (log_k[todo[q]] - np.log(cc[q]) - np.abs(v[q]) / cc[q])
-        d = ch == 3
-        if d.any():   # tilted by e^{±V/b} toward y: U asymmetric Laplace, e ~ N(±g²/b, g²)
-            sgn = np.where(yy[d] >= 0, 1.0, -1.0)
-            inv_c, inv_b = 1 / cc[d], 1 / bb[d]
-            up, down = inv_c - inv_b, inv_c + inv_b               # rates of the tilted U toward and away from y
-            toward = rng.random(d.sum()) < down / (up + down)
-            u = np.where(toward, rng.exponential(1 / up), -rng.exponential(1 / down))
-            v[d] = sgn * (u + gg[d] ** 2 * inv_b + gg[d] * rng.standard_normal(d.sum()))
-            logr[d] = np.where(sgn * (v[d] - yy[d]) > 0, -2 * np.abs(v[d] - yy[d]) * inv_b, 0.0)
+        used = np.flatnonzero(np.bincount(ch, minlength=4))
+        for kind in used:
+            s = slice(None) if used.size == 1 else ch == kind   # one proposal for all: views again
+            Y, B, Cc, G = yy[s], bb[s], cc[s], gg[s]
+            n = Y.size
+            if kind == 0:
+                vk = rng.laplace(0.0, Cc) + G * rng.standard_normal(n)
+                lr = -np.abs(Y - vk) / B
+            elif kind == 1:
+                vk = Y - rng.laplace(0.0, B)
+                lr = nl(vk, G, Cc) - log_nl0[at][s]
+            elif kind == 2:
+                vk = L.centre_posterior_draws(Y, B, Laplace(), 0.0, Cc, rng)
+                lr = nl(vk, G, Cc) - (log_k[at][s] - np.log(Cc) - np.abs(vk) / Cc)
+            else:   # tilted by e^{±V/b} toward y: U asymmetric Laplace, e ~ N(±g²/b, g²)
+                sgn = np.where(Y >= 0, 1.0, -1.0)
+                inv_c, inv_b = 1 / Cc, 1 / B
+                up, down = inv_c - inv_b, inv_c + inv_b               # rates of the tilted U toward and away from y
+                toward = rng.random(n) * (up + down) < down
+                e = rng.standard_exponential(n)
+                vk = sgn * (np.where(toward, e / up, -e / down) + G**2 * inv_b + G * rng.standard_normal(n))
+                lr = -2 * np.maximum(sgn * (vk - Y), 0.0) * inv_b    # 1 on y's near side, e^{−2|V − y|/b} beyond
+            v[s], logr[s] = vk, lr
         ok = np.log(rng.random(todo.size)) < logr
         V[todo[ok]] = v[ok]
         todo = todo[~ok]
@@ -248,7 +320,10 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
         power = 1.0 + get("smoothness_excess", 0.0) if prior.smoothness is None else get("x", prior.smoothness)
         c = prior.laplace_scale(pub["eigenvalues"], amp[:, None], power[:, None])          # (ns, J)
         if one_d and meta["target"] == "population" and not _is_gaussian(law):   # Laplace noise: by rejection
-            u, v = laplace_population_draws(y, b, shrink * c, np.sqrt(samp), rng)
+            choice = None
+            if np.ptp(amp) == 0 and np.ptp(power) == 0:   # c fixed: proposals at a few κ (any choice is exact)
+                choice = _proposal_by_rows(y, b, shrink * c, np.sqrt(samp), np.log(get("sampling_scale", 1.0)))
+            u, v = laplace_population_draws(y, b, shrink * c, np.sqrt(samp), rng, choice)
             coefs, noise = u / shrink, y - v
         elif one_d:   # population target with Gaussian noise: the sampling error adds to it
             coefs = law.centre_posterior_draws(y, np.sqrt(b**2 + samp), Laplace(), 0.0, shrink * c, rng) / shrink

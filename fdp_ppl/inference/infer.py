@@ -368,7 +368,8 @@ def _say_method(method, plan, meta):
 def _scale_quadrature(model):
     """:class:`~fdp_ppl.inference.quadrature.ScaleQuadrature` of the population target's sampling scale κ
     (``HalfNormal(2 · spread)`` prior, as in the NUTS model) with every prior hyperparameter fixed."""
-    from .quadrature import ScaleQuadrature, diagonal_log_marginal, gaussian_log_marginal, half_normal_log_density
+    from .quadrature import (NodeTerms, ScaleQuadrature, diagonal_log_marginal, gaussian_log_marginal,
+                             half_normal_log_density)
 
     meta = model._fdp_meta
     prior, ctx, plan, shrink = meta["prior"], meta["ctx"], meta["plan"], meta["shrink"]
@@ -389,6 +390,7 @@ def _scale_quadrature(model):
     else:   # ICLP prior, Gaussian noise
         c = shrink * prior.laplace_scale(ctx["pub"]["eigenvalues"], prior.amplitude, prior.smoothness)
         terms = diagonal_log_marginal(law, y, b, prior.law, np.zeros(J), c, base, pointwise=True)
+    terms = NodeTerms(terms)   # the fine grid's terms, summed for its density, serve its exact LOO as they are
     if loglik is None:   # independent coefficients given κ: log p(y | κ) = Σ_j log p(y_j | κ)
         loglik = (lambda x: np.sum(terms(x), axis=1))
     return ScaleQuadrature(lambda x: half_normal_log_density(x, sigma) + loglik(x), centre=float(np.log(sigma)),

@@ -64,11 +64,17 @@ def _spline_loo(x, logp) -> np.ndarray:
     interpolated by cubic splines in ``x`` (G,) and integrated by the log-linear rule on :data:`_REFINE`
     sub-cells a cell."""
     from scipy.interpolate import CubicSpline
-    from scipy.special import logsumexp
 
-    z = np.concatenate([np.linspace(a, b, _REFINE, endpoint=False) for a, b in zip(x[:-1], x[1:])] + [x[-1:]])
+    z = np.concatenate([x[:-1, None] + np.diff(x)[:, None] * (np.arange(_REFINE) / _REFINE), x[-1:, None]],
+                       axis=None)   # every cell cut into _REFINE sub-cells
     v = CubicSpline(x, logp, axis=0)(z)
-    return logsumexp(_cell_masses(z, v[:, :1])) - logsumexp(_cell_masses(z, v[:, 1:]), axis=0)
+    return _logsumexp0(_cell_masses(z, v[:, :1]))[0] - _logsumexp0(_cell_masses(z, v[:, 1:]))
+
+
+def _logsumexp0(a) -> np.ndarray:
+    """``log Σ_i e^{a_ij}`` over axis 0 of a finite (G, K) array (scipy's ``logsumexp`` without its checks)."""
+    top = a.max(axis=0)
+    return top + np.log(np.sum(np.exp(a - top), axis=0))
 
 
 def _tv_between(x, logp, x2, logp2, n=8193) -> float:
@@ -188,16 +194,15 @@ class ScaleQuadrature:
         for stride in (4, 2, 1):   # every stride-th node, finer until the estimated error is below _LOO_TOL
             idx = np.unique(np.append(np.arange(0, x.size, stride), x.size - 1))
             ell = np.asarray(self.loo_terms(x[idx]), dtype=float)
-            rest = lp[idx, None] - ell
             if stride == 4:   # the error is checked on the coefficients whose term varies most over κ's mass
                 mass = lp[idx] > lp.max() - DROP / 2
                 worst = np.argsort(np.ptp(ell[mass], axis=0))[-_LOO_CHECKED:]
-            sub = np.column_stack([lp[idx], rest])
-            value = _spline_loo(x[idx], sub)
-            self.loo_error = float(np.max(np.abs(value[worst] - _spline_loo(x[idx][::2],
-                                                                     sub[::2][:, np.append(0, 1 + worst)]))))
+            sub = np.column_stack([lp[idx], lp[idx, None] - ell[:, worst]])   # the checked columns only
+            self.loo_error = float(np.max(np.abs(_spline_loo(x[idx], sub) - _spline_loo(x[idx][::2], sub[::2]))))
             if self.loo_error <= _LOO_TOL or (stride == 2 and x.size * ell.shape[1] > _LOO_BUDGET):
                 break
+        rest = lp[idx, None] - ell   # every column, by the rule chosen (each column's integral is its own)
+        value = _spline_loo(x[idx], np.column_stack([lp[idx], rest]))
         self.loo_drop = float(np.min(rest.max(axis=0) - np.maximum(rest[0], rest[-1])))
         return value
 
@@ -207,6 +212,28 @@ class ScaleQuadrature:
         h = np.diff(self.x)
         w = np.concatenate([h, [0.0]]) / 2 + np.concatenate([[0.0], h]) / 2
         return float(np.sum(w * p * f(self.x)) / np.sum(w * p))
+
+
+class NodeTerms:
+    """``loo_terms`` of :class:`ScaleQuadrature` remembered per node: called at nodes it has seen, it returns the
+    rows it computed then (the fine grid's pointwise terms, whose sums are its log density, serve
+    :meth:`ScaleQuadrature.loo` without evaluating them again).
+
+    Parameters
+    ----------
+    terms : callable
+        ``x (G,) -> (G, J)``.
+    """
+
+    def __init__(self, terms: Callable):
+        self.terms, self._rows = terms, {}
+
+    def __call__(self, x) -> np.ndarray:
+        keys = np.asarray(x, dtype=float).ravel().tolist()
+        new = [k for k in dict.fromkeys(keys) if k not in self._rows]
+        if new:
+            self._rows.update(zip(new, np.asarray(self.terms(np.asarray(new)), dtype=float)))
+        return np.stack([self._rows[k] for k in keys]) if keys else np.asarray(self.terms(np.asarray(x, float)))
 
 
 def half_normal_log_density(x, sigma):
@@ -301,5 +328,5 @@ def gaussian_log_marginal(y, mean, cov, noise_var, sampling_base, *, loo=False):
     return (f, terms) if loo else f
 
 
-__all__ = ["ScaleQuadrature", "NODES", "DROP", "half_normal_log_density", "diagonal_log_marginal",
+__all__ = ["ScaleQuadrature", "NodeTerms", "NODES", "DROP", "half_normal_log_density", "diagonal_log_marginal",
            "gaussian_log_marginal", "laplace_normal_laplace_logp"]

@@ -31,7 +31,7 @@ from scipy import integrate, stats
 
 import fdp_ppl as fp
 from fdp_ppl.inference import GPPrior, ICLPPrior, InferenceMethodWarning, InferenceWarning, build_model, infer
-from fdp_ppl.inference.conditional import laplace_population_draws
+from fdp_ppl.inference.conditional import laplace_population_draws, population_proposal
 from fdp_ppl.inference.quadrature import (DROP, ScaleQuadrature, gaussian_log_marginal,
                                           laplace_normal_laplace_logp)
 from fdp_ppl.noise.laws import Laplace
@@ -97,6 +97,20 @@ def test_laplace_prior_population_target_exact(y, c, g, b):
     eu = float(np.sum(u[:, None] * w) / np.sum(w))
     assert np.mean(U) == pytest.approx(eu, abs=5 * np.std(U) / np.sqrt(U.size) + 1e-3 * (b + c + g))
 
+
+
+@pytest.mark.parametrize("y, c, g, b", LNL_CASES)
+def test_laplace_prior_population_target_exact_with_any_proposal(y, c, g, b):
+    """Any proposal the caller picks (as infer does, from a few representative sampling scales) draws the same law:
+    each valid one that accepts at least 5% forced on every element passes the KS test against the target."""
+    v, cdf, _ = _lnl_target(y, c, g, b)
+    rates = population_proposal(y, b, c, g, log_rates=True)
+    for choice in [k for k in range(4) if rates[k] > np.log(0.05)]:
+        _, V = laplace_population_draws(np.full(5_000, y), b, c, g, np.random.default_rng(3 + choice), choice)
+        assert stats.kstest(V, lambda x: np.interp(x, v, cdf)).pvalue > 1e-4, choice
+    if c >= b:
+        with pytest.raises(ValueError, match="tilted"):
+            laplace_population_draws(np.full(3, y), b, c, g, np.random.default_rng(0), 3)
 
 # --------------------------------------------------------------------------- fp.infer's default
 @pytest.fixture(scope="module")

@@ -475,3 +475,15 @@ def test_every_registered_law_is_swept():
         required = [p for p in inspect.signature(cls).parameters.values()
                     if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         assert not required or name in EXAMPLES, f"add example parameters of {name!r} to EXAMPLES"
+
+
+def test_laplace_convolved_logp_in_blocks_equals_row_by_row():
+    """The Normal–Laplace density of a large array (evaluated in cache-sized blocks) equals its rows one at a time."""
+    from fdp_ppl.noise.laws.product import BLOCK
+
+    rng = np.random.default_rng(0)
+    rows, J = 3 * BLOCK // 500 + 7, 500
+    x, g, b = rng.normal(0, 2, (rows, J)), rng.uniform(1e-3, 2, (rows, J)), rng.uniform(0.1, 1, J)
+    whole = Laplace().convolved_logp(x, g, b)
+    assert whole.shape == (rows, J)
+    np.testing.assert_array_equal(whole, np.stack([Laplace().convolved_logp(x[i], g[i], b) for i in range(rows)]))
