@@ -361,7 +361,7 @@ def _reference_frame(frames: np.ndarray) -> np.ndarray:
     """The released subspace as one public frame (m, k): the top k eigenvectors of Σ_f V_fV_fᵀ (the released
     frame itself when F = 1, up to signs), each column's sign making its largest |entry| positive."""
     k = frames.shape[-1]
-    w, U = np.linalg.eigh(np.einsum("fik,fjk->ij", frames, frames))
+    _, U = np.linalg.eigh(np.einsum("fik,fjk->ij", frames, frames))
     R = U[:, ::-1][:, :k]
     idx = np.argmax(np.abs(R), axis=0)
     return R * np.sign(R[idx, np.arange(k)])

@@ -158,8 +158,7 @@ class SequentialBingham:
     @staticmethod
     def replicate(lik, A, rng, scans: int) -> np.ndarray:
         """One frame (m, k) of the sequential law, exactly (ACG rejection per step)."""
-        from ..fpca.samplers import sample_vector_bingham
-        from .stiefel import _complement
+        from ..fpca.samplers import _complement, sample_vector_bingham
 
         m, k = A.shape[0], lik.k
         V = np.zeros((m, 0))

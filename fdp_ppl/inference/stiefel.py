@@ -63,7 +63,8 @@ import math
 
 import numpy as np
 from ..errors import InputError
-from .bingham import SERIES_MAX_SPREAD, _check_square, _saddle, bingham_log_constant
+from ..fpca.samplers import _complement
+from .bingham import SERIES_MAX_SPREAD, _check_square, bingham_log_constant
 
 METHODS = ("auto", "nested", "complement", "monte-carlo", "uniform-monte-carlo")
 #: documented bound on the error of the ``"nested"`` approximation of log C on the mechanism's parameters (nats;
@@ -128,15 +129,6 @@ def _log_mean_exp(logw: np.ndarray) -> tuple[float, float]:
     w = np.exp(logw - top)
     mean = float(w.mean())
     return top + math.log(mean), float(w.std(ddof=1) / math.sqrt(w.size) / mean)
-
-
-def _complement(V: np.ndarray) -> np.ndarray:
-    """Orthonormal basis (m, m − j) of the orthogonal complement of the j orthonormal columns of V."""
-    m, j = V.shape
-    if j == 0:
-        return np.eye(m)
-    q, _ = np.linalg.qr(V, mode="complete")
-    return q[:, j:]
 
 
 # ---------------------------------------------------------------------------- public functions

@@ -253,7 +253,7 @@ def k2_posterior():
 
 def test_k2_release_is_inferred_end_to_end(k2_posterior):
     """A k = 2 release goes through fp.infer: the documented groups, dims (component of length k) and attrs."""
-    tree, post = k2_posterior
+    _, post = k2_posterior
     assert S.is_inference(post)
     for g in (S.POSTERIOR, S.OBSERVED_DATA, S.CONSTANT_DATA, S.LOG_LIKELIHOOD, "sample_stats"):
         assert g in post.children
