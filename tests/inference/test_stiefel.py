@@ -121,7 +121,7 @@ def test_sequential_law_density_integrates_to_one():
     m, k = 4, 2
     A = _sym(rng, m, 1.0)
     w = np.array([0.6, 0.4])
-    V = np.linalg.qr(rng.normal(size=(4_000, m, k)))[0]
+    V = np.linalg.qr(rng.normal(size=(1_500, m, k)))[0]
     dens = np.exp(np.einsum("bik,k,ij,bjk->b", V, w, A, V)
                   - np.array([St.sequential_log_constant(v, A, w, "series") for v in V]))
     assert abs(dens.mean() - 1.0) < 4 * dens.std(ddof=1) / np.sqrt(dens.size)
