@@ -23,12 +23,20 @@ Three parts:
 Cost: seconds per fit (compiled model reused: the first fit compiles), and the ratio to a fresh
 ``pm.sample`` on the same hand-written model (what a user calling PyMC directly pays).
 
+``--k 2`` (or more) calibrates the k > 1 path instead: part 1 checks log ₁F₁(k/2; m/2; A) by the nested
+approximation (and the exact complement identity where k = m − 1) against importance-sampling Monte Carlo on
+mechanism parameters; part 2 is SBC with the released frames drawn by ``--scans`` Gibbs scans (the Gibbs
+release) and the summaries of ``sbc_summary_names(k)`` (the top-k share of tr S, tr S, λ₁, the top-k span's
+alignment with the first k basis functions, the frames' log-likelihood, λ_k); no scale check or cost part.
+Output ``results/bench_sbc_fpca_k2[_quick].json``.
+
 Output: a table on stdout and ``results/bench_sbc_fpca.json`` (``bench_sbc_fpca_quick.json`` with ``--quick``).
 
 Usage::
 
     python benchmarks/bench_sbc_fpca.py            # 200 replicates, 2 x 200 draws each (~15 min on 2 cores)
     python benchmarks/bench_sbc_fpca.py --quick    # 30 replicates, smaller fits (~2 min)
+    python benchmarks/bench_sbc_fpca.py --k 2 --quick   # k = 2, m = 3: 30 replicates (~5 min on a loaded machine)
 """
 
 from __future__ import annotations
@@ -73,6 +81,73 @@ def constant_accuracy(rng, max_spread: float) -> list[dict]:
     return rows
 
 
+def stiefel_accuracy(rng, k: int, draws: int) -> list[dict]:
+    """log 1F1(k/2; m/2; A) on mechanism parameters: nested (and complement where exact) vs MACG Monte Carlo."""
+    import numpy as np
+
+    from fdp_ppl.inference.components import ComponentsPrior
+    from fdp_ppl.inference.stiefel import stiefel_log_constant
+
+    rows = []
+    for m, n in [(k + 1, 100), (k + 2, 30), (k + 2, 100), (k + 3, 100), (k + 4, 200)]:
+        Si = np.diag(np.arange(1, m + 1.0) ** 3)
+        for _ in range(3):
+            A = 0.5 * (n * ComponentsPrior().draw(m, 1, rng)[0] - Si)
+            mc, se = stiefel_log_constant(A, k, "monte-carlo", draws=draws, random_seed=int(rng.integers(2**31)))
+            row = {"m": m, "k": k, "n": n, "spread": float(np.ptp(np.linalg.eigvalsh(A))), "monte_carlo": mc,
+                   "monte_carlo_se": se, "nested": stiefel_log_constant(A, k, "nested")}
+            if k >= m - 1:
+                row["complement"] = stiefel_log_constant(A, k, "complement")
+            rows.append(row)
+    return rows
+
+
+def main_k(a, rng) -> int:
+    """The k > 1 calibration (module docstring)."""
+    import numpy as np
+
+    import fdp_ppl as fp
+    from _common import write_results
+    from fdp_ppl.fpca import FPCASpec
+    from fdp_ppl.inference.components_sbc import rank_uniformity, sbc_ranks
+
+    reps = a.replicates or (30 if a.quick else 100)
+    draws, tune, chains, thin = (100, 200, 1, 5) if a.quick else (160, 400, 2, 4)
+    bins = a.bins or (4 if a.quick else 8)
+    print(f"1. log 1F1({a.k}/2; m/2; A): nested approximation (and exact complement, k = m - 1) vs Monte Carlo")
+    rows = stiefel_accuracy(rng, a.k, 50_000 if a.quick else 200_000)
+    print(f"{'m':>3} {'n':>4} {'spread':>8} {'MC':>11} {'MC se':>7} {'nested-MC':>10} {'compl-MC':>9}")
+    for r in rows:
+        cm = f"{r['complement'] - r['monte_carlo']:9.4f}" if "complement" in r else " " * 9
+        print(f"{r['m']:3d} {r['n']:4d} {r['spread']:8.1f} {r['monte_carlo']:11.4f} {r['monte_carlo_se']:7.4f} "
+              f"{r['nested'] - r['monte_carlo']:10.4f} {cm}")
+    m = a.m if a.m > a.k else a.k + 1
+    spec = FPCASpec(grid=fp.Grid.uniform(40), m=m, k=a.k, epsilon=a.epsilon, tau=1.0)
+    print(f"\n2. SBC: m = {m}, k = {a.k}, n = {a.n}, epsilon = {a.epsilon}, {reps} replicates of {a.frames} frame(s) "
+          f"by {a.scans} Gibbs scans, {chains} x {draws} draws (tune {tune}), thin {thin}")
+    t0 = time.perf_counter()
+    res = sbc_ranks(spec, a.n, reps, frames=a.frames, draws=draws, tune=tune, chains=chains, thin=thin,
+                    random_seed=int(rng.integers(2**31)), scans=a.scans)
+    total = time.perf_counter() - t0
+    stat, pval = rank_uniformity(res["ranks"], res["L"], bins)
+    print(f"{'summary':>26} {'chi2':>8} {'df':>3} {'p-value':>8}   rank histogram ({bins} bins, L = {res['L']})")
+    edges = np.linspace(0, res["L"] + 1, bins + 1)
+    for j, name in enumerate(res["summaries"]):
+        hist = np.histogram(res["ranks"][:, j], edges)[0]
+        print(f"{name:>26} {stat[j]:8.2f} {bins - 1:3d} {pval[j]:8.4f}   {' '.join(f'{h:3d}' for h in hist)}")
+    secs = res["seconds"]
+    print(f"cost: {total:.1f} s in all; per fit median {np.median(secs):.2f} s, divergences "
+          f"{int(res['divergences'].sum())} in {reps} fits")
+    out = {"constant": rows, "settings": {"m": m, "k": a.k, "n": a.n, "epsilon": a.epsilon, "replicates": reps,
+                                          "frames": a.frames, "scans": a.scans, "draws": draws, "tune": tune,
+                                          "chains": chains, "thin": thin, "bins": bins},
+           "sbc": {"chi2": stat.tolist(), "p_value": pval.tolist(), "summaries": list(res["summaries"]),
+                   "L": res["L"], "ranks": res["ranks"].tolist(), "seconds": secs.tolist(),
+                   "divergences": int(res["divergences"].sum()), "total_seconds": total}}
+    write_results(f"bench_sbc_fpca_k{a.k}", out, quick=a.quick, out=a.out)
+    return 0
+
+
 def fresh_pymc_seconds(spec, n, draws, tune, chains, rng) -> float:
     """Seconds of one plain ``pm.sample`` on a freshly built model of the same posterior (compile included)."""
     import pymc as pm
@@ -111,6 +186,8 @@ def main(argv=None) -> int:
     ap.add_argument("--scale-frames", type=int, default=10,
                     help="released frames per replicate in the scale check (more frames: more power)")
     ap.add_argument("--no-scale-check", action="store_true")
+    ap.add_argument("--k", type=int, default=1, help="components per frame (k > 1: the matrix Bingham path)")
+    ap.add_argument("--scans", type=int, default=50, help="Gibbs scans per released frame (k > 1)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
 
@@ -122,6 +199,8 @@ def main(argv=None) -> int:
     from fdp_ppl.inference.components_sbc import SBC_SUMMARIES, rank_uniformity, sbc_ranks
 
     rng = np.random.default_rng(a.seed)
+    if a.k > 1:
+        return main_k(a, rng)
     reps = a.replicates or (30 if a.quick else 200)
     draws, tune, chains, thin = (100, 300, 1, 5) if a.quick else (200, 500, 2, 4)
     bins = a.bins or (4 if a.quick else 8)

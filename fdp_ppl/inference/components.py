@@ -16,9 +16,11 @@ base covariance. The normaliser is a hypergeometric function of matrix argument,
 or saddlepoint). This module samples the posterior of G given the released frames with PyMC;
 :mod:`fdp_ppl.inference.components_sbc` checks it by simulation-based calibration.
 
-k > 1 (a matrix Bingham on the Stiefel manifold, ₁F₁(k/2; m/2; A) of a matrix argument with k columns)
-and the GP-base form (a normaliser that is not a hypergeometric function) are refused with an
-:class:`~fdp_ppl.errors.InputError`.
+k > 1: a released m × k frame follows the matrix Bingham law ``etr(VᵀAV)/₁F₁(k/2; m/2; A)`` on the Stiefel
+manifold (Gibbs and NUTS releases, whose target it is), or the sequential (deflation) law of a release drawn
+column by column; the law is chosen from the release's attrs by :mod:`fdp_ppl.inference.frame_laws` and its
+normaliser computed by :mod:`fdp_ppl.inference.stiefel`. The GP-base form (a normaliser that is not a
+hypergeometric function) is refused with an :class:`~fdp_ppl.errors.InputError`.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from .. import dims
 from ..releasing import schema as S
 from ..errors import InputError
 from .comparison import RELEASE_ID, release_identity
-from .bingham import SERIES_MAX_SPREAD, bingham_log_constant, bingham_log_constant_op
+from .bingham import SERIES_MAX_SPREAD
 
 #: default cap on the prior's degrees of freedom d (:class:`ComponentsPrior`)
 DEFAULT_MAX_DOF = 6
@@ -123,22 +125,32 @@ def _resolve_prior(prior) -> ComponentsPrior:
 # ---------------------------------------------------------------------------- the release's likelihood
 @dataclass(frozen=True)
 class FrameLikelihood:
-    """The public likelihood of released k = 1 frames: ``p(v | G) = exp(vᵀAv)/C(A)``, ``A = s(G − Σ⁻¹)``.
+    """The public likelihood of released frames given S = G/n, by the release's frame law
+    (:mod:`fdp_ppl.inference.frame_laws`): for the matrix Bingham law ``p(V | G) = etr(VᵀAV)/₁F₁(k/2; m/2; A)``,
+    ``A = s(G − Σ⁻¹)`` (k = 1: ``exp(vᵀAv)/C(A)``).
 
     Attributes
     ----------
-    frames : ndarray, shape (F, m)
-        The released unit vectors (each frame one independent observation).
+    frames : ndarray, shape (F, m, k)
+        The released frames (each frame one independent observation).
     sigma_inv : ndarray, shape (m, m)
         Σ⁻¹, the public base precision.
     scale : float
         s = ε/(2Δ) (:attr:`fdp_ppl.fpca.FPCASpec.scale`, from the release's ε and Δ).
     n : int
         Public number of records (units): tr G ≤ n.
-    method : {"series", "saddlepoint"}
-        How log C is computed, fixed for the run from the public bound on the spread of A's eigenvalues,
-        ``s (n + λ_max(Σ⁻¹) − λ_min(Σ⁻¹))`` (the same bound as
-        :func:`fdp_ppl.fpca.samplers.bingham_log_density_floor`).
+    method : str
+        How the normaliser is computed, fixed for the run: k = 1 and the sequential law ``"series"`` or
+        ``"saddlepoint"`` (from the public bound on the spread of A's eigenvalues,
+        ``s (n + λ_max(Σ⁻¹) − λ_min(Σ⁻¹))``, the same bound as
+        :func:`fdp_ppl.fpca.samplers.bingham_log_density_floor`); the matrix law with k > 1 ``"complement"``
+        (exact, k ≥ m − 1) or ``"nested"`` (:mod:`fdp_ppl.inference.stiefel`).
+    law : str
+        Key of :data:`~fdp_ppl.inference.frame_laws.FRAME_LAWS`.
+    weights : ndarray, shape (k,)
+        Step shares ε_i/ε of the sequential law (ones for the matrix law).
+    vector_method : str
+        ``"series"`` or ``"saddlepoint"``: the vector Bingham constants inside the k > 1 normalisers.
     """
 
     frames: np.ndarray
@@ -146,30 +158,59 @@ class FrameLikelihood:
     scale: float
     n: int
     method: str
+    law: str = "matrix-bingham"
+    weights: np.ndarray | None = None
+    vector_method: str = "series"
+
+    @property
+    def k(self) -> int:
+        return int(self.frames.shape[-1])
+
+    @property
+    def frame_law(self):
+        from .frame_laws import FRAME_LAWS
+
+        return FRAME_LAWS[self.law]
 
     @classmethod
-    def build(cls, frames, sigma, scale, n, method="auto") -> "FrameLikelihood":
+    def build(cls, frames, sigma, scale, n, method="auto", law: str = "matrix-bingham",
+              weights=None) -> "FrameLikelihood":
+        from .frame_laws import FRAME_LAWS
+
         frames = np.asarray(frames, dtype=float)
         if frames.ndim == 1:
             frames = frames[None]
+        if frames.ndim == 2:
+            frames = frames[:, :, None]
         sigma = np.asarray(sigma, dtype=float)
         m = sigma.shape[0]
-        if frames.ndim != 2 or frames.shape[1] != m or not np.all(np.isfinite(frames)):
-            raise InputError(f"frames must have shape (F, {m}) and be finite, got {frames.shape}",
-                             "pass the released unit vectors in basis coordinates")
-        if not np.allclose(np.linalg.norm(frames, axis=1), 1.0, atol=1e-6):
-            raise InputError("released frames must be unit vectors", "pass the release's posterior 'frame'")
+        if frames.ndim != 3 or frames.shape[1] != m or not np.all(np.isfinite(frames)):
+            raise InputError(f"frames must have shape (F, {m}) or (F, {m}, k) and be finite, got {frames.shape}",
+                             "pass the released frames in basis coordinates")
+        k = frames.shape[2]
+        gram = np.einsum("fik,fil->fkl", frames, frames)
+        if not np.allclose(gram, np.eye(k), atol=1e-6):
+            raise InputError("released frames must have orthonormal columns (unit vectors for k = 1)",
+                             "pass the release's posterior 'frame'")
+        if law not in FRAME_LAWS:
+            raise InputError(f"unknown frame law {law!r}", f"choose one of {sorted(FRAME_LAWS)}")
         sigma_inv = np.linalg.inv(0.5 * (sigma + sigma.T))
         w = np.linalg.eigvalsh(sigma_inv)
         spread = float(scale) * (int(n) + w[-1] - w[0])
-        if method == "auto":
-            method = "series" if spread <= SERIES_MAX_SPREAD else "saddlepoint"
-        if method not in ("series", "saddlepoint"):
-            raise InputError(f"unknown log_constant {method!r}", "choose 'auto', 'series' or 'saddlepoint'")
-        if method == "series" and spread > SERIES_MAX_SPREAD:
+        vector = method if method in ("series", "saddlepoint") else "auto"
+        if vector == "auto":
+            vector = "series" if spread <= SERIES_MAX_SPREAD else "saddlepoint"
+        if method not in ("auto", "series", "saddlepoint", "nested", "complement") or (
+                k == 1 and method in ("nested", "complement")):
+            raise InputError(f"unknown log_constant {method!r}", "choose 'auto', 'series' or 'saddlepoint' "
+                                                                 "(and 'nested' or 'complement' for k > 1)")
+        if vector == "series" and spread > SERIES_MAX_SPREAD:
             raise InputError(f"the exact series serves spreads up to {SERIES_MAX_SPREAD:g}; this release allows "
                              f"{spread:.4g}", "pass log_constant='saddlepoint' (or 'auto')")
-        return cls(frames=frames, sigma_inv=sigma_inv, scale=float(scale), n=int(n), method=method)
+        flaw = FRAME_LAWS[law]
+        wts = np.ones(k) if weights is None else np.asarray(weights, dtype=float).reshape(k)
+        return cls(frames=frames, sigma_inv=sigma_inv, scale=float(scale), n=int(n),
+                   method=flaw.constant_method(m, k, vector, method), law=law, weights=wts, vector_method=vector)
 
     def parameter(self, second_moment) -> np.ndarray:
         """A = s(n S − Σ⁻¹) for S = G/n, shape (..., m, m)."""
@@ -177,12 +218,21 @@ class FrameLikelihood:
 
     def logp(self, second_moment) -> np.ndarray:
         """Log-likelihood of each frame, shape (..., F), for S of shape (..., m, m) (numpy)."""
-        S_ = np.asarray(second_moment, dtype=float)
-        A = self.parameter(S_)
-        flat = A.reshape(-1, *A.shape[-2:])
-        logc = np.array([bingham_log_constant(a, self.method) for a in flat]).reshape(A.shape[:-2])
-        quad = np.einsum("fi,...ij,fj->...f", self.frames, A, self.frames)
-        return quad - logc[..., None]
+        return self.frame_law.logp(self, self.parameter(second_moment))
+
+
+def _approximation_text(lik: FrameLikelihood) -> str:
+    """What the run's normaliser is (recorded in the result's attrs)."""
+    from .stiefel import NESTED_TOLERANCE
+
+    if lik.method == "nested":
+        return (f"approximate: nested product of exact vector Bingham constants for 1F1({lik.k}/2; m/2; A) "
+                f"(inference/stiefel.py; |error of log C| <= {NESTED_TOLERANCE:g} nats in the package's checks, "
+                "about 0.01 on the mechanism's parameters at m <= 6)")
+    if lik.method == "saddlepoint":
+        return "approximate: Kume & Wood (2005) saddlepoint of the vector Bingham constants (0.01-0.05 nats)"
+    return "exact" + (" (complement identity)" if lik.method == "complement" else "") + (
+        "" if lik.vector_method == "series" else ", vector constants by the Kume-Wood saddlepoint")
 
 
 def _likelihood_scale(attrs) -> float:
@@ -192,7 +242,7 @@ def _likelihood_scale(attrs) -> float:
 
 # ---------------------------------------------------------------------------- the model
 def components_model(likelihood: FrameLikelihood, prior: ComponentsPrior | None = None):
-    """PyMC model of S = G/n given released k = 1 frames.
+    """PyMC model of S = G/n given released frames (any k; the likelihood by the release's frame law).
 
     Free variables: ``trace`` r = tr S (Beta prior) and the Bartlett factors of W ~ Wishart(d, I): W = LLᵀ with
     L m × d lower-trapezoidal, ``bartlett_diag`` L_ii² ~ χ²_{d−i} (0-based i < min(m, d)) and ``bartlett_lower``
@@ -200,10 +250,12 @@ def components_model(likelihood: FrameLikelihood, prior: ComponentsPrior | None 
     the LQ factor of an m × d Gaussian matrix). ``S = r W / tr W``. Unlike W = YYᵀ with Gaussian Y, this has no
     rotational redundancy Y → YO, whose curved orbits made NUTS take ~100 leapfrog steps per draw once many
     frames concentrate the posterior (the scale of W stays a nuisance the likelihood does not see). The
-    potential ``release`` is ``Σ_f v_fᵀ A v_f − F log C(A)``, A = s(nS − Σ⁻¹), with log C and its gradient from
-    :func:`~fdp_ppl.inference.bingham.bingham_log_constant_op`. The release enters through ``pm.Data``
-    (``scatter`` = Σ_f v_f v_fᵀ, ``n_frames``, ``scale``, ``n``, ``sigma_inv``), so one compiled model serves many
-    releases of the same m (:func:`_set_release`).
+    potential ``release`` is the frame law's log-likelihood (:mod:`fdp_ppl.inference.frame_laws`), A = s(nS − Σ⁻¹):
+    for the matrix Bingham law ``Σ_f tr(V_fᵀAV_f) − F log C_k(A)`` with log C_k and its gradient from
+    :func:`~fdp_ppl.inference.stiefel.stiefel_log_constant_op` (k = 1:
+    :func:`~fdp_ppl.inference.bingham.bingham_log_constant_op`). The release enters through ``pm.Data`` (the law's
+    own, e.g. ``scatter`` = Σ_f V_fV_fᵀ and ``n_frames``, then ``scale``, ``n``, ``sigma_inv``), so one compiled
+    model serves many releases of the same m and k (:func:`_set_release`).
 
     Returns
     -------
@@ -215,10 +267,9 @@ def components_model(likelihood: FrameLikelihood, prior: ComponentsPrior | None 
     prior = prior or ComponentsPrior()
     m = likelihood.sigma_inv.shape[0]
     d = prior.degrees(m)
-    op = bingham_log_constant_op(likelihood.method)
+    law = likelihood.frame_law
     with pm.Model(coords={dims.BASIS: np.arange(m), "factor": np.arange(d)}) as model:
-        scatter = pm.Data("scatter", np.zeros((m, m)))
-        n_frames = pm.Data("n_frames", 1.0)
+        data = law.declare(m, likelihood.k)
         scale = pm.Data("scale", 1.0)
         n = pm.Data("n", 1.0)
         sigma_inv = pm.Data("sigma_inv", np.eye(m))
@@ -231,8 +282,7 @@ def components_model(likelihood: FrameLikelihood, prior: ComponentsPrior | None 
         T = pt.sum(L**2)
         Sm = r * pt.dot(L, L.T) / T
         A = scale * (n * Sm - sigma_inv)
-        logc, _ = op(A)
-        pm.Potential("release", pt.sum(A * scatter) - n_frames * logc)  # Σ_f v_fᵀAv_f = tr(A Σ_f v_f v_fᵀ)
+        pm.Potential("release", law.potential(A, data, likelihood))
     _set_release(model, likelihood)
     return model
 
@@ -240,8 +290,7 @@ def components_model(likelihood: FrameLikelihood, prior: ComponentsPrior | None 
 def _set_release(model, likelihood: FrameLikelihood) -> None:
     import pymc as pm
 
-    V = likelihood.frames
-    pm.set_data({"scatter": V.T @ V, "n_frames": float(V.shape[0]), "scale": likelihood.scale,
+    pm.set_data({**likelihood.frame_law.data(likelihood), "scale": likelihood.scale,
                  "n": float(likelihood.n), "sigma_inv": likelihood.sigma_inv}, model=model)
 
 
@@ -256,7 +305,8 @@ def _compiled(likelihood: FrameLikelihood, prior: ComponentsPrior, target_accept
     import pymc as pm
 
     m = likelihood.sigma_inv.shape[0]
-    key = (m, prior.degrees(m), prior.trace_alpha, prior.trace_beta, likelihood.method, float(target_accept), mode)
+    key = (m, likelihood.k, likelihood.law, prior.degrees(m), prior.trace_alpha, prior.trace_beta, likelihood.method,
+           likelihood.vector_method, float(target_accept), mode)
     if key not in _COMPILED:
         if len(_COMPILED) >= 8:
             _COMPILED.pop(next(iter(_COMPILED)))
@@ -302,24 +352,50 @@ def _second_moment(trace, diag, lower, m: int, d: int) -> np.ndarray:
 
 
 def _reference(frames: np.ndarray) -> np.ndarray:
-    """A public sign reference: the top eigenvector of Σ_f v_f v_fᵀ of the released frames (sign: largest |entry|
-    positive). Aligning to the release is post-processing of public data."""
-    w, U = np.linalg.eigh(frames.T @ frames)
-    u = U[:, -1]
-    return u * np.sign(u[np.argmax(np.abs(u))])
+    """A public sign reference: the top eigenvector of Σ_f v_f v_fᵀ of released k = 1 frames (F, m) (sign: largest
+    |entry| positive). Aligning to the release is post-processing of public data."""
+    return _reference_frame(np.asarray(frames)[:, :, None])[:, 0]
+
+
+def _reference_frame(frames: np.ndarray) -> np.ndarray:
+    """The released subspace as one public frame (m, k): the top k eigenvectors of Σ_f V_fV_fᵀ (the released
+    frame itself when F = 1, up to signs), each column's sign making its largest |entry| positive."""
+    k = frames.shape[-1]
+    _, U = np.linalg.eigh(np.einsum("fik,fjk->ij", frames, frames))
+    R = U[:, ::-1][:, :k]
+    idx = np.argmax(np.abs(R), axis=0)
+    return R * np.sign(R[idx, np.arange(k)])
 
 
 def summarise_second_moment(Sdraws, reference, basis_values) -> dict:
-    """Eigen-summaries of draws of S (..., m, m): descending ``eigenvalues`` (..., m), ``explained`` λ₁/tr S,
-    ``top`` eigenvector (..., m) with sign fixed by ``reference`` (uᵀref ≥ 0), ``function`` (..., K) on the grid."""
+    """Eigen-summaries of draws of S (..., m, m) against the released subspace ``reference`` ((m,) for k = 1 or
+    (m, k)).
+
+    Returns
+    -------
+    dict
+        ``eigenvalues`` (..., m) descending; ``explained`` the top-k share Σ_{j≤k} λ_j / tr S; ``ratios`` (..., k)
+        λ_j / tr S; ``vectors`` (..., m, k) the top k eigenvectors, each with its sign fixed by the reference's
+        column (u_jᵀref_j ≥ 0); ``functions`` (..., k, K) on the grid; ``top``/``function`` the first of them;
+        ``projection`` (..., m, m) the projector onto the top-k eigenspace; ``angles`` (..., k) the principal
+        angles between that eigenspace and the released subspace, in degrees, ascending.
+    """
+    R = np.asarray(reference, dtype=float)
+    R = R[:, None] if R.ndim == 1 else R
+    k = R.shape[1]
     w, U = np.linalg.eigh(Sdraws)
     w = w[..., ::-1]
-    u = U[..., :, -1]
-    sgn = np.where(u @ reference < 0, -1.0, 1.0)
-    u = u * sgn[..., None]
+    Uk = U[..., :, ::-1][..., :, :k]
+    sgn = np.where(np.einsum("...ik,ik->...k", Uk, R) < 0, -1.0, 1.0)
+    Uk = Uk * sgn[..., None, :]
     tr = np.sum(w, axis=-1)
-    return {"eigenvalues": w, "explained": w[..., 0] / np.where(tr > 0, tr, 1.0), "top": u,
-            "function": u @ np.asarray(basis_values).T}
+    safe = np.where(tr > 0, tr, 1.0)
+    cosines = np.linalg.svd(np.swapaxes(Uk, -1, -2) @ R, compute_uv=False)      # descending cosines
+    functions = np.einsum("tb,...bk->...kt", np.asarray(basis_values), Uk)
+    return {"eigenvalues": w, "explained": np.sum(w[..., :k], axis=-1) / safe, "ratios": w[..., :k] / safe[..., None],
+            "vectors": Uk, "functions": functions, "top": Uk[..., 0], "function": functions[..., 0, :],
+            "projection": Uk @ np.swapaxes(Uk, -1, -2),
+            "angles": np.degrees(np.arccos(np.clip(cosines, 0.0, 1.0)))}
 
 
 # ---------------------------------------------------------------------------- entry point
@@ -328,16 +404,15 @@ def _read_fpca(release):
         raise InputError("infer_components takes an epsilon-DP FPCA release (fdp-ppl fpca)",
                          "pass the file written by fdp-ppl fpca or fdp_ppl.release")
     at = dict(release.attrs)
-    k = int(at.get("k", 1))
-    if k != 1:
-        raise InputError(f"inference for FPCA releases serves k = 1 frames only (got k = {k}): the matrix Bingham "
-                         "normaliser for k > 1 is not implemented", "release with --k 1 (one component per frame)")
     if at.get("form", "bingham") != "bingham":
         raise InputError(f"inference for FPCA releases serves the bingham form only (got {at.get('form')!r})",
                          "release with --form bingham (the default)")
     post = release[S.POSTERIOR]
     fr = np.asarray(post[S.FRAME].values, dtype=float)  # (chain, draw, basis, component)
-    frames = fr[..., 0].reshape(-1, fr.shape[-2])
+    frames = fr.reshape(-1, fr.shape[-2], fr.shape[-1])
+    if frames.shape[-1] != int(at.get("k", frames.shape[-1])):
+        raise InputError(f"the release's frames have {frames.shape[-1]} columns but k = {at.get('k')}",
+                         "pass the release as written by fdp_ppl.release")
     const = release[S.CONSTANT_DATA]
     sigma = np.asarray(const[S.SIGMA].values, dtype=float)
     B = np.asarray(const[S.BASIS_FUNCTIONS].values, dtype=float)
@@ -347,70 +422,108 @@ def _read_fpca(release):
 
 def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tune: int = 1000, chains: int = 2,
                      target_accept: float = 0.9, random_seed=None, progressbar: bool = False,
-                     log_constant: str = "auto", posterior_predictive: bool = True) -> xr.DataTree:
-    """Posterior of the data's second-moment operator, its top eigenfunction and explained-variance ratio, given an
-    ε-DP FPCA release (Bingham form, k = 1).
+                     log_constant: str = "auto", posterior_predictive: bool | None = None,
+                     predictive_scans: int = 20) -> xr.DataTree:
+    """Posterior of the data's second-moment operator, its top-k eigenspace (projection matrix, principal angles
+    to the released frame, eigenfunctions) and explained variance, given an ε-DP FPCA release (Bingham form, any
+    k).
 
-    Every released frame (chain × draw of the release) is an independent observation with density
-    ``exp(vᵀAv)/C(A)``, ``A = s(G − Σ⁻¹)``, ``s = ε/(2Δ)`` (Awan et al. 2019, Sec. 5; spec ``expmech-fpca.md``
-    §2.2) w.r.t. the uniform law on the sphere; log C is exact (positive series) or the Kume–Wood saddlepoint
-    (:class:`FrameLikelihood`). The prior over G = n S is :class:`ComponentsPrior`. Sampled with PyMC NUTS.
-    The public fallback of the exact sampler (probability ≤ ``exp(fallback_bound_log)``, about 1e-40 or less)
-    is ignored.
+    Every released frame (chain × draw of the release) is an independent observation whose law the release's
+    ``frame_law``/``sampler`` attrs name (:func:`fdp_ppl.inference.frame_laws.frame_law`): the matrix Bingham law
+    ``etr(VᵀAV)/₁F₁(k/2; m/2; A)``, ``A = s(G − Σ⁻¹)``, ``s = ε/(2Δ)`` (Awan et al. 2019, Sec. 5; spec
+    ``expmech-fpca.md`` §2.2) w.r.t. the uniform law on frames for the exact, Gibbs and NUTS samplers (k = 1: log C
+    exact by the positive series, or the Kume–Wood saddlepoint; k ≥ m − 1 exact by the complement identity;
+    otherwise the nested approximation of :mod:`fdp_ppl.inference.stiefel`, within about 0.01–0.07 nats), or the
+    sequential (deflation) Bingham law with exact step normalisers. The prior over G = n S is
+    :class:`ComponentsPrior`. Sampled with PyMC NUTS. The public fallback of the exact sampler (probability ≤
+    ``exp(fallback_bound_log)``, about 1e-40 or less) is ignored, and so is the distance of an uncertified MCMC
+    release (k > 1 Gibbs or NUTS) from the law it targets (an :class:`InferenceWarning` says so).
 
     Parameters
     ----------
     release : xr.DataTree
-        Kind :data:`fdp_ppl.releasing.schema.FPCA_RELEASE`, form ``bingham``, k = 1. Only public content is read.
+        Kind :data:`fdp_ppl.releasing.schema.FPCA_RELEASE`, form ``bingham``. Only public content is read.
     prior : None, "default", dict or ComponentsPrior
     draws, tune, chains, target_accept
         NUTS settings (``pm.sample``).
     random_seed : int, sequence, Generator or None
         Seeds NUTS, its starting points and the replicated frames.
     progressbar : bool
-    log_constant : {"auto", "series", "saddlepoint"}
+    log_constant : {"auto", "series", "saddlepoint", "nested", "complement"}
         "auto": the exact series when the public bound on the spread of A's eigenvalues allows it
-        (:data:`~fdp_ppl.inference.bingham.SERIES_MAX_SPREAD`), else the saddlepoint; fixed for the run.
-    posterior_predictive : bool
-        Draw one replicated frame per posterior draw (exact Bingham sampler,
-        :func:`fdp_ppl.fpca.sample_vector_bingham`).
+        (:data:`~fdp_ppl.inference.bingham.SERIES_MAX_SPREAD`), else the saddlepoint, for the vector constants;
+        for the matrix law with k > 1 the complement identity where exact (k ≥ m − 1), else ``"nested"``. Fixed
+        for the run.
+    posterior_predictive : bool, optional
+        Draw one replicated frame per posterior draw: exact samplers for k = 1 and the sequential law
+        (:func:`fdp_ppl.fpca.sample_vector_bingham` per step), ``predictive_scans`` Gibbs scans for the matrix law
+        with k > 1 (about 0.1 s per frame at m = 4, k = 2). Default: True except for the matrix law with k > 1.
+    predictive_scans : int
+        Gibbs scans per replicated frame of the matrix law with k > 1.
 
     Returns
     -------
     xr.DataTree
-        Kind :data:`fdp_ppl.releasing.schema.INFERENCE`. ``posterior``: ``second_moment`` (chain, draw, basis, basis_aux)
-        = G/n, ``eigenvalues`` (chain, draw, eigen) descending, ``explained_variance_ratio`` (chain, draw),
-        ``top_eigenvector`` (chain, draw, basis) and ``top_eigenfunction`` (chain, draw, t) with the sign that
-        agrees with the released frames, ``trace`` (chain, draw) = tr(G)/n. ``posterior_predictive``: ``frame``
-        (chain, draw, basis, component) and ``components`` (chain, draw, component, t). ``observed_data``: the
-        released ``frame`` (release_draw, basis, component) and ``components``. ``constant_data``: basis
-        functions, quadrature weights, Σ, and the scalars ``scale`` (s) and ``n``. ``sample_stats`` from NUTS.
-        ``attrs``: the release's public attributes (``release_*``), the prior, ``log_constant`` and diagnostics.
+        Kind :data:`fdp_ppl.releasing.schema.INFERENCE`. ``posterior``: ``second_moment`` (chain, draw, basis,
+        basis_aux) = G/n; ``eigenvalues`` (chain, draw, eigen) descending; ``explained_variance_ratio`` (chain,
+        draw) the top-k share Σ_{j≤k} λ_j / tr G; ``component_variance_ratio`` (chain, draw, component) λ_j / tr G;
+        ``projection`` (chain, draw, basis, basis_aux) the projector onto the top-k eigenspace;
+        ``principal_angles`` (chain, draw, component) between that eigenspace and the released subspace (the top k
+        eigenvectors of Σ_f V_fV_fᵀ; the released frame when there is one), degrees, ascending;
+        ``eigenvectors`` (chain, draw, basis, component) and ``eigenfunctions`` (chain, draw, component, t), each
+        with the sign that agrees with the released subspace's column; ``top_eigenvector`` (chain, draw, basis)
+        and ``top_eigenfunction`` (chain, draw, t) the first of them; ``trace`` (chain, draw) = tr(G)/n.
+        ``posterior_predictive`` (when drawn): ``frame`` (chain, draw, basis, component) and ``components``
+        (chain, draw, component, t). ``log_likelihood``: ``released`` (chain, draw, release_draw), one term per
+        released frame. ``observed_data``: the released ``frame`` (release_draw, basis, component) and
+        ``components``. ``constant_data``: basis functions, quadrature weights, Σ, and the scalars ``scale`` (s)
+        and ``n``. ``sample_stats`` from NUTS. ``attrs``: the release's public attributes (``release_*``), the
+        prior, ``frame_law``, ``log_constant`` (and ``log_constant_vector``), ``log_constant_approximation``, and
+        diagnostics.
 
     Warns
     -----
     InferenceWarning
-        R-hat above 1.01, ESS below 100 per chain, or divergences (on rotation-invariant summaries).
+        R-hat above 1.01, ESS below 100 per chain, or divergences (on rotation-invariant summaries); a release by
+        uncertified MCMC.
 
     Raises
     ------
     InputError
-        Not an FPCA release, k > 1, the gp-base form, or a bad prior.
+        Not an FPCA release, the gp-base form, a sampler no frame law serves, or a bad prior.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> import fdp_ppl as fp
+    >>> from fdp_ppl.fpca import FPCAFit, FPCASpec
+    >>> spec = FPCASpec(grid=fp.Grid.uniform(30), m=3, k=2, epsilon=1.0, tau=1.0)
+    >>> fit = FPCAFit(spec=spec, gram=40 * np.diag([0.5, 0.3, 0.1]), n=40)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     rel = fp.release(fit, fp.ExponentialMechanism(sampler="gibbs", iterations=20), random_seed=0, study=True)
+    ...     post = infer_components(rel, draws=50, tune=100, chains=1, random_seed=1)
+    >>> post["posterior"]["principal_angles"].dims, post.attrs["log_constant"]
+    (('chain', 'draw', 'component'), 'complement')
     """
     import pymc as pm
 
     from ..settings import MAX_RHAT, MIN_ESS_PER_CHAIN, compile_mode
     from .diagnostics import InferenceWarning, diagnostics
+    from .frame_laws import frame_law
 
     at, frames, sigma, B, t = _read_fpca(release)
     prior = _resolve_prior(prior)
-    lik = FrameLikelihood.build(frames, sigma, _likelihood_scale(at), int(at["n"]), log_constant)
+    law = frame_law(at)
+    k = frames.shape[-1]
+    lik = FrameLikelihood.build(frames, sigma, _likelihood_scale(at), int(at["n"]), log_constant, law=law.name,
+                                weights=law.weights(at, k))
     m = sigma.shape[0]
     rng = np.random.default_rng(random_seed)
     mode = compile_mode()
     model, step = _compiled(lik, prior, target_accept, mode)
     d = prior.degrees(m)
-    di, (ri, _) = _bartlett_indices(m, d)
     inits = initial_values(m, d, chains, rng)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*(BLAS|divergen|rhat|effective sample).*")
@@ -422,40 +535,51 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
     tr_ = np.asarray(post_raw["trace"].values)
     Sd = _second_moment(tr_, np.asarray(post_raw["bartlett_diag"].values),
                         np.asarray(post_raw["bartlett_lower"].values), m, d)
-    ref = _reference(frames)
+    ref = _reference_frame(frames)
     summ = summarise_second_moment(Sd, ref, B)
     cd = {dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws)}
     tcoord = {dims.T: t}
+    comp = {dims.COMPONENT: np.arange(k)}
+    cdims = (dims.CHAIN, dims.DRAW)
     post = xr.Dataset(
-        {"second_moment": ((dims.CHAIN, dims.DRAW, dims.BASIS, dims.BASIS_AUX), Sd),
-         "eigenvalues": ((dims.CHAIN, dims.DRAW, EIGEN), summ["eigenvalues"]),
-         "explained_variance_ratio": ((dims.CHAIN, dims.DRAW), summ["explained"]),
-         "top_eigenvector": ((dims.CHAIN, dims.DRAW, dims.BASIS), summ["top"]),
-         "top_eigenfunction": ((dims.CHAIN, dims.DRAW, dims.T), summ["function"]),
-         "trace": ((dims.CHAIN, dims.DRAW), tr_)},
-        coords={**cd, dims.BASIS: np.arange(m), dims.BASIS_AUX: np.arange(m), EIGEN: np.arange(m), **tcoord})
+        {"second_moment": (cdims + (dims.BASIS, dims.BASIS_AUX), Sd),
+         "eigenvalues": (cdims + (EIGEN,), summ["eigenvalues"]),
+         "explained_variance_ratio": (cdims, summ["explained"]),
+         "component_variance_ratio": (cdims + (dims.COMPONENT,), summ["ratios"]),
+         "projection": (cdims + (dims.BASIS, dims.BASIS_AUX), summ["projection"]),
+         "principal_angles": (cdims + (dims.COMPONENT,), summ["angles"]),
+         "eigenvectors": (cdims + (dims.BASIS, dims.COMPONENT), summ["vectors"]),
+         "eigenfunctions": (cdims + (dims.COMPONENT, dims.T), summ["functions"]),
+         "top_eigenvector": (cdims + (dims.BASIS,), summ["top"]),
+         "top_eigenfunction": (cdims + (dims.T,), summ["function"]),
+         "trace": (cdims, tr_)},
+        coords={**cd, dims.BASIS: np.arange(m), dims.BASIS_AUX: np.arange(m), EIGEN: np.arange(m), **comp, **tcoord})
     post["second_moment"].attrs["description"] = "G/n: uncentred second moment of the clipped, tau-scaled records"
     post["top_eigenfunction"].attrs["description"] = ("top eigenfunction of G on the release's grid, sign agreeing "
                                                       "with the released frames")
-    post["explained_variance_ratio"].attrs["description"] = "lambda_1(G) / tr(G)"
+    post["explained_variance_ratio"].attrs["description"] = "sum of the top k eigenvalues of G / tr(G)"
+    post["component_variance_ratio"].attrs["description"] = "lambda_j(G) / tr(G), j = 1..k"
+    post["projection"].attrs["description"] = "projector onto the top-k eigenspace of G (basis coordinates)"
+    post["principal_angles"].attrs.update(description="principal angles between the top-k eigenspace of G and the "
+                                                      "released subspace, ascending", units="degree")
     groups = {S.POSTERIOR: post}
-    obs_comp = frames @ B.T
+    obs_comp = np.einsum("tb,fbk->fkt", B, frames)
     groups[S.OBSERVED_DATA] = xr.Dataset(
-        {S.FRAME: ((RELEASE_DRAW, dims.BASIS, dims.COMPONENT), frames[:, :, None]),
-         S.COMPONENTS: ((RELEASE_DRAW, dims.COMPONENT, dims.T), obs_comp[:, None, :])},
-        coords={RELEASE_DRAW: np.arange(frames.shape[0]), dims.BASIS: np.arange(m), dims.COMPONENT: [0], **tcoord})
+        {S.FRAME: ((RELEASE_DRAW, dims.BASIS, dims.COMPONENT), frames),
+         S.COMPONENTS: ((RELEASE_DRAW, dims.COMPONENT, dims.T), obs_comp)},
+        coords={RELEASE_DRAW: np.arange(frames.shape[0]), dims.BASIS: np.arange(m), **comp, **tcoord})
+    if posterior_predictive is None:
+        posterior_predictive = k == 1 or law.name != "matrix-bingham"
     if posterior_predictive:
-        from ..fpca.samplers import sample_vector_bingham
-
         A = lik.parameter(Sd).reshape(-1, m, m)
-        rep = np.stack([sample_vector_bingham(a, 1, rng)[0] for a in A]).reshape(chains, draws, m)
+        rep = np.stack([law.replicate(lik, a, rng, int(predictive_scans)) for a in A]).reshape(chains, draws, m, k)
         groups["posterior_predictive"] = xr.Dataset(
-            {S.FRAME: ((dims.CHAIN, dims.DRAW, dims.BASIS, dims.COMPONENT), rep[..., None]),
-             S.COMPONENTS: ((dims.CHAIN, dims.DRAW, dims.COMPONENT, dims.T), (rep @ B.T)[:, :, None, :])},
-            coords={**cd, dims.BASIS: np.arange(m), dims.COMPONENT: [0], **tcoord})
+            {S.FRAME: (cdims + (dims.BASIS, dims.COMPONENT), rep),
+             S.COMPONENTS: (cdims + (dims.COMPONENT, dims.T), np.einsum("tb,cdbk->cdkt", B, rep))},
+            coords={**cd, dims.BASIS: np.arange(m), **comp, **tcoord})
     # one term per released frame (each an independent observation): PSIS-LOO over frames (comparison.py)
     groups[S.LOG_LIKELIHOOD] = xr.Dataset(
-        {S.RELEASED: ((dims.CHAIN, dims.DRAW, RELEASE_DRAW), lik.logp(Sd))},
+        {S.RELEASED: (cdims + (RELEASE_DRAW,), lik.logp(Sd))},
         coords={**cd, RELEASE_DRAW: np.arange(frames.shape[0])})
     const = release[S.CONSTANT_DATA].to_dataset()
     const = const.assign(scale=lik.scale, n=lik.n)
@@ -470,10 +594,10 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
     attrs.update(prior.describe(m))
     attrs.update({"target": "second moment operator G/n (uncentred) of the clipped, tau-scaled records",
                   "inference": "NUTS", "inference_model": "components", "inference_sampler": "pymc",
-                  "log_constant": lik.method, "release_frames": int(frames.shape[0]),
-                  "inference_description": "k = 1 Bingham likelihood exp(v'Av)/C(A), A = s(G - Sigma^-1), "
-                                           f"s = {lik.scale:g}, log C by the {lik.method} "
-                                           "(Kume & Wood 2005 for the saddlepoint)",
+                  "log_constant": lik.method, "log_constant_vector": lik.vector_method,
+                  "frame_law": law.name, "release_frames": int(frames.shape[0]),
+                  "log_constant_approximation": _approximation_text(lik),
+                  "inference_description": law.describe(lik),
                   "privacy_cost": "none (post-processing of a release)",
                   RELEASE_ID: release_identity(release, None), "loo_method": "psis",
                   "log_likelihood": "log p(frame_f | second moment), per released frame"})
