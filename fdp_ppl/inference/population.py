@@ -216,37 +216,19 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     import pymc as pm
     import pytensor.tensor as pt
 
-    from ..releasing.registry import SUMMARIES
-    from .infer import _shrinkage
     from .plan import _is_gaussian
 
+    if isinstance(release, (list, tuple)):
+        from .population_joint import observe_joint
+
+        return observe_joint(release, mean=mean, covariance=covariance, name=name, draw=draw)
     model = _model(None)
-    if not isinstance(name, str) or not name or "::" in name:
-        raise InputError(f"name must be a non-empty string without '::', got {name!r}", "e.g. name='mean_release'")
-    taken = {name, f"{name}_basis"} & (set(model.named_vars) | set(model.coords))
-    if taken:
-        raise InputError(f"the model already has {sorted(taken)}", "give each observed release its own name=")
-    view = S.read_release(release)
-    law = view.law
-    if not law.product:
-        raise InputError(f"fp.observe needs a noise law with independent coefficients; the release has {law.name!r}",
-                         "observe a release of the ICLP, FRL, Bernstein or Gaussian mechanism")
-    spec_cls = SUMMARIES.get(view.metadata.summary)
-    if spec_cls is None or not spec_cls.linear:
-        raise InputError(f"fp.observe needs a summary linear in the clipped mean; the release's is "
-                         f"{view.metadata.summary!r}", "observe an FRL, ICLP-QR, RKHS, sample-mean or Bernstein release")
-    y = view.released(draw)
-    if view.n_draws > 1:
-        warnings.warn(f"the release holds {view.n_draws} draws; fp.observe uses draw {draw} only (each draw is a "
-                      "separate publication)", UserWarning, stacklevel=2)
+    _check_name(model, name, (name, f"{name}_basis"))
+    part = _mean_release(release, draw)
+    view, law, y, SA, offset, n, b = (part[k] for k in ("view", "law", "y", "design", "offset", "n", "scale"))
     K, J = view.t.size, y.size
     mu = _as_tensor(mean, (K,), "mean")
     cov = _as_tensor(covariance, (K, K), "covariance")
-    shrink = _shrinkage(view)
-    SA = shrink[:, None] * view.grid_to_coefficients()
-    offset = np.zeros(K) if view.public_offset is None else np.asarray(view.public_offset, dtype=float)
-    n = int(view.metadata.n)
-    b = np.asarray(view.noise_scale, dtype=float)
     dim = f"{name}_basis"
     model.add_coord(dim, np.arange(J))
     coef_mean = pt.dot(SA, mu - offset)
@@ -261,16 +243,49 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     noise = ("exact convolution with the Normal noise (covariance + diag s^2)" if mixing is None else
              f"{law.name} noise as its normal scale mixture (latent scales {mixing}, sampled with the population "
              "parameters)")
-    attrs = {"release_id": release_identity(release, draw), "release_draw": int(draw),
+    attrs = {"release_id": part["release_id"], "release_draw": int(draw),
              "likelihood": f"N(S A (mu - offset), S A K A^T S / n) for the clipped sample mean; {noise}",
-             "approximation": APPROXIMATION.replace("<name>", name), "n": n, "tau": float(view.metadata.tau),
+             "approximation": APPROXIMATION.replace("<name>", name), "n": n, "tau": part["tau"],
              "noise_law": law.name, "summary": view.metadata.summary, "n_components": J}
     obs = PopulationObservation(name=name, release_id=attrs["release_id"], released=y, design=SA, offset=offset, n=n,
-                                law=law, scale=b, tau=float(view.metadata.tau),
-                                tau_norm=str(view.metadata.extra.get("tau_norm", "l2")), weights=view.weights,
+                                law=law, scale=b, tau=part["tau"], tau_norm=part["tau_norm"], weights=view.weights,
                                 t=view.t_original, mean=mu, covariance=cov, mixing=mixing, attrs=attrs)
     model._fdp_population = [*getattr(model, "_fdp_population", []), obs]
     return obs
+
+
+def _check_name(model, name, names) -> None:
+    if not isinstance(name, str) or not name or "::" in name:
+        raise InputError(f"name must be a non-empty string without '::', got {name!r}", "e.g. name='mean_release'")
+    taken = set(names) & (set(model.named_vars) | set(model.coords))
+    if taken:
+        raise InputError(f"the model already has {sorted(taken)}", "give each observed release its own name=")
+
+
+def _mean_release(release, draw: int) -> dict:
+    """The public content of a mean-curve release that :func:`observe` uses (refusing what it does not model)."""
+    from ..releasing.registry import SUMMARIES
+    from .infer import _shrinkage
+
+    view = S.read_release(release)
+    law = view.law
+    if not law.product:
+        raise InputError(f"fp.observe needs a noise law with independent coefficients; the release has {law.name!r}",
+                         "observe a release of the ICLP, FRL, Bernstein or Gaussian mechanism")
+    spec_cls = SUMMARIES.get(view.metadata.summary)
+    if spec_cls is None or not spec_cls.linear:
+        raise InputError(f"fp.observe needs a summary linear in the clipped mean; the release's is "
+                         f"{view.metadata.summary!r}", "observe an FRL, ICLP-QR, RKHS, sample-mean or Bernstein release")
+    y = view.released(draw)
+    if view.n_draws > 1:
+        warnings.warn(f"the release holds {view.n_draws} draws; fp.observe uses draw {draw} only (each draw is a "
+                      "separate publication)", UserWarning, stacklevel=3)
+    K = view.t.size
+    offset = np.zeros(K) if view.public_offset is None else np.asarray(view.public_offset, dtype=float)
+    return {"view": view, "law": law, "y": y, "design": _shrinkage(view)[:, None] * view.grid_to_coefficients(),
+            "offset": offset, "n": int(view.metadata.n), "scale": np.asarray(view.noise_scale, dtype=float),
+            "tau": float(view.metadata.tau), "tau_norm": str(view.metadata.extra.get("tau_norm", "l2")),
+            "release_id": release_identity(release, draw)}
 
 
 def _mixing_name() -> str:
@@ -374,24 +389,33 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
     InputError
         A model without :func:`observe`, or a trace without its free variables.
     """
+    from . import population_joint as J
+
     model = _model(model)
     observations = getattr(model, "_fdp_population", [])
-    if not observations:
+    joints = getattr(model, "_fdp_population_joint", [])
+    if not observations and not joints:
         raise InputError("the model observes no release", "call fp.observe(release, mean=..., covariance=...) in it")
     post = idata[S.POSTERIOR].to_dataset()
-    fn, names = _population_function(model, observations)
-    missing = [v for v in names if v not in post]
+    fn, names = _population_function(model, observations) if observations else (None, [])
+    jfn, jnames = J.joint_function(model, joints) if joints else (None, [])
+    missing = [v for v in dict.fromkeys(names + jnames) if v not in post]
     if missing:
         raise InputError(f"the trace has no draws of {missing}", "pass what pm.sample returned for this model")
     n_chain, n_draw = post.sizes[dims.CHAIN], post.sizes[dims.DRAW]
     ns = n_chain * n_draw
-    flat = {v: post[v].transpose(dims.CHAIN, dims.DRAW, ...).values.reshape(ns, *post[v].shape[2:]) for v in names}
+    flat = {v: post[v].transpose(dims.CHAIN, dims.DRAW, ...).values.reshape(ns, *post[v].shape[2:])
+            for v in dict.fromkeys(names + jnames)}
     clip_at = set(np.unique(np.linspace(0, ns - 1, min(ns, CLIPPING_DRAWS)).astype(int)).tolist())
     loglik = {o.name: np.empty((ns, o.released.size)) for o in observations}
     outside = {o.name: [] for o in observations}
+    jdims = {}
+    for o in joints:
+        jdims.update(J.joint_groups(o)[2])
+        outside.update({f"{o.name}_{part}": [] for part in ("mean", "components")})
     with blas_threads():   # small dense algebra per draw: OpenBLAS's second thread only synchronises
         for i in range(ns):
-            values = fn(*[flat[v][i] for v in names])
+            values = fn(*[flat[v][i] for v in names]) if fn is not None else []
             for k, o in enumerate(observations):
                 m, C, centred, Kt = values[4 * k: 4 * k + 4]
                 mix = (1.0 if o.mixing is None else
@@ -403,13 +427,19 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
                 loglik[o.name][i] = o.law.convolved_logp((r / d)[None, :], g[None, :], o.scale[None, :])[0]
                 if i in clip_at and o.tau_norm != "sup":
                     outside[o.name].append(outside_tau(centred, Kt, o.weights, o.tau))
+            jvalues = jfn(*[flat[v][i] for v in jnames]) if jfn is not None else []
+            for k, o in enumerate(joints):
+                terms, share = J.joint_terms(o, jvalues[4 * k: 4 * k + 4], i in clip_at)
+                for var, value in terms.items():
+                    loglik.setdefault(var, np.empty((ns, value.size)))[i] = value
+                for part, value in share.items():
+                    outside[f"{o.name}_{part}"].append(value)
     groups = {key: node.to_dataset() for key, node in idata.children.items()}
-    ll = xr.Dataset({o.name: ((dims.CHAIN, dims.DRAW, o.dim), loglik[o.name].reshape(n_chain, n_draw, -1))
-                     for o in observations}, coords={dims.CHAIN: post[dims.CHAIN], dims.DRAW: post[dims.DRAW]})
+    ll_dims = {**{o.name: o.dim for o in observations}, **jdims}
+    ll = xr.Dataset({var: ((dims.CHAIN, dims.DRAW, ll_dims[var]), loglik[var].reshape(n_chain, n_draw, -1))
+                     for var in ll_dims}, coords={dims.CHAIN: post[dims.CHAIN], dims.DRAW: post[dims.DRAW]})
     groups[S.LOG_LIKELIHOOD] = ll
     observed = xr.Dataset({o.name: ((o.dim,), o.released) for o in observations})
-    groups[S.OBSERVED_DATA] = groups.get(S.OBSERVED_DATA, xr.Dataset()).drop_vars(
-        [o.name for o in observations], errors="ignore").merge(observed)
     constant = xr.Dataset()
     for o in observations:
         tdim = f"{o.name}_t"
@@ -417,29 +447,47 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
                                     f"{o.name}_design": ((o.dim, tdim), o.design),
                                     f"{o.name}_offset": ((tdim,), o.offset),
                                     f"{o.name}_quadrature_weights": ((tdim,), o.weights)}).assign_coords({tdim: o.t})
+    for o in joints:
+        jobs, jconst, _ = J.joint_groups(o)
+        observed, constant = observed.merge(jobs), constant.merge(jconst)
+    groups[S.OBSERVED_DATA] = groups.get(S.OBSERVED_DATA, xr.Dataset()).drop_vars(
+        list(observed.data_vars), errors="ignore").merge(observed)
     groups[S.CONSTANT_DATA] = groups.get(S.CONSTANT_DATA, xr.Dataset()).merge(constant)
     tree = xr.DataTree.from_dict(groups)
     attrs = dict(idata.attrs)
-    attrs[RELEASE_ID] = ",".join(o.release_id for o in observations)
+    attrs[RELEASE_ID] = ",".join([o.release_id for o in observations] + [r for o in joints
+                                                                         for r in o.release_ids.values()])
     attrs["inference"] = "population model (fdp_ppl.inference.population.observe)"
     attrs["privacy_cost"] = "none (post-processing of a release)"
-    attrs["log_likelihood"] = ("log p(y_j | y_-j, population parameters) per released coefficient (non-factorised "
-                               "leave-one-out terms, Buerkner, Gabry & Vehtari 2021); not summing to log p(y | .)")
+    if observations:
+        attrs["log_likelihood"] = ("log p(y_j | y_-j, population parameters) per released coefficient (non-factorised "
+                                   "leave-one-out terms, Buerkner, Gabry & Vehtari 2021); not summing to log p(y | .)")
     for o in observations:
         attrs.update({f"{o.name}_{k}": v for k, v in o.attrs.items()})
         if o.tau_norm == "sup":
             attrs[f"{o.name}_outside_tau"] = "not computed (sup-norm clipping)"
             continue
-        share = np.asarray(outside[o.name])
-        attrs[f"{o.name}_outside_tau"] = float(share.mean())
-        attrs[f"{o.name}_outside_tau_max"] = float(share.max())
-        if share.mean() > CLIPPING_TOLERANCE:
-            warnings.warn(f"clipping binds for {o.name!r}: the fitted population puts {share.mean():.1%} of curves "
-                          f"outside tau = {o.tau:g} (posterior mean, from the model; up to {share.max():.1%}), which "
-                          "fp.observe's likelihood ignores: the population posterior is biased (not handled)",
-                          PopulationClippingWarning, stacklevel=2)
+        _record_clipping(attrs, o.name, outside[o.name], o.tau)
+    for o in joints:
+        attrs.update({f"{o.name}_{k}": v for k, v in o.attrs.items()})
+        for part, tau in (("mean", o.mean_part["tau"]), ("components", o.components_tau)):
+            if outside[f"{o.name}_{part}"]:
+                _record_clipping(attrs, f"{o.name}_{part}", outside[f"{o.name}_{part}"], tau)
     tree.attrs = S.clean_attrs(attrs)
     return tree
+
+
+def _record_clipping(attrs: dict, key: str, shares, tau: float) -> None:
+    """Record the fitted population's share of curves beyond τ as ``<key>_outside_tau`` (posterior mean) and
+    ``<key>_outside_tau_max``; warn when it binds."""
+    share = np.asarray(shares)
+    attrs[f"{key}_outside_tau"] = float(share.mean())
+    attrs[f"{key}_outside_tau_max"] = float(share.max())
+    if share.mean() > CLIPPING_TOLERANCE:
+        warnings.warn(f"clipping binds for {key!r}: the fitted population puts {share.mean():.1%} of curves "
+                      f"outside tau = {tau:g} (posterior mean, from the model; up to {share.max():.1%}), which "
+                      "fp.observe's likelihood ignores: the population posterior is biased (not handled)",
+                      PopulationClippingWarning, stacklevel=3)
 
 
 __all__ = ["APPROXIMATION", "CLIPPING_DRAWS", "CLIPPING_SAMPLES", "CLIPPING_TOLERANCE", "PopulationClippingWarning",
