@@ -214,7 +214,7 @@ def observe_joint(releases, *, mean, covariance, name: str = "release", draw: in
     """
     import pymc as pm
     import pytensor.tensor as pt
-    from pytensor.tensor.slinalg import cholesky
+    from pytensor.tensor.linalg import cholesky
 
     from .bingham import bingham_log_constant_op
     from .population import _as_tensor, _check_name, _mean_release, _model
