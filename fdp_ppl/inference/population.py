@@ -26,6 +26,11 @@ The likelihood (stated in the result's attrs, ``<name>_likelihood``):
 
 n enters as a number: a release of n = 10⁵ curves costs the same as one of n = 100.
 
+Several releases of the same people (a mean release and a principal-components release of one data set):
+``observe([mean_tree, components_tree], ...)``, :mod:`fdp_ppl.inference.population_joint` (latent sample mean and
+scatter shared by both likelihoods; clipping likewise not modelled, its cost shown by
+``benchmarks/bench_sbc_population.py``).
+
 :func:`population_result` turns the sampled trace into the result: pointwise ``log_likelihood`` for ``az.compare``
 (the non-factorised leave-one-out terms ``log p(y_j | y_{-j}, population parameters)``; Bürkner, Gabry & Vehtari
 2021), ``observed_data``, ``constant_data`` and the identity of each release it conditions on (``release_id``,
@@ -151,11 +156,17 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     ``N(S A (μ − o), S A K Aᵀ S / n)``, composed with the release's public noise law). Call it inside
     ``with pm.Model():``; then sample as usual and pass the trace to :func:`population_result`.
 
+    Several releases of the same people: ``observe([mean_tree, components_tree], mean=..., covariance=...)`` observes
+    a mean release and an ε-DP FPCA release (Bingham, k = 1) of one data set together, their dependence through the
+    shared curves carried by latent sufficient statistics (the sample mean and the scatter about it;
+    :func:`fdp_ppl.inference.population_joint.observe_joint`, which returns a ``JointObservation``).
+
     Parameters
     ----------
-    release : xr.DataTree
+    release : xr.DataTree or list of two xr.DataTree
         A mean-curve release (:func:`fdp_ppl.release`) of a summary linear in the clipped mean (FRL, ICLP-QR, RKHS,
-        the sample mean, Bernstein) with a product noise law (Laplace or Normal). Only public content is read.
+        the sample mean, Bernstein) with a product noise law (Laplace or Normal); or a list of such a release and an
+        FPCA release of the same curves (joint observation). Only public content is read.
     mean : array_like or TensorVariable, shape (K,) or scalar
         The population mean of one curve on the release's grid ``t`` (K points, the curves' units; the public offset
         is subtracted here).
