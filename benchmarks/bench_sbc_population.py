@@ -52,7 +52,7 @@ def _matern32(d, amp, rho, xp):
     return amp**2 * (1 + r) * xp.exp(-r)
 
 
-import numpy as np  # noqa: E402  (after the sys.path lines: the checkout's fdp_ppl)
+import numpy as np
 
 
 def prior_draw(rng) -> dict:

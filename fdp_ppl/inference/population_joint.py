@@ -217,7 +217,7 @@ def observe_joint(releases, *, mean, covariance, name: str = "release", draw: in
     from pytensor.tensor.linalg import cholesky
 
     from .bingham import bingham_log_constant_op
-    from .population import _as_tensor, _check_name, _mean_release, _model
+    from .population_parts import _as_tensor, _check_name, _mean_release, _model
 
     model = _model(None)
     mean_tree, comp_tree = _split(releases)
@@ -310,7 +310,7 @@ def joint_function(model, joints):
 def joint_terms(o: JointObservation, values, with_clipping: bool) -> tuple[dict, dict]:
     """Pointwise log-likelihood of each release at one draw (``{variable: array}``) and, with ``with_clipping``,
     the fitted population's share of curves beyond each τ (``{"mean": share, "components": share}``)."""
-    from .population import outside_tau
+    from .population_parts import outside_tau
 
     xbar, G, mu, Kt = values
     part = o.mean_part
@@ -342,4 +342,4 @@ def joint_groups(o: JointObservation) -> tuple[xr.Dataset, xr.Dataset, dict]:
     return observed, constant, {o.variables["mean"]: d["mean"], o.variables["components"]: d["frame"]}
 
 
-__all__ = ["APPROXIMATION", "JointObservation", "MIN_DOF", "observe_joint"]
+__all__ = ["APPROXIMATION", "MIN_DOF", "JointObservation", "observe_joint"]

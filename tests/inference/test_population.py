@@ -321,8 +321,9 @@ def _joint_releases(n=60, tau=8.0, seed=0, epsilon=1.0):
 def test_wilson_hilferty_chi2_with_its_potential_is_exactly_chi2():
     """The latent scatter's Bartlett χ² variables: u ~ N(0, 1) mapped by Wilson–Hilferty, with the potential added,
     has exactly the χ²_ν density (change of variables), at small and large ν."""
-    from fdp_ppl.inference.population_joint import _chi2_by_wilson_hilferty
     import pytensor.tensor as pt
+
+    from fdp_ppl.inference.population_joint import _chi2_by_wilson_hilferty
 
     u = pt.dvector("u")
     for nu in (12.0, 99.0, 1e5):
@@ -351,7 +352,7 @@ def test_joint_coefficient_map_is_the_components_release_coefficients():
 def test_joint_observation_result_has_one_log_likelihood_per_release_conditional_on_the_latents():
     from fdp_ppl.inference.components import FrameLikelihood
 
-    X, spec, mean_tree, pca_tree = _joint_releases()
+    _, _, mean_tree, pca_tree = _joint_releases()
     mu, cov = _population()
     with pm.Model() as model:
         c = pm.Normal("c", 0.0, 1.0)
