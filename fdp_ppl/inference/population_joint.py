@@ -17,6 +17,9 @@ would count the sample mean twice (it is in both); here the sufficient statistic
   variables are written through the Wilson–Hilferty map ``T_ii² = ν(1 − 2/(9ν) + u √(2/(9ν)))³`` of a free
   ``u`` (``<name>::bartlett_diag_std``) with the exact χ² density and Jacobian added as a potential, so NUTS sees
   a near-standard-normal variable at any n (n = 10⁵ costs what n = 100 does);
+* where ``tr G > n`` (outside the released scatter's support: clipped rows have norm ≤ 1) ``G`` is scaled down to
+  ``tr G = n``, a crude stand-in for clipping that keeps the Bingham parameter's spread within the public bound by
+  which the log-constant method was chosen;
 * the mean release given ``X̄``: its noise law around ``S A (X̄ − o)`` (independent coefficients: ``pm.Normal`` or
   ``pm.Laplace``; no mixing variables needed once ``X̄`` is latent);
 * the components release given ``G``: each released frame ``v`` has density ``exp(vᵀ A v)/C(A)``,
@@ -57,7 +60,8 @@ JITTER = 1e-9
 MIN_DOF = 10
 APPROXIMATION = ("latent sufficient statistics of a Gaussian population: sample mean ~ N(mu, K/n) (the central limit "
                  "theorem for a non-Gaussian population), scatter about it ~ Wishart(n-1, B K B^T / tau_c^2) "
-                 "independent of it; clipping to tau (mean release), tau_c and the coefficient rows not modelled "
+                 "independent of it, scaled down to tr G <= n (the released scatter's support) where it exceeds it; "
+                 "clipping to tau (mean release), tau_c and the coefficient rows otherwise not modelled "
                  "(<name>_mean_outside_tau, <name>_components_outside_tau: the fitted population's share of curves "
                  "beyond each)")
 
@@ -266,7 +270,11 @@ def observe_joint(releases, *, mean, covariance, name: str = "release", draw: in
     T = pt.set_subtensor(T[lower_r, lower_c], z)
     LT = pt.dot(_chol(pt.dot(pt.dot(Bc, cov), Bc.T)), T)
     cbar = pt.dot(Bc, xbar)
-    G = n * pt.outer(cbar, cbar) + pt.dot(LT, LT.T)
+    G_raw = n * pt.outer(cbar, cbar) + pt.dot(LT, LT.T)
+    # the released scatter's support: clipped rows have norm <= 1, so tr G <= n; a latent scatter beyond it (the
+    # population puts curves outside tau_c, which is not modelled) is shrunk onto it, a crude stand-in for clipping
+    # that keeps A's spread within the public bound the log-constant method was chosen by
+    G = G_raw * pt.minimum(1.0, n / pt.maximum(pt.sum(pt.diagonal(G_raw)), 1e-300))
     law.pymc(var_mean, pt.dot(SA, xbar - offset), b, observed=y, dims=dims_["mean"])
     lik = comp["likelihood"]
     A = lik.scale * (G - lik.sigma_inv)
