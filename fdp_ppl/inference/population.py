@@ -26,6 +26,11 @@ The likelihood (stated in the result's attrs, ``<name>_likelihood``):
 
 n enters as a number: a release of n = 10⁵ curves costs the same as one of n = 100.
 
+Several releases of the same people (a mean release and a principal-components release of one data set):
+``observe([mean_tree, components_tree], ...)``, :mod:`fdp_ppl.inference.population_joint` (latent sample mean and
+scatter shared by both likelihoods; clipping likewise not modelled, its cost shown by
+``benchmarks/bench_sbc_population.py``).
+
 :func:`population_result` turns the sampled trace into the result: pointwise ``log_likelihood`` for ``az.compare``
 (the non-factorised leave-one-out terms ``log p(y_j | y_{-j}, population parameters)``; Bürkner, Gabry & Vehtari
 2021), ``observed_data``, ``constant_data`` and the identity of each release it conditions on (``release_id``,
@@ -46,14 +51,20 @@ from .. import dims
 from ..errors import InputError
 from ..releasing import schema as S
 from ..settings import blas_threads
-from .comparison import RELEASE_ID, gaussian_loo_terms, release_identity
+from .comparison import RELEASE_ID, gaussian_loo_terms
+from .population_parts import (
+    CLIPPING_SAMPLES,
+    _as_tensor,
+    _check_name,
+    _mean_release,
+    _model,
+    outside_tau,
+)
 
 #: share of the population's curves outside τ above which :func:`population_result` warns that clipping binds
 CLIPPING_TOLERANCE = 0.01
 #: posterior draws (evenly spaced) at which :func:`population_result` computes the share outside τ
 CLIPPING_DRAWS = 200
-#: public Monte Carlo draws of :func:`outside_tau` per population (standard error at most 0.008)
-CLIPPING_SAMPLES = 4000
 #: what the likelihood assumes, recorded as ``<name>_approximation``
 APPROXIMATION = ("sample mean of the n curves ~ N(S A (mu - offset), S A K A^T S / n): exact for a Gaussian "
                  "population without clipping, the central limit theorem otherwise; clipping to tau not modelled "
@@ -121,28 +132,6 @@ class PopulationObservation:
         return f"{self.name}_basis"
 
 
-def _model(model):
-    import pymc as pm
-
-    try:
-        return pm.modelcontext(model)
-    except TypeError as err:
-        raise InputError("fp.observe needs a PyMC model", "call it inside `with pm.Model():`") from err
-
-
-def _as_tensor(value, shape, what):
-    """``value`` as a float PyTensor variable of ``shape`` (checked where the static shape is known)."""
-    import pytensor.tensor as pt
-
-    x = pt.as_tensor_variable(value)
-    if x.ndim == 0 and len(shape) == 1:
-        x = pt.broadcast_to(x, shape)
-    if x.ndim != len(shape) or any(s is not None and s != want for s, want in zip(x.type.shape, shape)):
-        raise InputError(f"{what} must have shape {shape} on the release's grid, got {x.type.shape}",
-                         "build it on the release's grid t (release['posterior']['t'], or constant_data/t_unit)")
-    return pt.cast(x, "float64")
-
-
 def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", draw: int = 0) -> PopulationObservation:
     """Observe a mean-curve release in the current PyMC model, given a population model of the curves.
 
@@ -151,11 +140,17 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     ``N(S A (μ − o), S A K Aᵀ S / n)``, composed with the release's public noise law). Call it inside
     ``with pm.Model():``; then sample as usual and pass the trace to :func:`population_result`.
 
+    Several releases of the same people: ``observe([mean_tree, components_tree], mean=..., covariance=...)`` observes
+    a mean release and an ε-DP FPCA release (Bingham, k = 1) of one data set together, their dependence through the
+    shared curves carried by latent sufficient statistics (the sample mean and the scatter about it;
+    :func:`fdp_ppl.inference.population_joint.observe_joint`, which returns a ``JointObservation``).
+
     Parameters
     ----------
-    release : xr.DataTree
+    release : xr.DataTree or list of two xr.DataTree
         A mean-curve release (:func:`fdp_ppl.release`) of a summary linear in the clipped mean (FRL, ICLP-QR, RKHS,
-        the sample mean, Bernstein) with a product noise law (Laplace or Normal). Only public content is read.
+        the sample mean, Bernstein) with a product noise law (Laplace or Normal); or a list of such a release and an
+        FPCA release of the same curves (joint observation). Only public content is read.
     mean : array_like or TensorVariable, shape (K,) or scalar
         The population mean of one curve on the release's grid ``t`` (K points, the curves' units; the public offset
         is subtracted here).
@@ -216,37 +211,19 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     import pymc as pm
     import pytensor.tensor as pt
 
-    from ..releasing.registry import SUMMARIES
-    from .infer import _shrinkage
     from .plan import _is_gaussian
 
+    if isinstance(release, (list, tuple)):
+        from .population_joint import observe_joint
+
+        return observe_joint(release, mean=mean, covariance=covariance, name=name, draw=draw)
     model = _model(None)
-    if not isinstance(name, str) or not name or "::" in name:
-        raise InputError(f"name must be a non-empty string without '::', got {name!r}", "e.g. name='mean_release'")
-    taken = {name, f"{name}_basis"} & (set(model.named_vars) | set(model.coords))
-    if taken:
-        raise InputError(f"the model already has {sorted(taken)}", "give each observed release its own name=")
-    view = S.read_release(release)
-    law = view.law
-    if not law.product:
-        raise InputError(f"fp.observe needs a noise law with independent coefficients; the release has {law.name!r}",
-                         "observe a release of the ICLP, FRL, Bernstein or Gaussian mechanism")
-    spec_cls = SUMMARIES.get(view.metadata.summary)
-    if spec_cls is None or not spec_cls.linear:
-        raise InputError(f"fp.observe needs a summary linear in the clipped mean; the release's is "
-                         f"{view.metadata.summary!r}", "observe an FRL, ICLP-QR, RKHS, sample-mean or Bernstein release")
-    y = view.released(draw)
-    if view.n_draws > 1:
-        warnings.warn(f"the release holds {view.n_draws} draws; fp.observe uses draw {draw} only (each draw is a "
-                      "separate publication)", UserWarning, stacklevel=2)
+    _check_name(model, name, (name, f"{name}_basis"))
+    part = _mean_release(release, draw)
+    view, law, y, SA, offset, n, b = (part[k] for k in ("view", "law", "y", "design", "offset", "n", "scale"))
     K, J = view.t.size, y.size
     mu = _as_tensor(mean, (K,), "mean")
     cov = _as_tensor(covariance, (K, K), "covariance")
-    shrink = _shrinkage(view)
-    SA = shrink[:, None] * view.grid_to_coefficients()
-    offset = np.zeros(K) if view.public_offset is None else np.asarray(view.public_offset, dtype=float)
-    n = int(view.metadata.n)
-    b = np.asarray(view.noise_scale, dtype=float)
     dim = f"{name}_basis"
     model.add_coord(dim, np.arange(J))
     coef_mean = pt.dot(SA, mu - offset)
@@ -261,13 +238,12 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     noise = ("exact convolution with the Normal noise (covariance + diag s^2)" if mixing is None else
              f"{law.name} noise as its normal scale mixture (latent scales {mixing}, sampled with the population "
              "parameters)")
-    attrs = {"release_id": release_identity(release, draw), "release_draw": int(draw),
+    attrs = {"release_id": part["release_id"], "release_draw": int(draw),
              "likelihood": f"N(S A (mu - offset), S A K A^T S / n) for the clipped sample mean; {noise}",
-             "approximation": APPROXIMATION.replace("<name>", name), "n": n, "tau": float(view.metadata.tau),
+             "approximation": APPROXIMATION.replace("<name>", name), "n": n, "tau": part["tau"],
              "noise_law": law.name, "summary": view.metadata.summary, "n_components": J}
     obs = PopulationObservation(name=name, release_id=attrs["release_id"], released=y, design=SA, offset=offset, n=n,
-                                law=law, scale=b, tau=float(view.metadata.tau),
-                                tau_norm=str(view.metadata.extra.get("tau_norm", "l2")), weights=view.weights,
+                                law=law, scale=b, tau=part["tau"], tau_norm=part["tau_norm"], weights=view.weights,
                                 t=view.t_original, mean=mu, covariance=cov, mixing=mixing, attrs=attrs)
     model._fdp_population = [*getattr(model, "_fdp_population", []), obs]
     return obs
@@ -277,48 +253,6 @@ def _mixing_name() -> str:
     from ..noise.laws import MIXING_VARIABLE
 
     return MIXING_VARIABLE
-
-
-def outside_tau(mean, covariance, weights, tau: float, *, samples: int = CLIPPING_SAMPLES, random_seed=0) -> float:
-    """``P(‖X‖_w > τ)`` for ``X ~ N(mean, covariance)`` on a grid with quadrature weights ``w``: the share of a
-    Gaussian population's curves that clipping to τ changes (the grid's L² norm, ``‖x‖²_w = Σ_k w_k x_k²``).
-
-    ``‖X‖²_w = Σ_r λ_r (z_r + δ_r)²`` with ``λ_r`` the eigenvalues of ``W^{½} K W^{½}`` and ``z_r`` independent
-    standard normals (a weighted sum of non-central χ²₁), estimated from ``samples`` draws of ``z`` with a fixed
-    public seed (a property of the model, never of data; standard error at most ``0.5/√samples``, 0.008 by default).
-
-    Parameters
-    ----------
-    mean : array_like (K,)
-        The population mean minus the release's public offset.
-    covariance : array_like (K, K)
-    weights : array_like (K,)
-    tau : float
-    samples : int
-    random_seed : int
-        Seed of the public Monte Carlo draws (the same draws for every call: smooth in the model's parameters).
-
-    Returns
-    -------
-    float
-        In [0, 1].
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from fdp_ppl.inference.population import outside_tau
-    >>> round(outside_tau(np.zeros(1), np.eye(1), np.ones(1), 1.96, samples=100_000), 2)  # |N(0, 1)| > 1.96
-    0.05
-    """
-    mean, cov, w = (np.asarray(a, dtype=float) for a in (mean, covariance, weights))
-    r = np.sqrt(w)
-    lam, U = np.linalg.eigh(0.5 * (cov + cov.T) * r[:, None] * r[None, :])
-    a = U.T @ (r * mean)
-    keep = lam > 1e-12 * max(float(lam.max()), 1e-300)
-    x = float(tau) ** 2 - float(np.sum(a[~keep] ** 2))   # directions without variance contribute their mean only
-    lam, a = lam[keep], a[keep]
-    z = np.random.default_rng(random_seed).standard_normal((int(samples), lam.size))
-    return float(np.mean(((z + a / np.sqrt(lam)) ** 2) @ lam > x))
 
 
 def _population_function(model, observations):
@@ -374,24 +308,33 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
     InputError
         A model without :func:`observe`, or a trace without its free variables.
     """
+    from . import population_joint as J
+
     model = _model(model)
     observations = getattr(model, "_fdp_population", [])
-    if not observations:
+    joints = getattr(model, "_fdp_population_joint", [])
+    if not observations and not joints:
         raise InputError("the model observes no release", "call fp.observe(release, mean=..., covariance=...) in it")
     post = idata[S.POSTERIOR].to_dataset()
-    fn, names = _population_function(model, observations)
-    missing = [v for v in names if v not in post]
+    fn, names = _population_function(model, observations) if observations else (None, [])
+    jfn, jnames = J.joint_function(model, joints) if joints else (None, [])
+    missing = [v for v in dict.fromkeys(names + jnames) if v not in post]
     if missing:
         raise InputError(f"the trace has no draws of {missing}", "pass what pm.sample returned for this model")
     n_chain, n_draw = post.sizes[dims.CHAIN], post.sizes[dims.DRAW]
     ns = n_chain * n_draw
-    flat = {v: post[v].transpose(dims.CHAIN, dims.DRAW, ...).values.reshape(ns, *post[v].shape[2:]) for v in names}
+    flat = {v: post[v].transpose(dims.CHAIN, dims.DRAW, ...).values.reshape(ns, *post[v].shape[2:])
+            for v in dict.fromkeys(names + jnames)}
     clip_at = set(np.unique(np.linspace(0, ns - 1, min(ns, CLIPPING_DRAWS)).astype(int)).tolist())
     loglik = {o.name: np.empty((ns, o.released.size)) for o in observations}
     outside = {o.name: [] for o in observations}
+    jdims = {}
+    for o in joints:
+        jdims.update(J.joint_groups(o)[2])
+        outside.update({f"{o.name}_{part}": [] for part in ("mean", "components")})
     with blas_threads():   # small dense algebra per draw: OpenBLAS's second thread only synchronises
         for i in range(ns):
-            values = fn(*[flat[v][i] for v in names])
+            values = fn(*[flat[v][i] for v in names]) if fn is not None else []
             for k, o in enumerate(observations):
                 m, C, centred, Kt = values[4 * k: 4 * k + 4]
                 mix = (1.0 if o.mixing is None else
@@ -403,13 +346,19 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
                 loglik[o.name][i] = o.law.convolved_logp((r / d)[None, :], g[None, :], o.scale[None, :])[0]
                 if i in clip_at and o.tau_norm != "sup":
                     outside[o.name].append(outside_tau(centred, Kt, o.weights, o.tau))
+            jvalues = jfn(*[flat[v][i] for v in jnames]) if jfn is not None else []
+            for k, o in enumerate(joints):
+                terms, share = J.joint_terms(o, jvalues[4 * k: 4 * k + 4], i in clip_at)
+                for var, value in terms.items():
+                    loglik.setdefault(var, np.empty((ns, value.size)))[i] = value
+                for part, value in share.items():
+                    outside[f"{o.name}_{part}"].append(value)
     groups = {key: node.to_dataset() for key, node in idata.children.items()}
-    ll = xr.Dataset({o.name: ((dims.CHAIN, dims.DRAW, o.dim), loglik[o.name].reshape(n_chain, n_draw, -1))
-                     for o in observations}, coords={dims.CHAIN: post[dims.CHAIN], dims.DRAW: post[dims.DRAW]})
+    ll_dims = {**{o.name: o.dim for o in observations}, **jdims}
+    ll = xr.Dataset({var: ((dims.CHAIN, dims.DRAW, ll_dims[var]), loglik[var].reshape(n_chain, n_draw, -1))
+                     for var in ll_dims}, coords={dims.CHAIN: post[dims.CHAIN], dims.DRAW: post[dims.DRAW]})
     groups[S.LOG_LIKELIHOOD] = ll
     observed = xr.Dataset({o.name: ((o.dim,), o.released) for o in observations})
-    groups[S.OBSERVED_DATA] = groups.get(S.OBSERVED_DATA, xr.Dataset()).drop_vars(
-        [o.name for o in observations], errors="ignore").merge(observed)
     constant = xr.Dataset()
     for o in observations:
         tdim = f"{o.name}_t"
@@ -417,29 +366,47 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
                                     f"{o.name}_design": ((o.dim, tdim), o.design),
                                     f"{o.name}_offset": ((tdim,), o.offset),
                                     f"{o.name}_quadrature_weights": ((tdim,), o.weights)}).assign_coords({tdim: o.t})
+    for o in joints:
+        jobs, jconst, _ = J.joint_groups(o)
+        observed, constant = observed.merge(jobs), constant.merge(jconst)
+    groups[S.OBSERVED_DATA] = groups.get(S.OBSERVED_DATA, xr.Dataset()).drop_vars(
+        list(observed.data_vars), errors="ignore").merge(observed)
     groups[S.CONSTANT_DATA] = groups.get(S.CONSTANT_DATA, xr.Dataset()).merge(constant)
     tree = xr.DataTree.from_dict(groups)
     attrs = dict(idata.attrs)
-    attrs[RELEASE_ID] = ",".join(o.release_id for o in observations)
+    attrs[RELEASE_ID] = ",".join([o.release_id for o in observations] + [r for o in joints
+                                                                         for r in o.release_ids.values()])
     attrs["inference"] = "population model (fdp_ppl.inference.population.observe)"
     attrs["privacy_cost"] = "none (post-processing of a release)"
-    attrs["log_likelihood"] = ("log p(y_j | y_-j, population parameters) per released coefficient (non-factorised "
-                               "leave-one-out terms, Buerkner, Gabry & Vehtari 2021); not summing to log p(y | .)")
+    if observations:
+        attrs["log_likelihood"] = ("log p(y_j | y_-j, population parameters) per released coefficient (non-factorised "
+                                   "leave-one-out terms, Buerkner, Gabry & Vehtari 2021); not summing to log p(y | .)")
     for o in observations:
         attrs.update({f"{o.name}_{k}": v for k, v in o.attrs.items()})
         if o.tau_norm == "sup":
             attrs[f"{o.name}_outside_tau"] = "not computed (sup-norm clipping)"
             continue
-        share = np.asarray(outside[o.name])
-        attrs[f"{o.name}_outside_tau"] = float(share.mean())
-        attrs[f"{o.name}_outside_tau_max"] = float(share.max())
-        if share.mean() > CLIPPING_TOLERANCE:
-            warnings.warn(f"clipping binds for {o.name!r}: the fitted population puts {share.mean():.1%} of curves "
-                          f"outside tau = {o.tau:g} (posterior mean, from the model; up to {share.max():.1%}), which "
-                          "fp.observe's likelihood ignores: the population posterior is biased (not handled)",
-                          PopulationClippingWarning, stacklevel=2)
+        _record_clipping(attrs, o.name, outside[o.name], o.tau)
+    for o in joints:
+        attrs.update({f"{o.name}_{k}": v for k, v in o.attrs.items()})
+        for part, tau in (("mean", o.mean_part["tau"]), ("components", o.components_tau)):
+            if outside[f"{o.name}_{part}"]:
+                _record_clipping(attrs, f"{o.name}_{part}", outside[f"{o.name}_{part}"], tau)
     tree.attrs = S.clean_attrs(attrs)
     return tree
+
+
+def _record_clipping(attrs: dict, key: str, shares, tau: float) -> None:
+    """Record the fitted population's share of curves beyond τ as ``<key>_outside_tau`` (posterior mean) and
+    ``<key>_outside_tau_max``; warn when it binds."""
+    share = np.asarray(shares)
+    attrs[f"{key}_outside_tau"] = float(share.mean())
+    attrs[f"{key}_outside_tau_max"] = float(share.max())
+    if share.mean() > CLIPPING_TOLERANCE:
+        warnings.warn(f"clipping binds for {key!r}: the fitted population puts {share.mean():.1%} of curves "
+                      f"outside tau = {tau:g} (posterior mean, from the model; up to {share.max():.1%}), which "
+                      "fp.observe's likelihood ignores: the population posterior is biased (not handled)",
+                      PopulationClippingWarning, stacklevel=3)
 
 
 __all__ = ["APPROXIMATION", "CLIPPING_DRAWS", "CLIPPING_SAMPLES", "CLIPPING_TOLERANCE", "PopulationClippingWarning",

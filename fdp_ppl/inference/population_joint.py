@@ -1,0 +1,353 @@
+"""Several releases of the same people observed together: a mean release and a principal-components release of one
+data set in the user's PyMC population model, their dependence through the shared data carried by latent sufficient
+statistics.
+
+``fp.observe([mean_tree, components_tree], mean=μ, covariance=K, name="growth")`` (:func:`observe_joint`). The two
+releases are functions of the same n curves ``X_i`` (grid values, K points): the mean release of their clipped sample
+mean ``X̄`` projected on its basis (:func:`fdp_ppl.inference.population.observe`), the ε-DP FPCA release
+(:mod:`fdp_ppl.fpca`, Bingham form, k = 1) of their uncentred scatter ``G = Σ_i c_i c_iᵀ`` of coefficients
+``c_i = B_w X_i / τ_c`` (``B_w`` the public basis times the quadrature weights, m × K). Independent likelihoods
+would count the sample mean twice (it is in both); here the sufficient statistics are latent:
+
+* ``X̄ = μ + L ξ / √n``, ``ξ ~ N(0, I_K)`` (``<name>::sample_mean_std``; ``L L ᵀ = K``): the sample mean of n
+  curves of a Gaussian population, exactly; recorded as ``<name>::sample_mean``;
+* ``G = n c̄ c̄ᵀ + W`` with ``c̄ = B_w X̄ / τ_c`` and ``W = Σ_i (c_i − c̄)(c_i − c̄)ᵀ ~ Wishart_m(n − 1, B_w K B_wᵀ/τ_c²)``
+  independent of ``X̄`` (Cochran's theorem), drawn by its Bartlett decomposition ``W = L_c T Tᵀ L_cᵀ`` (T lower
+  triangular, ``T_ij ~ N(0, 1)`` below the diagonal (``<name>::bartlett_lower``), ``T_ii² ~ χ²_{n−1−i}``). The χ²
+  variables are written through the Wilson–Hilferty map ``T_ii² = ν(1 − 2/(9ν) + u √(2/(9ν)))³`` of a free
+  ``u`` (``<name>::bartlett_diag_std``) with the exact χ² density and Jacobian added as a potential, so NUTS sees
+  a near-standard-normal variable at any n (n = 10⁵ costs what n = 100 does);
+* where ``tr G > n`` (outside the released scatter's support: clipped rows have norm ≤ 1) ``G`` is scaled down to
+  ``tr G = n``, a crude stand-in for clipping that keeps the Bingham parameter's spread within the public bound by
+  which the log-constant method was chosen;
+* the mean release given ``X̄``: its noise law around ``S A (X̄ − o)`` (independent coefficients: ``pm.Normal`` or
+  ``pm.Laplace``; no mixing variables needed once ``X̄`` is latent);
+* the components release given ``G``: each released frame ``v`` has density ``exp(vᵀ A v)/C(A)``,
+  ``A = s (G − Σ⁻¹)``, ``s = ε/(2Δ)`` (:class:`~fdp_ppl.inference.components.FrameLikelihood`), the normaliser
+  ``C(A) = ₁F₁(½; m/2; A)`` and its gradient from :func:`~fdp_ppl.inference.bingham.bingham_log_constant_op`
+  (exact series while the public bound on A's spread allows, else Kume & Wood's saddlepoint; recorded as
+  ``<name>_components_log_constant``).
+
+What is approximate (recorded as ``<name>_approximation``): the population is taken Gaussian (the CLT otherwise, for
+``X̄``; ``W`` is Wishart only for Gaussian curves) and **clipping is not modelled** (to τ of the mean release, to
+τ_c of the components release, and the coefficient rows to norm ≤ 1): :func:`population_result` records from the
+fitted model the share of curves beyond each τ and warns (:class:`~fdp_ppl.inference.population.
+PopulationClippingWarning`) above :data:`~fdp_ppl.inference.population.CLIPPING_TOLERANCE`;
+``benchmarks/bench_sbc_population.py`` shows what this costs when 10–20 % of curves are clipped.
+
+``log_likelihood`` (one variable per release): ``<name>_mean`` per released coefficient ``log p(y_j | X̄)`` and
+``<name>_components`` per released frame ``log p(v_f | G)``, conditional on the latent sufficient statistics
+(conditionally independent given them), for ``az.loo`` / ``az.compare``.
+
+Costs no privacy: the releases are post-processed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import xarray as xr
+
+from ..errors import InputError
+from ..releasing import schema as S
+from .comparison import release_identity
+
+#: relative jitter added to the diagonal of K (and of the components' covariance) before its Cholesky factor
+JITTER = 1e-9
+#: smallest Wishart degrees of freedom n − m served (the Wilson–Hilferty map needs ν well above 1)
+MIN_DOF = 10
+APPROXIMATION = ("latent sufficient statistics of a Gaussian population: sample mean ~ N(mu, K/n) (the central limit "
+                 "theorem for a non-Gaussian population), scatter about it ~ Wishart(n-1, B K B^T / tau_c^2) "
+                 "independent of it, scaled down to tr G <= n (the released scatter's support) where it exceeds it; "
+                 "clipping to tau (mean release), tau_c and the coefficient rows otherwise not modelled "
+                 "(<name>_mean_outside_tau, <name>_components_outside_tau: the fitted population's share of curves "
+                 "beyond each)")
+
+
+@dataclass(frozen=True, eq=False)
+class JointObservation:
+    """A mean release and a components release of the same people, observed by :func:`observe_joint`.
+
+    Attributes
+    ----------
+    name : str
+    mean_part : dict
+        The mean release's public content (:func:`fdp_ppl.inference.population._mean_release`).
+    frames : ndarray (F, m)
+        The released unit vectors.
+    likelihood : FrameLikelihood
+        Their Bingham likelihood (scale s, Σ⁻¹, n, log-constant method).
+    coef_map : ndarray (m, K)
+        ``B_w / τ_c``: grid values → the components release's scaled coefficients.
+    components_tau : float
+    components_weights : ndarray (K,)
+    n : int
+    sample_mean, scatter, mean, covariance : TensorVariable
+        ``X̄`` (K,), ``G`` (m, m) and the population's μ, K.
+    release_ids : dict
+        ``{"mean": id, "components": id}``.
+    attrs : dict
+    """
+
+    name: str
+    mean_part: dict
+    frames: np.ndarray
+    likelihood: object
+    coef_map: np.ndarray
+    components_tau: float
+    components_weights: np.ndarray
+    n: int
+    t: np.ndarray
+    sample_mean: object
+    scatter: object
+    mean: object
+    covariance: object
+    release_ids: dict
+    attrs: dict = field(default_factory=dict)
+
+    @property
+    def variables(self) -> dict:
+        """``{"mean": <name>_mean, "components": <name>_components}``."""
+        return {"mean": f"{self.name}_mean", "components": f"{self.name}_components"}
+
+
+def _components_release(release, draw):
+    from .components import FrameLikelihood, _likelihood_scale, _read_fpca
+
+    at, frames, sigma, B, _ = _read_fpca(release)
+    if draw is not None and frames.shape[0] > 1:
+        frames = frames[[int(draw)]]
+    const = release[S.CONSTANT_DATA]
+    w = np.asarray(const["quadrature_weights"].values, dtype=float)
+    tau = float(at["tau"])
+    n = int(at["n"])
+    lik = FrameLikelihood.build(frames, sigma, _likelihood_scale(at), n)
+    return {"frames": lik.frames, "likelihood": lik, "coef_map": (w[:, None] * B).T / tau, "tau": tau, "weights": w,
+            "n": n, "release_id": release_identity(release, draw or 0), "epsilon": float(at["epsilon"])}
+
+
+def _split(releases):
+    mean_tree = comp_tree = None
+    for tree in releases:
+        if S.is_fpca_release(tree):
+            if comp_tree is not None:
+                raise InputError("fp.observe takes one components release per call", "observe one frame release")
+            comp_tree = tree
+        else:
+            if mean_tree is not None:
+                raise InputError("fp.observe takes one mean release per call (two mean releases of the same people "
+                                 "share one latent sample mean)", "pass one mean release and one components release")
+            mean_tree = tree
+    if mean_tree is None or comp_tree is None:
+        raise InputError("a joint observation needs a mean release and a principal-components release of the same "
+                         "people", "pass [mean_release, components_release], or one release on its own")
+    return mean_tree, comp_tree
+
+
+def _chi2_by_wilson_hilferty(u, nu):
+    """``c = ν(1 − 2/(9ν) + u h)³``, ``h = √(2/(9ν))``, and ``log χ²_ν(c) + log |dc/du| − log φ(u)`` (the potential
+    that makes c exactly χ²_ν when u carries a standard normal prior)."""
+    import pytensor.tensor as pt
+
+    h = np.sqrt(2.0 / (9.0 * nu))
+    base = pt.maximum(1.0 - 2.0 / (9.0 * nu) + u * h, 1e-12)
+    c = nu * base**3
+    log_chi2 = (nu / 2 - 1) * pt.log(c) - c / 2 - (nu / 2) * math.log(2.0) - np.array([math.lgamma(v / 2) for v in nu])
+    log_jac = np.log(3 * nu * h) + 2 * pt.log(base)
+    log_phi = -0.5 * u**2 - 0.5 * math.log(2 * math.pi)
+    return c, pt.sum(log_chi2 + log_jac - log_phi)
+
+
+def observe_joint(releases, *, mean, covariance, name: str = "release", draw: int = 0) -> JointObservation:
+    """Observe a mean release and a principal-components release of the same n people together (module docstring).
+
+    Called by :func:`fdp_ppl.observe` when it is given a list of releases:
+    ``fp.observe([mean_tree, components_tree], mean=mu, covariance=K, name="growth")``.
+
+    Parameters
+    ----------
+    releases : sequence of two xr.DataTree
+        A mean-curve release (as :func:`fdp_ppl.inference.population.observe` takes) and an ε-DP FPCA release
+        (Bingham form, k = 1) of the same data set: the same n and the same grid of K points.
+    mean : array_like or TensorVariable, shape (K,)
+        The population mean of one curve on the grid.
+    covariance : array_like or TensorVariable, shape (K, K)
+        The population covariance of one curve on the grid.
+    name : str
+        Prefix: observed variables ``<name>_mean`` (dim ``<name>_mean_basis``) and ``<name>_components`` (dim
+        ``<name>_components_frame``), latent variables in the sub-model ``<name>::``.
+    draw : int
+        Which released draw of the mean release (and frame of the components release) to condition on.
+
+    Returns
+    -------
+    JointObservation
+        Registered on the model for :func:`fdp_ppl.inference.population.population_result`.
+
+    Raises
+    ------
+    InputError
+        Not one mean and one components release, different n or grids, n − m below :data:`MIN_DOF`, or what
+        :func:`~fdp_ppl.inference.population.observe` and :func:`fdp_ppl.infer_components` refuse.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, warnings
+    >>> import fdp_ppl as fp
+    >>> from fdp_ppl.fpca import FPCASpec
+    >>> grid = fp.Grid.uniform(12)
+    >>> curves = np.sin(2 * np.pi * grid.t) + np.random.default_rng(0).normal(0, 0.3, (60, 12))
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), grid)
+    ...     mean_tree = fp.release(fp.frl_mean(curves, basis, tau=6.0, M=4), fp.FRL(epsilon=1.0), random_seed=1,
+    ...                            study=True)
+    ...     spec = FPCASpec(grid=grid, m=3, k=1, epsilon=1.0, tau=6.0)
+    ...     pca_tree = fp.release(spec.fit(curves), fp.ExponentialMechanism(), random_seed=2, study=True)
+    >>> d = np.abs(grid.t[:, None] - grid.t[None, :])
+    >>> with pm.Model() as model:
+    ...     amp = pm.HalfNormal("amp", 1.0)
+    ...     obs = fp.observe([mean_tree, pca_tree], mean=np.sin(2 * np.pi * grid.t),
+    ...                      covariance=amp**2 * np.exp(-d / 0.2), name="data")
+    >>> obs.variables
+    {'mean': 'data_mean', 'components': 'data_components'}
+    >>> sorted(v.name for v in model.free_RVs)
+    ['amp', 'data::bartlett_diag_std', 'data::bartlett_lower', 'data::sample_mean_std']
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+    from pytensor.tensor.linalg import cholesky
+
+    from .bingham import bingham_log_constant_op
+    from .population_parts import _as_tensor, _check_name, _mean_release, _model
+
+    model = _model(None)
+    mean_tree, comp_tree = _split(releases)
+    var_mean, var_comp = f"{name}_mean", f"{name}_components"
+    dims_ = {"t": f"{name}_t", "mean": f"{name}_mean_basis", "frame": f"{name}_components_frame",
+             "basis": f"{name}_components_basis"}
+    _check_name(model, name, (var_mean, var_comp, *dims_.values()))
+    part = _mean_release(mean_tree, draw)
+    comp = _components_release(comp_tree, draw)
+    view = part["view"]
+    K = view.t.size
+    if comp["coef_map"].shape[1] != K:
+        raise InputError(f"the mean release's grid has {K} points and the components release's "
+                         f"{comp['coef_map'].shape[1]}", "release both summaries of the same curves on the same grid")
+    n = part["n"]
+    if comp["n"] != n:
+        raise InputError(f"the releases count different people (n = {n} and {comp['n']})",
+                         "observe releases of the same data set together; others one by one")
+    m = comp["frames"].shape[1]
+    if n - m < MIN_DOF:
+        raise InputError(f"n − m = {n - m} is below {MIN_DOF}: the latent scatter's Wishart degrees of freedom are "
+                         "too few for its parametrisation", "observe the releases one by one")
+    mu = _as_tensor(mean, (K,), "mean")
+    cov = _as_tensor(covariance, (K, K), "covariance")
+    y, SA, offset, law, b = part["y"], part["design"], part["offset"], part["law"], part["scale"]
+    Bc = comp["coef_map"]
+    model.add_coord(dims_["t"], np.arange(K))
+    model.add_coord(dims_["mean"], np.arange(y.size))
+    model.add_coord(dims_["frame"], np.arange(comp["frames"].shape[0]))
+    model.add_coord(dims_["basis"], np.arange(m))
+    lower_r, lower_c = np.tril_indices(m, -1)
+    nu = (n - 1 - np.arange(m)).astype(float)
+
+    def _chol(C):
+        C = 0.5 * (C + C.T)
+        return cholesky(C + JITTER * (pt.mean(pt.diag(C)) + 1e-300) * pt.eye(C.shape[0]))
+
+    with pm.Model(name=name):
+        xi = pm.Normal("sample_mean_std", 0.0, 1.0, dims=dims_["t"])
+        xbar = pm.Deterministic("sample_mean", mu + pt.dot(_chol(cov), xi) / np.sqrt(n), dims=dims_["t"])
+        u = pm.Normal("bartlett_diag_std", 0.0, 1.0, dims=dims_["basis"])
+        z = pm.Normal("bartlett_lower", 0.0, 1.0, shape=lower_r.size)
+        c, correction = _chi2_by_wilson_hilferty(u, nu)
+        pm.Potential("bartlett_chi2", correction)
+    T = pt.set_subtensor(pt.zeros((m, m))[np.arange(m), np.arange(m)], pt.sqrt(c))
+    T = pt.set_subtensor(T[lower_r, lower_c], z)
+    LT = pt.dot(_chol(pt.dot(pt.dot(Bc, cov), Bc.T)), T)
+    cbar = pt.dot(Bc, xbar)
+    G_raw = n * pt.outer(cbar, cbar) + pt.dot(LT, LT.T)
+    # the released scatter's support: clipped rows have norm <= 1, so tr G <= n; a latent scatter beyond it (the
+    # population puts curves outside tau_c, which is not modelled) is shrunk onto it, a crude stand-in for clipping
+    # that keeps A's spread within the public bound the log-constant method was chosen by
+    G = G_raw * pt.minimum(1.0, n / pt.maximum(pt.sum(pt.diagonal(G_raw)), 1e-300))
+    law.pymc(var_mean, pt.dot(SA, xbar - offset), b, observed=y, dims=dims_["mean"])
+    lik = comp["likelihood"]
+    A = lik.scale * (G - lik.sigma_inv)
+    logc, _ = bingham_log_constant_op(lik.method)(A)
+    V = comp["frames"]
+    frame_terms = pt.sum(pt.dot(V, A) * V, axis=1) - logc
+    pm.Potential(var_comp, pt.sum(frame_terms))
+    method = ("exact series (Kume & Wood 2005 hypergeometric 1F1(1/2; m/2; A))" if lik.method == "series" else
+              "Kume & Wood (2005) second-order saddlepoint (log C within 0.013-0.045 of the series)")
+    ids = {"mean": part["release_id"], "components": comp["release_id"]}
+    attrs = {"release_id": ",".join(ids.values()), "mean_release_id": ids["mean"],
+             "components_release_id": ids["components"], "release_draw": int(draw), "n": n,
+             "likelihood": (f"joint: latent sample mean {name}::sample_mean ~ N(mu, K/n), latent scatter G = n cbar "
+                            f"cbar^T + Wishart(n-1, B K B^T/tau_c^2); {var_mean} | sample mean ~ {law.name} noise "
+                            f"around S A (sample mean - offset); {var_comp} | G ~ Bingham exp(v^T A v)/C(A), "
+                            "A = s(G - Sigma^-1)"),
+             "approximation": APPROXIMATION.replace("<name>", name), "components_log_constant": method,
+             "mean_tau": part["tau"], "components_tau": comp["tau"], "components_epsilon": comp["epsilon"],
+             "mean_noise_law": law.name, "mean_summary": view.metadata.summary, "components_m": m,
+             "log_likelihood": "conditional on the latent sufficient statistics: log p(y_j | sample mean) per "
+                               "coefficient, log p(v_f | G) per frame"}
+    obs = JointObservation(name=name, mean_part=part, frames=V, likelihood=lik, coef_map=Bc,
+                           components_tau=comp["tau"], components_weights=comp["weights"], n=n, t=view.t_original,
+                           sample_mean=xbar, scatter=G, mean=mu, covariance=cov, release_ids=ids, attrs=attrs)
+    model._fdp_population_joint = [*getattr(model, "_fdp_population_joint", []), obs]
+    return obs
+
+
+def joint_function(model, joints):
+    """Compiled: the model's free variables → per joint observation ``(X̄, G, μ, K)``."""
+    import pytensor
+
+    from ..settings import compile_mode
+
+    outputs = [x for o in joints for x in (o.sample_mean, o.scatter, o.mean, o.covariance)]
+    inputs = list(model.free_RVs)
+    fn = pytensor.function(inputs, outputs, on_unused_input="ignore", mode=compile_mode())
+    return fn, [v.name for v in inputs]
+
+
+def joint_terms(o: JointObservation, values, with_clipping: bool) -> tuple[dict, dict]:
+    """Pointwise log-likelihood of each release at one draw (``{variable: array}``) and, with ``with_clipping``,
+    the fitted population's share of curves beyond each τ (``{"mean": share, "components": share}``)."""
+    from .population_parts import outside_tau
+
+    xbar, G, mu, Kt = values
+    part = o.mean_part
+    resid = part["y"] - part["design"] @ (xbar - part["offset"])
+    ll = {o.variables["mean"]: part["law"].logp(resid[None, :], np.zeros((1, resid.size)), part["scale"],
+                                                pointwise=True)[0],
+          o.variables["components"]: o.likelihood.logp(G / o.n)}
+    share = {}
+    if with_clipping:
+        if part["tau_norm"] != "sup":
+            share["mean"] = outside_tau(mu - part["offset"], Kt, part["view"].weights, part["tau"])
+        share["components"] = outside_tau(mu, Kt, o.components_weights, o.components_tau)
+    return ll, share
+
+
+def joint_groups(o: JointObservation) -> tuple[xr.Dataset, xr.Dataset, dict]:
+    """``observed_data``, ``constant_data`` and the log-likelihood dims of one joint observation."""
+    part = o.mean_part
+    d = {"mean": f"{o.name}_mean_basis", "frame": f"{o.name}_components_frame",
+         "basis": f"{o.name}_components_basis", "t": f"{o.name}_t"}
+    observed = xr.Dataset({o.variables["mean"]: ((d["mean"],), part["y"]),
+                           o.variables["components"]: ((d["frame"], d["basis"]), o.frames)})
+    constant = xr.Dataset({f"{o.name}_mean_noise_scale": ((d["mean"],), part["scale"]),
+                           f"{o.name}_mean_design": ((d["mean"], d["t"]), part["design"]),
+                           f"{o.name}_mean_offset": ((d["t"],), part["offset"]),
+                           f"{o.name}_components_coefficient_map": ((d["basis"], d["t"]), o.coef_map),
+                           f"{o.name}_components_sigma_inv": ((d["basis"], f"{d['basis']}2"), o.likelihood.sigma_inv),
+                           f"{o.name}_components_scale": o.likelihood.scale}).assign_coords({d["t"]: o.t})
+    return observed, constant, {o.variables["mean"]: d["mean"], o.variables["components"]: d["frame"]}
+
+
+__all__ = ["APPROXIMATION", "MIN_DOF", "JointObservation", "observe_joint"]
