@@ -177,7 +177,7 @@ def add_release_args(r, *, data_required: bool = True) -> None:
     s.add_argument("--n-lower", type=int, default=None, metavar="N",
                    help="with --neighbouring add-remove: a public lower bound N >= 2 on the number of records "
                         "(persons with --privacy-unit --combine mean); the sensitivity is that of 2 tau/(N + 1) and "
-                        "psi, M default from N")
+                        "psi, M default from N; at most 1,000,000,000,000")
 
 
 def _check_args(a):

@@ -124,7 +124,10 @@ def _components_release(release, draw):
     tau = float(at["tau"])
     n = int(at["n"])
     lik = FrameLikelihood.build(frames, sigma, _likelihood_scale(at), n)
-    return {"frames": lik.frames, "likelihood": lik, "coef_map": (w[:, None] * B).T / tau, "tau": tau, "weights": w,
+    if lik.k != 1:
+        raise InputError(f"a joint observation takes a k = 1 components release (this one has k = {lik.k})",
+                         "release the first principal component (k = 1) for fp.observe([mean, components], ...)")
+    return {"frames": lik.frames[:, :, 0], "likelihood": lik, "coef_map": (w[:, None] * B).T / tau, "tau": tau, "weights": w,
             "n": n, "release_id": release_identity(release, draw or 0), "epsilon": float(at["epsilon"])}
 
 

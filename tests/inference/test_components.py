@@ -294,6 +294,7 @@ def test_k2_posterior_recovers_the_top_subspace(k2_posterior):
     assert lo < (w[-1] + w[-2]) / w.sum() < hi
 
 
+@pytest.mark.slow  # 75 s: the real sequential release below covers the default path
 def test_sequential_law_release_is_inferred(k2_posterior):
     """A release whose attrs name the sequential (deflation) law: frames drawn step by step (the law's own exact
     sampler), the exact sequential likelihood, replicated frames by default."""
@@ -332,7 +333,7 @@ def test_a_real_sequential_release_is_inferred_with_its_own_law():
         tree = fp.release(FPCAFit(spec=spec, gram=200 * _known_operator(3), n=200),
                           fp.ExponentialMechanism(sampler="sequential", split=[0.6, 0.4]), draws=6, random_seed=3,
                           study=True)
-        post = fp.infer(tree, draws=40, tune=80, chains=1, random_seed=5)
+        post = fp.infer(tree, draws=20, tune=40, chains=1, random_seed=5)
     assert tree.attrs["sampler"] == "sequential"
     assert post.attrs["frame_law"] == "sequential-bingham"
     frames = np.asarray(tree[S.POSTERIOR][S.FRAME].values).reshape(-1, 3, 2)
