@@ -24,7 +24,7 @@ offers:
   parameters A = s(nS − Σ⁻¹) (Fourier Σ_ii = i⁻³, S from the default prior, n = 30–500, ε = 1) at m = 3–6,
   k = 2 (Monte Carlo standard errors 0.002–0.008), ±0.03 at m = 8 and within the noise (0.03–0.06) at k = 3,
   m = 6–10; up to 0.07 at small spreads with unequal gaps (a = (3, 1, 0, −1) or (2, 1, ½, 0): 0.07, 0.07;
-  (3, 1, 0): 0.04), and 0.33 at k = 3, m = 6 with all |a_i| below about 1.5 (the nested construction is not
+  (3, 1, 0): 0.04), and 0.33 at k = 3, m = 6 with all ``|a_i|`` below about 1.5 (the nested construction is not
   exact at first order in A: it suits the spread-out spectra of the mechanism, s(n + range Σ⁻¹) in the tens,
   not a small ε·n with a flat Σ)
   (:data:`NESTED_TOLERANCE`; tests/inference/test_stiefel.py, benchmarks/bench_sbc_fpca.py). Its gradient is the
