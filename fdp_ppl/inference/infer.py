@@ -598,6 +598,34 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
     InputError
         An option the release's family does not take (table above; the default value passed explicitly
         included), naming the options it takes, before the release is read further.
+
+    See Also
+    --------
+    fdp_ppl.plan : what a release will be, before any data is read.
+    fdp_ppl.observe : a release as an observed node of the user's own population model.
+    fdp_ppl.inference.compare : leave-one-out comparison of posteriors of one release.
+
+    Examples
+    --------
+    A seeded study release of 50 curves on 20 points, then exact draws of the summary under an ICLP prior whose
+    hyperparameters are all fixed (no MCMC):
+
+    >>> import warnings
+    >>> import numpy as np
+    >>> import fdp_ppl as fp
+    >>> grid = fp.Grid.uniform(20)
+    >>> basis = fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), grid)
+    >>> curves = np.sin(2 * np.pi * grid.t) + np.random.default_rng(0).normal(0, 0.1, (50, 20))
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", fp.SeededReleaseWarning)
+    ...     tree = fp.release(fp.iclp_qr_mean(curves, basis, tau=3.0), fp.ICLP(epsilon=1.0),
+    ...                       random_seed=1, study=True)
+    >>> prior = fp.inference.ICLPPrior(amplitude=1.0, smoothness=2.0)
+    >>> post = fp.infer(tree, prior, target="summary", draws=200, random_seed=0, progressbar=False)
+    >>> post.attrs["inference"], post["posterior"]["curve"].dims, post["posterior"]["curve"].shape
+    ('exact', ('chain', 'draw', 't'), (2, 200, 20))
+    >>> sorted(post.children)[:4]
+    ['constant_data', 'log_likelihood', 'loo', 'observed_data']
     """
     if provenance:  # the result of the same call, with the caller's public descriptions recorded on it
         return _recorded(infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,

@@ -20,9 +20,7 @@ import fdp_ppl as fp
 
 #: names whose docstrings are being rewritten elsewhere (remove a name here once its Examples section is in); a name
 #: listed here before it reaches ``fp.__all__`` skips nothing
-BEING_REWRITTEN = {
-    "infer": "being rewritten",  # fdp_ppl/inference/infer.py (signature)
-}
+BEING_REWRITTEN: dict[str, str] = {}
 #: names that are not documented objects
 NOT_DOCUMENTED = {"__version__": "a version string"}
 NAMES = [name for name in fp.__all__ if name not in BEING_REWRITTEN and name not in NOT_DOCUMENTED]
