@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse  # noqa: F401  (the only import at module import time)
 
 NAME = "kde"
-#: :data:`fdp_ppl.kde.options.MECHANISMS`'s names (repeated so that ``--help`` imports nothing heavy;
-#: tests/cli/test_kde.py checks they agree)
-MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
+from .._names import KDE_MECHANISMS as MECHANISMS  # noqa: E402  (a standard-library leaf: --help stays light)
 #: default Bernstein lattice size per dimension (the package's defaults: bernstein_kde_spec, BernsteinKDESpec)
 BERNSTEIN_K = {1: 20, 2: 10}
 

@@ -69,6 +69,10 @@ class ReleaseEntry:
     public : tuple of str
         Names ``fp.<name>`` gives, each the hooks' folder's (:attr:`folder`) attribute of that name, imported on
         first use (the folder itself is always ``fp.<folder>``).
+    mechanism_names : str
+        Qualified name (``module.NAME``) of the family's mechanism names as ``fdp-ppl audit --mechanism`` and
+        ``fp.audit(family=...)`` spell them (a tuple, or a dict keyed by them), in a module that imports nothing
+        heavy: ``fdp-ppl audit --help`` lists them and the family's audit hook reads them.
     """
 
     family: str
@@ -88,6 +92,7 @@ class ReleaseEntry:
     audit: str = ""
     command: str = ""
     public: tuple[str, ...] = ()
+    mechanism_names: str = ""
 
     @property
     def folder(self) -> str:
@@ -104,6 +109,10 @@ class ReleaseEntry:
         """The object a qualified name of this entry names (``what``: ``"inference"`` or ``"audit"``), imported on
         first use (the stages above the families are named by string, so no import runs back up)."""
         return load(getattr(self, what))
+
+    def names(self) -> tuple[str, ...]:
+        """The family's mechanism names (:attr:`mechanism_names`, read on first use; empty if it names none)."""
+        return tuple(load(self.mechanism_names)) if self.mechanism_names else ()
 
     def check(self, mechanism, options: dict, *, plan: bool = False) -> None:
         """Refuse a mechanism or an option (given, not None) this family does not take, before any work.
@@ -140,6 +149,7 @@ _AUDITS = "fdp_ppl.auditing.targets"
 _MEAN_MECHANISM = "fdp_ppl.noise.mechanisms.base.Mechanism"
 _GAUSSIAN = "fdp_ppl.noise.mechanisms.gaussian.GaussianMechanism"
 _ICLP = "fdp_ppl.noise.mechanisms.laplace.ICLP"
+_NAMES = "fdp_ppl._names"
 
 #: the families, one line each (dispatch follows the fitted object's class hierarchy: a KDE spec, a SummarySpec too,
 #: is found as a KDE spec); their order is the order names are listed in (the mean family, the default, first)
@@ -149,26 +159,28 @@ FAMILIES: tuple[ReleaseEntry, ...] = (
                  ("bound", "generator", "allow_nonprivate"),
                  "ICLP(epsilon), FRL(epsilon), Bernstein(epsilon), GaussianMechanism(epsilon, delta) or an "
                  "elliptical mechanism", label="mean-curve", legacy_names=("release",),
-                 audit=f"{_AUDITS}.MEAN_AUDIT", command="release"),
+                 audit=f"{_AUDITS}.MEAN_AUDIT", command="release",
+                 mechanism_names="fdp_ppl.releasing.registry.MECHANISMS"),
     ReleaseEntry("kde", "kde_release", (), "fdp_ppl.kde.release", ("fdp_ppl.kde.gaussian.KDESummary",),
                  ("fdp_ppl.kde.gaussian.KDESpec",), (_MEAN_MECHANISM,), ("bound", "generator", "chains"),
                  "GaussianMechanism(epsilon, delta) for KDESpec / SobolevKDESpec, ICLP(epsilon) for ICLPKDESpec",
                  label="kernel density estimate", inference="fdp_ppl.inference.density.infer_density_dispatch",
                  infer_options=("prior", "target", "draw", "method", "draws", "chains", "random_seed"),
-                 audit=f"{_AUDITS}.KDE_AUDIT", command="kde"),
+                 audit=f"{_AUDITS}.KDE_AUDIT", command="kde", mechanism_names=f"{_NAMES}.KDE_MECHANISMS"),
     ReleaseEntry("machine", "machine_release", ("erm_release",), "fdp_ppl.machine.release", ("fdp_ppl.machine.machine.ERMFit",), ("fdp_ppl.machine.machine.ERMSpec",),
                  (_GAUSSIAN, _ICLP), ("chains",),
                  "GaussianMechanism(epsilon, delta) (eta=None specs) or ICLP(epsilon) (eta > 1 specs)",
                  label="kernel-machine", legacy_names=("svm",),
                  inference="fdp_ppl.inference.machine.infer_machine_dispatch",
                  infer_options=("prior", "target", "draw", "method", "draws", "chains", "random_seed"),
-                 audit=f"{_AUDITS}.MACHINE_AUDIT", command="machine"),
+                 audit=f"{_AUDITS}.MACHINE_AUDIT", command="machine", mechanism_names=f"{_NAMES}.MACHINE_MECHANISMS"),
     ReleaseEntry("fpca", "fpca_release", ("expmech_fpca",), "fdp_ppl.fpca.release", ("fdp_ppl.fpca.fpca.FPCAFit",),
                  ("fdp_ppl.fpca.fpca.FPCASpec",), ("fdp_ppl.fpca.mechanism.ExponentialMechanism",), (),
                  "ExponentialMechanism(sampler='exact') (epsilon is the FPCASpec's)", ("n",),
                  label="principal-components (FPCA)", inference="fdp_ppl.inference.components.infer_components",
                  infer_options=("prior", "draws", "tune", "chains", "target_accept", "random_seed", "progressbar"),
-                 audit=f"{_AUDITS}.FPCA_AUDIT", command="fpca", public=("ExponentialMechanism",)),
+                 audit=f"{_AUDITS}.FPCA_AUDIT", command="fpca", public=("ExponentialMechanism",),
+                 mechanism_names=f"{_NAMES}.FPCA_MECHANISMS"),
 )
 
 #: the families' one names, in :data:`FAMILIES` order
