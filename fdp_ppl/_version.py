@@ -7,6 +7,7 @@ importing the whole package).
 
 #: the version a source tree without installed metadata reports
 FALLBACK = "0.1.0"
+__version__: str  # bound on first use by __getattr__
 
 
 def __getattr__(name: str) -> str:
