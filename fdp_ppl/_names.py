@@ -18,7 +18,7 @@ KDE_MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
 MACHINE_MECHANISMS = ("gp", "iclp")
 #: default Bernstein lattice number k of a density by dimension (``fdp-ppl kde --mechanism bernstein``)
 KDE_BERNSTEIN_K = {1: 20, 2: 10}
-#: default grid points per axis of a density by dimension (``fdp-ppl kde``, :func:`fdp_ppl.kde.options.kde_spec`)
+#: default grid points per axis of a density by dimension (``fdp-ppl kde``, :func:`fdp_ppl.kde.release.kde_spec`)
 KDE_GRID_SIZE = {1: 200, 2: 30}
 FPCA_MECHANISMS = ("gp-base/exact", "bingham/exact", "bingham/sequential", "bingham/gibbs", "gp-base/nuts",
                    "bingham/nuts")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse  # noqa: F401  (with fdp_ppl._names, a standard-library leaf, the only imports at import time)
 
 #: the mechanism names (fdp_ppl.kde.options.MECHANISMS's) and the default Bernstein lattice size per dimension
-#: (the library's: fdp_ppl.kde.options.kde_spec)
+#: (the library's: fdp_ppl.kde.release.kde_spec)
 from .._names import KDE_BERNSTEIN_K as BERNSTEIN_K
 from .._names import KDE_MECHANISMS as MECHANISMS
 
@@ -435,7 +435,7 @@ def _warn_repeated_ids(a) -> None:
 
 def _dry_run(a) -> int:
     """``--dry-run``: the plan of the flags and its accuracy (no data read, nothing drawn, charged or written)."""
-    from ..kde.options import plan_kde
+    from ..kde.release import plan_kde
     from ..releasing.accuracy import accuracy_table
     from .common import print_table
 
@@ -447,7 +447,7 @@ def _dry_run(a) -> int:
 
 
 def _spec_options(a) -> dict:
-    """The library's keywords of :func:`fdp_ppl.kde.options.kde_spec` from the flags (n and d apart)."""
+    """The library's keywords of :func:`fdp_ppl.kde.release.kde_spec` from the flags (n and d apart)."""
     return {"domain": tuple(a.domain), "grid_size": a.grid_size, "bandwidth": a.bandwidth, "eta": a.eta,
             "normalise": a.normalise, "M": a.frl_m, "k": a.bernstein_k, "estimator": a.kde_estimator,
             "privacy_unit": a.unit}
@@ -455,8 +455,8 @@ def _spec_options(a) -> dict:
 
 def _grid_spec(a, n, d, size):
     """The public KDE spec of the flags on the ``size``^d grid over ``--domain`` (the library's
-    :func:`~fdp_ppl.kde.options.kde_spec`, which ``--dry-run`` plans) and its mechanism."""
-    from ..kde.options import kde_spec
+    :func:`~fdp_ppl.kde.release.kde_spec`, which ``--dry-run`` plans) and its mechanism."""
+    from ..kde.release import kde_spec
 
     return kde_spec(a.mechanism, n=n, d=d, **{**_spec_options(a), "grid_size": size}), a.mech
 
@@ -500,7 +500,7 @@ def _baseline(a, obs, n, size, ledger, label, units=None, provenance=None, compo
     import fdp_ppl as fp
 
     from ..kde.baselines import bumps_density, kde_bumps
-    from ..kde.options import baseline_points
+    from ..kde.release import baseline_points
 
     lo, hi = a.domain
     pts, h = baseline_points(a.domain, n, size, a.bandwidth)  # the points and h of the spec (the plan's too)

@@ -115,7 +115,7 @@ def _write_columns(path, values):
     ("gp", ["--delta", "1e-5"]), ("sobolev", ["--delta", "1e-5"]), ("iclp", ["--normalise"]), ("frl", []),
     ("bernstein", []), ("frl", ["--var2", "y", "--grid-size", "12"]), ("iclp", ["--var2", "y", "--grid-size", "12"])])
 def test_kde_dry_run_serves_every_mechanism_without_reading_charging_or_writing(tmp_path, capsys, mechanism, flags):
-    """Every mechanism of ``fdp-ppl kde`` is planned by the library (fdp_ppl.kde.options.plan_kde: the spec the
+    """Every mechanism of ``fdp-ppl kde`` is planned by the library (fdp_ppl.kde.release.plan_kde: the spec the
     release draws from), its values unread, no ledger row, no file (DESIGN invariant 11)."""
     flags = ["--var", "x", "--mechanism", mechanism, "--epsilon", "1", "--domain", "0", "1", "--n", "80",
              "--grid-size", "40", *flags]
@@ -124,9 +124,9 @@ def test_kde_dry_run_serves_every_mechanism_without_reading_charging_or_writing(
 
 
 def test_kde_plan_refusals_are_the_library_s_in_python_and_on_the_command_line(tmp_path, capsys):
-    """One wording: what fdp_ppl.kde.options.plan_kde refuses, the command refuses, its keywords named as flags."""
+    """One wording: what fdp_ppl.kde.release.plan_kde refuses, the command refuses, its keywords named as flags."""
     from fdp_ppl.errors import InputError
-    from fdp_ppl.kde.options import plan_kde
+    from fdp_ppl.kde.release import plan_kde
 
     base = ["kde", "--dry-run", "--data", str(tmp_path / "absent.nc"), "--var", "x", "--mechanism", "gp",
             "--epsilon", "1", "--delta", "1e-5", "--domain", "0", "1", "--out", str(tmp_path / "k.nc")]
