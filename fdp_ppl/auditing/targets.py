@@ -662,9 +662,9 @@ def _kde_names():
 KDE_AUDIT = AuditHook(_kde_target, BY_NAME["kde"].names, _KDE_SPEC,
                       lambda m, spec_given=False: _KDE_KEYS.get(m),
                       lambda m: m in _kde_names() and _kde_names()[m].approximate)
-MACHINE_AUDIT = AuditHook(_svm_target, SVM_MECHANISMS, _MACHINE_SPEC, lambda m, spec_given=False: _SVM_KEYS.get(m),
+MACHINE_AUDIT = AuditHook(_svm_target, BY_NAME["machine"].names, _MACHINE_SPEC, lambda m, spec_given=False: _SVM_KEYS.get(m),
                           lambda m: m == "gp")
-FPCA_AUDIT = AuditHook(_fpca_target, FPCA_MECHANISMS, _FPCA_SPEC, _fpca_keys, lambda m: False, takes_spec=True,
+FPCA_AUDIT = AuditHook(_fpca_target, BY_NAME["fpca"].names, _FPCA_SPEC, _fpca_keys, lambda m: False, takes_spec=True,
                        per_call=("gp-base/nuts", "bingham/nuts"), canonical_name=fpca_name)
 
 

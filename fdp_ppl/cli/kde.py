@@ -299,7 +299,9 @@ def run(a) -> int:
     if not lazy:  # out of core the fit counts them, chunk by chunk (data holder only, like this count)
         inside = np.all((obs >= lo) & (obs <= hi), axis=-1) if d == 2 else (obs >= lo) & (obs <= hi)
         n_clipped = int(np.sum(~inside))
-    size = a.grid_size or (200 if d == 1 else 30)
+    from .._names import KDE_GRID_SIZE
+
+    size = a.grid_size or KDE_GRID_SIZE[d]  # the library's default (fdp_ppl.kde.release.kde_spec)
     from ..kde import check_kde_size
     from .common import check_output_space
 
