@@ -79,7 +79,7 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_WHERE) | set(_SUBMODULES))
+    return sorted(set(globals()) | set(_WHERE) | set(_SUBMODULES) | {"__version__"})
 
 
 __all__ = ["__version__", *_SUBMODULES, *_WHERE]
