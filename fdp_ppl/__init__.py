@@ -14,8 +14,6 @@ mechanism and its noise law (:mod:`fdp_ppl.noise.mechanisms`, :mod:`fdp_ppl.nois
 → release (:mod:`fdp_ppl.releasing`) → inference (:mod:`fdp_ppl.inference`).
 """
 
-from ._version import __version__
-
 # Names are imported on first use (PEP 562), so ``import fdp_ppl`` and ``fdp-ppl --help`` / ``--version``
 # do not load PyMC; ``fp.release`` etc. import their modules when asked for.
 #: attribute -> module: the package's folders by stage, and the short names the docs and notebooks use
@@ -66,7 +64,11 @@ _WHERE = {name: module for module, names in _NAMES.items() for name in names}
 def __getattr__(name):
     import importlib
 
-    if name in _WHERE:
+    if name == "__version__":  # read on first use: importlib.metadata is not imported by ``import fdp_ppl``
+        from . import _version
+
+        value = _version.__version__
+    elif name in _WHERE:
         value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
     elif name in _SUBMODULES:
         value = importlib.import_module(f"{__name__}.{_SUBMODULES[name]}")
@@ -77,7 +79,7 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_WHERE) | set(_SUBMODULES))
+    return sorted(set(globals()) | set(_WHERE) | set(_SUBMODULES) | {"__version__"})
 
 
 __all__ = ["__version__", *_SUBMODULES, *_WHERE]

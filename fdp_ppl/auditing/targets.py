@@ -20,19 +20,18 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._names import FPCA_MECHANISMS
+from .._names import MACHINE_MECHANISMS as SVM_MECHANISMS
 from ..errors import InputError
 from ..releasing.families import ALIASES, BY_NAME
 from ..releasing.families import FAMILIES as REGISTERED
 
 #: former family names, still read (:data:`fdp_ppl.releasing.families.ALIASES`)
 FAMILY_ALIASES = ALIASES
-SVM_MECHANISMS = ("gp", "iclp")
 #: default releases per side of the FPCA audits (its exact samplers use a fixed, large proposal budget per frame)
 FPCA_SAMPLES = 1000
 #: frames per fp.release call of an FPCA fit when the audit draws many (each call is one exact batch of the sampler)
 FPCA_CHUNK = 100
-FPCA_MECHANISMS = ("gp-base/exact", "bingham/exact", "bingham/sequential", "bingham/gibbs", "gp-base/nuts",
-                   "bingham/nuts")
 
 #: the keyword options of :func:`~fdp_ppl.auditing.core.audit`, in signature order
 AUDIT_OPTIONS = ("family", "epsilon", "delta", "pairs", "samples", "confidence", "random_seed", "tests", "events",
@@ -647,31 +646,25 @@ class AuditHook:
         return tuple(self.mechanisms() if callable(self.mechanisms) else self.mechanisms)
 
 
-def _mean_mechanisms() -> tuple[str, ...]:
-    from ..releasing.registry import MECHANISMS
-
-    return tuple(MECHANISMS)
-
-
 def _mean_approximate(mechanism: str) -> bool:
     from ..releasing.registry import MECHANISMS
 
     return mechanism in MECHANISMS and MECHANISMS[mechanism].approximate
 
 
-MEAN_AUDIT = AuditHook(_release_target, _mean_mechanisms, _MEAN_SPEC, _mean_keys, _mean_approximate, takes_spec=True)
+MEAN_AUDIT = AuditHook(_release_target, BY_NAME["mean"].names, _MEAN_SPEC, _mean_keys, _mean_approximate, takes_spec=True)
 def _kde_names():
     from ..kde.options import MECHANISMS
 
     return MECHANISMS
 
 
-KDE_AUDIT = AuditHook(_kde_target, lambda: tuple(_kde_names()), _KDE_SPEC,
+KDE_AUDIT = AuditHook(_kde_target, BY_NAME["kde"].names, _KDE_SPEC,
                       lambda m, spec_given=False: _KDE_KEYS.get(m),
                       lambda m: m in _kde_names() and _kde_names()[m].approximate)
-MACHINE_AUDIT = AuditHook(_svm_target, SVM_MECHANISMS, _MACHINE_SPEC, lambda m, spec_given=False: _SVM_KEYS.get(m),
+MACHINE_AUDIT = AuditHook(_svm_target, BY_NAME["machine"].names, _MACHINE_SPEC, lambda m, spec_given=False: _SVM_KEYS.get(m),
                           lambda m: m == "gp")
-FPCA_AUDIT = AuditHook(_fpca_target, FPCA_MECHANISMS, _FPCA_SPEC, _fpca_keys, lambda m: False, takes_spec=True,
+FPCA_AUDIT = AuditHook(_fpca_target, BY_NAME["fpca"].names, _FPCA_SPEC, _fpca_keys, lambda m: False, takes_spec=True,
                        per_call=("gp-base/nuts", "bingham/nuts"), canonical_name=fpca_name)
 
 
@@ -707,7 +700,7 @@ def build_target(mechanism: str, family: str, epsilon: float, delta: float | Non
 
 
 def mechanisms_of(family: str) -> tuple[str, ...]:
-    """Mechanism names of a family (the registry's for ``"mean"``)."""
+    """Mechanism names of a family (its registry line's ``mechanism_names``, through its audit hook)."""
     return audit_hook(family).names()
 
 

@@ -71,8 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Differentially private releases of functional data: mean curves, densities, "
                                "kernel machines and principal components, and inference from them.")
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}",
-                        help="print the package version and exit")
+    parser.add_argument("--version", action=_VersionAction, help="print the package version and exit")
     sub = parser.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}")
     sub.required = True
     for name in COMMANDS:
@@ -93,6 +92,18 @@ def _version() -> str:
     from .._version import __version__
 
     return __version__
+
+
+class _VersionAction(argparse.Action):
+    """``--version`` anywhere on the line: the version is read only when asked for (``--help`` does not pay
+    for :mod:`importlib.metadata`)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{PROG} {_version()}")
+        parser.exit()
 
 
 def main(argv=None) -> int:

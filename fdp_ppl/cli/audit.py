@@ -16,7 +16,7 @@ NAME = "audit"
 
 def add_subparser(sub) -> None:
     """Add ``audit`` to the sub-command parsers of ``fdp-ppl``."""
-    from ..releasing.families import ALIASES, NAMES  # the family registry (a standard-library leaf module)
+    from ..releasing.families import FAMILIES  # the family registry (a standard-library leaf module)
 
     p = sub.add_parser(
         NAME, help="empirical privacy audit: a lower bound on a mechanism's effective epsilon",
@@ -28,13 +28,10 @@ def add_subparser(sub) -> None:
                     "with its standard error (mean, kde and machine families). "
                     "Synthetic data only: no data is read and no budget is spent. Exit code 0: consistent with "
                     "the claim; 1: violation found; 2: bad input.")
-    p.add_argument("--mechanism", required=True, metavar="NAME",
-                   help="release: iclp-qr, iclp-ar, frl, bernstein, gaussian, rkhs-gaussian, t-process, "
-                        "laplace-process, t, knorm; kde: gp, sobolev, iclp, frl, bernstein; machine: gp, iclp; "
-                        "fpca: gp-base/exact, bingham/exact, bingham/gibbs (FORM/SAMPLER)")
-    p.add_argument("--family", choices=NAMES + tuple(ALIASES), default="mean",
-                   help="which release family's mechanisms: mean (fdp-ppl release, the default), kde, machine "
-                        "(fdp-ppl machine), fpca; 'release' and 'svm' are the former names of mean and machine")
+    audited = [e for e in FAMILIES if e.audit]
+    p.add_argument("--mechanism", required=True, metavar="NAME", help=mechanism_help(audited))
+    p.add_argument("--family", choices=[e.family for e in audited] + [old for e in audited for old in e.legacy_names],
+                   default=audited[0].family, help=family_help(audited))
     p.add_argument("--epsilon", type=float, default=1.0, help="claimed epsilon (default 1)")
     p.add_argument("--delta", type=float, default=None,
                    help="claimed delta of an (epsilon, delta) mechanism (default 1e-5); refused by pure ones")
@@ -56,6 +53,22 @@ def add_subparser(sub) -> None:
     from .common import FORCE_HELP
 
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
+
+
+def mechanism_help(entries) -> str:
+    """``--mechanism``'s help: each audited family's mechanism names, read from its registry line
+    (``ReleaseEntry.mechanism_names``: the names :func:`fdp_ppl.auditing.targets.mechanisms_of` gives)."""
+    return "; ".join(f"{e.family}: {', '.join(e.names())}" for e in entries)
+
+
+def family_help(entries) -> str:
+    """``--family``'s help: the audited families in registry order, each with its command and former names."""
+    def one(e):
+        notes = [f"fdp-ppl {e.command}"] if e.command else []
+        notes += [f"former name {old!r}" for old in e.legacy_names]
+        return e.family + (f" ({', '.join(notes)})" if notes else "")
+
+    return f"which release family's mechanisms (default {entries[0].family}): " + ", ".join(map(one, entries))
 
 
 def _check(a):

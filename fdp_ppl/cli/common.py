@@ -604,7 +604,7 @@ COUNT_LIMITS = {
     "records_per_unit": 10**4,
     "n": 10**12,                 # fdp-ppl plan: the public number of records (a number in the plan, no memory)
     "n_lower": 10**12,           # fdp-ppl release --n-lower: a public lower bound on n (a number, no memory)
-    "grid": 10**6,               # fdp-ppl plan: points of a uniform grid (the plan's eigenbasis is grid x grid)   # a public bound on one person's records: group privacy charges K times epsilon
+    "grid": 10**6,               # fdp-ppl plan: points of a uniform grid (the plan's eigenbasis is grid x grid)
     "M": 10**4,                  # FRL components
     "k": 10**4,                  # release: lattice size; fpca: components (k <= m)
     "m": 10**4,                  # fpca basis functions: m x m matrices

@@ -15,19 +15,19 @@ dask cluster (:func:`fdp_ppl.io.stores.dask_client`) for ``gp``, ``sobolev`` (ex
 the release path after the fit is the in-memory one. What needs the records in memory is refused before the
 ledger is opened (:func:`_check_lazy`).
 
-This module imports only :mod:`argparse` at import time.
+This module imports only :mod:`argparse` and :mod:`fdp_ppl._names` (standard library only) at import time.
 """
 
 from __future__ import annotations
 
-import argparse  # noqa: F401  (the only import at module import time)
+import argparse  # noqa: F401  (with fdp_ppl._names, a standard-library leaf, the only imports at import time)
+
+#: the mechanism names (fdp_ppl.kde.options.MECHANISMS's) and the default Bernstein lattice size per dimension
+#: (the library's: fdp_ppl.kde.release.kde_spec)
+from .._names import KDE_BERNSTEIN_K as BERNSTEIN_K
+from .._names import KDE_MECHANISMS as MECHANISMS
 
 NAME = "kde"
-#: :data:`fdp_ppl.kde.options.MECHANISMS`'s names (repeated so that ``--help`` imports nothing heavy;
-#: tests/cli/test_kde.py checks they agree)
-MECHANISMS = ("gp", "sobolev", "iclp", "frl", "bernstein")
-#: default Bernstein lattice size per dimension (the package's defaults: bernstein_kde_spec, BernsteinKDESpec)
-BERNSTEIN_K = {1: 20, 2: 10}
 
 
 def add_subparser(sub) -> None:
@@ -51,7 +51,7 @@ def add_subparser(sub) -> None:
     g.add_argument("--var2", default=None, metavar="NAME", help="second column: a 2-D KDE of the pairs")
     g.add_argument("--dry-run", action="store_true",
                    help="print the plan and its accuracy (sup error of the density) and stop: the data are not "
-                        "read (pass --n), nothing is drawn, charged or written (gp, sobolev, iclp)")
+                        "read (pass --n), nothing is drawn, charged or written (every mechanism, public bandwidth)")
     g.add_argument("--n", type=int, default=None, metavar="N", help="with --dry-run: the public number of observations")
     add_unit_args(g)
     add_out_of_core_args(g, "sum the KDE (gp, sobolev, iclp; each column a 1-D variable)")
@@ -299,7 +299,9 @@ def run(a) -> int:
     if not lazy:  # out of core the fit counts them, chunk by chunk (data holder only, like this count)
         inside = np.all((obs >= lo) & (obs <= hi), axis=-1) if d == 2 else (obs >= lo) & (obs <= hi)
         n_clipped = int(np.sum(~inside))
-    size = a.grid_size or (200 if d == 1 else 30)
+    from .._names import KDE_GRID_SIZE
+
+    size = a.grid_size or KDE_GRID_SIZE[d]  # the library's default (fdp_ppl.kde.release.kde_spec)
     from ..kde import check_kde_size
     from .common import check_output_space
 
@@ -435,43 +437,30 @@ def _warn_repeated_ids(a) -> None:
 
 def _dry_run(a) -> int:
     """``--dry-run``: the plan of the flags and its accuracy (no data read, nothing drawn, charged or written)."""
-    import fdp_ppl as fp
-
+    from ..kde.release import plan_kde
     from ..releasing.accuracy import accuracy_table
-    from .common import CLIError, print_table
+    from .common import print_table
 
-    if a.n is None or a.n < 1:
-        raise CLIError("--dry-run needs the public n (the data are not read)", "pass --n N")
-    if a.bandwidth_epsilon:
-        raise CLIError("--dry-run plans a public bandwidth", "pass --bandwidth H (or drop --bandwidth-epsilon)")
-    if a.mechanism not in ("gp", "sobolev", "iclp"):
-        raise CLIError(f"--dry-run is not available for --mechanism {a.mechanism} yet", "use gp, sobolev or iclp")
-    d = 1 if a.var2 is None else 2
-    spec, mech = _grid_spec(a, int(a.n), d, a.grid_size or (200 if d == 1 else 30))
-    plan = fp.plan(spec, mech, draws=a.draws, seeded=a.seed is not None)
+    plan = plan_kde(a.mechanism, a.epsilon, a.delta, **_spec_options(a), n=a.n, d=1 if a.var2 is None else 2,
+                    bandwidth_epsilon=a.bandwidth_epsilon, draws=a.draws, seeded=a.seed is not None, names=KDE_FLAGS)
     rows = [("n", str(a.n))] + plan.table() + accuracy_table(plan.accuracy())
     print_table("kde plan", rows + [("spent by this plan", "nothing (no data read, no ledger, no file)")])
     return 0
 
 
-def _grid_spec(a, n, d, size):
-    """The public KDE spec and mechanism of the flags on the ``size``^d grid over ``--domain``."""
-    from ..kde import CartesianGrid, ICLPKDESpec, KDESpec, SobolevKDESpec
-    from ..kde.baselines import BernsteinKDESpec, FRLKDESpec
+def _spec_options(a) -> dict:
+    """The library's keywords of :func:`fdp_ppl.kde.release.kde_spec` from the flags (n and d apart)."""
+    return {"domain": tuple(a.domain), "grid_size": a.grid_size, "bandwidth": a.bandwidth, "eta": a.eta,
+            "normalise": a.normalise, "M": a.frl_m, "k": a.bernstein_k, "estimator": a.kde_estimator,
+            "privacy_unit": a.unit}
 
-    grid = CartesianGrid.uniform([tuple(a.domain)] * d, size)
-    unit = {"privacy_unit": a.unit}
-    if a.mechanism == "frl":  # 2-D: first floor(n^(1/3)) tensor-eigenbasis coefficients, exact l1 sensitivity
-        spec = FRLKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, M=a.frl_m, **unit)
-    elif a.mechanism == "bernstein":  # 2-D: (k + 1)^2 lattice values, k = 10 by default, exact l1 sensitivity
-        spec = BernsteinKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, k=BERNSTEIN_K[2] if a.bernstein_k is None
-                                else a.bernstein_k, **unit)
-    elif a.mechanism == "iclp":
-        spec = ICLPKDESpec(grid=grid, bandwidth=a.bandwidth, n=n, eta=a.eta, normalise=a.normalise, **unit)
-    else:
-        cls = KDESpec if a.mechanism == "gp" else SobolevKDESpec
-        spec = cls(grid=grid, bandwidth=a.bandwidth, n=n, estimator=a.kde_estimator, **unit)
-    return spec, a.mech
+
+def _grid_spec(a, n, d, size):
+    """The public KDE spec of the flags on the ``size``^d grid over ``--domain`` (the library's
+    :func:`~fdp_ppl.kde.release.kde_spec`, which ``--dry-run`` plans) and its mechanism."""
+    from ..kde.release import kde_spec
+
+    return kde_spec(a.mechanism, n=n, d=d, **{**_spec_options(a), "grid_size": size}), a.mech
 
 
 def kde_provenance(a, bw_eps: float = 0.0) -> dict:
@@ -508,23 +497,16 @@ def _grid_release(a, obs, n, d, size, ledger, label, units=None, provenance=None
 
 
 def _baseline(a, obs, n, size, ledger, label, units=None, provenance=None, composed=()):
-    import numpy as np
     import xarray as xr
 
     import fdp_ppl as fp
 
-    from ..kde import bandwidth_rule
-    from ..kde.baselines import bernstein_kde_spec, bumps_density, frl_kde_spec, kde_bumps
+    from ..kde.baselines import bumps_density, kde_bumps
+    from ..kde.release import baseline_points
 
     lo, hi = a.domain
-    pts = np.linspace(lo, hi, size)
-    h = a.bandwidth or float(bandwidth_rule(n, 1, (hi - lo) / 4)[0])
-    mech = a.mech
-    if a.mechanism == "frl":
-        spec = frl_kde_spec(pts, h, n, M=a.frl_m, privacy_unit=a.unit)
-    else:
-        spec = bernstein_kde_spec(pts, h, n, k=BERNSTEIN_K[1] if a.bernstein_k is None else a.bernstein_k,
-                                  privacy_unit=a.unit)
+    pts, h = baseline_points(a.domain, n, size, a.bandwidth)  # the points and h of the spec (the plan's too)
+    spec, mech = _grid_spec(a, n, 1, size)
     bumps = kde_bumps(obs, pts, h, (lo, hi))
     if units is not None:  # the bumps are the records of the mean: a unit's bumps combined (or its first kept)
         bumps = xr.DataArray(bumps, dims=("curve", "t"), coords={"t": pts, a.unit.column: ("curve", units)})

@@ -138,7 +138,10 @@ def inference_family(release) -> InferenceFamily:
     """The :data:`INFERENCE_FAMILIES` entry of a release, read from its public attributes only (anything that is
     not a density, kernel-machine or principal-components release is read as a mean-curve release, whose
     reader refuses what is not one)."""
-    return INFERENCE_FAMILIES[S.release_family(release) or "mean"]
+    family = S.release_family(release) or "mean"
+    if family not in INFERENCE_FAMILIES:  # a family registered after this import (register_family)
+        INFERENCE_FAMILIES.update(_inference_families())
+    return INFERENCE_FAMILIES[family]
 
 
 class InferenceMethodWarning(UserWarning):

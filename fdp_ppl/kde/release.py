@@ -5,6 +5,9 @@ with the squared scale of the errata in ``specs/gp-mechanism-hall.md``); Lin &
 Reimherr (2026), Theorem 8 (ICLP noise). Registered for :class:`KDESummary`
 in :data:`fdp_ppl.releasing.families.FAMILIES`; callers use :func:`fdp_ppl.release` (the protocol: checks,
 charge, attributes) and :func:`fdp_ppl.plan`.
+
+A density by mechanism name (``fdp-ppl kde --mechanism NAME``): :func:`kde_spec` is the public spec it releases,
+:func:`plan_kde` its plan (what ``fdp-ppl kde --dry-run`` prints), both from public quantities only.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from .._names import KDE_BERNSTEIN_K, KDE_GRID_SIZE
+from ..errors import InputError
 from ..releasing.schema import CONSTANT_DATA, POSTERIOR, kde_attrs
 from .gaussian import KDESummary
 
@@ -186,3 +191,106 @@ def accuracy_release(plan, **options):
     pub = public_map(design, flat, dict(zip(spec.grid.dims, spec.grid.axes)), mechanism.law, n=int(spec.n))
     return noise_accuracy(plan, pub, **options)
 
+
+def baseline_points(domain, n: int, grid_size: int | None = None, bandwidth: float | None = None):
+    """``(points, h)`` of a 1-D FRL or Bernstein density: ``grid_size`` uniform points over ``domain`` (default
+    :data:`~fdp_ppl._names.KDE_GRID_SIZE`) and the public bandwidth (default the rule ``1.06 (width/4)
+    n^(-1/5)``, :func:`fdp_ppl.kde.bandwidth_rule`)."""
+    from .grid import bandwidth_rule
+
+    lo, hi = domain
+    points = np.linspace(lo, hi, grid_size or KDE_GRID_SIZE[1])
+    return points, float(bandwidth or bandwidth_rule(n, 1, (hi - lo) / 4)[0])
+
+
+def kde_spec(mechanism: str, *, n: int, domain, d: int = 1, grid_size: int | None = None, bandwidth=None,
+             eta: float = 1.25, normalise: bool = False, M: int | None = None, k: int | None = None,
+             estimator: str = "exact", privacy_unit=None):
+    """The public spec a named KDE mechanism releases on the uniform grid of ``grid_size`` points per axis over ``domain``
+    (what ``fdp-ppl kde`` releases and plans; no data read).
+
+    ``gp``: :class:`~fdp_ppl.kde.KDESpec`; ``sobolev``: :class:`~fdp_ppl.kde.SobolevKDESpec`; ``iclp``:
+    :class:`~fdp_ppl.kde.ICLPKDESpec`; ``frl`` / ``bernstein``: in 1-D the mean of the kernel bumps
+    (:func:`~fdp_ppl.kde.baselines.frl_kde_spec`, :func:`~fdp_ppl.kde.baselines.bernstein_kde_spec`, on
+    :func:`baseline_points`), in 2-D :class:`~fdp_ppl.kde.baselines.FRLKDESpec` /
+    :class:`~fdp_ppl.kde.baselines.BernsteinKDESpec`. Defaults: ``grid_size`` :data:`~fdp_ppl._names.KDE_GRID_SIZE`,
+    ``k`` :data:`~fdp_ppl._names.KDE_BERNSTEIN_K` by dimension.
+    """
+    size = grid_size or KDE_GRID_SIZE[d]
+    unit = {"privacy_unit": privacy_unit}
+    if mechanism in ("frl", "bernstein") and d == 1:
+        from .baselines import bernstein_kde_spec, frl_kde_spec
+
+        points, h = baseline_points(domain, n, size, bandwidth)
+        if mechanism == "frl":
+            return frl_kde_spec(points, h, n, M=M, **unit)
+        return bernstein_kde_spec(points, h, n, k=KDE_BERNSTEIN_K[1] if k is None else k, **unit)
+    from .baselines import BernsteinKDESpec, FRLKDESpec
+    from .gaussian import KDESpec
+    from .grid import CartesianGrid
+    from .iclp import ICLPKDESpec
+    from .options import MECHANISMS
+    from .sobolev import SobolevKDESpec
+
+    grid = CartesianGrid.uniform([tuple(domain)] * d, size)
+    if mechanism == "frl":  # 2-D: first floor(n^(1/3)) tensor-eigenbasis coefficients, exact l1 sensitivity
+        return FRLKDESpec(grid=grid, bandwidth=bandwidth, n=n, M=M, **unit)
+    if mechanism == "bernstein":  # 2-D: (k + 1)^2 lattice values, exact l1 sensitivity
+        return BernsteinKDESpec(grid=grid, bandwidth=bandwidth, n=n, k=KDE_BERNSTEIN_K[2] if k is None else k, **unit)
+    if mechanism == "iclp":
+        return ICLPKDESpec(grid=grid, bandwidth=bandwidth, n=n, eta=eta, normalise=normalise, **unit)
+    if mechanism not in MECHANISMS:
+        raise InputError(f"unknown KDE mechanism {mechanism!r}", f"choose one of {', '.join(MECHANISMS)}")
+    cls = KDESpec if mechanism == "gp" else SobolevKDESpec
+    return cls(grid=grid, bandwidth=bandwidth, n=n, estimator=estimator, **unit)
+
+
+def plan_kde(mechanism: str, epsilon: float, delta: float | None = None, *, n: int | None, domain, d: int = 1,
+             grid_size: int | None = None, bandwidth=None, bandwidth_epsilon: float | None = None, eta: float = 1.25,
+             normalise: bool = False, M: int | None = None, k: int | None = None, estimator: str = "exact",
+             privacy_unit=None, draws: int = 1, seeded: bool = False, names: dict | None = None):
+    """The plan of releasing a named KDE mechanism (:func:`fdp_ppl.plan` of :func:`kde_spec`): public quantities
+    only, no data read. ``fdp-ppl kde --dry-run`` prints it; the same refusals from Python and the command line.
+
+    Parameters are those of :func:`~fdp_ppl.kde.options.check_kde_options` and :func:`kde_spec`, with ``n`` the public number of
+    observations (or units) and ``draws`` / ``seeded`` those of :func:`fdp_ppl.plan`.
+
+    Returns
+    -------
+    ReleasePlan
+        The kde family's plan (``gp``, ``sobolev``, ``iclp``, the 2-D baselines) or, for a 1-D ``frl`` /
+        ``bernstein`` density, the mean family's plan of the kernel bumps' mean (the density on the grid).
+
+    Raises
+    ------
+    InputError
+        What :func:`~fdp_ppl.kde.options.check_kde_options` refuses; ``n`` missing (the plan reads no data); ``bandwidth_epsilon``
+        given (a private bandwidth is drawn from the data and the density's noise depends on it).
+
+    Examples
+    --------
+    >>> from fdp_ppl.kde.release import plan_kde
+    >>> plan = plan_kde("iclp", 1.0, n=500, domain=(0, 1), grid_size=40)
+    >>> plan.family, dict(plan.output)
+    ('kde', {'chain': 1, 'draw': 1, 'x': 40})
+    >>> plan_kde("gp", 1.0, 1e-5, n=None, domain=(0, 1))
+    Traceback (most recent call last):
+    ...
+    fdp_ppl.errors.InputError: a density plan needs the public number of observations n (the data are not read); pass n=500
+    """
+    from ..releasing.plans import plan
+    from .options import check_kde_options, kde_mechanism
+
+    check_kde_options(mechanism, delta=delta, estimator=estimator, domain=domain, bandwidth=bandwidth,
+                      bandwidth_epsilon=bandwidth_epsilon, grid_size=grid_size, d=d, M=M, k=k, normalise=normalise,
+                      eta=eta, privacy_unit=privacy_unit, names=names)
+    if n is None or n < 1:
+        raise InputError("a density plan needs the public number of observations n (the data are not read)",
+                         "pass n=500")
+    if bandwidth_epsilon is not None:
+        raise InputError("a density plan takes a public bandwidth: a private one is drawn from the data, and the "
+                         "density's noise scale depends on it",
+                         "pass bandwidth=0.1 (or plan the private bandwidth alone: fdp_ppl.kde.bandwidth_plan)")
+    spec = kde_spec(mechanism, n=int(n), domain=domain, d=d, grid_size=grid_size, bandwidth=bandwidth, eta=eta,
+                    normalise=normalise, M=M, k=k, estimator=estimator, privacy_unit=privacy_unit)
+    return plan(spec, kde_mechanism(mechanism, epsilon, delta), draws=draws, seeded=seeded)

@@ -69,6 +69,10 @@ class ReleaseEntry:
     public : tuple of str
         Names ``fp.<name>`` gives, each the hooks' folder's (:attr:`folder`) attribute of that name, imported on
         first use (the folder itself is always ``fp.<folder>``).
+    mechanism_names : str
+        Qualified name (``module.NAME``) of the family's mechanism names as ``fdp-ppl audit --mechanism`` and
+        ``fp.audit(family=...)`` spell them (a tuple, or a dict keyed by them), in a module that imports nothing
+        heavy: ``fdp-ppl audit --help`` lists them and the family's audit hook reads them.
     """
 
     family: str
@@ -88,6 +92,7 @@ class ReleaseEntry:
     audit: str = ""
     command: str = ""
     public: tuple[str, ...] = ()
+    mechanism_names: str = ""
 
     @property
     def folder(self) -> str:
@@ -104,6 +109,10 @@ class ReleaseEntry:
         """The object a qualified name of this entry names (``what``: ``"inference"`` or ``"audit"``), imported on
         first use (the stages above the families are named by string, so no import runs back up)."""
         return load(getattr(self, what))
+
+    def names(self) -> tuple[str, ...]:
+        """The family's mechanism names (:attr:`mechanism_names`, read on first use; empty if it names none)."""
+        return tuple(load(self.mechanism_names)) if self.mechanism_names else ()
 
     def check(self, mechanism, options: dict, *, plan: bool = False) -> None:
         """Refuse a mechanism or an option (given, not None) this family does not take, before any work.
@@ -140,53 +149,103 @@ _AUDITS = "fdp_ppl.auditing.targets"
 _MEAN_MECHANISM = "fdp_ppl.noise.mechanisms.base.Mechanism"
 _GAUSSIAN = "fdp_ppl.noise.mechanisms.gaussian.GaussianMechanism"
 _ICLP = "fdp_ppl.noise.mechanisms.laplace.ICLP"
+_NAMES = "fdp_ppl._names"
 
-#: the families, one line each (dispatch follows the fitted object's class hierarchy: a KDE spec, a SummarySpec too,
-#: is found as a KDE spec); their order is the order names are listed in (the mean family, the default, first)
-FAMILIES: tuple[ReleaseEntry, ...] = (
-    ReleaseEntry("mean", "mean_release", ("release",), "fdp_ppl.releasing.draw", ("fdp_ppl.summaries.base.LinearSummary",),
-                 ("fdp_ppl.summaries.base.SummarySpec",), (_MEAN_MECHANISM,),
-                 ("bound", "generator", "allow_nonprivate"),
-                 "ICLP(epsilon), FRL(epsilon), Bernstein(epsilon), GaussianMechanism(epsilon, delta) or an "
-                 "elliptical mechanism", label="mean-curve", legacy_names=("release",),
-                 audit=f"{_AUDITS}.MEAN_AUDIT", command="release"),
-    ReleaseEntry("kde", "kde_release", (), "fdp_ppl.kde.release", ("fdp_ppl.kde.gaussian.KDESummary",),
-                 ("fdp_ppl.kde.gaussian.KDESpec",), (_MEAN_MECHANISM,), ("bound", "generator", "chains"),
-                 "GaussianMechanism(epsilon, delta) for KDESpec / SobolevKDESpec, ICLP(epsilon) for ICLPKDESpec",
-                 label="kernel density estimate", inference="fdp_ppl.inference.density.infer_density_dispatch",
-                 infer_options=("prior", "target", "draw", "method", "draws", "chains", "random_seed"),
-                 audit=f"{_AUDITS}.KDE_AUDIT", command="kde"),
-    ReleaseEntry("machine", "machine_release", ("erm_release",), "fdp_ppl.machine.release", ("fdp_ppl.machine.machine.ERMFit",), ("fdp_ppl.machine.machine.ERMSpec",),
-                 (_GAUSSIAN, _ICLP), ("chains",),
-                 "GaussianMechanism(epsilon, delta) (eta=None specs) or ICLP(epsilon) (eta > 1 specs)",
-                 label="kernel-machine", legacy_names=("svm",),
-                 inference="fdp_ppl.inference.machine.infer_machine_dispatch",
-                 infer_options=("prior", "target", "draw", "method", "draws", "chains", "random_seed"),
-                 audit=f"{_AUDITS}.MACHINE_AUDIT", command="machine"),
-    ReleaseEntry("fpca", "fpca_release", ("expmech_fpca",), "fdp_ppl.fpca.release", ("fdp_ppl.fpca.fpca.FPCAFit",),
-                 ("fdp_ppl.fpca.fpca.FPCASpec",), ("fdp_ppl.fpca.mechanism.ExponentialMechanism",), (),
-                 "ExponentialMechanism(sampler='exact') (epsilon is the FPCASpec's)", ("n",),
-                 label="principal-components (FPCA)", inference="fdp_ppl.inference.components.infer_components",
-                 infer_options=("prior", "draws", "tune", "chains", "target_accept", "random_seed", "progressbar"),
-                 audit=f"{_AUDITS}.FPCA_AUDIT", command="fpca", public=("ExponentialMechanism",)),
-)
-
+#: the families, in registration order (the order names are listed in: the mean family, the default, first);
+#: dispatch follows the fitted object's class hierarchy (a KDE spec, a SummarySpec too, is found as a KDE spec)
+FAMILIES: tuple[ReleaseEntry, ...] = ()
 #: the families' one names, in :data:`FAMILIES` order
-NAMES: tuple[str, ...] = tuple(e.family for e in FAMILIES)
+NAMES: tuple[str, ...] = ()
 #: former family name -> its one name (still read where a family is named)
-ALIASES: dict[str, str] = {old: e.family for e in FAMILIES for old in e.legacy_names}
+ALIASES: dict[str, str] = {}
 #: the families' commands (``fdp_ppl.cli.<command>``), in :data:`FAMILIES` order
-COMMANDS: tuple[str, ...] = tuple(e.command for e in FAMILIES if e.command)
+COMMANDS: tuple[str, ...] = ()
 #: family name -> entry
-BY_NAME: dict[str, ReleaseEntry] = {e.family: e for e in FAMILIES}
-
+BY_NAME: dict[str, ReleaseEntry] = {}
 #: file kind (current and former) -> family name: how readers (inference, plots, the command line) tell families apart
-KINDS: dict[str, str] = {k: e.family for e in FAMILIES for k in (e.kind, *e.legacy_kinds)}
-
+KINDS: dict[str, str] = {}
 #: fitted class name -> entry: the table :func:`fdp_ppl.release` dispatches through
-RELEASES: dict[str, ReleaseEntry] = {name: e for e in FAMILIES for name in e.fitted}
+RELEASES: dict[str, ReleaseEntry] = {}
 #: spec class name -> entry: the table :func:`fdp_ppl.plan` dispatches through
-PLANS: dict[str, ReleaseEntry] = {name: e for e in FAMILIES for name in e.specs}
+PLANS: dict[str, ReleaseEntry] = {}
+
+
+def register_family(entry: ReleaseEntry) -> ReleaseEntry:
+    """Add one release family to the registry: every table :func:`fdp_ppl.release`, :func:`fdp_ppl.plan`, the
+    readers of files (:data:`KINDS`), :func:`fdp_ppl.infer` and :func:`fdp_ppl.audit` read. The built-in families
+    are registered by this function too, one line each below; a new family is its own package (its plan and draw
+    hooks) plus one ``register_family(ReleaseEntry(...))`` line, here or in its package.
+
+    Tables other modules compute once from :data:`FAMILIES` at import (the command line's commands,
+    ``fp.<folder>``, the audit's families) list a family registered after them only if it is registered before
+    they are imported; the dispatch of ``release``, ``plan``, ``infer`` and file kinds reads these tables on every
+    call.
+
+    Returns
+    -------
+    ReleaseEntry
+        ``entry``, registered.
+
+    Raises
+    ------
+    ValueError
+        A family name, former name, file kind or class another family already has (nothing is registered).
+
+    Examples
+    --------
+    >>> from fdp_ppl.releasing.families import BY_NAME, register_family
+    >>> try:
+    ...     register_family(BY_NAME["kde"])
+    ... except ValueError as err:
+    ...     print(str(err).split(" (")[0])
+    family 'kde' is registered already
+    """
+    global FAMILIES, NAMES, COMMANDS
+
+    names = (entry.family, *entry.legacy_names)
+    clash = ([n for n in names if n in BY_NAME or n in ALIASES] + [k for k in (entry.kind, *entry.legacy_kinds)
+             if k in KINDS] + [c for c in entry.fitted if c in RELEASES] + [c for c in entry.specs if c in PLANS])
+    if clash:
+        raise ValueError(f"family {entry.family!r} is registered already (its name, a former name, a kind or a "
+                         f"class: {', '.join(clash)})")
+    FAMILIES += (entry,)
+    NAMES += (entry.family,)
+    COMMANDS += (entry.command,) if entry.command else ()
+    BY_NAME[entry.family] = entry
+    ALIASES.update({old: entry.family for old in entry.legacy_names})
+    KINDS.update({k: entry.family for k in (entry.kind, *entry.legacy_kinds)})
+    RELEASES.update({name: entry for name in entry.fitted})
+    PLANS.update({name: entry for name in entry.specs})
+    return entry
+
+
+register_family(ReleaseEntry("mean", "mean_release", ("release",), "fdp_ppl.releasing.draw", ("fdp_ppl.summaries.base.LinearSummary",),
+                             ("fdp_ppl.summaries.base.SummarySpec",), (_MEAN_MECHANISM,),
+                             ("bound", "generator", "allow_nonprivate"),
+                             "ICLP(epsilon), FRL(epsilon), Bernstein(epsilon), GaussianMechanism(epsilon, delta) or an "
+                             "elliptical mechanism", label="mean-curve", legacy_names=("release",),
+                             audit=f"{_AUDITS}.MEAN_AUDIT", command="release",
+                             mechanism_names="fdp_ppl.releasing.registry.MECHANISMS"))
+register_family(ReleaseEntry("kde", "kde_release", (), "fdp_ppl.kde.release", ("fdp_ppl.kde.gaussian.KDESummary",),
+                             ("fdp_ppl.kde.gaussian.KDESpec",), (_MEAN_MECHANISM,), ("bound", "generator", "chains"),
+                             "GaussianMechanism(epsilon, delta) for KDESpec / SobolevKDESpec, ICLP(epsilon) for ICLPKDESpec",
+                             label="kernel density estimate", inference="fdp_ppl.inference.density.infer_density_dispatch",
+                             infer_options=("prior", "target", "draw", "method", "draws", "chains", "random_seed"),
+                             audit=f"{_AUDITS}.KDE_AUDIT", command="kde", mechanism_names=f"{_NAMES}.KDE_MECHANISMS"))
+register_family(ReleaseEntry("machine", "machine_release", ("erm_release",), "fdp_ppl.machine.release", ("fdp_ppl.machine.machine.ERMFit",), ("fdp_ppl.machine.machine.ERMSpec",),
+                             (_GAUSSIAN, _ICLP), ("chains",),
+                             "GaussianMechanism(epsilon, delta) (eta=None specs) or ICLP(epsilon) (eta > 1 specs)",
+                             label="kernel-machine", legacy_names=("svm",),
+                             inference="fdp_ppl.inference.machine.infer_machine_dispatch",
+                             infer_options=("prior", "target", "draw", "method", "draws", "chains", "random_seed"),
+                             audit=f"{_AUDITS}.MACHINE_AUDIT", command="machine", mechanism_names=f"{_NAMES}.MACHINE_MECHANISMS"))
+register_family(ReleaseEntry("fpca", "fpca_release", ("expmech_fpca",), "fdp_ppl.fpca.release", ("fdp_ppl.fpca.fpca.FPCAFit",),
+                             ("fdp_ppl.fpca.fpca.FPCASpec",), ("fdp_ppl.fpca.mechanism.ExponentialMechanism",), (),
+                             "ExponentialMechanism(sampler='exact') (epsilon is the FPCASpec's)", ("n",),
+                             label="principal-components (FPCA)", inference="fdp_ppl.inference.components.infer_components",
+                             infer_options=("prior", "draws", "tune", "chains", "target_accept", "random_seed", "progressbar"),
+                             audit=f"{_AUDITS}.FPCA_AUDIT", command="fpca", public=("ExponentialMechanism",),
+                             mechanism_names=f"{_NAMES}.FPCA_MECHANISMS"))
 
 
 def _lookup(table: dict, obj) -> ReleaseEntry | None:
@@ -207,5 +266,5 @@ def entry_for(spec_or_fit) -> ReleaseEntry | None:
     return _lookup(PLANS, spec_or_fit) or _lookup(RELEASES, spec_or_fit)
 
 
-__all__ = ["ALIASES", "BY_NAME", "COMMANDS", "COMMON_OPTIONS", "load", "FAMILIES", "KINDS", "NAMES", "FAMILY_OPTIONS", "PLANS", "RELEASES", "ReleaseEntry", "entry_for",
-           "release_entry"]
+__all__ = ["ALIASES", "BY_NAME", "COMMANDS", "COMMON_OPTIONS", "load", "FAMILIES", "KINDS", "NAMES", "FAMILY_OPTIONS",
+           "PLANS", "RELEASES", "ReleaseEntry", "entry_for", "register_family", "release_entry"]

@@ -103,3 +103,51 @@ def test_fpca_dry_run_reads_only_metadata_and_charges_nothing(tmp_path, capsys):
                                                        "--eigengap", "0.05", "0.2", "--samples", "200"])
     for row in (" 60\n", "41 points", "angle at eigengap 0.05", "angle at eigengap 0.2", "spent by this plan"):
         assert row in text
+
+
+def _write_columns(path, values):
+    rng = np.random.default_rng(0)
+    x, y = (rng.uniform(size=(2, 80)) if values == "random" else np.full((2, 80), np.nan))
+    xr.Dataset({"x": ("record", x), "y": ("record", y)}).to_netcdf(path)
+
+
+@pytest.mark.parametrize("mechanism, flags", [
+    ("gp", ["--delta", "1e-5"]), ("iclp", ["--normalise"]), ("frl", []),
+    ("bernstein", ["--var2", "y", "--grid-size", "12"])])
+def test_kde_dry_run_serves_every_mechanism_without_reading_charging_or_writing(tmp_path, capsys, mechanism, flags):
+    """Each kind of ``fdp-ppl kde`` plan (a GP and an ICLP density, a 1-D baseline planned as the mean of its bumps,
+    a 2-D tensor baseline) is the library's (fdp_ppl.kde.release.plan_kde: the spec the release draws from), its
+    values unread, no ledger row, no file (DESIGN invariant 11)."""
+    flags = ["--var", "x", "--mechanism", mechanism, "--epsilon", "1", "--domain", "0", "1", "--n", "80",
+             "--grid-size", "40", *flags]
+    text = _dry_runs(tmp_path, capsys, "kde", _write_columns, flags)
+    assert "simultaneous 95% half-width" in text and "spent by this plan" in text
+
+
+def test_kde_plan_refusals_are_the_library_s_in_python_and_on_the_command_line(tmp_path, capsys):
+    """One wording: what fdp_ppl.kde.release.plan_kde refuses, the command refuses, its keywords named as flags."""
+    from fdp_ppl.errors import InputError
+    from fdp_ppl.kde.release import plan_kde
+
+    base = ["kde", "--dry-run", "--data", str(tmp_path / "absent.nc"), "--var", "x", "--mechanism", "gp",
+            "--epsilon", "1", "--delta", "1e-5", "--domain", "0", "1", "--out", str(tmp_path / "k.nc")]
+    for extra, kwargs, flag in (([], {"n": None}, "--n 500"),
+                                (["--n", "80", "--bandwidth-epsilon", "0.5"], {"n": 80, "bandwidth_epsilon": 0.5},
+                                 "--bandwidth 0.1")):
+        with pytest.raises(InputError) as err:
+            plan_kde("gp", 1.0, 1e-5, domain=(0, 1), **kwargs)
+        assert main([*base, *extra]) == 2
+        line = capsys.readouterr().err.strip()
+        assert line.startswith(f"fdp-ppl: error: {err.value.message}; pass {flag}") and "\n" not in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_release_dry_run_opens_no_ledger_and_writes_nothing(tmp_path, capsys):
+    t = np.linspace(0, 1, 41)
+
+    def write(path, values):
+        y = np.random.default_rng(0).normal(size=(30, t.size)) if values == "random" else np.full((30, t.size), np.nan)
+        xr.Dataset({"y": (("curve", "t"), y)}, coords={"t": t}).to_netcdf(path)
+
+    text = _dry_runs(tmp_path, capsys, "release", write, FLAGS[:-2])
+    assert " 30\n" in text and "simultaneous 95% half-width" in text and "spent by this plan" in text
