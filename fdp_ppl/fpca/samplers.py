@@ -244,7 +244,7 @@ def acg_acceptance_bound(q: int) -> float:
         variance 2(ν − 1), and a quadratic minorant α − βd − γd² ≤ h gives B ≥ α − 2γ(ν − 1);
         (G2) the same conditioning on the two largest terms (their density is e^{−y/2} I_0-type, in closed form),
         variance 2(ν − 1 − ρ²);
-        (F) Fourier inversion ``f_T(1) = (πc)^{−1}∫_0^∞ Re ψ(τ/c) dτ`` with explicit bounds on |ψ| (from above and
+        (F) Fourier inversion ``f_T(1) = (πc)^{−1}∫_0^∞ Re ψ(τ/c) dτ`` with explicit bounds on ``|ψ|`` (from above and
         below) and on arg ψ in terms of (ν, ρ) only.
         A finite certificate over cells of (ν, ρ), using monotonicity of each bound in ν and ρ and safe-side
         Riemann sums, gives ``ν_a max(G1, G2, F) ≥ 0.536 f_{χ²_1}(1)`` on every cell (worst near ν = 3.6, ρ = 1,
