@@ -182,7 +182,7 @@ def _density_at_mean(p):
     if p.size == 2:
         return _pair_density(1.0, *p)
     if p.size == 3:  # x = u^2 for the first term: no singularity
-        f = lambda u: 2.0 * math.exp(-u * u / (2 * p[0])) / math.sqrt(2 * math.pi * p[0]) * _pair_density(1 - u * u, *p[1:])  # noqa: E731
+        f = lambda u: 2.0 * math.exp(-u * u / (2 * p[0])) / math.sqrt(2 * math.pi * p[0]) * _pair_density(1 - u * u, *p[1:])
         return integrate.quad(f, 0.0, 1.0, limit=200, epsabs=1e-14, epsrel=1e-12)[0]
     c = p.max()
     t = np.r_[np.linspace(0.0, 50.0, 200001), np.geomspace(50.0, 2e4, 20001)[1:]] / c
@@ -209,11 +209,11 @@ def test_acg_proof_conditioning_identities_and_pair_density(proof):
     the cell minorant H of (G2) is below k_rho(1 + rho - d) at both ends of its rho cell."""
     from scipy import integrate
 
-    f1 = lambda x: math.exp(-0.5 * x) / math.sqrt(2 * math.pi * x) if x > 0 else 0.0  # noqa: E731
+    f1 = lambda x: math.exp(-0.5 * x) / math.sqrt(2 * math.pi * x) if x > 0 else 0.0
 
     for rho in (0.05, 0.4, 1.0):
         for y in (0.1, 1.0, 3.0):
-            conv = integrate.quad(lambda x: f1(x) * f1((y - x) / rho) / rho, 0.0, y,
+            conv = integrate.quad(lambda x, y=y, rho=rho: f1(x) * f1((y - x) / rho) / rho, 0.0, y,
                                   limit=200)[0]
             k = math.exp(-0.5 * y) * special.ive(0, 0.25 * y * (1.0 / rho - 1.0)) / (2.0 * math.sqrt(rho))
             assert k == pytest.approx(conv, rel=1e-6)
