@@ -89,8 +89,8 @@ def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float | None = No
         ``proposals`` T per draw (``"exact"``) or per Gibbs column update (``"gibbs"``; 0 for NUTS),
         ``p_star`` = (1 − a_min)^T and ``log_p_star``, ``log_a_min``, ``log_f_min`` (pure plan; NaN
         otherwise), ``bound`` ("proved" for the GP-base rejection,
-        :func:`~fdp_ppl.fpca.samplers.gp_base_acceptance_bound`; "verified numerically" for the
-        ACG sampler, :func:`~fdp_ppl.fpca.samplers.acg_acceptance_bound`), ``certified`` (1 for the
+        :func:`~fdp_ppl.fpca.samplers.gp_base_acceptance_bound`, and for the ACG sampler,
+        :func:`~fdp_ppl.fpca.samplers.acg_acceptance_bound`), ``certified`` (1 for the
         exact samplers and k = 1 Gibbs), ``pure`` (1 for the pure plan), ``epsilon``, ``delta`` — the
         per-draw guarantee: (ε'', 0), (ε', δ'), or (ε, NaN) when uncertified.
 
@@ -118,7 +118,7 @@ def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float | None = No
         log_a, bound = gp_base_acceptance_bound(spec.Sigma, k, spec.scale * int(n)), "proved"
         log_f = gp_base_log_density_floor(spec.scale, n)
     else:  # ACG updates on the sphere of the complement of k - 1 columns
-        log_a, bound = acg_acceptance_bound(m - k + 1), "verified numerically (not proved)"
+        log_a, bound = acg_acceptance_bound(m - k + 1), "proved"
         log_f = bingham_log_density_floor(spec.Sigma, spec.scale, n)
     certified = int(sampler == "exact" or k == 1)
     pure = int(certified and delta is None)

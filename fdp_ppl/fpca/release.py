@@ -175,8 +175,8 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
 
       a_min: ``c_Σ^k E[exp(−s n max_{j≤k} D_j)] + (1 − c_Σ^k) e^{−s n}`` for ``gp-base``
       (proved, :func:`~fdp_ppl.fpca.samplers.gp_base_acceptance_bound`); half the
-      infimum of Kent et al.'s acceptance for the ACG sampler (verified numerically, not
-      proved, :func:`~fdp_ppl.fpca.samplers.acg_acceptance_bound`). A release whose
+      vertex value A_1(m) of Kent et al.'s acceptance for the ACG sampler (proved,
+      :func:`~fdp_ppl.fpca.samplers.acg_acceptance_bound`). A release whose
       proposals exceed ``max_proposals`` is refused before the charge (:func:`~fdp_ppl.fpca.fpca_plan.release_plan`).
     * ``"sequential"`` (Bingham form, any k): a different mechanism from the joint matrix Bingham — k exact
       vector-Bingham steps, column i on the unit sphere of the orthogonal complement of the earlier columns with

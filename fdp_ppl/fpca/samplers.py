@@ -25,9 +25,9 @@ Two stopping rules (issue 22; DESIGN invariant 9):
   (:func:`fallback_guarantee`). ``p* = (1 − a_min)^T`` with ``a_min`` a
   data-independent lower bound on the acceptance rate:
   :func:`gp_base_acceptance_bound` (proved) and :func:`acg_acceptance_bound`
-  (half the vertex value A_1(q), in closed form; the rate is reduced exactly to A_1(q) times a
-  bracket that tends to 1 at the vertex, and that the bracket stays ≥ ½ over the simplex is
-  verified by adversarial search, not proved).
+  (half the vertex value A_1(q), in closed form; proved for q ≤ 10⁶ by reducing the rate to the
+  density at its mean of a convex combination of χ²_1 variables and bounding that density below,
+  :mod:`fdp_ppl.fpca.acg_proof`).
   **Pure ε-DP** (the default of the release): when the fallback law F is exactly the reference
   measure of the target's density f_D = dπ_D/dF (the uniform law for the Bingham form, ν for
   the GP base) and ``f_D ≥ f_min`` with f_min data-independent
@@ -52,6 +52,7 @@ import numpy as np
 from scipy import integrate, optimize, special
 
 from ..errors import FdpPplError
+from .acg_proof import NU_MAX, R_PROVED
 
 #: proposals generated per vectorised batch of the fixed-budget samplers (data-independent)
 BATCH = 65536
@@ -199,9 +200,9 @@ def acg_vertex_acceptance(q: int) -> float:
 
 @lru_cache(maxsize=None)
 def acg_acceptance_bound(q: int) -> float:
-    """Log of the data-independent acceptance bound a_min of the ACG sampler on S^{q−1}: ``A_1(q) / 2``.
+    """Log of the data-independent acceptance bound a_min of the ACG sampler on S^{q−1}: ``A_1(q) / 2`` (proved).
 
-    **What is proved.** Let λ_1 = 0 ≤ λ_2 ≤ … ≤ λ_q be the shifted eigenvalues of −A, b ∈ [1, q]
+    **Proof.** Let λ_1 = 0 ≤ λ_2 ≤ … ≤ λ_q be the shifted eigenvalues of −A, b ∈ [1, q]
     the root of ``Σ_i 1/(b + 2λ_i) = 1`` and ``p_i = 1/(b + 2λ_i)`` (a point of the open simplex;
     every such point arises, with b = 1/max p). With Kent et al.'s (2018) envelope, Ω = I + 2Λ/b,
     ``M = e^{−(q−b)/2}(q/b)^{q/2}``:
@@ -236,17 +237,23 @@ def acg_acceptance_bound(q: int) -> float:
         ``a ≥ A_1(q) (b e^{1−b})^{1/2} Π_{i≥2}(1 + b/(2λ_i))^{1/2} (1 − Σ_{i≥2} 1/(2λ_i))_+``; from (2)
         and Jensen, ``a ≥ Π_i (e^{1 − 1/r_i}/r_i)^{1/2}``, r_i = q p_i (tight near the uniform target).
 
-    **What is not proved.** That ``inf_λ a(λ) = A_1(q)``, i.e. that the bracket
-    ``R(λ) = a(λ)/A_1(q)`` of (3) is ≥ 1 over the whole simplex — equivalently that
-    ``f_T(1) ≥ f_{χ²_1}(1)`` for every convex combination T of independent χ²_1 (Schur-type results
-    for weighted χ² sums, Bock et al. 1987, Székely & Bakirov 2003, concern the distribution
-    function, not the density at the mean) (neither bound of (4) covers the
-    middle of the simplex uniformly; a concave-minorant argument over the simplex gives nothing
-    for q ≥ 10; a is not monotone in each λ_i). The returned bound, **A_1(q)/2**, needs only
-    R ≥ ½; an adversarial minimisation over the simplex (Nelder–Mead from the vertices, the edges
-    and random points, common random numbers; tests/fpca/test_privacy.py) never goes below
-    0.95 A_1(q) for q ≤ 12. The factor 2 costs ``log 2 / A_1(q)`` extra proposals per unit of
-    ``log(1/p*)``: T ≈ log(1/(η f_min))/a_min, about twice the T that a proved ``a_min = A_1(q)`` would give.
+    (5) *The bound (proved).* ``f_T(1) ≥ ½ f_{χ²_1}(1)`` for every p with ``ν = Σp_i²/p_max² ≤ 10⁶`` (so every q ≤ 10⁶,
+        since ν ≤ 1/p_max ≤ q), hence **a ≥ A_1(q)/2** over the whole simplex. With c = p_1 ≥ p_2 ≥ … (sorted),
+        ρ = p_2/c, ν ∈ [1 + ρ², 1/c], three lower bounds of the form f_T(1) ≥ B(ν, ρ)/c ≥ ν B(ν, ρ):
+        (G1) condition on c Z_1²: ``f_T(1) = E[h(D)]/c``, h(d) = f_{χ²_1}(1 − d) (0 for d ≥ 1), D of mean 0 and
+        variance 2(ν − 1), and a quadratic minorant α − βd − γd² ≤ h gives B ≥ α − 2γ(ν − 1);
+        (G2) the same conditioning on the two largest terms (their density is e^{−y/2} I_0-type, in closed form),
+        variance 2(ν − 1 − ρ²);
+        (F) Fourier inversion ``f_T(1) = (πc)^{−1}∫_0^∞ Re ψ(τ/c) dτ`` with explicit bounds on ``|ψ|`` (from above and
+        below) and on arg ψ in terms of (ν, ρ) only.
+        A finite certificate over cells of (ν, ρ), using monotonicity of each bound in ν and ρ and safe-side
+        Riemann sums, gives ``ν_a max(G1, G2, F) ≥ 0.536 f_{χ²_1}(1)`` on every cell (worst near ν = 3.6, ρ = 1,
+        i.e. about four comparable weights). Code and full statement: :mod:`fdp_ppl.fpca.acg_proof`
+        (``R_PROVED = 0.5``); docs/mechanisms/expmech_fpca.md, "The ACG acceptance bound".
+
+    **Not proved**: that the infimum is the vertex value A_1(q) (R ≥ 1; adversarial minimisation over the
+    simplex never goes below 0.95 A_1(q) for q ≤ 12, tests/fpca/test_privacy.py). A proof of R ≥ 1 would halve
+    T: ``T ≈ log(1/(η f_min))/a_min``.
 
     Parameters
     ----------
@@ -258,6 +265,11 @@ def acg_acceptance_bound(q: int) -> float:
     float
         ``log a_min`` (0 for q = 1).
 
+    Raises
+    ------
+    ValueError
+        q > 10⁶ (beyond the certificate of :mod:`fdp_ppl.fpca.acg_proof`).
+
     Examples
     --------
     >>> import math
@@ -267,7 +279,9 @@ def acg_acceptance_bound(q: int) -> float:
     q = int(q)
     if q <= 1:
         return 0.0
-    return acg_vertex_acceptance(q) - math.log(2.0)
+    if q > NU_MAX:
+        raise ValueError(f"the ACG acceptance bound is proved for q <= {NU_MAX:.0e}, got q = {q}")
+    return acg_vertex_acceptance(q) + math.log(R_PROVED)
 
 
 def proposal_budget(log_a_min: float, delta: float) -> tuple[int, float]:
