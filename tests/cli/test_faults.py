@@ -142,7 +142,7 @@ def test_every_integer_option_has_a_public_bound_stated_and_checked_before_any_w
             assert main(argv) == 2, argv
             err = _one_line(capsys.readouterr().err)
             assert act.option_strings[0] in err and f"{limit:,}" in err, err
-            assert time.perf_counter() - start < 5.0  # refused before any work
+            assert time.perf_counter() - start < 30.0  # refused before any work (loose: a first import under load)
             swept += 1
     assert swept >= 25  # release 6, kde 6, machine 4 (+ svm 4), fpca 6, infer 4, audit 3
     assert set(COUNT_LIMITS) >= {"chains", "samples", "timing_calls", "draws"}

@@ -307,7 +307,7 @@ def test_infer_refuses_draws_that_do_not_fit_in_memory_before_any_work(tmp_path,
     start = time.perf_counter()
     with pytest.raises(InputError, match=f"pass at most draws={fit} "):
         fp.infer(release, fp.inference.ICLPPrior(amplitude=1.0, smoothness=2.0), target="summary", draws=10**8)
-    assert time.perf_counter() - start < 5.0
+    assert time.perf_counter() - start < 30.0  # 10^8 draws would take minutes; loose for loaded machines
     check_draws_memory(release, fit, 2)  # the largest that fits is accepted
     with pytest.raises(InputError):
         check_draws_memory(release, fit + 1, 2)

@@ -52,7 +52,7 @@ def test_a_grid_too_large_for_a_dense_eigenbasis_is_refused_at_once():
     start = time.perf_counter()
     with pytest.raises(InputError, match="dense eigendecomposition.*Kronecker"):
         fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.uniform(1_000_000))
-    assert time.perf_counter() - start < 10  # refused from the size, not after trying
+    assert time.perf_counter() - start < 30  # refused from the size (trying would take hours); loose for loaded machines
 
 
 def test_library_release_checks_scales_and_sizes(data):
