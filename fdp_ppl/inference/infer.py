@@ -460,7 +460,9 @@ def _pointwise_loglik(model, post: xr.Dataset) -> xr.DataArray:
             g = shrink * post["sampling_scale"].values[..., None] * base / np.sqrt(n)
         else:
             g = shrink * np.asarray(meta["sampling_sd"], dtype=float) / np.sqrt(n)
-        ll = law.convolved_logp(y - mu, g, b)
+        shape = mu.shape   # (chain, draw, J) as (draws, J): the law's elementwise blocks are then cache-sized rows
+        ll = law.convolved_logp((y - mu).reshape(-1, shape[-1]), np.broadcast_to(g, shape).reshape(-1, shape[-1]),
+                                b).reshape(shape)
     else:
         ll = law.logp(y, mu, b, pointwise=True)
     if law.product:

@@ -317,8 +317,12 @@ class Normal(NoiseLaw):
         if isinstance(prior, Normal):
             y, m, g, s = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, prior_mean, prior_scale, scale))
             check_scale(s), check_scale(g)
-            prec = 1.0 / s**2 + 1.0 / g**2
-            return (y / s**2 + m / g**2) / prec + rng.standard_normal(y.shape) / np.sqrt(prec)
+            z = rng.standard_normal(y.shape)   # one call (the stream does not depend on the blocks below)
+
+            def draws(y, m, g, s, z):
+                prec = 1.0 / s**2 + 1.0 / g**2
+                return (y / s**2 + m / g**2) / prec + z / np.sqrt(prec)
+            return _by_blocks(draws, y, m, g, s, z)
         if isinstance(prior, Laplace):
             return prior.centre_posterior_draws(prior_mean, prior_scale, Normal(), y, scale, rng)
         return super().centre_posterior_draws(y, scale, prior, prior_mean, prior_scale, rng)
