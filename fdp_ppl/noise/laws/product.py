@@ -234,10 +234,12 @@ class Laplace(NoiseLaw):
         (``Gamma(½, 1)`` at ``ξ = 0``). Shape of ``noise``."""
         xi, b = np.broadcast_arrays(np.asarray(noise, dtype=float), check_scale(scale))
         a = np.abs(xi)
-        with np.errstate(divide="ignore"):
-            mean = np.where(a > 0, 2.0 * b / np.where(a > 0, a, 1.0), 1.0)
-        e = np.asarray(1.0 / rng.wald(mean, 2.0), dtype=float)
         zero = a == 0
+        with np.errstate(divide="ignore"):
+            mean = np.asarray(2.0 * b / a)
+        if zero.any():
+            mean[zero] = 1.0
+        e = np.asarray(1.0 / rng.wald(mean, 2.0), dtype=float)
         if zero.any():   # Gamma(½, 1) only where ξ = 0 (rare: a draw per element would double the cost)
             e[zero] = rng.gamma(0.5, 1.0, size=int(zero.sum()))
         return e
