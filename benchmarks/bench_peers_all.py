@@ -69,7 +69,8 @@ def readme_block(res: dict) -> str:
         f"`python benchmarks/bench_peers_all.py {mode}--readme` ({'quick sizes' if res['quick'] else 'full sizes'}; "
         f"{info['date_utc'][:10]}, {info.get('cpu_count')} vCPUs, one BLAS thread, load average {before} before "
         f"and {after} after, {res['seconds'] / 60:.0f} min). Seconds are medians of the two sides run back to back; "
-        + "exact inference compares curve-ESS per second (higher is better). Growth: least-squares exponent of the "
+        + "exact inference compares curve-ESS per second (higher is better) on the same posterior, nutpie's compile off "
+        "the clock (reported in the JSON). Growth: least-squares exponent of the "
         "seconds in n over the sizes of a row's configuration. Targets apply from the sizes the issue names "
         "(densities and kernel machines n ≥ 10^6 / 10^5, components n ≥ 10^4); — : not at this size.",
         "",

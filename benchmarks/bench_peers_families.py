@@ -24,10 +24,17 @@ memory (tracemalloc, a separate call: numpy buffers and Python objects, not a li
   ``sklearn.kernel_approximation.Nystroem`` fitted on the *same* public landmarks (all of them components) +
   ``LinearSVC(loss="hinge")`` with the same C = 1/(2λn). Accuracy: held-out accuracy of the (non-private) fits.
   Target ≤ 2× for n ≥ 10⁵.
-* ``infer``: ``fp.infer`` of one ICLP-QR release (GP prior, fixed amplitude and level: exact draws) against a
-  hand-written PyMC model of the same posterior (coefficients ~ N(level coefficients, a²λ_j), released
-  coefficients ~ Laplace(shrinkage · coefficients, b_j)) sampled by nutpie (PyMC NUTS if nutpie is missing);
-  curve-ESS (bulk, minimum over the grid) per second, nutpie's compile time apart. Target ≥ 10× at m = 100 and 1600.
+* ``infer``: ``fp.infer`` of ICLP-QR releases (GP prior with the release's kernel, fixed amplitude and level: exact
+  draws) against a hand-written PyMC model of the *same* posterior sampled by nutpie (PyMC NUTS if nutpie is
+  missing), for both targets: ``summary`` (``θ ~ N(level, a²λ_j)``, ``y_j ~ Laplace(θ_j, b_j)``) and the default
+  ``population`` (also ``κ ~ HalfNormal(2 · spread)`` and the mean's sampling error written latent, non-centred;
+  ours draws κ by quadrature and the rest exactly). Both sides make 2 chains × ``draws`` curve draws (nutpie
+  also tunes ``tune`` steps a chain); the peer's clock includes the curves ``c Φᵀ``, ours' the whole call
+  (curves, log-likelihood, replicated releases, exact LOO, mixing scales). Each of the 3 repeats is a fresh
+  release; warm-ups on another release and nutpie's compile (with the observation as ``pm.Data``: once a size)
+  are off the clock, the compile reported apart (``peer_compile_s``, and ``ratio_with_compile``). Curve-ESS:
+  ArviZ bulk ESS, minimum over the grid, for both. Ratio: median ESS/s, ours / peer, by wall clock (the table)
+  and CPU time (``ratio_cpu``). Target ≥ 10× at m = 100 and 1600.
 
 Usage::
 
@@ -60,6 +67,8 @@ from _common import (  # noqa: E402
 )
 
 FAMILIES = ("mean", "pca", "svm", "infer")
+#: sizes m of the inference rows (``--infer-sizes``); the issue's targets are at 100 and 1600
+INFER_SIZES = (100, 1600)
 TARGETS = {"mean": ("<=", 1.3), "pca": ("<=", 3.0), "svm": ("<=", 2.0), "infer": (">=", 10.0)}
 NAMES = {"mean": "mean curve (ICLP-QR)", "pca": "principal components (k = 1, exact)", "svm": "kernel machine",
          "infer": "exact inference"}
@@ -272,10 +281,63 @@ def svm_rows(ns, repeats: int, lam=0.01, rho=0.2, loss="hinge") -> list:
 
 
 # ----------------------------------------------------------------------------- inference
-def infer_rows(ms, draws: int, tune: int, n=2000) -> list:
+def _curve_ess(curves) -> float:
+    """Bulk ESS (ArviZ, rank-normalised) of the curve, the minimum over the grid; ``curves`` (chain, draw, m)."""
     import arviz as az
+
+    return float(az.ess(az.convert_to_dataset({"curve": curves}), method="bulk")["curve"].values.min())
+
+
+def _infer_models(rel, prior, basis, level, a):
+    """The hand-written PyMC models of the two posteriors ``fp.infer`` draws exactly, with the observation as
+    ``pm.Data`` (one nutpie compile serves every release of a size):
+
+    * ``summary`` (``target="summary"``: θ the noisy-free summary's coefficients): ``θ_j = level + a√λ_j w_j``,
+      ``w ~ N(0, 1)``, ``y_j ~ Laplace(θ_j, b_j)``;
+    * ``population`` (the default target: θ the population mean's): also ``κ ~ HalfNormal(2 · spread)`` (spread
+      from the same public hint as ``fp.infer``) and the mean's sampling error written latent and non-centred,
+      ``y_j ~ Laplace(s_j θ_j + s_j κ √λ_j / √n z_j, b_j)``, ``z ~ N(0, 1)``, ``s_j`` the public shrinkage — what
+      a user writes without the Normal–Laplace convolution."""
     import numpy as np
     import pymc as pm
+
+    from fdp_ppl.inference import build_model
+
+    meta = build_model(rel, prior, target="population")._fdp_meta
+    y = rel["posterior"]["coefficients"].values[0, 0]
+    b = rel["constant_data"]["noise_scale"].values
+    shrink = np.asarray(meta["shrink"], dtype=float)
+    J = y.size
+    sd = a * np.sqrt(basis.eigenvalues[:J])
+    base = shrink * np.asarray(meta["sampling_base"], dtype=float) / np.sqrt(float(meta["ctx"]["attrs"]["n"]))
+    models = {}
+    with pm.Model() as models["summary"]:
+        obs = pm.Data("y", y)
+        w = pm.Normal("w", shape=J)
+        pm.Deterministic("c", level + sd * w)
+        pm.Laplace("obs", mu=level + sd * w, b=b, observed=obs)
+    with pm.Model() as models["population"]:
+        obs = pm.Data("y", y)
+        w = pm.Normal("w", shape=J)
+        kappa = pm.HalfNormal("kappa", sigma=2 * meta["ctx"]["hint"]["spread"])
+        z = pm.Normal("z", shape=J)
+        pm.Deterministic("c", level + sd * w)
+        pm.Laplace("obs", mu=shrink * (level + sd * w) + kappa * base * z, b=b, observed=obs)
+    return models
+
+
+def infer_rows(ms, draws: int, tune: int, n=2000, repeats: int = 3, targets=("summary", "population")) -> list:
+    """Exact inference against nutpie on the same posterior, per size m and target; see the module docstring.
+
+    Each repeat uses a fresh release (seeds 1, 2, ...; nothing cached for one release helps the next) and the two
+    sides alternate; a warm-up of each side on another release (seed 99) and nutpie's compile (once per size and
+    target, reported apart as ``peer_compile_s``) are outside the clock. Both sides produce ``chains · draws`` curve
+    draws; the peer's clock includes the curves ``c Φᵀ`` (ours' includes them too, and also the log-likelihood,
+    the replicated releases, the exact leave-one-out and the noise's mixing scales, which the peer does not
+    compute). ESS: the same ArviZ bulk ESS of the curve, minimum over the grid, for both. Ratio: the median over
+    repeats of ESS/s, ours over the peer's, by the wall clock and by the CPU time (``process_time``: all threads).
+    """
+    import numpy as np
 
     import fdp_ppl as fp
     from fdp_ppl.inference import GPPrior
@@ -284,56 +346,77 @@ def infer_rows(ms, draws: int, tune: int, n=2000) -> list:
         import nutpie
     except ImportError:
         nutpie = None
-    a, level = 0.3, 0.0
+    import pymc as pm
+
+    a, level, chains = 0.3, 0.0, 2
+    prior = GPPrior(nu=1.5, lengthscale=0.1, amplitude=a, mean=level)
     rows = []
     for k in ms:
         grid = fp.Grid.uniform(k)
         basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), grid)
-        x = _curves(n, k)
-        summary = fp.iclp_qr_mean(x, basis, tau=2.0)
+        summary = fp.iclp_qr_mean(_curves(n, k), basis, tau=2.0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rel = fp.release(summary, fp.ICLP(epsilon=1.0), random_seed=1, study=True)
-        prior = GPPrior(nu=1.5, lengthscale=0.1, amplitude=a, mean=level)
-        y = rel["posterior"]["coefficients"].values[0, 0]
-        b = rel["constant_data"]["noise_scale"].values
-        shrink = np.asarray(summary.spec.shrinkage, dtype=float)
-        J = y.size
-        lam = basis.eigenvalues[:J]
+            rels = [fp.release(summary, fp.ICLP(epsilon=1.0), random_seed=s, study=True)
+                    for s in [99] + list(range(1, repeats + 1))]
+        J = int(rels[0]["posterior"]["coefficients"].sizes["basis"])
         phi = basis.eigenfunctions[:, :J]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fp.infer(rel, prior, draws=50, chains=1, random_seed=0, progressbar=False, target="population")
+        for target in targets:
+            models = [_infer_models(r, prior, basis, level, a)[target] for r in rels]
             t0 = time.perf_counter()
-            post = fp.infer(rel, prior, draws=draws, chains=2, random_seed=0, progressbar=False, target="population")
-            ours_s = time.perf_counter() - t0
-        ours_ess = float(az.ess(post["posterior"].to_dataset()[["curve"]], method="bulk")["curve"].values.min())
-        ours_mean = post["posterior"]["curve"].values.reshape(-1, k).mean(0)
-        with pm.Model() as model:
-            c = pm.Normal("c", mu=0.0, sigma=a * np.sqrt(lam), shape=J)
-            pm.Laplace("y", mu=shrink * c, b=b, observed=y)
-        t0 = time.perf_counter()
-        if nutpie is not None:
-            compiled = nutpie.compile_pymc_model(model)
+            compiled = nutpie.compile_pymc_model(models[0]) if nutpie is not None else None
             compile_s = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=2, seed=0, progress_bar=False, cores=1)
-            peer_name = "PyMC model + nutpie"
-        else:
-            compile_s = 0.0
-            with model:
-                idata = pm.sample(draws=draws, tune=tune, chains=2, cores=1, random_seed=0, progressbar=False)
-            peer_name = "PyMC model + PyMC NUTS"
-        peer_s = time.perf_counter() - t0
-        cs = idata.posterior["c"].values  # (chain, draw, J)
-        curves = level + cs @ phi.T
-        peer_ess = float(az.ess(az.convert_to_dataset({"curve": curves}), method="bulk")["curve"].values.min())
-        sd = curves.reshape(-1, k).std(0)
-        gap = float(np.max(np.abs(curves.reshape(-1, k).mean(0) - ours_mean) / sd))
-        rows.append(_row("infer", f"m={k}, J={J}", ours_ess / ours_s, peer_name, peer_ess / peer_s,
-                         None, m=k, J=J, ours_seconds=ours_s, ours_ess=ours_ess, peer_seconds=peer_s,
-                         peer_compile_s=compile_s, peer_ess=peer_ess, max_mean_gap_in_sd=gap,
-                         inference=post.attrs.get("inference")))
+            peer_name = "PyMC model + " + ("nutpie" if nutpie is not None else "PyMC NUTS")
+
+            def ours(rel, draws=draws):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    post = fp.infer(rel, prior, draws=draws, chains=chains, random_seed=0, progressbar=False,
+                                    target=target)
+                return post["posterior"]["curve"].values, post
+
+            def peer(i, draws=draws, tune=tune):
+                if compiled is not None:
+                    y = rels[i]["posterior"]["coefficients"].values[0, 0]
+                    idata = nutpie.sample(compiled.with_data(y=y), draws=draws, tune=tune, chains=chains, seed=i,
+                                          progress_bar=False, cores=1)
+                else:
+                    with models[i], warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=i,
+                                          progressbar=False)
+                post = idata.posterior
+                stats = idata.sample_stats
+                return post["c"].values @ phi.T, int(np.sum(stats["diverging"].values))   # the curves, c Φᵀ
+
+            ours(rels[0], 50), peer(0, 50, 50)   # warm-up: imports, caches of the public configuration
+            runs = {"ours": [], "peer": []}
+            for i in range(1, repeats + 1):
+                for side in ("ours", "peer"):
+                    c0, t0 = time.process_time(), time.perf_counter()
+                    out = ours(rels[i]) if side == "ours" else peer(i)
+                    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                    runs[side].append({"wall": wall, "cpu": cpu, "ess": _curve_ess(out[0]),
+                                       "mean": out[0].reshape(-1, k).mean(0), "sd": out[0].reshape(-1, k).std(0),
+                                       "extra": out[1] if side == "peer" else out[1].attrs.get("inference_model")})
+            med = {side: {key: statistics.median(r[key] for r in rs) for key in ("wall", "cpu", "ess")}
+                   for side, rs in runs.items()}
+            per_s = {side: {clock: statistics.median(r["ess"] / r[clock] for r in rs) for clock in ("wall", "cpu")}
+                     for side, rs in runs.items()}
+            gap = max(float(np.max(np.abs(o["mean"] - p["mean"]) / p["sd"])) for o, p in zip(runs["ours"], runs["peer"]))
+            rows.append(_row("infer", f"m={k}, J={J}, {target}", per_s["ours"]["wall"], peer_name,
+                             per_s["peer"]["wall"], None, group=("infer", target), m=k, J=J, posterior_target=target,
+                             ours_seconds=med["ours"]["wall"], ours_cpu_s=med["ours"]["cpu"],
+                             ours_ess=med["ours"]["ess"], peer_seconds=med["peer"]["wall"],
+                             peer_cpu_s=med["peer"]["cpu"], peer_ess=med["peer"]["ess"], peer_compile_s=compile_s,
+                             ratio_cpu=per_s["ours"]["cpu"] / per_s["peer"]["cpu"],
+                             ratio_with_compile=(per_s["ours"]["wall"] * (med["peer"]["wall"] + compile_s)
+                                                 / med["peer"]["ess"]),   # nutpie's compile on its clock
+                             peer_divergences=[r["extra"] for r in runs["peer"]],
+                             inference=runs["ours"][0]["extra"], max_mean_gap_in_sd=gap, draws=draws, tune=tune,
+                             chains=chains, repeats=repeats))
+            print(f"    CPU: ours {med['ours']['cpu']:.3f} s, peer {med['peer']['cpu']:.3f} s; ESS/s by CPU ratio "
+                  f"{rows[-1]['ratio_cpu']:.2f}; peer compile {compile_s:.1f} s", file=sys.stderr, flush=True)
     return rows
 
 
@@ -362,18 +445,24 @@ def run(quick: bool, only=FAMILIES, repeats: int = 3) -> dict:
             rows += svm_rows((2000, 5000, 10**4, 2 * 10**4) if quick else (10**5, 3 * 10**5, 10**6, 2 * 10**6),
                              small, loss="logistic")
         if "infer" in only:
-            rows += infer_rows((100, 1600), draws=300 if quick else 1000, tune=300 if quick else 1000)
+            rows += infer_rows(INFER_SIZES, draws=300 if quick else 1000, tune=300 if quick else 1000,
+                               repeats=1 if quick else repeats)
     growth_exponents(rows)
     return {"rows": rows, "table": table(rows), "repeats": repeats}
 
 
 def main(argv=None) -> int:
+    global INFER_SIZES
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--only", default=",".join(FAMILIES))
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--out", default=None)
+    p.add_argument("--infer-sizes", default=None, help="comma-separated m of the inference rows (default "
+                                                        f"{','.join(map(str, INFER_SIZES))})")
     a = p.parse_args(argv)
+    if a.infer_sizes:
+        INFER_SIZES = tuple(int(v) for v in a.infer_sizes.split(","))
     res = run(a.quick, tuple(a.only.split(",")), a.repeats)
     print(res["table"])
     write_results("bench_peers_families", res, quick=a.quick, out=a.out)

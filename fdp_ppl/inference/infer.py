@@ -299,7 +299,8 @@ def build_model(release: xr.DataTree, prior="gp", *, target: str | None = None, 
             if isinstance(prior, GPPrior):
                 _, amp, m = prior.hyperparameters(ctx["hint"])
                 centre = m * (shrink * A.sum(axis=1))
-                spread = pt.sqrt(shrink**2 * amp**2 * plan.prior_var + sampling_var)
+                var = shrink**2 * amp**2 * plan.prior_var + sampling_var   # numbers when all are fixed:
+                spread = np.sqrt(var) if isinstance(var, np.ndarray) else pt.sqrt(var)   # a constant, nothing to fold
             elif target == "population" and not _is_gaussian(law):
                 if prior.amplitude is None or prior.smoothness is None or sampling_sd is None:
                     # free hyperparameters: y_j = s_j θ_j + s_j e_j + ξ_j, Laplace ⊛ Normal ⊛ Laplace in closed form
@@ -463,7 +464,9 @@ def _pointwise_loglik(model, post: xr.Dataset) -> xr.DataArray:
             g = shrink * post["sampling_scale"].values[..., None] * base / np.sqrt(n)
         else:
             g = shrink * np.asarray(meta["sampling_sd"], dtype=float) / np.sqrt(n)
-        ll = law.convolved_logp(y - mu, g, b)
+        shape = mu.shape   # (chain, draw, J) as (draws, J): the law's elementwise blocks are then cache-sized rows
+        ll = law.convolved_logp((y - mu).reshape(-1, shape[-1]), np.broadcast_to(g, shape).reshape(-1, shape[-1]),
+                                b).reshape(shape)
     else:
         ll = law.logp(y, mu, b, pointwise=True)
     if law.product:
@@ -727,12 +730,10 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
         kappa = quad.draws(chains * draws, rng).reshape(chains, draws)
         post = xr.Dataset({"sampling_scale": ((dims.CHAIN, dims.DRAW), kappa)},
                           coords={dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws)})
-        tree = xr.DataTree.from_dict({"posterior": post})
-        sampler = "quadrature"
+        tree, sampler = None, "quadrature"   # exact: the posterior group is built directly below
     elif not model.free_RVs:  # fixed hyperparameters: nothing to sample, every draw is exact
         post = xr.Dataset(coords={dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws)})
-        tree = xr.DataTree.from_dict({"posterior": post})
-        sampler = "none"
+        tree, sampler = None, "none"
     else:
         kwargs = {}
         mode = compile_mode()
@@ -748,7 +749,7 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
         tree = sample(model, seed)
         sampler = nuts_sampler
     exact = sampler in ("none", "quadrature")
-    post = tree["posterior"].to_dataset()
+    post = post if tree is None else tree["posterior"].to_dataset()
     if not isinstance(meta["prior"], CustomPrior):
         post = post.drop_vars([v for v in ("coefficients_whitened",) if v in post]).assign(
             _conditional_draws(model, post, rng))
@@ -775,7 +776,7 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
 
     groups = {S.POSTERIOR: post, S.POSTERIOR_PREDICTIVE: replicated_releases(meta, post, rng),
               S.LOG_LIKELIHOOD: xr.Dataset({S.RELEASED: loglik}), S.OBSERVED_DATA: observed, S.CONSTANT_DATA: constant}
-    if S.SAMPLE_STATS in tree.children:
+    if tree is not None and S.SAMPLE_STATS in tree.children:
         groups[S.SAMPLE_STATS] = tree[S.SAMPLE_STATS].to_dataset()
     from .comparison import mean_comparison
 

@@ -234,10 +234,12 @@ class Laplace(NoiseLaw):
         (``Gamma(½, 1)`` at ``ξ = 0``). Shape of ``noise``."""
         xi, b = np.broadcast_arrays(np.asarray(noise, dtype=float), check_scale(scale))
         a = np.abs(xi)
-        with np.errstate(divide="ignore"):
-            mean = np.where(a > 0, 2.0 * b / np.where(a > 0, a, 1.0), 1.0)
-        e = np.asarray(1.0 / rng.wald(mean, 2.0), dtype=float)
         zero = a == 0
+        with np.errstate(divide="ignore"):
+            mean = np.asarray(2.0 * b / a)
+        if zero.any():
+            mean[zero] = 1.0
+        e = np.asarray(1.0 / rng.wald(mean, 2.0), dtype=float)
         if zero.any():   # Gamma(½, 1) only where ξ = 0 (rare: a draw per element would double the cost)
             e[zero] = rng.gamma(0.5, 1.0, size=int(zero.sum()))
         return e
@@ -317,8 +319,12 @@ class Normal(NoiseLaw):
         if isinstance(prior, Normal):
             y, m, g, s = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, prior_mean, prior_scale, scale))
             check_scale(s), check_scale(g)
-            prec = 1.0 / s**2 + 1.0 / g**2
-            return (y / s**2 + m / g**2) / prec + rng.standard_normal(y.shape) / np.sqrt(prec)
+            z = rng.standard_normal(y.shape)   # one call (the stream does not depend on the blocks below)
+
+            def draws(y, m, g, s, z):
+                prec = 1.0 / s**2 + 1.0 / g**2
+                return (y / s**2 + m / g**2) / prec + z / np.sqrt(prec)
+            return _by_blocks(draws, y, m, g, s, z)
         if isinstance(prior, Laplace):
             return prior.centre_posterior_draws(prior_mean, prior_scale, Normal(), y, scale, rng)
         return super().centre_posterior_draws(y, scale, prior, prior_mean, prior_scale, rng)
