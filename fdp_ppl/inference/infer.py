@@ -416,6 +416,13 @@ def _run_gibbs(model, draws, tune, chains, rng) -> np.ndarray:
     return sampler.run(draws, tune, chains, rng)
 
 
+def _refit_collapsed(model, j, draws, tune, chains, seed):
+    """Leave-one-out refit of coefficient ``j`` by :func:`fdp_ppl.inference.collapsed.refit_terms`."""
+    from .collapsed import refit_terms
+
+    return refit_terms(model, j, draws, tune, chains, np.random.default_rng(seed + 7919 * (j + 1)))
+
+
 def _likelihood(law, mu, b, y, sampling_var, target):
     """The release's exact likelihood given the coefficients' centre ``mu``: the law itself, or its
     convolution with the Gaussian sampling error of the clipped mean (population target)."""
@@ -698,6 +705,11 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
                           coords={dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws)})
         tree = xr.DataTree.from_dict({"posterior": post})
         sampler = "quadrature"
+    elif plan.sampler == "collapsed_gibbs":   # free GP hyperparameters, Laplace noise (fdp_ppl.inference.collapsed)
+        from .collapsed import sample_collapsed
+
+        tree = xr.DataTree.from_dict({"posterior": sample_collapsed(model, draws, tune, chains, rng)})
+        sampler = "collapsed_gibbs"
     elif not model.free_RVs:  # fixed hyperparameters: nothing to sample, every draw is exact
         post = xr.Dataset(coords={dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws)})
         tree = xr.DataTree.from_dict({"posterior": post})
@@ -751,11 +763,15 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
     comparison = mean_comparison(model, release, draw, post, groups)  # release_id, exact LOO, standardised PPC
     from .comparison import INTEGRATED_GROUP, LOO_GROUP
 
-    if plan.model == "marginal" and not exact and INTEGRATED_GROUP in groups and LOO_GROUP not in groups:
+    if (plan.model == "marginal" or sampler == "collapsed_gibbs") and not exact and INTEGRATED_GROUP in groups \
+            and LOO_GROUP not in groups:
         from .reloo import loo_group, psis_then_refit, refit_attrs   # NUTS on ψ alone: refit where PSIS fails
 
         out = psis_then_refit(model, post, groups[INTEGRATED_GROUP]["released"], observed,
-                              sample=lambda m, s: sample(m, seed + s, progressbar=False))
+                              sample=None if sampler == "collapsed_gibbs" else
+                              (lambda m, s: sample(m, seed + s, progressbar=False)),
+                              refit=(lambda j: _refit_collapsed(model, j, draws, tune, chains, seed))
+                              if sampler == "collapsed_gibbs" else None)
         groups[LOO_GROUP] = loo_group(out, post[dims.BASIS].values)
         comparison.update(refit_attrs(out))
     tree = xr.DataTree.from_dict(groups)
@@ -768,7 +784,7 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
     attrs.update(meta["prior"].describe())
     attrs.update({"target": target, "target_choice": "given" if target_given else "default (fdp_ppl.inference.infer."
                   "default_target)", "release_draw": draw,
-                  "inference": "exact" if exact else ("Gibbs" if sampler == "gibbs" else "NUTS"),
+                  "inference": "exact" if exact else ("Gibbs" if "gibbs" in sampler else "NUTS"),
                   "inference_model": plan.model, "inference_sampler": sampler,
                   "inference_description": plan.describe(meta["prior"], meta["ctx"]["law"]),
                   "privacy_cost": "none (post-processing of a release)",
@@ -776,7 +792,7 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
     if plan.kl is not None:
         attrs["inference_prior_diagonal_kl"] = plan.kl
     attrs["inference_method_requested"] = method
-    if sampler not in ("none", "quadrature", "gibbs"):
+    if sampler not in ("none", "quadrature", "gibbs", "collapsed_gibbs"):
         attrs.update({"inference_target_accept": float(target_accept), "inference_target_accept_choice": accept_why})
     attrs.update(comparison)
     if plan.own_kernel:

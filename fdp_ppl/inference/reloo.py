@@ -27,8 +27,8 @@ from .. import dims
 MAX_REFITS = 8
 
 
-def psis_then_refit(model, post: xr.Dataset, integrated: xr.DataArray, observed: xr.Dataset, *, sample,
-                    threshold: float | None = None, max_refits: int = MAX_REFITS) -> dict:
+def psis_then_refit(model, post: xr.Dataset, integrated: xr.DataArray, observed: xr.Dataset, *, sample=None,
+                    threshold: float | None = None, max_refits: int = MAX_REFITS, refit=None) -> dict:
     """Pointwise leave-one-out of a ``"marginal"`` model: PSIS on ``integrated`` (``log p(y_j | ψ)``, (chain, draw,
     basis)), exact refits where k̂ > ``GOOD_K`` (at most :data:`MAX_REFITS`, largest k̂ first).
 
@@ -46,6 +46,10 @@ def psis_then_refit(model, post: xr.Dataset, integrated: xr.DataArray, observed:
     sample : callable
         ``sample(model, seed) -> DataTree``: the NUTS run of :func:`~fdp_ppl.inference.infer` (same draws, tune,
         chains, target_accept) on another model.
+    refit : callable, optional
+        ``refit(j) -> ndarray`` (draws,): ``log p(y_j | y_{-j}, ψ)`` over draws of the posterior given ``y_{-j}``, for
+        a model sampled otherwise than by NUTS (:func:`fdp_ppl.inference.collapsed.refit_terms`); replaces
+        ``sample``. Either way it runs only where k̂ exceeds the threshold.
     threshold : float, optional
         Refit where k̂ exceeds it (default ``GOOD_K``).
     max_refits : int
@@ -76,14 +80,17 @@ def psis_then_refit(model, post: xr.Dataset, integrated: xr.DataArray, observed:
     mc_se = {}
     from arviz_stats import ess
     for j in bad:
-        refit = clone_model(model)
-        with refit:   # p(ψ | y_{-j}) ∝ p(ψ, y) / p(y_j | ψ)
-            pm.Potential("leave_out", -refit.logp(vars=[refit.observed_RVs[0]], sum=False)[0][j])
-        draws = sample(refit, 7919 * (j + 1))["posterior"].to_dataset()
-        col = integrated_loglik(model, draws[names])
-        if col is None:
-            continue
-        v = col.values[..., j]
+        if refit is not None:
+            v = np.asarray(refit(j), dtype=float)
+        else:
+            loo_model = clone_model(model)
+            with loo_model:   # p(ψ | y_{-j}) ∝ p(ψ, y) / p(y_j | ψ)
+                pm.Potential("leave_out", -loo_model.logp(vars=[loo_model.observed_RVs[0]], sum=False)[0][j])
+            draws = sample(loo_model, 7919 * (j + 1))["posterior"].to_dataset()
+            col = integrated_loglik(model, draws[names])
+            if col is None:
+                continue
+            v = col.values[..., j]
         elpd[j] = float(logsumexp(v) - np.log(v.size))
         final_k[j] = -np.inf
         p = np.exp(v - v.max())          # Monte Carlo se of the log of the mean, by the delta method and the ESS
