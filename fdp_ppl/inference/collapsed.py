@@ -93,12 +93,11 @@ class CollapsedGPGibbs:
 
     # ------------------------------------------------------------------ the collapsed density of ρ, a, κ given E
     def _kernel(self, rho):
-        """(``S P_ρ S``, Cholesky factor of ``K_ρ``) for one length-scale, cached for the last few values."""
+        """``S P_ρ S`` for one length-scale, cached for the last few values (the slice on ρ tries several)."""
         if rho not in self._cache:
-            K = self.prior.kernel_matrices(self.t, [rho])[0]
             if len(self._cache) > 4:
                 self._cache.pop(next(iter(self._cache)))
-            self._cache[rho] = (self.SA @ K @ self.SA.T, np.linalg.cholesky(K))
+            self._cache[rho] = self.SA @ self.prior.kernel_matrices(self.t, [rho])[0] @ self.SA.T
         return self._cache[rho]
 
     def _values(self, x):
@@ -110,10 +109,9 @@ class CollapsedGPGibbs:
     def _covariance(self, x, E):
         """``Σ₀ = a² S P_ρ S + diag(g² + 2b²E)`` (the release's covariance given ``m``) and the parts of it."""
         rho, amp, g2 = self._values(x)
-        P, LK = self._kernel(rho)
-        S0 = amp**2 * P
+        S0 = amp**2 * self._kernel(rho)
         S0.flat[::S0.shape[0] + 1] += g2 + 2 * self.b**2 * E
-        return S0, amp, g2, LK
+        return S0, amp, g2, rho
 
     def log_density(self, x, E) -> float:
         """``log p(y | ρ, a, κ, E) + log p(ρ, a, κ)`` in the log coordinates ``x`` (Jacobians included), ``θ`` and
@@ -168,7 +166,8 @@ class CollapsedGPGibbs:
         current = self.log_density(x, E)
         for name in self.free:
             x, current = self._slice(x, name, E, current, rng)
-        S0, amp, g2, LK = self._covariance(x, E)
+        S0, amp, g2, rho = self._covariance(x, E)
+        LK = np.linalg.cholesky(self.prior.kernel_matrices(self.t, [rho])[0])
         cf = cho_factor(S0, lower=True)
         if self.mean_free:   # m | ·: Normal prior, Gaussian likelihood in the direction c
             Sc = cho_solve(cf, self.c)

@@ -42,7 +42,8 @@ How the posterior is computed (:func:`infer`, ``method="auto"``):
 * **NUTS on whitened coefficients** with the release's own likelihood
   (``method="whitened"``; ``"auto"`` used it for a fixed non-diagonal prior
   before the Gibbs sampler). With a free length-scale, the latent-scale
-  mixture model (one factorisation per step).
+  mixture model (one factorisation per step), sampled under Laplace noise by collapsed Gibbs
+  (:mod:`fdp_ppl.inference.collapsed`: no divergences), else by NUTS.
 * ``method="nuts"`` forces the latent-scale mixture model (today's check).
 
 Nothing switches silently: the result's attrs record ``inference_method_requested``, ``inference_model``,
@@ -545,7 +546,8 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
         (:func:`build_model`): the hyperparameters alone with the coefficients integrated out in
         closed form where the prior is diagonal; whitened coefficients with the release's own
         likelihood (one factorisation, no latent noise scales) where it is not but the length-scale
-        is fixed; the latent-scale mixture model otherwise. With every hyperparameter fixed and a
+        is fixed; the latent-scale mixture model otherwise (under Laplace noise sampled by collapsed Gibbs,
+        :mod:`fdp_ppl.inference.collapsed`, not NUTS). With every hyperparameter fixed and a
         prior that is not diagonal (a GP prior with another kernel than the release's), the
         exactly targeted Gibbs sampler ``"gibbs"`` (:class:`~fdp_ppl.inference.gibbs.SplitGibbs`;
         ``tune`` iterations discarded). With the population target, fixed prior hyperparameters and no

@@ -16,7 +16,7 @@ from ..settings import DIAGONAL_KL_TOL
 from .priors import CustomPrior, GPPrior
 
 #: values of ``method`` in :func:`~fdp_ppl.inference.infer` / :func:`~fdp_ppl.inference.build_model`
-METHODS = ("auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs", "quadrature", "collapsed")
+METHODS = ("auto", "exact", "nuts", "marginal", "whitened", "mixture", "dense", "gibbs", "quadrature")
 
 
 def _is_gaussian(law) -> bool:
@@ -178,8 +178,7 @@ def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
         mixture_latent = not (_is_gaussian(law) and fixed)
         # free length-scale, Laplace noise: the mixture model sampled by collapsed Gibbs, not NUTS (NUTS had
         # divergences in 3 of 20 replicates at target_accept 0.95: benchmarks/bench_inference_defaults.py)
-        collapsed_ok = mixture_latent and isinstance(law, Laplace)
-        collapsed_auto = collapsed_ok and prior.lengthscale is None
+        collapsed_auto = mixture_latent and isinstance(law, Laplace) and prior.lengthscale is None
         if free_prior:
             why = (f"the GP prior's {_names(free_prior)} {'is' if len(free_prior) == 1 else 'are'} free (fix "
                    f"{_names(free_prior)} for exact draws)")
@@ -207,7 +206,7 @@ def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
         marginal_ok = law.product and (target == "summary" or _is_gaussian(law) or not free_prior
                                        or isinstance(law, Laplace))
         quadrature_ok = not free_prior and sampling_free and law.product
-        whitened_ok = whitened_auto = collapsed_ok = collapsed_auto = False
+        whitened_ok = whitened_auto = collapsed_auto = False
         mixture_latent = True
         why = (f"the ICLP prior's {_names(free_prior)} {'is' if len(free_prior) == 1 else 'are'} free (fix "
                f"{_names(free_prior)} for exact draws)" if free_prior else
@@ -218,11 +217,7 @@ def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
         model = ("quadrature" if quadrature_ok else "marginal" if marginal_ok else "gibbs" if gibbs_ok else
                  "whitened" if whitened_auto else "mixture")
         sampler = "collapsed_gibbs" if model == "mixture" and collapsed_auto else "nuts"
-    elif method == "collapsed":
-        if not collapsed_ok:
-            raise InputError(f"method='collapsed' needs a GP prior and Laplace noise with something to sample; got a "
-                             f"{prior.name} prior with {law.name} noise", "use method='auto'")
-        model, sampler = "mixture", "collapsed_gibbs"
+
     elif method == "exact":
         if quadrature_ok:
             model = "quadrature"
@@ -250,7 +245,9 @@ def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
                    "exactly given it" if model == "quadrature" else
                    "every hyperparameter is fixed and the posterior has a closed form")
     elif method == "auto":
-        because = why
+        because = why + ("; with Laplace noise and a prior not diagonal in the release's basis the coefficients are "
+                         "integrated out given the noise's latent scales, sampled by collapsed Gibbs (NUTS on them had "
+                         "divergences)" if sampler == "collapsed_gibbs" else "")
     else:
         because = f"method={method!r} was asked for" + (f" ({why})" if free_prior else "")
     return Plan(model, exact=exact, diagonal=diagonal and model != "dense", P0=P0, kl=kl, prior_var=prior_var,
