@@ -191,16 +191,17 @@ class CollapsedGPGibbs:
         m = self.mean_loc + 0.5 * self.mean_scale * rng.standard_normal() if self.mean_free else float(self.prior.mean)
         return x, m, rng.exponential(size=self.y.size)
 
-    def run(self, draws: int, tune: int, chains: int, rng) -> dict[str, np.ndarray]:
+    def run(self, draws: int, tune: int, chains: int, rng, start=None) -> dict[str, np.ndarray]:
         """``draws`` iterations per chain after ``tune`` discarded ones: arrays (chains, draws[, J]) named as the
         PyMC model's variables (``lengthscale``, ``amplitude``, ``mean_level``, ``sampling_scale``,
-        ``noise_mixing``; the free ones)."""
+        ``noise_mixing``; the free ones). ``start``: one ``(x, m, E)`` per chain (default: over-dispersed around
+        the hyperpriors' centres)."""
         names = self.free + (["mean_level"] if self.mean_free else [])
         out = {name: np.empty((chains, draws)) for name in names}
         out[MIXING_VARIABLE] = np.empty((chains, draws, self.y.size))
         for ch in range(chains):
             crng = np.random.default_rng(rng.integers(2**63))
-            x, m, E = self._start(crng)
+            x, m, E = self._start(crng) if start is None else start[ch]
             self.width = dict.fromkeys(self.free, SLICE_WIDTH)
             seen = []
             for i in range(tune + draws):
@@ -243,17 +244,31 @@ def sample_collapsed(model, draws: int, tune: int, chains: int, rng) -> xr.Datas
     return _dataset(CollapsedGPGibbs(model._fdp_meta).run(draws, tune, chains, rng))
 
 
-def refit_terms(model, j: int, draws: int, tune: int, chains: int, rng) -> np.ndarray:
+#: tuning iterations of a leave-one-out refit started from the full posterior's last draws (at most ``tune``)
+REFIT_TUNE = 200
+
+
+def refit_terms(model, j: int, draws: int, tune: int, chains: int, rng, post: xr.Dataset | None = None) -> np.ndarray:
     """``log p(y_j | y_{-j}, ρ, a, m, κ, E_{-j})`` (chains · draws,) over draws of the posterior given ``y_{-j}``
     (:class:`CollapsedGPGibbs` run without ``y_j``): their log-mean-exp is the exact leave-one-out density
-    ``log p(y_j | y_{-j})`` up to Monte Carlo error (Vehtari, Gelman & Gabry 2017, §2.1)."""
+    ``log p(y_j | y_{-j})`` up to Monte Carlo error (Vehtari, Gelman & Gabry 2017, §2.1). Given the full
+    posterior ``post``, each chain starts from its last draw (close to the leave-one-out posterior) and tunes
+    :data:`REFIT_TUNE` iterations (the chain's stationary law is the same whatever its start)."""
     from .comparison import _gp_dense_loo_terms
 
     meta = model._fdp_meta
     J = meta["ctx"]["y"].size
     keep = np.delete(np.arange(J), j)
-    post = _dataset(CollapsedGPGibbs(meta, keep).run(draws, tune, chains, rng), keep, J)
+    sampler = CollapsedGPGibbs(meta, keep)
+    start = None
+    if post is not None and post.sizes[dims.CHAIN] == chains:
+        last = post.isel({dims.DRAW: -1})
+        start = [({name: float(np.log(last[name].values[c])) for name in sampler.free},
+                  float(last["mean_level"].values[c]) if sampler.mean_free else float(sampler.prior.mean),
+                  np.asarray(last[MIXING_VARIABLE].values[c])[keep]) for c in range(chains)]
+        tune = min(tune, REFIT_TUNE)
+    post = _dataset(sampler.run(draws, tune, chains, rng, start), keep, J)
     return _gp_dense_loo_terms(meta, post)[..., j]
 
 
-__all__ = ["CollapsedGPGibbs", "sample_collapsed", "refit_terms", "SLICE_WIDTH", "SLICE_STEPS"]
+__all__ = ["CollapsedGPGibbs", "sample_collapsed", "refit_terms", "REFIT_TUNE", "SLICE_WIDTH", "SLICE_STEPS"]

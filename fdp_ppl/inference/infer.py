@@ -417,11 +417,11 @@ def _run_gibbs(model, draws, tune, chains, rng) -> np.ndarray:
     return sampler.run(draws, tune, chains, rng)
 
 
-def _refit_collapsed(model, j, draws, tune, chains, seed):
+def _refit_collapsed(model, j, draws, tune, chains, seed, post):
     """Leave-one-out refit of coefficient ``j`` by :func:`fdp_ppl.inference.collapsed.refit_terms`."""
     from .collapsed import refit_terms
 
-    return refit_terms(model, j, draws, tune, chains, np.random.default_rng(seed + 7919 * (j + 1)))
+    return refit_terms(model, j, draws, tune, chains, np.random.default_rng(seed + 7919 * (j + 1)), post)
 
 
 def _likelihood(law, mu, b, y, sampling_var, target):
@@ -772,7 +772,7 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
         out = psis_then_refit(model, post, groups[INTEGRATED_GROUP]["released"], observed,
                               sample=None if sampler == "collapsed_gibbs" else
                               (lambda m, s: sample(m, seed + s, progressbar=False)),
-                              refit=(lambda j: _refit_collapsed(model, j, draws, tune, chains, seed))
+                              refit=(lambda j: _refit_collapsed(model, j, draws, tune, chains, seed, post))
                               if sampler == "collapsed_gibbs" else None)
         groups[LOO_GROUP] = loo_group(out, post[dims.BASIS].values)
         comparison.update(refit_attrs(out))
