@@ -711,7 +711,7 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
         from .collapsed import sample_collapsed
 
         tree = xr.DataTree.from_dict({"posterior": sample_collapsed(model, draws, tune, chains, rng)})
-        sampler = "collapsed_gibbs"
+        sampler = "gibbs"   # inference_model "mixture" and the description tell it from SplitGibbs
     elif not model.free_RVs:  # fixed hyperparameters: nothing to sample, every draw is exact
         post = xr.Dataset(coords={dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws)})
         tree = xr.DataTree.from_dict({"posterior": post})
@@ -765,15 +765,15 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
     comparison = mean_comparison(model, release, draw, post, groups)  # release_id, exact LOO, standardised PPC
     from .comparison import INTEGRATED_GROUP, LOO_GROUP
 
-    if (plan.model == "marginal" or sampler == "collapsed_gibbs") and not exact and INTEGRATED_GROUP in groups \
+    if (plan.model == "marginal" or plan.sampler == "collapsed_gibbs") and not exact and INTEGRATED_GROUP in groups \
             and LOO_GROUP not in groups:
         from .reloo import loo_group, psis_then_refit, refit_attrs   # NUTS on ψ alone: refit where PSIS fails
 
         out = psis_then_refit(model, post, groups[INTEGRATED_GROUP]["released"], observed,
-                              sample=None if sampler == "collapsed_gibbs" else
+                              sample=None if plan.sampler == "collapsed_gibbs" else
                               (lambda m, s: sample(m, seed + s, progressbar=False)),
                               refit=(lambda j: _refit_collapsed(model, j, draws, tune, chains, seed, post))
-                              if sampler == "collapsed_gibbs" else None)
+                              if plan.sampler == "collapsed_gibbs" else None)
         groups[LOO_GROUP] = loo_group(out, post[dims.BASIS].values)
         comparison.update(refit_attrs(out))
     tree = xr.DataTree.from_dict(groups)
@@ -786,7 +786,7 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
     attrs.update(meta["prior"].describe())
     attrs.update({"target": target, "target_choice": "given" if target_given else "default (fdp_ppl.inference.infer."
                   "default_target)", "release_draw": draw,
-                  "inference": "exact" if exact else ("Gibbs" if "gibbs" in sampler else "NUTS"),
+                  "inference": "exact" if exact else ("Gibbs" if sampler == "gibbs" else "NUTS"),
                   "inference_model": plan.model, "inference_sampler": sampler,
                   "inference_description": plan.describe(meta["prior"], meta["ctx"]["law"]),
                   "privacy_cost": "none (post-processing of a release)",
@@ -794,7 +794,7 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
     if plan.kl is not None:
         attrs["inference_prior_diagonal_kl"] = plan.kl
     attrs["inference_method_requested"] = method
-    if sampler not in ("none", "quadrature", "gibbs", "collapsed_gibbs"):
+    if sampler not in ("none", "quadrature", "gibbs"):
         attrs.update({"inference_target_accept": float(target_accept), "inference_target_accept_choice": accept_why})
     attrs.update(comparison)
     if plan.own_kernel:
