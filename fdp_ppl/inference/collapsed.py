@@ -136,30 +136,11 @@ class CollapsedGPGibbs:
         return out
 
     def _slice(self, x, name, E, current, rng):
-        """One univariate slice update of ``x[name]`` (Neal 2003, Fig. 3 and 5), bracket width ``self.width``."""
-        x0, w = x[name], self.width[name]
-        level = current + np.log(rng.uniform())
-        lo = x0 - w * rng.uniform()
-        hi = lo + w
-        for _ in range(SLICE_STEPS):
-            if self.log_density({**x, name: lo}, E) <= level:
-                break
-            lo -= w
-        for _ in range(SLICE_STEPS):
-            if self.log_density({**x, name: hi}, E) <= level:
-                break
-            hi += w
-        while True:
-            v = rng.uniform(lo, hi)
-            f = self.log_density({**x, name: v}, E)
-            if f > level:
-                return {**x, name: v}, f
-            if v < x0:
-                lo = v
-            else:
-                hi = v
-            if hi - lo < 1e-12:
-                return x, current
+        """One univariate slice update of ``x[name]`` (:func:`slice_update`), bracket width ``self.width``."""
+        names = list(x)
+        vec, current = slice_update(lambda v: self.log_density(dict(zip(names, v)), E), [x[n] for n in names],
+                                    names.index(name), current, self.width[name], rng)
+        return dict(zip(names, vec)), current
 
     def step(self, x, m, E, rng):
         """One iteration: ``(ρ, a, κ) | E``, ``m | ·``, ``ξ | ·``, ``E | ξ``; returns the new ``(x, m, E)``."""
@@ -221,6 +202,38 @@ class CollapsedGPGibbs:
         return out
 
 
+def slice_update(logf, x, k: int, current: float, width: float, rng):
+    """One univariate slice update of coordinate ``k`` of ``x`` (a list) under the log-density ``logf`` (Neal 2003,
+    Fig. 3 and 5: stepping out by ``width`` at most :data:`SLICE_STEPS` times each side, then shrinkage); returns the
+    new ``(x, logf(x))``. ``current`` is ``logf(x)``."""
+    x0 = x[k]
+
+    def at(v):
+        return logf(x[:k] + [v] + x[k + 1:])
+
+    level = current + np.log(rng.uniform())
+    lo = x0 - width * rng.uniform()
+    hi = lo + width
+    for _ in range(SLICE_STEPS):
+        if at(lo) <= level:
+            break
+        lo -= width
+    for _ in range(SLICE_STEPS):
+        if at(hi) <= level:
+            break
+        hi += width
+    while hi - lo > 1e-12:
+        v = rng.uniform(lo, hi)
+        f = at(v)
+        if f > level:
+            return x[:k] + [v] + x[k + 1:], f
+        if v < x0:
+            lo = v
+        else:
+            hi = v
+    return x, current
+
+
 def _dataset(values: dict, keep=None, J=None) -> xr.Dataset:
     """The sampler's arrays as a posterior Dataset; with ``keep`` the latent scales are padded to all ``J``
     coefficients with 1 (a left-out coefficient's scale is integrated out by the terms that read them)."""
@@ -271,4 +284,5 @@ def refit_terms(model, j: int, draws: int, tune: int, chains: int, rng, post: xr
     return _gp_dense_loo_terms(meta, post)[..., j]
 
 
-__all__ = ["CollapsedGPGibbs", "sample_collapsed", "refit_terms", "REFIT_TUNE", "SLICE_WIDTH", "SLICE_STEPS"]
+__all__ = ["CollapsedGPGibbs", "sample_collapsed", "refit_terms", "slice_update", "REFIT_TUNE", "SLICE_WIDTH",
+           "SLICE_STEPS"]

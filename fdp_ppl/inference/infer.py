@@ -417,6 +417,19 @@ def _run_gibbs(model, draws, tune, chains, rng) -> np.ndarray:
     return sampler.run(draws, tune, chains, rng)
 
 
+class _LazyRefit:
+    """:func:`fdp_ppl.inference.reloo.slice_refit`, compiled at the first refit only (none when PSIS suffices)."""
+
+    def __init__(self, *args):
+        self.args, self.fn = args, None
+
+    def __call__(self, j):
+        if self.fn is None:
+            *args, make = self.args
+            self.fn = make(*args)
+        return self.fn(j) if self.fn else None
+
+
 def _refit_collapsed(model, j, draws, tune, chains, seed, post):
     """Leave-one-out refit of coefficient ``j`` by :func:`fdp_ppl.inference.collapsed.refit_terms`."""
     from .collapsed import refit_terms
@@ -767,13 +780,14 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
 
     if (plan.model == "marginal" or plan.sampler == "collapsed_gibbs") and not exact and INTEGRATED_GROUP in groups \
             and LOO_GROUP not in groups:
-        from .reloo import loo_group, psis_then_refit, refit_attrs   # NUTS on ψ alone: refit where PSIS fails
+        from .reloo import loo_group, psis_then_refit, refit_attrs, slice_refit   # refit where PSIS fails
 
         out = psis_then_refit(model, post, groups[INTEGRATED_GROUP]["released"], observed,
                               sample=None if plan.sampler == "collapsed_gibbs" else
                               (lambda m, s: sample(m, seed + s, progressbar=False)),
                               refit=(lambda j: _refit_collapsed(model, j, draws, tune, chains, seed, post))
-                              if plan.sampler == "collapsed_gibbs" else None)
+                              if plan.sampler == "collapsed_gibbs" else _LazyRefit(model, post, draws, tune, chains,
+                                                                                   seed, slice_refit))
         groups[LOO_GROUP] = loo_group(out, post[dims.BASIS].values)
         comparison.update(refit_attrs(out))
     tree = xr.DataTree.from_dict(groups)

@@ -197,3 +197,35 @@ def test_readme_default_gp_example_has_no_divergences_and_no_pareto_k_above_0_7(
     assert (a["inference"], a["inference_model"]) == ("Gibbs", "mixture")
     assert a["diagnostic_divergences"] == 0 and a["diagnostic_max_rhat"] <= 1.01
     assert float(np.max(fp.inference.loo(post).pareto_k)) <= 0.7
+
+
+@pytest.mark.slow
+def test_slice_refits_of_a_marginal_model_give_the_exact_leave_one_out_density(release):
+    """reloo's refits of a model sampled on its hyperparameters alone (``"marginal"``), by slice sampling with one
+    compiled log-density (:func:`fdp_ppl.inference.reloo.slice_refit`), forced on two coefficients: the ICLP prior's
+    amplitude the one free hyperparameter (summary target), so log p(y_j | y_-j) is exact by quadrature over it
+    (:func:`~fdp_ppl.inference.comparison.grid_loo`). Margin: four Monte Carlo standard errors of each refit."""
+    from fdp_ppl.inference import ICLPPrior
+    from fdp_ppl.inference.comparison import INTEGRATED_GROUP, grid_loo
+    from fdp_ppl.inference.reloo import psis_then_refit, slice_refit
+
+    prior = ICLPPrior(smoothness=2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = fp.infer(release, prior, target="summary", draws=300, tune=300, chains=2, random_seed=4,
+                        progressbar=False)
+    model = build_model(release, prior, target="summary")
+    assert [rv.name for rv in model.free_RVs] == ["amplitude"]
+    refit = slice_refit(model, post["posterior"].to_dataset(), 1500, 100, 2, 7)
+    out = psis_then_refit(model, post["posterior"].to_dataset(), post[INTEGRATED_GROUP]["released"],
+                          post["observed_data"].to_dataset(), refit=refit, threshold=-np.inf, max_refits=2)
+    assert len(out["refitted"]) == 2
+    ctx = model._fdp_meta["ctx"]
+    y, b, lam, hint = ctx["y"], ctx["scale"], ctx["pub"]["eigenvalues"], ctx["hint"]
+    log_a = np.linspace(np.log(1e-6), np.log(50 * hint["rms"]), 20_001)
+    c = np.exp(log_a)[:, None] * np.sqrt((lam / lam[0]) ** 2 / 2)
+    loglik = Laplace().marginal_logp(np.broadcast_to(y, c.shape), np.broadcast_to(b, c.shape), Laplace(), 0.0, c)
+    exact = grid_loo(loglik, stats.halfnorm.logpdf(np.exp(log_a), scale=2 * hint["rms"]) + log_a)
+    for j in out["refitted"]:
+        assert 0 < out["mc_se"][j] < 0.1
+        assert out["elpd"][j] == pytest.approx(exact[j], abs=4 * out["mc_se"][j] + 1e-4), (j, out["mc_se"][j])
