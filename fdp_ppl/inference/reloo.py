@@ -7,10 +7,13 @@ it from the posterior draws with weights ``1/p(y_j | ψ)`` (the coefficient inte
 single coefficient carries most of what the release says about a hyperparameter (the leading coefficient about
 the amplitude), ``p(ψ | y_{-j})`` is much wider than ``p(ψ | y)`` and the weights' Pareto k̂ exceeds
 :data:`~fdp_ppl.inference.comparison.GOOD_K`. For those coefficients only, the model is refitted without ``y_j``
-(the same NUTS on ψ, with the term ``log p(y_j | ψ)`` taken out of the joint density) and ``p(y_j | y_{-j})`` is
+(ψ sampled with the term ``log p(y_j | ψ)`` taken out of the joint density: by slice sampling with one compiled
+log-density for all refits, :func:`slice_refit`, where the hyperparameters are scalars; else by the same NUTS) and ``p(y_j | y_{-j})`` is
 the plain Monte Carlo mean of ``p(y_j | ψ)`` over the refit's draws — no importance sampling (Vehtari, Gelman &
 Gabry 2017, §2.1: "refit for the problematic cases"). Each refit samples a handful of hyperparameters, seconds
-each.
+each. The latent-scale model of a GP prior under Laplace noise (collapsed Gibbs) is refitted the same way by its own
+sampler without ``y_j`` (``refit=``, :func:`fdp_ppl.inference.collapsed.refit_terms`). Refits run only where k̂
+exceeds the threshold: a result whose PSIS is reliable pays nothing.
 """
 
 from __future__ import annotations
