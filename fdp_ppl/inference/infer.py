@@ -576,8 +576,8 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
         out as chains × draws like MCMC output). Every family.
     tune, target_accept, progressbar
         Passed to ``pm.sample`` (default 1000, 0.9, True; unused by exact draws). Mean curve and FPCA. For a mean
-        curve whose model samples the noise's latent mixing scales (a GP prior with a free length-scale and
-        Laplace noise) ``target_accept`` not given is :data:`MIXTURE_TARGET_ACCEPT` (0.95: fewer divergences,
+        curve whose model samples the noise's latent mixing scales with NUTS (``method="mixture"``, ``"dense"``
+        or ``"nuts"``; ``"auto"`` samples them by collapsed Gibbs) ``target_accept`` not given is :data:`MIXTURE_TARGET_ACCEPT` (0.95: fewer divergences,
         measured); the value used is the result's ``inference_target_accept``.
     cores : int
         Passed to ``pm.sample`` (default 1). Mean curve only (the FPCA sampler runs its chains in one process).
