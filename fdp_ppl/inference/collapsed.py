@@ -205,7 +205,16 @@ class CollapsedGPGibbs:
 def slice_update(logf, x, k: int, current: float, width: float, rng):
     """One univariate slice update of coordinate ``k`` of ``x`` (a list) under the log-density ``logf`` (Neal 2003,
     Fig. 3 and 5: stepping out by ``width`` at most :data:`SLICE_STEPS` times each side, then shrinkage); returns the
-    new ``(x, logf(x))``. ``current`` is ``logf(x)``."""
+    new ``(x, logf(x))``. ``current`` is ``logf(x)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fdp_ppl.inference.collapsed import slice_update
+    >>> x, f = slice_update(lambda v: -0.5 * v[0] ** 2, [0.0], 0, 0.0, 1.0, np.random.default_rng(0))
+    >>> len(x), bool(f == -0.5 * x[0] ** 2)
+    (1, True)
+    """
     x0 = x[k]
 
     def at(v):
