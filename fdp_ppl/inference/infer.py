@@ -42,7 +42,8 @@ How the posterior is computed (:func:`infer`, ``method="auto"``):
 * **NUTS on whitened coefficients** with the release's own likelihood
   (``method="whitened"``; ``"auto"`` used it for a fixed non-diagonal prior
   before the Gibbs sampler). With a free length-scale, the latent-scale
-  mixture model (one factorisation per step).
+  mixture model (one factorisation per step), sampled under Laplace noise by collapsed Gibbs
+  (:mod:`fdp_ppl.inference.collapsed`: no divergences), else by NUTS.
 * ``method="nuts"`` forces the latent-scale mixture model (today's check).
 
 Nothing switches silently: the result's attrs record ``inference_method_requested``, ``inference_model``,
@@ -420,6 +421,26 @@ def _run_gibbs(model, draws, tune, chains, rng) -> np.ndarray:
     return sampler.run(draws, tune, chains, rng)
 
 
+class _LazyRefit:
+    """:func:`fdp_ppl.inference.reloo.slice_refit`, compiled at the first refit only (none when PSIS suffices)."""
+
+    def __init__(self, *args):
+        self.args, self.fn = args, None
+
+    def __call__(self, j):
+        if self.fn is None:
+            *args, make = self.args
+            self.fn = make(*args)
+        return self.fn(j) if self.fn else None
+
+
+def _refit_collapsed(model, j, draws, tune, chains, seed, post):
+    """Leave-one-out refit of coefficient ``j`` by :func:`fdp_ppl.inference.collapsed.refit_terms`."""
+    from .collapsed import refit_terms
+
+    return refit_terms(model, j, draws, tune, chains, np.random.default_rng(seed + 7919 * (j + 1)), post)
+
+
 def _likelihood(law, mu, b, y, sampling_var, target):
     """The release's exact likelihood given the coefficients' centre ``mu``: the law itself, or its
     convolution with the Gaussian sampling error of the clipped mean (population target)."""
@@ -544,7 +565,8 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
         (:func:`build_model`): the hyperparameters alone with the coefficients integrated out in
         closed form where the prior is diagonal; whitened coefficients with the release's own
         likelihood (one factorisation, no latent noise scales) where it is not but the length-scale
-        is fixed; the latent-scale mixture model otherwise. With every hyperparameter fixed and a
+        is fixed; the latent-scale mixture model otherwise (under Laplace noise sampled by collapsed Gibbs,
+        :mod:`fdp_ppl.inference.collapsed`, not NUTS). With every hyperparameter fixed and a
         prior that is not diagonal (a GP prior with another kernel than the release's), the
         exactly targeted Gibbs sampler ``"gibbs"`` (:class:`~fdp_ppl.inference.gibbs.SplitGibbs`;
         ``tune`` iterations discarded). With the population target, fixed prior hyperparameters and no
@@ -560,8 +582,8 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
         out as chains × draws like MCMC output). Every family.
     tune, target_accept, progressbar
         Passed to ``pm.sample`` (default 1000, 0.9, True; unused by exact draws). Mean curve and FPCA. For a mean
-        curve whose model samples the noise's latent mixing scales (a GP prior with a free length-scale and
-        Laplace noise) ``target_accept`` not given is :data:`MIXTURE_TARGET_ACCEPT` (0.95: fewer divergences,
+        curve whose model samples the noise's latent mixing scales with NUTS (``method="mixture"``, ``"dense"``
+        or ``"nuts"``; ``"auto"`` samples them by collapsed Gibbs) ``target_accept`` not given is :data:`MIXTURE_TARGET_ACCEPT` (0.95: fewer divergences,
         measured); the value used is the result's ``inference_target_accept``.
     cores : int
         Passed to ``pm.sample`` (default 1). Mean curve only (the FPCA sampler runs its chains in one process).
@@ -731,6 +753,11 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
         post = xr.Dataset({"sampling_scale": ((dims.CHAIN, dims.DRAW), kappa)},
                           coords={dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws)})
         tree, sampler = None, "quadrature"   # exact: the posterior group is built directly below
+    elif plan.sampler == "collapsed_gibbs":   # free GP hyperparameters, Laplace noise (fdp_ppl.inference.collapsed)
+        from .collapsed import sample_collapsed
+
+        post, tree = sample_collapsed(model, draws, tune, chains, rng), None
+        sampler = "gibbs"   # inference_model "mixture" and the description tell it from SplitGibbs
     elif not model.free_RVs:  # fixed hyperparameters: nothing to sample, every draw is exact
         post = xr.Dataset(coords={dims.CHAIN: np.arange(chains), dims.DRAW: np.arange(draws)})
         tree, sampler = None, "none"
@@ -783,11 +810,16 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
     comparison = mean_comparison(model, release, draw, post, groups)  # release_id, exact LOO, standardised PPC
     from .comparison import INTEGRATED_GROUP, LOO_GROUP
 
-    if plan.model == "marginal" and not exact and INTEGRATED_GROUP in groups and LOO_GROUP not in groups:
-        from .reloo import loo_group, psis_then_refit, refit_attrs   # NUTS on ψ alone: refit where PSIS fails
+    if (plan.model == "marginal" or plan.sampler == "collapsed_gibbs") and not exact and INTEGRATED_GROUP in groups \
+            and LOO_GROUP not in groups:
+        from .reloo import loo_group, psis_then_refit, refit_attrs, slice_refit   # refit where PSIS fails
 
         out = psis_then_refit(model, post, groups[INTEGRATED_GROUP]["released"], observed,
-                              sample=lambda m, s: sample(m, seed + s, progressbar=False))
+                              sample=None if plan.sampler == "collapsed_gibbs" else
+                              (lambda m, s: sample(m, seed + s, progressbar=False)),
+                              refit=(lambda j: _refit_collapsed(model, j, draws, tune, chains, seed, post))
+                              if plan.sampler == "collapsed_gibbs" else _LazyRefit(model, post, draws, tune, chains,
+                                                                                   seed, slice_refit))
         groups[LOO_GROUP] = loo_group(out, post[dims.BASIS].values)
         comparison.update(refit_attrs(out))
     tree = xr.DataTree.from_dict(groups)

@@ -73,6 +73,9 @@ class Plan:
         The draws are not exact although no prior hyperparameter is free: :func:`~fdp_ppl.inference.infer`
         warns (:class:`~fdp_ppl.inference.InferenceMethodWarning`). MCMC because hyperparameters are free is
         information only (the result's attrs and the command line's table say it).
+    sampler : {"nuts", "collapsed_gibbs"}
+        How a ``"mixture"`` model is sampled: NUTS, or :class:`~fdp_ppl.inference.collapsed.CollapsedGPGibbs`
+        (a GP prior with free hyperparameters under Laplace noise: no divergences, cheap leave-one-out refits).
     """
 
     model: str
@@ -86,6 +89,7 @@ class Plan:
     because: str = ""
     free: tuple = ()
     attention: bool = False
+    sampler: str = "nuts"
 
     def covariance(self) -> np.ndarray | None:
         """``P0`` as a dense (J, J) matrix (the diagonal one for the release's own kernel)."""
@@ -116,6 +120,11 @@ class Plan:
             return ("exact: Gaussian conjugate posterior" if self.exact else
                     "NUTS on the hyperparameters with the Gaussian marginal likelihood; exact Gaussian conditional "
                     "draws")
+        if self.model == "mixture" and self.sampler == "collapsed_gibbs":
+            return ("collapsed Gibbs: slice updates of the GP hyperparameters with the coefficients and the mean "
+                    "level integrated out given the Laplace noise's latent scales, then the mean level, the noise and "
+                    "the latent scales drawn exactly; exact Gaussian conditional draws of the curve; no divergences "
+                    "(no Hamiltonian dynamics); MCMC diagnostics reported")
         return {"whitened": "NUTS on whitened coefficients with the release's exact likelihood (one factorisation "
                             "per hyperparameter value); exact conditional draws of the curve and mixing scales",
                 "mixture": "NUTS on the noise law's latent mixing scales (Gaussian scale mixture) and "
@@ -167,6 +176,9 @@ def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
         # (DTI: slower than the latent-scale model), so "auto" keeps it for a fixed ρ
         whitened_auto = whitened_ok and prior.lengthscale is not None
         mixture_latent = not (_is_gaussian(law) and fixed)
+        # free length-scale, Laplace noise: the mixture model sampled by collapsed Gibbs, not NUTS (NUTS had
+        # divergences in 3 of 20 replicates at target_accept 0.95: benchmarks/bench_inference_defaults.py)
+        collapsed_auto = mixture_latent and isinstance(law, Laplace) and prior.lengthscale is None
         if free_prior:
             why = (f"the GP prior's {_names(free_prior)} {'is' if len(free_prior) == 1 else 'are'} free (fix "
                    f"{_names(free_prior)} for exact draws)")
@@ -194,15 +206,18 @@ def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
         marginal_ok = law.product and (target == "summary" or _is_gaussian(law) or not free_prior
                                        or isinstance(law, Laplace))
         quadrature_ok = not free_prior and sampling_free and law.product
-        whitened_ok = whitened_auto = False
+        whitened_ok = whitened_auto = collapsed_auto = False
         mixture_latent = True
         why = (f"the ICLP prior's {_names(free_prior)} {'is' if len(free_prior) == 1 else 'are'} free (fix "
                f"{_names(free_prior)} for exact draws)" if free_prior else
                f"the {law.name} noise shares one mixing variable across coefficients")
     free = free_prior + (("sampling_sd",) if sampling_free else ())
+    sampler = "nuts"
     if method == "auto":
         model = ("quadrature" if quadrature_ok else "marginal" if marginal_ok else "gibbs" if gibbs_ok else
                  "whitened" if whitened_auto else "mixture")
+        sampler = "collapsed_gibbs" if model == "mixture" and collapsed_auto else "nuts"
+
     elif method == "exact":
         if quadrature_ok:
             model = "quadrature"
@@ -230,12 +245,14 @@ def _plan(ctx, prior, target, sampling_sd, method) -> Plan:
                    "exactly given it" if model == "quadrature" else
                    "every hyperparameter is fixed and the posterior has a closed form")
     elif method == "auto":
-        because = why
+        because = why + ("; with Laplace noise and a prior not diagonal in the release's basis the coefficients are "
+                         "integrated out given the noise's latent scales, sampled by collapsed Gibbs (NUTS on them had "
+                         "divergences)" if sampler == "collapsed_gibbs" else "")
     else:
         because = f"method={method!r} was asked for" + (f" ({why})" if free_prior else "")
     return Plan(model, exact=exact, diagonal=diagonal and model != "dense", P0=P0, kl=kl, prior_var=prior_var,
                 own_kernel=own, reason=None if exact else why, because=because, free=free,
-                attention=method == "auto" and not exact and not free_prior)
+                attention=method == "auto" and not exact and not free_prior, sampler=sampler)
 
 
 def _own_kernel_variances(ctx, prior) -> np.ndarray | None:

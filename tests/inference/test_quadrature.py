@@ -270,8 +270,7 @@ def test_readme_and_docs_claims_about_which_path_runs(releases):
     runs an exactly targeted Gibbs sampler with --sampling-sd, NUTS without, and says so in a warning";
     docs/getting_started.md says the same of fp.infer."""
     readme, started = _read("README.md"), _read("docs/getting_started.md")
-    assert ("a hyperparameter left out is learned with NUTS; all fixed give exact draws — κ from its one-dimensional "
-            "marginal posterior by quadrature") in readme
+    assert ("all fixed give exact draws — κ from its one-dimensional marginal posterior by quadrature") in readme
     assert ("for the ICLP prior, a GP prior with the release's own kernel, or Gaussian noise; a GP prior with another "
             "kernel under Laplace noise runs an exactly targeted Gibbs sampler with `--sampling-sd`, NUTS without, "
             "and says so in a warning") in readme
