@@ -120,14 +120,19 @@ def solve_linear_erm(Z, y, *, loss: str, lam: float, rho_target: float, kappa: f
     """
     Z = np.asarray(Z, dtype=float)
     sol = solve_erm(None, y, loss=loss, lam=lam, rho_target=rho_target, kappa=kappa, loss_at_zero=loss_at_zero,
-                    features=Z)
-    return Z.T @ sol.coefficients, sol.certificate, sol.iterations
+                    features=Z, primal=loss != "hinge")
+    w = sol.coefficients if loss != "hinge" else Z.T @ sol.coefficients
+    return w, sol.certificate, sol.iterations
 
 
 def nystroem_solution(nmap: NystroemMap, X, y, *, loss: str, lam: float, rho_target: float, kappa: float,
                       loss_at_zero: float | None = None) -> Solution:
     """Fit on the features of ``X`` and return the representer on the landmarks (``Solution.coefficients`` (m,))."""
     Z = nmap.features(X)
+    if loss != "hinge":  # the smooth solver on w = Zᵀ c: the same iterates, one fused pass over Z per step
+        sol = solve_erm(None, y, loss=loss, lam=lam, rho_target=rho_target, kappa=kappa, loss_at_zero=loss_at_zero,
+                        features=Z, primal=True)
+        return Solution(nmap.representer(sol.coefficients), sol.certificate, sol.iterations, sol.bound)
     sol = solve_erm(None, y, loss=loss, lam=lam, rho_target=rho_target, kappa=kappa, loss_at_zero=loss_at_zero,
                     features=Z)
     return Solution(nmap.representer(Z.T @ sol.coefficients), sol.certificate, sol.iterations, sol.bound)
