@@ -207,3 +207,15 @@ def test_seeded_nystroem_release_pinned(loss):
     d = fp.release(fit, GaussianMechanism(1.0, 1e-6), random_seed=7, study=True).posterior["decision"].values.ravel()
     np.testing.assert_allclose(fit.coefficients[[0, 17, 63]], coef, rtol=1e-9)
     np.testing.assert_allclose([d[0], d[1234], np.sum(d)], decision, rtol=1e-9)
+
+
+@pytest.mark.parametrize("rho", [0.2, 0.01])
+def test_lattice_sections_equal_the_dense_kernel(rho):
+    # the product form of the Gaussian on the landmark lattice (Nystroem features) against the dense evaluation,
+    # with a bandwidth small enough that the distance cap and the flush to 0 act (rho = 0.01 on the unit square)
+    spec = ERMSpec(Gaussian(rho, convention="hall"), lam=0.1, n=50, domain=[[0, 1], [0, 2]], landmarks=(7, 9),
+                   approximation="nystroem")
+    X = np.random.default_rng(3).uniform(-0.5, 2.5, (300, 2))
+    dense, lattice = spec._fit_gram(X, spec.landmark_points()), spec._lattice_sections(X)
+    np.testing.assert_allclose(lattice, dense, rtol=1e-13, atol=0)
+    assert np.array_equal(lattice == 0, dense == 0) and np.all((lattice == 0) | (lattice >= 2.0**-399))
