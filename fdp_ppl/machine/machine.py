@@ -491,11 +491,13 @@ class ERMSpec:
         """Public Nyström landmarks (m, d): the grid nodes (``eta``), else a lattice on the box (``landmarks``)."""
         if self.eta is not None:
             return self.axes[0][:, None]
-        sizes = self.landmark_sizes()
-        axes = [np.linspace(lo, hi, int(k)) if k > 1 else np.array([(lo + hi) / 2]) for (lo, hi), k in
-                zip(self.domain, sizes)]
-        mesh = np.meshgrid(*axes, indexing="ij")
+        mesh = np.meshgrid(*self._landmark_axes(), indexing="ij")
         return np.stack([m.ravel() for m in mesh], axis=-1)
+
+    def _landmark_axes(self) -> list:
+        """Per-axis coordinates of the landmark lattice (non-``eta`` specs): evenly spaced on the box."""
+        return [np.linspace(lo, hi, int(k)) if k > 1 else np.array([(lo + hi) / 2]) for (lo, hi), k in
+                zip(self.domain, self.landmark_sizes())]
 
     def nystroem_map(self):
         """The public :class:`~fdp_ppl.machine.nystroem.NystroemMap` of this spec (cached)."""
@@ -633,11 +635,8 @@ class ERMSpec:
         :attr:`distance_cap`² (every factor stays above ``2 · TINY · k(0)``, their product normal), then values
         below ``2 · TINY · κ²`` are set to 0, as in :meth:`_fit_gram`; equal to it up to rounding."""
         a = np.asarray(a, dtype=float).reshape(-1, self.d)
-        sizes = self.landmark_sizes()
-        axes = [np.linspace(lo, hi, int(k)) if k > 1 else np.array([(lo + hi) / 2]) for (lo, hi), k in
-                zip(self.domain, sizes)]
         out = None
-        for k, ax in enumerate(axes):  # C order of the lattice (landmark_points: meshgrid "ij", ravelled)
+        for k, ax in enumerate(self._landmark_axes()):  # C order of the lattice (landmark_points: meshgrid "ij", ravelled)
             f = np.subtract.outer(a[:, k], ax)
             f *= f
             np.minimum(f, self.distance_cap**2, out=f)
