@@ -34,6 +34,7 @@ Usage::
     python benchmarks/bench_peers_families.py --quick   # small sizes, minutes
     python benchmarks/bench_peers_families.py           # the sizes of the issue
     python benchmarks/bench_peers_families.py --only mean,pca
+    python benchmarks/bench_peers_families.py --only svm --svm-sizes 100000,300000   # the logistic machine alone
 """
 
 from __future__ import annotations
