@@ -491,11 +491,13 @@ class ERMSpec:
         """Public Nyström landmarks (m, d): the grid nodes (``eta``), else a lattice on the box (``landmarks``)."""
         if self.eta is not None:
             return self.axes[0][:, None]
-        sizes = self.landmark_sizes()
-        axes = [np.linspace(lo, hi, int(k)) if k > 1 else np.array([(lo + hi) / 2]) for (lo, hi), k in
-                zip(self.domain, sizes)]
-        mesh = np.meshgrid(*axes, indexing="ij")
+        mesh = np.meshgrid(*self._landmark_axes(), indexing="ij")
         return np.stack([m.ravel() for m in mesh], axis=-1)
+
+    def _landmark_axes(self) -> list:
+        """Per-axis coordinates of the landmark lattice (non-``eta`` specs): evenly spaced on the box."""
+        return [np.linspace(lo, hi, int(k)) if k > 1 else np.array([(lo + hi) / 2]) for (lo, hi), k in
+                zip(self.domain, self.landmark_sizes())]
 
     def nystroem_map(self):
         """The public :class:`~fdp_ppl.machine.nystroem.NystroemMap` of this spec (cached)."""
@@ -503,7 +505,8 @@ class ERMSpec:
         if cached is None:
             from .nystroem import NystroemMap
 
-            cached = NystroemMap(self._fit_gram, self.landmark_points(), kappa=self.kappa)
+            cached = NystroemMap(self._fit_gram, self.landmark_points(), kappa=self.kappa,
+                                 sections=self._lattice_sections if self.product_kernel else None)
             object.__setattr__(self, "_nystroem", cached)
         return cached
 
@@ -624,6 +627,22 @@ class ERMSpec:
         if self.eta is None:
             np.fill_diagonal(out, float(self.kernel(np.zeros(1))[0]))
         return out
+
+    def _lattice_sections(self, a) -> np.ndarray:
+        """``K(a_i, l_j)`` (n, m) on the landmark lattice of a product kernel (:attr:`product_kernel`), from the
+        per-axis factors: ``exp(−‖x − l‖²/c) = Π_k exp(−(x_k − l_k)²/c)``, so d · n · G exponentials and one product
+        per entry instead of an exponential per entry. Each factor's squared difference is capped at
+        :attr:`distance_cap`² (every factor stays above ``2 · TINY · k(0)``, their product normal), then values
+        below ``2 · TINY · κ²`` are set to 0, as in :meth:`_fit_gram`; equal to it up to rounding."""
+        a = np.asarray(a, dtype=float).reshape(-1, self.d)
+        out = None
+        for k, ax in enumerate(self._landmark_axes()):  # C order of the lattice (landmark_points: meshgrid "ij", ravelled)
+            f = np.subtract.outer(a[:, k], ax)
+            f *= f
+            np.minimum(f, self.distance_cap**2, out=f)
+            self.kernel.bump(f, squared=True, out=f)
+            out = f if out is None else (out[:, :, None] * f[:, None, :]).reshape(a.shape[0], -1)
+        return flush_tiny(out, 2.0 * self.kappa**2, out=out)
 
     @property
     def _gaussian_fast(self) -> bool:

@@ -181,3 +181,41 @@ def test_fit_gram_equals_the_kernel_matrix(d):
     np.testing.assert_allclose(K, spec.kernel_matrix(X, X), rtol=1e-13, atol=1e-15)
     np.testing.assert_array_equal(K, K.T)
     assert np.all(np.diag(K) == 1.0)
+
+
+# Seeded Nystroem releases pinned (DESIGN invariant: a seeded study reproduces its draws): the fitted representer
+# on the landmarks and the released decision values, computed before the feature map and solver were made
+# cheaper. Tolerance 1e-9 relative: a change of summation order moves these by ~1e-14; a changed solver
+# (iteration count, step, start) or feature map moves them by far more than 1e-9.
+PINNED = {
+    "logistic": (3000, 1e-2, [-0.06390570999453749, -0.25699100435539524, 0.04946240837502008],
+                 [-0.8714285871517841, -1.5515164077394288, -816.9667408369103]),
+    "hinge": (600, 0.99, [-0.27003014146817184, -0.8525926184973927, 0.040964422501031536],
+              [-1.950051836933643, -1.1324944812964644, -812.5128417903611]),
+}
+
+
+@pytest.mark.parametrize("loss", sorted(PINNED))
+def test_seeded_nystroem_release_pinned(loss):
+    n, slack, coef, decision = PINNED[loss]
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0, 1, (n, 2))
+    y = np.where(X[:, 0] + 0.3 * np.sin(6 * X[:, 1]) > 0.6, 1.0, -1.0)
+    spec = ERMSpec(Gaussian(0.2, convention="hall"), lam=0.01, n=n, domain=[[0, 1], [0, 1]],
+                   approximation="nystroem", loss=loss, solver_slack=slack, landmarks=8)
+    fit = spec.fit(X, y)
+    d = fp.release(fit, GaussianMechanism(1.0, 1e-6), random_seed=7, study=True).posterior["decision"].values.ravel()
+    np.testing.assert_allclose(fit.coefficients[[0, 17, 63]], coef, rtol=1e-9)
+    np.testing.assert_allclose([d[0], d[1234], np.sum(d)], decision, rtol=1e-9)
+
+
+@pytest.mark.parametrize("rho", [0.2, 0.01])
+def test_lattice_sections_equal_the_dense_kernel(rho):
+    # the product form of the Gaussian on the landmark lattice (Nystroem features) against the dense evaluation,
+    # with a bandwidth small enough that the distance cap and the flush to 0 act (rho = 0.01 on the unit square)
+    spec = ERMSpec(Gaussian(rho, convention="hall"), lam=0.1, n=50, domain=[[0, 1], [0, 2]], landmarks=(7, 9),
+                   approximation="nystroem")
+    X = np.random.default_rng(3).uniform(-0.5, 2.5, (300, 2))
+    dense, lattice = spec._fit_gram(X, spec.landmark_points()), spec._lattice_sections(X)
+    np.testing.assert_allclose(lattice, dense, rtol=1e-13, atol=0)
+    assert np.array_equal(lattice == 0, dense == 0) and np.all((lattice == 0) | (lattice >= 2.0**-399))
