@@ -52,6 +52,8 @@ from ..errors import InputError
 from ..releasing import schema as S
 from ..settings import blas_threads
 from .comparison import RELEASE_ID, gaussian_loo_terms
+from . import population_clipping as C
+from .population_clipping import CLIPPING_POINTS
 from .population_parts import (
     CLIPPING_SAMPLES,
     _as_tensor,
@@ -69,6 +71,17 @@ CLIPPING_DRAWS = 200
 APPROXIMATION = ("sample mean of the n curves ~ N(S A (mu - offset), S A K A^T S / n): exact for a Gaussian "
                  "population without clipping, the central limit theorem otherwise; clipping to tau not modelled "
                  "(<name>_outside_tau: the population's share of curves beyond tau)")
+APPROXIMATION_MOMENTS = ("mean of the n clipped curves ~ N(m_tau, C_tau / n) (central limit theorem; clipped curves are "
+                         "bounded by tau), the clipped moments m_tau, C_tau of the Gaussian population computed on {S} "
+                         "fixed public moment-matched Sobol points (quadrature error measured at posterior draws: "
+                         "<name>_clipping_moment_error_*)")
+APPROXIMATION_RECORDS = "none: the n records are latent variables (record-level data augmentation)"
+#: the latent records' name (``<name>::records``, shape (n, K)) under ``clipping="records"``
+RECORDS = "records"
+#: posterior draws (evenly spaced) at which :func:`population_result` measures the clipped moments' quadrature error
+MOMENT_ERROR_DRAWS = 8
+#: quadrature error of the clipped likelihood's mean (in its standard deviations) above which a warning is raised
+MOMENT_ERROR_TOLERANCE = 0.1
 
 
 class PopulationClippingWarning(UserWarning):
@@ -108,6 +121,14 @@ class PopulationObservation:
         The latent mixing variable's name (Laplace noise), or None.
     attrs : dict
         Public description of the likelihood, recorded by :func:`population_result` as ``<name>_<key>``.
+    clipping : str
+        How clipping is handled: ``"ignore"`` (closed form), ``"moments"`` or ``"records"``
+        (:mod:`fdp_ppl.inference.population_clipping`).
+    coef_mean, sampling_cov : TensorVariable
+        The likelihood's mean (J,) and sampling covariance (J, J) of the coefficients before the noise (``"records"``:
+        ``S A x̄_τ`` given the latent records, and zeros).
+    points : ndarray (S, K) or None
+        The public quadrature points of ``"moments"``.
     """
 
     name: str
@@ -126,13 +147,18 @@ class PopulationObservation:
     covariance: object
     mixing: str | None
     attrs: dict = field(default_factory=dict)
+    clipping: str = "ignore"
+    coef_mean: object = None
+    sampling_cov: object = None
+    points: np.ndarray | None = None
 
     @property
     def dim(self) -> str:
         return f"{self.name}_basis"
 
 
-def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", draw: int = 0) -> PopulationObservation:
+def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", draw: int = 0, clipping: str = "auto",
+            clipping_points: int = CLIPPING_POINTS) -> PopulationObservation:
     """Observe a mean-curve release in the current PyMC model, given a population model of the curves.
 
     Adds the release's likelihood given the population mean ``μ(t)`` and covariance ``K(t, t')`` on the release's
@@ -224,29 +250,62 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     K, J = view.t.size, y.size
     mu = _as_tensor(mean, (K,), "mean")
     cov = _as_tensor(covariance, (K, K), "covariance")
+    tau, norm = part["tau"], part["tau_norm"]
+    choice, prior_share = C.clipping_plan(model, mu, cov, n=n, tau=tau, norm=norm, weights=view.weights,
+                                          offset=offset, clipping=clipping)
     dim = f"{name}_basis"
     model.add_coord(dim, np.arange(J))
-    coef_mean = pt.dot(SA, mu - offset)
-    sampling_cov = pt.dot(pt.dot(SA, cov), SA.T) / n
-    if _is_gaussian(law):
-        noise_var, mixing = b**2, None
-    else:
+    centred, points, mixing = mu - offset, None, None
+    if choice == "records":
+        chol = _cholesky(cov, K)
         with pm.Model(name=name):
-            noise_var = b**2 * law.mixing(J, dims=dim)
-        mixing = f"{name}::{_mixing_name()}"
-    pm.MvNormal(name, mu=coef_mean, cov=sampling_cov + pt.diag(noise_var), observed=y, dims=dim)
-    noise = ("exact convolution with the Normal noise (covariance + diag s^2)" if mixing is None else
-             f"{law.name} noise as its normal scale mixture (latent scales {mixing}, sampled with the population "
-             "parameters)")
-    attrs = {"release_id": part["release_id"], "release_draw": int(draw),
-             "likelihood": f"N(S A (mu - offset), S A K A^T S / n) for the clipped sample mean; {noise}",
-             "approximation": APPROXIMATION.replace("<name>", name), "n": n, "tau": part["tau"],
-             "noise_law": law.name, "summary": view.metadata.summary, "n_components": J}
+            z = pm.Normal(RECORDS, 0.0, 1.0, shape=(n, K))
+        x = centred + pt.dot(z, chol.T)
+        coef_mean = pt.dot(SA, pt.mean(x - C.excess(x, view.weights, tau, norm, pt), axis=0))
+        sampling_cov = pt.zeros((J, J))
+        law.pymc(name, mu=coef_mean, scale=b, observed=y, dims=dim)
+        noise = f"given the {n} latent records {name}::{RECORDS} (X_i = mu + L z_i), the release's own {law.name} law"
+        likelihood = "S A mean_i clip_tau(X_i - offset) + noise, exact (record-level data augmentation)"
+    else:
+        if choice == "moments":
+            points = C.normal_points(int(clipping_points), K)
+            m, cc = C.clipped_moments(centred, _cholesky(cov, K), points, view.weights, tau, norm, xp=pt)
+            likelihood = "N(S A m_tau, S A C_tau A^T S / n) for the clipped sample mean (m_tau, C_tau: clipped moments)"
+        else:
+            m, cc = centred, cov
+            likelihood = "N(S A (mu - offset), S A K A^T S / n) for the clipped sample mean"
+        coef_mean = pt.dot(SA, m)
+        sampling_cov = pt.dot(pt.dot(SA, cc), SA.T) / n
+        if _is_gaussian(law):
+            noise_var = b**2
+        else:
+            with pm.Model(name=name):
+                noise_var = b**2 * law.mixing(J, dims=dim)
+            mixing = f"{name}::{_mixing_name()}"
+        pm.MvNormal(name, mu=coef_mean, cov=sampling_cov + pt.diag(noise_var), observed=y, dims=dim)
+        noise = ("exact convolution with the Normal noise (covariance + diag s^2)" if mixing is None else
+                 f"{law.name} noise as its normal scale mixture (latent scales {mixing}, sampled with the population "
+                 "parameters)")
+    approximation = {"ignore": APPROXIMATION.replace("<name>", name),
+                     "moments": APPROXIMATION_MOMENTS.format(S=0 if points is None else points.shape[0]).replace(
+                         "<name>", name),
+                     "records": APPROXIMATION_RECORDS}[choice]
+    attrs = {"release_id": part["release_id"], "release_draw": int(draw), "likelihood": f"{likelihood}; {noise}",
+             "approximation": approximation, "clipping": choice, "clipping_prior_share": prior_share, "n": n,
+             "tau": tau, "noise_law": law.name, "summary": view.metadata.summary, "n_components": J}
     obs = PopulationObservation(name=name, release_id=attrs["release_id"], released=y, design=SA, offset=offset, n=n,
-                                law=law, scale=b, tau=part["tau"], tau_norm=part["tau_norm"], weights=view.weights,
-                                t=view.t_original, mean=mu, covariance=cov, mixing=mixing, attrs=attrs)
+                                law=law, scale=b, tau=tau, tau_norm=norm, weights=view.weights,
+                                t=view.t_original, mean=mu, covariance=cov, mixing=mixing, attrs=attrs,
+                                clipping=choice, coef_mean=coef_mean, sampling_cov=sampling_cov, points=points)
     model._fdp_population = [*getattr(model, "_fdp_population", []), obs]
     return obs
+
+
+def _cholesky(cov, K: int):
+    """Lower Cholesky factor of the population covariance (PyTensor; a jitter of 1e-10 · mean variance)."""
+    import pytensor.tensor as pt
+
+    return pt.linalg.cholesky(cov + 1e-10 * pt.mean(pt.diagonal(cov)) * pt.eye(K))
 
 
 def _mixing_name() -> str:
@@ -256,18 +315,15 @@ def _mixing_name() -> str:
 
 
 def _population_function(model, observations):
-    """A compiled function of the model's free variables' values → per observation ``(S A (μ − o), S A K Aᵀ S/n,
-    μ − o, K)``, evaluated at posterior draws."""
+    """A compiled function of the model's free variables' values → per observation (the likelihood's coefficient
+    mean and sampling covariance, ``μ − o``, ``K``), evaluated at posterior draws."""
     import pytensor
-    import pytensor.tensor as pt
 
     from ..settings import compile_mode
 
     outputs = []
     for o in observations:
-        centred = o.mean - o.offset
-        outputs += [pt.dot(o.design, centred), pt.dot(pt.dot(o.design, o.covariance), o.design.T) / o.n, centred,
-                    o.covariance]
+        outputs += [o.coef_mean, o.sampling_cov, o.mean - o.offset, o.covariance]
     inputs = list(model.free_RVs)
     fn = pytensor.function(inputs, outputs, on_unused_input="ignore", mode=compile_mode())
     return fn, [v.name for v in inputs]
@@ -328,6 +384,8 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
     clip_at = set(np.unique(np.linspace(0, ns - 1, min(ns, CLIPPING_DRAWS)).astype(int)).tolist())
     loglik = {o.name: np.empty((ns, o.released.size)) for o in observations}
     outside = {o.name: [] for o in observations}
+    error_at = set(np.unique(np.linspace(0, ns - 1, min(ns, MOMENT_ERROR_DRAWS)).astype(int)).tolist())
+    errors = {o.name: [] for o in observations}
     jdims = {}
     for o in joints:
         jdims.update(J.joint_groups(o)[2])
@@ -336,16 +394,22 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
         for i in range(ns):
             values = fn(*[flat[v][i] for v in names]) if fn is not None else []
             for k, o in enumerate(observations):
-                m, C, centred, Kt = values[4 * k: 4 * k + 4]
-                mix = (1.0 if o.mixing is None else
-                       o.law.mixing_draws({_mixing_name(): flat[o.mixing][i]}, 1, o.released.size)[0])
-                noise_var = o.scale**2 * mix
-                r, d = gaussian_loo_terms(o.released, m, C + np.diag(noise_var))
-                # y_j | y_-j, E_-j: the sampling part N(c_j, 1/d_j − D_j) plus the noise ξ_j, E_j integrated out
-                g = np.sqrt(np.maximum(1 / d - noise_var, 1e-24 * o.scale**2))
-                loglik[o.name][i] = o.law.convolved_logp((r / d)[None, :], g[None, :], o.scale[None, :])[0]
+                m, cm, centred, Kt = values[4 * k: 4 * k + 4]
+                if o.clipping == "records":   # given the latent records: the release's own noise density
+                    loglik[o.name][i] = o.law.logp(o.released, m, o.scale, pointwise=True)
+                else:
+                    mix = (1.0 if o.mixing is None else
+                           o.law.mixing_draws({_mixing_name(): flat[o.mixing][i]}, 1, o.released.size)[0])
+                    noise_var = o.scale**2 * mix
+                    r, d = gaussian_loo_terms(o.released, m, cm + np.diag(noise_var))
+                    # y_j | y_-j, E_-j: the sampling part N(c_j, 1/d_j − D_j) plus the noise ξ_j, E_j integrated out
+                    g = np.sqrt(np.maximum(1 / d - noise_var, 1e-24 * o.scale**2))
+                    loglik[o.name][i] = o.law.convolved_logp((r / d)[None, :], g[None, :], o.scale[None, :])[0]
                 if i in clip_at and o.tau_norm != "sup":
                     outside[o.name].append(outside_tau(centred, Kt, o.weights, o.tau))
+                if o.clipping == "moments" and i in error_at:
+                    errors[o.name].append(C.moment_error(centred, Kt, o.design, o.n, o.law.variance(o.scale),
+                                                         o.weights, o.tau, o.tau_norm, o.points))
             jvalues = jfn(*[flat[v][i] for v in jnames]) if jfn is not None else []
             for k, o in enumerate(joints):
                 terms, share = J.joint_terms(o, jvalues[4 * k: 4 * k + 4], i in clip_at)
@@ -386,7 +450,9 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
         if o.tau_norm == "sup":
             attrs[f"{o.name}_outside_tau"] = "not computed (sup-norm clipping)"
             continue
-        _record_clipping(attrs, o.name, outside[o.name], o.tau)
+        _record_clipping(attrs, o.name, outside[o.name], o.tau, modelled=o.clipping != "ignore")
+        if errors[o.name]:
+            _record_moment_error(attrs, o.name, errors[o.name])
     for o in joints:
         attrs.update({f"{o.name}_{k}": v for k, v in o.attrs.items()})
         for part, tau in (("mean", o.mean_part["tau"]), ("components", o.components_tau)):
@@ -396,18 +462,36 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
     return tree
 
 
-def _record_clipping(attrs: dict, key: str, shares, tau: float) -> None:
+def _record_clipping(attrs: dict, key: str, shares, tau: float, *, modelled: bool = False) -> None:
     """Record the fitted population's share of curves beyond τ as ``<key>_outside_tau`` (posterior mean) and
-    ``<key>_outside_tau_max``; warn when it binds."""
+    ``<key>_outside_tau_max``; warn when it binds and the likelihood ignores it."""
     share = np.asarray(shares)
     attrs[f"{key}_outside_tau"] = float(share.mean())
     attrs[f"{key}_outside_tau_max"] = float(share.max())
-    if share.mean() > CLIPPING_TOLERANCE:
+    if share.mean() > CLIPPING_TOLERANCE and not modelled:
         warnings.warn(f"clipping binds for {key!r}: the fitted population puts {share.mean():.1%} of curves "
                       f"outside tau = {tau:g} (posterior mean, from the model; up to {share.max():.1%}), which "
                       "fp.observe's likelihood ignores: the population posterior is biased (not handled)",
                       PopulationClippingWarning, stacklevel=3)
 
 
-__all__ = ["APPROXIMATION", "CLIPPING_DRAWS", "CLIPPING_SAMPLES", "CLIPPING_TOLERANCE", "PopulationClippingWarning",
+def _record_moment_error(attrs: dict, key: str, errors: list) -> None:
+    """Record the clipped moments' quadrature error (largest over the checked draws) as
+    ``<key>_clipping_moment_error_{mean,cov,reference_se}``; warn when the mean's exceeds
+    :data:`MOMENT_ERROR_TOLERANCE` standard deviations."""
+    worst = {k: float(max(e[k] for e in errors)) for k in errors[0]}
+    attrs.update({f"{key}_clipping_moment_error_{k}": v for k, v in worst.items()})
+    attrs[f"{key}_clipping_moment_error"] = (
+        f"largest over {len(errors)} posterior draws of |error of the likelihood's mean| / its sd (_mean), relative "
+        f"error of its variances (_cov), against {C.REFERENCE_FACTOR}x as many independent points (their own standard "
+        "error: _reference_se)")
+    if worst["mean"] > MOMENT_ERROR_TOLERANCE + 2 * worst["reference_se"]:
+        warnings.warn(f"the clipped moments of {key!r} are off by up to {worst['mean']:.2f} likelihood sd at posterior "
+                      "draws: the quadrature is too coarse for this n and noise (pass a larger clipping_points= to "
+                      "fp.observe)", PopulationClippingWarning,
+                      stacklevel=3)
+
+
+__all__ = ["APPROXIMATION", "APPROXIMATION_MOMENTS", "APPROXIMATION_RECORDS", "MOMENT_ERROR_DRAWS",
+           "MOMENT_ERROR_TOLERANCE", "RECORDS", "CLIPPING_DRAWS", "CLIPPING_SAMPLES", "CLIPPING_TOLERANCE", "PopulationClippingWarning",
            "PopulationObservation", "observe", "outside_tau", "population_result"]

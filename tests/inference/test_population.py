@@ -19,6 +19,9 @@ import fdp_ppl as fp
 from fdp_ppl.errors import InputError
 from fdp_ppl.inference.comparison import gaussian_loo, release_identity
 from fdp_ppl.inference.infer import _shrinkage
+from fdp_ppl.inference import population_clipping as PC
+from fdp_ppl.inference.population import MOMENT_ERROR_TOLERANCE as PC_TOLERANCE
+from fdp_ppl.inference.population import RECORDS as PC_RECORDS
 from fdp_ppl.inference.population import (
     PopulationClippingWarning,
     observe,
@@ -159,11 +162,12 @@ def test_laplace_log_likelihood_is_the_exact_leave_one_out_term():
 
 
 def test_clipping_that_binds_is_reported_from_the_model_not_the_data():
+    """With clipping="ignore" (the closed form) the fitted population's share beyond τ is recorded and warned of."""
     mu, cov = _population()
     tree = _release(fp.frl_mean, fp.FRL(epsilon=1.0), 50, mu=mu, cov=cov, tau=1.2, M=4)
     with pm.Model() as model:
         amp = pm.HalfNormal("amp", 1.0)
-        observe(tree, mean=mu, covariance=amp**2 * cov / 0.25, name="rel")
+        observe(tree, mean=mu, covariance=amp**2 * cov / 0.25, name="rel", clipping="ignore")
     trace = _hand_trace({"amp": np.full(4, 0.5), "rel::noise_mixing": np.ones((4, 4))})
     with pytest.warns(PopulationClippingWarning, match=r"puts \d+\.\d% of curves outside tau = 1.2"):
         res = population_result(trace, model)
@@ -173,6 +177,88 @@ def test_clipping_that_binds_is_reported_from_the_model_not_the_data():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PopulationClippingWarning)
         assert population_result(small, model).attrs["rel_outside_tau"] < 0.01
+
+
+# ----------------------------------------------------------------------------------- clipping that binds
+def test_clipped_moments_match_brute_force_monte_carlo():
+    """The clipped moments on the public points (L² and sup clipping) agree with a brute-force simulation of clipped
+    Gaussian curves within its Monte Carlo error plus the points' own (S = 2048); the clipping moves them by far more
+    than that margin (not vacuous); as τ → ∞ they are the population's own moments exactly."""
+    mu, cov = _population()
+    grid, _ = _grid()
+    L = np.linalg.cholesky(cov)
+    z = PC.normal_points(PC.CLIPPING_POINTS, K)
+    X = np.random.default_rng(3).multivariate_normal(mu, cov, size=100_000)
+    for norm, tau in (("l2", 1.0), ("sup", 1.2)):
+        m, c = PC.clipped_moments(mu, L, z, grid.weights, tau, norm)
+        clipped = X - PC.excess(X, grid.weights, tau, norm)
+        assert np.mean(np.any(clipped != X, axis=1)) > 0.1                  # clipping binds for > 10 % of curves
+        sd = clipped.std(axis=0)
+        margin = 5 * sd * np.sqrt(1 / X.shape[0] + 1 / z.shape[0])
+        np.testing.assert_array_less(np.abs(m - clipped.mean(axis=0)), margin)
+        assert np.max(np.abs(m - mu) / margin) > 2                          # ignoring clipping fails the bound
+        np.testing.assert_allclose(c, np.cov(clipped.T), atol=10 * np.max(sd) ** 2 / np.sqrt(z.shape[0]))
+        assert np.max(np.abs(c - cov)) > 0.1 * np.max(cov)
+        m_inf, c_inf = PC.clipped_moments(mu, L, z, grid.weights, 1e6, norm)
+        np.testing.assert_allclose(m_inf, mu, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(c_inf, cov, rtol=0, atol=1e-14)
+
+
+def test_clipped_likelihood_is_the_unclipped_one_when_clipping_does_not_bind():
+    """observe(clipping="moments") on a release whose τ no curve reaches has the closed form's log-density; the
+    automatic choice there is the closed form, and with τ binding it is the clipped-moments likelihood (n > 30) or
+    record-level augmentation (n ≤ 30), chosen from n, τ and the model's prior only."""
+    mu, cov = _population()
+    wide = _release(fp.frl_mean, fp.GaussianMechanism(2.0, 1e-3, "analytic"), 40, mu=mu, cov=cov, tau=50.0, M=3)
+    logps = {}
+    for clipping in ("auto", "moments"):
+        with pm.Model() as model:
+            c = pm.Normal("c", 0.0, 1.0)
+            obs = observe(wide, mean=c + mu, covariance=cov, name="rel", clipping=clipping)
+        logps[obs.clipping] = model.compile_logp()({"c": 0.3})
+    assert set(logps) == {"ignore", "moments"}
+    assert logps["moments"] == pytest.approx(logps["ignore"], abs=1e-9)
+    tight = _release(fp.frl_mean, fp.FRL(epsilon=1.0), 40, mu=mu, cov=cov, tau=1.0, M=3)
+    few = _release(fp.frl_mean, fp.FRL(epsilon=1.0), 12, mu=mu, cov=cov, tau=1.0, M=3)
+    choices = {}
+    for tree in (tight, few):
+        with pm.Model():
+            amp = pm.LogNormal("amp", 0.0, 0.2)
+            obs = observe(tree, mean=mu, covariance=amp**2 * cov, name="rel")
+        choices[obs.n] = (obs.clipping, obs.attrs["clipping_prior_share"])
+    assert choices[40][0] == "moments" and choices[12][0] == "records"
+    assert choices[40][1] > PC.BINDING_SHARE
+    with pm.Model(), pytest.raises(InputError, match="clipping must be one of"):
+        observe(tight, mean=mu, covariance=cov, clipping="sometimes")
+
+
+def test_record_augmentation_is_the_release_noise_given_the_clipped_records():
+    """clipping="records": the n latent records X_i = μ + L z_i, clipped and averaged, enter the release's own noise
+    density (exact); population_result's log_likelihood is that density per coefficient, and the moments'
+    likelihood records its quadrature error."""
+    mu, cov = _population()
+    n, tau = 6, 1.0
+    tree = _release(fp.frl_mean, fp.FRL(epsilon=1.0), n, mu=mu, cov=cov, tau=tau, M=3)
+    view = S.read_release(tree)
+    y, b, law = view.released(0), view.noise_scale, view.law
+    SA = _shrinkage(view)[:, None] * view.grid_to_coefficients()
+    with pm.Model() as model:
+        obs = observe(tree, mean=mu, covariance=cov, name="rel", clipping="records")
+    z = np.random.default_rng(2).standard_normal((n, K))
+    X = mu + z @ np.linalg.cholesky(cov + 1e-10 * np.mean(np.diag(cov)) * np.eye(K)).T
+    xbar = (X - PC.excess(X, view.weights, tau, "l2")).mean(axis=0)
+    want = law.logp(y, SA @ xbar, b) + stats.norm.logpdf(z).sum()
+    assert model.compile_logp()({f"rel::{PC_RECORDS}": z}) == pytest.approx(want, rel=1e-10)
+    res = population_result(_hand_trace({f"rel::{PC_RECORDS}": z[None]}), model)
+    np.testing.assert_allclose(res["log_likelihood"]["rel"].values.ravel(),
+                               law.logp(y, SA @ xbar, b, pointwise=True), rtol=1e-10)
+    assert res.attrs["rel_clipping"] == "records" and "augmentation" in res.attrs["rel_likelihood"]
+    with pm.Model() as moments:
+        amp = pm.LogNormal("amp", 0.0, 0.2)
+        observe(tree, mean=mu, covariance=amp**2 * cov, name="rel", clipping="moments")
+    res = population_result(_hand_trace({"amp": np.ones(2), "rel::noise_mixing": np.ones((2, 3))}), moments)
+    assert res.attrs["rel_clipping"] == "moments" and "2048" in res.attrs["rel_approximation"]
+    assert 0 <= res.attrs["rel_clipping_moment_error_mean"] < PC_TOLERANCE
 
 
 def test_observe_refuses_what_it_does_not_model():
