@@ -11,12 +11,18 @@ scales (:class:`~fdp_ppl.noise.laws.NoiseLaw`).
 
 The likelihood (stated in the result's attrs, ``<name>_likelihood``):
 
-* the sample mean of n curves, clipped to τ and projected on the release's basis, is taken as
+* the sample mean of n curves, clipped to τ and projected on the release's basis. Where clipping cannot bind
+  (:func:`~fdp_ppl.inference.population_clipping.clipping_plan`: no draw of the model's *prior* puts more than
+  0.1 % of curves beyond τ — public quantities only, never the data) it is taken as
   ``X̄ ~ N(S A (μ − o), S A K Aᵀ S / n)`` (``S = diag s_j``, ``o`` the public offset): exact for a Gaussian
-  population whose curves are not clipped, the central limit theorem otherwise. **Clipping is not handled**: the
-  likelihood ignores it, and :func:`population_result` computes from the fitted model (never from data) the share
-  of curves the population puts outside τ, records it and warns (:class:`PopulationClippingWarning`) when it is
-  above :data:`CLIPPING_TOLERANCE`;
+  population whose curves are not clipped, the central limit theorem otherwise. Where clipping may bind
+  (:mod:`fdp_ppl.inference.population_clipping`): for n > 30 the CLT with the *clipped* moments,
+  ``N(S A m_τ, S A C_τ Aᵀ S / n)``, ``m_τ, C_τ`` computed on 2048 fixed public quadrature points (common random
+  numbers: NUTS has the gradient; their error is measured at posterior draws and recorded,
+  ``<name>_clipping_moment_error_*``); for n ≤ 30 the n records as latent variables (exact data augmentation).
+  ``clipping=`` overrides the choice. With ``clipping="ignore"``, :func:`population_result` computes from the fitted
+  model (never from data) the share of curves the population puts outside τ, records it and warns
+  (:class:`PopulationClippingWarning`) when it is above :data:`CLIPPING_TOLERANCE`;
 * the release's own noise law on top. Normal noise (Gaussian mechanism; Mirshani et al. 2019): the exact
   convolution, ``N(S A (μ − o), S A K Aᵀ S / n + diag s²)``. Laplace noise (ICLP, FRL; Lin & Reimherr 2026, with
   scale ``b_j``): the noise written as its exact normal scale mixture ``ξ_j | E_j ~ N(0, 2 b_j² E_j)``,
@@ -28,7 +34,7 @@ n enters as a number: a release of n = 10⁵ curves costs the same as one of n =
 
 Several releases of the same people (a mean release and a principal-components release of one data set):
 ``observe([mean_tree, components_tree], ...)``, :mod:`fdp_ppl.inference.population_joint` (latent sample mean and
-scatter shared by both likelihoods; clipping likewise not modelled, its cost shown by
+scatter shared by both likelihoods; clipping not modelled there, its cost shown by
 ``benchmarks/bench_sbc_population.py``).
 
 :func:`population_result` turns the sampled trace into the result: pointwise ``log_likelihood`` for ``az.compare``
@@ -85,8 +91,8 @@ MOMENT_ERROR_TOLERANCE = 0.1
 
 
 class PopulationClippingWarning(UserWarning):
-    """The fitted population model puts more than :data:`CLIPPING_TOLERANCE` of its curves outside the release's τ:
-    the likelihood of :func:`observe`, which ignores clipping, is then biased."""
+    """The fitted population model puts more than :data:`CLIPPING_TOLERANCE` of its curves outside the release's τ
+    and the likelihood ignores clipping (it is then biased), or the clipped likelihood's quadrature is too coarse."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,6 +193,13 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
         sub-model (``<name>::noise_mixing``). One per release in a model.
     draw : int
         Which released draw to condition on (each draw is a separate publication; default 0).
+    clipping : {"auto", "moments", "records", "ignore"}
+        How clipping to τ enters the likelihood (module docstring; :mod:`fdp_ppl.inference.population_clipping`):
+        ``"auto"`` chooses from the release's n and τ and draws of the model's prior (never from the data);
+        ``"moments"``: CLT with the clipped moments; ``"records"``: the n records as latents (exact; n·K latent
+        variables); ``"ignore"``: the closed form without clipping. Recorded as ``<name>_clipping``.
+    clipping_points : int
+        Public quadrature points of ``"moments"`` (a power of two; error recorded by :func:`population_result`).
 
     Returns
     -------
@@ -197,14 +210,14 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     ------
     InputError
         Outside a model, a name already in the model, shapes that do not match the grid, a joint (elliptical) noise
-        law or a summary that is not linear in the clipped mean (ICLP-AR).
+        law, a summary that is not linear in the clipped mean (ICLP-AR) or an unknown ``clipping``.
     SchemaError
         Not a mean-curve release.
 
     Notes
     -----
-    Clipping to τ is not modelled (see :func:`population_result`, which records the share of curves the fitted
-    population puts outside τ). Laplace noise is written as its normal scale mixture (Lin & Reimherr 2026;
+    Clipping to τ: see ``clipping``; the choice and its approximation are in the result's attrs
+    (``<name>_clipping``, ``<name>_approximation``, ``<name>_clipping_prior_share``). Laplace noise is written as its normal scale mixture (Lin & Reimherr 2026;
     ``specs/iclp.md`` §4.3): J latent scales are sampled by NUTS with the population parameters.
 
     Cost: the likelihood is one J × J ``MvNormal`` (J ≤ K coefficients). Its log-density and gradient are a few dense
@@ -350,14 +363,18 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
         ``log p(y | ·)``); ``observed_data/<name>`` (the released coefficients); ``constant_data``
         (``<name>_noise_scale``, ``<name>_design`` (``S A``), ``<name>_offset``, the grid); attrs ``release_id``
         (one release: its :func:`~fdp_ppl.inference.comparison.release_identity`; several: the ids joined by ``,``),
-        ``<name>_release_id``, ``<name>_likelihood``, ``<name>_approximation``, ``<name>_outside_tau`` (posterior
+        ``<name>_release_id``, ``<name>_likelihood``, ``<name>_approximation``, ``<name>_clipping`` (and for
+        ``"moments"`` ``<name>_clipping_moment_error_{mean,cov,reference_se}``: the quadrature's error at
+        :data:`MOMENT_ERROR_DRAWS` posterior draws, in the likelihood's sd), ``<name>_outside_tau`` (posterior
         mean of the share of curves beyond τ, from the model at :data:`CLIPPING_DRAWS` draws; never from data) and
         ``<name>_outside_tau_max``.
 
     Warns
     -----
     PopulationClippingWarning
-        The posterior mean share outside τ exceeds :data:`CLIPPING_TOLERANCE` (clipping binds; not modelled).
+        The posterior mean share outside τ exceeds :data:`CLIPPING_TOLERANCE` and the likelihood ignores clipping
+        (``clipping="ignore"``, or a joint observation), or the clipped moments' quadrature error exceeds
+        :data:`MOMENT_ERROR_TOLERANCE` likelihood sd.
 
     Raises
     ------

@@ -515,3 +515,25 @@ def test_sbc_of_the_gp_population_parameters_from_one_and_from_joint_releases():
         assert r["clipped_share_max"] == 0.0, key
         for p, value in r["pvalues"].items():
             assert value > 0.01, (key, p, value, r["ranks"][p])
+
+
+@pytest.mark.slow
+def test_sbc_of_the_gp_population_parameters_from_a_clipped_mean_release():
+    """Simulation-based calibration of (c, amp, rho) from one FRL mean release whose τ clips 10 % or more of the
+    curves, at ε ∈ {0.5, 1, 4} (benchmarks/bench_sbc_population.py --clipped): fp.observe's automatic choice is the
+    clipped-moments likelihood, its quadrature error at the true parameters is below 0.1 likelihood sd, and the
+    ranks are uniform (chi-square, p > 0.01) for every parameter."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import bench_sbc_population as B
+
+    res = B.run(15, draws=150, tune=150, thin=10, bins=3, settings=("mean",), regimes=B.CLIPPED_REGIMES,
+                log=lambda s: None)
+    for key, r in res.items():
+        assert r["clipped_share_mean"] >= 0.10, (key, r["clipped_share_mean"])
+        assert r["clipping"] == ["moments"], (key, r["clipping"])
+        assert r["moment_error_max_sd"] < 0.1, (key, r["moment_error_max_sd"])
+        for p, value in r["pvalues"].items():
+            assert value > 0.01, (key, p, value, r["ranks"][p])
