@@ -133,11 +133,44 @@ def moment_error(theta: dict, mean_tree) -> float:
                  part["tau"], part["tau_norm"], normal_points(POINTS, K))["mean"]
 
 
+def uniformity(ranks: dict, L: int, bins: int) -> dict:
+    """Chi-square p-value of the ranks (0..L) on ``bins`` equal bins, per parameter."""
+    from scipy import stats
+
+    return {p: float(stats.chisquare(np.bincount(np.asarray(r) * bins // (L + 1), minlength=bins)).pvalue)
+            for p, r in ranks.items()}
+
+
+def pool(paths, out=None) -> dict:
+    """Pool the ranks of several runs' JSON files (different ``--seed``) per regime; p-values of the pooled ranks."""
+    import json
+
+    runs = [json.loads(Path(p).read_text()) for p in paths]
+    first = runs[0]
+    L, bins = first["draws"] // first["thin"], first["bins"]
+    pooled = {}
+    for r in runs:
+        for key, reg in r["regimes"].items():
+            acc = pooled.setdefault(key, {**{k: v for k, v in reg.items() if k not in ("ranks", "pvalues")},
+                                          "ranks": {p: [] for p in PARAMETERS}, "replicates": 0, "clipped": []})
+            acc["replicates"] += reg["replicates"]
+            acc["clipped"].append(reg["clipped_share_mean"] * reg["replicates"])
+            for p in PARAMETERS:
+                acc["ranks"][p] += reg["ranks"][p]
+            if reg.get("moment_error_max_sd") is not None:
+                acc["moment_error_max_sd"] = max(acc.get("moment_error_max_sd") or 0.0, reg["moment_error_max_sd"])
+    for acc in pooled.values():
+        acc["clipped_share_mean"] = float(sum(acc.pop("clipped")) / acc["replicates"])
+        acc["pvalues"] = uniformity(acc["ranks"], L, bins)
+        print(f"{acc['setting']} eps={acc['epsilon']:g} tau={acc['tau']:g}: {acc['replicates']} replicates, clipped "
+              f"{acc['clipped_share_mean']:.1%}, " + "  ".join(f"p[{p}]={v:.3f}" for p, v in acc["pvalues"].items()))
+    return {**{k: v for k, v in first.items() if k not in ("regimes", "machine")}, "pooled_from": [str(p) for p in paths],
+            "regimes": pooled}
+
+
 def run(replicates: int, *, draws: int, tune: int, thin: int, bins: int, seed: int = 20261127, settings=SETTINGS,
         regimes=REGIMES, log=print, clipping: str = "auto") -> dict:
     """SBC ranks and chi-square p-values per setting, regime and parameter."""
-    from scipy import stats
-
     out = {}
     L = draws // thin
     for setting in settings:
@@ -160,10 +193,7 @@ def run(replicates: int, *, draws: int, tune: int, thin: int, bins: int, seed: i
                     ranks[p].append(int(np.sum(post[p][::thin][:L] < theta[p])))
                 log(f"  {key} replicate {r}: clipped {share:.2f} ranks " +
                     " ".join(f"{p}={ranks[p][-1]}" for p in PARAMETERS) + f" (of {L}) {choice} div={div}")
-            pvalues = {}
-            for p in PARAMETERS:
-                counts = np.bincount(np.asarray(ranks[p]) * bins // (L + 1), minlength=bins)
-                pvalues[p] = float(stats.chisquare(counts).pvalue)
+            pvalues = uniformity(ranks, L, bins)
             out[key] = {"setting": setting, "epsilon": eps, "tau": tau, "replicates": replicates, "ranks": ranks,
                         "pvalues": pvalues, "clipped_share_mean": float(np.mean(clipped)),
                         "clipped_share_max": float(np.max(clipped)), "divergences": divergent,
@@ -194,8 +224,13 @@ def main(argv=None) -> int:
     ap.add_argument("--eps", type=float, nargs="+", help="only these epsilons")
     ap.add_argument("--seed", type=int, default=20261127, help="seed of the replicates (pool several seeds' ranks)")
     ap.add_argument("--draws", type=int, nargs=3, metavar=("DRAWS", "TUNE", "THIN"))
+    ap.add_argument("--pool", nargs="+", metavar="JSON", help="pool these runs' ranks (write --out) and exit")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
+    if a.pool:
+        res = pool(a.pool)
+        write_results("bench_sbc_population_pooled", res, out=a.out)
+        return 0
     reps = a.replicates or (12 if a.quick else 60)
     draws, tune, thin = a.draws or ((190, 200, 10) if a.quick else (400, 400, 20))
     bins = a.bins or (3 if a.quick else 5)

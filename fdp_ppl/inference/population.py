@@ -57,8 +57,8 @@ from .. import dims
 from ..errors import InputError
 from ..releasing import schema as S
 from ..settings import blas_threads
-from .comparison import RELEASE_ID, gaussian_loo_terms
 from . import population_clipping as C
+from .comparison import RELEASE_ID, gaussian_loo_terms
 from .population_clipping import CLIPPING_POINTS
 from .population_parts import (
     CLIPPING_SAMPLES,
@@ -509,6 +509,19 @@ def _record_moment_error(attrs: dict, key: str, errors: list) -> None:
                       stacklevel=3)
 
 
-__all__ = ["APPROXIMATION", "APPROXIMATION_MOMENTS", "APPROXIMATION_RECORDS", "MOMENT_ERROR_DRAWS",
-           "MOMENT_ERROR_TOLERANCE", "RECORDS", "CLIPPING_DRAWS", "CLIPPING_SAMPLES", "CLIPPING_TOLERANCE", "PopulationClippingWarning",
-           "PopulationObservation", "observe", "outside_tau", "population_result"]
+__all__ = [
+    "APPROXIMATION",
+    "APPROXIMATION_MOMENTS",
+    "APPROXIMATION_RECORDS",
+    "CLIPPING_DRAWS",
+    "CLIPPING_SAMPLES",
+    "CLIPPING_TOLERANCE",
+    "MOMENT_ERROR_DRAWS",
+    "MOMENT_ERROR_TOLERANCE",
+    "RECORDS",
+    "PopulationClippingWarning",
+    "PopulationObservation",
+    "observe",
+    "outside_tau",
+    "population_result",
+]

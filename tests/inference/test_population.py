@@ -17,9 +17,9 @@ from scipy import integrate, stats
 
 import fdp_ppl as fp
 from fdp_ppl.errors import InputError
+from fdp_ppl.inference import population_clipping as PC
 from fdp_ppl.inference.comparison import gaussian_loo, release_identity
 from fdp_ppl.inference.infer import _shrinkage
-from fdp_ppl.inference import population_clipping as PC
 from fdp_ppl.inference.population import MOMENT_ERROR_TOLERANCE as PC_TOLERANCE
 from fdp_ppl.inference.population import RECORDS as PC_RECORDS
 from fdp_ppl.inference.population import (
@@ -243,7 +243,7 @@ def test_record_augmentation_is_the_release_noise_given_the_clipped_records():
     y, b, law = view.released(0), view.noise_scale, view.law
     SA = _shrinkage(view)[:, None] * view.grid_to_coefficients()
     with pm.Model() as model:
-        obs = observe(tree, mean=mu, covariance=cov, name="rel", clipping="records")
+        observe(tree, mean=mu, covariance=cov, name="rel", clipping="records")
     z = np.random.default_rng(2).standard_normal((n, K))
     X = mu + z @ np.linalg.cholesky(cov + 1e-10 * np.mean(np.diag(cov)) * np.eye(K)).T
     xbar = (X - PC.excess(X, view.weights, tau, "l2")).mean(axis=0)
