@@ -141,7 +141,7 @@ def uniformity(ranks: dict, L: int, bins: int) -> dict:
             for p, r in ranks.items()}
 
 
-def pool(paths, out=None) -> dict:
+def pool(paths) -> dict:
     """Pool the ranks of several runs' JSON files (different ``--seed``) per regime; p-values of the pooled ranks."""
     import json
 
