@@ -204,10 +204,34 @@ def test_clipped_moments_match_brute_force_monte_carlo():
         np.testing.assert_allclose(c_inf, cov, rtol=0, atol=1e-14)
 
 
+def test_clipping_choice_comes_from_n_tau_and_the_prior():
+    """clipping="auto" chooses from public quantities only (the release's n and τ, draws of the model's prior): the
+    closed form where no prior draw clips, the clipped-moments likelihood (n > 30) or record augmentation (n ≤ 30)
+    where clipping binds."""
+    mu, cov = _population()
+    grid, _ = _grid()
+    kw = {"tau": 1.0, "norm": "l2", "weights": grid.weights, "offset": np.zeros(K)}
+    with pm.Model() as model:
+        amp = pm.LogNormal("amp", 0.0, 0.2)
+    choice, share = PC.clipping_plan(model, pt_const(mu), amp**2 * cov, n=40, **kw)
+    assert choice == "moments" and share > PC.BINDING_SHARE
+    assert PC.clipping_plan(model, pt_const(mu), amp**2 * cov, n=12, **kw)[0] == "records"
+    assert PC.clipping_plan(model, pt_const(mu), amp**2 * cov, n=40, **{**kw, "tau": 50.0}) == ("ignore", 0.0)
+    with pytest.raises(InputError, match="clipping must be one of"):
+        PC.clipping_plan(model, mu, cov, n=40, clipping="sometimes", **kw)
+
+
+def pt_const(x):
+    import pytensor.tensor as pt
+
+    return pt.as_tensor_variable(x)
+
+
+@pytest.mark.slow
 def test_clipped_likelihood_is_the_unclipped_one_when_clipping_does_not_bind():
     """observe(clipping="moments") on a release whose τ no curve reaches has the closed form's log-density; the
     automatic choice there is the closed form, and with τ binding it is the clipped-moments likelihood (n > 30) or
-    record-level augmentation (n ≤ 30), chosen from n, τ and the model's prior only."""
+    record-level augmentation (n ≤ 30), chosen from n, τ and the model's prior only (~7 s CPU: three compiles)."""
     mu, cov = _population()
     wide = _release(fp.frl_mean, fp.GaussianMechanism(2.0, 1e-3, "analytic"), 40, mu=mu, cov=cov, tau=50.0, M=3)
     logps = {}
@@ -232,10 +256,11 @@ def test_clipped_likelihood_is_the_unclipped_one_when_clipping_does_not_bind():
         observe(tight, mean=mu, covariance=cov, clipping="sometimes")
 
 
+@pytest.mark.slow
 def test_record_augmentation_is_the_release_noise_given_the_clipped_records():
     """clipping="records": the n latent records X_i = μ + L z_i, clipped and averaged, enter the release's own noise
     density (exact); population_result's log_likelihood is that density per coefficient, and the moments'
-    likelihood records its quadrature error."""
+    likelihood records its quadrature error (~6 s CPU: four compiles)."""
     mu, cov = _population()
     n, tau = 6, 1.0
     tree = _release(fp.frl_mean, fp.FRL(epsilon=1.0), n, mu=mu, cov=cov, tau=tau, M=3)
