@@ -44,6 +44,12 @@ TAU_LARGE = 8.0
 TAU_CLIPPED = 1.25
 PARAMETERS = ("c", "amp", "rho")
 REGIMES = ((0.5, TAU_LARGE), (1.0, TAU_LARGE), (4.0, TAU_LARGE), (1.0, TAU_CLIPPED))
+#: the clipped regimes of the mean release, whose likelihood models clipping (fp.observe's clipping="auto" chooses
+#: the clipped-moments likelihood from n, τ and the prior)
+CLIPPED_REGIMES = ((0.5, TAU_CLIPPED), (1.0, TAU_CLIPPED), (4.0, TAU_CLIPPED))
+#: public quadrature points of the clipped moments in the study (the package's default is 2048; the measured error
+#: at the true parameters is reported per regime)
+POINTS = 512
 SETTINGS = ("mean", "mean+components")
 
 
@@ -60,7 +66,7 @@ def prior_draw(rng) -> dict:
             "rho": float(np.exp(rng.normal(np.log(0.3), 0.3)))}
 
 
-def simulate(theta: dict, epsilon: float, tau: float, rng):
+def simulate(theta: dict, epsilon: float, tau: float, rng, *, components: bool = True):
     """The curves' releases (mean; components) and the share of curves clipped (simulation side only)."""
     import fdp_ppl as fp
     from fdp_ppl.fpca import FPCASpec
@@ -74,14 +80,16 @@ def simulate(theta: dict, epsilon: float, tau: float, rng):
         warnings.simplefilter("ignore")
         mean_tree = fp.release(fp.frl_mean(X, basis, tau=tau, M=M), fp.FRL(epsilon=epsilon),
                                random_seed=int(rng.integers(2**31)), study=True)
-        spec = FPCASpec(grid=grid, m=M_PCA, k=1, epsilon=epsilon, tau=tau)
-        pca_tree = fp.release(spec.fit(X), fp.ExponentialMechanism(), random_seed=int(rng.integers(2**31)),
-                              study=True)
+        pca_tree = None
+        if components:
+            spec = FPCASpec(grid=grid, m=M_PCA, k=1, epsilon=epsilon, tau=tau)
+            pca_tree = fp.release(spec.fit(X), fp.ExponentialMechanism(), random_seed=int(rng.integers(2**31)),
+                                  study=True)
     clipped = float(np.mean(grid.norm(X) > tau))
     return mean_tree, pca_tree, clipped
 
 
-def fit(setting: str, mean_tree, pca_tree, *, draws: int, tune: int, seed: int):
+def fit(setting: str, mean_tree, pca_tree, *, draws: int, tune: int, seed: int, clipping: str = "auto"):
     """NUTS on (c, amp, rho) (and the latent variables); the posterior draws of the parameters (draws,) each."""
     import pymc as pm
     import pytensor.tensor as pt
@@ -97,47 +105,107 @@ def fit(setting: str, mean_tree, pca_tree, *, draws: int, tune: int, seed: int):
         rho = pm.LogNormal("rho", np.log(0.3), 0.3)
         mean = c + np.sin(2 * np.pi * grid.t)
         cov = _matern32(d, amp, rho, pt) + 1e-9 * np.eye(K)
-        fp.observe(mean_tree if setting == "mean" else [mean_tree, pca_tree], mean=mean, covariance=cov, name="rel")
+        kw = {"clipping": clipping, "clipping_points": POINTS} if setting == "mean" else {}
+        obs = fp.observe(mean_tree if setting == "mean" else [mean_tree, pca_tree], mean=mean, covariance=cov,
+                         name="rel", **kw)
         with warnings.catch_warnings(), blas_threads():
             warnings.simplefilter("ignore")
             idata = pm.sample(draws, tune=tune, chains=1, cores=1, random_seed=seed, progressbar=False,
                               compute_convergence_checks=False, target_accept=0.9)
     post = idata["posterior"]
-    return {p: post[p].values.ravel() for p in PARAMETERS}, int(idata["sample_stats"]["diverging"].sum())
+    return ({p: post[p].values.ravel() for p in PARAMETERS}, int(idata["sample_stats"]["diverging"].sum()),
+            getattr(obs, "clipping", "ignore"))
+
+
+def moment_error(theta: dict, mean_tree) -> float:
+    """The clipped moments' quadrature error (:data:`POINTS` points) at the true population, in likelihood sd."""
+    import fdp_ppl as fp
+    from fdp_ppl.inference.population_clipping import moment_error as error
+    from fdp_ppl.inference.population_clipping import normal_points
+    from fdp_ppl.inference.population_parts import _mean_release
+
+    grid = fp.Grid.uniform(K)
+    d = np.abs(grid.t[:, None] - grid.t[None, :])
+    part = _mean_release(mean_tree, 0)
+    cov = _matern32(d, theta["amp"], theta["rho"], np) + 1e-9 * np.eye(K)
+    centred = theta["c"] + np.sin(2 * np.pi * grid.t) - part["offset"]
+    return error(centred, cov, part["design"], part["n"], part["law"].variance(part["scale"]), grid.weights,
+                 part["tau"], part["tau_norm"], normal_points(POINTS, K))["mean"]
+
+
+def uniformity(ranks: dict, L: int, bins: int) -> dict:
+    """Chi-square p-value of the ranks (0..L) on ``bins`` equal bins, per parameter."""
+    from scipy import stats
+
+    return {p: float(stats.chisquare(np.bincount(np.asarray(r) * bins // (L + 1), minlength=bins)).pvalue)
+            for p, r in ranks.items()}
+
+
+def pool(paths) -> dict:
+    """Pool the ranks of several runs' JSON files (different ``--seed``) per regime; p-values of the pooled ranks."""
+    import json
+
+    runs = [json.loads(Path(p).read_text()) for p in paths]
+    first = runs[0]
+    L, bins = first["draws"] // first["thin"], first["bins"]
+    pooled = {}
+    for r in runs:
+        for key, reg in r["regimes"].items():
+            acc = pooled.setdefault(key, {**{k: v for k, v in reg.items() if k not in ("ranks", "pvalues")},
+                                          "ranks": {p: [] for p in PARAMETERS}, "replicates": 0, "clipped": []})
+            acc["replicates"] += reg["replicates"]
+            acc["clipped"].append(reg["clipped_share_mean"] * reg["replicates"])
+            for p in PARAMETERS:
+                acc["ranks"][p] += reg["ranks"][p]
+            if reg.get("moment_error_max_sd") is not None:
+                acc["moment_error_max_sd"] = max(acc.get("moment_error_max_sd") or 0.0, reg["moment_error_max_sd"])
+    for acc in pooled.values():
+        acc["clipped_share_mean"] = float(sum(acc.pop("clipped")) / acc["replicates"])
+        acc["pvalues"] = uniformity(acc["ranks"], L, bins)
+        print(f"{acc['setting']} eps={acc['epsilon']:g} tau={acc['tau']:g}: {acc['replicates']} replicates, clipped "
+              f"{acc['clipped_share_mean']:.1%}, " + "  ".join(f"p[{p}]={v:.3f}" for p, v in acc["pvalues"].items()))
+    return {**{k: v for k, v in first.items() if k not in ("regimes", "machine")}, "pooled_from": [str(p) for p in paths],
+            "regimes": pooled}
 
 
 def run(replicates: int, *, draws: int, tune: int, thin: int, bins: int, seed: int = 20261127, settings=SETTINGS,
-        regimes=REGIMES, log=print) -> dict:
+        regimes=REGIMES, log=print, clipping: str = "auto") -> dict:
     """SBC ranks and chi-square p-values per setting, regime and parameter."""
-    from scipy import stats
-
     out = {}
     L = draws // thin
     for setting in settings:
         for eps, tau in regimes:
-            key = f"{setting} eps={eps:g} tau={tau:g}"
+            key = f"{setting} eps={eps:g} tau={tau:g}" + ("" if clipping == "auto" else f" clipping={clipping}")
             rng = np.random.default_rng([seed, int(eps * 10), int(tau * 100)])
             ranks = {p: [] for p in PARAMETERS}
-            clipped, divergent, t0 = [], 0, time.time()
+            clipped, divergent, t0, c0, choices, errors = [], 0, time.time(), time.process_time(), set(), []
             for r in range(replicates):
                 theta = prior_draw(rng)
-                mean_tree, pca_tree, share = simulate(theta, eps, tau, rng)
-                post, div = fit(setting, mean_tree, pca_tree, draws=draws, tune=tune, seed=seed + r)
+                mean_tree, pca_tree, share = simulate(theta, eps, tau, rng, components=setting != "mean")
+                post, div, choice = fit(setting, mean_tree, pca_tree, draws=draws, tune=tune, seed=seed + r,
+                                        clipping=clipping)
                 divergent += div
                 clipped.append(share)
+                choices.add(choice)
+                if choice == "moments":
+                    errors.append(moment_error(theta, mean_tree))
                 for p in PARAMETERS:
                     ranks[p].append(int(np.sum(post[p][::thin][:L] < theta[p])))
-            pvalues = {}
-            for p in PARAMETERS:
-                counts = np.bincount(np.asarray(ranks[p]) * bins // (L + 1), minlength=bins)
-                pvalues[p] = float(stats.chisquare(counts).pvalue)
+                log(f"  {key} replicate {r}: clipped {share:.2f} ranks " +
+                    " ".join(f"{p}={ranks[p][-1]}" for p in PARAMETERS) + f" (of {L}) {choice} div={div}")
+            pvalues = uniformity(ranks, L, bins)
             out[key] = {"setting": setting, "epsilon": eps, "tau": tau, "replicates": replicates, "ranks": ranks,
                         "pvalues": pvalues, "clipped_share_mean": float(np.mean(clipped)),
                         "clipped_share_max": float(np.max(clipped)), "divergences": divergent,
-                        "seconds_per_fit": (time.time() - t0) / replicates}
-            log(f"{key:40s} clipped {np.mean(clipped):5.1%}  " +
+                        "seconds_per_fit": (time.time() - t0) / replicates,
+                        "cpu_seconds_per_fit": (time.process_time() - c0) / replicates,
+                        "clipping": sorted(choices), "moment_error_max_sd": max(errors, default=None),
+                        "clipping_points": POINTS}
+            log(f"{key:40s} clipping {','.join(sorted(choices))} clipped {np.mean(clipped):5.1%}  " +
                 "  ".join(f"p[{p}]={v:.3f}" for p, v in pvalues.items()) +
-                f"  div={divergent}  {(time.time() - t0) / replicates:.1f} s/fit")
+                f"  div={divergent}  {(time.time() - t0) / replicates:.1f} s/fit "
+                f"({(time.process_time() - c0) / replicates:.1f} s CPU)" +
+                (f"  moment error <= {max(errors):.3f} sd" if errors else ""))
     return out
 
 
@@ -149,14 +217,31 @@ def main(argv=None) -> int:
     ap.add_argument("--replicates", type=int)
     ap.add_argument("--bins", type=int)
     ap.add_argument("--settings", nargs="+", choices=SETTINGS, default=list(SETTINGS))
+    ap.add_argument("--clipped", action="store_true",
+                    help="the clipped regimes (CLIPPED_REGIMES) of the mean release, clipping modelled")
+    ap.add_argument("--clipping", default="auto", choices=("auto", "moments", "ignore"),
+                    help="fp.observe's clipping= (ignore: the unmodelled baseline)")
+    ap.add_argument("--eps", type=float, nargs="+", help="only these epsilons")
+    ap.add_argument("--seed", type=int, default=20261127, help="seed of the replicates (pool several seeds' ranks)")
+    ap.add_argument("--draws", type=int, nargs=3, metavar=("DRAWS", "TUNE", "THIN"))
+    ap.add_argument("--pool", nargs="+", metavar="JSON", help="pool these runs' ranks (write --out) and exit")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
+    if a.pool:
+        res = pool(a.pool)
+        write_results("bench_sbc_population_pooled", res, out=a.out)
+        return 0
     reps = a.replicates or (12 if a.quick else 60)
-    draws, tune, thin = (190, 200, 10) if a.quick else (400, 400, 20)
+    draws, tune, thin = a.draws or ((190, 200, 10) if a.quick else (400, 400, 20))
     bins = a.bins or (3 if a.quick else 5)
-    res = run(reps, draws=draws, tune=tune, thin=thin, bins=bins, settings=tuple(a.settings))
-    write_results("bench_sbc_population", {"replicates": reps, "draws": draws, "tune": tune, "thin": thin,
-                                           "bins": bins, "n": N, "K": K, "regimes": res}, quick=a.quick, out=a.out)
+    regimes, settings = (CLIPPED_REGIMES, ("mean",)) if a.clipped else (REGIMES, tuple(a.settings))
+    if a.eps:
+        regimes = tuple(r for r in regimes if r[0] in a.eps)
+    res = run(reps, draws=draws, tune=tune, thin=thin, bins=bins, settings=settings, regimes=regimes,
+              clipping=a.clipping, seed=a.seed)
+    name = "bench_sbc_population" + ("_clipped" if a.clipped else "")
+    write_results(name, {"replicates": reps, "draws": draws, "tune": tune, "thin": thin, "bins": bins, "n": N,
+                         "K": K, "clipping": a.clipping, "regimes": res}, quick=a.quick, out=a.out)
     return 0
 
 

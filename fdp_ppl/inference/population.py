@@ -11,12 +11,18 @@ scales (:class:`~fdp_ppl.noise.laws.NoiseLaw`).
 
 The likelihood (stated in the result's attrs, ``<name>_likelihood``):
 
-* the sample mean of n curves, clipped to τ and projected on the release's basis, is taken as
+* the sample mean of n curves, clipped to τ and projected on the release's basis. Where clipping cannot bind
+  (:func:`~fdp_ppl.inference.population_clipping.clipping_plan`: no draw of the model's *prior* puts more than
+  0.1 % of curves beyond τ — public quantities only, never the data) it is taken as
   ``X̄ ~ N(S A (μ − o), S A K Aᵀ S / n)`` (``S = diag s_j``, ``o`` the public offset): exact for a Gaussian
-  population whose curves are not clipped, the central limit theorem otherwise. **Clipping is not handled**: the
-  likelihood ignores it, and :func:`population_result` computes from the fitted model (never from data) the share
-  of curves the population puts outside τ, records it and warns (:class:`PopulationClippingWarning`) when it is
-  above :data:`CLIPPING_TOLERANCE`;
+  population whose curves are not clipped, the central limit theorem otherwise. Where clipping may bind
+  (:mod:`fdp_ppl.inference.population_clipping`): for n > 30 the CLT with the *clipped* moments,
+  ``N(S A m_τ, S A C_τ Aᵀ S / n)``, ``m_τ, C_τ`` computed on 2048 fixed public quadrature points (common random
+  numbers: NUTS has the gradient; their error is measured at posterior draws and recorded,
+  ``<name>_clipping_moment_error_*``); for n ≤ 30 the n records as latent variables (exact data augmentation).
+  ``clipping=`` overrides the choice. With ``clipping="ignore"``, :func:`population_result` computes from the fitted
+  model (never from data) the share of curves the population puts outside τ, records it and warns
+  (:class:`PopulationClippingWarning`) when it is above :data:`CLIPPING_TOLERANCE`;
 * the release's own noise law on top. Normal noise (Gaussian mechanism; Mirshani et al. 2019): the exact
   convolution, ``N(S A (μ − o), S A K Aᵀ S / n + diag s²)``. Laplace noise (ICLP, FRL; Lin & Reimherr 2026, with
   scale ``b_j``): the noise written as its exact normal scale mixture ``ξ_j | E_j ~ N(0, 2 b_j² E_j)``,
@@ -28,7 +34,7 @@ n enters as a number: a release of n = 10⁵ curves costs the same as one of n =
 
 Several releases of the same people (a mean release and a principal-components release of one data set):
 ``observe([mean_tree, components_tree], ...)``, :mod:`fdp_ppl.inference.population_joint` (latent sample mean and
-scatter shared by both likelihoods; clipping likewise not modelled, its cost shown by
+scatter shared by both likelihoods; clipping not modelled there, its cost shown by
 ``benchmarks/bench_sbc_population.py``).
 
 :func:`population_result` turns the sampled trace into the result: pointwise ``log_likelihood`` for ``az.compare``
@@ -51,7 +57,9 @@ from .. import dims
 from ..errors import InputError
 from ..releasing import schema as S
 from ..settings import blas_threads
+from . import population_clipping as C
 from .comparison import RELEASE_ID, gaussian_loo_terms
+from .population_clipping import CLIPPING_POINTS
 from .population_parts import (
     CLIPPING_SAMPLES,
     _as_tensor,
@@ -69,11 +77,22 @@ CLIPPING_DRAWS = 200
 APPROXIMATION = ("sample mean of the n curves ~ N(S A (mu - offset), S A K A^T S / n): exact for a Gaussian "
                  "population without clipping, the central limit theorem otherwise; clipping to tau not modelled "
                  "(<name>_outside_tau: the population's share of curves beyond tau)")
+APPROXIMATION_MOMENTS = ("mean of the n clipped curves ~ N(m_tau, C_tau / n) (central limit theorem; clipped curves are "
+                         "bounded by tau), the clipped moments m_tau, C_tau of the Gaussian population computed on {S} "
+                         "fixed public moment-matched Sobol points (quadrature error measured at posterior draws: "
+                         "<name>_clipping_moment_error_*)")
+APPROXIMATION_RECORDS = "none: the n records are latent variables (record-level data augmentation)"
+#: the latent records' name (``<name>::records``, shape (n, K)) under ``clipping="records"``
+RECORDS = "records"
+#: posterior draws (evenly spaced) at which :func:`population_result` measures the clipped moments' quadrature error
+MOMENT_ERROR_DRAWS = 8
+#: quadrature error of the clipped likelihood's mean (in its standard deviations) above which a warning is raised
+MOMENT_ERROR_TOLERANCE = 0.1
 
 
 class PopulationClippingWarning(UserWarning):
-    """The fitted population model puts more than :data:`CLIPPING_TOLERANCE` of its curves outside the release's τ:
-    the likelihood of :func:`observe`, which ignores clipping, is then biased."""
+    """The fitted population model puts more than :data:`CLIPPING_TOLERANCE` of its curves outside the release's τ
+    and the likelihood ignores clipping (it is then biased), or the clipped likelihood's quadrature is too coarse."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,6 +127,14 @@ class PopulationObservation:
         The latent mixing variable's name (Laplace noise), or None.
     attrs : dict
         Public description of the likelihood, recorded by :func:`population_result` as ``<name>_<key>``.
+    clipping : str
+        How clipping is handled: ``"ignore"`` (closed form), ``"moments"`` or ``"records"``
+        (:mod:`fdp_ppl.inference.population_clipping`).
+    coef_mean, sampling_cov : TensorVariable
+        The likelihood's mean (J,) and sampling covariance (J, J) of the coefficients before the noise (``"records"``:
+        ``S A x̄_τ`` given the latent records, and zeros).
+    points : ndarray (S, K) or None
+        The public quadrature points of ``"moments"``.
     """
 
     name: str
@@ -126,13 +153,18 @@ class PopulationObservation:
     covariance: object
     mixing: str | None
     attrs: dict = field(default_factory=dict)
+    clipping: str = "ignore"
+    coef_mean: object = None
+    sampling_cov: object = None
+    points: np.ndarray | None = None
 
     @property
     def dim(self) -> str:
         return f"{self.name}_basis"
 
 
-def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", draw: int = 0) -> PopulationObservation:
+def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", draw: int = 0, clipping: str = "auto",
+            clipping_points: int = CLIPPING_POINTS) -> PopulationObservation:
     """Observe a mean-curve release in the current PyMC model, given a population model of the curves.
 
     Adds the release's likelihood given the population mean ``μ(t)`` and covariance ``K(t, t')`` on the release's
@@ -161,6 +193,13 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
         sub-model (``<name>::noise_mixing``). One per release in a model.
     draw : int
         Which released draw to condition on (each draw is a separate publication; default 0).
+    clipping : {"auto", "moments", "records", "ignore"}
+        How clipping to τ enters the likelihood (module docstring; :mod:`fdp_ppl.inference.population_clipping`):
+        ``"auto"`` chooses from the release's n and τ and draws of the model's prior (never from the data);
+        ``"moments"``: CLT with the clipped moments; ``"records"``: the n records as latents (exact; n·K latent
+        variables); ``"ignore"``: the closed form without clipping. Recorded as ``<name>_clipping``.
+    clipping_points : int
+        Public quadrature points of ``"moments"`` (a power of two; error recorded by :func:`population_result`).
 
     Returns
     -------
@@ -171,14 +210,14 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     ------
     InputError
         Outside a model, a name already in the model, shapes that do not match the grid, a joint (elliptical) noise
-        law or a summary that is not linear in the clipped mean (ICLP-AR).
+        law, a summary that is not linear in the clipped mean (ICLP-AR) or an unknown ``clipping``.
     SchemaError
         Not a mean-curve release.
 
     Notes
     -----
-    Clipping to τ is not modelled (see :func:`population_result`, which records the share of curves the fitted
-    population puts outside τ). Laplace noise is written as its normal scale mixture (Lin & Reimherr 2026;
+    Clipping to τ: see ``clipping``; the choice and its approximation are in the result's attrs
+    (``<name>_clipping``, ``<name>_approximation``, ``<name>_clipping_prior_share``). Laplace noise is written as its normal scale mixture (Lin & Reimherr 2026;
     ``specs/iclp.md`` §4.3): J latent scales are sampled by NUTS with the population parameters.
 
     Cost: the likelihood is one J × J ``MvNormal`` (J ≤ K coefficients). Its log-density and gradient are a few dense
@@ -224,29 +263,62 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     K, J = view.t.size, y.size
     mu = _as_tensor(mean, (K,), "mean")
     cov = _as_tensor(covariance, (K, K), "covariance")
+    tau, norm = part["tau"], part["tau_norm"]
+    choice, prior_share = C.clipping_plan(model, mu, cov, n=n, tau=tau, norm=norm, weights=view.weights,
+                                          offset=offset, clipping=clipping)
     dim = f"{name}_basis"
     model.add_coord(dim, np.arange(J))
-    coef_mean = pt.dot(SA, mu - offset)
-    sampling_cov = pt.dot(pt.dot(SA, cov), SA.T) / n
-    if _is_gaussian(law):
-        noise_var, mixing = b**2, None
-    else:
+    centred, points, mixing = mu - offset, None, None
+    if choice == "records":
+        chol = _cholesky(cov, K)
         with pm.Model(name=name):
-            noise_var = b**2 * law.mixing(J, dims=dim)
-        mixing = f"{name}::{_mixing_name()}"
-    pm.MvNormal(name, mu=coef_mean, cov=sampling_cov + pt.diag(noise_var), observed=y, dims=dim)
-    noise = ("exact convolution with the Normal noise (covariance + diag s^2)" if mixing is None else
-             f"{law.name} noise as its normal scale mixture (latent scales {mixing}, sampled with the population "
-             "parameters)")
-    attrs = {"release_id": part["release_id"], "release_draw": int(draw),
-             "likelihood": f"N(S A (mu - offset), S A K A^T S / n) for the clipped sample mean; {noise}",
-             "approximation": APPROXIMATION.replace("<name>", name), "n": n, "tau": part["tau"],
-             "noise_law": law.name, "summary": view.metadata.summary, "n_components": J}
+            z = pm.Normal(RECORDS, 0.0, 1.0, shape=(n, K))
+        x = centred + pt.dot(z, chol.T)
+        coef_mean = pt.dot(SA, pt.mean(x - C.excess(x, view.weights, tau, norm, pt), axis=0))
+        sampling_cov = pt.zeros((J, J))
+        law.pymc(name, mu=coef_mean, scale=b, observed=y, dims=dim)
+        noise = f"given the {n} latent records {name}::{RECORDS} (X_i = mu + L z_i), the release's own {law.name} law"
+        likelihood = "S A mean_i clip_tau(X_i - offset) + noise, exact (record-level data augmentation)"
+    else:
+        if choice == "moments":
+            points = C.normal_points(int(clipping_points), K)
+            m, cc = C.clipped_moments(centred, _cholesky(cov, K), points, view.weights, tau, norm, xp=pt)
+            likelihood = "N(S A m_tau, S A C_tau A^T S / n) for the clipped sample mean (m_tau, C_tau: clipped moments)"
+        else:
+            m, cc = centred, cov
+            likelihood = "N(S A (mu - offset), S A K A^T S / n) for the clipped sample mean"
+        coef_mean = pt.dot(SA, m)
+        sampling_cov = pt.dot(pt.dot(SA, cc), SA.T) / n
+        if _is_gaussian(law):
+            noise_var = b**2
+        else:
+            with pm.Model(name=name):
+                noise_var = b**2 * law.mixing(J, dims=dim)
+            mixing = f"{name}::{_mixing_name()}"
+        pm.MvNormal(name, mu=coef_mean, cov=sampling_cov + pt.diag(noise_var), observed=y, dims=dim)
+        noise = ("exact convolution with the Normal noise (covariance + diag s^2)" if mixing is None else
+                 f"{law.name} noise as its normal scale mixture (latent scales {mixing}, sampled with the population "
+                 "parameters)")
+    approximation = {"ignore": APPROXIMATION.replace("<name>", name),
+                     "moments": APPROXIMATION_MOMENTS.format(S=0 if points is None else points.shape[0]).replace(
+                         "<name>", name),
+                     "records": APPROXIMATION_RECORDS}[choice]
+    attrs = {"release_id": part["release_id"], "release_draw": int(draw), "likelihood": f"{likelihood}; {noise}",
+             "approximation": approximation, "clipping": choice, "clipping_prior_share": prior_share, "n": n,
+             "tau": tau, "noise_law": law.name, "summary": view.metadata.summary, "n_components": J}
     obs = PopulationObservation(name=name, release_id=attrs["release_id"], released=y, design=SA, offset=offset, n=n,
-                                law=law, scale=b, tau=part["tau"], tau_norm=part["tau_norm"], weights=view.weights,
-                                t=view.t_original, mean=mu, covariance=cov, mixing=mixing, attrs=attrs)
+                                law=law, scale=b, tau=tau, tau_norm=norm, weights=view.weights,
+                                t=view.t_original, mean=mu, covariance=cov, mixing=mixing, attrs=attrs,
+                                clipping=choice, coef_mean=coef_mean, sampling_cov=sampling_cov, points=points)
     model._fdp_population = [*getattr(model, "_fdp_population", []), obs]
     return obs
+
+
+def _cholesky(cov, K: int):
+    """Lower Cholesky factor of the population covariance (PyTensor; a jitter of 1e-10 · mean variance)."""
+    import pytensor.tensor as pt
+
+    return pt.linalg.cholesky(cov + 1e-10 * pt.mean(pt.diagonal(cov)) * pt.eye(K))
 
 
 def _mixing_name() -> str:
@@ -256,18 +328,15 @@ def _mixing_name() -> str:
 
 
 def _population_function(model, observations):
-    """A compiled function of the model's free variables' values → per observation ``(S A (μ − o), S A K Aᵀ S/n,
-    μ − o, K)``, evaluated at posterior draws."""
+    """A compiled function of the model's free variables' values → per observation (the likelihood's coefficient
+    mean and sampling covariance, ``μ − o``, ``K``), evaluated at posterior draws."""
     import pytensor
-    import pytensor.tensor as pt
 
     from ..settings import compile_mode
 
     outputs = []
     for o in observations:
-        centred = o.mean - o.offset
-        outputs += [pt.dot(o.design, centred), pt.dot(pt.dot(o.design, o.covariance), o.design.T) / o.n, centred,
-                    o.covariance]
+        outputs += [o.coef_mean, o.sampling_cov, o.mean - o.offset, o.covariance]
     inputs = list(model.free_RVs)
     fn = pytensor.function(inputs, outputs, on_unused_input="ignore", mode=compile_mode())
     return fn, [v.name for v in inputs]
@@ -294,14 +363,18 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
         ``log p(y | ·)``); ``observed_data/<name>`` (the released coefficients); ``constant_data``
         (``<name>_noise_scale``, ``<name>_design`` (``S A``), ``<name>_offset``, the grid); attrs ``release_id``
         (one release: its :func:`~fdp_ppl.inference.comparison.release_identity`; several: the ids joined by ``,``),
-        ``<name>_release_id``, ``<name>_likelihood``, ``<name>_approximation``, ``<name>_outside_tau`` (posterior
+        ``<name>_release_id``, ``<name>_likelihood``, ``<name>_approximation``, ``<name>_clipping`` (and for
+        ``"moments"`` ``<name>_clipping_moment_error_{mean,cov,reference_se}``: the quadrature's error at
+        :data:`MOMENT_ERROR_DRAWS` posterior draws, in the likelihood's sd), ``<name>_outside_tau`` (posterior
         mean of the share of curves beyond τ, from the model at :data:`CLIPPING_DRAWS` draws; never from data) and
         ``<name>_outside_tau_max``.
 
     Warns
     -----
     PopulationClippingWarning
-        The posterior mean share outside τ exceeds :data:`CLIPPING_TOLERANCE` (clipping binds; not modelled).
+        The posterior mean share outside τ exceeds :data:`CLIPPING_TOLERANCE` and the likelihood ignores clipping
+        (``clipping="ignore"``, or a joint observation), or the clipped moments' quadrature error exceeds
+        :data:`MOMENT_ERROR_TOLERANCE` likelihood sd.
 
     Raises
     ------
@@ -328,6 +401,8 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
     clip_at = set(np.unique(np.linspace(0, ns - 1, min(ns, CLIPPING_DRAWS)).astype(int)).tolist())
     loglik = {o.name: np.empty((ns, o.released.size)) for o in observations}
     outside = {o.name: [] for o in observations}
+    error_at = set(np.unique(np.linspace(0, ns - 1, min(ns, MOMENT_ERROR_DRAWS)).astype(int)).tolist())
+    errors = {o.name: [] for o in observations}
     jdims = {}
     for o in joints:
         jdims.update(J.joint_groups(o)[2])
@@ -336,16 +411,22 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
         for i in range(ns):
             values = fn(*[flat[v][i] for v in names]) if fn is not None else []
             for k, o in enumerate(observations):
-                m, C, centred, Kt = values[4 * k: 4 * k + 4]
-                mix = (1.0 if o.mixing is None else
-                       o.law.mixing_draws({_mixing_name(): flat[o.mixing][i]}, 1, o.released.size)[0])
-                noise_var = o.scale**2 * mix
-                r, d = gaussian_loo_terms(o.released, m, C + np.diag(noise_var))
-                # y_j | y_-j, E_-j: the sampling part N(c_j, 1/d_j − D_j) plus the noise ξ_j, E_j integrated out
-                g = np.sqrt(np.maximum(1 / d - noise_var, 1e-24 * o.scale**2))
-                loglik[o.name][i] = o.law.convolved_logp((r / d)[None, :], g[None, :], o.scale[None, :])[0]
+                m, cm, centred, Kt = values[4 * k: 4 * k + 4]
+                if o.clipping == "records":   # given the latent records: the release's own noise density
+                    loglik[o.name][i] = o.law.logp(o.released, m, o.scale, pointwise=True)
+                else:
+                    mix = (1.0 if o.mixing is None else
+                           o.law.mixing_draws({_mixing_name(): flat[o.mixing][i]}, 1, o.released.size)[0])
+                    noise_var = o.scale**2 * mix
+                    r, d = gaussian_loo_terms(o.released, m, cm + np.diag(noise_var))
+                    # y_j | y_-j, E_-j: the sampling part N(c_j, 1/d_j − D_j) plus the noise ξ_j, E_j integrated out
+                    g = np.sqrt(np.maximum(1 / d - noise_var, 1e-24 * o.scale**2))
+                    loglik[o.name][i] = o.law.convolved_logp((r / d)[None, :], g[None, :], o.scale[None, :])[0]
                 if i in clip_at and o.tau_norm != "sup":
                     outside[o.name].append(outside_tau(centred, Kt, o.weights, o.tau))
+                if o.clipping == "moments" and i in error_at:
+                    errors[o.name].append(C.moment_error(centred, Kt, o.design, o.n, o.law.variance(o.scale),
+                                                         o.weights, o.tau, o.tau_norm, o.points))
             jvalues = jfn(*[flat[v][i] for v in jnames]) if jfn is not None else []
             for k, o in enumerate(joints):
                 terms, share = J.joint_terms(o, jvalues[4 * k: 4 * k + 4], i in clip_at)
@@ -386,7 +467,9 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
         if o.tau_norm == "sup":
             attrs[f"{o.name}_outside_tau"] = "not computed (sup-norm clipping)"
             continue
-        _record_clipping(attrs, o.name, outside[o.name], o.tau)
+        _record_clipping(attrs, o.name, outside[o.name], o.tau, modelled=o.clipping != "ignore")
+        if errors[o.name]:
+            _record_moment_error(attrs, o.name, errors[o.name])
     for o in joints:
         attrs.update({f"{o.name}_{k}": v for k, v in o.attrs.items()})
         for part, tau in (("mean", o.mean_part["tau"]), ("components", o.components_tau)):
@@ -396,18 +479,49 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
     return tree
 
 
-def _record_clipping(attrs: dict, key: str, shares, tau: float) -> None:
+def _record_clipping(attrs: dict, key: str, shares, tau: float, *, modelled: bool = False) -> None:
     """Record the fitted population's share of curves beyond τ as ``<key>_outside_tau`` (posterior mean) and
-    ``<key>_outside_tau_max``; warn when it binds."""
+    ``<key>_outside_tau_max``; warn when it binds and the likelihood ignores it."""
     share = np.asarray(shares)
     attrs[f"{key}_outside_tau"] = float(share.mean())
     attrs[f"{key}_outside_tau_max"] = float(share.max())
-    if share.mean() > CLIPPING_TOLERANCE:
+    if share.mean() > CLIPPING_TOLERANCE and not modelled:
         warnings.warn(f"clipping binds for {key!r}: the fitted population puts {share.mean():.1%} of curves "
                       f"outside tau = {tau:g} (posterior mean, from the model; up to {share.max():.1%}), which "
                       "fp.observe's likelihood ignores: the population posterior is biased (not handled)",
                       PopulationClippingWarning, stacklevel=3)
 
 
-__all__ = ["APPROXIMATION", "CLIPPING_DRAWS", "CLIPPING_SAMPLES", "CLIPPING_TOLERANCE", "PopulationClippingWarning",
-           "PopulationObservation", "observe", "outside_tau", "population_result"]
+def _record_moment_error(attrs: dict, key: str, errors: list) -> None:
+    """Record the clipped moments' quadrature error (largest over the checked draws) as
+    ``<key>_clipping_moment_error_{mean,cov,reference_se}``; warn when the mean's exceeds
+    :data:`MOMENT_ERROR_TOLERANCE` standard deviations."""
+    worst = {k: float(max(e[k] for e in errors)) for k in errors[0]}
+    attrs.update({f"{key}_clipping_moment_error_{k}": v for k, v in worst.items()})
+    attrs[f"{key}_clipping_moment_error"] = (
+        f"largest over {len(errors)} posterior draws of |error of the likelihood's mean| / its sd (_mean), relative "
+        f"error of its variances (_cov), against {C.REFERENCE_FACTOR}x as many independent points (their own standard "
+        "error: _reference_se)")
+    if worst["mean"] > MOMENT_ERROR_TOLERANCE + 2 * worst["reference_se"]:
+        warnings.warn(f"the clipped moments of {key!r} are off by up to {worst['mean']:.2f} likelihood sd at posterior "
+                      "draws: the quadrature is too coarse for this n and noise (pass a larger clipping_points= to "
+                      "fp.observe)", PopulationClippingWarning,
+                      stacklevel=3)
+
+
+__all__ = [
+    "APPROXIMATION",
+    "APPROXIMATION_MOMENTS",
+    "APPROXIMATION_RECORDS",
+    "CLIPPING_DRAWS",
+    "CLIPPING_SAMPLES",
+    "CLIPPING_TOLERANCE",
+    "MOMENT_ERROR_DRAWS",
+    "MOMENT_ERROR_TOLERANCE",
+    "RECORDS",
+    "PopulationClippingWarning",
+    "PopulationObservation",
+    "observe",
+    "outside_tau",
+    "population_result",
+]

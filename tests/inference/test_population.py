@@ -17,8 +17,11 @@ from scipy import integrate, stats
 
 import fdp_ppl as fp
 from fdp_ppl.errors import InputError
+from fdp_ppl.inference import population_clipping as PC
 from fdp_ppl.inference.comparison import gaussian_loo, release_identity
 from fdp_ppl.inference.infer import _shrinkage
+from fdp_ppl.inference.population import MOMENT_ERROR_TOLERANCE as PC_TOLERANCE
+from fdp_ppl.inference.population import RECORDS as PC_RECORDS
 from fdp_ppl.inference.population import (
     PopulationClippingWarning,
     observe,
@@ -159,11 +162,12 @@ def test_laplace_log_likelihood_is_the_exact_leave_one_out_term():
 
 
 def test_clipping_that_binds_is_reported_from_the_model_not_the_data():
+    """With clipping="ignore" (the closed form) the fitted population's share beyond τ is recorded and warned of."""
     mu, cov = _population()
     tree = _release(fp.frl_mean, fp.FRL(epsilon=1.0), 50, mu=mu, cov=cov, tau=1.2, M=4)
     with pm.Model() as model:
         amp = pm.HalfNormal("amp", 1.0)
-        observe(tree, mean=mu, covariance=amp**2 * cov / 0.25, name="rel")
+        observe(tree, mean=mu, covariance=amp**2 * cov / 0.25, name="rel", clipping="ignore")
     trace = _hand_trace({"amp": np.full(4, 0.5), "rel::noise_mixing": np.ones((4, 4))})
     with pytest.warns(PopulationClippingWarning, match=r"puts \d+\.\d% of curves outside tau = 1.2"):
         res = population_result(trace, model)
@@ -173,6 +177,113 @@ def test_clipping_that_binds_is_reported_from_the_model_not_the_data():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PopulationClippingWarning)
         assert population_result(small, model).attrs["rel_outside_tau"] < 0.01
+
+
+# ----------------------------------------------------------------------------------- clipping that binds
+def test_clipped_moments_match_brute_force_monte_carlo():
+    """The clipped moments on the public points (L² and sup clipping) agree with a brute-force simulation of clipped
+    Gaussian curves within its Monte Carlo error plus the points' own (S = 2048); the clipping moves them by far more
+    than that margin (not vacuous); as τ → ∞ they are the population's own moments exactly."""
+    mu, cov = _population()
+    grid, _ = _grid()
+    L = np.linalg.cholesky(cov)
+    z = PC.normal_points(PC.CLIPPING_POINTS, K)
+    X = np.random.default_rng(3).multivariate_normal(mu, cov, size=100_000)
+    for norm, tau in (("l2", 1.0), ("sup", 1.2)):
+        m, c = PC.clipped_moments(mu, L, z, grid.weights, tau, norm)
+        clipped = X - PC.excess(X, grid.weights, tau, norm)
+        assert np.mean(np.any(clipped != X, axis=1)) > 0.1                  # clipping binds for > 10 % of curves
+        sd = clipped.std(axis=0)
+        margin = 5 * sd * np.sqrt(1 / X.shape[0] + 1 / z.shape[0])
+        np.testing.assert_array_less(np.abs(m - clipped.mean(axis=0)), margin)
+        assert np.max(np.abs(m - mu) / margin) > 2                          # ignoring clipping fails the bound
+        np.testing.assert_allclose(c, np.cov(clipped.T), atol=10 * np.max(sd) ** 2 / np.sqrt(z.shape[0]))
+        assert np.max(np.abs(c - cov)) > 0.1 * np.max(cov)
+        m_inf, c_inf = PC.clipped_moments(mu, L, z, grid.weights, 1e6, norm)
+        np.testing.assert_allclose(m_inf, mu, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(c_inf, cov, rtol=0, atol=1e-14)
+
+
+def test_clipping_choice_comes_from_n_tau_and_the_prior():
+    """clipping="auto" chooses from public quantities only (the release's n and τ, draws of the model's prior): the
+    closed form where no prior draw clips, the clipped-moments likelihood (n > 30) or record augmentation (n ≤ 30)
+    where clipping binds."""
+    mu, cov = _population()
+    grid, _ = _grid()
+    kw = {"tau": 1.0, "norm": "l2", "weights": grid.weights, "offset": np.zeros(K)}
+    with pm.Model() as model:
+        amp = pm.LogNormal("amp", 0.0, 0.2)
+    choice, share = PC.clipping_plan(model, pt_const(mu), amp**2 * cov, n=40, **kw)
+    assert choice == "moments" and share > PC.BINDING_SHARE
+    assert PC.clipping_plan(model, pt_const(mu), amp**2 * cov, n=12, **kw)[0] == "records"
+    assert PC.clipping_plan(model, pt_const(mu), amp**2 * cov, n=40, **{**kw, "tau": 50.0}) == ("ignore", 0.0)
+    with pytest.raises(InputError, match="clipping must be one of"):
+        PC.clipping_plan(model, mu, cov, n=40, clipping="sometimes", **kw)
+
+
+def pt_const(x):
+    import pytensor.tensor as pt
+
+    return pt.as_tensor_variable(x)
+
+
+@pytest.mark.slow
+def test_clipped_likelihood_is_the_unclipped_one_when_clipping_does_not_bind():
+    """observe(clipping="moments") on a release whose τ no curve reaches has the closed form's log-density; the
+    automatic choice there is the closed form, and with τ binding it is the clipped-moments likelihood (n > 30) or
+    record-level augmentation (n ≤ 30), chosen from n, τ and the model's prior only (~7 s CPU: three compiles)."""
+    mu, cov = _population()
+    wide = _release(fp.frl_mean, fp.GaussianMechanism(2.0, 1e-3, "analytic"), 40, mu=mu, cov=cov, tau=50.0, M=3)
+    logps = {}
+    for clipping in ("auto", "moments"):
+        with pm.Model() as model:
+            c = pm.Normal("c", 0.0, 1.0)
+            obs = observe(wide, mean=c + mu, covariance=cov, name="rel", clipping=clipping)
+        logps[obs.clipping] = model.compile_logp()({"c": 0.3})
+    assert set(logps) == {"ignore", "moments"}
+    assert logps["moments"] == pytest.approx(logps["ignore"], abs=1e-9)
+    tight = _release(fp.frl_mean, fp.FRL(epsilon=1.0), 40, mu=mu, cov=cov, tau=1.0, M=3)
+    few = _release(fp.frl_mean, fp.FRL(epsilon=1.0), 12, mu=mu, cov=cov, tau=1.0, M=3)
+    choices = {}
+    for tree in (tight, few):
+        with pm.Model():
+            amp = pm.LogNormal("amp", 0.0, 0.2)
+            obs = observe(tree, mean=mu, covariance=amp**2 * cov, name="rel")
+        choices[obs.n] = (obs.clipping, obs.attrs["clipping_prior_share"])
+    assert choices[40][0] == "moments" and choices[12][0] == "records"
+    assert choices[40][1] > PC.BINDING_SHARE
+    with pm.Model(), pytest.raises(InputError, match="clipping must be one of"):
+        observe(tight, mean=mu, covariance=cov, clipping="sometimes")
+
+
+@pytest.mark.slow
+def test_record_augmentation_is_the_release_noise_given_the_clipped_records():
+    """clipping="records": the n latent records X_i = μ + L z_i, clipped and averaged, enter the release's own noise
+    density (exact); population_result's log_likelihood is that density per coefficient, and the moments'
+    likelihood records its quadrature error (~6 s CPU: four compiles)."""
+    mu, cov = _population()
+    n, tau = 6, 1.0
+    tree = _release(fp.frl_mean, fp.FRL(epsilon=1.0), n, mu=mu, cov=cov, tau=tau, M=3)
+    view = S.read_release(tree)
+    y, b, law = view.released(0), view.noise_scale, view.law
+    SA = _shrinkage(view)[:, None] * view.grid_to_coefficients()
+    with pm.Model() as model:
+        observe(tree, mean=mu, covariance=cov, name="rel", clipping="records")
+    z = np.random.default_rng(2).standard_normal((n, K))
+    X = mu + z @ np.linalg.cholesky(cov + 1e-10 * np.mean(np.diag(cov)) * np.eye(K)).T
+    xbar = (X - PC.excess(X, view.weights, tau, "l2")).mean(axis=0)
+    want = law.logp(y, SA @ xbar, b) + stats.norm.logpdf(z).sum()
+    assert model.compile_logp()({f"rel::{PC_RECORDS}": z}) == pytest.approx(want, rel=1e-10)
+    res = population_result(_hand_trace({f"rel::{PC_RECORDS}": z[None]}), model)
+    np.testing.assert_allclose(res["log_likelihood"]["rel"].values.ravel(),
+                               law.logp(y, SA @ xbar, b, pointwise=True), rtol=1e-10)
+    assert res.attrs["rel_clipping"] == "records" and "augmentation" in res.attrs["rel_likelihood"]
+    with pm.Model() as moments:
+        amp = pm.LogNormal("amp", 0.0, 0.2)
+        observe(tree, mean=mu, covariance=amp**2 * cov, name="rel", clipping="moments")
+    res = population_result(_hand_trace({"amp": np.ones(2), "rel::noise_mixing": np.ones((2, 3))}), moments)
+    assert res.attrs["rel_clipping"] == "moments" and "2048" in res.attrs["rel_approximation"]
+    assert 0 <= res.attrs["rel_clipping_moment_error_mean"] < PC_TOLERANCE
 
 
 def test_observe_refuses_what_it_does_not_model():
@@ -230,7 +341,9 @@ def _fit(tree, kernel, sine=True):
     with pm.Model():
         c = pm.Normal("c", 0.0, 2.0, shape=2 if sine else 1)
         mean = c[0] + c[1] * np.sin(2 * np.pi * grid.t) if sine else c[0] + np.zeros(K)
-        observe(tree, mean=mean, covariance=kernel(d) + 1e-6 * np.eye(K), name="growth")
+        # clipping="ignore": tau = 4 is far beyond the population's curves (outside_tau < 0.01 is asserted below), but
+        # the wide N(0, 2) prior on the level makes clipping="auto" choose the clipped-moments likelihood
+        observe(tree, mean=mean, covariance=kernel(d) + 1e-6 * np.eye(K), name="growth", clipping="ignore")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             idata = pm.sample(300, tune=300, chains=2, cores=1, random_seed=3, progressbar=False,
@@ -427,5 +540,27 @@ def test_sbc_of_the_gp_population_parameters_from_one_and_from_joint_releases():
             assert r["clipped_share_mean"] >= 0.10, (key, r["clipped_share_mean"])
             continue
         assert r["clipped_share_max"] == 0.0, key
+        for p, value in r["pvalues"].items():
+            assert value > 0.01, (key, p, value, r["ranks"][p])
+
+
+@pytest.mark.slow
+def test_sbc_of_the_gp_population_parameters_from_a_clipped_mean_release():
+    """Simulation-based calibration of (c, amp, rho) from one FRL mean release whose τ clips 10 % or more of the
+    curves, at ε ∈ {0.5, 1, 4} (benchmarks/bench_sbc_population.py --clipped): fp.observe's automatic choice is the
+    clipped-moments likelihood, its quadrature error at the true parameters is below 0.1 likelihood sd, and the
+    ranks are uniform (chi-square, p > 0.01) for every parameter."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import bench_sbc_population as B
+
+    res = B.run(15, draws=150, tune=150, thin=10, bins=3, settings=("mean",), regimes=B.CLIPPED_REGIMES,
+                log=lambda s: None)
+    for key, r in res.items():
+        assert r["clipped_share_mean"] >= 0.10, (key, r["clipped_share_mean"])
+        assert r["clipping"] == ["moments"], (key, r["clipping"])
+        assert r["moment_error_max_sd"] < 0.1, (key, r["moment_error_max_sd"])
         for p, value in r["pvalues"].items():
             assert value > 0.01, (key, p, value, r["ranks"][p])
