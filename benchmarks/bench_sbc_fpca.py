@@ -123,11 +123,12 @@ def main_k(a, rng) -> int:
               f"{r['nested'] - r['monte_carlo']:10.4f} {cm}")
     m = a.m if a.m > a.k else a.k + 1
     spec = FPCASpec(grid=fp.Grid.uniform(40), m=m, k=a.k, epsilon=a.epsilon, tau=1.0)
+    how = f"{a.scans} Gibbs scans" if a.sampler == "gibbs" else "the sequential mechanism"
     print(f"\n2. SBC: m = {m}, k = {a.k}, n = {a.n}, epsilon = {a.epsilon}, {reps} replicates of {a.frames} frame(s) "
-          f"by {a.scans} Gibbs scans, {chains} x {draws} draws (tune {tune}), thin {thin}")
+          f"by {how}, {chains} x {draws} draws (tune {tune}), thin {thin}")
     t0 = time.perf_counter()
     res = sbc_ranks(spec, a.n, reps, frames=a.frames, draws=draws, tune=tune, chains=chains, thin=thin,
-                    random_seed=int(rng.integers(2**31)), scans=a.scans)
+                    random_seed=int(rng.integers(2**31)), scans=a.scans, sampler=a.sampler)
     total = time.perf_counter() - t0
     stat, pval = rank_uniformity(res["ranks"], res["L"], bins)
     print(f"{'summary':>26} {'chi2':>8} {'df':>3} {'p-value':>8}   rank histogram ({bins} bins, L = {res['L']})")
@@ -139,12 +140,14 @@ def main_k(a, rng) -> int:
     print(f"cost: {total:.1f} s in all; per fit median {np.median(secs):.2f} s, divergences "
           f"{int(res['divergences'].sum())} in {reps} fits")
     out = {"constant": rows, "settings": {"m": m, "k": a.k, "n": a.n, "epsilon": a.epsilon, "replicates": reps,
-                                          "frames": a.frames, "scans": a.scans, "draws": draws, "tune": tune,
-                                          "chains": chains, "thin": thin, "bins": bins},
+                                          "frames": a.frames, "scans": a.scans, "sampler": a.sampler,
+                                          "draws": draws, "tune": tune, "chains": chains, "thin": thin, "bins": bins},
            "sbc": {"chi2": stat.tolist(), "p_value": pval.tolist(), "summaries": list(res["summaries"]),
                    "L": res["L"], "ranks": res["ranks"].tolist(), "seconds": secs.tolist(),
                    "divergences": int(res["divergences"].sum()), "total_seconds": total}}
-    write_results(f"bench_sbc_fpca_k{a.k}", out, quick=a.quick, out=a.out)
+    tag = f"_m{m}" + ("_sequential" if a.sampler == "sequential" else "")
+    name = f"bench_sbc_fpca_k{a.k}" + ("" if (m, a.sampler) == (a.k + 1, "gibbs") else tag)
+    write_results(name, out, quick=a.quick, out=a.out)
     return 0
 
 
@@ -188,6 +191,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-scale-check", action="store_true")
     ap.add_argument("--k", type=int, default=1, help="components per frame (k > 1: the matrix Bingham path)")
     ap.add_argument("--scans", type=int, default=50, help="Gibbs scans per released frame (k > 1)")
+    ap.add_argument("--sampler", default="gibbs", choices=("gibbs", "sequential"),
+                    help="k > 1 release: Gibbs scans (matrix Bingham law) or the sequential mechanism")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
 
