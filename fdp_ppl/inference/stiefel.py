@@ -64,7 +64,7 @@ import math
 import numpy as np
 from ..errors import InputError
 from ..fpca.samplers import _complement
-from .bingham import SERIES_MAX_SPREAD, _check_square, bingham_log_constant
+from ..fpca.bingham import SERIES_MAX_SPREAD, _check_square, bingham_log_constant
 
 METHODS = ("auto", "nested", "complement", "monte-carlo", "uniform-monte-carlo")
 #: documented bound on the error of the ``"nested"`` approximation of log C on the mechanism's parameters (nats;
