@@ -116,7 +116,7 @@ class SequentialBingham:
     name = "sequential-bingham"
 
     @staticmethod
-    def constant_method(m: int, k: int, vector_method: str, requested: str = "auto") -> str:
+    def constant_method(m: int, k: int, vector_method: str, requested: str = "auto", spread=None) -> str:
         if requested not in ("auto", "series", "saddlepoint"):
             raise InputError(f"log_constant {requested!r} does not apply to the sequential law",
                              "pass 'auto', 'series' or 'saddlepoint'")
