@@ -198,7 +198,7 @@ def test_bad_inputs_are_refused():
     with pytest.raises(InputError, match="gradient"):
         St.stiefel_log_constant(A, 2, "monte-carlo", grad=True)
     with pytest.raises(InputError, match="unknown method"):
-        St.stiefel_log_constant(A, 2, "zonal")
+        St.stiefel_log_constant(A, 2, "bogus")
     with pytest.raises(InputError, match="orthonormal"):
         FrameLikelihood.build(np.ones((1, 3, 2)), np.eye(3), 0.5, 10)
 
