@@ -28,7 +28,12 @@ approximation (and the exact complement identity where k = m − 1) against impo
 mechanism parameters; part 2 is SBC with the released frames drawn by ``--scans`` Gibbs scans (the Gibbs
 release) and the summaries of ``sbc_summary_names(k)`` (the top-k share of tr S, tr S, λ₁, the top-k span's
 alignment with the first k basis functions, the frames' log-likelihood, λ_k); no scale check or cost part.
-Output ``results/bench_sbc_fpca_k2[_quick].json``.
+``--sampler sequential`` releases the frames by the certified sequential mechanism instead (inferred with its own
+law, the product of exact vector Bingham constants); ``--m`` above k + 1 is where the matrix law's normaliser is
+the nested approximation (or the zonal series at small spreads). Replicates run in chunks of ``--chunk``, each
+chunk's ranks written to ``<--out>.partial`` as it ends (a long run on a loaded machine keeps what it did);
+``--no-constant`` skips part 1. Output ``results/bench_sbc_fpca_k2[_quick].json`` (``_m<m>[_sequential]`` added
+when m > k + 1 or the sampler is sequential).
 
 Output: a table on stdout and ``results/bench_sbc_fpca.json`` (``bench_sbc_fpca_quick.json`` with ``--quick``).
 
