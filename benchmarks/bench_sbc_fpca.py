@@ -28,7 +28,12 @@ approximation (and the exact complement identity where k = m − 1) against impo
 mechanism parameters; part 2 is SBC with the released frames drawn by ``--scans`` Gibbs scans (the Gibbs
 release) and the summaries of ``sbc_summary_names(k)`` (the top-k share of tr S, tr S, λ₁, the top-k span's
 alignment with the first k basis functions, the frames' log-likelihood, λ_k); no scale check or cost part.
-Output ``results/bench_sbc_fpca_k2[_quick].json``.
+``--sampler sequential`` releases the frames by the certified sequential mechanism instead (inferred with its own
+law, the product of exact vector Bingham constants); ``--m`` above k + 1 is where the matrix law's normaliser is
+the nested approximation (or the zonal series at small spreads). Replicates run in chunks of ``--chunk``, each
+chunk's ranks written to ``<--out>.partial`` as it ends (a long run on a loaded machine keeps what it did);
+``--no-constant`` skips part 1. Output ``results/bench_sbc_fpca_k2[_quick].json`` (``_m<m>[_sequential]`` added
+when m > k + 1 or the sampler is sequential).
 
 Output: a table on stdout and ``results/bench_sbc_fpca.json`` (``bench_sbc_fpca_quick.json`` with ``--quick``).
 
@@ -115,7 +120,7 @@ def main_k(a, rng) -> int:
     draws, tune, chains, thin = (100, 200, 1, 5) if a.quick else (160, 400, 2, 4)
     bins = a.bins or (4 if a.quick else 8)
     print(f"1. log 1F1({a.k}/2; m/2; A): nested approximation (and exact complement, k = m - 1) vs Monte Carlo")
-    rows = stiefel_accuracy(rng, a.k, 50_000 if a.quick else 200_000)
+    rows = [] if a.no_constant else stiefel_accuracy(rng, a.k, 50_000 if a.quick else 200_000)
     print(f"{'m':>3} {'n':>4} {'spread':>8} {'MC':>11} {'MC se':>7} {'nested-MC':>10} {'compl-MC':>9}")
     for r in rows:
         cm = f"{r['complement'] - r['monte_carlo']:9.4f}" if "complement" in r else " " * 9
@@ -123,12 +128,25 @@ def main_k(a, rng) -> int:
               f"{r['nested'] - r['monte_carlo']:10.4f} {cm}")
     m = a.m if a.m > a.k else a.k + 1
     spec = FPCASpec(grid=fp.Grid.uniform(40), m=m, k=a.k, epsilon=a.epsilon, tau=1.0)
+    how = f"{a.scans} Gibbs scans" if a.sampler == "gibbs" else "the sequential mechanism"
     print(f"\n2. SBC: m = {m}, k = {a.k}, n = {a.n}, epsilon = {a.epsilon}, {reps} replicates of {a.frames} frame(s) "
-          f"by {a.scans} Gibbs scans, {chains} x {draws} draws (tune {tune}), thin {thin}")
-    t0 = time.perf_counter()
-    res = sbc_ranks(spec, a.n, reps, frames=a.frames, draws=draws, tune=tune, chains=chains, thin=thin,
-                    random_seed=int(rng.integers(2**31)), scans=a.scans)
-    total = time.perf_counter() - t0
+          f"by {how}, {chains} x {draws} draws (tune {tune}), thin {thin}")
+    t0, c0 = time.perf_counter(), time.process_time()
+    parts = []
+    for start in range(0, reps, a.chunk):  # chunks of replicates, each written as it ends (a long run's partial result)
+        parts.append(sbc_ranks(spec, a.n, min(a.chunk, reps - start), frames=a.frames, draws=draws, tune=tune,
+                               chains=chains, thin=thin, random_seed=int(rng.integers(2**31)), scans=a.scans,
+                               sampler=a.sampler))
+        res = {"ranks": np.concatenate([p["ranks"] for p in parts]), "L": parts[0]["L"],
+               "summaries": parts[0]["summaries"], "seconds": np.concatenate([p["seconds"] for p in parts]),
+               "divergences": np.concatenate([p["divergences"] for p in parts])}
+        if a.out and start + a.chunk < reps:
+            import json
+
+            Path(a.out + ".partial").write_text(json.dumps({"replicates_done": len(res["ranks"]), "L": res["L"],
+                                                            "summaries": list(res["summaries"]),
+                                                            "ranks": res["ranks"].tolist()}))
+    total, cpu = time.perf_counter() - t0, time.process_time() - c0
     stat, pval = rank_uniformity(res["ranks"], res["L"], bins)
     print(f"{'summary':>26} {'chi2':>8} {'df':>3} {'p-value':>8}   rank histogram ({bins} bins, L = {res['L']})")
     edges = np.linspace(0, res["L"] + 1, bins + 1)
@@ -136,15 +154,17 @@ def main_k(a, rng) -> int:
         hist = np.histogram(res["ranks"][:, j], edges)[0]
         print(f"{name:>26} {stat[j]:8.2f} {bins - 1:3d} {pval[j]:8.4f}   {' '.join(f'{h:3d}' for h in hist)}")
     secs = res["seconds"]
-    print(f"cost: {total:.1f} s in all; per fit median {np.median(secs):.2f} s, divergences "
+    print(f"cost: {total:.1f} s in all ({cpu:.1f} s CPU); per fit median {np.median(secs):.2f} s, divergences "
           f"{int(res['divergences'].sum())} in {reps} fits")
     out = {"constant": rows, "settings": {"m": m, "k": a.k, "n": a.n, "epsilon": a.epsilon, "replicates": reps,
-                                          "frames": a.frames, "scans": a.scans, "draws": draws, "tune": tune,
-                                          "chains": chains, "thin": thin, "bins": bins},
+                                          "frames": a.frames, "scans": a.scans, "sampler": a.sampler,
+                                          "draws": draws, "tune": tune, "chains": chains, "thin": thin, "bins": bins},
            "sbc": {"chi2": stat.tolist(), "p_value": pval.tolist(), "summaries": list(res["summaries"]),
                    "L": res["L"], "ranks": res["ranks"].tolist(), "seconds": secs.tolist(),
-                   "divergences": int(res["divergences"].sum()), "total_seconds": total}}
-    write_results(f"bench_sbc_fpca_k{a.k}", out, quick=a.quick, out=a.out)
+                   "divergences": int(res["divergences"].sum()), "total_seconds": total, "cpu_seconds": cpu}}
+    tag = f"_m{m}" + ("_sequential" if a.sampler == "sequential" else "")
+    name = f"bench_sbc_fpca_k{a.k}" + ("" if (m, a.sampler) == (a.k + 1, "gibbs") else tag)
+    write_results(name, out, quick=a.quick, out=a.out)
     return 0
 
 
@@ -186,8 +206,12 @@ def main(argv=None) -> int:
     ap.add_argument("--scale-frames", type=int, default=10,
                     help="released frames per replicate in the scale check (more frames: more power)")
     ap.add_argument("--no-scale-check", action="store_true")
+    ap.add_argument("--no-constant", action="store_true", help="k > 1: skip part 1 (the constant's accuracy)")
     ap.add_argument("--k", type=int, default=1, help="components per frame (k > 1: the matrix Bingham path)")
     ap.add_argument("--scans", type=int, default=50, help="Gibbs scans per released frame (k > 1)")
+    ap.add_argument("--chunk", type=int, default=10, help="k > 1: replicates per chunk (partial results to --out.partial)")
+    ap.add_argument("--sampler", default="gibbs", choices=("gibbs", "sequential"),
+                    help="k > 1 release: Gibbs scans (matrix Bingham law) or the sequential mechanism")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
 

@@ -55,10 +55,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import integrate, special
 
 from ..errors import InputError
-from .samplers import (_complement, acg_acceptance_bound, acg_envelope, bingham_log_density_floor,
+from .bingham import bingham_log_normaliser
+from .samplers import (_complement, acg_acceptance_bound, bingham_log_density_floor,
                        fallback_guarantee, proposal_budget, pure_guarantee, pure_proposal_budget, sample_vector_bingham)
 
 complement = _complement
@@ -98,83 +98,6 @@ def step_epsilons(epsilon: float, k: int, split=None) -> np.ndarray:
         raise InputError(f"split must hold {k} positive fractions of epsilon summing to 1, got {list(np.atleast_1d(split))}",
                          f"pass e.g. split=({', '.join(['%.3g' % (1 / k)] * k)}) or none (epsilon/k each)")
     return float(epsilon) * w / w.sum()
-
-
-def bingham_log_normaliser(A) -> float:
-    """Exact ``log E_U[exp(xᵀAx)]`` (= log ₁F₁(½; q/2; A)) on S^{q−1}, U the uniform probability law.
-
-    With −A's eigenvalues shifted to λ_i ≥ 0 (smallest 0; shift c = −λ_max(A)) and b the root of
-    ``Σ_i 1/(b + 2λ_i) = 1`` (:func:`~fdp_ppl.fpca.samplers.acg_envelope`), p_i = 1/(b + 2λ_i) sums to 1 and
-
-        E_U[exp(xᵀAx)] = e^{λ_max(A) + b/2} Γ(q/2) Π_i (2p_i)^{1/2} f_T(1),   T = Σ_i p_i Z_i²,
-
-    Z_i i.i.d. N(0, 1) (the identity (3) of :func:`~fdp_ppl.fpca.samplers.acg_acceptance_bound`; Kume & Wood
-    2005 write the normaliser as the density of a weighted χ² at 1). E T = 1: f_T is evaluated at its mean, where
-    it is of order one (≥ ~(2πe)^{−1/2}/2), so the Fourier inversion
-    ``f_T(1) = π⁻¹ ∫_0^∞ |φ(s)| cos(θ(s) − s) ds``, ``|φ(s)| = Π(1 + 4p_i²s²)^{−1/4}``, ``θ(s) = ½ Σ arctan(2p_is)``,
-    has no cancellation; it is computed by QUADPACK's Fourier-integral rule (QAWF) in two parts (q ≥ 4, ~30 ms
-    per call). q = 1: A; q = 2: the Bessel closed form ``e^{(a_1+a_2)/2} I_0((a_1−a_2)/2)``; q = 3: Archimedes
-    (the coordinate along the top eigenvector is uniform on [−1, 1]) and the circle's closed form,
-    ``∫_0^1 exp(a_3t² + (1−t²)(a_1+a_2)/2) I_0((1−t²)(a_2−a_1)/2) dt`` by adaptive quadrature (~1 ms). Agrees
-    with the exact series of :func:`fdp_ppl.inference.bingham.bingham_log_constant` to ~1e-9 at q = 3–40 and
-    spreads up to the series' reach (tests/fpca/test_sequential.py).
-
-    Parameters
-    ----------
-    A : ndarray, shape (q, q)
-        Symmetric (dimensionless).
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> round(bingham_log_normaliser(np.zeros((3, 3))), 12), round(bingham_log_normaliser(2.0 * np.eye(4)), 12)
-    (0.0, 2.0)
-    """
-    A = np.asarray(A, dtype=float)
-    a = np.linalg.eigvalsh(0.5 * (A + A.T))
-    q = a.size
-    if q == 1:
-        return float(a[0])
-    top = float(a[-1])
-    if q == 2:
-        d = 0.5 * float(a[1] - a[0])
-        return 0.5 * float(a[0] + a[1]) + math.log(float(special.ive(0, d))) + d
-    if q == 3:
-        lo, mid = float(a[0]) - top, float(a[1]) - top  # ≤ 0: the integrand is ≤ 1
-
-        def archimedes(t):
-            r2 = 1.0 - t * t
-            d = 0.5 * (mid - lo) * r2
-            return math.exp(0.5 * (lo + mid) * r2 + d) * float(special.ive(0, d))
-
-        brk = [p for p in (1.0 - 1.0 / math.sqrt(1.0 - lo), 1.0 - 1.0 / (1.0 - lo)) if 0.0 < p < 1.0]
-        val, _ = integrate.quad(archimedes, 0.0, 1.0, points=brk or None, limit=200, epsabs=0.0, epsrel=1e-13)
-        return top + math.log(val)
-    env = acg_envelope(np.diag(a))
-    b = float(env["b"])
-    p = 1.0 / (b + 2.0 * env["lam"])
-    if np.all(env["lam"] == 0.0):
-        return top
-
-    def mod_arg(s):
-        return math.exp(-0.25 * float(np.sum(np.log1p(4.0 * p * p * s * s)))), 0.5 * float(np.sum(np.arctan(2.0 * p * s)))
-
-    def re_part(s):
-        r, t = mod_arg(s)
-        return r * math.cos(t)
-
-    def im_part(s):
-        r, t = mod_arg(s)
-        return r * math.sin(t)
-
-    c, _ = integrate.quad(re_part, 0.0, np.inf, weight="cos", wvar=1.0, limlst=200)
-    s_, _ = integrate.quad(im_part, 0.0, np.inf, weight="sin", wvar=1.0, limlst=200)
-    f_t = (c + s_) / math.pi
-    return top + 0.5 * b + float(special.gammaln(0.5 * q)) + 0.5 * float(np.sum(np.log(2.0 * p))) + math.log(f_t)
 
 
 def _step_matrix(gram, Sigma, scale_i: float) -> np.ndarray:

@@ -200,17 +200,17 @@ class FrameLikelihood:
         vector = method if method in ("series", "saddlepoint") else "auto"
         if vector == "auto":
             vector = "series" if spread <= SERIES_MAX_SPREAD else "saddlepoint"
-        if method not in ("auto", "series", "saddlepoint", "nested", "complement") or (
-                k == 1 and method in ("nested", "complement")):
+        if method not in ("auto", "series", "saddlepoint", "nested", "complement", "zonal") or (
+                k == 1 and method in ("nested", "complement", "zonal")):
             raise InputError(f"unknown log_constant {method!r}", "choose 'auto', 'series' or 'saddlepoint' "
-                                                                 "(and 'nested' or 'complement' for k > 1)")
+                                                                 "(and 'nested', 'complement' or 'zonal' for k > 1)")
         if vector == "series" and spread > SERIES_MAX_SPREAD:
             raise InputError(f"the exact series serves spreads up to {SERIES_MAX_SPREAD:g}; this release allows "
                              f"{spread:.4g}", "pass log_constant='saddlepoint' (or 'auto')")
         flaw = FRAME_LAWS[law]
         wts = np.ones(k) if weights is None else np.asarray(weights, dtype=float).reshape(k)
         return cls(frames=frames, sigma_inv=sigma_inv, scale=float(scale), n=int(n),
-                   method=flaw.constant_method(m, k, vector, method), law=law, weights=wts, vector_method=vector)
+                   method=flaw.constant_method(m, k, vector, method, spread), law=law, weights=wts, vector_method=vector)
 
     def parameter(self, second_moment) -> np.ndarray:
         """A = s(n S − Σ⁻¹) for S = G/n, shape (..., m, m)."""
@@ -231,6 +231,11 @@ def _approximation_text(lik: FrameLikelihood) -> str:
                 "about 0.01 on the mechanism's parameters at m <= 6)")
     if lik.method == "saddlepoint":
         return "approximate: Kume & Wood (2005) saddlepoint of the vector Bingham constants (0.01-0.05 nats)"
+    if lik.method == "zonal":
+        from .stiefel import ZONAL_TOLERANCE
+
+        return (f"exact to {ZONAL_TOLERANCE:g} nats: truncated zonal-polynomial series of 1F1({lik.k}/2; m/2; A) "
+                "(inference/stiefel.py, stated truncation bound)")
     return "exact" + (" (complement identity)" if lik.method == "complement" else "") + (
         "" if lik.vector_method == "series" else ", vector constants by the Kume-Wood saddlepoint")
 
@@ -449,11 +454,12 @@ def infer_components(release: xr.DataTree, prior=None, *, draws: int = 1000, tun
     random_seed : int, sequence, Generator or None
         Seeds NUTS, its starting points and the replicated frames.
     progressbar : bool
-    log_constant : {"auto", "series", "saddlepoint", "nested", "complement"}
+    log_constant : {"auto", "series", "saddlepoint", "nested", "complement", "zonal"}
         "auto": the exact series when the public bound on the spread of A's eigenvalues allows it
         (:data:`~fdp_ppl.inference.bingham.SERIES_MAX_SPREAD`), else the saddlepoint, for the vector constants;
-        for the matrix law with k > 1 the complement identity where exact (k ≥ m − 1), else ``"nested"``. Fixed
-        for the run.
+        for the matrix law with k > 1 the complement identity where exact (k ≥ m − 1), else the zonal series where
+        the public spread bound s(n + range Σ⁻¹) lets it run (exact to its bound), else ``"nested"``. Fixed for
+        the run.
     posterior_predictive : bool, optional
         Draw one replicated frame per posterior draw: exact samplers for k = 1 and the sequential law
         (:func:`fdp_ppl.fpca.sample_vector_bingham` per step), ``predictive_scans`` Gibbs scans for the matrix law

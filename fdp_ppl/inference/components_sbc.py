@@ -42,14 +42,15 @@ def _sbc_summaries(Sm: np.ndarray, reference: np.ndarray, likelihood: FrameLikel
 
 def sbc_ranks(spec, n: int, replicates: int, *, prior=None, frames: int = 1, draws: int = 200, tune: int = 300,
               chains: int = 2, thin: int = 2, random_seed=None, scale_factor: float = 1.0, progress=None,
-              scans: int = 50) -> dict:
+              scans: int = 50, sampler: str = "gibbs") -> dict:
     """Simulation-based calibration (Talts et al. 2018) of
     :func:`~fdp_ppl.inference.components.infer_components`.
 
     Each replicate draws S from the prior, G = nS, ``frames`` frames (one release of ``frames`` draws) from the
     mechanism with the package's sampler (:func:`fdp_ppl.release` on an :class:`~fdp_ppl.fpca.FPCAFit` holding
     G: exact ACG rejection for k = 1, ``scans`` Gibbs scans for k > 1 — whose law is the matrix Bingham law up to
-    the chain's distance from it, which SBC then checks too), fits the posterior
+    the chain's distance from it, which SBC then checks too — or, with ``sampler="sequential"``, the certified
+    sequential release, whose law is the sequential Bingham law), fits the posterior
     with :func:`~fdp_ppl.inference.components.infer_components`, and ranks the true value of each of
     :data:`SBC_SUMMARIES` among the thinned
     posterior draws. Uniform ranks for every summary are what a correct likelihood and sampler give.
@@ -74,6 +75,9 @@ def sbc_ranks(spec, n: int, replicates: int, *, prior=None, frames: int = 1, dra
         Called with the replicate index after each fit.
     scans : int
         Gibbs scans per released frame (k > 1).
+    sampler : {"gibbs", "sequential"}
+        The k > 1 release: Gibbs scans (inferred with the matrix Bingham law) or the sequential mechanism
+        (inferred with the sequential Bingham law; the release's attrs select the law).
 
     Returns
     -------
@@ -93,7 +97,16 @@ def sbc_ranks(spec, n: int, replicates: int, *, prior=None, frames: int = 1, dra
     ref = np.eye(m)[:, :k]  # a fixed public frame (the first k basis functions)
     sim_spec = spec if scale_factor == 1.0 else FPCASpec(grid=spec.grid, m=m, k=k, epsilon=spec.epsilon * scale_factor,
                                                         tau=spec.tau, basis=spec.basis, sigma=spec.Sigma, form=spec.form)
-    mech = fp.ExponentialMechanism() if k == 1 else fp.ExponentialMechanism(sampler="gibbs", iterations=int(scans))
+    if k == 1:
+        mech = fp.ExponentialMechanism()
+    elif sampler == "sequential":
+        mech = fp.ExponentialMechanism(sampler="sequential")
+    elif sampler == "gibbs":
+        mech = fp.ExponentialMechanism(sampler="gibbs", iterations=int(scans))
+    else:
+        from ..errors import InputError
+
+        raise InputError(f"unknown SBC sampler {sampler!r}", "pass 'gibbs' or 'sequential'")
     ranks, secs, divs = [], [], []
     for r in range(int(replicates)):
         S_true = prior.draw(m, 1, rng)[0]

@@ -12,7 +12,8 @@ the release's ``frame_law`` attribute).
   (Awan et al. 2019, Sec. 5): the exact sampler (k = 1, ACG rejection) and the Gibbs and NUTS samplers
   (k > 1, uncertified MCMC whose target this is). The likelihood depends on V only through VVᵀ. Normaliser:
   :func:`~fdp_ppl.inference.stiefel.stiefel_log_constant` (k = 1 exact series or saddlepoint; k ≥ m − 1 exact;
-  otherwise the nested approximation, within :data:`~fdp_ppl.inference.stiefel.NESTED_TOLERANCE` nats).
+  otherwise the zonal-polynomial series, exact to its bound, where the release's public spread bound is small,
+  else the nested approximation, within :data:`~fdp_ppl.inference.stiefel.NESTED_TOLERANCE` nats).
 * ``"sequential-bingham"`` — a deflation mechanism: column i is a vector Bingham draw with parameter
   w_i P_iᵀAP_i on the unit sphere of the complement of the earlier columns (P_i an orthonormal basis of it),
   w_i = ε_i/ε the step's share of the frame's ε (release attr ``epsilon_steps``, default ε/k each). Density
@@ -27,7 +28,7 @@ import numpy as np
 
 from ..errors import InputError
 from .stiefel import (sequential_log_constant, sequential_log_constant_op, stiefel_log_constant,
-                      stiefel_log_constant_op)
+                      stiefel_log_constant_op, zonal_degree)
 
 
 class MatrixBingham:
@@ -36,20 +37,26 @@ class MatrixBingham:
     name = "matrix-bingham"
 
     @staticmethod
-    def constant_method(m: int, k: int, vector_method: str, requested: str = "auto") -> str:
+    def constant_method(m: int, k: int, vector_method: str, requested: str = "auto", spread=None) -> str:
         """The normaliser's method for the run: k = 1 the vector method; k ≥ m − 1 ``"complement"`` (exact);
-        else ``"nested"``."""
+        else ``"zonal"`` (exact to :data:`~fdp_ppl.inference.stiefel.ZONAL_TOLERANCE`) where the public bound
+        ``spread`` on the spread of A's eigenvalues lets the zonal series run
+        (:func:`~fdp_ppl.inference.stiefel.zonal_degree`), otherwise ``"nested"``."""
         if k == 1:
             return vector_method
-        auto = "complement" if k >= m - 1 else "nested"
+        small = spread is not None and zonal_degree(float(spread), m, k) is not None
+        auto = "complement" if k >= m - 1 else ("zonal" if small else "nested")
         if requested in ("auto", "series", "saddlepoint"):
             return auto
         if requested == "complement" and k < m - 1:
             raise InputError(f"the complement identity is exact for k >= m - 1 only (k = {k}, m = {m})",
                              "pass log_constant='auto'")
-        if requested not in ("nested", "complement"):
+        if requested == "zonal" and not small:
+            raise InputError(f"the zonal series does not reach this release's spread bound ({spread:.4g}) at m = {m}, "
+                             f"k = {k}", "pass log_constant='auto' or 'nested'")
+        if requested not in ("nested", "complement", "zonal"):
             raise InputError(f"unknown log_constant {requested!r}",
-                             "choose 'auto', 'series', 'saddlepoint', 'nested' or 'complement'")
+                             "choose 'auto', 'series', 'saddlepoint', 'nested', 'complement' or 'zonal'")
         return requested
 
     @staticmethod
@@ -96,6 +103,7 @@ class MatrixBingham:
 
     def describe(self, lik) -> str:
         how = {"complement": "exact (complement identity, k >= m - 1)",
+               "zonal": "truncated zonal-polynomial series (exact to its stated bound, inference/stiefel.py)",
                "nested": "nested approximation from exact vector Bingham constants (inference/stiefel.py)"}
         return (f"matrix Bingham etr(V'AV)/1F1(k/2; m/2; A), k = {lik.k}, A = s(G - Sigma^-1), s = {lik.scale:g}; "
                 f"log 1F1 by the {how.get(lik.method, lik.method)}"
@@ -108,7 +116,7 @@ class SequentialBingham:
     name = "sequential-bingham"
 
     @staticmethod
-    def constant_method(m: int, k: int, vector_method: str, requested: str = "auto") -> str:
+    def constant_method(m: int, k: int, vector_method: str, requested: str = "auto", spread=None) -> str:
         if requested not in ("auto", "series", "saddlepoint"):
             raise InputError(f"log_constant {requested!r} does not apply to the sequential law",
                              "pass 'auto', 'series' or 'saddlepoint'")

@@ -90,7 +90,10 @@ MIXTURE_TARGET_ACCEPT = 0.95
 
 #: the options of :func:`infer`, in signature order
 OPTIONS = ("prior", "target", "draw", "sampling_sd", "method", "draws", "tune", "chains", "cores", "target_accept",
-           "random_seed", "progressbar", "nuts_sampler")
+           "random_seed", "progressbar", "nuts_sampler", "posterior_predictive")
+#: the options of the mean curve's own model: every one but ``posterior_predictive`` (its result always holds the
+#: replicated releases)
+MEAN_OPTIONS = OPTIONS[:-1]
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,7 @@ class InferenceFamily:
 def _inference_families() -> dict[str, InferenceFamily]:
     from ..releasing.families import FAMILIES
 
-    return {e.family: InferenceFamily(e.family, e.label, e.infer_options or OPTIONS, e.inference) for e in FAMILIES}
+    return {e.family: InferenceFamily(e.family, e.label, e.infer_options or MEAN_OPTIONS, e.inference) for e in FAMILIES}
 
 
 #: the options each release family's inference takes and its hook (the one table :func:`infer` checks before any
@@ -500,7 +503,8 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
           sampling_sd=Default(None), method: str = Default("auto"), draws: int = Default(1000),
           tune: int = Default(1000), chains: int = Default(2), cores: int = Default(1),
           target_accept: float = Default(0.9), random_seed=Default(None), progressbar: bool = Default(True),
-          nuts_sampler: str = Default("pymc"), provenance=None) -> xr.DataTree:
+          nuts_sampler: str = Default("pymc"), posterior_predictive: bool | None = Default(None),
+          provenance=None) -> xr.DataTree:
     """Posterior of the underlying curve given one private release: exact where the model allows, NUTS otherwise.
 
     Every family the command line writes is served, each by its own function, which takes some of the options
@@ -509,7 +513,8 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
     ============================  ========================================================================
     release family                options it takes (any other given, its default value included, is refused)
     ============================  ========================================================================
-    mean curve                    all of them (this function's own model, described below)
+    mean curve                    all of them but ``posterior_predictive`` (this function's own model, described
+                                  below; its result always holds replicated releases)
     kernel density estimate       ``prior``, ``target``, ``draw``, ``method`` (``"auto"`` or ``"exact"``),
                                   ``draws``, ``chains``, ``random_seed``: exact draws
                                   (:func:`~fdp_ppl.inference.density.infer_density`, ``fdp-ppl kde``)
@@ -517,7 +522,7 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
                                   ``"exact"``), ``draws``, ``chains``, ``random_seed``: exact draws
                                   (:func:`~fdp_ppl.inference.machine.infer_machine`, ``fdp-ppl machine``)
     principal components (FPCA)   ``prior``, ``draws``, ``tune``, ``chains``, ``target_accept``, ``random_seed``,
-                                  ``progressbar``: NUTS given all released frames
+                                  ``progressbar``, ``posterior_predictive``: NUTS given all released frames
                                   (:func:`~fdp_ppl.inference.components.infer_components`, ``fdp-ppl fpca``)
     ============================  ========================================================================
 
@@ -591,6 +596,9 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
         Seeds NUTS and the exact conditional draws (default None: fresh entropy). Every family.
     nuts_sampler : {"pymc", "nutpie", "numpyro"}
         Alternative NUTS implementations when installed (default ``"pymc"``). Mean curve only.
+    posterior_predictive : bool or None
+        FPCA only: also draw replicated frames from the posterior (None, the default: the family's default,
+        :func:`~fdp_ppl.inference.components.infer_components`). A mean-curve result always holds them.
     provenance : mapping of str to str or number, optional
         Public descriptions recorded as root attributes of the result as given (``fdp-ppl infer`` passes
         ``release_file``); a key the result already records is refused. Every family.
@@ -658,23 +666,25 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
     if provenance:  # the result of the same call, with the caller's public descriptions recorded on it
         return _recorded(infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
                                draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,
-                               random_seed=random_seed, progressbar=progressbar, nuts_sampler=nuts_sampler),
+                               random_seed=random_seed, progressbar=progressbar, nuts_sampler=nuts_sampler,
+                               posterior_predictive=posterior_predictive),
                          provenance)
     options = {"prior": prior, "target": target, "draw": draw, "sampling_sd": sampling_sd, "method": method,
                "draws": draws, "tune": tune, "chains": chains, "cores": cores, "target_accept": target_accept,
-               "random_seed": random_seed, "progressbar": progressbar, "nuts_sampler": nuts_sampler}
+               "random_seed": random_seed, "progressbar": progressbar, "nuts_sampler": nuts_sampler,
+               "posterior_predictive": posterior_predictive}
     family = inference_family(release)
     family.check(given_options(options))
     accept_given = "target_accept" in given_options(options)
     (prior, target, draw, sampling_sd, method, draws, tune, chains, cores, target_accept, random_seed, progressbar,
-     nuts_sampler) = option_values(options).values()
+     nuts_sampler, posterior_predictive) = option_values(options).values()
     check_draws_memory(release, draws, chains)
     if family.hook:  # the family's own inference (fdp_ppl.releasing.families: ReleaseEntry.inference)
         import importlib
 
         module, _, name = family.hook.rpartition(".")
         values = dict(zip(OPTIONS, (prior, target, draw, sampling_sd, method, draws, tune, chains, cores,
-                                    target_accept, random_seed, progressbar, nuts_sampler)))
+                                    target_accept, random_seed, progressbar, nuts_sampler, posterior_predictive)))
         return getattr(importlib.import_module(module), name)(
             release, prior, **{k: values[k] for k in family.options if k != "prior"})
     with blas_threads(rescan=True, children=True):  # PyMC chains in processes (cores > 1) too
@@ -872,5 +882,5 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
 
 
 __all__ = ["infer", "build_model", "default_target", "diagnostics", "normal_laplace_logp",
-           "InferenceWarning", "InferenceMethodWarning", "TARGETS", "OPTIONS", "InferenceFamily", "INFERENCE_FAMILIES",
+           "InferenceWarning", "InferenceMethodWarning", "TARGETS", "OPTIONS", "MEAN_OPTIONS", "InferenceFamily", "INFERENCE_FAMILIES",
            "inference_family"]

@@ -243,7 +243,8 @@ register_family(ReleaseEntry("fpca", "fpca_release", ("expmech_fpca",), "fdp_ppl
                              ("fdp_ppl.fpca.fpca.FPCASpec",), ("fdp_ppl.fpca.mechanism.ExponentialMechanism",), (),
                              "ExponentialMechanism(sampler='exact') (epsilon is the FPCASpec's)", ("n",),
                              label="principal-components (FPCA)", inference="fdp_ppl.inference.components.infer_components",
-                             infer_options=("prior", "draws", "tune", "chains", "target_accept", "random_seed", "progressbar"),
+                             infer_options=("prior", "draws", "tune", "chains", "target_accept", "random_seed", "progressbar",
+                                            "posterior_predictive"),
                              audit=f"{_AUDITS}.FPCA_AUDIT", command="fpca", public=("ExponentialMechanism",),
                              mechanism_names=f"{_NAMES}.FPCA_MECHANISMS"))
 

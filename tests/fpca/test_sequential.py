@@ -1,6 +1,6 @@
 """The sequential exponential mechanism for k > 1 principal components (fdp_ppl.fpca.sequential; DESIGN invariant 9).
 
-* the exact normaliser against the exact series of :mod:`fdp_ppl.inference.bingham` and closed forms;
+* the exact normaliser's two formulas (:mod:`fdp_ppl.fpca.bingham`) against each other and closed forms;
 * the frame law: exact fixed-budget draws (m = 4, k = 2) against the sequential target density — expectations of
   test functions and a binned chi-square — computed independently (importance sampling from Haar frames with the
   step normalisers by Archimedes' quadrature on S²);
@@ -67,19 +67,32 @@ def _features(V):
 
 # ---------------------------------------------------------------------- normaliser
 def test_normaliser_matches_the_exact_series_and_closed_forms():
-    from fdp_ppl.inference.bingham import bingham_log_constant
+    """The two exact formulas of the one normaliser (fpca/bingham.py) agree: the Fourier inversion against the
+    positive series at spreads up to the series' reach, both against closed forms; beyond the series' reach the
+    exact normaliser is the inversion; inference uses the same function."""
+    from fdp_ppl.fpca import bingham as FB
+    from fdp_ppl.inference import bingham as IB
 
+    assert IB.bingham_log_constant is FB.bingham_log_constant and bingham_log_normaliser is FB.bingham_log_normaliser
     rng = np.random.default_rng(0)
     for q in (3, 4, 12, 40):
         for scale in (0.05, 1.0, 30.0, 3000.0 / q):  # spreads up to ~the series' reach (4000)
             X = rng.standard_normal((q, q))
             A = scale * (X + X.T) / 2
-            assert bingham_log_normaliser(A) == pytest.approx(bingham_log_constant(A, method="series"), abs=1e-8)
+            series = FB.bingham_log_constant(A, method="series")
+            assert FB.bingham_log_constant(A, method="inversion") == pytest.approx(series, abs=1e-8)
+            assert bingham_log_normaliser(A) == series
     A3 = np.diag([-5.0, 1.0, 4.0])
-    assert bingham_log_normaliser(A3) == pytest.approx(_s2_log_normaliser(A3[None])[0], abs=1e-10)
     a = np.array([-3.0, 2.0])  # circle: e^{(a1+a2)/2} I_0((a2 - a1)/2)
-    assert bingham_log_normaliser(np.diag(a)) == pytest.approx(-0.5 + math.log(special.iv(0, 2.5)), abs=1e-12)
+    for method in ("series", "inversion"):
+        assert FB.bingham_log_constant(A3, method) == pytest.approx(_s2_log_normaliser(A3[None])[0], abs=1e-10)
+        assert FB.bingham_log_constant(np.diag(a), method) == pytest.approx(-0.5 + math.log(special.iv(0, 2.5)),
+                                                                            abs=1e-12)
     assert bingham_log_normaliser(np.diag([7.0])) == 7.0
+    far = np.diag([0.0, -1000.0, -2500.0, -5000.0])   # beyond the series' reach: the inversion, and no gradient
+    assert bingham_log_normaliser(far) == FB.bingham_log_constant(far, "inversion")
+    with pytest.raises(InputError, match="gradient"):
+        FB.bingham_log_constant(far, "exact", grad=True)
 
 
 def test_step_epsilons_and_split_checks():

@@ -326,15 +326,17 @@ def test_sequential_law_release_is_inferred(k2_posterior):
 def test_a_real_sequential_release_is_inferred_with_its_own_law():
     """A release of the sequential mechanism (fpca/sequential.py) as fp.release writes it: inference reads its law
     and step budgets from the file's attrs alone, and its log-likelihood is the sequential density with those
-    budgets (ε_i/ε = 0.6, 0.4), not the matrix Bingham law."""
+    budgets (ε_i/ε = 0.6, 0.4), not the matrix Bingham law. ``posterior_predictive=False`` goes through fp.infer
+    to the family's inference (the sequential law draws replicated frames by default)."""
     spec = FPCASpec(grid=fp.Grid.uniform(40), m=3, k=2, epsilon=1.0, tau=1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tree = fp.release(FPCAFit(spec=spec, gram=200 * _known_operator(3), n=200),
                           fp.ExponentialMechanism(sampler="sequential", split=[0.6, 0.4]), draws=6, random_seed=3,
                           study=True)
-        post = fp.infer(tree, draws=20, tune=40, chains=1, random_seed=5)
+        post = fp.infer(tree, draws=20, tune=40, chains=1, random_seed=5, posterior_predictive=False)
     assert tree.attrs["sampler"] == "sequential"
+    assert "posterior_predictive" not in post.children
     assert post.attrs["frame_law"] == "sequential-bingham"
     frames = np.asarray(tree[S.POSTERIOR][S.FRAME].values).reshape(-1, 3, 2)
     sigma = np.asarray(tree[S.CONSTANT_DATA][S.SIGMA])
