@@ -20,7 +20,7 @@ from fdp_ppl.errors import InputError
 from fdp_ppl.inference import compare
 from fdp_ppl.inference.comparison import (LOO_GROUP, STANDARDISED, gaussian_loo, grid_loo, loo, release_identity)
 from fdp_ppl.releasing import schema as S
-from tests.helpers import family_curves, labelled_points
+from tests.helpers import family_curves, labelled_points, readme_growth_release
 
 matplotlib.use("Agg")
 
@@ -289,15 +289,9 @@ def test_readme_python_example_has_no_pareto_k_above_0_7():
     """The README's Python example (growth, ICLP ε = 1, ICLPPrior(smoothness=2), free amplitude and sampling scale,
     NUTS): PSIS-LOO on log p(y_j | hyperparameters) has every k̂ <= 0.7 (measured max 0.41); on the likelihood given
     the coefficients, 2 of 31 exceeded 0.7 (max 0.90)."""
-    from fdp_ppl.datasets import growth_reference, load_dataset
-
-    curves = load_dataset("growth")
-    reference = growth_reference(curves["t"].values)
-    basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), fp.Grid.from_points(curves["t"].values))
-    summary = fp.ICLPQRSpec(basis=basis, tau=40.0, n=93).fit(curves, offset=reference, offset_source="CDC 2000")
+    tree = readme_growth_release(11)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = fp.release(summary, fp.ICLP(epsilon=1.0), random_seed=11, study=True)
         post = fp.infer(tree, fp.inference.ICLPPrior(smoothness=2.0), random_seed=2, progressbar=False)
     assert post.attrs["loo_method"].startswith("psis on log p(y_j | hyperparameters)")
     assert float(np.max(loo(post).pareto_k)) <= 0.7
