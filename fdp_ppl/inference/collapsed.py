@@ -103,7 +103,7 @@ class CollapsedGPGibbs:
     def _values(self, x):
         rho = float(np.exp(x["lengthscale"])) if "lengthscale" in x else float(self.prior.lengthscale)
         amp = float(np.exp(x["amplitude"])) if "amplitude" in x else float(self.prior.amplitude)
-        g2 = self.g2_fixed if self.base is None else (np.exp(x["sampling_scale"]) * self.base) ** 2
+        g2 = self.g2_fixed if self.base is None else np.square(np.exp(x["sampling_scale"]) * self.base)
         return rho, amp, g2
 
     def _covariance(self, x, E):
@@ -132,7 +132,7 @@ class CollapsedGPGibbs:
                 out += -0.5 * ((v - LOG_RHO_LOC) / LOG_RHO_SD) ** 2
             else:   # HalfNormal(σ) of exp(v): −e^{2v}/(2σ²) + v
                 sigma = self.amp_scale if name == "amplitude" else self.kappa_scale
-                out += -0.5 * np.exp(2 * v) / sigma**2 + v
+                out += -0.5 * np.exp(2 * v) / (sigma * sigma) + v
         return out
 
     def _slice(self, x, name, E, current, rng):
