@@ -331,8 +331,8 @@ def test_ledger_piped_into_head_is_not_an_error(tmp_path):
 
     path = tmp_path / "l.sqlite"
     led = PrivacyLedger.open(path, fp_budget(1000.0))
-    for i in range(400):
-        led.spend(fp_budget(0.1), f"release {i} " + "x" * 200)
+    for i in range(120):  # about 108 KB of table: more than a pipe's 64 KB buffer, so the writer meets the closed end
+        led.spend(fp_budget(0.1), f"release {i} " + "x" * 800)
     code = f"import sys; from fdp_ppl.cli import main; sys.exit(main(['ledger', {str(path)!r}]))"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = proc.stdout.readline()
