@@ -50,11 +50,11 @@ def _kill_loop(tmp_path, kills: int, rng) -> dict:
     outcomes = {"absent": 0, "previous": 0, "new": 0}
     # how long one run takes, to spread the kills over loading, charging, drawing and writing
     start = time.monotonic()
-    subprocess.run(_argv(data, out, ledger, 5000), env=child_env(), capture_output=True, timeout=600, check=True)
+    subprocess.run(_argv(data, out, ledger, 1500), env=child_env(), capture_output=True, timeout=600, check=True)
     duration = time.monotonic() - start
     for _ in range(kills):
         previous = out.read_bytes() if out.exists() else None
-        proc = subprocess.Popen(_argv(data, out, ledger, 5000), env=child_env(), stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen(_argv(data, out, ledger, 1500), env=child_env(), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         time.sleep(float(rng.uniform(0.2, 1.0)) * duration)
         proc.send_signal(signal.SIGKILL)
