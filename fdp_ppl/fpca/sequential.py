@@ -19,7 +19,7 @@ accepted), and set v_i = P_i u. The frame V = [v_1 … v_k] is orthonormal.
 **Proof of the guarantee.**
 
 1. *Sensitivity.* The score of step i is u ↦ uᵀP_iᵀGP_iu = Σ_j (X_jᵀP_iu)². P_i has orthonormal columns, so
-   ‖P_iu‖ = 1 and |X_jᵀP_iu| ≤ ‖X_j‖ ≤ 1 (equivalently ‖P_iᵀX_j‖ ≤ ‖X_j‖: a projection is a contraction);
+   ‖P_iu‖ = 1 and ``|X_jᵀP_iu| ≤ ‖X_j‖ ≤ 1`` (equivalently ‖P_iᵀX_j‖ ≤ ‖X_j‖: a projection is a contraction);
    replacing one record changes the score by (X'ᵀP_iu)² − (XᵀP_iu)² ∈ [−1, 1]: Δ = 1, as for k = 1
    (:attr:`~fdp_ppl.fpca.FPCASpec.sensitivity`; Δ of a privacy unit likewise). The term −uᵀP_iᵀΣ⁻¹P_iu is public
    given P_i (the base measure of step i).

@@ -357,14 +357,14 @@ def _second_moment(trace, diag, lower, m: int, d: int) -> np.ndarray:
 
 
 def _reference(frames: np.ndarray) -> np.ndarray:
-    """A public sign reference: the top eigenvector of Σ_f v_f v_fᵀ of released k = 1 frames (F, m) (sign: largest
-    |entry| positive). Aligning to the release is post-processing of public data."""
+    """A public sign reference: the top eigenvector of Σ_f v_f v_fᵀ of released k = 1 frames (F, m) (sign: its
+    entry of largest absolute value positive). Aligning to the release is post-processing of public data."""
     return _reference_frame(np.asarray(frames)[:, :, None])[:, 0]
 
 
 def _reference_frame(frames: np.ndarray) -> np.ndarray:
     """The released subspace as one public frame (m, k): the top k eigenvectors of Σ_f V_fV_fᵀ (the released
-    frame itself when F = 1, up to signs), each column's sign making its largest |entry| positive."""
+    frame itself when F = 1, up to signs), each column's sign making its entry of largest absolute value positive."""
     k = frames.shape[-1]
     _, U = np.linalg.eigh(np.einsum("fik,fjk->ij", frames, frames))
     R = U[:, ::-1][:, :k]

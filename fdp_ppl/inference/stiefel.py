@@ -36,7 +36,7 @@ offers:
 * ``"zonal"`` — exact to :data:`ZONAL_TOLERANCE` (1e-9 nats) at small spreads, with its gradient: the series
   ``₁F₁(k/2; m/2; X) = Σ_κ (k/2)_κ/(m/2)_κ · C_κ(X)/|κ|!`` over partitions κ (Muirhead 1982, Def. 7.3.1), zonal
   polynomials C_κ from Jack polynomials J_κ^{(2)} by Stanley's branching recursion over variables
-  (Koev & Edelman 2006: J_κ(x_1..x_r) = Σ_μ J_μ(x_1..x_{r−1}) x_r^{|κ/μ|} β_κμ over horizontal strips κ/μ;
+  (Koev & Edelman 2006: ``J_κ(x_1..x_r) = Σ_μ J_μ(x_1..x_{r−1}) x_r^{|κ/μ|} β_κμ`` over horizontal strips κ/μ;
   forward-mode derivative through it). (k/2)_κ = 0 when κ has more than k parts, so only those are summed. The
   truncation degree comes from a stated bound (:func:`zonal_degree`: the error of log C is at most
   ``e^{(m+k)ρ} P(Poisson(mρ) > N)``, ρ half the spread of A's eigenvalues), capped at :data:`ZONAL_MAX_DEGREE`
@@ -147,8 +147,8 @@ def _jack_beta(kappa: tuple, mu: tuple) -> float:
 
 @lru_cache(maxsize=32)
 def _zonal_tables(k: int, m: int, degree: int):
-    """Partitions κ with ≤ k parts and |κ| ≤ degree, the horizontal strips κ/μ between them (rows, cols, β, |κ/μ|),
-    and log[(k/2)_κ/(m/2)_κ · α^{|κ|}/j_κ] (the coefficient of J_κ in ₁F₁(k/2; m/2; ·))."""
+    """Partitions κ with ≤ k parts and ``|κ| ≤ degree``, the horizontal strips κ/μ between them (rows, cols, β,
+    ``|κ/μ|``), and ``log[(k/2)_κ/(m/2)_κ · α^{|κ|}/j_κ]`` (the coefficient of J_κ in ₁F₁(k/2; m/2; ·))."""
     parts = []
 
     def grow(prefix, largest, size):
@@ -184,10 +184,10 @@ def zonal_degree(spread: float, m: int, k: int, tolerance: float = ZONAL_TOLERAN
     """The truncation degree N of the zonal series for eigenvalues of ``spread`` (max − min), or None beyond
     :data:`ZONAL_MAX_DEGREE`.
 
-    Bound [D]: with the eigenvalues centred at their midrange (C_k(A + cI) = e^{kc} C_k(A)), |x_i| ≤ ρ = spread/2.
+    Bound [D]: with the eigenvalues centred at their midrange (C_k(A + cI) = e^{kc} C_k(A)), ``|x_i| ≤ ρ`` = spread/2.
     Every term is ``(k/2)_κ/(m/2)_κ · C_κ(X)/|κ|!`` with 0 ≤ (k/2)_κ/(m/2)_κ ≤ 1 (κ with ≤ k parts; more parts
-    give 0), |C_κ(X)| ≤ C_κ(ρI) (zonal polynomials have non-negative monomial coefficients) and
-    Σ_{|κ|=n} C_κ(ρI) = (mρ)^n: the terms of degree > N sum to at most e^{mρ} P(Poisson(mρ) > N). The series is
+    give 0), ``|C_κ(X)| ≤ C_κ(ρI)`` (zonal polynomials have non-negative monomial coefficients) and
+    ``Σ_{|κ|=n} C_κ(ρI) = (mρ)^n``: the terms of degree > N sum to at most e^{mρ} P(Poisson(mρ) > N). The series is
     ≥ e^{−kρ} (Jensen: C_k(X) ≥ exp(E tr VᵀXV) = exp(k tr X/m)), so the error of log C is at most
     ``e^{(m+k)ρ} P(Poisson(mρ) > N)`` (when that is < ½), which N makes ≤ ``tolerance``."""
     from scipy import stats

@@ -53,3 +53,25 @@ def test_examples_run(name):
     assert runner.tries > 0
     shown = [f"{w.category.__name__}: {w.message}" for w in caught]
     assert not shown, f"fp.{name}: the examples emit warnings: {shown}"
+
+
+def test_no_docstring_has_a_stray_substitution_reference():
+    """Sphinx reads ``|x|`` outside inline literals as a substitution reference and the docs build fails on it
+    (``-W``): write absolute values and norms inside double backquotes (or as ‖x‖). Every docstring of the package is
+    checked, rendered or not, so that a docstring that becomes public later cannot break the build."""
+    import ast
+    from pathlib import Path
+
+    literal = re.compile(r"``.*?``|:math:`[^`]*`|`[^`]*`", re.S)
+    reference = re.compile(r"(?:(?<=^)|(?<=[\s(\['\"/:<{-]))\|(?=\S)([^|\n]*?\S)\|(?=$|[\s)\]'\".,;:!?/}>\\_-])", re.M)
+    root = Path(fp.__file__).parent
+    hits = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for line in literal.sub("``x``", ast.get_docstring(node) or "").splitlines():
+                if line.lstrip().startswith((">>>", "...", "|", "+")):   # doctest code, grid tables
+                    continue
+                hits += [f"{path.relative_to(root)}:{getattr(node, 'lineno', 1)} {m.group(0)}" for m in reference.finditer(line)]
+    assert not hits, hits
