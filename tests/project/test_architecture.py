@@ -586,24 +586,64 @@ def test_stages_import_one_way():
     assert "0 broken" in out.stdout and "KEPT" in out.stdout
 
 
-def test_every_family_folder_is_on_the_families_layer():
-    """Each registered family's folder (``ReleaseEntry.folder``) is on the families' layer of the import-linter
-    layers contract and among the foundation's forbidden modules, and that layer holds nothing else: a new family
-    adds its folder there (import-linter's ``layers`` take module names, not wildcards), and this check says so by
-    name when it is forgotten."""
+def _stage_contract():
+    """The ``stage_layers`` contract of pyproject.toml, built as import-linter builds it."""
     import tomllib
+
+    from tests.project.import_contracts import StageLayersContract
+
+    cfg = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (options,) = [c for c in cfg["contracts"] if c["type"] == "stage_layers"]
+    return StageLayersContract(name=options["name"], session_options={"root_packages": ["fdp_ppl"]},
+                               contract_options={k: v for k, v in options.items() if k not in {"name", "type"}})
+
+
+def test_every_family_folder_is_on_the_families_layer():
+    """The families' layer of the stage contract (the layer ``*``: every subpackage no other layer names) is exactly
+    the registered families' folders (``ReleaseEntry.folder``), so a family added in its own folder is checked with no
+    edit of pyproject.toml, and a subpackage that is neither a stage nor a registered family is named."""
+    import grimp
 
     from fdp_ppl.releasing.families import FAMILIES
 
-    contracts = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
-    layers = next(c for c in contracts if c["type"] == "layers")["layers"]
-    forbidden = next(c for c in contracts if c["type"] == "forbidden")["forbidden_modules"]
+    contract = _stage_contract()
+    assert contract.check(grimp.build_graph("fdp_ppl", cache_dir=None), verbose=False).kept
     folders = {e.folder for e in FAMILIES if e.folder != "fdp_ppl.releasing"}  # the mean family is releasing's own
-    lines = [{m.strip() for m in line.split("|")} for line in layers]
-    at = next((i for i, line in enumerate(lines) if folders & line), None)
-    layer = lines[at] if at is not None else set()
-    missing = sorted(folders - layer)
-    assert not missing, f"add {', '.join(missing)} to the families' layer of [tool.importlinter] in pyproject.toml"
-    assert layer == folders, f"the families' layer holds {sorted(layer - folders)}, which no registry line names"
-    assert folders <= set(forbidden), f"add {sorted(folders - set(forbidden))} to the foundation's forbidden_modules"
-    assert lines[at + 1] == {"fdp_ppl.releasing"}  # directly above the release protocol, below inference and audit
+    assert folders == {"fdp_ppl.kde", "fdp_ppl.machine", "fdp_ppl.fpca"}
+    stray = sorted(contract.families - folders)
+    assert not stray, f"{stray} is neither a stage of [tool.importlinter] nor a registered family's folder"
+    assert contract.families == folders
+
+
+def _graph_with_two_unnamed_families(importer: str, imported: str):
+    import grimp
+
+    graph = grimp.ImportGraph()
+    stages = ["cli", "testing", "plots", "auditing", "inference", "releasing", "noise", "accounting", "summaries",
+              "datasets", "spaces", "io"]
+    foundation = ["errors", "dims", "settings", "_backend", "_names", "_progress", "_version", "_numba", "_options"]
+    for m in ["fdp_ppl", *(f"fdp_ppl.{s}" for s in stages + foundation), "fdp_ppl.fam_a", "fdp_ppl.fam_b"]:
+        graph.add_module(m)
+    for s in stages + ["fam_a", "fam_b"]:
+        graph.add_module(f"fdp_ppl.{s}.mod")  # a stage or family is a package: it has a child
+    graph.add_import(importer=importer, imported=imported)
+    return graph
+
+
+@pytest.mark.parametrize("importer, imported, kept", [
+    ("fdp_ppl.fam_a.mod", "fdp_ppl.releasing.mod", True),   # a family uses the release protocol
+    ("fdp_ppl.inference.mod", "fdp_ppl.fam_a.mod", True),   # inference uses a family
+    ("fdp_ppl.fam_a.mod", "fdp_ppl.inference.mod", False),  # a family imports inference: upwards
+    ("fdp_ppl.releasing.mod", "fdp_ppl.fam_b.mod", False),  # the protocol imports a family: upwards
+    ("fdp_ppl.fam_a.mod", "fdp_ppl.fam_b.mod", False),      # families are independent
+    ("fdp_ppl.errors", "fdp_ppl.fam_a.mod", False),         # the foundation imports no stage
+    ("fdp_ppl.errors", "fdp_ppl.io.mod", False),
+])
+def test_the_families_layer_holds_folders_pyproject_never_names(importer, imported, kept):
+    """On a made-up graph with two families pyproject.toml never names, the stage contract keeps the allowed imports and
+    breaks on a family importing upwards, the protocol importing a family, one family importing another and the
+    foundation importing any stage."""
+    contract = _stage_contract()
+    check = contract.check(_graph_with_two_unnamed_families(importer, imported), verbose=False)
+    assert contract.families == {"fdp_ppl.fam_a", "fdp_ppl.fam_b"}
+    assert check.kept is kept

@@ -340,14 +340,14 @@ def test_one_name_per_family_everywhere():
     assert set(ALIASES.values()) <= set(COMMANDS)
 
 
-#: the files outside a family's folder that a new family edits: its registry line, and its folder on the
-#: families' layer of the import-linter contracts (import-linter's layers take no wildcard)
-FILES_A_FAMILY_EDITS = ("fdp_ppl/releasing/families.py", "pyproject.toml")
+#: the file outside a family's folder that a new family edits: its registry line (the import contract's families'
+#: layer ``*`` finds the folder by itself)
+FILES_A_FAMILY_EDITS = ("fdp_ppl/releasing/families.py",)
 
 
 def test_every_family_is_served_from_its_registry_line_alone():
-    """Adding a family is its folder, one registry line (and its folder on the import-linter layer, checked by
-    tests/project/test_architecture.py): every stage finds what it needs of every family from the registry's
+    """Adding a family is its folder and one registry line (the import contract puts the folder on the families'
+    layer by itself, checked by tests/project/test_architecture.py): every stage finds what it needs of every family from the registry's
     strings alone — the plan and draw hooks, the inference hook, the audit hook, the command module, the file kind
     and its reader, ``fp.<folder>`` and the family's public names. No table outside the folder is edited
     (:data:`FILES_A_FAMILY_EDITS`), so this test loops over the registry and needs no edit either."""
@@ -364,6 +364,8 @@ def test_every_family_is_served_from_its_registry_line_alone():
 
     root = Path(fp.__file__).parent.parent
     assert all((root / f).exists() for f in FILES_A_FAMILY_EDITS)
+    pyproject = (root / "pyproject.toml").read_text()
+    assert not [e.folder for e in FAMILIES if e.folder != "fdp_ppl.releasing" and e.folder in pyproject]
     # the files a family once edited to be reachable (fp.<folder>, its command) name no family in their code
     # (docstrings aside); former names are read from the registry's legacy names
     legacy = {old for e in FAMILIES for old in e.legacy_names}
