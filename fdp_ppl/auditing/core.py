@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from collections.abc import Mapping
 from typing import Any, Callable
@@ -370,6 +371,8 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
     tests = int(tests)
     if tests < 1:
         raise InputError(f"tests must be >= 1, got {tests}", "pass e.g. tests=4")
+    if isinstance(timing_calls, bool) or not isinstance(timing_calls, numbers.Integral) or timing_calls < 0:
+        raise InputError(f"timing_calls must be a whole number >= 0, got {timing_calls!r}", "pass e.g. timing_calls=300")
     kinds = tuple(events)
     if not kinds or any(k not in EVENT_KINDS for k in kinds):
         raise InputError(f"unknown event kinds {kinds!r}", f"choose from {EVENT_KINDS}")
@@ -394,7 +397,7 @@ def audit(mechanism: str | Callable[[Any, np.random.Generator], Any], *, family:
         approx = approximate(str(mechanism), family)
         if delta is not None and delta > 0 and not approx:
             raise InputError(f"mechanism {mechanism!r} ({family}) is pure epsilon-DP and takes no delta",
-                             "drop delta")
+                             f"drop delta={delta:g}")
         if approx and delta is not None and delta <= 0:
             raise InputError(f"mechanism {mechanism!r} ({family}) is (epsilon, delta)-DP: delta must be > 0",
                              "pass e.g. delta=1e-5")
