@@ -138,7 +138,7 @@ def bench_svm(runs: int) -> dict:
 def fpca_pair():
     import numpy as np
 
-    from fdp_ppl.auditing.targets import fpca_issue_design
+    from fdp_ppl.auditing.fpca import fpca_issue_design
 
     spec, first, _ = fpca_issue_design(FPCA["epsilon"], "gp-base")
     phi = np.asarray(spec.basis.eigenfunctions)[:, :5].sum(1)

@@ -11,7 +11,9 @@ data only: no budget is spent. See ``docs/audit.md``.
 
 * :func:`audit` — the audit (returns an ``xarray.Dataset``).
 * :mod:`fdp_ppl.auditing.stats` — Clopper–Pearson bounds, ε lower bounds, statistics and event selection.
-* :mod:`fdp_ppl.auditing.targets` — default specs and neighbouring pairs per family.
+* :mod:`fdp_ppl.auditing.targets` — the audited families, read from the release registry; each family's default
+  spec and neighbouring pairs in its own hook module (:mod:`~fdp_ppl.auditing.mean`, :mod:`~fdp_ppl.auditing.kde`,
+  :mod:`~fdp_ppl.auditing.machine`, :mod:`~fdp_ppl.auditing.fpca`) on :mod:`fdp_ppl.auditing.hooks`.
 * :mod:`fdp_ppl.auditing.whitebox` — the noise law fitted from releases and the ε it implies.
 
 Sources: Bichsel et al. (2021), DP-Sniper; Clopper & Pearson (1934); Google DP-Auditorium.
@@ -29,7 +31,8 @@ from __future__ import annotations
 
 from .core import DEFAULT_SAMPLES, EVENT_KINDS, VERDICT_OK, VERDICT_VIOLATION, audit
 from .stats import cp_lower, cp_upper, epsilon_lower_bound
-from .targets import DEFAULT_SPECS, FAMILIES, Pair, fpca_issue_design, frame_features, mechanisms_of
+from .fpca import fpca_issue_design, frame_features
+from .targets import DEFAULT_SPECS, FAMILIES, Pair, mechanisms_of
 
 __all__ = ["audit", "Pair", "FAMILIES", "DEFAULT_SPECS", "DEFAULT_SAMPLES", "EVENT_KINDS", "VERDICT_OK",
            "VERDICT_VIOLATION", "cp_lower", "cp_upper", "epsilon_lower_bound", "fpca_issue_design",

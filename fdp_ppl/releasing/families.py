@@ -60,7 +60,7 @@ class ReleaseEntry:
         The options of :func:`fdp_ppl.infer` the family's inference takes (empty: every one); any other given is
         refused, naming these.
     audit : str
-        Qualified name (``module.NAME``) of the family's :class:`fdp_ppl.auditing.targets.AuditHook` (its
+        Qualified name (``module.NAME``) of the family's :class:`fdp_ppl.auditing.hooks.AuditHook` (its
         mechanism names, option keys, default spec and target builder), which :func:`fdp_ppl.audit` and
         ``fdp-ppl audit`` read on first use; empty: the family is not audited by name.
     command : str
@@ -145,7 +145,7 @@ def load(qualified: str):
     return getattr(importlib.import_module(module), name)
 
 
-_AUDITS = "fdp_ppl.auditing.targets"
+_AUDITS = "fdp_ppl.auditing"
 _MEAN_MECHANISM = "fdp_ppl.noise.mechanisms.base.Mechanism"
 _GAUSSIAN = "fdp_ppl.noise.mechanisms.gaussian.GaussianMechanism"
 _ICLP = "fdp_ppl.noise.mechanisms.laplace.ICLP"
@@ -224,28 +224,28 @@ register_family(ReleaseEntry("mean", "mean_release", ("release",), "fdp_ppl.rele
                              ("bound", "generator", "allow_nonprivate"),
                              "ICLP(epsilon), FRL(epsilon), Bernstein(epsilon), GaussianMechanism(epsilon, delta) or an "
                              "elliptical mechanism", label="mean-curve", legacy_names=("release",),
-                             audit=f"{_AUDITS}.MEAN_AUDIT", command="release",
+                             audit=f"{_AUDITS}.mean.MEAN_AUDIT", command="release",
                              mechanism_names="fdp_ppl.releasing.registry.MECHANISMS"))
 register_family(ReleaseEntry("kde", "kde_release", (), "fdp_ppl.kde.release", ("fdp_ppl.kde.gaussian.KDESummary",),
                              ("fdp_ppl.kde.gaussian.KDESpec",), (_MEAN_MECHANISM,), ("bound", "generator", "chains"),
                              "GaussianMechanism(epsilon, delta) for KDESpec / SobolevKDESpec, ICLP(epsilon) for ICLPKDESpec",
                              label="kernel density estimate", inference="fdp_ppl.inference.density.infer_density_dispatch",
                              infer_options=("prior", "target", "draw", "method", "draws", "chains", "random_seed"),
-                             audit=f"{_AUDITS}.KDE_AUDIT", command="kde", mechanism_names=f"{_NAMES}.KDE_MECHANISMS"))
+                             audit=f"{_AUDITS}.kde.KDE_AUDIT", command="kde", mechanism_names=f"{_NAMES}.KDE_MECHANISMS"))
 register_family(ReleaseEntry("machine", "machine_release", ("erm_release",), "fdp_ppl.machine.release", ("fdp_ppl.machine.machine.ERMFit",), ("fdp_ppl.machine.machine.ERMSpec",),
                              (_GAUSSIAN, _ICLP), ("chains",),
                              "GaussianMechanism(epsilon, delta) (eta=None specs) or ICLP(epsilon) (eta > 1 specs)",
                              label="kernel-machine", legacy_names=("svm",),
                              inference="fdp_ppl.inference.machine.infer_machine_dispatch",
                              infer_options=("prior", "target", "draw", "method", "draws", "chains", "random_seed"),
-                             audit=f"{_AUDITS}.MACHINE_AUDIT", command="machine", mechanism_names=f"{_NAMES}.MACHINE_MECHANISMS"))
+                             audit=f"{_AUDITS}.machine.MACHINE_AUDIT", command="machine", mechanism_names=f"{_NAMES}.MACHINE_MECHANISMS"))
 register_family(ReleaseEntry("fpca", "fpca_release", ("expmech_fpca",), "fdp_ppl.fpca.release", ("fdp_ppl.fpca.fpca.FPCAFit",),
                              ("fdp_ppl.fpca.fpca.FPCASpec",), ("fdp_ppl.fpca.mechanism.ExponentialMechanism",), (),
                              "ExponentialMechanism(sampler='exact') (epsilon is the FPCASpec's)", ("n",),
                              label="principal-components (FPCA)", inference="fdp_ppl.inference.components.infer_components",
                              infer_options=("prior", "draws", "tune", "chains", "target_accept", "random_seed", "progressbar",
                                             "posterior_predictive"),
-                             audit=f"{_AUDITS}.FPCA_AUDIT", command="fpca", public=("ExponentialMechanism",),
+                             audit=f"{_AUDITS}.fpca.FPCA_AUDIT", command="fpca", public=("ExponentialMechanism",),
                              mechanism_names=f"{_NAMES}.FPCA_MECHANISMS"))
 
 

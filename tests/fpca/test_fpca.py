@@ -587,7 +587,7 @@ def test_subnormal_records_never_reach_the_scatter_matrix():
     (1e-320), and every proposal's tr(QᵀGQ) would take the CPU's subnormal slow path on many CPUs (Andrysco et
     al. 2015). The coefficients are on the public lattice 2^-40 Z (towards zero): the record is 0, norms stay
     <= 1, and G has no subnormal entry (DESIGN invariant 9)."""
-    from fdp_ppl.auditing.targets import fpca_issue_design
+    from fdp_ppl.auditing.fpca import fpca_issue_design
 
     spec, first, _ = fpca_issue_design(0.2, "gp-base")
     phi = np.asarray(spec.basis.eigenfunctions)[:, :5].sum(1)

@@ -340,6 +340,22 @@ def test_one_name_per_family_everywhere():
     assert set(ALIASES.values()) <= set(COMMANDS)
 
 
+def test_each_family_has_its_own_hook_modules():
+    """A family's parts in the stages above it are modules of its own, never a shared table: no two registry lines
+    name the same hooks' module, inference hook's module, audit hook's module or command module (so adding a family
+    adds files and edits none of another family's)."""
+    from fdp_ppl.releasing.families import FAMILIES
+
+    def module(qualified: str) -> str:
+        return qualified.rpartition(".")[0]
+
+    for kind, of in (("hooks", lambda e: e.module), ("inference", lambda e: module(e.inference)),
+                     ("audit", lambda e: module(e.audit)), ("command", lambda e: e.command)):
+        named = [of(e) for e in FAMILIES if of(e)]
+        assert len(named) == len(set(named)), f"two families share their {kind} module: {sorted(named)}"
+    assert {module(e.audit) for e in FAMILIES} == {f"fdp_ppl.auditing.{e.family}" for e in FAMILIES}
+
+
 #: the file outside a family's folder that a new family edits: its registry line (the import contract's families'
 #: layer ``*`` finds the folder by itself)
 FILES_A_FAMILY_EDITS = ("fdp_ppl/releasing/families.py",)
