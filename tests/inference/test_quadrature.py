@@ -99,15 +99,33 @@ def test_laplace_prior_population_target_exact(y, c, g, b):
 
 
 
+def _u_given_v_cdf(u, v, c, g):
+    """CDF at ``u`` of ``U | V = v`` for ``U ~ Laplace(0, c)``, ``V = U + e``, ``e ~ N(0, g²)``: two Gaussian pieces,
+    ``∝ e^{v/c} N(u; v + g²/c, g²)`` on ``u < 0`` and ``e^{−v/c} N(u; v − g²/c, g²)`` on ``u ≥ 0`` (log space)."""
+    from scipy.special import log_ndtr
+
+    lo, hi = v / c + log_ndtr(-(v + g**2 / c) / g), -v / c + log_ndtr((v - g**2 / c) / g)   # the pieces' masses
+    log_z = np.logaddexp(lo, hi)
+    below = np.exp(v / c + log_ndtr((np.minimum(u, 0) - v - g**2 / c) / g) - log_z)
+    above = 1 - np.exp(-v / c + log_ndtr(-(np.maximum(u, 0) - v + g**2 / c) / g) - log_z)
+    return np.where(u < 0, below, above)
+
+
 @pytest.mark.parametrize("y, c, g, b", LNL_CASES)
 def test_laplace_prior_population_target_exact_with_any_proposal(y, c, g, b):
     """Any proposal the caller picks (as infer does, from a few representative sampling scales) draws the same law:
-    each valid one that accepts at least 5% forced on every element passes the KS test against the target."""
+    each valid one that accepts at least 5% forced on every element passes the KS test against the target; and the
+    U it returns with each V (kept from the proposal's pair for the prior and the tilted proposal, drawn given V
+    for the others) has the exact conditional law: its PIT under ``U | V`` is uniform (KS), and not under a prior
+    scale 3 times too large."""
     v, cdf, _ = _lnl_target(y, c, g, b)
     rates = population_proposal(y, b, c, g, log_rates=True)
     for choice in [k for k in range(4) if rates[k] > np.log(0.05)]:
-        _, V = laplace_population_draws(np.full(5_000, y), b, c, g, np.random.default_rng(3 + choice), choice)
+        U, V = laplace_population_draws(np.full(5_000, y), b, c, g, np.random.default_rng(3 + choice), choice)
         assert stats.kstest(V, lambda x: np.interp(x, v, cdf)).pvalue > 1e-4, choice
+        assert stats.kstest(_u_given_v_cdf(U, V, c, g), "uniform").pvalue > 1e-4, choice
+        if c < g:   # the prior, not V, pins U down: a wrong prior scale is seen
+            assert stats.kstest(_u_given_v_cdf(U, V, 3 * c, g), "uniform").pvalue < 1e-6, choice
     if c >= b:
         with pytest.raises(ValueError, match="tilted"):
             laplace_population_draws(np.full(3, y), b, c, g, np.random.default_rng(0), 3)
