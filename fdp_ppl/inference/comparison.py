@@ -474,11 +474,14 @@ def _psis(result: xr.DataTree):
     const = np.ptp(v.reshape(-1, v.shape[-1]), axis=0) <= 1e-12 * (1 + np.abs(v).max(axis=(0, 1)))
     elpd_i = v[0, 0].copy()
     k = np.full(v.shape[-1], -np.inf)
+    observed = result["observed_data"] if "observed_data" in result.children else {}
+
     def psis(columns):
-        sub = xr.DataTree.from_dict({"posterior": result["posterior"].to_dataset(),
-                                     "log_likelihood": xr.Dataset({"released": ll.isel({obs_dim: columns})}),
-                                     "observed_data": xr.Dataset({"released": result["observed_data"]["released"]
-                                                                 .isel({obs_dim: columns})})})
+        groups = {"posterior": result["posterior"].to_dataset(),
+                  "log_likelihood": xr.Dataset({"released": ll.isel({obs_dim: columns})})}
+        if "released" in observed:   # components hold the released frames under their own names
+            groups["observed_data"] = xr.Dataset({"released": observed["released"].isel({obs_dim: columns})})
+        sub = xr.DataTree.from_dict(groups)
         part = az.loo(sub, pointwise=True)
         return np.asarray(part.elpd_i), np.asarray(part.pareto_k)
 

@@ -178,7 +178,9 @@ def laplace_population_draws(y, b, c, g, rng, choice=None):
       ``e^{g²/(2b²)}/(1 − c²/b²)``), times ``e^{−|y|/b}`` dominates ``NL(V) e^{−|y − V|/b}``; accepted
       with probability 1 on ``y``'s near side and ``e^{−2|V − y|/b}`` beyond it.
 
-    Then ``U | V`` (Laplace prior, Normal observation) exactly, and ``ξ = y − V``.
+    The prior and the tilted proposal draw the pair ``(U, e)`` and accept on ``V = U + e`` alone, so an accepted
+    pair is an exact draw of ``(U, V) | y`` and its ``U`` is kept; after the other two (which propose ``V``
+    only) ``U | V`` (Laplace prior, Normal observation) is drawn exactly. Then ``ξ = y − V``.
 
     The proposal used is any function of the inputs (each is exact); ``choice`` (integers 0–3, broadcast like
     the inputs) gives it, e.g. :func:`population_proposal` computed at a few representative sampling scales
@@ -213,7 +215,7 @@ def laplace_population_draws(y, b, c, g, rng, choice=None):
         if np.any((choice == 3) & (c >= b)):
             raise ValueError("the tilted proposal (3) needs a prior scale c below the noise scale b")
     log_nl0, log_k = _proposal_constants(choice, g, c)
-    V = np.empty(y.size)
+    V, U = np.empty(y.size), np.full(y.size, np.nan)   # U stays NaN where the proposal drew V alone
     todo = np.arange(y.size)
     for rnd in range(MAX_ROUNDS):
         if todo.size == 0:
@@ -225,15 +227,17 @@ def laplace_population_draws(y, b, c, g, rng, choice=None):
         every = rnd == 0   # the first round proposes for every element: views, no gathers
         at = slice(None) if every else todo
         ch, yy, bb, cc, gg = choice[at], y[at], b[at], c[at], g[at]
-        v = np.empty(todo.size)
+        v, u = np.empty(todo.size), np.full(todo.size, np.nan)
         logr = np.empty(todo.size)
         used = np.flatnonzero(np.bincount(ch, minlength=4))
         for kind in used:
             s = slice(None) if used.size == 1 else ch == kind   # one proposal for all: views again
             Y, B, Cc, G = yy[s], bb[s], cc[s], gg[s]
             n = Y.size
+            uk = np.nan
             if kind == 0:
-                vk = rng.laplace(0.0, Cc) + G * rng.standard_normal(n)
+                uk = rng.laplace(0.0, Cc)
+                vk = uk + G * rng.standard_normal(n)
                 lr = -np.abs(Y - vk) / B
             elif kind == 1:
                 vk = Y - rng.laplace(0.0, B)
@@ -242,22 +246,40 @@ def laplace_population_draws(y, b, c, g, rng, choice=None):
                 vk = L.centre_posterior_draws(Y, B, Laplace(), 0.0, Cc, rng)
                 lr = nl(vk, G, Cc) - (log_k[at][s] - np.log(Cc) - np.abs(vk) / Cc)
             else:   # tilted by e^{±V/b} toward y: U asymmetric Laplace, e ~ N(±g²/b, g²)
-                sgn = np.where(Y >= 0, 1.0, -1.0)
-                inv_c, inv_b = 1 / Cc, 1 / B
-                up, down = inv_c - inv_b, inv_c + inv_b               # rates of the tilted U toward and away from y
-                toward = rng.random(n) * (up + down) < down
-                e = rng.standard_exponential(n)
-                vk = sgn * (np.where(toward, e / up, -e / down) + G**2 * inv_b + G * rng.standard_normal(n))
-                lr = -2 * np.maximum(sgn * (vk - Y), 0.0) * inv_b    # 1 on y's near side, e^{−2|V − y|/b} beyond
-            v[s], logr[s] = vk, lr
+                vk, uk, lr = _tilted_proposal(Y, B, Cc, G, rng)
+            v[s], u[s], logr[s] = vk, uk, lr
         ok = np.log(rng.random(todo.size)) < logr
-        V[todo[ok]] = v[ok]
+        got = np.flatnonzero(ok) if every else todo[ok]
+        V[got], U[got] = v[ok], u[ok]
         todo = todo[~ok]
     else:
         raise RuntimeError(f"{todo.size} posterior draws of the Laplace-prior population target were not accepted "
                            f"after {MAX_ROUNDS} proposals")
-    U = Normal().centre_posterior_draws(V, g, Laplace(), 0.0, c, rng)
+    redraw = np.flatnonzero(np.isnan(U))   # accepted from a proposal of V alone: U | V exactly
+    if redraw.size:
+        U[redraw] = Normal().centre_posterior_draws(V[redraw], g[redraw], Laplace(), 0.0, c[redraw], rng)
     return U.reshape(shape), V.reshape(shape)
+
+
+def _tilted_proposal(y, b, c, g, rng):
+    """The tilted proposal of :func:`laplace_population_draws` (c < b): ``U`` from the prior tilted by
+    ``e^{sign(y) U/b}`` (an asymmetric Laplace), ``e ~ N(sign(y) g²/b, g²)``, ``V = U + e``; returns ``V``, ``U`` and
+    the log acceptance probability (0 on ``y``'s near side, ``−2|V − y|/b`` beyond). Its three random arrays are
+    drawn whole (uniform, Exp(1), N(0, 1)), the arithmetic in cache-sized blocks (the same values as one pass)."""
+    from ..noise.laws.product import BLOCK
+
+    n = y.size
+    r, e, z = rng.random(n), rng.standard_exponential(n), rng.standard_normal(n)
+    v, u, lr = np.empty(n), np.empty(n), np.empty(n)
+    for lo in range(0, n, BLOCK):
+        s = slice(lo, lo + BLOCK)
+        Y, inv_c, inv_b, G = y[s], 1 / c[s], 1 / b[s], g[s]
+        sgn = np.where(Y >= 0, 1.0, -1.0)
+        up, down = inv_c - inv_b, inv_c + inv_b               # rates of the tilted U toward and away from y
+        a = np.where(r[s] * (up + down) < down, e[s] / up, -e[s] / down)
+        u[s], v[s] = sgn * a, sgn * (a + G**2 * inv_b + G * z[s])
+        lr[s] = -2 * np.maximum(sgn * (v[s] - Y), 0.0) * inv_b    # 1 on y's near side, e^{−2|V − y|/b} beyond
+    return v, u, lr
 
 
 def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dict:

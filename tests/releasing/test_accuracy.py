@@ -78,6 +78,32 @@ def test_the_inverse_round_trips_and_charges_nothing():
     assert tau == pytest.approx(width / h1, rel=2e-3)
 
 
+
+def _density_spec():
+    from fdp_ppl.kde import KDESpec
+    from fdp_ppl.spaces import CartesianGrid
+
+    return KDESpec(grid=CartesianGrid.uniform([[-2.0, 2.0]], 41), bandwidth=0.4, n=500)
+
+
+def _machine_spec():
+    from fdp_ppl.machine import ERMSpec
+
+    return ERMSpec(fp.Gaussian.from_bandwidth(0.2), lam=0.1, n=500, domain=[[0, 1]], grid_size=30)
+
+
+@pytest.mark.parametrize("make", [_density_spec, _machine_spec], ids=["density", "machine"])
+def test_the_inverse_round_trips_for_densities_and_machines(make):
+    """The smallest ε for half the simultaneous half-width of ε = 1 meets it, and 1% less does not (the plans only)."""
+    spec, kw = make(), {"samples": 300, "seed": 2}
+
+    def halfwidth(eps):
+        return float(fp.plan(spec, fp.GaussianMechanism(eps, 1e-6)).accuracy(**kw)["simultaneous_halfwidth"])
+
+    width = halfwidth(1.0) / 2
+    eps = smallest_epsilon(spec, fp.GaussianMechanism(1.0, 1e-6), width, rtol=1e-3, **kw)
+    assert 1.0 < eps and halfwidth(eps) <= width < halfwidth(eps / 1.01)
+
 def test_accuracy_refuses_other_families_and_bad_levels():
     grid = fp.Grid.uniform(21)
     spec = fp.ICLPQRSpec(basis=fp.eigenbasis(fp.Matern(rho=0.2, nu=1.5), grid), tau=1.0, n=50)
