@@ -18,6 +18,7 @@ from fdp_ppl.kde import private_bandwidth
 from fdp_ppl.kde.bandwidth import private_quantile
 from fdp_ppl.noise.opendp import private_quantile as opendp_quantile
 from fdp_ppl.noise.opendp import quantile_candidates
+from tests.noise.test_fp_safe import monotone_reaches
 
 TWO53 = 9007199254740992.0
 DOMAIN = (-1.0, 1.0)
@@ -29,18 +30,8 @@ def _uniform(a: float, b: float, m: int) -> float:
 
 
 def uniform_reachable(y: float, a: float, b: float) -> bool:
-    """Whether ``Generator.uniform(a, b)`` can output ``y``: the map is monotone in ``m``, so a bisection finds the
-    smallest ``m`` with output >= y and its neighbours are checked for equality."""
-    if not (_uniform(a, b, 0) <= y <= _uniform(a, b, 2**53 - 1)):
-        return False
-    lo, hi = 0, 2**53 - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if _uniform(a, b, mid) >= y:
-            hi = mid
-        else:
-            lo = mid + 1
-    return any(_uniform(a, b, m) == y for m in range(max(0, lo - 2), min(2**53 - 1, lo + 2) + 1))
+    """Whether ``Generator.uniform(a, b)`` can output ``y`` (the map is monotone in ``m``: an exact bisection)."""
+    return monotone_reaches(lambda m: _uniform(a, b, m), 0, 2**53 - 1, y)
 
 
 def reachable_from(y: float, records) -> bool:
