@@ -15,9 +15,10 @@ restricted to the public candidate lattice ``lo + (hi − lo) i/2^10`` (1025 poi
 with exactly sampled noise; the output is a public lattice point, reachable from every data set, and ε is
 OpenDP's map (ε/(2d) per quartile, unchanged). What the lattice costs: each quartile is resolved to 1/1024 of the
 domain (the IQR to 1/512); the root-mean-square error of a quartile was 0.99–1.23 times the continuous draw's
-(n = 50, 200, 1000 normal records on [0, 1], ε/2 = 0.5, 0.25, 0.1; 1000 draws each), within the spread of
-repeated 600-draw runs of the same comparison (0.86–1.24); about 1–3 ms of CPU per quartile. A seeded study keeps Smith's continuous draw (numpy: the chosen
-interval by its probability, then a float64 uniform inside it), which is **not** floating-point safe: the
+(n = 50, 200, 1000 normal records on [0, 1], ε = 0.5, 0.25, 0.1 per quartile; 1000 draws each), within the
+spread of repeated 600-draw runs of the same comparison (0.86–1.24); about 1–3 ms of CPU per quartile. A seeded
+study keeps Smith's continuous draw (numpy: the chosen interval by its probability, then a float64 uniform
+inside it), which is **not** floating-point safe: the
 uniform ``a + (b − a)·U`` (``U`` on the 2⁻⁵³ grid) reaches only some floats of ``[a, b]``, and ``a, b`` are
 records, so a released quartile can rule out a neighbouring data set (``tests/kde/test_bandwidth_fp_safe.py``).
 """
