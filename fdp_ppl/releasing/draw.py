@@ -209,13 +209,20 @@ def charge(plan, ledger, *, label: str = "", dataset: str = "", records_per_unit
         ledger.spend(plan.cost, label or plan.label, dataset=dataset, mechanism=plan.mechanism, event=plan.event,
                      **unit)
     except BudgetExceededError as err:
-        if plan.generator == "snapped" and plan.delta == 0 < plan.cost.delta:  # a pure law made (ε, δ_fp) by the lattice
-            raise BudgetExceededError(
-                f"the floating-point-safe lattice release of this pure epsilon-DP mechanism is (epsilon, delta)-DP "
-                f"with delta = {plan.cost.delta:.3g} (the rounding's, fdp_ppl.noise.snapping), which this ledger "
-                "cannot pay", "create the ledger with a delta budget (--budget EPSILON,1e-8), or pass "
-                "generator='pymc' (pure epsilon, NOT floating-point safe); nothing was released") from err
-        raise
+        raise lattice_refusal(plan, err) from err
+
+
+def lattice_refusal(plan, err: BudgetExceededError) -> BudgetExceededError:
+    """The ledger's refusal ``err`` of ``plan``, said in the plan's words when the plan is a pure ε mechanism that the
+    floating-point-safe lattice made (ε, δ_fp)-DP (``generator == "snapped"``, nominal δ = 0): a pure ledger cannot
+    pay that δ, and the fix is a δ budget or the float sampler; ``err`` itself otherwise."""
+    if not (plan.generator == "snapped" and plan.delta == 0 < plan.cost.delta):
+        return err
+    return BudgetExceededError(
+        f"the floating-point-safe lattice release of this pure epsilon-DP mechanism is (epsilon, delta)-DP with delta "
+        f"= {plan.cost.delta:.3g} (the rounding's, fdp_ppl.noise.snapping), which this ledger cannot pay",
+        "create the ledger with a delta budget (--budget EPSILON,1e-8), or pass generator='pymc' in Python (pure "
+        "epsilon, NOT floating-point safe); nothing was released")
     return _group_attrs(plan, ledger, records_per_unit)
 
 
