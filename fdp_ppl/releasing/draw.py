@@ -210,6 +210,7 @@ def charge(plan, ledger, *, label: str = "", dataset: str = "", records_per_unit
                      **unit)
     except BudgetExceededError as err:
         raise lattice_refusal(plan, err) from err
+    return _group_attrs(plan, ledger, records_per_unit)
 
 
 def lattice_refusal(plan, err: BudgetExceededError) -> BudgetExceededError:
@@ -223,7 +224,6 @@ def lattice_refusal(plan, err: BudgetExceededError) -> BudgetExceededError:
         f"= {plan.cost.delta:.3g} (the rounding's, fdp_ppl.noise.snapping), which this ledger cannot pay",
         "create the ledger with a delta budget (--budget EPSILON,1e-8), or pass generator='pymc' in Python (pure "
         "epsilon, NOT floating-point safe); nothing was released")
-    return _group_attrs(plan, ledger, records_per_unit)
 
 
 def warn_seeded(family: str, stacklevel: int = 3) -> None:
