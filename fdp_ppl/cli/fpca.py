@@ -234,13 +234,13 @@ def run(a) -> int:
         units = a.unit.ids(curves)
         n = int(np.unique(units).size) * a.unit.contributions
     # the cost that will be charged (pure epsilon'' or (epsilon', delta')), and every public refusal, before the ledger
-    plan = release_plan(spec, n, a.sampler, draws=a.draws, iterations=a.iterations, delta=a.delta, flags=True,
-                        split=a.mech.split)
-    ledger = open_ledger(a, plan["cost"])
+    release_plan(spec, n, a.sampler, draws=a.draws, iterations=a.iterations, delta=a.delta, flags=True,
+                 split=a.mech.split)  # every public refusal, in the command's words
+    public = fp.plan(spec, a.mech, draws=a.draws, n=n, seeded=a.seed is not None, study=a.study)
+    ledger = open_ledger(a, public.cost)  # the cost charged (the frame lattice's delta included)
     label = f"fpca {a.form}/{a.sampler} k={a.k} ({a.draws} x epsilon {a.epsilon:g}) -> {a.out}"
     charged = ledger
     if ledger is not None:  # charged before anything that depends on the data's values (DESIGN invariant 9)
-        public = fp.plan(spec, a.mech, draws=a.draws, n=n, seeded=a.seed is not None, study=a.study)
         # public, before the prepaid charge
         public.check_delta(getattr(a, "allow_large_delta", False) or getattr(a, "study", False))
         with stage("charging the ledger"):
@@ -350,8 +350,11 @@ def _print_table(tree, out, a, ledger) -> None:
          "gamma the chain's unknown distance to the target" + ("; its run time depends on the data"
                                                                 if at["sampler"] == "nuts" else "")),
         ("noise seed", seed_text(int(at["noise_seeded"]))), *study_rows(at),
-        ("noise generator", "float64 computation on the data, NOT floating-point safe (no such sampler exists for "
-                            "this law)"),
+        ("noise generator", (f"float64 sampler, frames on the public dithered lattice 2^-{at['frame_lattice_bits']} Z: "
+                             "floating-point safe (its delta is in the guarantee)") if int(at.get("fp_safe", 0)) else
+                            "float64 sampler, frames on a public dithered lattice, NOT floating-point safe as stated "
+                            "(a pure, uncertified or too-small-delta plan cannot hold the lattice's total-variation "
+                            "distance in its delta: the file's fp_safety says which)"),
         ("release", str(out)),
     ]
     rows.append(("ledger", ledger_text(ledger, at)))

@@ -391,7 +391,9 @@ def _print_table(tree, out, a, ledger, n, bw_eps) -> None:
                   if bw_eps else "")),
         ("n", f"{n} observations" + (f" ({at.get('privacy_unit')}s after bounding)" if a.unit is not None else "")),
         ("bandwidth", f"h = {h}" + (" (chosen privately: Hall et al. 2013 Sec. 4.1.2 with private IQRs; its quartile "
-                                    "draws are not floating-point safe)" if bw_eps else " (public)")),
+                                    + ("draws are not floating-point safe)" if a.seed is not None else
+                                       "draws are OpenDP's, on a public lattice: floating-point safe)")
+                                    if bw_eps else " (public)")),
         ("sensitivity", f"{at['sensitivity']:.4g} ({at['sensitivity_norm']})"),
         ("noise generator", f"{at['noise_generator']}" + ("" if int(at["fp_safe"]) else " (NOT floating-point safe)")),
         ("noise seed", SEEDED_TEXT if a.seed is not None else UNSEEDED_TEXT), *study_rows(at),

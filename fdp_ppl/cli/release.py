@@ -303,9 +303,15 @@ def release_curves(curves, mech, a, *, source: str, ledger=None, labels: dict | 
     # public, before the prepaid charge
     plan.check_delta(getattr(a, "allow_large_delta", False) or getattr(a, "study", False))
     if ledger is not None:  # charged before anything that depends on the data's values
+        from ..errors import BudgetExceededError
+        from ..releasing.draw import lattice_refusal
+
         with stage("charging the ledger"):
-            charged = Prepaid(ledger, plan.cost, label, dataset=dataset, mechanism=plan.mechanism, event=plan.event,
-                              records_per_unit=getattr(a, "records_per_unit", None))
+            try:
+                charged = Prepaid(ledger, plan.cost, label, dataset=dataset, mechanism=plan.mechanism,
+                                  event=plan.event, records_per_unit=getattr(a, "records_per_unit", None))
+            except BudgetExceededError as err:
+                raise lattice_refusal(plan, err) from err
     if missing_found:
         raise refused_after_charge("the data have curves with missing (NaN/inf) values (counts are not shown)",
                                    "pass --missing impute (each missing point set to 0, or to the public --offset, "

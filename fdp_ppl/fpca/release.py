@@ -15,7 +15,7 @@ import xarray as xr
 from ..errors import InputError
 from ..accounting import PrivacyBudget
 from ..noise.sampling import seed_sequence
-from ..noise.snapping import frame_cost, snap_frame
+from ..noise.snapping import FRAME_BITS, frame_bits_for, frame_cost, snap_frame
 from ..releasing.schema import (BASIS_FUNCTIONS, COMPONENTS, CONSTANT_DATA, FRAME, POSTERIOR, QUADRATURE_WEIGHTS, SIGMA,
                                 fpca_attrs)
 from .fpca import FPCAFit, FPCASpec
@@ -88,14 +88,22 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
     # frames go on the dithered lattice (draw_release); a delta target that holds its (1 + e^eps') delta_fp twice
     # is planned at delta - that (eps' <= eps - log(1 - delta)) and the release is floating-point safe
     dl = mechanism.delta
-    snapc = frame_cost(spec.m, spec.k, spec.epsilon - (np.log1p(-dl) if dl is not None else 0.0))
+    eps_dl = spec.epsilon - (np.log1p(-dl) if dl is not None else 0.0)
+    snapc = frame_cost(spec.m, spec.k, eps_dl)
     absorb = dl is not None and dl >= 2 * snapc.delta_added
+    if dl is not None and not absorb and (sampler in ("exact", "sequential") or (sampler == "gibbs" and spec.k == 1)):
+        # a certified delta below twice the 2^-12 lattice's cost (the default 1e-10 on small frames) takes the finest
+        # coarser public lattice that holds it, at most 2% sd inflation of an entry (frame_bits_for); else unsafe
+        bits = frame_bits_for(spec.m, spec.k, eps_dl, dl)
+        if bits is not None:
+            snapc, absorb = frame_cost(spec.m, spec.k, eps_dl, bits), True
     plan = release_plan(spec, int(n), sampler, draws=draws, iterations=iterations,
                         delta=dl - snapc.delta_added if absorb else dl,
                         max_proposals=mechanism.max_proposals, eta=mechanism.eta, split=mechanism.split)
     T = plan["proposals"]
     certified = bool(plan["certified"])
     fp_safe = absorb and certified and not plan["pure"]
+    plan = {**plan, "frame_bits": snapc.bits}
     if fp_safe:
         plan = {**plan, "delta": plan["delta"] + snapc.delta_added,
                 "cost": PrivacyBudget(plan["epsilon"] * draws, (plan["delta"] + snapc.delta_added) * draws)}
@@ -112,9 +120,9 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
              "delta_guaranteed": plan["delta"], "delta_target": float(delta) if delta is not None else 0.0,
              "proposal_budget": int(T), "fallback_bound_log": float(plan["log_p_star"]) if certified else float("nan"),
              "density_floor_log": float(plan["log_f_min"]), "eta": float(mechanism.eta) if plan["pure"] else float("nan"),
-             "pure": int(plan["pure"]),
+             "pure": int(plan["pure"]), "frame_lattice_bits": int(snapc.bits),
              "fp_safety": (snapc.text() if fp_safe else "NOT floating-point safe as stated: frames are released on "
-                           "the dithered lattice 2^-12 Z (no centre-dependent float support), which makes the float "
+                           f"the dithered lattice {snapc.lattice} (no centre-dependent float support), which makes the float "
                            f"release within total variation {snapc.delta_fp:.3g} of the exact one; this plan cannot "
                            f"hold that (pure, uncertified, or delta below {2 * snapc.delta_added:.2g})"),
              "fallback": _FALLBACKS[(spec.form, sampler)] if sampler != "nuts" else "none",
@@ -255,7 +263,9 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
         ``sigma`` (basis, basis2); root attrs: ε, τ, n, m, k, basis, sigma_rule,
         form, sampler, iterations, exact (1/0), fp_safe (1 for a certified (ε', δ') plan whose δ holds twice the
         lattice's: frames on the dithered lattice of :func:`~fdp_ppl.noise.snapping.snap_frame`, p* planned at δ
-        minus it), fp_safety, noise_seeded,
+        minus it; a δ below twice the 2^-12 lattice's cost takes the finest coarser lattice that holds it with at
+        most 2% sd inflation of an entry, :func:`~fdp_ppl.noise.snapping.frame_bits_for`), frame_lattice_bits,
+        fp_safety, noise_seeded,
         epsilon_guaranteed, delta_guaranteed (0 for the pure plan, NaN when not bounded), pure,
         certified, private, guarantee, proposal_budget, fallback_bound_log (log p*),
         density_floor_log (log f_min; NaN unless pure), eta, fallback, delta_target (0 unless
@@ -311,7 +321,7 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
             rhat, ess = _rhat_ess(tr)
             extra.update(rhat_invariant=rhat, ess_invariant=ess, diagnostics_private=1,
                          diagnostics_on="explained-variance ratio and entries of V V^T")
-    frames = snap_frame(frames.reshape(1, draws, m, k), rng)  # public dithered lattice (noise/snapping.py)
+    frames = snap_frame(frames.reshape(1, draws, m, k), rng, pl.get("frame_bits", FRAME_BITS))  # public lattice
     B = spec.basis_values
     comps = np.einsum("tb,cdbk->cdkt", B, frames)
     t = spec.grid.points

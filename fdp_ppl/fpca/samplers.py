@@ -40,7 +40,8 @@ Two stopping rules (issue 22; DESIGN invariant 9):
   never use it for a release.
 
 All functions take a ``numpy.random.Generator`` and work in float64; none is
-floating-point safe (the released frame is a float computed from the data).
+floating-point safe (the released frame is a float computed from the data; a release puts it on the public
+dithered lattice of :func:`fdp_ppl.noise.snapping.snap_frame`).
 """
 
 from __future__ import annotations

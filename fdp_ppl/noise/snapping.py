@@ -73,7 +73,8 @@ FLOAT_REL_ERROR = 2.0**-44
 OFFSET_BITS = 52
 
 __all__ = ["LATTICE_BITS", "FLOAT_REL_ERROR", "OFFSET_BITS", "SnapCost", "lattice_step", "snap", "snapping_delta",
-           "sigma_inflation", "snap_cost"]
+           "sigma_inflation", "snap_cost", "FRAME_BITS", "FRAME_MAX_INFLATION", "frame_cost", "frame_bits_for",
+           "snap_frame"]
 
 
 def lattice_step(scale, bits: int = LATTICE_BITS) -> np.ndarray:
@@ -421,13 +422,16 @@ class SnappedSampler:
 # ====================================================================================== frames (exponential mechanism)
 #: lattice bits of a released frame's entries (entries in [-1, 1]; step 2^-FRAME_BITS)
 FRAME_BITS = 12
+#: largest sd inflation of a frame entry (relative to its rms 1/√m) a coarser frame lattice may cost
+#: (:func:`frame_bits_for`)
+FRAME_MAX_INFLATION = 0.02
 
 
-def frame_cost(m: int, k: int, epsilon: float) -> SnapCost:
+def frame_cost(m: int, k: int, epsilon: float, bits: int = FRAME_BITS) -> SnapCost:
     """:class:`SnapCost` of :func:`snap_frame` for an m x k frame released by a mechanism at ``epsilon``.
 
     ``Σ_ij E|V_ij| <= k √m`` (Cauchy–Schwarz on unit columns), so the theorem's sum uses ``E|V_ij| = 1/√m``
-    per entry; the step is ``2^-FRAME_BITS``. The sd inflation is that of an entry of sd ``1/√m``.
+    per entry; the step is ``2^-bits``. The sd inflation is that of an entry of sd ``1/√m``.
 
     Examples
     --------
@@ -436,15 +440,39 @@ def frame_cost(m: int, k: int, epsilon: float) -> SnapCost:
     True
     """
     J = int(m) * int(k)
-    step = np.full(J, 2.0**-FRAME_BITS)
+    step = np.full(J, 2.0**-int(bits))
     mean_abs = np.full(J, 1.0 / math.sqrt(m))
     dfp = snapping_delta(mean_abs / step)
     return SnapCost(delta_fp=dfp, delta_added=(1.0 + math.exp(float(epsilon))) * dfp,
-                    sigma_inflation=sigma_inflation(step, mean_abs), bits=FRAME_BITS, lattice=f"2^-{FRAME_BITS} Z")
+                    sigma_inflation=sigma_inflation(step, mean_abs), bits=int(bits), lattice=f"2^-{int(bits)} Z")
 
 
-def snap_frame(frames, random_seed=None) -> np.ndarray:
-    """Frames (..., m, k) with orthonormal columns, released on the dithered lattice ``2^-FRAME_BITS Z`` (the
+def frame_bits_for(m: int, k: int, epsilon: float, delta: float,
+                   max_inflation: float = FRAME_MAX_INFLATION) -> int | None:
+    """The finest frame lattice ``2^-bits Z`` (``bits <= FRAME_BITS``) whose rounding's δ, ``(1 + e^ε) δ_fp``, is at
+    most half of ``delta`` while the sd of an entry grows by at most ``max_inflation``; None if there is none.
+
+    ``δ_fp`` falls in proportion to the step (the theorem's ``2 (w + 2^-49) E|V_ij|/η`` term dominates), so a plan
+    whose δ is below twice the ``2^-FRAME_BITS`` lattice's cost (the default 1e-10 for small frames) can hold a
+    coarser one; the step is public (m, k, ε, δ only). Its cost in accuracy is the sd inflation of
+    :func:`frame_cost` (the uniform dither's ``η²/12`` against an entry's mean square ``1/m``).
+
+    Examples
+    --------
+    >>> frame_bits_for(5, 1, 1.0, 1e-7), frame_bits_for(5, 1, 1.0, 1e-10), frame_bits_for(40, 3, 1.0, 1e-10)
+    (12, 5, None)
+    """
+    for bits in range(FRAME_BITS, 0, -1):
+        c = frame_cost(m, k, epsilon, bits)
+        if c.sigma_inflation > max_inflation:
+            return None
+        if 2.0 * c.delta_added <= delta:
+            return bits
+    return None
+
+
+def snap_frame(frames, random_seed=None, bits: int = FRAME_BITS) -> np.ndarray:
+    """Frames (..., m, k) with orthonormal columns, released on the dithered lattice ``2^-bits Z`` (the
     module's theorem with centre 0: each entry is a float value of the sampler) and mapped back to the nearest
     orthonormal frame (polar factor; post-processing of the lattice point). Same shape.
 
@@ -459,7 +487,7 @@ def snap_frame(frames, random_seed=None) -> np.ndarray:
     frames = np.asarray(frames, dtype=float)
     shape = frames.shape
     flat = frames.reshape(-1, shape[-2] * shape[-1])
-    step = np.full(flat.shape[1], 2.0**-FRAME_BITS)
+    step = np.full(flat.shape[1], 2.0**-int(bits))
     out = snap(np.zeros(flat.shape[1]), flat, step, random_seed).reshape(shape)
     u, _, vt = np.linalg.svd(out, full_matrices=False)
     return u @ vt

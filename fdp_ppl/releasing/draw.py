@@ -20,7 +20,7 @@ import xarray as xr
 
 from .._version import __version__
 from ..accounting import PrivacyLedger
-from ..errors import CompatibilityError, InputError, SeededReleaseWarning
+from ..errors import BudgetExceededError, CompatibilityError, InputError, SeededReleaseWarning
 from ..noise.mechanisms import Mechanism
 from ..noise.sampling import generator_attrs, resolve_generator, sampler_for
 from ..settings import blas_threads
@@ -205,8 +205,25 @@ def charge(plan, ledger, *, label: str = "", dataset: str = "", records_per_unit
     if ledger is None:
         return {}
     unit = {} if records_per_unit is None else {"records_per_unit": records_per_unit}
-    ledger.spend(plan.cost, label or plan.label, dataset=dataset, mechanism=plan.mechanism, event=plan.event, **unit)
+    try:
+        ledger.spend(plan.cost, label or plan.label, dataset=dataset, mechanism=plan.mechanism, event=plan.event,
+                     **unit)
+    except BudgetExceededError as err:
+        raise lattice_refusal(plan, err) from err
     return _group_attrs(plan, ledger, records_per_unit)
+
+
+def lattice_refusal(plan, err: BudgetExceededError) -> BudgetExceededError:
+    """The ledger's refusal ``err`` of ``plan``, said in the plan's words when the plan is a pure ε mechanism that the
+    floating-point-safe lattice made (ε, δ_fp)-DP (``generator == "snapped"``, nominal δ = 0): a pure ledger cannot
+    pay that δ, and the fix is a δ budget or the float sampler; ``err`` itself otherwise."""
+    if not (plan.generator == "snapped" and plan.delta == 0 < plan.cost.delta):
+        return err
+    return BudgetExceededError(
+        f"the floating-point-safe lattice release of this pure epsilon-DP mechanism is (epsilon, delta)-DP with delta "
+        f"= {plan.cost.delta:.3g} (the rounding's, fdp_ppl.noise.snapping), which this ledger cannot pay",
+        "create the ledger with a delta budget (--budget EPSILON,1e-8), or pass generator='pymc' in Python (pure "
+        "epsilon, NOT floating-point safe); nothing was released")
 
 
 def warn_seeded(family: str, stacklevel: int = 3) -> None:
@@ -355,7 +372,7 @@ def _plan_mean(spec, mechanism, draws, seeded, bound, generator, allow_nonprivat
         raise InputError("tau was computed from the private data (data_tau): the release would carry no privacy "
                          "guarantee", "pass a public tau, or allow_nonprivate=True for a study (the release then "
                          "records private = 0)")
-    generator = resolve_generator(mechanism.law, generator, 0 if seeded else None, pure=mechanism.delta == 0)
+    generator = resolve_generator(mechanism.law, generator, 0 if seeded else None)
     cal, sampler, head, tail, accuracy = _public_parts(spec, mechanism, bound or "tight", generator)
     check_scale(cal.scale)
     J, K = spec.n_components, spec.grid.size

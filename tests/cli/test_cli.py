@@ -316,6 +316,19 @@ def test_release_bernstein_and_elliptical_mechanisms(tmp_path, capsys, mechanism
                                    for line in std.err.splitlines())
 
 
+def test_pure_knorm_on_a_pure_ledger_is_refused_naming_the_lattice(tmp_path, capsys):
+    """The pure K-norm release is floating-point safe by default at the cost of the lattice's δ (DESIGN invariant 8):
+    a pure ledger (--budget 2) cannot pay it; refused before any draw, saying why and what to do; nothing charged."""
+    from fdp_ppl.accounting import PrivacyLedger
+
+    led = tmp_path / "pure.sqlite"
+    rc = main(["release", "--data", "electricity", "--var", "demand", "--mechanism", "knorm", "--epsilon", "1",
+               "--tau", "4000", "--ledger", str(led), "--budget", "2", "--out", str(tmp_path / "k.nc")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "lattice release of this pure" in err and "--budget EPSILON,1e-8" in err
+    assert not (tmp_path / "k.nc").exists() and PrivacyLedger.open(led).spent.epsilon == 0.0
+
+
 def test_bernstein_lattice_size_and_growth(tmp_path, capsys):
     rc, out = _release(tmp_path, "--data", "growth", "--mechanism", "bernstein", "--epsilon", "1", "--tau", "200",
                        "--k", "10")

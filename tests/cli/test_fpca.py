@@ -90,7 +90,8 @@ def test_early_ledger_check_gets_the_cost_that_is_charged(tmp_path, capsys, monk
 
 def test_gp_base_pure_and_delta_variants(tmp_path, capsys):
     """gp-base k = 1 at n x epsilon = 46.5 (growth, epsilon 1): the pure plan needs 2.7e7 proposals and is refused with a
-    one-line error naming --delta; --delta 1e-10 serves (epsilon', delta') with 8.8e6."""
+    one-line error naming --delta; --delta 1e-10 serves (epsilon', delta') with 9.0e6 (the frame lattice's delta
+    planned inside it)."""
     common = ("--data", "growth", "--k", "1", "--m", "5", "--basis", "gaussian", "--rho", "0.1", "--epsilon", "1",
               "--tau", "200", "--form", "gp-base")
     rc, out = _fpca(tmp_path, *common, name="pure")
@@ -101,7 +102,9 @@ def test_gp_base_pure_and_delta_variants(tmp_path, capsys):
     assert rc == 0, std.err
     a = xr.open_datatree(out).attrs
     assert a["pure"] == 0 and 0 < a["delta_guaranteed"] <= 1e-10 and a["sampler"] == "rejection-from-gp-base"
-    assert "guaranteed (1.0000000001, 1e-10)" in std.out
+    # the frame lattice 2^-5 Z holds the default delta: floating-point safe, its delta inside the 1e-10
+    assert "guaranteed (1.00000000007, 1e-10)" in std.out and a["fp_safe"] == 1 and a["frame_lattice_bits"] == 5
+    assert "lattice 2^-5 Z: floating-point safe" in std.out
 
 
 def test_fourier_bingham_exact_k1_and_seed(tmp_path, capsys):

@@ -109,13 +109,14 @@ def test_kde_cli_private_bandwidth_is_charged(tmp_path, csv_file, capsys):
     tree = xr.open_datatree(out)
     assert tree.attrs["bandwidth_epsilon"] == 0.25 and tree.attrs["bandwidth_rule"].startswith("private")
     assert 0.005 < float(tree.attrs["h"]) < 1 and "of the total 0.75" in cap.out
-    # the file states what the whole release spent, bandwidth included, and that its quartile draws (numpy
-    # uniforms) are not floating-point safe although the density noise is
+    # the file states what the whole release spent, bandwidth included, and that its quartile draws (OpenDP, on a
+    # public lattice) are floating-point safe as the density noise is
     assert tree.attrs["budget_spent_epsilon"] == pytest.approx(0.75)
     # the release records the composition of two plans: the bandwidth (part 0) and the density (part 1)
-    assert tree.attrs["fp_safe"] == 0 and tree.attrs["part0_fp_safe"] == 0 and tree.attrs["part1_fp_safe"] == 1
+    assert tree.attrs["fp_safe"] == 1 and tree.attrs["part0_fp_safe"] == 1 and tree.attrs["part1_fp_safe"] == 1
     assert tree.attrs["part0_epsilon"] == 0.25 and tree.attrs["part1_epsilon"] == 0.5
-    assert "numpy" in tree.attrs["noise_generator"] and "NOT floating-point safe" in cap.out
+    assert "numpy" not in tree.attrs["noise_generator"] and "NOT floating-point safe" not in cap.out
+    assert "floating-point safe)" in cap.out
     assert "+ 0.25 (private bandwidth) = 0.75" in cap.out
     from fdp_ppl.accounting import PrivacyLedger
 

@@ -61,19 +61,24 @@ def numpy_reachable(y: float, c: float, b: float) -> bool:
     for equality (guarding against a non-monotone ulp of ``log``).
     """
     y, c, b = float(y), float(c), float(b)
-    for lo, hi in ((1, 2**52 - 1), (2**52, 2**53 - 1)):
-        if not (_numpy_laplace(c, b, lo) <= y <= _numpy_laplace(c, b, hi)):
-            continue
-        a, z = lo, hi
-        while a < z:
-            mid = (a + z) // 2
-            if _numpy_laplace(c, b, mid) >= y:
-                z = mid
-            else:
-                a = mid + 1
-        if any(_numpy_laplace(c, b, m) == y for m in range(max(lo, a - 2), min(hi, a + 2) + 1)):
-            return True
-    return False
+    return any(monotone_reaches(lambda m: _numpy_laplace(c, b, m), lo, hi, y)
+               for lo, hi in ((1, 2**52 - 1), (2**52, 2**53 - 1)))
+
+
+def monotone_reaches(f, lo: int, hi: int, y: float) -> bool:
+    """Whether ``f(m) == y`` for some integer ``m`` in ``[lo, hi]``, ``f`` float-valued and non-decreasing: a bisection
+    finds the smallest ``m`` with ``f(m) >= y`` and its neighbours are checked for equality (guarding against a
+    non-monotone last ulp)."""
+    if not (f(lo) <= y <= f(hi)):
+        return False
+    a, z = lo, hi
+    while a < z:
+        mid = (a + z) // 2
+        if f(mid) >= y:
+            z = mid
+        else:
+            a = mid + 1
+    return any(f(m) == y for m in range(max(lo, a - 2), min(hi, a + 2) + 1))
 
 
 def unreachable_share(y, centre, scale, reachable=numpy_reachable) -> float:
