@@ -235,17 +235,17 @@ def _factory(generator: str):
     return _GENERATORS[generator]
 
 
-def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=None) -> str:
+def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=None, *, pure: bool = False) -> str:
     """The release generator for ``law``: the caller's choice, checked, or the default.
 
     Default (``generator=None``): ``"opendp"`` (floating-point safe) when
     ``random_seed is None`` and the law has an OpenDP sampler (``law.fp_safe``);
     ``"snapped"`` (floating-point safe, dithered lattice) when ``random_seed is
-    None`` for the other laws (elliptical): an (ε, δ) mechanism's σ absorbs the
-    rounding's δ, a pure ε mechanism becomes (ε, (1 + e^ε) δ_fp)-DP, about 10⁻⁹
-    (:mod:`fdp_ppl.noise.snapping`; ``generator="pymc"`` keeps it pure, not
-    floating-point safe); ``"pymc"`` when a seed is given (seeded studies
-    keep their numbers) or the law cannot be snapped (t, ν <= 1).
+    None`` for the other laws (elliptical) of an (ε, δ) mechanism, whose σ
+    absorbs the rounding's δ; ``"pymc"`` when a seed is given (seeded studies
+    keep their numbers), the law cannot be snapped (t, ν <= 1), or the
+    mechanism is pure (``pure=True``: the lattice would turn its ε-DP into
+    (ε, δ)-DP; ask for ``generator="snapped"`` to make that trade).
 
     Raises
     ------
@@ -259,7 +259,7 @@ def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=N
     if generator is None:
         if random_seed is not None:
             return "pymc"
-        return OPENDP if law.fp_safe else (SNAPPED if snappable(law) else "pymc")
+        return OPENDP if law.fp_safe else (SNAPPED if snappable(law) and not pure else "pymc")
     factory = _factory(generator)
     if getattr(factory, "fp_safe", False):
         if random_seed is not None:

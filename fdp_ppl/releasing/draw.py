@@ -20,7 +20,7 @@ import xarray as xr
 
 from .._version import __version__
 from ..accounting import PrivacyLedger
-from ..errors import BudgetExceededError, CompatibilityError, InputError, SeededReleaseWarning
+from ..errors import CompatibilityError, InputError, SeededReleaseWarning
 from ..noise.mechanisms import Mechanism
 from ..noise.sampling import generator_attrs, resolve_generator, sampler_for
 from ..settings import blas_threads
@@ -372,7 +372,7 @@ def _plan_mean(spec, mechanism, draws, seeded, bound, generator, allow_nonprivat
         raise InputError("tau was computed from the private data (data_tau): the release would carry no privacy "
                          "guarantee", "pass a public tau, or allow_nonprivate=True for a study (the release then "
                          "records private = 0)")
-    generator = resolve_generator(mechanism.law, generator, 0 if seeded else None)
+    generator = resolve_generator(mechanism.law, generator, 0 if seeded else None, pure=mechanism.delta == 0)
     cal, sampler, head, tail, accuracy = _public_parts(spec, mechanism, bound or "tight", generator)
     check_scale(cal.scale)
     J, K = spec.n_components, spec.grid.size
