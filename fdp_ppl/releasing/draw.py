@@ -20,7 +20,7 @@ import xarray as xr
 
 from .._version import __version__
 from ..accounting import PrivacyLedger
-from ..errors import CompatibilityError, InputError, SeededReleaseWarning
+from ..errors import BudgetExceededError, CompatibilityError, InputError, SeededReleaseWarning
 from ..noise.mechanisms import Mechanism
 from ..noise.sampling import generator_attrs, resolve_generator, sampler_for
 from ..settings import blas_threads

@@ -316,17 +316,32 @@ def test_release_bernstein_and_elliptical_mechanisms(tmp_path, capsys, mechanism
                                    for line in std.err.splitlines())
 
 
-def test_pure_knorm_on_a_pure_ledger_is_refused_naming_the_lattice(tmp_path, capsys):
-    """The pure K-norm release is floating-point safe by default at the cost of the lattice's δ (DESIGN invariant 8):
-    a pure ledger (--budget 2) cannot pay it; refused before any draw, saying why and what to do; nothing charged."""
+def test_pure_knorm_stays_pure_and_its_lattice_is_refused_by_a_pure_ledger(tmp_path, capsys):
+    """The pure K-norm release keeps its pure ε by default (the float sampler, which the table says is not
+    floating-point safe): a pure ledger (--budget 2) pays it. Its floating-point-safe lattice (``generator="snapped"``)
+    is (ε, δ_fp)-DP: the same pure ledger refuses it before any draw, saying why and what to do; nothing charged."""
+    import warnings
+
     from fdp_ppl.accounting import PrivacyLedger
+    from fdp_ppl.errors import BudgetExceededError
+    import fdp_ppl as fp
+    from fdp_ppl.releasing.registry import MECHANISMS
 
     led = tmp_path / "pure.sqlite"
     rc = main(["release", "--data", "electricity", "--var", "demand", "--mechanism", "knorm", "--epsilon", "1",
                "--tau", "4000", "--ledger", str(led), "--budget", "2", "--out", str(tmp_path / "k.nc")])
-    err = capsys.readouterr().err
-    assert rc == 2 and "lattice release of this pure" in err and "--budget EPSILON,1e-8" in err
-    assert not (tmp_path / "k.nc").exists() and PrivacyLedger.open(led).spent.epsilon == 0.0
+    out = capsys.readouterr().out
+    assert rc == 0 and "NOT floating-point safe" in out.replace("not floating-point safe", "NOT floating-point safe")
+    spent = PrivacyLedger.open(led).spent
+    assert spent.epsilon == pytest.approx(1.0) and spent.delta == 0.0
+    grid = fp.Grid.uniform(40)
+    summary = fp.iclp_qr_mean(np.ones((30, 1)) * np.sin(3 * grid.t), fp.eigenbasis(fp.Matern(rho=0.2), grid), tau=2.0)
+    ledger = fp.PrivacyLedger(fp.PrivacyBudget(2.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(BudgetExceededError, match="lattice release of this pure"):
+            fp.release(summary, MECHANISMS["knorm"].build(1.0, 0.0), generator="snapped", ledger=ledger)
+    assert ledger.spent.epsilon == 0.0
 
 
 def test_bernstein_lattice_size_and_growth(tmp_path, capsys):
