@@ -30,7 +30,7 @@ def _chunk(size: int) -> int:
 def _shared_rows(a):
     """``a`` (draws, J) as a stride-0 view of its first row where every row equals it (fixed hyperparameters: a
     product noise law then computes each coefficient's posterior terms once for all draws), else ``a``."""
-    shared = a.shape[0] > 1 and np.array_equal(a, np.broadcast_to(a[:1], a.shape))
+    shared = a.shape[0] > 1 and np.array_equal(a[-1], a[0]) and np.array_equal(a, np.broadcast_to(a[:1], a.shape))
     return np.broadcast_to(a[:1], a.shape) if shared else a
 
 
