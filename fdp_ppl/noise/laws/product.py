@@ -113,8 +113,9 @@ class Laplace(NoiseLaw):
 
         numpy: one ``erfcx(|z|)`` per element and half; with ``log_erfc=True`` also ``log erfc(z₁)`` and
         ``log erfc(z₂)`` (``log 2Φ(−√2 z)``, what a truncated-normal draw needs) from the same values."""
-        z1 = (g**2 / b - x) / (g * np.sqrt(2.0))
-        z2 = (g**2 / b + x) / (g * np.sqrt(2.0))
+        lift, width = g**2 / b, g * np.sqrt(2.0)   # shared by both halves (the same values, computed once)
+        z1 = (lift - x) / width
+        z2 = (lift + x) / width
         if xp is NP:   # the branches' terms shared by both halves
             with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # in the branch not taken
                 shift, slope, quad = g**2 / (2 * b**2), x / b, -(x**2) / (2 * g**2)
