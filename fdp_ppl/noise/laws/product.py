@@ -200,7 +200,9 @@ class Laplace(NoiseLaw):
           ``N(m + g²/b, g²)`` on ``c < y`` and ``N(m − g²/b, g²)`` on ``c > y``, with weights the two
           halves of the Normal–Laplace convolution (:meth:`_normal_terms`); each piece is drawn by
           its inverse CDF in log space (``ndtri_exp(log U + log Φ(·))``, ``log Φ`` from the same
-          ``erfcx`` values as the weights), exact to rounding in any tail.
+          ``erfcx`` values as the weights), exact to rounding in any tail. Where ``y``, the prior and the scale
+          repeat one row along the leading axis as stride-0 views (``np.broadcast_to``: the same posterior for
+          every draw), those terms are computed for that row once; the draws are the same bits.
         * Laplace prior ``Laplace(m, β)``: the posterior of ``u = c − m`` is piecewise exponential
           on ``(−∞, 0)``, ``[0, x]``, ``(x, ∞)`` (``x = y − m``) with the masses of
           :meth:`_laplace_pieces`; each piece is drawn by its closed-form inverse CDF.
