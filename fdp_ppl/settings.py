@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 
 #: environment variable naming the data directory
 DATA_DIR_ENV = "FDP_PPL_DATA_DIR"
@@ -123,6 +124,8 @@ def inference_blas_threads() -> int | None:
 
 
 _BLAS_LIBS: list = []
+#: ``len(sys.modules)`` when :data:`_BLAS_LIBS` was last filled
+_BLAS_SCAN: list = [-1]
 
 
 @contextlib.contextmanager
@@ -134,7 +137,8 @@ def blas_threads(n: int | None | str = "default", *, rescan: bool = False, child
     n : int, None or "default"
         Threads; ``"default"`` reads :func:`inference_blas_threads`; None or 0 changes nothing.
     rescan : bool
-        Look for loaded BLAS libraries again (``threadpoolctl``, milliseconds). Otherwise the
+        Look for loaded BLAS libraries again (``threadpoolctl``, about 3 ms) if modules were imported since
+        the last look (a library loads with the extension module that links it). Otherwise the
         libraries found on the first call are reused, so a limit costs a few microseconds: the
         release path limits the threads of its small draws × basis product on every call.
     children : bool
@@ -147,13 +151,14 @@ def blas_threads(n: int | None | str = "default", *, rescan: bool = False, child
     if not n:
         yield
         return
-    if rescan or not _BLAS_LIBS:
+    if not _BLAS_LIBS or (rescan and len(sys.modules) != _BLAS_SCAN[0]):
         try:
             from threadpoolctl import ThreadpoolController
         except ImportError:  # pragma: no cover - threadpoolctl comes with PyMC
             yield
             return
         _BLAS_LIBS[:] = [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
+        _BLAS_SCAN[0] = len(sys.modules)
     libs = list(_BLAS_LIBS)
     saved_env = {}
     if children:

@@ -27,6 +27,13 @@ def _chunk(size: int) -> int:
     return int(max(1, min(256, _BATCH_BYTES // (8 * size * size))))
 
 
+def _shared_rows(a):
+    """``a`` (draws, J) as a stride-0 view of its first row where every row equals it (fixed hyperparameters: a
+    product noise law then computes each coefficient's posterior terms once for all draws), else ``a``."""
+    shared = a.shape[0] > 1 and np.array_equal(a[-1], a[0]) and np.array_equal(a, np.broadcast_to(a[:1], a.shape))
+    return np.broadcast_to(a[:1], a.shape) if shared else a
+
+
 def _sampling_base(pub, J):
     """``sd_j/κ`` of one curve's coefficients for the population target: ``√λ_j`` (or 1 outside an eigenbasis)."""
     return np.sqrt(pub["eigenvalues"]) if pub["eigenvalues"] is not None else np.ones(J)
@@ -321,7 +328,8 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
         if one_d:   # u = Sθ + e ~ N(S m A1, S² a² P_jj + g²) per coefficient; y = u + ξ
             prior_sd = amp[:, None] * np.sqrt(plan.prior_var)
             u_sd = np.sqrt(shrink**2 * prior_sd**2 + samp)
-            u = law.centre_posterior_draws(y, b, Normal(), shrink * m[:, None] * A1, u_sd, rng)
+            u = law.centre_posterior_draws(y, b, Normal(), _shared_rows(shrink * m[:, None] * A1), _shared_rows(u_sd),
+                                           rng)
             noise = y - u      # ξ = y − u exactly: (θ, ξ) | y drawn as u | y, then θ | u (ξ is independent of θ)
             if meta["target"] == "population":   # θ | u: Normal prior, Gaussian sampling error
                 u = Normal().centre_posterior_draws(u, np.sqrt(samp), Normal(), shrink * m[:, None] * A1,

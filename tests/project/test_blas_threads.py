@@ -39,3 +39,26 @@ def test_none_changes_nothing():
     before = _blas_threads_here()
     with blas_threads(None, children=True):
         assert _blas_threads_here() == before
+
+
+def test_rescan_looks_again_only_after_new_imports(monkeypatch):
+    """The scan for BLAS libraries (milliseconds, on every fp.infer call) is repeated only when modules were
+    imported since the last one (a library loads with the extension module that links it)."""
+    import types
+
+    calls = []
+    real = threadpoolctl.ThreadpoolController
+
+    def counting():
+        calls.append(1)
+        return real()
+    def here():   # not counted
+        return max(i["num_threads"] for i in real().info() if i["user_api"] == "blas")
+    monkeypatch.setattr(threadpoolctl, "ThreadpoolController", counting)
+    here()   # its own first call may import modules
+    for name, scans in (("_fdp_ppl_new_a", 1), (None, 1), ("_fdp_ppl_new_b", 2)):
+        if name:   # a module imported since the last scan
+            monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+        with blas_threads(1, rescan=True):
+            assert here() == 1
+        assert len(calls) == scans

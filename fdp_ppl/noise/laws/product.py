@@ -30,6 +30,15 @@ def _by_blocks(fn, *arrays):
     return np.concatenate([fn(*(part(a, lo) for a in arrays)) for lo in range(0, shape[0], step)], axis=0)
 
 
+def _shared_first_row(*arrays):
+    """The first rows ``a[:1]`` of arrays of one shape that repeat their first row along the leading axis as
+    stride-0 views (what ``np.broadcast_to``/``np.broadcast_arrays`` make of parameters shared by every row), or
+    None where any array's rows are stored apart (checked by strides, not by value: no pass over the arrays)."""
+    if arrays[0].ndim < 2 or arrays[0].shape[0] < 2 or any(a.strides[0] != 0 for a in arrays):
+        return None
+    return [a[:1] for a in arrays]
+
+
 def _j(mu, scale):
     import pytensor.tensor as pt
 
@@ -104,8 +113,9 @@ class Laplace(NoiseLaw):
 
         numpy: one ``erfcx(|z|)`` per element and half; with ``log_erfc=True`` also ``log erfc(z₁)`` and
         ``log erfc(z₂)`` (``log 2Φ(−√2 z)``, what a truncated-normal draw needs) from the same values."""
-        z1 = (g**2 / b - x) / (g * np.sqrt(2.0))
-        z2 = (g**2 / b + x) / (g * np.sqrt(2.0))
+        lift, width = g**2 / b, g * np.sqrt(2.0)   # shared by both halves (the same values, computed once)
+        z1 = (lift - x) / width
+        z2 = (lift + x) / width
         if xp is NP:   # the branches' terms shared by both halves
             with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # in the branch not taken
                 shift, slope, quad = g**2 / (2 * b**2), x / b, -(x**2) / (2 * g**2)
@@ -190,7 +200,9 @@ class Laplace(NoiseLaw):
           ``N(m + g²/b, g²)`` on ``c < y`` and ``N(m − g²/b, g²)`` on ``c > y``, with weights the two
           halves of the Normal–Laplace convolution (:meth:`_normal_terms`); each piece is drawn by
           its inverse CDF in log space (``ndtri_exp(log U + log Φ(·))``, ``log Φ`` from the same
-          ``erfcx`` values as the weights), exact to rounding in any tail.
+          ``erfcx`` values as the weights), exact to rounding in any tail. Where ``y``, the prior and the scale
+          repeat one row along the leading axis as stride-0 views (``np.broadcast_to``: the same posterior for
+          every draw), those terms are computed for that row once; the draws are the same bits.
         * Laplace prior ``Laplace(m, β)``: the posterior of ``u = c − m`` is piecewise exponential
           on ``(−∞, 0)``, ``[0, x]``, ``(x, ∞)`` (``x = y − m``) with the masses of
           :meth:`_laplace_pieces`; each piece is drawn by its closed-form inverse CDF.
@@ -199,17 +211,24 @@ class Laplace(NoiseLaw):
 
         y, m, p, b = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, prior_mean, prior_scale, scale))
         check_scale(b), check_scale(p)
-        x = y - m
         if isinstance(prior, Normal):
-            def draws(x, m, p, b):
-                t1, t2, z1, z2, e1, e2 = self._normal_terms(x, p, b, log_erfc=True)
-                lower = rng.random(x.shape) < expit(t1 - t2)                    # the piece c < y
+            def pieces(w, e1, e2, shift, m, p):
+                lower = rng.random(w.shape) < w                                 # the piece c < y
                 # N(0, 1) truncated to (α, ∞), α = √2 z: log Φ(−α) = log erfc(z) − log 2 (the halves' erfcx)
-                z = -ndtri_exp(np.log(rng.random(x.shape)) + np.where(lower, e1, e2) - np.log(2.0))
-                shift = p**2 / b
+                z = -ndtri_exp(np.log(rng.random(w.shape)) + np.where(lower, e1, e2) - np.log(2.0))
                 return np.where(lower, m + shift - p * z, m - shift + p * z)
-            return _by_blocks(draws, x, m, p, b)
+
+            def terms(x, p, b):
+                t1, t2, _, _, e1, e2 = self._normal_terms(x, p, b, log_erfc=True)
+                return expit(t1 - t2), e1, e2, p**2 / b
+
+            row = _shared_first_row(y, m, p, b)
+            if row is not None:   # the same posterior in every row (a fixed prior): its terms once, then the draws
+                w, e1, e2, shift = (np.broadcast_to(a, y.shape) for a in terms(row[0] - row[1], *row[2:]))
+                return _by_blocks(pieces, w, e1, e2, shift, m, p)   # the same blocks, so the same random stream
+            return _by_blocks(lambda x, m, p, b: pieces(*terms(x, p, b), m, p), y - m, m, p, b)
         if isinstance(prior, Laplace):
+            x = y - m
             m1, m2, m3 = self._laplace_pieces(x, p, b)
             logs = np.stack([m1, m2, m3])
             w = np.exp(logs - logs.max(axis=0))
