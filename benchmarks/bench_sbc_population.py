@@ -105,9 +105,8 @@ def fit(setting: str, mean_tree, pca_tree, *, draws: int, tune: int, seed: int, 
         rho = pm.LogNormal("rho", np.log(0.3), 0.3)
         mean = c + np.sin(2 * np.pi * grid.t)
         cov = _matern32(d, amp, rho, pt) + 1e-9 * np.eye(K)
-        kw = {"clipping": clipping, "clipping_points": POINTS} if setting == "mean" else {}
         obs = fp.observe(mean_tree if setting == "mean" else [mean_tree, pca_tree], mean=mean, covariance=cov,
-                         name="rel", **kw)
+                         name="rel", clipping=clipping, clipping_points=POINTS)
         with warnings.catch_warnings(), blas_threads():
             warnings.simplefilter("ignore")
             idata = pm.sample(draws, tune=tune, chains=1, cores=1, random_seed=seed, progressbar=False,
@@ -149,18 +148,28 @@ def pool(paths) -> dict:
     first = runs[0]
     L, bins = first["draws"] // first["thin"], first["bins"]
     pooled = {}
+    summed = ("divergences", "seconds_per_fit", "cpu_seconds_per_fit")
     for r in runs:
         for key, reg in r["regimes"].items():
             acc = pooled.setdefault(key, {**{k: v for k, v in reg.items() if k not in ("ranks", "pvalues")},
-                                          "ranks": {p: [] for p in PARAMETERS}, "replicates": 0, "clipped": []})
+                                          "ranks": {p: [] for p in PARAMETERS}, "replicates": 0, "clipped": [],
+                                          "clipped_share_max": 0.0, "clipping": [], **dict.fromkeys(summed, 0.0)})
             acc["replicates"] += reg["replicates"]
             acc["clipped"].append(reg["clipped_share_mean"] * reg["replicates"])
+            acc["clipped_share_max"] = max(acc["clipped_share_max"], reg["clipped_share_max"])
+            acc["clipping"] = sorted(set(acc["clipping"]) | set(reg.get("clipping", [])))
+            acc["divergences"] += reg["divergences"]
+            for k in summed[1:]:   # per-fit times: weighted by replicates below
+                acc[k] += reg[k] * reg["replicates"]
             for p in PARAMETERS:
                 acc["ranks"][p] += reg["ranks"][p]
             if reg.get("moment_error_max_sd") is not None:
                 acc["moment_error_max_sd"] = max(acc.get("moment_error_max_sd") or 0.0, reg["moment_error_max_sd"])
     for acc in pooled.values():
         acc["clipped_share_mean"] = float(sum(acc.pop("clipped")) / acc["replicates"])
+        acc["divergences"] = int(acc["divergences"])
+        for k in ("seconds_per_fit", "cpu_seconds_per_fit"):
+            acc[k] /= acc["replicates"]
         acc["pvalues"] = uniformity(acc["ranks"], L, bins)
         print(f"{acc['setting']} eps={acc['epsilon']:g} tau={acc['tau']:g}: {acc['replicates']} replicates, clipped "
               f"{acc['clipped_share_mean']:.1%}, " + "  ".join(f"p[{p}]={v:.3f}" for p, v in acc["pvalues"].items()))
@@ -216,9 +225,10 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--replicates", type=int)
     ap.add_argument("--bins", type=int)
-    ap.add_argument("--settings", nargs="+", choices=SETTINGS, default=list(SETTINGS))
+    ap.add_argument("--settings", nargs="+", choices=SETTINGS,
+                    help="default: both; with --clipped: mean (add mean+components for the joint observation)")
     ap.add_argument("--clipped", action="store_true",
-                    help="the clipped regimes (CLIPPED_REGIMES) of the mean release, clipping modelled")
+                    help="the clipped regimes (CLIPPED_REGIMES), clipping modelled")
     ap.add_argument("--clipping", default="auto", choices=("auto", "moments", "ignore"),
                     help="fp.observe's clipping= (ignore: the unmodelled baseline)")
     ap.add_argument("--eps", type=float, nargs="+", help="only these epsilons")
@@ -234,7 +244,8 @@ def main(argv=None) -> int:
     reps = a.replicates or (12 if a.quick else 60)
     draws, tune, thin = a.draws or ((190, 200, 10) if a.quick else (400, 400, 20))
     bins = a.bins or (3 if a.quick else 5)
-    regimes, settings = (CLIPPED_REGIMES, ("mean",)) if a.clipped else (REGIMES, tuple(a.settings))
+    regimes = CLIPPED_REGIMES if a.clipped else REGIMES
+    settings = tuple(a.settings or (("mean",) if a.clipped else SETTINGS))
     if a.eps:
         regimes = tuple(r for r in regimes if r[0] in a.eps)
     res = run(reps, draws=draws, tune=tune, thin=thin, bins=bins, settings=settings, regimes=regimes,

@@ -255,7 +255,8 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     if isinstance(release, (list, tuple)):
         from .population_joint import observe_joint
 
-        return observe_joint(release, mean=mean, covariance=covariance, name=name, draw=draw)
+        return observe_joint(release, mean=mean, covariance=covariance, name=name, draw=draw, clipping=clipping,
+                             clipping_points=clipping_points)
     model = _model(None)
     _check_name(model, name, (name, f"{name}_basis"))
     part = _mean_release(release, draw)
@@ -474,7 +475,8 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
         attrs.update({f"{o.name}_{k}": v for k, v in o.attrs.items()})
         for part, tau in (("mean", o.mean_part["tau"]), ("components", o.components_tau)):
             if outside[f"{o.name}_{part}"]:
-                _record_clipping(attrs, f"{o.name}_{part}", outside[f"{o.name}_{part}"], tau)
+                _record_clipping(attrs, f"{o.name}_{part}", outside[f"{o.name}_{part}"], tau,
+                                 modelled=o.clipping != "ignore")
     tree.attrs = S.clean_attrs(attrs)
     return tree
 
