@@ -607,6 +607,17 @@ def test_joint_clipped_moments_likelihood_is_the_unclipped_one_when_nothing_is_c
     np.testing.assert_allclose(out["moments"][1], out["ignore"][1], rtol=1e-6, atol=1e-9)
 
 
+def _bench_sbc():
+    """benchmarks/bench_sbc_population.py (the SBC study the slow tests run at a smaller size)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import bench_sbc_population
+
+    return bench_sbc_population
+
+
 @pytest.mark.slow
 def test_sbc_of_the_gp_population_parameters_from_one_and_from_joint_releases():
     """Simulation-based calibration (Talts et al. 2018) of a GP population's level, amplitude and lengthscale from
@@ -614,12 +625,7 @@ def test_sbc_of_the_gp_population_parameters_from_one_and_from_joint_releases():
     ε ∈ {0.5, 1, 4} (benchmarks/bench_sbc_population.py): ranks uniform (chi-square, p > 0.01) for every parameter
     where clipping does not bind; in the clipped regime (10 % or more of curves beyond τ, not modelled) the
     p-values are what the approximation costs, recorded and not asserted, but the regime must really clip."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import bench_sbc_population as B
-
+    B = _bench_sbc()
     res = B.run(30, draws=190, tune=250, thin=10, bins=4, log=lambda s: None)
     for key, r in res.items():
         if r["tau"] == B.TAU_CLIPPED:
@@ -636,17 +642,28 @@ def test_sbc_of_the_gp_population_parameters_from_a_clipped_mean_release():
     curves, at ε ∈ {0.5, 1, 4} (benchmarks/bench_sbc_population.py --clipped): fp.observe's automatic choice is the
     clipped-moments likelihood, its quadrature error at the true parameters is below 0.1 likelihood sd, and the
     ranks are uniform (chi-square, p > 0.01) for every parameter."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import bench_sbc_population as B
-
+    B = _bench_sbc()
     res = B.run(15, draws=150, tune=150, thin=10, bins=3, settings=("mean",), regimes=B.CLIPPED_REGIMES,
                 log=lambda s: None)
     for key, r in res.items():
         assert r["clipped_share_mean"] >= 0.10, (key, r["clipped_share_mean"])
         assert r["clipping"] == ["moments"], (key, r["clipping"])
         assert r["moment_error_max_sd"] < 0.1, (key, r["moment_error_max_sd"])
+        for p, value in r["pvalues"].items():
+            assert value > 0.01, (key, p, value, r["ranks"][p])
+
+
+@pytest.mark.slow
+def test_sbc_of_the_gp_population_parameters_from_clipped_joint_releases():
+    """Simulation-based calibration of (c, amp, rho) from a mean release and an FPCA release of the same curves
+    observed jointly, their τ clipping 10 % or more of the curves, at ε ∈ {0.5, 1, 4} (benchmarks/
+    bench_sbc_population.py --clipped --settings mean+components): fp.observe's automatic choice is the clipped
+    latent statistics ("moments") and the ranks are uniform (chi-square, p > 0.01) for every parameter."""
+    B = _bench_sbc()
+    res = B.run(8, draws=150, tune=150, thin=10, bins=3, settings=("mean+components",), regimes=B.CLIPPED_REGIMES,
+                log=lambda s: None)
+    for key, r in res.items():
+        assert r["clipped_share_mean"] >= 0.10, (key, r["clipped_share_mean"])
+        assert r["clipping"] == ["moments"], (key, r["clipping"])
         for p, value in r["pvalues"].items():
             assert value > 0.01, (key, p, value, r["ranks"][p])
