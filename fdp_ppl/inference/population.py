@@ -62,6 +62,7 @@ from .comparison import RELEASE_ID, gaussian_loo_terms
 from .population_clipping import CLIPPING_POINTS
 from .population_parts import (
     CLIPPING_SAMPLES,
+    CONDITIONAL_LOO_NOTE,
     _as_tensor,
     _check_name,
     _mean_release,
@@ -307,6 +308,8 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     attrs = {"release_id": part["release_id"], "release_draw": int(draw), "likelihood": f"{likelihood}; {noise}",
              "approximation": approximation, "clipping": choice, "clipping_prior_share": prior_share, "n": n,
              "tau": tau, "noise_law": law.name, "summary": view.metadata.summary, "n_components": J}
+    if choice == "records":
+        attrs["log_likelihood"] = f"log p(y_j | latent records): {CONDITIONAL_LOO_NOTE}"
     obs = PopulationObservation(name=name, release_id=attrs["release_id"], released=y, design=SA, offset=offset, n=n,
                                 law=law, scale=b, tau=tau, tau_norm=norm, weights=view.weights,
                                 t=view.t_original, mean=mu, covariance=cov, mixing=mixing, attrs=attrs,

@@ -75,6 +75,7 @@ from ..errors import InputError
 from ..releasing import schema as S
 from .comparison import release_identity
 from .population_clipping import CLIPPING_POINTS
+from .population_parts import CONDITIONAL_LOO_NOTE
 
 #: relative jitter added to the diagonal of K (and of the components' covariance) before its Cholesky factor
 JITTER = 1e-9
@@ -97,7 +98,8 @@ APPROXIMATION_RECORDS = ("none: the n records are latent variables (<name>::reco
 #: the latent records' name (``<name>::records``, shape (n, K)) under ``clipping="records"``
 RECORDS = "records"
 LOG_LIKELIHOOD = ("conditional on the latent sufficient statistics: log p(y_j | sample mean) per coefficient, "
-                  "log p(v_f | G) per frame")
+                  "log p(v_f | G) per frame; " + CONDITIONAL_LOO_NOTE.replace(
+                      "prefer clipping='moments' for model comparison", "read az.compare's elpd differences with this"))
 
 
 @dataclass(frozen=True, eq=False)
