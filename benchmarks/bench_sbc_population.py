@@ -150,6 +150,7 @@ def pool(paths) -> dict:
     """Pool the ranks of several runs' JSON files (different ``--seed``) per regime; p-values of the pooled ranks."""
     import json
 
+    paths = list(dict.fromkeys(str(Path(p).resolve()) for p in paths))   # a file named twice counts once
     runs = [json.loads(Path(p).read_text()) for p in paths]
     first = runs[0]
     L, bins = first["draws"] // first["thin"], first["bins"]
