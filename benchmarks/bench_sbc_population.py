@@ -164,6 +164,7 @@ def pool(paths) -> dict:
             acc["replicates"] += reg["replicates"]
             acc["clipped"].append(reg["clipped_share_mean"] * reg["replicates"])
             acc["clipped_share_max"] = max(acc["clipped_share_max"], reg["clipped_share_max"])
+            acc["clipped_shares"] = acc.get("clipped_shares", []) + reg.get("clipped_shares", [])
             acc["clipping"] = sorted(set(acc["clipping"]) | set(reg.get("clipping", [])))
             acc["divergences"] += reg["divergences"]
             for k in summed[1:]:   # per-fit times: weighted by replicates below
@@ -212,7 +213,8 @@ def run(replicates: int, *, draws: int, tune: int, thin: int, bins: int, seed: i
             pvalues = uniformity(ranks, L, bins)
             out[key] = {"setting": setting, "epsilon": eps, "tau": tau, "replicates": replicates, "ranks": ranks,
                         "pvalues": pvalues, "clipped_share_mean": float(np.mean(clipped)),
-                        "clipped_share_max": float(np.max(clipped)), "divergences": divergent,
+                        "clipped_share_max": float(np.max(clipped)), "clipped_shares": [float(c) for c in clipped],
+                        "divergences": divergent,
                         "seconds_per_fit": (time.time() - t0) / replicates,
                         "cpu_seconds_per_fit": (time.process_time() - c0) / replicates,
                         "clipping": sorted(choices), "moment_error_max_sd": max(errors, default=None),
