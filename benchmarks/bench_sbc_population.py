@@ -160,11 +160,12 @@ def pool(paths) -> dict:
         for key, reg in r["regimes"].items():
             acc = pooled.setdefault(key, {**{k: v for k, v in reg.items() if k not in ("ranks", "pvalues")},
                                           "ranks": {p: [] for p in PARAMETERS}, "replicates": 0, "clipped": [],
+                                          "clipped_shares": [],
                                           "clipped_share_max": 0.0, "clipping": [], **dict.fromkeys(summed, 0.0)})
             acc["replicates"] += reg["replicates"]
             acc["clipped"].append(reg["clipped_share_mean"] * reg["replicates"])
             acc["clipped_share_max"] = max(acc["clipped_share_max"], reg["clipped_share_max"])
-            acc["clipped_shares"] = acc.get("clipped_shares", []) + reg.get("clipped_shares", [])
+            acc["clipped_shares"] += reg.get("clipped_shares", [])
             acc["clipping"] = sorted(set(acc["clipping"]) | set(reg.get("clipping", [])))
             acc["divergences"] += reg["divergences"]
             for k in summed[1:]:   # per-fit times: weighted by replicates below
