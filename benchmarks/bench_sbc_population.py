@@ -12,9 +12,12 @@ prior, n curves, then
   one frame) of the same curves, observed together (latent sample mean and scatter);
 
 a NUTS fit, and the rank of each true parameter among thinned posterior draws. Regimes: ε ∈ {0.5, 1, 4} with τ large
-(no curve clipped), and ε = 1 with a small τ (:data:`TAU_CLIPPED`: 10-25 % of curves clipped, which the likelihood
-does not model; the share is reported). Uniformity of the ranks: chi-square test on ``--bins`` bins, one p-value per
-parameter per regime.
+(no curve clipped), and ε = 1 with a small τ (:data:`TAU_CLIPPED`: most prior draws clip 10 % or more of the curves;
+the share is reported). ``--clipped``: ε ∈ {0.5, 1, 4} at :data:`TAU_CLIPPED` (:data:`CLIPPED_REGIMES`), clipping
+modelled (``fp.observe``'s ``clipping="auto"`` chooses the clipped-moments likelihood for n = 100; for (b) the
+latent statistics are the clipped mean and the clipped coefficient rows' scatter), for (a) by default and for (b)
+with ``--settings mean+components``. Uniformity of the ranks: chi-square test on ``--bins`` bins, one p-value per
+parameter per regime; ``--pool`` merges runs of different ``--seed``.
 
 Output: a table on stdout and ``results/bench_sbc_population[_quick].json``.
 
@@ -22,6 +25,9 @@ Usage::
 
     python benchmarks/bench_sbc_population.py --quick    # 12 replicates per regime and setting (~25 min, 2 cores)
     python benchmarks/bench_sbc_population.py            # 60 replicates per regime and setting (hours)
+    python benchmarks/bench_sbc_population.py --clipped --settings mean+components --eps 1 --replicates 1 \
+        --seed 101 --draws 150 150 10 --bins 3 --out /tmp/j_1_101.json    # one joint clipped replicate (~1 min CPU)
+    python benchmarks/bench_sbc_population.py --pool /tmp/j_*.json --out results/bench_sbc_population_joint_clipped.json
 """
 
 from __future__ import annotations
@@ -105,9 +111,8 @@ def fit(setting: str, mean_tree, pca_tree, *, draws: int, tune: int, seed: int, 
         rho = pm.LogNormal("rho", np.log(0.3), 0.3)
         mean = c + np.sin(2 * np.pi * grid.t)
         cov = _matern32(d, amp, rho, pt) + 1e-9 * np.eye(K)
-        kw = {"clipping": clipping, "clipping_points": POINTS} if setting == "mean" else {}
         obs = fp.observe(mean_tree if setting == "mean" else [mean_tree, pca_tree], mean=mean, covariance=cov,
-                         name="rel", **kw)
+                         name="rel", clipping=clipping, clipping_points=POINTS)
         with warnings.catch_warnings(), blas_threads():
             warnings.simplefilter("ignore")
             idata = pm.sample(draws, tune=tune, chains=1, cores=1, random_seed=seed, progressbar=False,
@@ -145,22 +150,35 @@ def pool(paths) -> dict:
     """Pool the ranks of several runs' JSON files (different ``--seed``) per regime; p-values of the pooled ranks."""
     import json
 
+    paths = list(dict.fromkeys(str(Path(p).resolve()) for p in paths))   # a file named twice counts once
     runs = [json.loads(Path(p).read_text()) for p in paths]
     first = runs[0]
     L, bins = first["draws"] // first["thin"], first["bins"]
     pooled = {}
+    summed = ("divergences", "seconds_per_fit", "cpu_seconds_per_fit")
     for r in runs:
         for key, reg in r["regimes"].items():
             acc = pooled.setdefault(key, {**{k: v for k, v in reg.items() if k not in ("ranks", "pvalues")},
-                                          "ranks": {p: [] for p in PARAMETERS}, "replicates": 0, "clipped": []})
+                                          "ranks": {p: [] for p in PARAMETERS}, "replicates": 0, "clipped": [],
+                                          "clipped_shares": [],
+                                          "clipped_share_max": 0.0, "clipping": [], **dict.fromkeys(summed, 0.0)})
             acc["replicates"] += reg["replicates"]
             acc["clipped"].append(reg["clipped_share_mean"] * reg["replicates"])
+            acc["clipped_share_max"] = max(acc["clipped_share_max"], reg["clipped_share_max"])
+            acc["clipped_shares"] += reg.get("clipped_shares", [])
+            acc["clipping"] = sorted(set(acc["clipping"]) | set(reg.get("clipping", [])))
+            acc["divergences"] += reg["divergences"]
+            for k in summed[1:]:   # per-fit times: weighted by replicates below
+                acc[k] += reg[k] * reg["replicates"]
             for p in PARAMETERS:
                 acc["ranks"][p] += reg["ranks"][p]
             if reg.get("moment_error_max_sd") is not None:
                 acc["moment_error_max_sd"] = max(acc.get("moment_error_max_sd") or 0.0, reg["moment_error_max_sd"])
     for acc in pooled.values():
         acc["clipped_share_mean"] = float(sum(acc.pop("clipped")) / acc["replicates"])
+        acc["divergences"] = int(acc["divergences"])
+        for k in ("seconds_per_fit", "cpu_seconds_per_fit"):
+            acc[k] /= acc["replicates"]
         acc["pvalues"] = uniformity(acc["ranks"], L, bins)
         print(f"{acc['setting']} eps={acc['epsilon']:g} tau={acc['tau']:g}: {acc['replicates']} replicates, clipped "
               f"{acc['clipped_share_mean']:.1%}, " + "  ".join(f"p[{p}]={v:.3f}" for p, v in acc["pvalues"].items()))
@@ -196,7 +214,8 @@ def run(replicates: int, *, draws: int, tune: int, thin: int, bins: int, seed: i
             pvalues = uniformity(ranks, L, bins)
             out[key] = {"setting": setting, "epsilon": eps, "tau": tau, "replicates": replicates, "ranks": ranks,
                         "pvalues": pvalues, "clipped_share_mean": float(np.mean(clipped)),
-                        "clipped_share_max": float(np.max(clipped)), "divergences": divergent,
+                        "clipped_share_max": float(np.max(clipped)), "clipped_shares": [float(c) for c in clipped],
+                        "divergences": divergent,
                         "seconds_per_fit": (time.time() - t0) / replicates,
                         "cpu_seconds_per_fit": (time.process_time() - c0) / replicates,
                         "clipping": sorted(choices), "moment_error_max_sd": max(errors, default=None),
@@ -216,9 +235,10 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--replicates", type=int)
     ap.add_argument("--bins", type=int)
-    ap.add_argument("--settings", nargs="+", choices=SETTINGS, default=list(SETTINGS))
+    ap.add_argument("--settings", nargs="+", choices=SETTINGS,
+                    help="default: both; with --clipped: mean (add mean+components for the joint observation)")
     ap.add_argument("--clipped", action="store_true",
-                    help="the clipped regimes (CLIPPED_REGIMES) of the mean release, clipping modelled")
+                    help="the clipped regimes (CLIPPED_REGIMES), clipping modelled")
     ap.add_argument("--clipping", default="auto", choices=("auto", "moments", "ignore"),
                     help="fp.observe's clipping= (ignore: the unmodelled baseline)")
     ap.add_argument("--eps", type=float, nargs="+", help="only these epsilons")
@@ -234,7 +254,8 @@ def main(argv=None) -> int:
     reps = a.replicates or (12 if a.quick else 60)
     draws, tune, thin = a.draws or ((190, 200, 10) if a.quick else (400, 400, 20))
     bins = a.bins or (3 if a.quick else 5)
-    regimes, settings = (CLIPPED_REGIMES, ("mean",)) if a.clipped else (REGIMES, tuple(a.settings))
+    regimes = CLIPPED_REGIMES if a.clipped else REGIMES
+    settings = tuple(a.settings or (("mean",) if a.clipped else SETTINGS))
     if a.eps:
         regimes = tuple(r for r in regimes if r[0] in a.eps)
     res = run(reps, draws=draws, tune=tune, thin=thin, bins=bins, settings=settings, regimes=regimes,

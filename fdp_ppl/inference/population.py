@@ -34,8 +34,8 @@ n enters as a number: a release of n = 10⁵ curves costs the same as one of n =
 
 Several releases of the same people (a mean release and a principal-components release of one data set):
 ``observe([mean_tree, components_tree], ...)``, :mod:`fdp_ppl.inference.population_joint` (latent sample mean and
-scatter shared by both likelihoods; clipping not modelled there, its cost shown by
-``benchmarks/bench_sbc_population.py``).
+scatter shared by both likelihoods; ``clipping=`` as here, the latent statistics then the clipped ones, calibrated
+by ``benchmarks/bench_sbc_population.py --clipped --settings mean+components``).
 
 :func:`population_result` turns the sampled trace into the result: pointwise ``log_likelihood`` for ``az.compare``
 (the non-factorised leave-one-out terms ``log p(y_j | y_{-j}, population parameters)``; Bürkner, Gabry & Vehtari
@@ -62,6 +62,7 @@ from .comparison import RELEASE_ID, gaussian_loo_terms
 from .population_clipping import CLIPPING_POINTS
 from .population_parts import (
     CLIPPING_SAMPLES,
+    CONDITIONAL_LOO_NOTE,
     _as_tensor,
     _check_name,
     _mean_release,
@@ -255,7 +256,8 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     if isinstance(release, (list, tuple)):
         from .population_joint import observe_joint
 
-        return observe_joint(release, mean=mean, covariance=covariance, name=name, draw=draw)
+        return observe_joint(release, mean=mean, covariance=covariance, name=name, draw=draw, clipping=clipping,
+                             clipping_points=clipping_points)
     model = _model(None)
     _check_name(model, name, (name, f"{name}_basis"))
     part = _mean_release(release, draw)
@@ -306,6 +308,8 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     attrs = {"release_id": part["release_id"], "release_draw": int(draw), "likelihood": f"{likelihood}; {noise}",
              "approximation": approximation, "clipping": choice, "clipping_prior_share": prior_share, "n": n,
              "tau": tau, "noise_law": law.name, "summary": view.metadata.summary, "n_components": J}
+    if choice == "records":
+        attrs["log_likelihood"] = f"log p(y_j | latent records): {CONDITIONAL_LOO_NOTE}"
     obs = PopulationObservation(name=name, release_id=attrs["release_id"], released=y, design=SA, offset=offset, n=n,
                                 law=law, scale=b, tau=tau, tau_norm=norm, weights=view.weights,
                                 t=view.t_original, mean=mu, covariance=cov, mixing=mixing, attrs=attrs,
@@ -474,7 +478,8 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
         attrs.update({f"{o.name}_{k}": v for k, v in o.attrs.items()})
         for part, tau in (("mean", o.mean_part["tau"]), ("components", o.components_tau)):
             if outside[f"{o.name}_{part}"]:
-                _record_clipping(attrs, f"{o.name}_{part}", outside[f"{o.name}_{part}"], tau)
+                _record_clipping(attrs, f"{o.name}_{part}", outside[f"{o.name}_{part}"], tau,
+                                 modelled=o.clipping != "ignore")
     tree.attrs = S.clean_attrs(attrs)
     return tree
 

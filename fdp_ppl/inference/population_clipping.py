@@ -129,6 +129,42 @@ def clipped_moments(centred, chol, points, weights, tau: float, norm: str = "l2"
     return m, second - m[:, None] * m[None, :]
 
 
+def record_statistics(x, offset, weights, tau: float, norm: str, coef_map, coef_weights, coef_tau: float, xp=np):
+    """What a mean release and a components release of the same people compute from each record: rows of ``x``
+    (S, K), uncentred curves on the grid, → the mean release's clipped centred curve ``a = clip_τ(x − o)`` (S, K)
+    and the components release's clipped coefficient row ``d = clip_1(B_c clip_{τ_c}(x))`` (S, m), ``B_c`` the
+    coefficient map ``B_wᵀ/τ_c`` (:meth:`fdp_ppl.fpca.FPCASpec.coefficients`: the curve clipped to grid L² norm
+    τ_c and divided by τ_c, its coefficient row clipped to norm ≤ 1); numpy or PyTensor (``xp``)."""
+    centred = x - offset
+    a = centred - excess(centred, weights, tau, norm, xp)
+    c = xp.dot(x - excess(x, coef_weights, coef_tau, "l2", xp), coef_map.T)
+    return a, c - excess(c, np.ones(coef_map.shape[0]), 1.0, "l2", xp)
+
+
+def joint_clipped_moments(mean, chol, points, offset, weights, tau: float, norm: str, coef_map, coef_weights,
+                          coef_tau: float, xp=np):
+    """Means and covariances of the two clipped per-record statistics of :func:`record_statistics` for a Gaussian
+    population ``X ~ N(μ, L Lᵀ)``, on the public points (as :func:`clipped_moments`): ``(m_a, m_d, C_aa, C_da, C_dd)``,
+    shapes (K,), (m,), (K, K), (m, K), (m, m). Where no point is clipped they are ``(μ − o, B_c μ, K, B_c K,
+    B_c K B_cᵀ)`` up to rounding (the points' first two moments are exact).
+
+    Examples
+    --------
+    >>> z = normal_points(1024, 2)
+    >>> B = np.array([[1.0, 0.0]])
+    >>> ma, md, caa, cda, cdd = joint_clipped_moments(np.zeros(2), np.eye(2), z, np.zeros(2), np.ones(2), 1e6, "l2",
+    ...                                               B / 10, np.ones(2), 10.0)
+    >>> np.allclose(cda, B / 10), np.allclose(cdd, 0.01)
+    (True, True)
+    """
+    x = mean + xp.dot(points, chol.T)
+    a, d = record_statistics(x, offset, weights, tau, norm, coef_map, coef_weights, coef_tau, xp)
+    m_a, m_d = xp.mean(a, axis=0), xp.mean(d, axis=0)
+    ac, dc = a - m_a, d - m_d
+    S = points.shape[0]
+    return m_a, m_d, xp.dot(ac.T, ac) / S, xp.dot(dc.T, ac) / S, xp.dot(dc.T, dc) / S
+
+
 def moment_error(centred, cov, design, n: int, noise_var, weights, tau: float, norm: str, points) -> dict:
     """The quadrature error of the clipped moments at one population ``(μ − o, K)``: the likelihood's S points against
     an independent reference of :data:`REFERENCE_FACTOR` · S points, on the release's coefficients.
@@ -157,11 +193,13 @@ def moment_error(centred, cov, design, n: int, noise_var, weights, tau: float, n
 
 
 def clipping_plan(model, mean, covariance, *, n: int, tau: float, norm: str, weights, offset, clipping: str = "auto",
-                  random_seed: int = 0) -> tuple[str, float]:
+                  random_seed: int = 0, also=None) -> tuple[str, float]:
     """Which likelihood handles clipping, from public quantities only: the release's n, τ and the population model's
     prior (module docstring). Returns ``(choice, share)``: ``"ignore"`` (no prior draw clips more than
     :data:`BINDING_SHARE` of curves), ``"records"`` or ``"moments"``, and the largest prior share of curves beyond τ
-    among :data:`PRIOR_DRAWS` draws (``nan`` when ``clipping`` is not ``"auto"``).
+    among :data:`PRIOR_DRAWS` draws (``nan`` when ``clipping`` is not ``"auto"``). ``also``: a function
+    ``(μ, K) → share`` of a second clipping of the same curves (a joint observation's components release), counted
+    with the first.
 
     Raises
     ------
@@ -189,11 +227,12 @@ def clipping_plan(model, mean, covariance, *, n: int, tau: float, norm: str, wei
             s = float(np.mean(np.any(np.abs(x) > tau, axis=1)))
         else:
             s = outside_tau(centred, cov, weights, tau, samples=1000)
-        share = max(share, s)
+        share = max(share, s, 0.0 if also is None else also(mu, cov))
     if share <= BINDING_SHARE:
         return "ignore", share
     return ("records" if n <= RECORDS_MAX_N else "moments"), share
 
 
 __all__ = ["BINDING_SHARE", "CLIPPING_CHOICES", "CLIPPING_POINTS", "PRIOR_DRAWS", "RECORDS_MAX_N", "REFERENCE_FACTOR",
-           "clipped_moments", "clipping_plan", "excess", "moment_error", "normal_points"]
+           "clipped_moments", "clipping_plan", "excess", "joint_clipped_moments", "moment_error", "normal_points",
+           "record_statistics"]

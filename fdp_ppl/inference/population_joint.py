@@ -28,14 +28,35 @@ would count the sample mean twice (it is in both); here the sufficient statistic
   (exact series while the public bound on A's spread allows, else Kume & Wood's saddlepoint; recorded as
   ``<name>_components_log_constant``).
 
-What is approximate (recorded as ``<name>_approximation``): the population is taken Gaussian (the CLT otherwise, for
-``X̄``; ``W`` is Wishart only for Gaussian curves) and **clipping is not modelled** (to τ of the mean release, to
-τ_c of the components release, and the coefficient rows to norm ≤ 1): :func:`population_result` records from the
-fitted model the share of curves beyond each τ and warns (:class:`~fdp_ppl.inference.population.
-PopulationClippingWarning`) above :data:`~fdp_ppl.inference.population.CLIPPING_TOLERANCE`;
-``benchmarks/bench_sbc_population.py`` shows what this costs when 10–20 % of curves are clipped.
+Clipping (``clipping=``, chosen as for one mean release by
+:func:`~fdp_ppl.inference.population_clipping.clipping_plan` from n, both τ and the model's prior, never the data).
+Each record enters the mean release as ``a_i = clip_τ(X_i − o)`` and the components release as the coefficient row
+``d_i = clip_1(B_c clip_{τ_c}(X_i))`` (:func:`~fdp_ppl.inference.population_clipping.record_statistics`); the latent
+sufficient statistics are their mean ``x̄_τ = (1/n) Σ a_i`` and their scatter ``G = Σ d_i d_iᵀ``:
 
-``log_likelihood`` (one variable per release): ``<name>_mean`` per released coefficient ``log p(y_j | X̄)`` and
+``"ignore"`` (no prior draw clips)
+    As above: ``a_i = X_i − o``, ``d_i = B_c X_i``. **Clipping is not modelled**; :func:`population_result` records
+    from the fitted model the share of curves beyond each τ and warns (:class:`~fdp_ppl.inference.population.
+    PopulationClippingWarning`) above :data:`~fdp_ppl.inference.population.CLIPPING_TOLERANCE`.
+``"moments"`` (n > 30 where clipping may bind)
+    The joint central limit theorem for the two clipped means, ``(x̄_τ, d̄) ~ N((m_a, m_d), C / n)``, with the
+    clipped moments ``m_a, m_d, C = [[C_aa, C_ad], [C_da, C_dd]]`` of the Gaussian population on fixed public
+    quadrature points (:func:`~fdp_ppl.inference.population_clipping.joint_clipped_moments`, common random numbers
+    as for one release), written as ``x̄_τ = m_a + L_a ξ/√n`` and ``d̄ | x̄_τ`` with mean
+    ``m_d + C_da C_aa⁻¹ (x̄_τ − m_a)`` and covariance ``(C_dd − C_da C_aa⁻¹ C_ad)/n`` (``<name>::coefficient_mean_std``;
+    zero where nothing is clipped, so ``d̄ = B_c(x̄ + o)`` as without clipping); the scatter about the mean
+    ``W ~ Wishart_m(n − 1, C_dd)`` independent of it, by the same Bartlett construction. Approximations: the CLT
+    for the means, a Wishart for the scatter of bounded (non-Gaussian) rows with their exact second moment, their
+    independence (exact for Gaussian rows only), and the quadrature.
+``"records"`` (n ≤ 30)
+    The n records as latent variables ``X_i = μ + L z_i`` (``<name>::records``, n × K): ``x̄_τ`` and ``G`` computed
+    from them exactly (no Wishart, no CLT, no ``tr G`` guard needed).
+
+What is approximate otherwise (recorded as ``<name>_approximation``): the population is taken Gaussian (the CLT
+otherwise, for ``X̄``; ``W`` is Wishart only for Gaussian curves). ``benchmarks/bench_sbc_population.py`` calibrates
+the joint observation with clipping binding (``--clipped --settings mean+components``).
+
+``log_likelihood`` (one variable per release): ``<name>_mean`` per released coefficient ``log p(y_j | x̄_τ)`` and
 ``<name>_components`` per released frame ``log p(v_f | G)``, conditional on the latent sufficient statistics
 (conditionally independent given them), for ``az.loo`` / ``az.compare``.
 
@@ -53,6 +74,8 @@ import xarray as xr
 from ..errors import InputError
 from ..releasing import schema as S
 from .comparison import release_identity
+from .population_clipping import CLIPPING_POINTS
+from .population_parts import CONDITIONAL_LOO_NOTE
 
 #: relative jitter added to the diagonal of K (and of the components' covariance) before its Cholesky factor
 JITTER = 1e-9
@@ -64,6 +87,19 @@ APPROXIMATION = ("latent sufficient statistics of a Gaussian population: sample 
                  "clipping to tau (mean release), tau_c and the coefficient rows otherwise not modelled "
                  "(<name>_mean_outside_tau, <name>_components_outside_tau: the fitted population's share of curves "
                  "beyond each)")
+APPROXIMATION_MOMENTS = ("latent clipped sufficient statistics of a Gaussian population: the means of the n clipped "
+                         "records (x_tau, mean release) and clipped coefficient rows (d, components release) ~ N((m_a, "
+                         "m_d), C/n) (joint central limit theorem), the scatter of the rows about d ~ Wishart(n-1, "
+                         "C_dd) independent of them (exact second moment; Wishart and independence exact only for "
+                         "Gaussian rows), scaled down to tr G <= n where it exceeds it; m_a, m_d, C the clipped "
+                         "moments on {S} fixed public moment-matched Sobol points")
+APPROXIMATION_RECORDS = ("none: the n records are latent variables (<name>::records) and the clipped mean and "
+                         "scatter are computed from them")
+#: the latent records' name (``<name>::records``, shape (n, K)) under ``clipping="records"``
+RECORDS = "records"
+LOG_LIKELIHOOD = ("conditional on the latent sufficient statistics: log p(y_j | sample mean) per coefficient, "
+                  "log p(v_f | G) per frame; " + CONDITIONAL_LOO_NOTE.replace(
+                      "prefer clipping='moments' for model comparison", "read az.compare's elpd differences with this"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,10 +121,13 @@ class JointObservation:
     components_weights : ndarray (K,)
     n : int
     sample_mean, scatter, mean, covariance : TensorVariable
-        ``X̄`` (K,), ``G`` (m, m) and the population's μ, K.
+        The mean release's statistic before its design, ``x̄ − o`` (the clipped ``x̄_τ`` where clipping is modelled)
+        (K,), the scatter ``G`` (m, m) and the population's μ, K.
     release_ids : dict
         ``{"mean": id, "components": id}``.
     attrs : dict
+    clipping : str
+        ``"ignore"``, ``"moments"`` or ``"records"`` (module docstring).
     """
 
     name: str
@@ -106,6 +145,7 @@ class JointObservation:
     covariance: object
     release_ids: dict
     attrs: dict = field(default_factory=dict)
+    clipping: str = "ignore"
 
     @property
     def variables(self) -> dict:
@@ -163,7 +203,8 @@ def _chi2_by_wilson_hilferty(u, nu):
     return c, pt.sum(log_chi2 + log_jac - log_phi)
 
 
-def observe_joint(releases, *, mean, covariance, name: str = "release", draw: int = 0) -> JointObservation:
+def observe_joint(releases, *, mean, covariance, name: str = "release", draw: int = 0, clipping: str = "auto",
+                  clipping_points: int = CLIPPING_POINTS) -> JointObservation:
     """Observe a mean release and a principal-components release of the same n people together (module docstring).
 
     Called by :func:`fdp_ppl.observe` when it is given a list of releases:
@@ -183,6 +224,12 @@ def observe_joint(releases, *, mean, covariance, name: str = "release", draw: in
         ``<name>_components_frame``), latent variables in the sub-model ``<name>::``.
     draw : int
         Which released draw of the mean release (and frame of the components release) to condition on.
+    clipping : {"auto", "moments", "records", "ignore"}
+        How clipping to τ (mean release), τ_c and the unit coefficient norm (components release) enters the latent
+        statistics (module docstring); ``"auto"`` chooses from n, both τ and the model's prior (never the data).
+        Recorded as ``<name>_clipping``.
+    clipping_points : int
+        Public quadrature points of ``"moments"``.
 
     Returns
     -------
@@ -192,7 +239,8 @@ def observe_joint(releases, *, mean, covariance, name: str = "release", draw: in
     Raises
     ------
     InputError
-        Not one mean and one components release, different n or grids, n − m below :data:`MIN_DOF`, or what
+        Not one mean and one components release, different n or grids, n − m below :data:`MIN_DOF` (except with
+        ``"records"``), an unknown ``clipping``, or what
         :func:`~fdp_ppl.inference.population.observe` and :func:`fdp_ppl.infer_components` refuse.
 
     Examples
@@ -223,8 +271,15 @@ def observe_joint(releases, *, mean, covariance, name: str = "release", draw: in
     import pytensor.tensor as pt
     from pytensor.tensor.linalg import cholesky
 
+    from . import population_clipping as PC
     from .bingham import bingham_log_constant_op
-    from .population_parts import _as_tensor, _check_name, _mean_release, _model
+    from .population_parts import (
+        _as_tensor,
+        _check_name,
+        _mean_release,
+        _model,
+        outside_tau,
+    )
 
     model = _model(None)
     mean_tree, comp_tree = _split(releases)
@@ -244,13 +299,17 @@ def observe_joint(releases, *, mean, covariance, name: str = "release", draw: in
         raise InputError(f"the releases count different people (n = {n} and {comp['n']})",
                          "observe releases of the same data set together; others one by one")
     m = comp["frames"].shape[1]
-    if n - m < MIN_DOF:
-        raise InputError(f"n − m = {n - m} is below {MIN_DOF}: the latent scatter's Wishart degrees of freedom are "
-                         "too few for its parametrisation", "observe the releases one by one")
     mu = _as_tensor(mean, (K,), "mean")
     cov = _as_tensor(covariance, (K, K), "covariance")
     y, SA, offset, law, b = part["y"], part["design"], part["offset"], part["law"], part["scale"]
     Bc = comp["coef_map"]
+    tau, norm, cw, ctau = part["tau"], part["tau_norm"], comp["weights"], comp["tau"]
+    choice, prior_share = PC.clipping_plan(
+        model, mu, cov, n=n, tau=tau, norm=norm, weights=view.weights, offset=offset, clipping=clipping,
+        also=lambda mu_, cov_: outside_tau(mu_, cov_, cw, ctau, samples=1000))
+    if choice != "records" and n - m < MIN_DOF:
+        raise InputError(f"n − m = {n - m} is below {MIN_DOF}: the latent scatter's Wishart degrees of freedom are "
+                         "too few for its parametrisation", "observe the releases one by one (or clipping='records')")
     model.add_coord(dims_["t"], np.arange(K))
     model.add_coord(dims_["mean"], np.arange(y.size))
     model.add_coord(dims_["frame"], np.arange(comp["frames"].shape[0]))
@@ -262,23 +321,51 @@ def observe_joint(releases, *, mean, covariance, name: str = "release", draw: in
         C = 0.5 * (C + C.T)
         return cholesky(C + JITTER * (pt.mean(pt.diag(C)) + 1e-300) * pt.eye(C.shape[0]))
 
+    points = None
+    if choice == "records":
+        with pm.Model(name=name):
+            zr = pm.Normal(RECORDS, 0.0, 1.0, shape=(n, K))
+        a, d = PC.record_statistics(mu + pt.dot(zr, _chol(cov).T), offset, view.weights, tau, norm, Bc, cw, ctau, pt)
+        stat = pt.mean(a, axis=0)
+        G = pt.dot(d.T, d)
+    else:
+        with pm.Model(name=name):
+            xi = pm.Normal("sample_mean_std", 0.0, 1.0, dims=dims_["t"])
+            if choice == "moments":
+                eta = pm.Normal("coefficient_mean_std", 0.0, 1.0, dims=dims_["basis"])
+            u = pm.Normal("bartlett_diag_std", 0.0, 1.0, dims=dims_["basis"])
+            z = pm.Normal("bartlett_lower", 0.0, 1.0, shape=lower_r.size)
+            c, correction = _chi2_by_wilson_hilferty(u, nu)
+            pm.Potential("bartlett_chi2", correction)
+        T = pt.set_subtensor(pt.zeros((m, m))[np.arange(m), np.arange(m)], pt.sqrt(c))
+        T = pt.set_subtensor(T[lower_r, lower_c], z)
+        if choice == "moments":
+            # (x̄_τ, d̄) ~ N((m_a, m_d), C / n) written as x̄_τ given ξ, then d̄ given x̄_τ (the conditional
+            # covariance C_dd − C_da C_aa⁻¹ C_ad is zero where nothing is clipped: d̄ = B_c(x̄ + o) as without clipping)
+            points = PC.normal_points(int(clipping_points), K)
+            m_a, m_d, Caa, Cda, Cdd = PC.joint_clipped_moments(mu, _chol(cov), points, offset, view.weights, tau, norm,
+                                                              Bc, cw, ctau, xp=pt)
+            La = _chol(Caa)
+            dev = pt.dot(La, xi) / np.sqrt(n)
+            reg = pt.transpose(pt.linalg.solve_triangular(La.T, pt.linalg.solve_triangular(La, Cda.T, lower=True),
+                                                          lower=False))
+            cond = Cdd - pt.dot(reg, Cda.T)
+            cond = 0.5 * (cond + cond.T) + JITTER * pt.mean(pt.diag(Cdd)) * pt.eye(m)
+            stat = m_a + dev
+            cbar = m_d + pt.dot(reg, dev) + pt.dot(cholesky(cond), eta) / np.sqrt(n)
+            scale_chol = _chol(Cdd)
+        else:
+            xbar = mu + pt.dot(_chol(cov), xi) / np.sqrt(n)
+            stat, cbar, scale_chol = xbar - offset, pt.dot(Bc, xbar), _chol(pt.dot(pt.dot(Bc, cov), Bc.T))
+        LT = pt.dot(scale_chol, T)
+        G_raw = n * pt.outer(cbar, cbar) + pt.dot(LT, LT.T)
+        # the released scatter's support: clipped rows have norm <= 1, so tr G <= n; a latent scatter beyond it is
+        # shrunk onto it (without clipping modelled, a crude stand-in for it; with it, a guard for the Wishart's tail)
+        # so that A's spread stays within the public bound the log-constant method was chosen by
+        G = G_raw * pt.minimum(1.0, n / pt.maximum(pt.sum(pt.diagonal(G_raw)), 1e-300))
     with pm.Model(name=name):
-        xi = pm.Normal("sample_mean_std", 0.0, 1.0, dims=dims_["t"])
-        xbar = pm.Deterministic("sample_mean", mu + pt.dot(_chol(cov), xi) / np.sqrt(n), dims=dims_["t"])
-        u = pm.Normal("bartlett_diag_std", 0.0, 1.0, dims=dims_["basis"])
-        z = pm.Normal("bartlett_lower", 0.0, 1.0, shape=lower_r.size)
-        c, correction = _chi2_by_wilson_hilferty(u, nu)
-        pm.Potential("bartlett_chi2", correction)
-    T = pt.set_subtensor(pt.zeros((m, m))[np.arange(m), np.arange(m)], pt.sqrt(c))
-    T = pt.set_subtensor(T[lower_r, lower_c], z)
-    LT = pt.dot(_chol(pt.dot(pt.dot(Bc, cov), Bc.T)), T)
-    cbar = pt.dot(Bc, xbar)
-    G_raw = n * pt.outer(cbar, cbar) + pt.dot(LT, LT.T)
-    # the released scatter's support: clipped rows have norm <= 1, so tr G <= n; a latent scatter beyond it (the
-    # population puts curves outside tau_c, which is not modelled) is shrunk onto it, a crude stand-in for clipping
-    # that keeps A's spread within the public bound the log-constant method was chosen by
-    G = G_raw * pt.minimum(1.0, n / pt.maximum(pt.sum(pt.diagonal(G_raw)), 1e-300))
-    law.pymc(var_mean, pt.dot(SA, xbar - offset), b, observed=y, dims=dims_["mean"])
+        pm.Deterministic("sample_mean", stat + offset, dims=dims_["t"])
+    law.pymc(var_mean, pt.dot(SA, stat), b, observed=y, dims=dims_["mean"])
     lik = comp["likelihood"]
     A = lik.scale * (G - lik.sigma_inv)
     logc, _ = bingham_log_constant_op(lik.method)(A)
@@ -288,20 +375,28 @@ def observe_joint(releases, *, mean, covariance, name: str = "release", draw: in
     method = ("exact series (Kume & Wood 2005 hypergeometric 1F1(1/2; m/2; A))" if lik.method == "series" else
               "Kume & Wood (2005) second-order saddlepoint (log C within 0.013-0.045 of the series)")
     ids = {"mean": part["release_id"], "components": comp["release_id"]}
+    latent = {"ignore": (f"latent sample mean {name}::sample_mean ~ N(mu, K/n), latent scatter G = n cbar cbar^T + "
+                         "Wishart(n-1, B K B^T/tau_c^2)"),
+              "moments": (f"latent clipped means (x_tau, d) ~ N((m_a, m_d), C/n) ({name}::sample_mean = x_tau + "
+                          "offset), latent scatter G = n d d^T + Wishart(n-1, C_dd)"),
+              "records": (f"the {n} latent records {name}::{RECORDS} (X_i = mu + L z_i), their clipped mean and the "
+                          "scatter G of their clipped coefficient rows")}[choice]
+    approximation = {"ignore": APPROXIMATION,
+                     "moments": APPROXIMATION_MOMENTS.format(S=0 if points is None else points.shape[0]),
+                     "records": APPROXIMATION_RECORDS}[choice].replace("<name>", name)
     attrs = {"release_id": ",".join(ids.values()), "mean_release_id": ids["mean"],
              "components_release_id": ids["components"], "release_draw": int(draw), "n": n,
-             "likelihood": (f"joint: latent sample mean {name}::sample_mean ~ N(mu, K/n), latent scatter G = n cbar "
-                            f"cbar^T + Wishart(n-1, B K B^T/tau_c^2); {var_mean} | sample mean ~ {law.name} noise "
-                            f"around S A (sample mean - offset); {var_comp} | G ~ Bingham exp(v^T A v)/C(A), "
-                            "A = s(G - Sigma^-1)"),
-             "approximation": APPROXIMATION.replace("<name>", name), "components_log_constant": method,
-             "mean_tau": part["tau"], "components_tau": comp["tau"], "components_epsilon": comp["epsilon"],
+             "likelihood": (f"joint: {latent}; {var_mean} | sample mean ~ {law.name} noise around S A (sample mean - "
+                            f"offset); {var_comp} | G ~ Bingham exp(v^T A v)/C(A), A = s(G - Sigma^-1)"),
+             "approximation": approximation, "clipping": choice, "clipping_prior_share": prior_share,
+             "components_log_constant": method,
+             "mean_tau": tau, "components_tau": ctau, "components_epsilon": comp["epsilon"],
              "mean_noise_law": law.name, "mean_summary": view.metadata.summary, "components_m": m,
-             "log_likelihood": "conditional on the latent sufficient statistics: log p(y_j | sample mean) per "
-                               "coefficient, log p(v_f | G) per frame"}
+             "log_likelihood": LOG_LIKELIHOOD}
     obs = JointObservation(name=name, mean_part=part, frames=V, likelihood=lik, coef_map=Bc,
-                           components_tau=comp["tau"], components_weights=comp["weights"], n=n, t=view.t_original,
-                           sample_mean=xbar, scatter=G, mean=mu, covariance=cov, release_ids=ids, attrs=attrs)
+                           components_tau=ctau, components_weights=cw, n=n, t=view.t_original,
+                           sample_mean=stat, scatter=G, mean=mu, covariance=cov, release_ids=ids, attrs=attrs,
+                           clipping=choice)
     model._fdp_population_joint = [*getattr(model, "_fdp_population_joint", []), obs]
     return obs
 
@@ -323,9 +418,9 @@ def joint_terms(o: JointObservation, values, with_clipping: bool) -> tuple[dict,
     the fitted population's share of curves beyond each τ (``{"mean": share, "components": share}``)."""
     from .population_parts import outside_tau
 
-    xbar, G, mu, Kt = values
+    stat, G, mu, Kt = values
     part = o.mean_part
-    resid = part["y"] - part["design"] @ (xbar - part["offset"])
+    resid = part["y"] - part["design"] @ stat
     ll = {o.variables["mean"]: part["law"].logp(resid[None, :], np.zeros((1, resid.size)), part["scale"],
                                                 pointwise=True)[0],
           o.variables["components"]: o.likelihood.logp(G / o.n)}
@@ -353,4 +448,5 @@ def joint_groups(o: JointObservation) -> tuple[xr.Dataset, xr.Dataset, dict]:
     return observed, constant, {o.variables["mean"]: d["mean"], o.variables["components"]: d["frame"]}
 
 
-__all__ = ["APPROXIMATION", "MIN_DOF", "JointObservation", "observe_joint"]
+__all__ = ["APPROXIMATION", "APPROXIMATION_MOMENTS", "APPROXIMATION_RECORDS", "MIN_DOF", "RECORDS", "JointObservation",
+           "observe_joint"]
