@@ -89,3 +89,15 @@ def test_default_bandwidth_is_on_the_lattice_and_the_plan_says_so():
     p, s = bandwidth_plan(0.5), bandwidth_plan(0.5, seeded=True)
     assert (p.fp_safe, p.generator, s.fp_safe, s.generator) == (True, "opendp", False, "numpy")
     assert "2^10 + 1 candidates" in p.guarantee
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.25, 1.0])
+def test_lattice_quantile_privacy_map_is_the_stated_epsilon(eps):
+    """The OpenDP quantile measurement the bandwidth calls is calibrated to exactly ε for replace-one neighbours
+    (symmetric distance 2, n public): its privacy map at 2 is ≤ ε and within 1e-9 of it, so a scale √2 too small
+    (map √2·ε) or calibrated at distance 1 (map 2ε) fails here; and the map grows with the distance as ε-DP must."""
+    from fdp_ppl.noise.opendp import _quantile_measurement, quantile_candidates
+
+    meas = _quantile_measurement(50, 0.25, eps, tuple(quantile_candidates(DOMAIN).tolist()))
+    assert meas.map(2) <= eps and meas.map(2) >= eps * (1 - 1e-9)
+    assert meas.map(4) == pytest.approx(2 * eps, rel=1e-9)
