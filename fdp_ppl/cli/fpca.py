@@ -294,7 +294,7 @@ def _dry_run(a) -> int:
             raise CLIError("--grid K needs K >= 2 and the public --n", "e.g. --grid 101 --n 500")
         t, n = np.linspace(0.0, 1.0, int(a.grid)), int(a.n)
     else:
-        t, n = metadata(a)
+        t, n = metadata(a, data_required=True)
     plan = fp.plan(_spec_on(a, t), a.mech, draws=a.draws, n=n, seeded=a.seed is not None)
     mcmc_law = a.form == "bingham" and a.k > 1
     acc = plan.accuracy(eigengap=a.eigengap, samples=a.samples or (100 if mcmc_law else 1000))

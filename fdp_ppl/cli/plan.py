@@ -52,7 +52,7 @@ def add_plan_args(r) -> None:
     p.add_argument("--mc-seed", type=int, default=0, help="seed of that Monte Carlo (public; default 0)")
 
 
-def metadata(a) -> tuple:
+def metadata(a, data_required: bool = False) -> tuple:
     """``(grid points, n)`` from public metadata only: ``--grid`` / ``--n``, or a netCDF file opened lazily."""
     import numpy as np
 
@@ -80,7 +80,8 @@ def metadata(a) -> tuple:
     if not (path.is_file() and path.suffix in (".nc", ".nc4", ".h5")) and not str(path).endswith(".zarr"):
         if a.n is None:
             raise CLIError(f"the metadata of {a.data} cannot be read without its values (a plan reads a netCDF "
-                           "file's or Zarr store's metadata only)", "pass --n N and --grid K instead of --data")
+                           "file's or Zarr store's metadata only)",
+                           "pass --n N and --grid K" + ("" if data_required else " instead of --data"))
         raise CLIError(f"--data {a.data}: a plan reads only a netCDF file's or Zarr store's metadata",
                        "drop --data and pass --grid K")
     import xarray as xr

@@ -151,3 +151,15 @@ def test_release_dry_run_opens_no_ledger_and_writes_nothing(tmp_path, capsys):
 
     text = _dry_runs(tmp_path, capsys, "release", write, FLAGS[:-2])
     assert " 30\n" in text and "simultaneous 95% half-width" in text and "spent by this plan" in text
+
+
+def test_fpca_dry_run_of_a_bundled_table_names_a_fix_that_works(tmp_path, capsys):
+    """A bundled dataset stored as a table has no metadata a dry run may read: the fix it names (public --n and
+    --grid, keeping the required --data) is one the command accepts."""
+    flags = ["fpca", "--dry-run", "--data", "growth", "--k", "1", "--m", "4", "--epsilon", "1", "--tau", "40",
+             "--out", str(tmp_path / "f.nc")]
+    assert main(flags) == 2
+    err = capsys.readouterr().err
+    assert "pass --n N and --grid K" in err and "instead of --data" not in err
+    assert main([*flags, "--n", "93", "--grid", "31"]) == 0
+    assert not (tmp_path / "f.nc").exists()
