@@ -612,7 +612,7 @@ COUNT_LIMITS = {
     "bernstein_k": 10**4,
     "grid_size": 10**6,          # grid points per axis (a KDE's or machine's grid; their memory checks come next)
     "landmarks": 1024,           # = fdp_ppl.machine.machine.MAX_LANDMARKS
-    "iterations": 10**7,         # fpca Gibbs scans or NUTS steps (exact: 2e7 proposals at most, fpca_plan)
+    "iterations": 10**7,         # fpca Gibbs scans or NUTS steps (exact: 5e7 proposals at most, fpca_plan)
     "release_draw": 10**9 - 1,   # an index into a release's draws (at most 1e9 of them)
     "tune": 10**6,               # NUTS tuning steps per chain
     "chains": 64,                # chains (each its own process or sampler state)

@@ -21,7 +21,7 @@ from ..releasing.schema import (BASIS_FUNCTIONS, COMPONENTS, CONSTANT_DATA, FRAM
 from .fpca import FPCAFit, FPCASpec
 from .fpca_nuts import _nuts_frames
 from .fpca_plan import GIBBS_MIN_SCANS, release_plan
-from .samplers import gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
+from .samplers import batches, gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
 from .sequential import sample_sequential_bingham
 
 
@@ -298,7 +298,9 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
             extra.update(rhat_invariant=rhat, ess_invariant=ess, diagnostics_private=1, divergences=tr["divergences"],
                          diagnostics_on="explained-variance ratio and entries of V V^T (NUTS draws after tuning)")
     elif spec.form == "gp-base":
-        frames = rejection_from_gp_base(G, spec.Sigma, k, spec.scale, draws, rng, proposals=T)
+        frames = rejection_from_gp_base(G, spec.Sigma, k, spec.scale, draws, rng, proposals=T,
+                                        progress=_progress(batches(T, draws), "GP-base proposals (batches)")
+                                        if progressbar else None)
     elif sampler == "exact":
         frames = sample_vector_bingham(spec.bingham_parameter(G), draws, rng, proposals=T)[:, :, None]
     elif sampler == "sequential":

@@ -385,11 +385,17 @@ def fallback_guarantee(epsilon: float, p_star: float) -> tuple[float, float]:
     return float(epsilon - math.log1p(-p_star)), float(p_star)
 
 
-def _fixed_budget(propose, T: int, size: int, rng: np.random.Generator, fallback, shape):
+def batches(T: int, size: int) -> int:
+    """Number of fixed batches of :func:`_fixed_budget` for T proposals per draw and ``size`` draws (public)."""
+    return -(-int(T) * int(size) // BATCH)
+
+
+def _fixed_budget(propose, T: int, size: int, rng: np.random.Generator, fallback, shape, progress=None):
     """First accepted of exactly T proposals per draw (all generated, in fixed batches); else the fallback.
 
     ``propose(b, rng) -> (candidates (b, *shape), log_accept (b,))``; ``fallback(size, rng) ->
     (size, *shape)`` is drawn for every draw (constant RNG use) and used where nothing was accepted.
+    ``progress()``, if given, is called once per batch (:func:`batches` calls: public, data-independent).
 
     Returns
     -------
@@ -413,6 +419,8 @@ def _fixed_budget(propose, T: int, size: int, rng: np.random.Generator, fallback
             out[d_u[new]] = cand[idx[first[new]]]
             found[d_u[new]] = True
         start += nb
+        if progress is not None:
+            progress()
     fb = fallback(size, rng)
     out[~found] = fb[~found]
     return out, int(size - found.sum())
@@ -648,7 +656,7 @@ def gibbs_matrix_bingham(A, k: int, iterations: int, rng: np.random.Generator, *
 
 def rejection_from_gp_base(G, sigma, k: int, scale: float, size: int, rng: np.random.Generator, *,
                            max_proposals: int = 2_000_000, proposals: int | None = None,
-                           return_stats: bool = False):
+                           return_stats: bool = False, progress=None):
     """Exact draws of the Theorem 4.1 law by rejection from its base measure.
 
     Target (w.r.t. the law ν of span(Z), Z = [Z_1 … Z_k], Z_j i.i.d. N(0, Σ)):
@@ -679,6 +687,8 @@ def rejection_from_gp_base(G, sigma, k: int, scale: float, size: int, rng: np.ra
     return_stats : bool
         Also return ``{"proposals", "acceptance"}`` (and ``"fallbacks"`` with ``proposals``);
         these depend on the data: tests only.
+    progress : callable, optional
+        With ``proposals``: called once per fixed batch (:func:`batches` times; public).
 
     Returns
     -------
@@ -706,7 +716,7 @@ def rejection_from_gp_base(G, sigma, k: int, scale: float, size: int, rng: np.ra
             Q = base(b, g)
             return Q, scale * (np.einsum("bik,ij,bjk->b", Q, G, Q) - top)
 
-        out, n_fb = _fixed_budget(propose, int(proposals), size, rng, base, (m, k))
+        out, n_fb = _fixed_budget(propose, int(proposals), size, rng, base, (m, k), progress)
         if return_stats:
             return out, {"proposals": int(proposals) * size, "fallbacks": n_fb, "acceptance": float("nan")}
         return out

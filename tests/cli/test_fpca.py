@@ -89,14 +89,21 @@ def test_early_ledger_check_gets_the_cost_that_is_charged(tmp_path, capsys, monk
 
 
 def test_gp_base_pure_and_delta_variants(tmp_path, capsys):
-    """gp-base k = 1 at n x epsilon = 46.5 (growth, epsilon 1): the pure plan needs 2.7e7 proposals and is refused with a
-    one-line error naming --delta; --delta 1e-10 serves (epsilon', delta') with 9.0e6 (the frame lattice's delta
-    planned inside it)."""
+    """gp-base k = 1 at n x epsilon = 46.5 (growth, epsilon 1): the pure plan needs 2.7e7 proposals, within the default
+    cap (its dry run says so; the draw itself takes ~9 s and is left to the slow run); at epsilon 1.3 it needs 5.4e7
+    and is refused with a one-line error naming --delta; --delta 1e-10 serves (epsilon', delta') at epsilon 1 with
+    9.0e6 (the frame lattice's delta planned inside it)."""
     common = ("--data", "growth", "--k", "1", "--m", "5", "--basis", "gaussian", "--rho", "0.1", "--epsilon", "1",
               "--tau", "200", "--form", "gp-base")
-    rc, out = _fpca(tmp_path, *common, name="pure")
+    rc, out = _fpca(tmp_path, *common, "--n", "93", "--grid", "31", "--dry-run", name="pure")
+    std = capsys.readouterr()
+    assert rc == 0 and not out.is_file(), std.err
+    assert "pure 1.00000000004-DP per frame" in std.out and "T = 27029898 proposals per draw" in std.out
+    at13 = list(common)
+    at13[at13.index("--epsilon") + 1] = "1.3"
+    rc, out = _fpca(tmp_path, *at13, name="pure13")
     err = capsys.readouterr().err
-    assert rc == 2 and not out.is_file() and _errors(err) == 1 and "--delta 1e-10" in err
+    assert rc == 2 and not out.is_file() and _errors(err) == 1 and "--delta 1e-10" in err and "needs 5.43e+07 proposals" in err
     rc, out = _fpca(tmp_path, *common, "--delta", "1e-10", name="approx")
     std = capsys.readouterr()
     assert rc == 0, std.err
@@ -203,3 +210,15 @@ def test_help_lists_fpca():
     assert res.returncode == 0 and "--sampler" in res.stdout and "gp-base" in res.stdout
     res = subprocess.run([sys.executable, "-m", "fdp_ppl", "--help"], capture_output=True, text=True)
     assert "fpca" in res.stdout
+
+
+@pytest.mark.slow
+def test_gp_base_pure_release_of_the_growth_data_is_served(tmp_path):
+    """The paper's Theorem 4.1 form on the shipped growth data at epsilon 1 without --delta (2.66e7 proposals, ~9 s
+    CPU on one core): pure, exact, charged (epsilon'', 0)."""
+    rc, out = _fpca(tmp_path, "--data", "growth", "--k", "1", "--m", "5", "--basis", "gaussian", "--rho", "0.1",
+                    "--epsilon", "1", "--tau", "200", "--form", "gp-base", name="growth")
+    assert rc == 0
+    a = xr.open_datatree(out).attrs
+    assert a["pure"] == 1 and a["delta_guaranteed"] == 0 and a["proposal_budget"] == 26624013
+    assert 1.0 < a["epsilon_guaranteed"] < 1.0 + 1e-9 and a["sampler"] == "rejection-from-gp-base"

@@ -25,7 +25,7 @@ from fdp_ppl.errors import InputError, SeededReleaseWarning
 from fdp_ppl.fpca import FPCASpec, gibbs_matrix_bingham, rejection_from_gp_base, sample_vector_bingham
 import fdp_ppl as fp
 from fdp_ppl.fpca.fpca import FPCAFit
-from fdp_ppl.fpca.fpca_plan import exact_plan
+from fdp_ppl.fpca.fpca_plan import DEFAULT_MAX_PROPOSALS, exact_plan
 from fdp_ppl.fpca.samplers import (acg_acceptance_bound, acg_envelope, bingham_log_density_floor, fallback_guarantee,
                                       gp_base_acceptance_bound, gp_base_log_density_floor, proposal_budget,
                                       pure_guarantee, pure_proposal_budget)
@@ -359,8 +359,9 @@ def test_fallback_rate_stays_below_the_recorded_bound_on_adversarial_datasets():
 
 def test_issue_neighbour_pair_is_refused_identically_before_the_charge():
     """The neighbouring pair once reported (n = 28, Gaussian eigenbasis rho = 1, m = 5, k = 1, eps = 1): the data-independent budget is
-    ~4.4e7 proposals (pure) and ~2.8e7 for delta <= 1e-10 (was ~2e10 before the mixture term of the acceptance bound);
-    both neighbours are refused with the same message, nothing is charged."""
+    ~4.4e7 proposals (pure) and ~2.8e7 for delta <= 1e-10 (was ~2e10 before the mixture term of the acceptance bound):
+    one frame is served (the default cap is 5e7), two frames (8.8e7) are not, and both neighbours are refused with
+    the same message, nothing is charged."""
     grid = Grid.uniform(31)
     eb = eigenbasis(Gaussian(rho=1.0), grid)
     spec = FPCASpec(grid=grid, m=5, k=1, epsilon=1.0, tau=1.0, basis=eb, form="gp-base")
@@ -368,7 +369,7 @@ def test_issue_neighbour_pair_is_refused_identically_before_the_charge():
     ledger = PrivacyLedger(PrivacyBudget(10.0, 1e-3))
     for G in (_along(5, 28, 4), _along(5, 28, 4, replaced=0)):
         with pytest.raises(InputError, match="form='bingham'") as err:
-            fp.release(FPCAFit(spec=spec, gram=G, n=28), fp.ExponentialMechanism(), ledger=ledger)
+            fp.release(FPCAFit(spec=spec, gram=G, n=28), fp.ExponentialMechanism(), draws=2, ledger=ledger)
         msgs.append(str(err.value))
     assert msgs[0] == msgs[1] and ledger.spent.epsilon == 0
 
@@ -550,13 +551,16 @@ def test_pure_release_is_the_default_and_fits_a_pure_ledger():
     assert "pure" in a["guarantee"] and "f_min" in a["guarantee"]
 
 
-def test_pure_unservable_names_the_delta_variant_or_refuses_both():
-    # growth-sized GP base, k = 1: pure needs ~2.7e7 proposals, (eps', delta') ~8.8e6: the error names delta=
+def test_growth_sized_gp_base_is_served_pure_and_a_larger_n_names_the_delta_variant():
+    # growth-sized GP base (n = 93, m = 5, k = 1, eps = 1): pure needs ~2.7e7 proposals, within the default cap
     grid = Grid.uniform(31)
     spec = FPCASpec(grid=grid, m=5, k=1, epsilon=1.0, tau=1.0, basis=eigenbasis(Gaussian(rho=0.1), grid),
                     form="gp-base")
+    growth = fp.plan(spec, fp.ExponentialMechanism(), n=93)
+    assert growth.cost.delta == 0 and 2e7 < growth.state[2]["work"] <= DEFAULT_MAX_PROPOSALS
+    # n = 120: pure needs ~5.4e7 proposals, (eps', delta') ~1.5e7: the error names delta=
     ledger = PrivacyLedger(PrivacyBudget(10.0, 1e-3))
-    fit = FPCAFit(spec=spec, gram=_along(5, 93, 4), n=93)
+    fit = FPCAFit(spec=spec, gram=_along(5, 120, 4), n=120)
     with pytest.raises(InputError, match="delta=1e-10") as err:
         fp.release(fit, fp.ExponentialMechanism(), ledger=ledger)
     assert "\n" not in str(err.value) and ledger.spent.epsilon == 0
@@ -567,5 +571,5 @@ def test_pure_unservable_names_the_delta_variant_or_refuses_both():
     # k = 2: neither can be served
     spec2 = FPCASpec(grid=grid, m=5, k=2, epsilon=1.0, tau=1.0, basis=spec.basis, form="gp-base")
     with pytest.raises(InputError, match="neither") as err:
-        fp.release(FPCAFit(spec=spec2, gram=_along(5, 93, 4), n=93), fp.ExponentialMechanism(), ledger=ledger)
+        fp.release(FPCAFit(spec=spec2, gram=_along(5, 120, 4), n=120), fp.ExponentialMechanism(), ledger=ledger)
     assert "form='bingham' with k = 1" in str(err.value)
