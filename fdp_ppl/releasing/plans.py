@@ -228,8 +228,8 @@ class ReleasePlan:
         """(field, value) rows for a printed plan (what ``--dry-run`` shows)."""
         scale = self.noise_scale
         rows = [("family", self.family), ("mechanism", self.mechanism), ("noise law", self.noise_law),
-                ("guarantee per draw", f"({self.epsilon:g}, {self.delta:g})"),
-                ("draws", str(self.draws)), ("charged", f"({self.cost.epsilon:g}, {self.cost.delta:g})"),
+                ("asked per draw", f"({self.epsilon:.12g}, {self.delta:.6g})"),
+                ("draws", str(self.draws)), ("charged", f"({self.cost.epsilon:.12g}, {self.cost.delta:.6g})"),
                 ("sensitivity", f"{self.sensitivity:.6g} ({self.sensitivity_norm})"),
                 ("noise multiplier", f"{self.noise_multiplier:.6g}")]
         if scale.size:

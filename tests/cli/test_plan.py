@@ -163,3 +163,16 @@ def test_fpca_dry_run_of_a_bundled_table_names_a_fix_that_works(tmp_path, capsys
     assert "pass --n N and --grid K" in err and "instead of --data" not in err
     assert main([*flags, "--n", "93", "--grid", "31"]) == 0
     assert not (tmp_path / "f.nc").exists()
+
+
+def test_a_printed_plan_shows_the_charge_to_the_digit_a_ledger_compares():
+    """A pure exact FPCA plan charges epsilon'' = 1 + 4e-11 for epsilon 1: the printed charge must not round it to
+    the 1 asked (a ledger with exactly 1 left refuses it)."""
+    import fdp_ppl as fp
+    from fdp_ppl.fpca import FPCASpec
+
+    spec = FPCASpec(grid=fp.Grid.uniform(31), m=5, k=1, epsilon=1.0, tau=1.0, form="gp-base")
+    rows = dict(fp.plan(spec, fp.ExponentialMechanism(), n=93).table())
+    assert rows["asked per draw"] == "(1, 0)"
+    charged = float(rows["charged"].strip("()").split(",")[0])
+    assert 1.0 < charged < 1.0 + 1e-9
