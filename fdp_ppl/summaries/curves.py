@@ -274,7 +274,9 @@ def _block_stats(x, norm: str, tau: float, weights, offset) -> np.ndarray:
     out = np.zeros(k + _N_STATS)
     out[k + 2] = -np.inf
     step = max(1, int(CHUNK_BYTES) // (8 * max(k, 1)))
-    scratch = (np.empty((min(step, x.shape[0]), k)), np.ones(min(step, x.shape[0]))) if norm == "sup" else None
+    rows = min(step, x.shape[0])
+    # the flushed block (reused: a fresh 2 MB array a block costs its page faults) and, for sup, |c| and ones
+    scratch = (np.empty((rows, k)),) + ((np.empty((rows, k)), np.ones(rows)) if norm == "sup" else ())
     with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf rows are counted and refused by the caller
         for c in _row_blocks(x):
             _add_block(out, np.asarray(c, dtype=float), norm, tau, weights, offset, scratch)
@@ -284,11 +286,17 @@ def _block_stats(x, norm: str, tau: float, weights, offset) -> np.ndarray:
 def _add_block(out, c, norm, tau, weights, offset, scratch) -> None:
     """Add one cache-sized block of records ``c`` to the statistics ``out`` (see :func:`_block_stats`)."""
     k = c.shape[1]
-    if offset is not None:
+    fresh = offset is not None
+    if fresh:
         c = c - offset
     # values below tau * 2^-400 become 0 (a selection, no arithmetic on them): no product below enters the
-    # subnormal slow path (DESIGN invariant 9; fdp_ppl.io.lattice); a public record-by-record map, norms never grow
-    c = flush_tiny(c, tau)
+    # subnormal slow path (DESIGN invariant 9; fdp_ppl.io.lattice); a public record-by-record map, norms never grow.
+    # A C-ordered block is flushed in one compiled pass into the scratch block (or in place when it is our own
+    # copy); any other layout keeps NumPy's (a new array in the block's layout: the same bits as ever)
+    if c.flags.c_contiguous:
+        c = flush_tiny(c, tau, out=c if fresh else scratch[0][: c.shape[0]])
+    else:
+        c = flush_tiny(c, tau)
     if norm == "l2":
         sq = np.einsum("ij,ij,j->i", c, c, weights)
         norms = np.sqrt(sq)
@@ -298,7 +306,7 @@ def _add_block(out, c, norm, tau, weights, offset, scratch) -> None:
         out[:k] += factor @ c
         top = norms
     else:
-        b, ones = scratch[0][: c.shape[0]], scratch[1][: c.shape[0]]
+        b, ones = scratch[1][: c.shape[0]], scratch[2][: c.shape[0]]
         top = np.max(np.abs(c, out=b), axis=1)  # sup norm of each row; NaN propagates, inf shows
         ok = np.isfinite(top)
         clipped = top > tau
