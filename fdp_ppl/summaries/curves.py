@@ -7,8 +7,9 @@ names, never from position (:func:`record_and_grid_dims`).
 
 Every summary reads the curves **once** (:func:`clip_pass`): block by block
 along the records (:data:`CHUNK_BYTES` at a time in memory, or one dask
-chunk at a time), each block gives its grid norms (one ``einsum``), clip
-factors, the finiteness check (read off the norms: a NaN or inf value makes
+chunk at a time), each block gives its grid norms (one compiled loop that also
+flushes tiny values to 0, summing each row in ``einsum``'s order; ``einsum`` for
+other layouts), clip factors, the finiteness check (read off the norms: a NaN or inf value makes
 its norm non-finite) and its share of the clipped sum (one matrix-vector
 product); the blocks' sums are added. No temporary of the data's size is
 made, so the peak memory stays close to the data's, and a dask-backed
