@@ -290,7 +290,7 @@ def _record(tree: xr.DataTree, plan, extra: dict, ledger) -> xr.DataTree:
         post.attrs.update({"created_at": now, "creation_library": "fdp_ppl", "creation_library_version": __version__})
         if plan.units and plan.variable in post.data_vars:
             post[plan.variable].attrs["units"] = plan.units
-        if "t" in post.coords:  # the grid's public name and units, when the provenance gives them
+        if ("t_name" in extra or "t_units" in extra) and "t" in post.coords:  # the grid's public name and units
             for key, attr in (("t_name", "long_name"), ("t_units", "units")):
                 if key in extra:
                     post.coords["t"].attrs[attr] = str(extra[key])
