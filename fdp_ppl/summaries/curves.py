@@ -20,6 +20,7 @@ cluster) is reduced lazily: only length-K vectors and counts are computed.
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -27,7 +28,6 @@ import xarray as xr
 
 from .. import dims
 from ..errors import InputError, PrivacyLeakWarning, check_positive
-from .._numba import HAVE_NUMBA, njit
 from ..io.lattice import TINY, flush_tiny
 from ..io.containers import record_and_grid_dims, to_curves  # noqa: F401  (re-exported: the one rule for dims)
 from ..spaces import Grid
@@ -293,13 +293,36 @@ def _block_stats(x, norm: str, tau: float, weights, offset) -> np.ndarray:
     scratch = (np.empty((rows, k)), np.empty(rows)) + ((np.empty((rows, k)), np.ones(rows)) if norm == "sup" else ())
     if weights is not None:
         weights = np.ascontiguousarray(weights, dtype=float)
+    kernel = _compiled_flush_and_square() if norm == "l2" else None
     with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf rows are counted and refused by the caller
         for c in _row_blocks(x):
-            _add_block(out, np.asarray(c, dtype=float), norm, tau, weights, offset, scratch)
+            _add_block(out, np.asarray(c, dtype=float), norm, tau, weights, offset, scratch, kernel)
+    _PASSES[0] += 1
     return out
 
 
-def _add_block(out, c, norm, tau, weights, offset, scratch) -> None:
+#: clipping passes made in this process, and the compiled loop once made (False: none, use NumPy)
+_PASSES = [0]
+_COMPILED: dict = {}
+
+
+def _compiled_flush_and_square():
+    """The compiled :func:`_flush_and_square` for this pass, or None (NumPy's flush and ``einsum``: the same bits).
+
+    Loading Numba and the compiled loop costs 1-3 s once a process, more than the loop saves on one pass over
+    less than a few GB (a one-release command line); so a process's first pass uses NumPy unless Numba is
+    already loaded, and its later passes (repeated releases, what the loop is for) use the loop. The choice
+    depends on the process, never on the data.
+    """
+    kernel = _COMPILED.get("flush_and_square")
+    if kernel is None and (_PASSES[0] > 0 or "numba" in sys.modules):
+        from .._numba import HAVE_NUMBA, njit
+
+        kernel = _COMPILED["flush_and_square"] = njit(cache=True, nogil=True)(_flush_and_square) if HAVE_NUMBA else False
+    return kernel or None
+
+
+def _add_block(out, c, norm, tau, weights, offset, scratch, kernel=None) -> None:
     """Add one cache-sized block of records ``c`` to the statistics ``out`` (see :func:`_block_stats`)."""
     k = c.shape[1]
     fresh = offset is not None
@@ -311,9 +334,9 @@ def _add_block(out, c, norm, tau, weights, offset, scratch) -> None:
     # A C-ordered block is flushed in one compiled pass into the scratch block (or in place when it is our own
     # copy), with its rows' squared norms for L2; any other layout keeps NumPy's (a new array in the block's
     # layout: the same bits as ever)
-    if c.flags.c_contiguous and norm == "l2" and HAVE_NUMBA:
+    if c.flags.c_contiguous and kernel is not None:  # (L2 only)
         dest, sq = (c if fresh else scratch[0][: c.shape[0]]), scratch[1][: c.shape[0]]
-        _flush_and_square(c, TINY * tau, weights, dest, sq)
+        kernel(c, TINY * tau, weights, dest, sq)
         c = dest
     elif c.flags.c_contiguous:
         c = flush_tiny(c, tau, out=c if fresh else scratch[0][: c.shape[0]])
@@ -341,8 +364,7 @@ def _add_block(out, c, norm, tau, weights, offset, scratch) -> None:
         out[k + 1] += np.count_nonzero(~np.isfinite(c[~ok]))
 
 
-@njit(cache=True, nogil=True)
-def _flush_and_square(x, threshold, w, out, sq):  # pragma: no cover - compiled
+def _flush_and_square(x, threshold, w, out, sq):  # pragma: no cover - compiled (_compiled_flush_and_square)
     """``out = x`` with ``|x| < threshold`` set to 0 (:func:`~fdp_ppl.io.lattice.flush_tiny`) and
     ``sq[i] = Σ_j out[i, j]² w_j``, for a C-ordered block ``x`` (m, K) (``out`` may be ``x``).
 

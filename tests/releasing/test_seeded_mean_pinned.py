@@ -4,7 +4,8 @@ The reference in ``data/seeded_mean_release.json`` (``float.hex`` of every value
 *before* the clipping pass flushed tiny values in one compiled loop into a reused block and before numpy curves
 skipped the DataArray wrapper: the seeded release (``study=True``, the PyMC generator) of the ICLP-QR mean of
 6000 synthetic curves on 100 grid points (three blocks of the pass, about half of the curves clipped) given as a
-C-ordered array, as a DataArray stored (t, curve) (a strided block: NumPy's flush), with a public offset, and
+C-ordered array (by NumPy's flush and ``einsum``, and by the compiled loop a process's later passes use), as a
+DataArray stored (t, curve) (a strided block: NumPy's flush), with a public offset, and
 under add/remove; and the Bernstein coefficients (sup-norm clipping) of the same curves. The flush is a
 selection and every block keeps its layout, order and products, so the values are equal bit for bit
 (DESIGN invariant 9: the flush that keeps subnormals out of the arithmetic changes no value of a normal
@@ -58,11 +59,30 @@ def compute() -> dict:
     return out
 
 
-@pytest.fixture(scope="module")
-def computed():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return compute()
+@pytest.fixture(scope="module", params=["numpy", "compiled"])
+def computed(request):
+    """The values by NumPy's flush and einsum, and by the compiled loop (a process's later passes)."""
+    from fdp_ppl.summaries import curves
+
+    saved, passes = dict(curves._COMPILED), curves._PASSES[0]
+    if request.param == "numpy":
+        curves._COMPILED["flush_and_square"] = False
+    else:
+        curves._COMPILED.pop("flush_and_square", None)
+        curves._PASSES[0] = max(1, passes)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = compute()
+        if request.param == "compiled":
+            from fdp_ppl._numba import HAVE_NUMBA
+
+            assert bool(curves._COMPILED.get("flush_and_square")) == HAVE_NUMBA  # the loop ran (not vacuous)
+    finally:
+        curves._COMPILED.clear()
+        curves._COMPILED.update(saved)
+        curves._PASSES[0] = max(passes, curves._PASSES[0])
+    return out
 
 
 @pytest.mark.parametrize("case", ["c_order", "dataarray_t_curve", "offset", "add_remove", "bernstein"])
