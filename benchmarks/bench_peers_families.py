@@ -92,7 +92,9 @@ def _row(family, size, ours_s, peer, peer_s, peak=None, *, group=None, accuracy=
     row.update(extra)
     ratio = row["ratio"]
     print(f"  {family:<6} {size:<22} ours {ours_s:10.4g}  {peer:<28} {peer_s if peer_s is None else round(peer_s, 5)}"
-          f"  ratio {ratio if ratio is None else round(ratio, 2)}  {'—' if row['met'] is None else 'MET' if row['met'] else 'not met'}",
+          f"  ratio {ratio if ratio is None else round(ratio, 2)}  {'—' if row['met'] is None else 'MET' if row['met'] else 'not met'}"
+          + (f"  (CPU: ours {row['cpu_ours']:.4g} s, peer {row['cpu_peer']:.4g} s, ratio {row['ratio_cpu']:.2f})"
+             if "ratio_cpu" in row and "cpu_peer" in row else ""),
           file=sys.stderr, flush=True)
     return row
 
@@ -157,14 +159,17 @@ def mean_rows(sizes: dict, repeats: int) -> list:
             def noise():  # the floating-point-safe draw alone (OpenDP): what a private release must add
                 return sampler.draw(zeros, cal.scale, 1, None, calibration=cal)
 
-            t = median_times({"ours": ours, "fused": fused, "floor": floor_draw, "noise": noise}, repeats)
+            t, cpu = _wall_cpu_medians({"ours": ours, "fused": fused, "floor": floor_draw, "noise": noise}, repeats)
             peak = peak_traced_bytes(ours)
             rows.append(_row("mean", f"n={size_label(n)}, m={k}", t["ours"], "fused numpy pass", t["fused"], peak,
                              group=("mean", k), n=n, m=k, floor_draw_s=t["floor"],
                              ratio_to_floor_draw=t["ours"] / t["floor"],
-                             cold_first_release_s=cold, data_mb=x.nbytes / 2**20, noise_s=t["noise"]))
+                             cold_first_release_s=cold, data_mb=x.nbytes / 2**20, noise_s=t["noise"],
+                             cpu_ours=cpu["ours"], cpu_peer=cpu["fused"], ratio_cpu=cpu["ours"] / cpu["fused"]))
             rows.append(_row("mean", f"n={size_label(n)}, m={k}", t["ours"], "fused numpy pass + fp-safe draw",
-                             t["fused"] + t["noise"], None, group=("mean-noise", k), n=n, m=k))
+                             t["fused"] + t["noise"], None, group=("mean-noise", k), n=n, m=k, cpu_ours=cpu["ours"],
+                             cpu_peer=cpu["fused"] + cpu["noise"],
+                             ratio_cpu=cpu["ours"] / (cpu["fused"] + cpu["noise"])))
     return rows
 
 

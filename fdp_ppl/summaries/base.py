@@ -327,14 +327,19 @@ class SummarySpec:
         >>> key == fp.ICLPQRSpec(basis=basis, tau=1.0, n=50).public_key(), key == fp.RKHSSpec(basis=basis, tau=1, n=50).public_key()
         (True, False)
         """
-        if self.data_dependent:
-            return None
-        values = tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
-        try:
-            hash(values)
-        except TypeError:
-            return None
-        return (type(self), values)
+        cached = self.__dict__.get("_public_key_cache")
+        if cached is not None:  # the fields are frozen: computed once per spec (twice a release otherwise)
+            return cached[0]
+        key = None
+        if not self.data_dependent:
+            values = tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
+            try:
+                hash(values)
+                key = (type(self), values)
+            except TypeError:
+                key = None
+        object.__setattr__(self, "_public_key_cache", (key,))
+        return key
 
     @property
     def data_dependent(self) -> bool:

@@ -484,12 +484,13 @@ def test_public_work_is_cached_per_public_configuration_not_per_spec():
     assert first.spec is not second.spec and first.spec.public_key() == second.spec.public_key()
     a = fp.release(first, fp.ICLP(1.0), random_seed=5, study=True, generator="pymc")
     b = fp.release(second, fp.ICLP(1.0), random_seed=5, study=True, generator="pymc")
-    def parts(spec):  # the public parts (calibration, sampler, attrs), not the plans kept next to them
-        (out,) = [v for k, v in draw._PUBLIC[spec].items() if k[0] != "plan"]
-        return out
+    def parts(spec):  # the public parts of the spec's plan (calibration, sampler, metadata, accuracy inputs)
+        (plan,) = [v for k, v in draw._PUBLIC[spec].items() if k[0] == "plan"]
+        assert plan.state[0]() is spec  # each plan is bound to its own spec (the draw hook checks it)
+        return plan.state[1:]
 
     parts_a, parts_b = parts(first.spec), parts(second.spec)
-    assert parts_a is parts_b  # one calibration, sampler and attrs for the configuration
+    assert all(x is y for x, y in zip(parts_a, parts_b))  # one calibration, sampler and attrs for the configuration
     (tmpl_a,), (tmpl_b,) = draw._TEMPLATES[first.spec].values(), draw._TEMPLATES[second.spec].values()
     assert tmpl_a is tmpl_b  # one template: the public basis is not rebuilt into a new dataset
     # the same law: equal public scales, and the same seed draws the same noise around each summary
@@ -512,7 +513,7 @@ def test_public_work_is_cached_per_public_configuration_not_per_spec():
     third = fp.iclp_qr_mean(curves, basis, tau=3.0)
     fp.release(third, fp.ICLP(1.0), random_seed=5, study=True, generator="pymc")
     parts_c = parts(third.spec)
-    assert parts_c is not parts_a and parts_c[0].sensitivity.value == pytest.approx(1.5 * parts_a[0].sensitivity.value)
+    assert parts_c[0] is not parts_a[0] and parts_c[0].sensitivity.value == pytest.approx(1.5 * parts_a[0].sensitivity.value)
 
 
 def test_a_cached_plan_does_not_keep_its_spec_alive():

@@ -1,0 +1,103 @@
+"""A seeded mean-curve release gives the same bits as before the data pass was made faster.
+
+The reference in ``data/seeded_mean_release.json`` (``float.hex`` of every value) was computed by the package
+*before* the clipping pass flushed tiny values in one compiled loop into a reused block and before numpy curves
+skipped the DataArray wrapper: the seeded release (``study=True``, the PyMC generator) of the ICLP-QR mean of
+6000 synthetic curves on 100 grid points (three blocks of the pass, about half of the curves clipped) given as a
+C-ordered array (by NumPy's flush and ``einsum``, and by the compiled loop a process's later passes use), as a
+DataArray stored (t, curve) (a strided block: NumPy's flush), with a public offset, and
+under add/remove; and the Bernstein coefficients (sup-norm clipping) of the same curves. The flush is a
+selection and every block keeps its layout, order and products, so the values are equal bit for bit
+(DESIGN invariant 9: the flush that keeps subnormals out of the arithmetic changes no value of a normal
+record). Regenerate (``python tests/releasing/test_seeded_mean_pinned.py``) only for an intended change of
+values; the values are this platform's (its BLAS's order of summation).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+REFERENCE = Path(__file__).with_name("data") / "seeded_mean_release.json"
+N, K, TAU, SEED = 6000, 100, 1.0, 7
+
+
+def _curves() -> np.ndarray:
+    rng = np.random.default_rng(11)
+    t = np.linspace(0.0, 1.0, K)
+    return rng.uniform(0.5, 1.5, (N, 1)) * 1.2 * np.sin(2 * np.pi * t) + 0.3 * rng.standard_normal((N, K))
+
+
+def compute() -> dict:
+    """{case: list of float.hex}: released coefficients and curve of each seeded release, Bernstein coefficients."""
+    import fdp_ppl as fp
+
+    x = _curves()
+    grid = fp.Grid.uniform(K)
+    basis = fp.eigenbasis(fp.Matern(rho=0.1, nu=1.5), grid)
+    stored_tc = xr.DataArray(np.ascontiguousarray(x.T), dims=("t", "curve"), coords={"t": grid.t})
+    fits = {
+        "c_order": fp.iclp_qr_mean(x, basis, tau=TAU),
+        "dataarray_t_curve": fp.iclp_qr_mean(stored_tc, basis, tau=TAU),
+        "offset": fp.ICLPQRSpec(basis=basis, tau=TAU, n=N).fit(x, offset=0.2 * np.sin(np.pi * grid.t),
+                                                                offset_source="a public curve"),
+        "add_remove": fp.iclp_qr_mean(x, basis, tau=TAU, neighbouring="add-remove", n_lower=5000),
+    }
+    out = {}
+    for case, fit in fits.items():
+        tree = fp.release(fit, fp.ICLP(epsilon=1.0), random_seed=SEED, study=True, generator="pymc")
+        post = tree["posterior"]
+        out[case] = [float(v).hex() for v in np.concatenate([post["coefficients"].values.ravel(),
+                                                               post["curve"].values.ravel()])]
+    out["bernstein"] = [float(v).hex() for v in fp.bernstein_mean(x, grid, tau_inf=2.0, k=20).coefficients]
+    return out
+
+
+@pytest.fixture(scope="module", params=["numpy", "compiled"])
+def computed(request):
+    """The values by NumPy's flush and einsum, and by the compiled loop (a process's later passes)."""
+    from fdp_ppl.summaries import curves
+
+    saved, passes = dict(curves._COMPILED), curves._PASSES[0]
+    if request.param == "numpy":
+        curves._COMPILED["flush_and_square"] = False
+    else:
+        curves._COMPILED.pop("flush_and_square", None)
+        curves._PASSES[0] = max(1, passes)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = compute()
+        if request.param == "compiled":
+            from fdp_ppl._numba import HAVE_NUMBA
+
+            assert bool(curves._COMPILED.get("flush_and_square")) == HAVE_NUMBA  # the loop ran (not vacuous)
+    finally:
+        curves._COMPILED.clear()
+        curves._COMPILED.update(saved)
+        curves._PASSES[0] = max(passes, curves._PASSES[0])
+    return out
+
+
+@pytest.mark.parametrize("case", ["c_order", "dataarray_t_curve", "offset", "add_remove", "bernstein"])
+def test_a_seeded_mean_release_keeps_its_bits(case, computed):
+    ref = json.loads(REFERENCE.read_text())[case]
+    got = computed[case]
+    assert len(got) == len(ref) > 20
+    mismatched = [i for i, (g, r) in enumerate(zip(got, ref)) if g != r]
+    assert not mismatched, f"{len(mismatched)} values differ, first at {mismatched[0]}: {got[mismatched[0]]} vs {ref[mismatched[0]]}"
+
+
+if __name__ == "__main__":  # regenerate the reference (only for an intended change of values)
+    os.environ.setdefault("PYTENSOR_FLAGS", "mode=CVM")
+    REFERENCE.parent.mkdir(exist_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        REFERENCE.write_text(json.dumps(compute(), indent=0, sort_keys=True) + "\n")
+    print(f"wrote {REFERENCE}")
