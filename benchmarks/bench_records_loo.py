@@ -18,9 +18,18 @@ Printed per ratio s/b: the bias of each elpd estimate against the exact one (mea
 sets with a Pareto k > 0.7, and how often each ranks the models as the exact elpd does. Output
 ``results/bench_records_loo.json``.
 
+With ``--joint`` the analogue of a joint observation (``fp.observe([mean, components])``, :func:`run_joint`): a second
+release ``u = aᵀx + w + b ζ`` of the same latent x (the shared sample mean) and its own latent w (the scatter), and
+four kinds of terms against the exact leave-one-out elpd of all J + 1 observations: ``conditional`` (given x, w: the
+old default), ``integrated`` (the new default of ``population_result``: ``log p(y_j | y_-j, μ)`` and ``log p(u | y,
+μ)`` by Monte Carlo with 256 common random draws), ``integrated_exact_u`` (the same with the exact u term: separates
+the Monte Carlo error) and ``joint`` (``log_likelihood="joint"``: each mean term also given u). Output
+``results/bench_records_loo_joint.json``.
+
 Usage::
 
     python benchmarks/bench_records_loo.py      # 100 data sets per ratio, seconds
+    python benchmarks/bench_records_loo.py --joint   # 100 data sets per ratio, about 6 CPU minutes
 """
 
 from __future__ import annotations
@@ -69,6 +78,25 @@ def loo(ll):
     return float(r.elpd), float(np.max(np.asarray(r.pareto_k)))
 
 
+def _summary(rows, kinds) -> dict:
+    """Per kind of terms, against the exact leave-one-out elpd over the data sets (rows): the bias of each model's
+    elpd (A, B and both), the share with a Pareto k > 0.7, how often the ranking is the exact one, and the bias of
+    the difference A − B."""
+    res = {}
+    for kind in kinds:
+        bias = [r[f"{kind}_{m}"] - r[f"exact_{m}"] for r in rows for m in "AB"]
+        for m in "AB":
+            res[f"{kind}_elpd_bias_{m}"] = float(np.mean([r[f"{kind}_{m}"] - r[f"exact_{m}"] for r in rows]))
+        res[f"{kind}_elpd_bias_mean"] = float(np.mean(bias))
+        res[f"{kind}_elpd_bias_sd"] = float(np.std(bias))
+        res[f"{kind}_k_above_0.7"] = float(np.mean([r[f"k_{kind}_{m}"] > 0.7 for r in rows for m in "AB"]))
+        res[f"{kind}_same_ranking"] = float(np.mean([(r[f"{kind}_A"] > r[f"{kind}_B"]) ==
+                                                     (r["exact_A"] > r["exact_B"]) for r in rows]))
+        res[f"{kind}_difference_bias"] = float(np.mean([(r[f"{kind}_A"] - r[f"{kind}_B"]) -
+                                                        (r["exact_A"] - r["exact_B"]) for r in rows]))
+    return res
+
+
 def run(datasets: int, seed: int = 20261128) -> dict:
     out = {}
     for ratio in RATIOS:
@@ -86,16 +114,7 @@ def run(datasets: int, seed: int = 20261128) -> dict:
                 row[f"moments_{model}"], row[f"k_moments_{model}"] = loo(
                     stats.norm.logpdf(y, mu[:, None], np.sqrt(s**2 + b**2)))
             rows.append(row)
-        res = {"s_over_b": ratio, "datasets": datasets}
-        for kind in ("records", "moments"):
-            bias = [r[f"{kind}_{m}"] - r[f"exact_{m}"] for r in rows for m in "AB"]
-            res[f"{kind}_elpd_bias_mean"] = float(np.mean(bias))
-            res[f"{kind}_elpd_bias_sd"] = float(np.std(bias))
-            res[f"{kind}_k_above_0.7"] = float(np.mean([r[f"k_{kind}_{m}"] > 0.7 for r in rows for m in "AB"]))
-            res[f"{kind}_same_ranking"] = float(np.mean([(r[f"{kind}_A"] > r[f"{kind}_B"]) ==
-                                                         (r["exact_A"] > r["exact_B"]) for r in rows]))
-            res[f"{kind}_difference_bias"] = float(np.mean([(r[f"{kind}_A"] - r[f"{kind}_B"]) -
-                                                            (r["exact_A"] - r["exact_B"]) for r in rows]))
+        res = {"s_over_b": ratio, "datasets": datasets, **_summary(rows, ("records", "moments"))}
         out[f"s/b={ratio:g}"] = res
         print(f"s/b = {ratio:g}: elpd bias records {res['records_elpd_bias_mean']:+.3f} "
               f"(sd {res['records_elpd_bias_sd']:.3f}, k>0.7 in {res['records_k_above_0.7']:.0%}, same ranking "
@@ -199,18 +218,7 @@ def run_joint(datasets: int, seed: int = 20261128) -> dict:
                                     ("joint", np.c_[integ[:, :J] + corr, comp])):
                     row[f"{kind}_{model}"], row[f"k_{kind}_{model}"] = loo(terms)
             rows.append(row)
-        res = {"s_over_b": ratio, "datasets": datasets}
-        for kind in KINDS:
-            bias = [r[f"{kind}_{m}"] - r[f"exact_{m}"] for r in rows for m in "AB"]
-            for m in "AB":
-                res[f"{kind}_elpd_bias_{m}"] = float(np.mean([r[f"{kind}_{m}"] - r[f"exact_{m}"] for r in rows]))
-            res[f"{kind}_elpd_bias_mean"] = float(np.mean(bias))
-            res[f"{kind}_elpd_bias_sd"] = float(np.std(bias))
-            res[f"{kind}_k_above_0.7"] = float(np.mean([r[f"k_{kind}_{m}"] > 0.7 for r in rows for m in "AB"]))
-            res[f"{kind}_same_ranking"] = float(np.mean([(r[f"{kind}_A"] > r[f"{kind}_B"]) ==
-                                                         (r["exact_A"] > r["exact_B"]) for r in rows]))
-            res[f"{kind}_difference_bias"] = float(np.mean([(r[f"{kind}_A"] - r[f"{kind}_B"]) -
-                                                            (r["exact_A"] - r["exact_B"]) for r in rows]))
+        res = {"s_over_b": ratio, "datasets": datasets, **_summary(rows, KINDS)}
         res["integrated_mc_rmse"] = float(np.mean([r[f"mc_error_{m}"] for r in rows for m in "AB"]))
         out[f"s/b={ratio:g}"] = res
         print(f"joint s/b = {ratio:g}: " + " | ".join(

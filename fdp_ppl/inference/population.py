@@ -35,7 +35,8 @@ n enters as a number: a release of n = 10⁵ curves costs the same as one of n =
 Several releases of the same people (a mean release and a principal-components release of one data set):
 ``observe([mean_tree, components_tree], ...)``, :mod:`fdp_ppl.inference.population_joint` (latent sample mean and
 scatter shared by both likelihoods; ``clipping=`` as here, the latent statistics then the clipped ones, calibrated
-by ``benchmarks/bench_sbc_population.py --clipped --settings mean+components``).
+by ``benchmarks/bench_sbc_population.py --clipped --settings mean+components``; its ``log_likelihood`` with the latent
+statistics integrated out, :class:`~fdp_ppl.inference.population_joint.JointLoo`).
 
 :func:`population_result` turns the sampled trace into the result: pointwise ``log_likelihood`` for ``az.compare``
 (the non-factorised leave-one-out terms ``log p(y_j | y_{-j}, population parameters)``; Bürkner, Gabry & Vehtari

@@ -50,6 +50,10 @@ DRAWS, TUNE, CHAINS = 300, 300, 2
 #: the same τ and ε), observed with the mean release by ``fp.observe([mean, components])`` (latent sample mean and
 #: scatter shared by both; fdp_ppl/inference/population_joint.py)
 COMPONENTS_M = 4
+#: ``run(joint=True)``: the joint releases' pointwise log-likelihood (``population_result(log_likelihood=)``): the latent
+#: sample mean and scatter integrated out given the population (the default; ``"joint"`` also conditions each mean
+#: term on the frame, 32 times the Monte Carlo cost here; ``"conditional"``, the terms given the latents, is optimistic)
+JOINT_LOG_LIKELIHOOD = "integrated"
 
 
 def _kernel(age):
@@ -99,11 +103,13 @@ def releases(seed: int = 20261127, components: bool = False):
     return curves["t"].values, out
 
 
-def _loo_tree(idata, terms):
+def _loo_tree(idata, terms, attrs=None):
     post = idata["posterior"]
     ll = xr.Dataset({"heights": (("chain", "draw", "coefficient"), terms)},
                     coords={"chain": post["chain"], "draw": post["draw"]})
-    return xr.DataTree.from_dict({"posterior": post.to_dataset(), "log_likelihood": ll})
+    tree = xr.DataTree.from_dict({"posterior": post.to_dataset(), "log_likelihood": ll})
+    tree.attrs = dict(attrs or {})
+    return tree
 
 
 def fit(age, rel, sex_effect: bool, private: bool, seed: int = 1, joint: bool = False):
@@ -134,10 +140,10 @@ def fit(age, rel, sex_effect: bool, private: bool, seed: int = 1, joint: bool = 
             idata = pm.sample(DRAWS, tune=TUNE, chains=CHAINS, cores=1, random_seed=seed, progressbar=False,
                               compute_convergence_checks=False)
         if private:
-            res = fp.inference.population_result(idata, model)
+            res = fp.inference.population_result(idata, model, log_likelihood=JOINT_LOG_LIKELIHOOD)
             names = [v for sex in SEXES for v in ((f"{sex}_mean", f"{sex}_components") if joint else (sex,))]
             terms = np.concatenate([res["log_likelihood"][v].values for v in names], axis=-1)
-            return _loo_tree(res, terms)
+            return _loo_tree(res, terms, {k: v for k, v in res.attrs.items() if "mc_se" in k or "correction" in k})
     post = idata["posterior"]
     terms = []
     for sex in SEXES:
