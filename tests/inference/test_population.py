@@ -578,6 +578,30 @@ def test_joint_integrated_log_likelihood_is_brute_force_monte_carlo_over_the_lat
         assert ll["joint"]["rel_mean"][j] == pytest.approx(joint - rest, abs=4 * np.hypot(se_joint, se_rest) + 0.02)
 
 
+@pytest.mark.slow
+def test_joint_leave_one_out_terms_on_the_exact_gaussian_analogue():
+    """benchmarks/bench_records_loo.py --joint at 20 data sets per ratio (about a CPU minute): on the exact Gaussian
+    analogue of a joint observation, for the well-specified model, log_likelihood="joint" is unbiased (|mean elpd
+    bias| below 4 standard errors of the mean + 0.1) and the default integrated terms within 1 elpd of the exact one
+    (they drop the second release's information about the shared mean), while the conditional terms are optimistic
+    by more than 3 at sampling sd = 5 noise sd; the integrated terms' Pareto k exceeds 0.7 in no more data sets than
+    the conditional ones'."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import bench_records_loo
+
+    datasets = 20
+    out = bench_records_loo.run_joint(datasets)
+    for key, res in out.items():
+        margin = 4 * res["joint_elpd_bias_sd"] / np.sqrt(datasets) + 0.1
+        assert abs(res["joint_elpd_bias_A"]) < margin, key
+        assert abs(res["integrated_elpd_bias_A"]) < 1.0 + margin, key
+        assert res["integrated_k_above_0.7"] <= res["conditional_k_above_0.7"], key
+    assert out["s/b=5"]["conditional_elpd_bias_A"] > 3.0
+
+
 def test_laplace_mixing_given_the_residual_is_its_exact_conditional():
     """E | r for the Laplace noise's normal scale mixture ξ | E ~ N(0, 2b²E), E ~ Exp(1): the draws' mean of E
     matches ∫ E p(r | E) e^{−E} dE / p(r) (quadrature), within 4 standard errors."""
