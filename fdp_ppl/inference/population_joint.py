@@ -82,6 +82,7 @@ Costs no privacy: the releases are post-processed.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -461,7 +462,7 @@ def joint_function(model, joints):
 
     def values(*args):
         flat = fn(*args)
-        return [tuple(flat[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        return [tuple(flat[a:b]) for a, b in itertools.pairwise(bounds)]
 
     return values, [v.name for v in inputs]
 

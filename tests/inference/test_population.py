@@ -611,7 +611,9 @@ def test_laplace_mixing_given_the_residual_is_its_exact_conditional():
     rng = np.random.default_rng(4)
     for r in (0.0, 0.3, 2.5):
         E = laplace_mixing_given(np.full((20_000, 1), r), b, rng)[:, 0] / (2 * b[0] ** 2)
-        dens = lambda e, k: e**k * stats.norm.pdf(r, 0.0, np.sqrt(2 * b[0] ** 2 * e)) * np.exp(-e)  # noqa: E731
+        def dens(e, k, r=r):
+            return e**k * stats.norm.pdf(r, 0.0, np.sqrt(2 * b[0] ** 2 * e)) * np.exp(-e)
+
         want = integrate.quad(dens, 0, np.inf, args=(1,))[0] / integrate.quad(dens, 0, np.inf, args=(0,))[0]
         assert E.mean() == pytest.approx(want, abs=4 * E.std() / np.sqrt(E.size))
 
