@@ -35,7 +35,8 @@ n enters as a number: a release of n = 10⁵ curves costs the same as one of n =
 Several releases of the same people (a mean release and a principal-components release of one data set):
 ``observe([mean_tree, components_tree], ...)``, :mod:`fdp_ppl.inference.population_joint` (latent sample mean and
 scatter shared by both likelihoods; ``clipping=`` as here, the latent statistics then the clipped ones, calibrated
-by ``benchmarks/bench_sbc_population.py --clipped --settings mean+components``).
+by ``benchmarks/bench_sbc_population.py --clipped --settings mean+components``; its ``log_likelihood`` with the latent
+statistics integrated out, :class:`~fdp_ppl.inference.population_joint.JointLoo`).
 
 :func:`population_result` turns the sampled trace into the result: pointwise ``log_likelihood`` for ``az.compare``
 (the non-factorised leave-one-out terms ``log p(y_j | y_{-j}, population parameters)``; Bürkner, Gabry & Vehtari
@@ -58,7 +59,7 @@ from ..errors import InputError
 from ..releasing import schema as S
 from ..settings import blas_threads
 from . import population_clipping as C
-from .comparison import RELEASE_ID, gaussian_loo_terms
+from .comparison import RELEASE_ID
 from .population_clipping import CLIPPING_POINTS
 from .population_parts import (
     CLIPPING_SAMPLES,
@@ -67,6 +68,7 @@ from .population_parts import (
     _check_name,
     _mean_release,
     _model,
+    loo_mean_terms,
     outside_tau,
 )
 
@@ -346,7 +348,8 @@ def _population_function(model, observations):
     return fn, [v.name for v in inputs]
 
 
-def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
+def population_result(idata: xr.DataTree, model=None, *, log_likelihood: str = "integrated",
+                      loo_draws: int | None = None) -> xr.DataTree:
     """The result of sampling a model with :func:`observe`'d releases: ``log_likelihood`` for ``az.compare``, the
     observed releases, their identity, and the share of curves the fitted population puts outside τ.
 
@@ -356,6 +359,16 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
         What ``pm.sample`` returned for ``model`` (its ``posterior`` group is read).
     model : pm.Model, optional
         The model (default: the current ``with pm.Model()`` context).
+    log_likelihood : {"integrated", "joint", "conditional"}
+        Joint observations (``observe([mean, components])``) only: ``"integrated"`` (default) gives terms with the
+        latent sample mean and scatter integrated out given the population parameters
+        (:class:`~fdp_ppl.inference.population_joint.JointLoo`: ``log p(y_j | y_{-j}, θ)`` per mean coefficient,
+        ``log p(v | y, θ)`` per frame by Monte Carlo); ``"joint"`` also conditions each mean term on the frame (the
+        joint's exact leave-one-out terms, J + 1 times the Monte Carlo cost); ``"conditional"`` the terms given the
+        latent statistics (optimistic under PSIS-LOO; for a user who needs them).
+    loo_draws : int, optional
+        Public Monte Carlo draws per posterior draw of the integrated components term (default
+        :data:`~fdp_ppl.inference.population_joint.LOO_DRAWS`).
 
     Returns
     -------
@@ -379,6 +392,9 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
         The posterior mean share outside τ exceeds :data:`CLIPPING_TOLERANCE` and the likelihood ignores clipping
         (``clipping="ignore"``, or a joint observation), or the clipped moments' quadrature error exceeds
         :data:`MOMENT_ERROR_TOLERANCE` likelihood sd.
+    JointLooWarning
+        The Monte Carlo standard error of a joint observation's integrated components term exceeds
+        :data:`~fdp_ppl.inference.population_joint.LOO_MC_TOLERANCE` nats.
 
     Raises
     ------
@@ -388,6 +404,8 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
     from . import population_joint as J
 
     model = _model(model)
+    if log_likelihood not in J.LOG_LIKELIHOOD_MODES:
+        raise InputError(f"unknown log_likelihood {log_likelihood!r}", f"pass one of {J.LOG_LIKELIHOOD_MODES}")
     observations = getattr(model, "_fdp_population", [])
     joints = getattr(model, "_fdp_population_joint", [])
     if not observations and not joints:
@@ -408,6 +426,7 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
     error_at = set(np.unique(np.linspace(0, ns - 1, min(ns, MOMENT_ERROR_DRAWS)).astype(int)).tolist())
     errors = {o.name: [] for o in observations}
     jdims = {}
+    jloo = [J.JointLoo(o, log_likelihood, loo_draws) for o in joints]
     for o in joints:
         jdims.update(J.joint_groups(o)[2])
         outside.update({f"{o.name}_{part}": [] for part in ("mean", "components")})
@@ -421,11 +440,7 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
                 else:
                     mix = (1.0 if o.mixing is None else
                            o.law.mixing_draws({_mixing_name(): flat[o.mixing][i]}, 1, o.released.size)[0])
-                    noise_var = o.scale**2 * mix
-                    r, d = gaussian_loo_terms(o.released, m, cm + np.diag(noise_var))
-                    # y_j | y_-j, E_-j: the sampling part N(c_j, 1/d_j − D_j) plus the noise ξ_j, E_j integrated out
-                    g = np.sqrt(np.maximum(1 / d - noise_var, 1e-24 * o.scale**2))
-                    loglik[o.name][i] = o.law.convolved_logp((r / d)[None, :], g[None, :], o.scale[None, :])[0]
+                    loglik[o.name][i] = loo_mean_terms(o.law, o.released, m, cm, o.scale**2 * mix, o.scale)
                 if i in clip_at and o.tau_norm != "sup":
                     outside[o.name].append(outside_tau(centred, Kt, o.weights, o.tau))
                 if o.clipping == "moments" and i in error_at:
@@ -433,7 +448,7 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
                                                          o.weights, o.tau, o.tau_norm, o.points))
             jvalues = jfn(*[flat[v][i] for v in jnames]) if jfn is not None else []
             for k, o in enumerate(joints):
-                terms, share = J.joint_terms(o, jvalues[4 * k: 4 * k + 4], i in clip_at)
+                terms, share = jloo[k].terms(jvalues[k], i, i in clip_at)
                 for var, value in terms.items():
                     loglik.setdefault(var, np.empty((ns, value.size)))[i] = value
                 for part, value in share.items():
@@ -474,8 +489,9 @@ def population_result(idata: xr.DataTree, model=None) -> xr.DataTree:
         _record_clipping(attrs, o.name, outside[o.name], o.tau, modelled=o.clipping != "ignore")
         if errors[o.name]:
             _record_moment_error(attrs, o.name, errors[o.name])
-    for o in joints:
+    for o, loo in zip(joints, jloo):
         attrs.update({f"{o.name}_{k}": v for k, v in o.attrs.items()})
+        loo.record(attrs)
         for part, tau in (("mean", o.mean_part["tau"]), ("components", o.components_tau)):
             if outside[f"{o.name}_{part}"]:
                 _record_clipping(attrs, f"{o.name}_{part}", outside[f"{o.name}_{part}"], tau,

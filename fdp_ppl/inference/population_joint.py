@@ -56,15 +56,33 @@ What is approximate otherwise (recorded as ``<name>_approximation``): the popula
 otherwise, for ``X̄``; ``W`` is Wishart only for Gaussian curves). ``benchmarks/bench_sbc_population.py`` calibrates
 the joint observation with clipping binding (``--clipped --settings mean+components``).
 
-``log_likelihood`` (one variable per release): ``<name>_mean`` per released coefficient ``log p(y_j | x̄_τ)`` and
-``<name>_components`` per released frame ``log p(v_f | G)``, conditional on the latent sufficient statistics
-(conditionally independent given them), for ``az.loo`` / ``az.compare``.
+``log_likelihood`` (one variable per release, for ``az.loo`` / ``az.compare``; :class:`JointLoo`,
+``population_result(..., log_likelihood=)``). By default the latent statistics are **integrated out** given the
+population parameters θ: terms conditional on them (given x̄_τ and G the releases are independent) make PSIS-LOO
+optimistic, because each released value alone informs its own latent direction (``benchmarks/bench_records_loo.py``).
+The joint dependence — the sample mean is in both releases, in y through ``S A x̄_τ`` and in the frame v through
+``n d̄ d̄ᵀ`` in G — means the two releases are *not* independent given θ, so the terms follow the chain rule
+``p(y, v | θ) = p(y | θ) p(v | y, θ)``:
+
+* ``<name>_mean``: ``log p(y_j | y_{-j}, θ)`` per coefficient, the sample mean integrated out in closed form as for one
+  mean release (``N(S A m_a, S A C_aa Aᵀ S / n)`` plus the noise; Laplace noise by its normal scale mixture);
+* ``<name>_components``: ``log p(v | y, θ)`` per frame — the frame's exact leave-one-out term (its complement is y) —
+  by Monte Carlo over ``d̄ | y, θ`` (Gaussian) and ``W`` (Wishart) with :data:`LOO_DRAWS` fixed public draws, its Monte
+  Carlo standard error recorded (``<name>_components_mc_se``).
+
+What this drops: the mean terms do not condition on v, so the frame's information about the sample mean is left out
+of them; on the exact Gaussian analogue (``bench_records_loo.py --joint``) that costs the well-specified model up to
+0.8 elpd at sampling/noise sd 5 and a badly misspecified one several. ``log_likelihood="joint"`` adds it back
+(``log p(y_j | y_{-j}, v, θ)`` by the same Monte Carlo, J + 1 times the cost): every term is then the joint's exact
+leave-one-out term up to Monte Carlo. ``"conditional"`` keeps the terms given the latent statistics.
+``clipping="records"`` has no closed law of the statistics given θ: its terms stay conditional (stated in the attrs).
 
 Costs no privacy: the releases are post-processed.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -97,9 +115,32 @@ APPROXIMATION_RECORDS = ("none: the n records are latent variables (<name>::reco
                          "scatter are computed from them")
 #: the latent records' name (``<name>::records``, shape (n, K)) under ``clipping="records"``
 RECORDS = "records"
+#: public Monte Carlo draws of the latent statistics per posterior draw for the integrated components term
+LOO_DRAWS = 256
+#: seed of those draws (the same for every posterior draw: common random numbers)
+LOO_SEED = 20261128
+#: Monte Carlo standard error (nats) of the integrated components term above which a warning is raised
+LOO_MC_TOLERANCE = 0.1
+LOG_LIKELIHOOD_INTEGRATED = (
+    "the latent statistics integrated out given the population parameters theta, chain rule p(y, v | theta) = "
+    "p(y | theta) p(v | y, theta): <mean> log p(y_j | y_-j, theta) per coefficient (non-factorised leave-one-out "
+    "terms, Buerkner, Gabry & Vehtari 2021; the sample mean integrated out in closed form, Laplace noise as its "
+    "normal scale mixture with E_j integrated out and E_-j drawn from its exact conditional; NOT conditioning on the "
+    "frame v, whose information about the sample mean is dropped from these terms), <components> log p(v | y, theta) "
+    "= log E[p(v | G) | y, theta] (the frame's exact leave-one-out term) by Monte Carlo over d | y ~ Gaussian and "
+    "W ~ Wishart(n-1, C_dd), {R} fixed public draws (seed {seed}, common random numbers), standard error in "
+    "<name>_components_mc_se (mean over draws) and _mc_se_max")
 LOG_LIKELIHOOD = ("conditional on the latent sufficient statistics: log p(y_j | sample mean) per coefficient, "
                   "log p(v_f | G) per frame; " + CONDITIONAL_LOO_NOTE.replace(
-                      "prefer clipping='moments' for model comparison", "read az.compare's elpd differences with this"))
+                      "prefer clipping='moments' for model comparison",
+                      "prefer population_result(log_likelihood='integrated') (the default) for model comparison"))
+#: what :func:`~fdp_ppl.inference.population.population_result` can give a joint observation (:class:`JointLoo`)
+LOG_LIKELIHOOD_MODES = ("integrated", "joint", "conditional")
+LOG_LIKELIHOOD_JOINT = (
+    "; log_likelihood='joint': each <mean> term also given the frame, log p(y_j | y_-j, v, theta) = log p(y_j | "
+    "y_-j, theta) + log p(v | y, theta) - log p(v | y_-j, theta) (the last two by Monte Carlo with the same draws; "
+    "Laplace noise: given the drawn E_j), so every term is the joint's exact leave-one-out term up to Monte Carlo; "
+    "<name>_mean_frame_correction: posterior mean of sum_j |log p(v | y) - log p(v | y_-j)|, what the frame adds")
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,6 +169,10 @@ class JointObservation:
     attrs : dict
     clipping : str
         ``"ignore"``, ``"moments"`` or ``"records"`` (module docstring).
+    moments : tuple of TensorVariable
+        The latent statistics' law given the population, ``(x̄_τ − o, d̄) ~ N((m_a, m_d), C / n)``:
+        ``(m_a, m_d, C_aa, C_da, C_dd)`` (``"ignore"``: ``(μ − o, B_c μ, K, B_c K, B_c K B_cᵀ)``; empty for
+        ``"records"``), for the integrated ``log_likelihood`` (:class:`JointLoo`).
     """
 
     name: str
@@ -146,6 +191,7 @@ class JointObservation:
     release_ids: dict
     attrs: dict = field(default_factory=dict)
     clipping: str = "ignore"
+    moments: tuple = ()
 
     @property
     def variables(self) -> dict:
@@ -321,7 +367,7 @@ def observe_joint(releases, *, mean, covariance, name: str = "release", draw: in
         C = 0.5 * (C + C.T)
         return cholesky(C + JITTER * (pt.mean(pt.diag(C)) + 1e-300) * pt.eye(C.shape[0]))
 
-    points = None
+    points, moments = None, ()
     if choice == "records":
         with pm.Model(name=name):
             zr = pm.Normal(RECORDS, 0.0, 1.0, shape=(n, K))
@@ -354,9 +400,11 @@ def observe_joint(releases, *, mean, covariance, name: str = "release", draw: in
             stat = m_a + dev
             cbar = m_d + pt.dot(reg, dev) + pt.dot(cholesky(cond), eta) / np.sqrt(n)
             scale_chol = _chol(Cdd)
+            moments = (m_a, m_d, Caa, Cda, Cdd)
         else:
             xbar = mu + pt.dot(_chol(cov), xi) / np.sqrt(n)
             stat, cbar, scale_chol = xbar - offset, pt.dot(Bc, xbar), _chol(pt.dot(pt.dot(Bc, cov), Bc.T))
+            moments = (mu - offset, pt.dot(Bc, mu), cov, pt.dot(Bc, cov), pt.dot(pt.dot(Bc, cov), Bc.T))
         LT = pt.dot(scale_chol, T)
         G_raw = n * pt.outer(cbar, cbar) + pt.dot(LT, LT.T)
         # the released scatter's support: clipped rows have norm <= 1, so tr G <= n; a latent scatter beyond it is
@@ -391,45 +439,207 @@ def observe_joint(releases, *, mean, covariance, name: str = "release", draw: in
              "approximation": approximation, "clipping": choice, "clipping_prior_share": prior_share,
              "components_log_constant": method,
              "mean_tau": tau, "components_tau": ctau, "components_epsilon": comp["epsilon"],
-             "mean_noise_law": law.name, "mean_summary": view.metadata.summary, "components_m": m,
-             "log_likelihood": LOG_LIKELIHOOD}
+             "mean_noise_law": law.name, "mean_summary": view.metadata.summary, "components_m": m}
     obs = JointObservation(name=name, mean_part=part, frames=V, likelihood=lik, coef_map=Bc,
                            components_tau=ctau, components_weights=cw, n=n, t=view.t_original,
                            sample_mean=stat, scatter=G, mean=mu, covariance=cov, release_ids=ids, attrs=attrs,
-                           clipping=choice)
+                           clipping=choice, moments=moments)
     model._fdp_population_joint = [*getattr(model, "_fdp_population_joint", []), obs]
     return obs
 
 
 def joint_function(model, joints):
-    """Compiled: the model's free variables → per joint observation ``(X̄, G, μ, K)``."""
+    """Compiled: the model's free variables → per joint observation the values of ``(x̄_τ − o, G, μ, K, *moments)``
+    (:attr:`JointObservation.moments`), as a list of tuples (one per observation)."""
     import pytensor
 
     from ..settings import compile_mode
 
-    outputs = [x for o in joints for x in (o.sample_mean, o.scatter, o.mean, o.covariance)]
+    groups = [(o.sample_mean, o.scatter, o.mean, o.covariance, *o.moments) for o in joints]
     inputs = list(model.free_RVs)
-    fn = pytensor.function(inputs, outputs, on_unused_input="ignore", mode=compile_mode())
-    return fn, [v.name for v in inputs]
+    fn = pytensor.function(inputs, [x for g in groups for x in g], on_unused_input="ignore", mode=compile_mode())
+    bounds = np.cumsum([0] + [len(g) for g in groups])
+
+    def values(*args):
+        flat = fn(*args)
+        return [tuple(flat[a:b]) for a, b in itertools.pairwise(bounds)]
+
+    return values, [v.name for v in inputs]
 
 
-def joint_terms(o: JointObservation, values, with_clipping: bool) -> tuple[dict, dict]:
-    """Pointwise log-likelihood of each release at one draw (``{variable: array}``) and, with ``with_clipping``,
-    the fitted population's share of curves beyond each τ (``{"mean": share, "components": share}``)."""
-    from .population_parts import outside_tau
+class JointLoo:
+    """The pointwise ``log_likelihood`` of a joint observation at each posterior draw, and what it is (attrs).
 
-    stat, G, mu, Kt = values
-    part = o.mean_part
-    resid = part["y"] - part["design"] @ stat
-    ll = {o.variables["mean"]: part["law"].logp(resid[None, :], np.zeros((1, resid.size)), part["scale"],
-                                                pointwise=True)[0],
-          o.variables["components"]: o.likelihood.logp(G / o.n)}
-    share = {}
-    if with_clipping:
-        if part["tau_norm"] != "sup":
-            share["mean"] = outside_tau(mu - part["offset"], Kt, part["view"].weights, part["tau"])
-        share["components"] = outside_tau(mu, Kt, o.components_weights, o.components_tau)
-    return ll, share
+    ``"integrated"`` (the default of :func:`~fdp_ppl.inference.population.population_result`): the latent
+    statistics integrated out given the population parameters θ, in the chain-rule order
+    ``p(y, v | θ) = p(y | θ) · p(v | y, θ)`` (y the released mean coefficients, v the released frame):
+
+    * ``<name>_mean``: ``log p(y_j | y_{-j}, θ)`` per coefficient, the sample mean integrated out in closed form,
+      ``y ~ N(S A m_a, S A C_aa Aᵀ S / n + noise)`` (as for one mean release; Laplace noise through its normal scale
+      mixture, the latent scale ``E_j`` integrated out exactly and ``E_{-j}`` drawn from its exact conditional given
+      the posterior draw's latent sample mean, ``1/E | r ~ InverseGaussian(2b/|r|, 2)``, a Gibbs step that completes
+      the posterior draw). These terms do **not** condition on the frame v: the frame's information about the sample
+      mean (through ``n d̄ d̄ᵀ`` in G) is dropped from them — ``log_likelihood="joint"`` adds it back, below
+      (measured in ``benchmarks/bench_records_loo.py --joint``);
+    * ``<name>_components``: ``log p(v | y, θ) = log E[p(v | G) | y, θ]`` (exact leave-one-out term of the frame: its
+      complement is y), by Monte Carlo over the law of ``(d̄, W)`` given y and θ — ``d̄ | y`` Gaussian (conditioning
+      of the joint law ``N((m_a, m_d), C/n)`` on y), ``W ~ Wishart(n − 1, C_dd)`` by its Bartlett factors, G shrunk
+      to ``tr G ≤ n`` as in the model — with ``draws`` fixed public draws (common random numbers for every posterior
+      draw, seed :data:`LOO_SEED`); the Monte Carlo standard error of the log term (delta method) is recorded.
+
+    ``"joint"``: as ``"integrated"``, and each mean term also given the frame, ``log p(y_j | y_{-j}, v, θ) =
+    log p(y_j | y_{-j}, θ) + log p(v | y, θ) − log p(v | y_{-j}, θ)``, ``d̄ | y_{-j}`` again Gaussian and the last term
+    by the same Monte Carlo draws: every term is then the joint's exact non-factorised leave-one-out term (up to
+    Monte Carlo; Laplace noise: the correction given the drawn ``E_j``), at J + 1 times the cost of the components
+    term.
+
+    ``"conditional"``: the terms given the latent statistics, ``log p(y_j | x̄_τ)`` and ``log p(v | G)`` (optimistic
+    under PSIS-LOO; :data:`LOG_LIKELIHOOD`). ``clipping="records"`` has no closed law of the statistics given θ: its
+    terms are always conditional.
+    """
+
+    def __init__(self, o: JointObservation, mode: str = "integrated", draws: int | None = None):
+        if mode not in LOG_LIKELIHOOD_MODES:
+            raise InputError(f"unknown log_likelihood {mode!r}", f"pass one of {LOG_LIKELIHOOD_MODES}")
+        self.o, self.draws = o, int(draws or LOO_DRAWS)
+        self.mode = "conditional" if (mode == "conditional" or not o.moments) else mode
+        self.mc_se, self.corrections = [], []
+        if self.mode != "conditional":
+            if self.draws < 2:
+                raise InputError(f"loo_draws must be at least 2, got {self.draws}", f"the default is {LOO_DRAWS}")
+            m = o.frames.shape[1]
+            rng = np.random.default_rng(LOO_SEED)
+            lower = np.tril_indices(m, -1)
+            T = np.zeros((self.draws, m, m))
+            T[:, np.arange(m), np.arange(m)] = np.sqrt(rng.chisquare(o.n - 1 - np.arange(m), (self.draws, m)))
+            T[:, lower[0], lower[1]] = rng.standard_normal((self.draws, lower[0].size))
+            self._bartlett, self._eta = T, rng.standard_normal((self.draws, m))
+
+    def terms(self, values, index: int, with_clipping: bool) -> tuple[dict, dict]:
+        """Pointwise log-likelihood of each release at posterior draw ``index`` (``{variable: array}``) and, with
+        ``with_clipping``, the fitted population's share of curves beyond each τ."""
+        from .population_parts import outside_tau
+
+        o, part = self.o, self.o.mean_part
+        stat, G, mu, Kt = values[:4]
+        if self.mode == "conditional":
+            resid = part["y"] - part["design"] @ stat
+            ll = {o.variables["mean"]: part["law"].logp(resid[None, :], np.zeros((1, resid.size)), part["scale"],
+                                                        pointwise=True)[0],
+                  o.variables["components"]: o.likelihood.logp(G / o.n)}
+        else:
+            ll = self._integrated(values, index)
+        share = {}
+        if with_clipping:
+            if part["tau_norm"] != "sup":
+                share["mean"] = outside_tau(mu - part["offset"], Kt, part["view"].weights, part["tau"])
+            share["components"] = outside_tau(mu, Kt, o.components_weights, o.components_tau)
+        return ll, share
+
+    def _integrated(self, values, index: int) -> dict:
+        from scipy.linalg import cho_factor, cho_solve
+        from scipy.special import logsumexp
+
+        from .plan import _is_gaussian
+        from .population_parts import loo_mean_terms
+
+        o, part = self.o, self.o.mean_part
+        stat, m_a, m_d, Caa, Cda, Cdd = values[0], *values[4:]
+        y, SA, b, law, n = part["y"], part["design"], part["scale"], part["law"], o.n
+        if _is_gaussian(law):
+            noise_var = b**2
+        else:
+            noise_var = laplace_mixing_given(y - SA @ stat, b, np.random.default_rng([LOO_SEED, int(index)]))
+        coef_mean, coef_cov = SA @ m_a, SA @ Caa @ SA.T / n
+        mean_terms = loo_mean_terms(law, y, coef_mean, coef_cov, noise_var, b)
+        # d̄ | y, θ: Gaussian conditioning of (x̄_τ, d̄) ~ N((m_a, m_d), C / n) on y = S A x̄_τ + noise
+        S_y = 0.5 * (coef_cov + coef_cov.T) + np.diag(noise_var)
+        cross = Cda @ SA.T / n                                             # Cov(d̄, y), (m, J)
+        scatter = _psd_root(Cdd) @ self._bartlett                          # W = (L_c T)(L_c T)ᵀ, (R, m, m)
+        scatter = scatter @ np.swapaxes(scatter, 1, 2)
+
+        def frame_term(keep):   # log p(v | y_keep, θ) by Monte Carlo (the same draws for every keep), (F,), (F,)
+            factor = cho_factor(S_y[np.ix_(keep, keep)])
+            d_mean = m_d + cross[:, keep] @ cho_solve(factor, y[keep] - coef_mean[keep])
+            d_cov = Cdd / n - cross[:, keep] @ cho_solve(factor, cross[:, keep].T)
+            d = d_mean + self._eta @ _psd_root(d_cov).T                     # (R, m)
+            G = n * d[:, :, None] * d[:, None, :] + scatter
+            G *= np.minimum(1.0, n / np.maximum(np.trace(G, axis1=1, axis2=2), 1e-300))[:, None, None]
+            lw = o.likelihood.logp(G / n)                                  # (R, F)
+            w = np.exp(lw - lw.max(axis=0))
+            return (logsumexp(lw, axis=0) - np.log(self.draws),
+                    np.std(w, axis=0, ddof=1) / (np.sqrt(self.draws) * w.mean(axis=0)))
+
+        every = np.ones(y.size, dtype=bool)
+        comp, se = frame_term(every)
+        self.mc_se.append(float(np.max(se)))
+        if self.mode == "joint":   # log p(y_j | y_-j, v, θ) = log p(y_j | y_-j, θ) + log p(v | y, θ) − log p(v | y_-j, θ)
+            correction = np.empty(y.size)
+            for j in range(y.size):
+                keep = every.copy()
+                keep[j] = False
+                correction[j] = np.sum(comp - frame_term(keep)[0])
+            mean_terms = mean_terms + correction
+            self.corrections.append(float(np.sum(np.abs(correction))))
+        return {o.variables["mean"]: mean_terms, o.variables["components"]: comp}
+
+    def record(self, attrs: dict) -> None:
+        """Write what the terms are into the result's ``attrs`` (``<name>_log_likelihood``, and for
+        ``"integrated"`` ``<name>_components_mc_se`` / ``_mc_se_max`` / ``_mc_draws``); warn when the Monte Carlo
+        standard error exceeds :data:`LOO_MC_TOLERANCE`."""
+        import warnings
+
+        name = self.o.name
+        if self.mode == "conditional":
+            attrs[f"{name}_log_likelihood_mode"] = "conditional"
+            attrs[f"{name}_log_likelihood"] = LOG_LIKELIHOOD + (
+                " (clipping='records': the integrated terms need a closed law of the statistics given the "
+                "population)" if not self.o.moments else "")
+            return
+        text = LOG_LIKELIHOOD_INTEGRATED + (LOG_LIKELIHOOD_JOINT if self.mode == "joint" else "")
+        attrs[f"{name}_log_likelihood"] = text.format(R=self.draws, seed=LOO_SEED).replace(
+            "<name>", name).replace("<mean>", self.o.variables["mean"]).replace(
+            "<components>", self.o.variables["components"])
+        attrs[f"{name}_components_mc_draws"] = self.draws
+        attrs[f"{name}_log_likelihood_mode"] = self.mode
+        if self.corrections:
+            attrs[f"{name}_mean_frame_correction"] = float(np.mean(self.corrections))
+        if self.mc_se:
+            se = np.asarray(self.mc_se)
+            attrs[f"{name}_components_mc_se"] = float(se.mean())
+            attrs[f"{name}_components_mc_se_max"] = float(se.max())
+            if se.max() > LOO_MC_TOLERANCE:
+                warnings.warn(f"the Monte Carlo estimate of log p(v | y, theta) for {name!r} has a standard error up "
+                              f"to {se.max():.2f} nats at posterior draws (mean {se.mean():.2f}): pass a larger "
+                              "loo_draws= to population_result", JointLooWarning, stacklevel=3)
+
+
+def laplace_mixing_given(residual, scale, rng) -> np.ndarray:
+    """A draw of the Laplace noise's variance ``2b²E`` given the residual ``r = ξ`` it produced: the normal scale
+    mixture ``ξ | E ~ N(0, 2b²E)``, ``E ~ Exp(1)`` has ``E | r ~ GIG(½, 2, r²/(2b²))``, i.e. ``1/E | r ~
+    InverseGaussian(mean 2b/|r|, shape 2)`` (conjugacy of the scale mixture; ``|r|`` floored at ``1e-8 b``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> v = laplace_mixing_given(np.zeros(1), np.ones(1), np.random.default_rng(0))   # r = 0: E ~ Gamma(½, 1)
+    >>> v.shape
+    (1,)
+    """
+    r = np.maximum(np.abs(np.asarray(residual, dtype=float)), 1e-8 * scale)
+    return 2 * scale**2 / rng.wald(2 * scale / r, 2.0)
+
+
+class JointLooWarning(UserWarning):
+    """The Monte Carlo standard error of a joint observation's integrated components term exceeds
+    :data:`LOO_MC_TOLERANCE` nats."""
+
+
+def _psd_root(C) -> np.ndarray:
+    """A square root ``R`` with ``R Rᵀ = C`` of a symmetric positive semi-definite matrix (negative rounding
+    eigenvalues set to zero)."""
+    w, U = np.linalg.eigh(0.5 * (C + C.T))
+    return U * np.sqrt(np.maximum(w, 0.0))
 
 
 def joint_groups(o: JointObservation) -> tuple[xr.Dataset, xr.Dataset, dict]:
@@ -448,5 +658,6 @@ def joint_groups(o: JointObservation) -> tuple[xr.Dataset, xr.Dataset, dict]:
     return observed, constant, {o.variables["mean"]: d["mean"], o.variables["components"]: d["frame"]}
 
 
-__all__ = ["APPROXIMATION", "APPROXIMATION_MOMENTS", "APPROXIMATION_RECORDS", "MIN_DOF", "RECORDS", "JointObservation",
-           "observe_joint"]
+__all__ = ["APPROXIMATION", "APPROXIMATION_MOMENTS", "APPROXIMATION_RECORDS", "LOO_DRAWS", "LOO_MC_TOLERANCE",
+           "LOO_SEED", "MIN_DOF", "RECORDS", "JointLoo", "JointLooWarning", "JointObservation",
+           "laplace_mixing_given", "observe_joint"]

@@ -25,6 +25,20 @@ CONDITIONAL_LOO_NOTE = ("terms conditional on latent variables that each release
                         "the Pareto k and prefer clipping='moments' for model comparison")
 
 
+def loo_mean_terms(law, y, mean, sampling_cov, noise_var, scale) -> np.ndarray:
+    """``log p(y_j | y_{-j}, θ, E_{-j})`` (J,) for a mean release ``y = c + ξ``, ``c ~ N(mean, sampling_cov)``, the
+    noise ``ξ_j | E_j ~ N(0, noise_var_j)`` (``noise_var = scale² E``, ``E = 1`` for Normal noise): the non-factorised
+    leave-one-out terms (Bürkner, Gabry & Vehtari 2021), ``y_j | y_{-j}, E_{-j}`` the sampling part
+    ``N(c_j, 1/d_j − noise_var_j)`` (Gaussian conditioning, :func:`~fdp_ppl.inference.comparison.gaussian_loo_terms`)
+    plus the noise ``ξ_j`` with its own ``E_j`` integrated out (:meth:`~fdp_ppl.noise.laws.NoiseLaw.convolved_logp`:
+    exact for Normal noise, the Normal–Laplace density for Laplace noise)."""
+    from .comparison import gaussian_loo_terms
+
+    r, d = gaussian_loo_terms(y, mean, sampling_cov + np.diag(noise_var))
+    g = np.sqrt(np.maximum(1 / d - noise_var, 1e-24 * scale**2))
+    return law.convolved_logp((r / d)[None, :], g[None, :], scale[None, :])[0]
+
+
 def _model(model):
     import pymc as pm
 

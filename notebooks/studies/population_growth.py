@@ -19,14 +19,22 @@ summed over both releases into one pointwise vector of 62 terms per draw before 
 
 With ``--joint`` (``run(joint=True)``) each sex also has an ε-DP FPCA release (Bingham, k = 1, :data:`COMPONENTS_M`
 Fourier functions, the same τ and ε), observed with its mean release by ``fp.observe([mean, components])`` (latent
-sample mean and scatter; the leave-one-out terms are then per coefficient and per frame, conditional on them). Result
-(seed 20261127, 2 × 300 draws, 2026-11-27): the joint releases still cannot tell a sex effect from none —
-``no_sex_effect`` first by 1.0 elpd (``dse`` 1.1), against 0.2 (``dse`` 1.1) from the mean releases alone — while the
-non-private means prefer the sex effect (difference 20, ``dse`` 15): the private ranking does not agree, as without
-the components release; the conclusion is unchanged. (The fitted population put 2.2 % of the boys' curves beyond τ
-in the joint fit, a warning the mean-only fit does not raise; about 7 minutes per joint fit on a busy 2-core machine.)
+sample mean and scatter; ``clipping="auto"`` chooses ``"moments"`` here). Its leave-one-out terms
+(:data:`JOINT_LOG_LIKELIHOOD`, ``population_result``'s default) have the latent statistics integrated out given the
+population: ``log p(y_j | y_-j, θ)`` per mean coefficient and ``log p(v | y, θ)`` per frame (Monte Carlo, 256 public
+draws). Result (seed 20261127, 2 × 300 draws, re-run 2026-11-28 with the integrated terms): the joint releases still
+cannot tell a sex effect from none — ``no_sex_effect`` first by 0.8 elpd (``dse`` 1.4; elpd −192.7 against −193.6)
+— while the non-private means prefer the sex effect (difference 15, ``dse`` 15): **the private ranking does not
+agree** with the non-private one, as from the mean releases alone (0.2, ``dse`` 1.1). The integrated terms change
+nothing here: the conditional terms of the previous default give the same elpd to 0.01, as the exact Gaussian
+analogue predicts where the sampling sd of the released statistics is small against the noise (39 and 54 children,
+ε = 1; ``benchmarks/bench_records_loo.py --joint``, sampling/noise sd 0.2); the Monte Carlo standard error of each
+frame term is at most 0.003 nats, and the frame's information about the sample mean that the mean terms leave out
+(``log_likelihood="joint"``, on 20 draws of the sex-effect fit) adds 0.0004 nats in all. About 9 CPU minutes for the
+sex-effect joint fit and 3 for the other (2024 and 808 s wall on a 2-core machine at load 7); the integrated terms
+about 70 CPU seconds per model.
 
-Run: ``python -m notebooks.studies.population_growth`` (about a minute; ``--joint``: about 15 minutes).
+Run: ``python -m notebooks.studies.population_growth`` (about a minute; ``--joint``: 15 CPU minutes or more).
 """
 
 from __future__ import annotations
@@ -50,6 +58,10 @@ DRAWS, TUNE, CHAINS = 300, 300, 2
 #: the same τ and ε), observed with the mean release by ``fp.observe([mean, components])`` (latent sample mean and
 #: scatter shared by both; fdp_ppl/inference/population_joint.py)
 COMPONENTS_M = 4
+#: ``run(joint=True)``: the joint releases' pointwise log-likelihood (``population_result(log_likelihood=)``): the latent
+#: sample mean and scatter integrated out given the population (the default; ``"joint"`` also conditions each mean
+#: term on the frame, 32 times the Monte Carlo cost here; ``"conditional"``, the terms given the latents, is optimistic)
+JOINT_LOG_LIKELIHOOD = "integrated"
 
 
 def _kernel(age):
@@ -99,11 +111,13 @@ def releases(seed: int = 20261127, components: bool = False):
     return curves["t"].values, out
 
 
-def _loo_tree(idata, terms):
+def _loo_tree(idata, terms, attrs=None):
     post = idata["posterior"]
     ll = xr.Dataset({"heights": (("chain", "draw", "coefficient"), terms)},
                     coords={"chain": post["chain"], "draw": post["draw"]})
-    return xr.DataTree.from_dict({"posterior": post.to_dataset(), "log_likelihood": ll})
+    tree = xr.DataTree.from_dict({"posterior": post.to_dataset(), "log_likelihood": ll})
+    tree.attrs = dict(attrs or {})
+    return tree
 
 
 def fit(age, rel, sex_effect: bool, private: bool, seed: int = 1, joint: bool = False):
@@ -134,10 +148,10 @@ def fit(age, rel, sex_effect: bool, private: bool, seed: int = 1, joint: bool = 
             idata = pm.sample(DRAWS, tune=TUNE, chains=CHAINS, cores=1, random_seed=seed, progressbar=False,
                               compute_convergence_checks=False)
         if private:
-            res = fp.inference.population_result(idata, model)
+            res = fp.inference.population_result(idata, model, log_likelihood=JOINT_LOG_LIKELIHOOD)
             names = [v for sex in SEXES for v in ((f"{sex}_mean", f"{sex}_components") if joint else (sex,))]
             terms = np.concatenate([res["log_likelihood"][v].values for v in names], axis=-1)
-            return _loo_tree(res, terms)
+            return _loo_tree(res, terms, {k: v for k, v in res.attrs.items() if "mc_se" in k or "correction" in k})
     post = idata["posterior"]
     terms = []
     for sex in SEXES:
