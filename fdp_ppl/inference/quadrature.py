@@ -32,6 +32,8 @@ from typing import Callable
 
 import numpy as np
 
+from .._numba import HAVE_NUMBA, njit
+
 #: nodes of the fine grid on log κ (a quarter uniform over the range, the rest at quantiles of the coarse rule)
 NODES = 513
 #: the grid spans the log κ where the log posterior is within this many nats of its maximum
@@ -68,7 +70,36 @@ def _spline_loo(x, logp) -> np.ndarray:
     z = np.concatenate([x[:-1, None] + np.diff(x)[:, None] * (np.arange(_REFINE) / _REFINE), x[-1:, None]],
                        axis=None)   # every cell cut into _REFINE sub-cells
     v = CubicSpline(x, logp, axis=0)(z)
+    if HAVE_NUMBA:   # one compiled pass: two transcendentals a sub-cell where the numpy rule takes four
+        out = _log_integrals(z, np.ascontiguousarray(v))
+        return out[0] - out[1:]
     return _logsumexp0(_cell_masses(z, v[:, :1]))[0] - _logsumexp0(_cell_masses(z, v[:, 1:]))
+
+
+@njit(cache=True, nogil=True)
+def _log_integrals(z, v):  # pragma: no cover - compiled
+    """``log ∫ e^{v[:, k]}`` (K,) of each column of ``v`` (Z, K), log-linear between the nodes ``z`` (Z,): the
+    rule of :func:`_cell_masses` and :func:`_logsumexp0` (``∫_cell = h e^{v_a} (e^d − 1)/d``, ``d = v_b − v_a``)
+    with the column's maximum node value taken out, written ``h e^{v_b − top} (1 − e^{−d})/d`` for ``d > 0`` so
+    that nothing overflows (equal to the numpy rule to rounding: a few ulp of each cell's mass)."""
+    n, k = v.shape
+    top = np.full(k, -np.inf)
+    for i in range(n):
+        for j in range(k):
+            top[j] = max(top[j], v[i, j])
+    total = np.zeros(k)
+    for i in range(n - 1):
+        h = z[i + 1] - z[i]
+        for j in range(k):
+            a, b = v[i, j], v[i + 1, j]
+            d = b - a
+            if abs(d) < 1e-10:
+                total[j] += np.exp(a - top[j]) * h * (1.0 + d / 2)
+            elif d > 0:
+                total[j] += np.exp(b - top[j]) * h * (-np.expm1(-d) / d)
+            else:
+                total[j] += np.exp(a - top[j]) * h * (np.expm1(d) / d)
+    return top + np.log(total)
 
 
 def _logsumexp0(a) -> np.ndarray:
