@@ -222,6 +222,7 @@ class ScaleQuadrature:
         if self.loo_terms is None:
             raise ValueError("ScaleQuadrature.loo needs loo_terms")
         x, lp, idx, ell = self.x, self.logp, None, None
+        before = None   # the checked columns' rule on the previous (coarser) nodes: (nodes, values)
         for stride in (4, 2, 1):   # every stride-th node, finer until the estimated error is below _LOO_TOL
             idx = np.unique(np.append(np.arange(0, x.size, stride), x.size - 1))
             ell = np.asarray(self.loo_terms(x[idx]), dtype=float)
@@ -229,7 +230,12 @@ class ScaleQuadrature:
                 mass = lp[idx] > lp.max() - DROP / 2
                 worst = np.argsort(np.ptp(ell[mass], axis=0))[-_LOO_CHECKED:]
             sub = np.column_stack([lp[idx], lp[idx, None] - ell[:, worst]])   # the checked columns only
-            self.loo_error = float(np.max(np.abs(_spline_loo(x[idx], sub) - _spline_loo(x[idx][::2], sub[::2]))))
+            fine = _spline_loo(x[idx], sub)
+            # every other node of these is the previous stride's nodes (the same values): its rule is not redone
+            coarse = before[1] if before is not None and np.array_equal(before[0], idx[::2]) else \
+                _spline_loo(x[idx][::2], sub[::2])
+            before = idx, fine
+            self.loo_error = float(np.max(np.abs(fine - coarse)))
             if self.loo_error <= _LOO_TOL or (stride == 2 and x.size * ell.shape[1] > _LOO_BUDGET):
                 break
         rest = lp[idx, None] - ell   # every column, by the rule chosen (each column's integral is its own)

@@ -58,6 +58,10 @@ HAVE_KERNELS = HAVE_NUMBA and None not in (_erfcx, _ndtri_exp, _expit)
 if HAVE_KERNELS:
     _LOG2 = math.log(2.0)
     _SQRT2 = math.sqrt(2.0)
+    #: above this ``z²``, ``exp(−z²)`` is 0.0 in double precision (below the smallest subnormal, e^-745.13), so
+    #: ``log erfc(z) = log(2 − 0·erfcx(−z))`` is ``log 2`` exactly: the far side of y (most coefficients where the
+    #: prior sd is far below the noise scale) costs no erfcx
+    _NO_EXP = 746.0
 
     @njit(cache=True, nogil=True, inline="always")
     def _halves(x, g, b):  # pragma: no cover - compiled
@@ -67,16 +71,14 @@ if HAVE_KERNELS:
         z2 = (lift + x) / width
         shift, slope, quad = g**2 / (2 * b**2), x / b, -(x**2) / (2 * g**2)
         if z1 < 0:
-            w = _erfcx(-z1, 0)
-            e1 = math.log(2.0 - math.exp(-(z1 * z1)) * w)
+            e1 = _LOG2 if z1 * z1 > _NO_EXP else math.log(2.0 - math.exp(-(z1 * z1)) * _erfcx(-z1, 0))
             h1 = e1 + (shift + -1.0 * slope)
         else:
             w = _erfcx(z1, 0)
             h1 = math.log(w) + quad
             e1 = math.log(w) - z1 * z1
         if z2 < 0:
-            w = _erfcx(-z2, 0)
-            e2 = math.log(2.0 - math.exp(-(z2 * z2)) * w)
+            e2 = _LOG2 if z2 * z2 > _NO_EXP else math.log(2.0 - math.exp(-(z2 * z2)) * _erfcx(-z2, 0))
             h2 = e2 + (shift + 1.0 * slope)
         else:
             w = _erfcx(z2, 0)
