@@ -30,8 +30,16 @@ def _chunk(size: int) -> int:
 def _shared_rows(a):
     """``a`` (draws, J) as a stride-0 view of its first row where every row equals it (fixed hyperparameters: a
     product noise law then computes each coefficient's posterior terms once for all draws), else ``a``."""
+    if a.ndim and a.shape[0] > 1 and a.strides[0] == 0:   # already one row repeated
+        return a
     shared = a.shape[0] > 1 and np.array_equal(a[-1], a[0]) and np.array_equal(a, np.broadcast_to(a[:1], a.shape))
     return np.broadcast_to(a[:1], a.shape) if shared else a
+
+
+def _one_row(v):
+    """``v`` (draws, ...) as its first row ``v[:1]`` where its rows are one stored row repeated (stride 0: a fixed
+    hyperparameter broadcast over the draws), else ``v``: arithmetic on it then runs once for all draws."""
+    return v[:1] if v.ndim and v.shape[0] > 1 and v.strides[0] == 0 else v
 
 
 def _sampling_base(pub, J):
@@ -326,14 +334,15 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
         m = get("mean_level", prior.mean if prior.mean is not None else 0.0)
         A1 = A.sum(axis=1)
         if one_d:   # u = Sθ + e ~ N(S m A1, S² a² P_jj + g²) per coefficient; y = u + ξ
-            prior_sd = amp[:, None] * np.sqrt(plan.prior_var)
+            # a fixed amplitude or level (stride-0 rows): its (draws, J) terms computed for one row, the same values
+            prior_sd = _one_row(amp)[:, None] * np.sqrt(plan.prior_var)
+            centre = _shared_rows(np.broadcast_to(shrink * _one_row(m)[:, None] * A1, (ns, J)))
             u_sd = np.sqrt(shrink**2 * prior_sd**2 + samp)
-            u = law.centre_posterior_draws(y, b, Normal(), _shared_rows(shrink * m[:, None] * A1), _shared_rows(u_sd),
-                                           rng)
+            u = law.centre_posterior_draws(y, b, Normal(), centre, _shared_rows(np.broadcast_to(u_sd, (ns, J))), rng)
             noise = y - u      # ξ = y − u exactly: (θ, ξ) | y drawn as u | y, then θ | u (ξ is independent of θ)
             if meta["target"] == "population":   # θ | u: Normal prior, Gaussian sampling error
-                u = Normal().centre_posterior_draws(u, np.sqrt(samp), Normal(), shrink * m[:, None] * A1,
-                                                    shrink * prior_sd, rng)
+                u = Normal().centre_posterior_draws(u, np.sqrt(samp), Normal(), centre,
+                                                    np.broadcast_to(shrink * prior_sd, (ns, J)), rng)
             coefs = u / shrink
         elif plan.model in ("whitened", "gibbs"):
             coefs = flat[S.COEFFICIENTS]
@@ -366,10 +375,8 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
         curves = coefs @ pub["eigenfunctions"].T
         extra = {} if "prior_mixing" in post else {"prior_mixing": Laplace().mixing_conditional_draws(coefs, c, rng)}
     if law.product and MIXING_VARIABLE not in post:
-        resid = y - shrink * coefs
-        if noise is not None:
-            resid = noise
-        elif meta["target"] == "population":   # the noise given the residual r = e + ξ: Normal "prior" N(r, g²)
+        resid = noise if noise is not None else y - shrink * coefs
+        if noise is None and meta["target"] == "population":   # the noise given r = e + ξ: Normal "prior" N(r, g²)
             resid = law.centre_posterior_draws(0.0, b, Normal(), resid, np.sqrt(samp), rng) if not _is_gaussian(law) \
                 else resid
         e = law.mixing_conditional_draws(resid, b, rng)

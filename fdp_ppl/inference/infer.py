@@ -211,9 +211,18 @@ def normal_laplace_logp(x, g, b):
     return Laplace().convolved_logp(x, g, b, xp=backend("pt"))
 
 
+def _released(view, draw) -> np.ndarray:
+    """``view.released(draw)`` (J,) without xarray's ``stack`` (about a tenth of a small inference's time): the same
+    values, chains then draws flattened; out of range, ``view.released`` raises its error."""
+    if not 0 <= int(draw) < view.n_draws:
+        return view.released(draw)
+    c = view.coefficients.transpose(dims.CHAIN, dims.DRAW, dims.BASIS).values
+    return np.array(c.reshape(-1, c.shape[-1])[int(draw)], dtype=float)
+
+
 def _context(release, draw):
     view = S.read_release(release)
-    y = view.released(draw)
+    y = _released(view, draw)
     if view.n_draws > 1:
         warnings.warn(f"the release holds {view.n_draws} draws; inference uses draw {draw} only (each draw is a "
                       "separate publication)", UserWarning, stacklevel=4)

@@ -6,6 +6,7 @@ import numpy as np
 
 from ... import dims as D
 from ..._backend import NP
+from . import _normal_laplace as _nl
 from .base import MIXING_VARIABLE, NoiseLaw, check_coefficients, check_scale, check_scale_graph
 
 
@@ -144,6 +145,8 @@ class Laplace(NoiseLaw):
         ``z_{1,2} = (g²/b ∓ x)/(g√2)`` (``specs/iclp.md`` §4.3), stable log-erfcx."""
         if xp is NP:
             x, g, scale = check_coefficients(x, g, scale=scale)
+            if _nl.HAVE_KERNELS:   # one compiled pass, the same arithmetic (to the last bit of exp/log)
+                return _nl.run(_nl.convolved_logp, x, g, scale)
             return _by_blocks(lambda *a: self._convolved(*a, NP), x, g, scale)
         return self._convolved(x, g, scale, xp)
 
@@ -219,14 +222,28 @@ class Laplace(NoiseLaw):
                 return np.where(lower, m + shift - p * z, m - shift + p * z)
 
             def terms(x, p, b):
+                if _nl.HAVE_KERNELS:
+                    return _nl.run(_nl.posterior_terms, x, p, b, outputs=4)
                 t1, t2, _, _, e1, e2 = self._normal_terms(x, p, b, log_erfc=True)
                 return expit(t1 - t2), e1, e2, p**2 / b
+
+            if _nl.HAVE_KERNELS:   # compiled passes over the same uniforms (the same blocks, so the same stream)
+                def pieces(w, e1, e2, shift, m, p):
+                    u1 = rng.random(w.shape)
+                    return _nl.run(_nl.posterior_pieces, u1, rng.random(w.shape), w, e1, e2, shift, m, p)
+
+                def fused(x, m, p, b):
+                    u1 = rng.random(x.shape)
+                    return _nl.run(_nl.posterior_draws, u1, rng.random(x.shape), x, m, p, b)
+            else:
+                def fused(x, m, p, b):
+                    return pieces(*terms(x, p, b), m, p)
 
             row = _shared_first_row(y, m, p, b)
             if row is not None:   # the same posterior in every row (a fixed prior): its terms once, then the draws
                 w, e1, e2, shift = (np.broadcast_to(a, y.shape) for a in terms(row[0] - row[1], *row[2:]))
                 return _by_blocks(pieces, w, e1, e2, shift, m, p)   # the same blocks, so the same random stream
-            return _by_blocks(lambda x, m, p, b: pieces(*terms(x, p, b), m, p), y - m, m, p, b)
+            return _by_blocks(fused, y - m, m, p, b)
         if isinstance(prior, Laplace):
             x = y - m
             m1, m2, m3 = self._laplace_pieces(x, p, b)
