@@ -2,17 +2,39 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ... import dims as D
 from ..._backend import NP
-from . import _normal_laplace as _nl
 from .base import MIXING_VARIABLE, NoiseLaw, check_coefficients, check_scale, check_scale_graph
 
 
 #: elements per block of the elementwise numpy evaluations of :class:`Laplace` (arrays of about half a megabyte stay
 #: in cache: a third less time than one pass over 2000 draws x 3200 coefficients)
 BLOCK = 2**16
+
+
+#: calls of the Normal–Laplace evaluations in this process (the compiled kernels load from the second on)
+_CALLS = [0]
+
+
+def _kernels():
+    """The compiled Normal–Laplace kernels (:mod:`._normal_laplace`) where they pay, else None (the numpy path).
+
+    Loading Numba and the cached kernels costs a process about a second, more than one call of a small posterior
+    saves, so a process's first call takes the numpy path unless Numba is already loaded, and every later call the
+    kernels (as the mean's clipping pass does, :mod:`fdp_ppl.summaries.curves`). The two paths do the same
+    arithmetic in the same order on the same uniforms (equal to a few units in the last place); which one runs
+    depends on the process, never on the data.
+    """
+    _CALLS[0] += 1
+    if _CALLS[0] == 1 and "numba" not in sys.modules:
+        return None
+    from . import _normal_laplace
+
+    return _normal_laplace if _normal_laplace.HAVE_KERNELS else None
 
 
 def _by_blocks(fn, *arrays):
@@ -145,8 +167,9 @@ class Laplace(NoiseLaw):
         ``z_{1,2} = (g²/b ∓ x)/(g√2)`` (``specs/iclp.md`` §4.3), stable log-erfcx."""
         if xp is NP:
             x, g, scale = check_coefficients(x, g, scale=scale)
-            if _nl.HAVE_KERNELS:   # one compiled pass, the same arithmetic (to the last bit of exp/log)
-                return _nl.run(_nl.convolved_logp, x, g, scale)
+            nl = _kernels()
+            if nl is not None:   # one compiled pass, the same arithmetic (to the last bit of exp/log)
+                return nl.run(nl.convolved_logp, x, g, scale)
             return _by_blocks(lambda *a: self._convolved(*a, NP), x, g, scale)
         return self._convolved(x, g, scale, xp)
 
@@ -221,20 +244,22 @@ class Laplace(NoiseLaw):
                 z = -ndtri_exp(np.log(rng.random(w.shape)) + np.where(lower, e1, e2) - np.log(2.0))
                 return np.where(lower, m + shift - p * z, m - shift + p * z)
 
+            nl = _kernels()
+
             def terms(x, p, b):
-                if _nl.HAVE_KERNELS:
-                    return _nl.run(_nl.posterior_terms, x, p, b, outputs=4)
+                if nl is not None:
+                    return nl.run(nl.posterior_terms, x, p, b, outputs=4)
                 t1, t2, _, _, e1, e2 = self._normal_terms(x, p, b, log_erfc=True)
                 return expit(t1 - t2), e1, e2, p**2 / b
 
-            if _nl.HAVE_KERNELS:   # compiled passes over the same uniforms (the same blocks, so the same stream)
+            if nl is not None:   # compiled passes over the same uniforms (the same blocks, so the same stream)
                 def pieces(w, e1, e2, shift, m, p):
                     u1 = rng.random(w.shape)
-                    return _nl.run(_nl.posterior_pieces, u1, rng.random(w.shape), w, e1, e2, shift, m, p)
+                    return nl.run(nl.posterior_pieces, u1, rng.random(w.shape), w, e1, e2, shift, m, p)
 
                 def fused(x, m, p, b):
                     u1 = rng.random(x.shape)
-                    return _nl.run(_nl.posterior_draws, u1, rng.random(x.shape), x, m, p, b)
+                    return nl.run(nl.posterior_draws, u1, rng.random(x.shape), x, m, p, b)
             else:
                 def fused(x, m, p, b):
                     return pieces(*terms(x, p, b), m, p)
