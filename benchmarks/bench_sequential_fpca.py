@@ -169,6 +169,11 @@ def speed(args, rng) -> list[dict]:
         c0 = time.process_time()
         sample_sequential_bingham(G, spec.Sigma, pl["epsilon_steps"], args.speed_frames, rng)
         cpu_loop = (time.process_time() - c0) / args.speed_frames
+        pd_ = exact_plan(spec, 500, "sequential", delta=args.speed_delta)  # the (ε', δ') plan: far smaller budgets
+        c0 = time.process_time()
+        sample_sequential_bingham(G, spec.Sigma, pd_["epsilon_steps"], 10 * args.speed_frames, rng,
+                                  proposals=pd_["proposals_steps"])
+        cpu_delta = (time.process_time() - c0) / (10 * args.speed_frames)
         trace = _span_trace(G, k)
         c0, t0 = time.process_time(), time.perf_counter()
         _, tr = gibbs_matrix_bingham(spec.bingham_parameter(G), k, args.gibbs_iterations, rng, trace=trace)
@@ -184,6 +189,9 @@ def speed(args, rng) -> list[dict]:
                "sequential_us_per_proposal_cpu": cpu_seq / pl["proposals"] * 1e6,
                "sequential_ess_per_cpu_s": 1.0 / cpu_seq,
                "loop_cpu_s_per_frame": cpu_loop,
+               "delta_plan_delta": pd_["delta"], "delta_plan_epsilon": pd_["epsilon"],
+               "delta_plan_proposals_steps": pd_["proposals_steps"], "delta_plan_cpu_s_per_frame": cpu_delta,
+               "delta_plan_ess_per_cpu_s": 1.0 / cpu_delta,
                "gibbs_iterations": args.gibbs_iterations, "gibbs_burn_in": burn,
                "gibbs_cpu_s": cpu_gibbs, "gibbs_wall_s": wall_gibbs,
                "gibbs_cpu_ms_per_scan": cpu_gibbs / args.gibbs_iterations * 1e3,
@@ -198,6 +206,8 @@ def speed(args, rng) -> list[dict]:
         row["ratio_ess_per_cpu_s_vs_gibbs_chain_median"] = (row["sequential_ess_per_cpu_s"]
                                                             / row["gibbs_ess_per_cpu_s_median"])
         row["ratio_vs_paper_recipe"] = row["sequential_ess_per_cpu_s"] / row["gibbs_releases_per_cpu_s_paper_recipe"]
+        row["delta_plan_ratio_vs_gibbs_chain_median"] = row["delta_plan_ess_per_cpu_s"] / row["gibbs_ess_per_cpu_s_median"]
+        row["delta_plan_ratio_vs_paper_recipe"] = row["delta_plan_ess_per_cpu_s"] / row["gibbs_releases_per_cpu_s_paper_recipe"]
         np.save(f"/tmp/h37/gibbs_trace_k{k}.npy", tr)
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -336,6 +346,12 @@ def report(rows) -> None:
                   f"{r['ratio_ess_per_cpu_s_vs_gibbs_chain_min']:.3g}x (vs min ESS) / "
                   f"{r['ratio_ess_per_cpu_s_vs_gibbs_chain_median']:.3g}x (median); vs the paper's one release per "
                   f"chain {r['ratio_vs_paper_recipe']:.3g}x")
+            if "delta_plan_cpu_s_per_frame" in r:
+                print(f"    (eps', delta') plan, delta = {r['delta_plan_delta']:.3g}: T = "
+                      f"{' + '.join(map(str, r['delta_plan_proposals_steps']))}, {r['delta_plan_cpu_s_per_frame'] * 1e3:.3g} "
+                      f"ms CPU per frame = {r['delta_plan_ess_per_cpu_s']:.3g} ESS/CPU s: "
+                      f"{r['delta_plan_ratio_vs_gibbs_chain_median']:.3g}x the Gibbs chain (median ESS), "
+                      f"{r['delta_plan_ratio_vs_paper_recipe']:.3g}x the paper's recipe")
         if r["part"] == "design":
             print(f"design m=40 n=500 eps=1 k={r['k']}: T = {' + '.join(map(str, r['proposals_steps']))} proposals, "
                   f"eps'' = {r['epsilon_guaranteed']:.12g}, {r['s_per_frame_sequential']:.3g} s/frame "
@@ -370,6 +386,7 @@ def main(argv=None) -> int:
     p.add_argument("--table-frames", type=int, default=10, help="table: exact sequential frames per data set and cell")
     p.add_argument("--table-scans", type=int, default=50, help="table: Gibbs scans per chain (one chain per data set)")
     p.add_argument("--speed-frames", type=int, default=10, help="speed: fixed-budget sequential frames per k")
+    p.add_argument("--speed-delta", type=float, default=1e-10, help="speed: delta of the (eps', delta') plan also timed")
     p.add_argument("--gibbs-iterations", type=int, default=PAPER_ITERATIONS, help="speed: scans of the Gibbs chain")
     p.add_argument("--datasets", nargs="+", default=["growth", "dti"], help="growth: the Tables 1-2 data sets")
     p.add_argument("--quick", action="store_true")
