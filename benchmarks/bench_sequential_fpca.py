@@ -363,7 +363,7 @@ def report(rows) -> None:
                       f"   gibbs (joint law) {r['gibbs_' + key]:.3f} ({r['gibbs_' + key + '_se']:.3f})")
     gr = [r for r in rows if r["part"] == "growth"]
     if gr:
-        print("\n| data | metric | ε | k | paper (Gibbs 20,000) | sequential (exact) | Gibbs joint (200 scans) |")
+        print("\n| data | metric | ε | k | paper (printed) | sequential (exact) | Gibbs joint (200 scans) |")
         print("|---|---|---|---|---|---|---|")
         for r in gr:
             for key in ("variance_ratio", "subspace_norm"):
