@@ -60,13 +60,14 @@ def compute() -> dict:
     return out
 
 
-@pytest.fixture(scope="module", params=["numpy", "compiled"])
-def computed(request):
-    """The values by NumPy's flush and einsum, and by the compiled loop (a process's later passes)."""
+def compute_on(path: str) -> dict:
+    """:func:`compute` by NumPy's flush and einsum (``"numpy"``) or by the compiled loop a process's later passes
+    use (``"compiled"``), checked to have run (not vacuous); the module's switches are restored."""
+    from fdp_ppl._numba import HAVE_NUMBA
     from fdp_ppl.summaries import curves
 
     saved, passes = dict(curves._COMPILED), curves._PASSES[0]
-    if request.param == "numpy":
+    if path == "numpy":
         curves._COMPILED["flush_and_square"] = False
     else:
         curves._COMPILED.pop("flush_and_square", None)
@@ -75,15 +76,18 @@ def computed(request):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = compute()
-        if request.param == "compiled":
-            from fdp_ppl._numba import HAVE_NUMBA
-
-            assert bool(curves._COMPILED.get("flush_and_square")) == HAVE_NUMBA  # the loop ran (not vacuous)
+        assert bool(curves._COMPILED.get("flush_and_square")) == (path == "compiled" and HAVE_NUMBA)
     finally:
         curves._COMPILED.clear()
         curves._COMPILED.update(saved)
         curves._PASSES[0] = max(passes, curves._PASSES[0])
     return out
+
+
+@pytest.fixture(scope="module", params=["numpy", "compiled"])
+def computed(request):
+    """The values by NumPy's flush and einsum, and by the compiled loop (a process's later passes)."""
+    return compute_on(request.param)
 
 
 CASES = ["c_order", "dataarray_t_curve", "offset", "add_remove", "bernstein"]
@@ -107,27 +111,9 @@ def test_numpy_and_compiled_passes_give_the_same_bits():
 
     if not HAVE_NUMBA:
         pytest.skip("numba not installed: only the NumPy path exists")
-    from fdp_ppl.summaries import curves
-
-    outs = {}
-    for path in ("numpy", "compiled"):
-        saved, passes = dict(curves._COMPILED), curves._PASSES[0]
-        if path == "numpy":
-            curves._COMPILED["flush_and_square"] = False
-        else:
-            curves._COMPILED.pop("flush_and_square", None)
-            curves._PASSES[0] = max(1, passes)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                outs[path] = compute()
-            assert bool(curves._COMPILED.get("flush_and_square")) == (path == "compiled")  # the path ran
-        finally:
-            curves._COMPILED.clear()
-            curves._COMPILED.update(saved)
-            curves._PASSES[0] = max(passes, curves._PASSES[0])
+    numpy_path, compiled = compute_on("numpy"), compute_on("compiled")
     for case in CASES:
-        assert outs["numpy"][case] == outs["compiled"][case], case
+        assert numpy_path[case] == compiled[case], case
 
 
 if __name__ == "__main__":  # regenerate the reference (only for an intended change of values)
