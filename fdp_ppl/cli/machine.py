@@ -1,4 +1,4 @@
-"""``fdp-ppl machine``: a private kernel machine (kernel SVM, logistic or ridge) released as a decision function.
+"""``fdp-ppl machine``: a private kernel machine (kernel SVM, Huber-hinge SVM, logistic or ridge) released as a decision function.
 
 Reads a labelled table (CSV with a header, or a netCDF file of 1-D variables along one record dim),
 clips the features to the public ``--domain`` box (the count goes to stderr only, never to the file),
@@ -19,7 +19,8 @@ from pathlib import Path
 NAME = "machine"
 #: the command's former name, still accepted
 ALIASES = ("svm",)
-LOSSES = ("hinge", "logistic", "squared")
+#: :data:`fdp_ppl.machine.LOSSES` (spelled out: the command imports the package lazily; a test keeps them equal)
+LOSSES = ("hinge", "huber", "logistic", "squared")
 #: ``gaussian`` is Hall's ``exp(-d²/(2h²))`` here (``fdp-ppl release --kernel gaussian`` is Mirshani's ``exp(-d²/ρ)``):
 #: ``gaussian-hall`` and ``gaussian-mirshani`` name each convention the same way in both commands
 KERNELS = ("gaussian", "gaussian-hall", "gaussian-mirshani", "exponential", "matern12", "matern32", "matern52")
@@ -53,7 +54,9 @@ def add_subparser(sub) -> None:
                    help="public box of the features (clipped to it; also the grid's box); default 0:1 per feature")
     add_unit_args(g)
     m = p.add_argument_group("mechanism")
-    m.add_argument("--loss", choices=LOSSES, default="hinge", help="hinge (SVM, default), logistic or squared")
+    m.add_argument("--loss", choices=LOSSES, default="hinge", help="hinge (SVM, default), huber (the hinge with a "
+                   "smoothed corner: its solver's iteration count does not grow with n, so it serves n >= 10^5), "
+                   "logistic or squared")
     m.add_argument("--lam", type=float, required=True, help="penalty lambda > 0 (public)")
     m.add_argument("--kernel", choices=KERNELS, default="gaussian",
                    help="kernel (default gaussian: exp(-d^2/(2h^2)), Hall's convention, = gaussian-hall; "

@@ -12,7 +12,7 @@ A kernel-machine release (:func:`fdp_ppl.release`, ``fdp-ppl machine``; kind
 
 Prior. The minimiser lies in a ball of its function space whose radius is public:
 ``‖f̂‖_H <= R = √(sup_y ℓ(0, y)/λ) + ρ`` (:attr:`fdp_ppl.machine.ERMSpec.norm_bound`; ``ℓ(0, y)`` is 1
-for the hinge loss, ``log 2`` for the logistic loss, ``B²`` for the squared loss; ``ρ`` the
+for the hinge and Huber hinge losses, ``log 2`` for the logistic loss, ``B²`` for the squared loss; ``ρ`` the
 solver's certified accuracy). The default prior ``"rkhs-ball"`` is the centred Gaussian whose
 one-standard-deviation ellipsoid *is* that ball, ``f̂ ~ N(0, R² K)`` on the grid (for ``eta``
 specs ``N(0, R² C^η)``): along every linear functional ``L`` its prior sd ``R ‖L‖_{H*}`` equals the

@@ -21,7 +21,9 @@ Two function spaces, fixed by the public spec before any data are seen:
   √tr(C^{η−1})``).
 
 Losses and their admissibility constant M (Lipschitz constant in the prediction):
-hinge ``(1 − y g)_+``, M = 1; logistic ``log(1 + e^{−y g})``, M = 1 (labels ±1);
+hinge ``(1 − y g)_+``, M = 1; Huber hinge (the hinge with its corner replaced by a parabola of half-width
+h = 1/2 in the margin ``y g``, Chaudhuri, Monteleoni & Sarwate 2011, §3.4.2), M = 1, smooth, so its solver's public
+iteration count does not grow with n; logistic ``log(1 + e^{−y g})``, M = 1 (labels ±1);
 squared ``(y − g)²`` with labels clipped to ``[−B, B]``: on the ball
 ``‖g‖_H <= B/√λ`` that contains every minimiser (``λ‖f_D‖² <= P(0) <= B²``),
 ``|∂ℓ/∂g| <= 2(B + κB/√λ)``, so M = ``2B(1 + κ/√λ)``, κ = √sup K(x, x) [D].
@@ -80,7 +82,7 @@ class ERMSpec:
         Penalty λ > 0 of ``λ‖g‖²_H`` (Hall eq. 11; ψ of Lin & Reimherr eq. 13).
     n : int
         Public number of labelled records.
-    loss : {"hinge", "logistic", "squared"}
+    loss : {"hinge", "huber", "logistic", "squared"}
     domain : array_like, shape (d, 2) or (2,)
         Public box ``[lo_k, hi_k]``; features are clipped to it; it is also the grid's box.
     grid_size : int or sequence of int
@@ -336,8 +338,9 @@ class ERMSpec:
 
     @property
     def loss_at_zero(self) -> float:
-        """``sup_y ℓ(0, y)``: hinge 1, logistic ``log 2``, squared ``B²`` (labels clipped to ``[−B, B]``)."""
-        return {"hinge": 1.0, "logistic": float(np.log(2.0)), "squared": self.label_bound**2}[self.loss]
+        """``sup_y ℓ(0, y)``: hinge and Huber hinge 1, logistic ``log 2``, squared ``B²`` (labels clipped to ``[−B, B]``)."""
+        return {"hinge": 1.0, "huber": 1.0, "logistic": float(np.log(2.0)),
+                "squared": self.label_bound**2}[self.loss]
 
     @property
     def norm_bound(self) -> float:
@@ -547,8 +550,8 @@ class ERMSpec:
                              f"so that every fit is within the accuracy the sensitivity pays for) on n = {self.n} "
                              f"records is about {self.solver_work():.2g} floating-point operations, more than the "
                              f"{MAX_SOLVER_FLOPS:.0e} this command runs",
-                             "raise solver_slack (the hinge count is n/solver_slack), use loss='logistic' (its count "
-                             "does not grow with n), or fewer records")
+                             "raise solver_slack (the hinge count is n/solver_slack), use loss='huber' (the hinge with a "
+                             "smoothed corner) or 'logistic' (their counts do not grow with n), or fewer records")
 
     def solver_work(self) -> float:
         """Floating-point operations of the solver, from public sizes: :attr:`solver_iterations` products with the
@@ -565,7 +568,7 @@ class ERMSpec:
         ----------
         features : array_like, shape (n, d) or (n,) for d = 1
         labels : array_like, shape (n,)
-            ±1 (hinge, logistic), real (squared).
+            ±1 (hinge, Huber hinge, logistic), real (squared).
         units : array_like, shape (n,), optional
             The unit of each record, required with a ``privacy_unit``: each unit's first record is kept and
             n is the number of units.
@@ -595,7 +598,7 @@ class ERMSpec:
                              "build the spec with the public n")
         if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
             raise InputError("features and labels must be finite", "drop or impute missing values before release")
-        if self.loss in ("hinge", "logistic") and not np.all(np.isin(y, (-1.0, 1.0))):
+        if self.loss != "squared" and not np.all(np.isin(y, (-1.0, 1.0))):
             raise InputError(f"{self.loss} loss needs labels -1 or +1", "recode the label column to -1/+1")
         Xc = np.clip(X, self.domain[:, 0], self.domain[:, 1])
         n_clipped = int(np.sum(np.any(Xc != X, axis=1)))

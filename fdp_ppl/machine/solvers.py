@@ -24,7 +24,8 @@ the data holder only and never decides anything.
 
 Derivations [D] (exact arithmetic; ``μ = 2λ`` is the strong-convexity modulus of ``P`` in ``H``):
 
-* **Smooth losses** (squared ``ℓ'' = 2``, logistic ``ℓ'' <= 1/4``; write ``β = sup ℓ''``).
+* **Smooth losses** (squared ``ℓ'' = 2``, logistic ``ℓ'' <= 1/4``, Huber hinge ``ℓ'' <= 1/(2h)``; write
+  ``β = sup ℓ''``).
   ``∇_H P(g) = Σ_i r_i K(x_i, ·)`` with ``r = ℓ'(Kc, y)/n + 2λc``; the Hessian of ``P`` is
   ``(1/n) Σ_i ℓ''_i K_{x_i} ⊗ K_{x_i} + 2λ I``, of norm at most ``L = 2λ + β λ_max(K)/n <=
   2λ + β κ²``. Nesterov's accelerated gradient method for a μ-strongly convex, L-smooth
@@ -67,11 +68,15 @@ from .._numba import HAVE_NUMBA, njit
 from ..errors import InputError
 from ..io.lattice import TINY, flush_tiny
 
-LOSSES = ("hinge", "logistic", "squared")
+LOSSES = ("hinge", "huber", "logistic", "squared")
+#: half-width ``h`` of the quadratic piece of the Huber hinge (Chaudhuri, Monteleoni & Sarwate 2011, §3.4.2, whose
+#: experiments use h = 0.5): ``ℓ(z) = 0`` for ``z > 1 + h``, ``(1 + h − z)²/(4h)`` for ``|1 − z| <= h``, ``1 − z``
+#: below, of the margin ``z = y g``; 1-Lipschitz like the hinge (the same M = 1), smooth with ``ℓ'' <= 1/(2h)``
+HUBER_WIDTH = 0.5
 #: the compiled dense hinge loop up to this n (above it the BLAS product of NumPy is faster)
 DENSE_COMPILED_MAX_N = 100
 #: ``sup ℓ''`` of the smooth losses (the curvature constant β of the module docstring)
-CURVATURE = {"squared": 2.0, "logistic": 0.25}
+CURVATURE = {"squared": 2.0, "logistic": 0.25, "huber": 1.0 / (2.0 * HUBER_WIDTH)}
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,8 @@ class Solution:
 def loss_derivative(loss: str, g, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Loss ``ℓ(g, y)``, ``∂ℓ/∂g`` and ``∂²ℓ/∂g²`` elementwise (smooth losses).
 
-    ``squared``: ``(y − g)²``; ``logistic``: ``log(1 + exp(−y g))`` (``y ∈ {±1}``).
+    ``squared``: ``(y − g)²``; ``logistic``: ``log(1 + exp(−y g))``; ``huber``: the Huber hinge of the margin
+    ``y g`` (:data:`HUBER_WIDTH`) (``y ∈ {±1}`` for the last two).
 
     Raises
     ------
@@ -114,6 +120,12 @@ def loss_derivative(loss: str, g, y) -> tuple[np.ndarray, np.ndarray, np.ndarray
         m = y * g
         p = special.expit(-m)  # σ(−y g)
         return np.logaddexp(0.0, -m), -y * p, p * (1.0 - p)
+    if loss == "huber":
+        h = HUBER_WIDTH
+        u = np.clip(1.0 + h - y * g, 0.0, 2.0 * h)  # the quadratic piece's argument, capped where it turns linear
+        value = np.where(1.0 + h - y * g > 2.0 * h, 1.0 - y * g, u * u / (4.0 * h))
+        inside = (u > 0.0) & (u < 2.0 * h)
+        return value, -y * u / (2.0 * h), np.where(inside, 1.0 / (2.0 * h), 0.0)
     raise InputError(f"no smooth derivative for loss {loss!r}", f"use one of {LOSSES}")
 
 
@@ -280,6 +292,8 @@ def _gradient_terms(loss, g, y):
     ``σ(−m)`` is ``e^-700 ≈ 1e-304``, still normal, and then flushed to 0; the change is below 1e-121)."""
     if loss == "squared":
         return 2.0 * (g - y)
+    if loss == "huber":  # -y min(max((1 + h - y g)/(2h), 0), 1): no intermediate below ulp(1 + h), no branch
+        return -y * np.clip((1.0 + HUBER_WIDTH - y * g) / (2.0 * HUBER_WIDTH), 0.0, 1.0)
     p = special.expit(-np.clip(y * g, -700.0, 700.0))
     return -y * flush_tiny(p, out=p)
 
@@ -361,9 +375,9 @@ def solve_erm(gram, y, *, loss: str, lam: float, rho_target: float, kappa: float
         ``K(x_i, x_j)`` (positive semi-definite); None with ``features``.
     y : ndarray, shape (n,)
         Labels (±1 for hinge and logistic; real, clipped to ``[−B, B]``, for squared).
-    loss : {"hinge", "logistic", "squared"}
-        Hinge: FISTA on the dual box QP; logistic and squared: Nesterov's accelerated gradient
-        in the RKHS (module docstring).
+    loss : {"hinge", "huber", "logistic", "squared"}
+        Hinge: FISTA on the dual box QP; Huber hinge, logistic and squared: Nesterov's accelerated
+        gradient in the RKHS (module docstring).
     lam : float
         λ > 0.
     rho_target : float
@@ -371,7 +385,8 @@ def solve_erm(gram, y, *, loss: str, lam: float, rho_target: float, kappa: float
     kappa : float
         Public ``√sup_x K(x, x)`` (never computed from the records).
     loss_at_zero : float, optional
-        Public ``sup_y ℓ(0, y)``: 1 (hinge), ``log 2`` (logistic, default), ``B²`` (squared, required).
+        Public ``sup_y ℓ(0, y)``: 1 (hinge, Huber hinge), ``log 2`` (logistic, default), ``B²`` (squared,
+        required).
     features : ndarray, shape (n, r), optional
         Features with ``K = Z Zᵀ`` (Nyström); the coefficients are then on the records and the
         function is ``w = Zᵀ c`` in feature space.
@@ -406,7 +421,7 @@ def solve_erm(gram, y, *, loss: str, lam: float, rho_target: float, kappa: float
     if loss == "squared" and loss_at_zero is None:
         raise InputError("the squared loss needs loss_at_zero = B^2 (labels clipped to [-B, B])",
                          "pass loss_at_zero=label_bound**2")
-    l0 = {"hinge": 1.0, "logistic": math.log(2.0)}.get(loss, 0.0) if loss_at_zero is None else float(loss_at_zero)
+    l0 = {"hinge": 1.0, "huber": 1.0, "logistic": math.log(2.0)}.get(loss, 0.0) if loss_at_zero is None else float(loss_at_zero)
     T = iteration_count(loss, lam=lam, kappa=kappa, rho_target=rho_target, loss_at_zero=l0)
     y = np.asarray(y, dtype=float).reshape(-1)
     op = _Features(features) if features is not None else _Gram(gram)

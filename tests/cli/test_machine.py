@@ -64,6 +64,17 @@ def test_svm_iclp_one_feature_with_plot(tmp_path, table, capsys):
     assert "spent epsilon 2" in stdout.strip().splitlines()[-1]
 
 
+def test_machine_huber_hinge_release_records_its_loss(tmp_path, table, capsys):
+    out = tmp_path / "huber.nc"
+    code, _, err = _run(capsys, "machine", "--data", table, "--features", "a", "--label", "label", "--lam", 0.1,
+                        "--bandwidth", 0.2, "--epsilon", 1, "--delta", 1e-5, "--grid-size", 20, "--seed", 1, "--study",
+                        "--out", out, "--loss", "huber")
+    assert code == 0, err
+    tree = xr.open_datatree(out)
+    assert tree.attrs["loss"] == "huber" and tree.attrs["summary"] == "kernel-machine-huber"
+    assert "accelerated" in tree.attrs["solver"]
+
+
 @pytest.mark.parametrize("extra, needle", [
     (["--mechanism", "gp"], "--delta"),
     (["--delta", "1e-5", "--epsilon", "2", "--calibration", "classical"], "classical"),

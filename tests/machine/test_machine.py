@@ -33,7 +33,7 @@ def _neighbour(X, y, i, x_new, y_new):
     return X2, y2
 
 
-@pytest.mark.parametrize("loss", ["hinge", "logistic", "squared"])
+@pytest.mark.parametrize("loss", ["hinge", "huber", "logistic", "squared"])
 @pytest.mark.parametrize("d", [1, 2])
 def test_sensitivity_brute_force_random_neighbours(loss, d):
     n, lam = 8, 0.05

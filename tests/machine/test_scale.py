@@ -81,7 +81,7 @@ def test_nystroem_map_is_an_isometry_into_the_rkhs():
     assert np.all(np.einsum("ij,ij->i", nmap.features(x), nmap.features(x)) <= 1 + 1e-9)
 
 
-@pytest.mark.parametrize("loss", ["hinge", "logistic", "squared"])
+@pytest.mark.parametrize("loss", ["hinge", "huber", "logistic", "squared"])
 def test_nystroem_sensitivity_on_brute_force_neighbours(loss):
     n, lam = 10, 0.05
     X, y = labelled_points(n, 2, 7)
@@ -163,6 +163,12 @@ def test_sizes_refused_with_what_to_do(monkeypatch):
     with pytest.raises(InputError, match="nystroem"):
         ERMSpec(HALL, lam=0.1, n=40_000, approximation="exact").check_size()
     ERMSpec(HALL, lam=0.1, n=10**6, loss="logistic", domain=[[0, 1], [0, 1]]).check_size()  # Nystroem fits in 8 GB
+    # the Huber hinge (1-Lipschitz like the hinge, smooth): its count does not grow with n, so n = 10^6 is served
+    huber = ERMSpec(HALL, lam=0.1, n=10**6, loss="huber", domain=[[0, 1], [0, 1]])
+    huber.check_size()
+    assert huber.solver_iterations < 2 * ERMSpec(HALL, lam=0.1, n=10**3, loss="huber").solver_iterations  # log n
+    assert huber.admissibility == 1.0 and huber.sensitivity().value == ERMSpec(
+        HALL, lam=0.1, n=10**6, domain=[[0, 1], [0, 1]]).sensitivity().value  # the hinge's Δ
     # the hinge loss's public iteration count grows as n/solver_slack: refused from the sizes, saying what to do
     with pytest.raises(InputError, match="solver_slack"):
         ERMSpec(HALL, lam=0.1, n=10**6, domain=[[0, 1], [0, 1]]).check_size()

@@ -23,7 +23,7 @@ def _subnormal(a) -> int:
     return int(np.sum((a > 0) & (a < np.finfo(float).tiny)))
 
 
-@pytest.mark.parametrize("loss", ["hinge", "logistic", "squared"])
+@pytest.mark.parametrize("loss", ["hinge", "huber", "logistic", "squared"])
 def test_iteration_count_does_not_depend_on_the_labels(loss):
     """Two label vectors (one separable by x > 0.5, one random) run the same public number of iterations,
     the count the spec states before any data are seen (the previous solver: 520 vs 10 sweeps here)."""
@@ -43,13 +43,13 @@ def test_iteration_count_is_a_function_of_public_quantities():
     T = iteration_count("hinge", lam=0.1, kappa=1.0, rho_target=0.05)
     assert T == 99 and error_bound("hinge", T, lam=0.1, kappa=1.0) <= 0.05 < error_bound("hinge", T - 1, lam=0.1,
                                                                                           kappa=1.0)
-    for loss, l0 in (("logistic", np.log(2)), ("squared", 4.0)):
+    for loss, l0 in (("huber", 1.0), ("logistic", np.log(2)), ("squared", 4.0)):
         T = iteration_count(loss, lam=0.01, kappa=1.0, rho_target=1e-3, loss_at_zero=l0)
         assert error_bound(loss, T, lam=0.01, kappa=1.0, loss_at_zero=l0) <= 1e-3
         assert error_bound(loss, T - 5, lam=0.01, kappa=1.0, loss_at_zero=l0) > 1e-3  # not padded far beyond
 
 
-@pytest.mark.parametrize("loss", ["hinge", "logistic", "squared"])
+@pytest.mark.parametrize("loss", ["hinge", "huber", "logistic", "squared"])
 def test_sensitivity_pays_for_the_optimisation_bound(loss):
     """Δ = Δ_0 + 2ρ and the public iteration count reaches ρ a priori; the observed distance to a precise
     reference minimiser is within that bound."""
@@ -101,7 +101,7 @@ def test_subnormal_records_and_far_kernel_values_are_flushed():
     n = 10
     x = np.r_[1e-310, 5e-324, 0.76, np.linspace(0.1, 0.9, n - 3)]
     y = np.where(np.arange(n) % 2 == 0, -1.0, 1.0)
-    for loss in ("hinge", "logistic"):
+    for loss in ("hinge", "huber", "logistic"):
         spec = ERMSpec(Gaussian(0.02, convention="hall"), lam=0.5, n=n, loss=loss, grid_size=16)
         raw = np.exp(-np.subtract.outer(x, x) ** 2 / (2 * 0.02**2))
         assert _subnormal(raw) > 0  # the unprotected computation would take the slow path
@@ -115,7 +115,7 @@ def test_subnormal_records_and_far_kernel_values_are_flushed():
     assert spec.kernel(np.array([spec.distance_cap]))[0] > 2 * TINY
 
 
-@pytest.mark.parametrize("loss", ["hinge", "logistic", "squared"])
+@pytest.mark.parametrize("loss", ["hinge", "huber", "logistic", "squared"])
 def test_a_priori_bound_holds_at_every_iteration_count(loss):
     """‖g_T − f_D‖_H <= error_bound(T) for T = 1 … 100 on random designs and on the worst case for the step
     (all records at one point, λ_max(K) = n κ²): the derivation, checked against a reference run to 1e-6 (hinge:
@@ -123,7 +123,7 @@ def test_a_priori_bound_holds_at_every_iteration_count(loss):
     from fdp_ppl.machine import solvers as S
 
     rng = np.random.default_rng(0)
-    l0 = {"hinge": 1.0, "logistic": np.log(2), "squared": 1.0}[loss]
+    l0 = {"hinge": 1.0, "huber": 1.0, "logistic": np.log(2), "squared": 1.0}[loss]
     for trial in range(6):
         n, lam, h = int(rng.integers(5, 30)), float(10 ** rng.uniform(-2, 0)), float(10 ** rng.uniform(-1.5, 0))
         x = rng.uniform(0, 1, n) if trial % 2 else np.full(n, 0.3)
@@ -139,3 +139,31 @@ def test_a_priori_bound_holds_at_every_iteration_count(loss):
             d = c - ref.coefficients
             dist = np.sqrt(max(d @ K @ d, 0.0))
             assert dist <= S.error_bound(loss, T, lam=lam, kappa=1.0, loss_at_zero=l0) + ref.bound
+
+
+def test_huber_hinge_is_the_smoothed_hinge_with_its_constants():
+    """The Huber hinge (Chaudhuri, Monteleoni & Sarwate 2011, §3.4.2, h = 1/2): value and derivative agree with
+    finite differences, it is continuous and 1-Lipschitz (M = 1, the hinge's), equals the hinge outside
+    |1 − y g| <= h, its curvature is at most CURVATURE["huber"] = 1/(2h), ℓ(0, y) = 1, and the solver's gradient
+    terms are the derivative."""
+    from fdp_ppl.machine import solvers as S
+
+    g = np.linspace(-3.0, 3.0, 6001)
+    for y in (-1.0, 1.0):
+        value, d1, d2 = S.loss_derivative("huber", g, y)
+        hinge = np.maximum(1.0 - y * g, 0.0)
+        far = np.abs(1.0 - y * g) > S.HUBER_WIDTH
+        np.testing.assert_array_equal(value[far], hinge[far])
+        assert np.all((value >= hinge) & (value <= hinge + S.HUBER_WIDTH / 4 + 1e-15))  # h/4 at the corner
+        np.testing.assert_allclose(np.diff(value) / np.diff(g), 0.5 * (d1[1:] + d1[:-1]), atol=1e-6)
+        assert np.max(np.abs(d1)) <= 1.0 and np.max(np.abs(np.diff(d1) / np.diff(g))) <= S.CURVATURE["huber"] + 1e-9
+        assert np.max(d2) == S.CURVATURE["huber"] and np.min(d2) == 0.0
+        np.testing.assert_array_equal(S._gradient_terms("huber", g, np.full_like(g, y)), d1)
+        assert S.loss_derivative("huber", np.zeros(1), y)[0][0] == 1.0
+
+
+def test_command_line_losses_are_the_package_losses():
+    from fdp_ppl.cli.machine import LOSSES as CLI_LOSSES
+    from fdp_ppl.machine import LOSSES
+
+    assert CLI_LOSSES == LOSSES
