@@ -198,3 +198,20 @@ def test_records_outside_the_box_count_as_clipped(rng, cls, d):
     assert raw.n_clipped == int(np.sum(np.any((obs < lo) | (obs > hi), axis=1))) > 0 and clipped.n_clipped == 0
     np.testing.assert_allclose(raw.coefficients, clipped.coefficients, rtol=0,
                                atol=1e-12 * np.abs(clipped.coefficients).max())
+
+
+@pytest.mark.parametrize("cls", ["binned", "iclp"])
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_one_pass_fits_refuse_records_that_are_not_finite(cls, d, bad):
+    """The binned and snapped fits check finiteness in the pass that counts the records outside the box: a NaN or
+    an infinity on any axis (inside or outside the box otherwise) is refused, as by the exact fit."""
+    grid = CartesianGrid.uniform([(0.0, 1.0), (-1.0, 1.0)][:d], [21, 17][:d])
+    spec = (KDESpec(grid=grid, bandwidth=0.1, n=50, estimator="binned") if cls == "binned"
+            else ICLPKDESpec(grid=grid, bandwidth=0.1, n=50))
+    obs = np.random.default_rng(3).uniform(-0.5, 1.5, size=(50, d))
+    for row, axis in ((0, 0), (49, d - 1)):
+        x = obs.copy()
+        x[row, axis] = bad
+        with pytest.raises(fp.errors.InputError, match="finite"):
+            spec.fit(x)
