@@ -283,12 +283,16 @@ class KDESpec(SummarySpec):
         if self.privacy_unit is None and obs.shape[0] != self.n:
             raise InputError(f"the spec says n = {self.n} but {obs.shape[0]} observations were given",
                              "build the spec with the public n")
-        if not np.all(np.isfinite(obs)):
-            raise InputError("observations must be finite", "drop or impute missing values before release")
-        if not clip:
+        bad = InputError("observations must be finite", "drop or impute missing values before release")
+        if not clip:  # the finiteness check and the count of records outside the box in one pass
             from ._binning import count_outside
 
-            return obs, count_outside(obs, self.grid.domain[:, 0], self.grid.domain[:, 1])
+            moved = count_outside(obs, self.grid.domain[:, 0], self.grid.domain[:, 1])
+            if moved < 0:
+                raise bad
+            return obs, moved
+        if not np.all(np.isfinite(obs)):
+            raise bad
         return self._clip(obs)
 
     def _clip(self, obs) -> tuple[np.ndarray, int]:

@@ -153,12 +153,30 @@ def draw_release(summary: KDESummary, plan, *, random_seed=None, progressbar: bo
                         study=plan.study)
     # release_scale: public post-processing (ICLPKDESpec(normalise=True) divides by its public mass); 1 otherwise
     density = (spec.basis.reconstruct(coef) * spec.release_scale).reshape((chains, draws) + spec.grid.shape)
+    return _layout(spec, cal, mechanism, chains, draws).tree({POSTERIOR: {"density": density}})
+
+
+def _layout(spec, cal, mechanism, chains: int, draws: int):
+    """The release tree's layout (:class:`fdp_ppl.releasing.schema.TreeLayout`: ``posterior/density`` (chain,
+    draw, grid dims) and ``constant_data``), built once per public configuration, scales and shape
+    (:func:`fdp_ppl.kde.grid.public_cached`); each release only puts its density in."""
+    from ..releasing.schema import TreeLayout
+    from .grid import public_cached
+
     dims = spec.grid.dims
-    coords = {dim: ax for dim, ax in zip(dims, spec.grid.axes)}
-    post = xr.Dataset({"density": (("chain", "draw") + dims, density)},
-                      coords={"chain": np.arange(chains), "draw": np.arange(draws), **coords})
-    post["density"].attrs["long_name"] = "private density estimate"
-    return xr.DataTree.from_dict({POSTERIOR: post, CONSTANT_DATA: _constant_data(spec, cal, mechanism)})
+
+    def build():
+        const = _constant_data(spec, cal, mechanism)
+        shape = (chains, draws) + tuple(spec.grid.shape)
+        post = xr.Dataset({"density": (("chain", "draw") + dims, np.broadcast_to(0.0, shape))},
+                          coords={"chain": np.arange(chains), "draw": np.arange(draws),
+                                  **dict(zip(dims, spec.grid.axes))})
+        post["density"].attrs["long_name"] = "private density estimate"
+        return TreeLayout({POSTERIOR: post, CONSTANT_DATA: const}, {POSTERIOR: ("density",)})
+
+    key = ("kde-layout", spec._public_key, np.asarray(cal.scale, dtype=float).tobytes(),
+           mechanism.law.describe_scale(), int(chains), int(draws))
+    return public_cached(key, build)
 
 
 def _constant_data(spec, cal, mechanism) -> xr.Dataset:

@@ -183,6 +183,41 @@ def test_cached_release_has_the_same_law(rng):
                                   out[1]["constant_data"]["noise_scale"].values)
 
 
+@pytest.mark.parametrize("d", [1, 2])
+def test_density_tree_from_the_cached_layout_is_the_public_constructors_tree(rng, d):
+    """A density release assembled from its cached layout (:class:`~fdp_ppl.releasing.schema.TreeLayout`) is the
+    tree xarray's public constructors build, and no release can change another or the layout: each owns its
+    density and attrs; the public constant arrays are read-only."""
+    import xarray as xr
+
+    from fdp_ppl.kde.release import _layout
+    from fdp_ppl.releasing.schema import CONSTANT_DATA, POSTERIOR
+
+    grid = CartesianGrid.uniform([(0.0, 1.0), (-1.0, 1.0)][:d], [30, 20][:d])
+    spec = KDESpec(grid=grid, bandwidth=0.15, n=200, estimator="binned")
+    mech = fp.GaussianMechanism(1.0, 1e-5)
+    fit = spec.fit(rng.uniform(0.0, 1.0, size=(200, d)))
+    with pytest.warns(Warning):
+        a, b = (fp.release(fit, mech, draws=2, chains=2, random_seed=s, study=True) for s in (1, 2))
+    layout = _layout(spec, fp.plan(spec, mech, draws=2, chains=2, seeded=True, study=True).state[1], mech, 2, 2)
+    assert layout._ok
+    arrays = {POSTERIOR: {"density": a[POSTERIOR]["density"].values}}
+    fast, public = layout.tree(arrays), layout._public_tree(arrays)
+    xr.testing.assert_identical(fast, public)  # the attrs a release adds (_record) did not reach the layout
+    assert fast.groups == public.groups == a.groups and fast[POSTERIOR].parent is fast
+    xr.testing.assert_identical(a[CONSTANT_DATA], public[CONSTANT_DATA])
+    assert not np.shares_memory(a[POSTERIOR]["density"].values, b[POSTERIOR]["density"].values)
+    const = a[CONSTANT_DATA]["noise_scale"].values
+    assert not const.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        const[...] = -1.0
+    a[POSTERIOR]["density"].attrs["long_name"] = "changed"
+    a[CONSTANT_DATA]["noise_scale"].attrs["description"] = "changed"
+    for tree in (b, layout.tree({POSTERIOR: {"density": b[POSTERIOR]["density"].values}})):
+        assert tree[POSTERIOR]["density"].attrs["long_name"] == "private density estimate"
+        assert tree[CONSTANT_DATA]["noise_scale"].attrs["description"] != "changed"
+
+
 @pytest.mark.parametrize("cls", ["binned", "iclp"])
 @pytest.mark.parametrize("d", [1, 2])
 def test_records_outside_the_box_count_as_clipped(rng, cls, d):
@@ -198,3 +233,20 @@ def test_records_outside_the_box_count_as_clipped(rng, cls, d):
     assert raw.n_clipped == int(np.sum(np.any((obs < lo) | (obs > hi), axis=1))) > 0 and clipped.n_clipped == 0
     np.testing.assert_allclose(raw.coefficients, clipped.coefficients, rtol=0,
                                atol=1e-12 * np.abs(clipped.coefficients).max())
+
+
+@pytest.mark.parametrize("cls", ["binned", "iclp"])
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_one_pass_fits_refuse_records_that_are_not_finite(cls, d, bad):
+    """The binned and snapped fits check finiteness in the pass that counts the records outside the box: a NaN or
+    an infinity on any axis (inside or outside the box otherwise) is refused, as by the exact fit."""
+    grid = CartesianGrid.uniform([(0.0, 1.0), (-1.0, 1.0)][:d], [21, 17][:d])
+    spec = (KDESpec(grid=grid, bandwidth=0.1, n=50, estimator="binned") if cls == "binned"
+            else ICLPKDESpec(grid=grid, bandwidth=0.1, n=50))
+    obs = np.random.default_rng(3).uniform(-0.5, 1.5, size=(50, d))
+    for row, axis in ((0, 0), (49, d - 1)):
+        x = obs.copy()
+        x[row, axis] = bad
+        with pytest.raises(fp.errors.InputError, match="finite"):
+            spec.fit(x)
