@@ -537,22 +537,9 @@ def _write_factor(C_uu, K: int, m: int):
 def density_function(model, observations):
     """Compiled: the model's free variables → per density observation its tensors (:attr:`DensityObservation.tensors`
     and ``ē``)."""
-    import itertools
+    from .population_parts import grouped_function
 
-    import pytensor
-
-    from ..settings import compile_mode
-
-    groups = [(*o.tensors, o.ebar) for o in observations]
-    inputs = list(model.free_RVs)
-    fn = pytensor.function(inputs, [x for g in groups for x in g], on_unused_input="ignore", mode=compile_mode())
-    bounds = np.cumsum([0] + [len(g) for g in groups])
-
-    def values(*args):
-        flat = fn(*args)
-        return [tuple(flat[a:b]) for a, b in itertools.pairwise(bounds)]
-
-    return values, [v.name for v in inputs]
+    return grouped_function(model, [(*o.tensors, o.ebar) for o in observations])
 
 
 class DensityLoo:
