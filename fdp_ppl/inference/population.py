@@ -381,7 +381,9 @@ def population_result(idata: xr.DataTree, model=None, *, log_likelihood: str = "
         (:class:`~fdp_ppl.inference.population_joint.JointLoo`: ``log p(y_j | y_{-j}, θ)`` per mean coefficient,
         ``log p(v | y, θ)`` per frame by Monte Carlo); ``"joint"`` also conditions each mean term on the frame (the
         joint's exact leave-one-out terms, J + 1 times the Monte Carlo cost); ``"conditional"`` the terms given the
-        latent statistics (optimistic under PSIS-LOO; for a user who needs them).
+        latent statistics (optimistic under PSIS-LOO; for a user who needs them). A density release
+        (``density_of=``) adds ``<name>_density``: integrated given θ and the mean release, or given the latent
+        density mean (:class:`~fdp_ppl.inference.population_density.DensityLoo`).
     loo_draws : int, optional
         Public Monte Carlo draws per posterior draw of the integrated components term (default
         :data:`~fdp_ppl.inference.population_joint.LOO_DRAWS`).
