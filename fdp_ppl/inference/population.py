@@ -167,7 +167,7 @@ class PopulationObservation:
 
 
 def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", draw: int = 0, clipping: str = "auto",
-            clipping_points: int = CLIPPING_POINTS) -> PopulationObservation:
+            clipping_points: int = CLIPPING_POINTS, density_of=None) -> PopulationObservation:
     """Observe a mean-curve release in the current PyMC model, given a population model of the curves.
 
     Adds the release's likelihood given the population mean ``μ(t)`` and covariance ``K(t, t')`` on the release's
@@ -178,7 +178,11 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
     Several releases of the same people: ``observe([mean_tree, components_tree], mean=..., covariance=...)`` observes
     a mean release and an ε-DP FPCA release (Bingham, k = 1) of one data set together, their dependence through the
     shared curves carried by latent sufficient statistics (the sample mean and the scatter about it;
-    :func:`fdp_ppl.inference.population_joint.observe_joint`, which returns a ``JointObservation``).
+    :func:`fdp_ppl.inference.population_joint.observe_joint`, which returns a ``JointObservation``). A d = 1 density
+    release of a scalar feature ``wᵀX_i`` of the same curves joins them with ``density_of=w``:
+    ``observe([mean_tree, kde_tree], ..., density_of=w)`` or ``[mean_tree, components_tree, kde_tree]``, its latent
+    density coefficients entering by the joint central limit theorem with the other latent means
+    (:mod:`fdp_ppl.inference.population_density`).
 
     Parameters
     ----------
@@ -203,6 +207,10 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
         variables); ``"ignore"``: the closed form without clipping. Recorded as ``<name>_clipping``.
     clipping_points : int
         Public quadrature points of ``"moments"`` (a power of two; error recorded by :func:`population_result`).
+    density_of : array_like (K,), optional
+        With a d = 1 density (KDE) release in the list: the public functional ``w`` of each curve whose density it
+        released, ``x_i = wᵀX_i`` (one-hot: the value at a grid point; quadrature weights: the curve's average);
+        :func:`fdp_ppl.inference.population_density.observe_with_density`.
 
     Returns
     -------
@@ -255,6 +263,14 @@ def observe(release: xr.DataTree, *, mean, covariance, name: str = "release", dr
 
     from .plan import _is_gaussian
 
+    if density_of is not None or (isinstance(release, (list, tuple)) and any(S.is_kde_release(t) for t in release)):
+        from .population_density import observe_with_density
+
+        if not isinstance(release, (list, tuple)):
+            raise InputError("density_of= is for a density release observed with the mean release of the same people",
+                             "pass [mean_release, density_release] (or with a components release), or drop density_of")
+        return observe_with_density(release, mean=mean, covariance=covariance, density_of=density_of, name=name,
+                                    draw=draw, clipping=clipping, clipping_points=clipping_points)
     if isinstance(release, (list, tuple)):
         from .population_joint import observe_joint
 
@@ -365,7 +381,9 @@ def population_result(idata: xr.DataTree, model=None, *, log_likelihood: str = "
         (:class:`~fdp_ppl.inference.population_joint.JointLoo`: ``log p(y_j | y_{-j}, θ)`` per mean coefficient,
         ``log p(v | y, θ)`` per frame by Monte Carlo); ``"joint"`` also conditions each mean term on the frame (the
         joint's exact leave-one-out terms, J + 1 times the Monte Carlo cost); ``"conditional"`` the terms given the
-        latent statistics (optimistic under PSIS-LOO; for a user who needs them).
+        latent statistics (optimistic under PSIS-LOO; for a user who needs them). A density release
+        (``density_of=``) adds ``<name>_density``: integrated given θ and the mean release, or given the latent
+        density mean (:class:`~fdp_ppl.inference.population_density.DensityLoo`).
     loo_draws : int, optional
         Public Monte Carlo draws per posterior draw of the integrated components term (default
         :data:`~fdp_ppl.inference.population_joint.LOO_DRAWS`).
@@ -401,6 +419,7 @@ def population_result(idata: xr.DataTree, model=None, *, log_likelihood: str = "
     InputError
         A model without :func:`observe`, or a trace without its free variables.
     """
+    from . import population_density as D
     from . import population_joint as J
 
     model = _model(model)
@@ -408,18 +427,20 @@ def population_result(idata: xr.DataTree, model=None, *, log_likelihood: str = "
         raise InputError(f"unknown log_likelihood {log_likelihood!r}", f"pass one of {J.LOG_LIKELIHOOD_MODES}")
     observations = getattr(model, "_fdp_population", [])
     joints = getattr(model, "_fdp_population_joint", [])
-    if not observations and not joints:
+    densities = getattr(model, "_fdp_population_density", [])
+    if not observations and not joints and not densities:
         raise InputError("the model observes no release", "call fp.observe(release, mean=..., covariance=...) in it")
     post = idata[S.POSTERIOR].to_dataset()
     fn, names = _population_function(model, observations) if observations else (None, [])
     jfn, jnames = J.joint_function(model, joints) if joints else (None, [])
-    missing = [v for v in dict.fromkeys(names + jnames) if v not in post]
+    dfn, dnames = D.density_function(model, densities) if densities else (None, [])
+    missing = [v for v in dict.fromkeys(names + jnames + dnames) if v not in post]
     if missing:
         raise InputError(f"the trace has no draws of {missing}", "pass what pm.sample returned for this model")
     n_chain, n_draw = post.sizes[dims.CHAIN], post.sizes[dims.DRAW]
     ns = n_chain * n_draw
     flat = {v: post[v].transpose(dims.CHAIN, dims.DRAW, ...).values.reshape(ns, *post[v].shape[2:])
-            for v in dict.fromkeys(names + jnames)}
+            for v in dict.fromkeys(names + jnames + dnames)}
     clip_at = set(np.unique(np.linspace(0, ns - 1, min(ns, CLIPPING_DRAWS)).astype(int)).tolist())
     loglik = {o.name: np.empty((ns, o.released.size)) for o in observations}
     outside = {o.name: [] for o in observations}
@@ -430,6 +451,10 @@ def population_result(idata: xr.DataTree, model=None, *, log_likelihood: str = "
     for o in joints:
         jdims.update(J.joint_groups(o)[2])
         outside.update({f"{o.name}_{part}": [] for part in ("mean", "components")})
+    dloo = [D.DensityLoo(o, log_likelihood) for o in densities]
+    for o in densities:
+        jdims.update(D.density_groups(o)[2])
+        outside.setdefault(f"{o.name}_mean", [])
     with blas_threads():   # small dense algebra per draw: OpenBLAS's second thread only synchronises
         for i in range(ns):
             values = fn(*[flat[v][i] for v in names]) if fn is not None else []
@@ -453,6 +478,13 @@ def population_result(idata: xr.DataTree, model=None, *, log_likelihood: str = "
                     loglik.setdefault(var, np.empty((ns, value.size)))[i] = value
                 for part, value in share.items():
                     outside[f"{o.name}_{part}"].append(value)
+            dvalues = dfn(*[flat[v][i] for v in dnames]) if dfn is not None else []
+            for k, o in enumerate(densities):
+                terms, share = dloo[k].terms(dvalues[k], i, i in clip_at)
+                for var, value in terms.items():
+                    loglik.setdefault(var, np.empty((ns, value.size)))[i] = value
+                for part, value in share.items():
+                    outside[f"{o.name}_{part}"].append(value)
     groups = {key: node.to_dataset() for key, node in idata.children.items()}
     ll_dims = {**{o.name: o.dim for o in observations}, **jdims}
     ll = xr.Dataset({var: ((dims.CHAIN, dims.DRAW, ll_dims[var]), loglik[var].reshape(n_chain, n_draw, -1))
@@ -469,13 +501,18 @@ def population_result(idata: xr.DataTree, model=None, *, log_likelihood: str = "
     for o in joints:
         jobs, jconst, _ = J.joint_groups(o)
         observed, constant = observed.merge(jobs), constant.merge(jconst)
+    for o in densities:
+        dobs, dconst, _ = D.density_groups(o)
+        observed, constant = observed.merge(dobs), constant.merge(dconst)
     groups[S.OBSERVED_DATA] = groups.get(S.OBSERVED_DATA, xr.Dataset()).drop_vars(
         list(observed.data_vars), errors="ignore").merge(observed)
     groups[S.CONSTANT_DATA] = groups.get(S.CONSTANT_DATA, xr.Dataset()).merge(constant)
     tree = xr.DataTree.from_dict(groups)
     attrs = dict(idata.attrs)
     attrs[RELEASE_ID] = ",".join([o.release_id for o in observations] + [r for o in joints
-                                                                         for r in o.release_ids.values()])
+                                                                         for r in o.release_ids.values()]
+                                  + [r for o in densities for k, r in o.release_ids.items()
+                                     if o.own_mean or k == "density"])
     attrs["inference"] = "population model (fdp_ppl.inference.population.observe)"
     attrs["privacy_cost"] = "none (post-processing of a release)"
     if observations:
@@ -496,6 +533,12 @@ def population_result(idata: xr.DataTree, model=None, *, log_likelihood: str = "
             if outside[f"{o.name}_{part}"]:
                 _record_clipping(attrs, f"{o.name}_{part}", outside[f"{o.name}_{part}"], tau,
                                  modelled=o.clipping != "ignore")
+    for o, loo in zip(densities, dloo):
+        attrs.update({f"{o.name}_{k}": v for k, v in o.attrs.items()})
+        loo.record(attrs)
+        if o.own_mean and outside[f"{o.name}_mean"]:
+            _record_clipping(attrs, f"{o.name}_mean", outside[f"{o.name}_mean"], o.mean_part["tau"],
+                             modelled=o.clipping != "ignore")
     tree.attrs = S.clean_attrs(attrs)
     return tree
 

@@ -82,7 +82,6 @@ Costs no privacy: the releases are post-processed.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -451,20 +450,9 @@ def observe_joint(releases, *, mean, covariance, name: str = "release", draw: in
 def joint_function(model, joints):
     """Compiled: the model's free variables → per joint observation the values of ``(x̄_τ − o, G, μ, K, *moments)``
     (:attr:`JointObservation.moments`), as a list of tuples (one per observation)."""
-    import pytensor
+    from .population_parts import grouped_function
 
-    from ..settings import compile_mode
-
-    groups = [(o.sample_mean, o.scatter, o.mean, o.covariance, *o.moments) for o in joints]
-    inputs = list(model.free_RVs)
-    fn = pytensor.function(inputs, [x for g in groups for x in g], on_unused_input="ignore", mode=compile_mode())
-    bounds = np.cumsum([0] + [len(g) for g in groups])
-
-    def values(*args):
-        flat = fn(*args)
-        return [tuple(flat[a:b]) for a, b in itertools.pairwise(bounds)]
-
-    return values, [v.name for v in inputs]
+    return grouped_function(model, [(o.sample_mean, o.scatter, o.mean, o.covariance, *o.moments) for o in joints])
 
 
 class JointLoo:

@@ -135,3 +135,23 @@ def outside_tau(mean, covariance, weights, tau: float, *, samples: int = CLIPPIN
     lam, a = lam[keep], a[keep]
     z = np.random.default_rng(random_seed).standard_normal((int(samples), lam.size))
     return float(np.mean(((z + a / np.sqrt(lam)) ** 2) @ lam > x))
+
+
+def grouped_function(model, groups):
+    """Compiled: the model's free variables → the values of each group of tensors, as a list of tuples (one per
+    group); returns ``(values, names of the free variables in argument order)``."""
+    import itertools
+
+    import pytensor
+
+    from ..settings import compile_mode
+
+    inputs = list(model.free_RVs)
+    fn = pytensor.function(inputs, [x for g in groups for x in g], on_unused_input="ignore", mode=compile_mode())
+    bounds = np.cumsum([0] + [len(g) for g in groups])
+
+    def values(*args):
+        flat = fn(*args)
+        return [tuple(flat[a:b]) for a, b in itertools.pairwise(bounds)]
+
+    return values, [v.name for v in inputs]
