@@ -471,20 +471,14 @@ def population_result(idata: xr.DataTree, model=None, *, log_likelihood: str = "
                 if o.clipping == "moments" and i in error_at:
                     errors[o.name].append(C.moment_error(centred, Kt, o.design, o.n, o.law.variance(o.scale),
                                                          o.weights, o.tau, o.tau_norm, o.points))
-            jvalues = jfn(*[flat[v][i] for v in jnames]) if jfn is not None else []
-            for k, o in enumerate(joints):
-                terms, share = jloo[k].terms(jvalues[k], i, i in clip_at)
-                for var, value in terms.items():
-                    loglik.setdefault(var, np.empty((ns, value.size)))[i] = value
-                for part, value in share.items():
-                    outside[f"{o.name}_{part}"].append(value)
-            dvalues = dfn(*[flat[v][i] for v in dnames]) if dfn is not None else []
-            for k, o in enumerate(densities):
-                terms, share = dloo[k].terms(dvalues[k], i, i in clip_at)
-                for var, value in terms.items():
-                    loglik.setdefault(var, np.empty((ns, value.size)))[i] = value
-                for part, value in share.items():
-                    outside[f"{o.name}_{part}"].append(value)
+            for gfn, gnames, gobs, gloo in ((jfn, jnames, joints, jloo), (dfn, dnames, densities, dloo)):
+                gvalues = gfn(*[flat[v][i] for v in gnames]) if gfn is not None else []
+                for k, o in enumerate(gobs):
+                    terms, share = gloo[k].terms(gvalues[k], i, i in clip_at)
+                    for var, value in terms.items():
+                        loglik.setdefault(var, np.empty((ns, value.size)))[i] = value
+                    for part, value in share.items():
+                        outside[f"{o.name}_{part}"].append(value)
     groups = {key: node.to_dataset() for key, node in idata.children.items()}
     ll_dims = {**{o.name: o.dim for o in observations}, **jdims}
     ll = xr.Dataset({var: ((dims.CHAIN, dims.DRAW, ll_dims[var]), loglik[var].reshape(n_chain, n_draw, -1))
