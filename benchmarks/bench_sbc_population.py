@@ -182,7 +182,8 @@ def pool(paths) -> dict:
         acc["pvalues"] = uniformity(acc["ranks"], L, bins)
         print(f"{acc['setting']} eps={acc['epsilon']:g} tau={acc['tau']:g}: {acc['replicates']} replicates, clipped "
               f"{acc['clipped_share_mean']:.1%}, " + "  ".join(f"p[{p}]={v:.3f}" for p, v in acc["pvalues"].items()))
-    return {**{k: v for k, v in first.items() if k not in ("regimes", "machine")}, "pooled_from": [str(p) for p in paths],
+    return {**{k: v for k, v in first.items() if k not in ("regimes", "machine")},
+            "pooled_from": [Path(p).name for p in paths],   # names only: no machine's folders in a tracked file
             "regimes": pooled}
 
 

@@ -64,6 +64,7 @@ import numpy as np
 import xarray as xr
 
 from ..errors import InputError
+from ..spaces.kernels import gaussian_bump
 from ..releasing import schema as S
 from .comparison import release_identity
 from .population_clipping import CLIPPING_POINTS
@@ -137,8 +138,7 @@ class DensityRelease:
         xc = xp.clip(x, lo, hi)
         t = self.nodes
         if self.kind == "bump":
-            u = (t[None, :] - xc[:, None]) / self.bandwidth
-            f = xp.exp(-0.5 * u * u) / (math.sqrt(2 * math.pi) * self.bandwidth)
+            f = gaussian_bump(t[None, :] - xc[:, None], self.bandwidth, density=True, xp=xp)
         else:
             gaps = np.diff(t)
             left = np.concatenate([[1e30], gaps])
@@ -236,8 +236,7 @@ def density_moments_1d(centre, sd, rel: DensityRelease, xp=np):
         a = xp.concatenate([xp.as_tensor(-big), inner])
         b = xp.concatenate([inner, xp.as_tensor(big)])
     p = _phi_cdf_diff(a, b, xp)
-    c0 = 1.0 / math.sqrt(2 * math.pi)
-    first = c0 * (xp.exp(-0.5 * a * a) - xp.exp(-0.5 * b * b))
+    first = gaussian_bump(a, 1.0, density=True, xp=xp) - gaussian_bump(b, 1.0, density=True, xp=xp)  # φ(a) − φ(b)
     u = xp.clip(first / (p + 1e-300), a, b)
     e = rel.values(centre + sd * u, xp)
     m = xp.dot(p, e)

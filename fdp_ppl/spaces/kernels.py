@@ -182,7 +182,7 @@ class Exponential(Kernel):
 
 
 def gaussian_bump(d, h: float | None = None, *, rho: float | None = None, squared: bool = False,
-                  density: bool = False, out: np.ndarray | None = None) -> np.ndarray:
+                  density: bool = False, out: np.ndarray | None = None, xp=np) -> np.ndarray:
     """The Gaussian bump, unnormalised: ``exp(-d²/(2h²))`` (bandwidth ``h``, Hall et al. 2013) or
     ``exp(-d²/ρ)`` (``rho=``, Mirshani et al. 2019, eq. 3); the same function with ``ρ = 2h²``.
 
@@ -204,6 +204,8 @@ def gaussian_bump(d, h: float | None = None, *, rho: float | None = None, square
         times ``−1/c`` (one multiplication per entry, as a large Gram matrix wants) instead of ``−d²/c``
         (``c = 2h²`` or ``ρ``): the two agree to rounding, and each path's values are those the package's
         releases were drawn with.
+    xp : module
+        The array module (``numpy``, or ``pytensor.tensor`` for a differentiable graph of ``d``; no ``out``).
 
     Returns
     -------
@@ -217,6 +219,9 @@ def gaussian_bump(d, h: float | None = None, *, rho: float | None = None, square
     if (h is None) == (rho is None) or (density and h is None):
         raise ValueError("pass exactly one of h (exp(-d²/(2h²))) and rho (exp(-d²/ρ)); density needs h")
     c = float(rho) if rho is not None else 2.0 * float(h) ** 2
+    if xp is not np:   # a symbolic d (a model's likelihood): the same formula, no in-place work
+        value = xp.exp(-(d if squared else d * d) / c)
+        return value / (np.sqrt(2 * np.pi) * float(h)) if density else value
     if out is None:
         d = np.asarray(d, dtype=float)
         out = np.exp(-(d if squared else d * d) / c)
