@@ -15,7 +15,7 @@ from ..errors import InputError
 from .fpca import SAMPLERS, FPCASpec
 from .sequential import sequential_plan, step_epsilons
 from .samplers import (acg_acceptance_bound, bingham_log_density_floor, fallback_guarantee, gp_base_acceptance_bound,
-                       gp_base_log_density_floor, proposal_budget, pure_guarantee, pure_proposal_budget)
+                       base_log_density_floor, proposal_budget, pure_guarantee, pure_proposal_budget)
 
 #: Default bound δ on the probability that an exact draw exhausts its fixed proposal budget and falls back, when the
 #: (ε', δ') variant is asked for (``delta=`` / ``--delta``).
@@ -59,9 +59,11 @@ def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float | None = No
     whole column from the target):
 
     * ``delta=None`` (default): **pure ε''-DP**. The fallback law F is the reference measure of the
-      target's density f_D (uniform on the sphere for ``bingham``, ν for ``gp-base``), f_D ≥ f_min
-      (data-independent: ``exp(−s(n + λ_max(Σ⁻¹) − λ_min(Σ⁻¹)))`` for ``bingham``, ``exp(−s n)`` for
-      ``gp-base``, s = ε/(2Δ)) and T is chosen so that ``p* = (1 − a_min)^T ≤ η f_min``; then
+      target's density f_D: the mechanism's base law for the exact samplers (ν for ``gp-base``; the vector
+      Bingham ``∝ exp(−s xᵀΣ⁻¹x)``, the target of the empty data set, for ``bingham``), where
+      f_D ≥ f_min = ``exp(−s n)`` (:func:`~fdp_ppl.fpca.samplers.base_log_density_floor`); the uniform law for
+      k = 1 Gibbs, where f_min = ``exp(−s(n + λ_max(Σ⁻¹) − λ_min(Σ⁻¹)))``; s = ε/(2Δ). T is chosen so that
+      ``p* = (1 − a_min)^T ≤ η f_min``; then
       ``ε'' = log((e^ε + p*/f_min)/(1 − p*)) ≤ ε + log(1 + η e^{−ε}) − log(1 − p*)``
       (:func:`~fdp_ppl.fpca.samplers.pure_guarantee`).
     * ``delta`` given: **(ε', δ')-DP**, ``T = ceil(log δ / log(1 − a_min))``, ε' = ε − log(1 − p*), δ' = p*
@@ -119,10 +121,11 @@ def exact_plan(spec: FPCASpec, n: int, sampler: str, *, delta: float | None = No
                 "certified": 0, "pure": 0, "epsilon": spec.epsilon, "delta": nan}
     if sampler == "exact" and spec.form == "gp-base":
         log_a, bound = gp_base_acceptance_bound(spec.Sigma, k, spec.scale * int(n)), "proved"
-        log_f = gp_base_log_density_floor(spec.scale, n)
+        log_f = base_log_density_floor(spec.scale, n)
     else:  # ACG updates on the sphere of the complement of k - 1 columns
         log_a, bound = acg_acceptance_bound(m - k + 1), "proved"
-        log_f = bingham_log_density_floor(spec.Sigma, spec.scale, n)
+        log_f = (base_log_density_floor(spec.scale, n) if sampler == "exact"  # falls back to the base law
+                 else bingham_log_density_floor(spec.Sigma, spec.scale, n))  # Gibbs: to its uniform start
     certified = int(sampler == "exact" or k == 1)
     pure = int(certified and delta is None)
     if pure:

@@ -167,16 +167,18 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
 
     * ``"exact"`` and k = 1 ``"gibbs"``: every draw costs exactly T proposals, generated
       whatever is accepted (data-independent run time and RNG use); the first accepted is
-      released, else a public fallback F (a draw of the base law: ν for ``gp-base``, the
-      uniform law for ``bingham``; the k = 1 Gibbs chain keeps its uniform start). F is the
+      released, else a public fallback F (an exact draw of the base law, the target of the empty data
+      set: ν for ``gp-base``, the vector Bingham ``∝ exp(−s xᵀΣ⁻¹x)`` for ``bingham``; the k = 1 Gibbs
+      chain keeps its uniform start). F is the
       reference measure of the target's density f_D, and a_min (acceptance) and f_min
       (density) are data-independent lower bounds:
 
       - default (``delta=None``): T with ``p* = (1 − a_min)^T ≤ η f_min`` and the release is
         **pure ε''-DP**, ``ε'' = log((e^ε + p*/f_min)/(1 − p*)) ≤ ε + log(1 + η e^{−ε}) −
         log(1 − p*)`` (:func:`~fdp_ppl.fpca.samplers.pure_guarantee`); the ledger is charged
-        ``draws × (ε'', 0)``. f_min = ``exp(−s(n + λ_max(Σ⁻¹) − λ_min(Σ⁻¹)))`` (Bingham),
-        ``exp(−s n)`` (GP base), s = ε/(2Δ).
+        ``draws × (ε'', 0)``. f_min = ``exp(−s n)`` w.r.t. the base law, s = ε/(2Δ)
+        (:func:`~fdp_ppl.fpca.samplers.base_log_density_floor`); ``exp(−s(n + λ_max(Σ⁻¹) − λ_min(Σ⁻¹)))``
+        w.r.t. the uniform start of k = 1 Gibbs.
       - ``delta`` given: T with ``p* ≤ δ``, **(ε' = ε − log(1 − p*), δ' = p*)-DP**
         (:func:`~fdp_ppl.fpca.samplers.fallback_guarantee`), charged ``draws × (ε', δ')``:
         for a ledger with a δ budget when the pure plan needs too many proposals.
@@ -188,7 +190,7 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
       proposals exceed ``max_proposals`` is refused before the charge (:func:`~fdp_ppl.fpca.fpca_plan.release_plan`).
     * ``"sequential"`` (Bingham form, any k): a different mechanism from the joint matrix Bingham — k exact
       vector-Bingham steps, column i on the unit sphere of the orthogonal complement of the earlier columns with
-      ε_i (default ε/k; ``split``), each with its own data-independent budget T_i and uniform fallback as for
+      ε_i (default ε/k; ``split``), each with its own data-independent budget T_i and base-law fallback as for
       k = 1 above; pure ``Σ_i ε''_i``-DP (``(Σ ε'_i, Σ δ'_i)`` with ``delta``, δ/k per step) by adaptive
       composition (proof: :mod:`fdp_ppl.fpca.sequential`). Attrs ``epsilon_steps``,
       ``epsilon_guaranteed_steps``, ``proposal_budget_steps`` and ``law``; the frame's density is
@@ -302,7 +304,8 @@ def draw_release(fitted: FPCAFit, plan, *, random_seed=None, progressbar: bool =
                                         progress=_progress(batches(T, draws), "GP-base proposals (batches)")
                                         if progressbar else None)
     elif sampler == "exact":
-        frames = sample_vector_bingham(spec.bingham_parameter(G), draws, rng, proposals=T)[:, :, None]
+        frames = sample_vector_bingham(spec.bingham_parameter(G), draws, rng, proposals=T,
+                                       fallback=spec.bingham_parameter(np.zeros_like(G)))[:, :, None]
     elif sampler == "sequential":
         frames = sample_sequential_bingham(G, spec.Sigma, pl["epsilon_steps"], draws, rng,
                                            proposals=pl["proposals_steps"], sensitivity=spec.sensitivity)
@@ -489,9 +492,11 @@ def accuracy_release(plan, *, eigengap=None, level: float = 0.95, samples: int =
 
 _FALLBACKS = {
     ("gp-base", "exact"): "a fresh draw of the base law (span of k i.i.d. N(0, Sigma) vectors; public)",
-    ("bingham", "exact"): "a uniformly random unit vector (public)",
+    ("bingham", "exact"): ("an exact draw of the base law exp(-eps/(2 Delta) v'Sigma^-1 v) on the unit sphere (the "
+                           "target of the empty data set; public)"),
     ("bingham", "gibbs"): "the column update keeps the current column (the target stays invariant)",
-    ("bingham", "sequential"): "per step, a uniformly random unit vector of the step's complement (public)",
+    ("bingham", "sequential"): ("per step, an exact draw of the step's base law exp(-eps_i/(2 Delta) v'Sigma^-1 v) on "
+                                "the unit sphere of the step's complement (public given the columns released)"),
 }
 _SEQUENTIAL_LAW = ("sequential exponential mechanism (not the matrix Bingham): column i ~ vector Bingham "
                    "exp(eps_i/(2 Delta) v'(G - Sigma^-1)v) on the unit sphere of the orthogonal complement of columns "

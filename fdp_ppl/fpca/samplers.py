@@ -29,11 +29,15 @@ Two stopping rules (issue 22; DESIGN invariant 9):
   density at its mean of a convex combination of χ²_1 variables and bounding that density below,
   :mod:`fdp_ppl.fpca.acg_proof`).
   **Pure ε-DP** (the default of the release): when the fallback law F is exactly the reference
-  measure of the target's density f_D = dπ_D/dF (the uniform law for the Bingham form, ν for
-  the GP base) and ``f_D ≥ f_min`` with f_min data-independent
-  (:func:`bingham_log_density_floor`, :func:`gp_base_log_density_floor`), choosing T so that
+  measure of the target's density f_D = dπ_D/dF and ``f_D ≥ f_min`` with f_min data-independent,
+  choosing T so that
   ``p* ≤ η f_min`` (:func:`pure_proposal_budget`) makes the release pure ε''-DP with
-  ``ε'' = log((e^ε + p*/f_min)/(1 − p*))`` (:func:`pure_guarantee`).
+  ``ε'' = log((e^ε + p*/f_min)/(1 − p*))`` (:func:`pure_guarantee`). F is the mechanism's base law
+  (the target of the empty data set: ν for the GP base, the vector Bingham ``∝ exp(−s xᵀΣ⁻¹x)`` for the
+  Bingham form and each sequential step, drawn exactly by a loop whose work depends on Σ alone;
+  ``fallback=`` of :func:`sample_vector_bingham`), for which ``f_min = e^{−sn}``
+  (:func:`base_log_density_floor`); w.r.t. the uniform law the floor also holds the range of Σ⁻¹
+  (:func:`bingham_log_density_floor`, the Gibbs path) and T is up to ~100 times larger.
 * ``proposals=None`` (the default of the low-level functions): the historical
   loop until enough acceptances, with a cap ``max_proposals`` raising
   :class:`SamplerBudgetError`. Its run time and its failure depend on the data:
@@ -121,22 +125,39 @@ def gp_base_acceptance_bound(sigma, k: int, t: float) -> float:
     return log_a + math.log1p(-1e-6)  # 1e-6: margin for the quadrature error
 
 
-def gp_base_log_density_floor(scale: float, n: int) -> float:
-    """Log of a data-independent lower bound f_min of the GP-base target's density w.r.t. its base law ν.
+def base_log_density_floor(scale: float, n: int) -> float:
+    """Log of a data-independent lower bound f_min of an exponential mechanism's density w.r.t. its own base law.
 
-    ``f_D(Q) = exp(s u_D(Q)) / E_ν[exp(s u_D)]`` with ``u_D(Q) = tr(QᵀGQ)``; since ``0 ≤ u_D ≤
-    Σ_{j≤k} λ_j(G) ≤ tr G ≤ n`` (rows of norm ≤ 1), ``f_D ≥ 1/exp(s n)``: ``log f_min = −s n``.
+    The target is ``f_D = exp(s u_D) / E_base[exp(s u_D)]`` w.r.t. a public base law, with a score
+    ``0 ≤ u_D ≤ λ_max(G) ≤ tr G ≤ n`` (rows of norm ≤ 1), so ``f_D ≥ exp(0)/exp(s n)``: ``log f_min = −s n``.
+    The forms and their base laws (the fallback law of the fixed-budget sampler):
+
+    * ``gp-base``: u_D(Q) = tr(QᵀGQ) ≤ Σ_{j≤k} λ_j(G) ≤ tr G; base ν, the law of span(Z), Z with k i.i.d.
+      N(0, Σ) columns;
+    * ``bingham``, k = 1: u_D(x) = xᵀGx ≤ λ_max(G); base the vector Bingham law ``∝ exp(−s xᵀΣ⁻¹x)`` on the
+      sphere (the target of the empty data set, G = 0);
+    * the sequential mechanism's step i: u_D(u) = uᵀP_iᵀGP_iu ≤ λ_max(G) (a projection is a contraction); base
+      ``∝ exp(−s_i uᵀP_iᵀΣ⁻¹P_iu)`` on the step's sphere (public given the columns already released).
+
+    Unlike the floor w.r.t. the uniform law (:func:`bingham_log_density_floor`), this one does not contain the
+    range of Σ⁻¹ (6.4·10⁴ on the paper's §6.1 design), so the pure plan's proposal budget is about
+    ``(log(1/η) + s n)/a_min`` instead of ``(log(1/η) + s(n + range Σ⁻¹))/a_min``.
 
     Parameters
     ----------
     scale : float
-        s = ε/(2Δ).
+        s = ε/(2Δ) (of the step, for the sequential mechanism).
     n : int
         Number of records (public).
 
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> base_log_density_floor(0.5, 500)
+    -250.0
     """
     return -float(scale) * int(n)
 
@@ -325,7 +346,7 @@ def pure_proposal_budget(log_a_min: float, log_f_min: float, eta: float) -> tupl
         Log of a data-independent lower bound on the acceptance rate.
     log_f_min : float
         Log of a data-independent lower bound of the target's density w.r.t. the fallback law
-        (:func:`bingham_log_density_floor`, :func:`gp_base_log_density_floor`).
+        (:func:`base_log_density_floor`, :func:`bingham_log_density_floor`).
     eta : float
         In (0, 1): the target ratio p*/f_min.
 
@@ -463,7 +484,7 @@ def acg_envelope(A):
 
 
 def sample_vector_bingham(A, size: int, rng: np.random.Generator, *, max_proposals: int = 10_000_000,
-                          proposals: int | None = None, return_stats: bool = False):
+                          proposals: int | None = None, fallback=None, return_stats: bool = False):
     """Exact draws from the vector Bingham law ``f(x) ∝ exp(xᵀAx)`` on the unit sphere.
 
     Rejection with the angular central Gaussian envelope ``g(x) ∝ (xᵀΩx)^{-q/2}``,
@@ -483,8 +504,12 @@ def sample_vector_bingham(A, size: int, rng: np.random.Generator, *, max_proposa
         That loop's run time is geometric with a data-dependent rate: not for releases.
     proposals : int, optional
         Fixed budget T: exactly T proposals per draw (module docstring), the first accepted
-        released, a uniform draw on the sphere (public) when none is. Choose T with
-        :func:`proposal_budget` and :func:`acg_acceptance_bound`.
+        released, a draw of the fallback law (public) when none is. Choose T with
+        :func:`proposal_budget` or :func:`pure_proposal_budget` and :func:`acg_acceptance_bound`.
+    fallback : ndarray, shape (q, q), optional
+        With ``proposals``: the public parameter A₀ of the fallback law, the vector Bingham ``∝ exp(xᵀA₀x)``
+        (the mechanism's base law, e.g. ``−s Σ⁻¹``), drawn exactly for every draw by the run-until-accepted
+        loop — its work depends on A₀ alone, never on A. None: the uniform law on the sphere.
     return_stats : bool
         Also return ``{"proposals": int, "acceptance": float}`` (and ``"fallbacks"`` with
         ``proposals``); these depend on the data: tests only.
@@ -510,11 +535,13 @@ def sample_vector_bingham(A, size: int, rng: np.random.Generator, *, max_proposa
             x2 = x * x
             return x, -(x2 @ env["lam"]) + (q / 2.0) * np.log(x2 @ env["omega"]) - env["log_m"]
 
-        def uniform(b, g):
-            y = g.standard_normal((b, q))
-            return (y / np.linalg.norm(y, axis=1, keepdims=True)) @ env["U"]  # uniform; rotated back below
+        def base(b, g):  # the public fallback law, rotated back below
+            if fallback is None:
+                y = g.standard_normal((b, q))
+                return (y / np.linalg.norm(y, axis=1, keepdims=True)) @ env["U"]
+            return sample_vector_bingham(fallback, b, g, max_proposals=max_proposals) @ env["U"]
 
-        x, n_fb = _fixed_budget(propose, int(proposals), size, rng, uniform, (q,))
+        x, n_fb = _fixed_budget(propose, int(proposals), size, rng, base, (q,))
         draws = x @ env["U"].T
         if return_stats:
             return draws, {"proposals": int(proposals) * size, "fallbacks": n_fb,

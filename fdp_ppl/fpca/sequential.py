@@ -13,8 +13,8 @@ itself releases the k components jointly, spec §2.1).
 (G = XᵀX, rows ‖X_j‖ ≤ 1; Σ public). For i = 1..k: P_i (m × (m − i + 1)) is an orthonormal basis of the
 orthogonal complement of v_1..v_{i−1} — a deterministic function of the columns already drawn (:func:`complement`;
 P_1 = I); draw u on S^{m−i} from the vector Bingham ``∝ exp(s_i uᵀ P_iᵀ B P_i u)`` with the exact fixed-budget
-ACG sampler (:func:`~fdp_ppl.fpca.samplers.sample_vector_bingham`, T_i proposals, a uniform draw when none is
-accepted), and set v_i = P_i u. The frame V = [v_1 … v_k] is orthonormal.
+ACG sampler (:func:`~fdp_ppl.fpca.samplers.sample_vector_bingham`, T_i proposals, an exact draw of the step's
+base law ``∝ exp(−s_i uᵀP_iᵀΣ⁻¹P_iu)`` when none is accepted), and set v_i = P_i u. The frame V = [v_1 … v_k] is orthonormal.
 
 **Proof of the guarantee.**
 
@@ -26,19 +26,20 @@ accepted), and set v_i = P_i u. The frame V = [v_1 … v_k] is orthonormal.
 2. *Each step.* Conditional on the earlier columns (and so on P_i), step i is the exponential mechanism
    ``exp(s_i · score)`` w.r.t. the public base ``exp(−s_i uᵀP_iᵀΣ⁻¹P_iu) dU`` (McSherry & Talwar 2007;
    Prop. 3.1 of the paper): ε_i-DP if sampled exactly. Its fixed-budget sampler runs T_i proposals whatever the
-   data and falls back to the uniform law U on S^{m−i} — the reference measure of the step's density
-   f_i = dπ_i/dU. Its density's floor is data-independent: ``f_i ≥ exp(−s_i(n + λ_max(Σ⁻¹) − λ_min(Σ⁻¹)))``
-   (:func:`~fdp_ppl.fpca.samplers.bingham_log_density_floor` with s_i), because
-   λ_max(P_iᵀGP_i) ≤ λ_max(G) ≤ tr G ≤ n and, by Cauchy interlacing, the eigenvalues of P_iᵀΣ⁻¹P_i lie in
-   [λ_min(Σ⁻¹), λ_max(Σ⁻¹)]. Its acceptance rate is ≥ a_min(m − i + 1) = A_1(m − i + 1)/2
+   data and falls back to that base law F_i (drawn exactly by a loop whose work depends on Σ and v_{<i} only, never
+   on G) — the reference measure of the step's density ``f_i = dπ_i/dF_i = exp(s_i uᵀP_iᵀGP_iu)/E_{F_i}[…]``.
+   Its floor is data-independent: ``f_i ≥ exp(−s_i n)``
+   (:func:`~fdp_ppl.fpca.samplers.base_log_density_floor` with s_i), because 0 ≤ uᵀP_iᵀGP_iu ≤
+   λ_max(P_iᵀGP_i) ≤ λ_max(G) ≤ tr G ≤ n. (W.r.t. the uniform law the floor would also hold the range of Σ⁻¹,
+   6.4·10⁴ on the §6.1 design, and T_i would be ~100 times larger.) Its acceptance rate is ≥ a_min(m − i + 1) = A_1(m − i + 1)/2
    (:func:`~fdp_ppl.fpca.samplers.acg_acceptance_bound`, proved for q ≤ 10⁶ by the certificate of
    :mod:`fdp_ppl.fpca.acg_proof`, as for k = 1). With T_i such that p*_i = (1 − a_min)^{T_i} ≤ η f_min,i the step's output has density
-   ``(1 − p_D) f_D + p_D`` w.r.t. U, within ``e^{ε''_i}`` of a neighbour's,
+   ``(1 − p_D) f_D + p_D`` w.r.t. F_i, within ``e^{ε''_i}`` of a neighbour's,
    ``ε''_i = log((e^{ε_i} + p*_i/f_min,i)/(1 − p*_i))`` (:func:`~fdp_ppl.fpca.samplers.pure_guarantee`); with
    ``delta``, T_i with p*_i ≤ δ/k and the step is (ε_i − log(1 − p*_i), p*_i)-DP
    (:func:`~fdp_ppl.fpca.samplers.fallback_guarantee`).
 3. *Composition.* The step-i law depends on the data and on v_{<i} only (P_i is a fixed function of v_{<i}:
-   post-processing of released output), so the frame's density w.r.t. the product of the uniform laws on the
+   post-processing of released output), so the frame's density w.r.t. the product of the base laws F_i on the
    nested spheres is the product of the step densities, and the ratio for neighbours is at most
    ``Π_i e^{ε''_i}``: the frame is **pure (Σ_i ε''_i)-DP** (adaptive composition of pure DP, Dwork & Roth 2014,
    Thm 3.16 with its adaptive form); with ``delta`` it is **(Σ_i ε'_i, Σ_i δ'_i)-DP**. ``draws`` frames compose
@@ -58,7 +59,7 @@ import numpy as np
 
 from ..errors import InputError
 from .bingham import bingham_log_normaliser
-from .samplers import (_complement, acg_acceptance_bound, bingham_log_density_floor,
+from .samplers import (_complement, acg_acceptance_bound, base_log_density_floor,
                        fallback_guarantee, proposal_budget, pure_guarantee, pure_proposal_budget, sample_vector_bingham)
 
 complement = _complement
@@ -119,7 +120,7 @@ def sequential_logpdf(frames, gram, Sigma, eps_steps, sensitivity: float = 1.0, 
     on the earlier columns **and on the data** (through G): a likelihood for G must keep them. The density is
     invariant to each column's sign, but not to rotations within span(V) nor to the order of the columns: the
     release's column order is the draw order. The fixed-budget sampler's output law is
-    ``Π_i [(1 − p_i) π_i + p_i U_i]`` with p_i ≤ p*_i (the plan's, ~η f_min): within total variation Σ p*_i of
+    ``Π_i [(1 − p_i) π_i + p_i F_i]`` (F_i the step's base law) with p_i ≤ p*_i (the plan's, ~η f_min): within total variation Σ p*_i of
     this one.
 
     Parameters
@@ -190,8 +191,8 @@ def sample_sequential_bingham(gram, Sigma, eps_steps, size: int, rng: np.random.
     rng : numpy.random.Generator
     proposals : sequence of int, shape (k,), optional
         Fixed budgets T_1..T_k (:func:`sequential_plan`): every step of every frame runs exactly T_i proposals
-        (the RNG use and the work do not depend on the data), a uniform draw on the step's sphere when none is
-        accepted. None: the run-until-accepted loop (tests and public synthetic matrices only: its run time
+        (the work does not depend on the data), an exact draw of the step's base law
+        ``∝ exp(−s_i uᵀP_iᵀΣ⁻¹P_iu)`` when none is accepted. None: the run-until-accepted loop (tests and public synthetic matrices only: its run time
         depends on the data).
     sensitivity : float
         Δ.
@@ -213,13 +214,14 @@ def sample_sequential_bingham(gram, Sigma, eps_steps, size: int, rng: np.random.
     m = G.shape[0]
     eps = np.asarray(eps_steps, dtype=float).reshape(-1)
     k = eps.size
-    B = G - np.linalg.inv(np.asarray(Sigma, dtype=float))
+    Sinv = np.linalg.inv(np.asarray(Sigma, dtype=float))
+    B = G - Sinv
     s = eps / (2.0 * float(sensitivity))
     out = np.zeros((int(size), m, k))
     for d in range(int(size)):
         for i in range(k):
             P = complement(out[d, :, :i])
-            kw = {} if proposals is None else {"proposals": int(proposals[i])}
+            kw = {} if proposals is None else {"proposals": int(proposals[i]), "fallback": -s[i] * (P.T @ Sinv @ P)}
             u = sample_vector_bingham(s[i] * (P.T @ B @ P), 1, rng, **kw)[0]
             v = P @ u
             out[d, :, i] = v / np.linalg.norm(v)
@@ -231,8 +233,8 @@ def sequential_plan(Sigma, n: int, eps_steps, *, delta: float | None = None, eta
     """The data-independent per-step proposal budgets of the sequential mechanism and the frame's guarantee.
 
     Step i (sphere S^{m−i}, q_i = m − i + 1): a_min,i = A_1(q_i)/2
-    (:func:`~fdp_ppl.fpca.samplers.acg_acceptance_bound`), f_min,i = exp(−s_i(n + range(Σ⁻¹))) (module docstring,
-    proof step 2). Pure (``delta=None``): T_i with p*_i ≤ η f_min,i, ε'' = Σ_i ε''_i. With ``delta``: T_i with
+    (:func:`~fdp_ppl.fpca.samplers.acg_acceptance_bound`), f_min,i = exp(−s_i n) w.r.t. the step's base law
+    (module docstring, proof step 2). Pure (``delta=None``): T_i with p*_i ≤ η f_min,i, ε'' = Σ_i ε''_i. With ``delta``: T_i with
     p*_i ≤ δ/k, ε' = Σ_i (ε_i − log(1 − p*_i)), δ' = Σ_i p*_i ≤ δ.
 
     Parameters
@@ -261,7 +263,7 @@ def sequential_plan(Sigma, n: int, eps_steps, *, delta: float | None = None, eta
     >>> import numpy as np
     >>> pl = sequential_plan(np.diag(np.arange(1, 41.0) ** -3), 500, [0.5, 0.5])
     >>> pl["proposals_steps"], round(pl["epsilon"], 9)
-    ([228967, 225957], 1.0)
+    ([2099, 2072], 1.0)
     """
     eps = np.asarray(eps_steps, dtype=float).reshape(-1)
     k = eps.size
@@ -270,7 +272,7 @@ def sequential_plan(Sigma, n: int, eps_steps, *, delta: float | None = None, eta
     for i in range(k):
         s_i = float(eps[i]) / (2.0 * float(sensitivity))
         log_a = acg_acceptance_bound(m - i)  # q_i = m − i for 0-based i
-        log_f = bingham_log_density_floor(Sigma, s_i, n)
+        log_f = base_log_density_floor(s_i, n)
         if delta is None:
             t, log_p = pure_proposal_budget(log_a, log_f, float(eta))
             e = pure_guarantee(float(eps[i]), log_p, log_f)

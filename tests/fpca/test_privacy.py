@@ -27,7 +27,7 @@ import fdp_ppl as fp
 from fdp_ppl.fpca.fpca import FPCAFit
 from fdp_ppl.fpca.fpca_plan import DEFAULT_MAX_PROPOSALS, exact_plan
 from fdp_ppl.fpca.samplers import (acg_acceptance_bound, acg_envelope, bingham_log_density_floor, fallback_guarantee,
-                                      gp_base_acceptance_bound, gp_base_log_density_floor, proposal_budget,
+                                      gp_base_acceptance_bound, base_log_density_floor, proposal_budget,
                                       pure_guarantee, pure_proposal_budget)
 from fdp_ppl.spaces import Gaussian, Grid, eigenbasis
 
@@ -455,7 +455,7 @@ def test_density_floors_hold_on_adversarial_datasets():
     x = y / np.linalg.norm(y, axis=1, keepdims=True)                       # uniform on the sphere
     z = y @ np.linalg.cholesky(sigma).T
     q = z / np.linalg.norm(z, axis=1, keepdims=True)                       # the base law nu (k = 1)
-    log_fb, log_fg = bingham_log_density_floor(sigma, s, n), gp_base_log_density_floor(s, n)
+    log_fb, log_fg = bingham_log_density_floor(sigma, s, n), base_log_density_floor(s, n)
     for j in range(m):
         for G in (n * np.outer(e[j], e[j]), _along(m, n, j, replaced=(j + 1) % m), np.eye(m) * n / m):
             A = s * (G - np.linalg.inv(sigma))
@@ -480,7 +480,7 @@ def test_pure_guarantee_holds_exactly_on_the_circle():
     nu = np.sqrt(np.linalg.det(si)) / np.einsum("ti,ij,tj->t", X, si, X)  # ACG density w.r.t. the uniform law
     eps, n = 1.0, 20
     s = eps / 2
-    log_a, log_f = gp_base_acceptance_bound(sig, 1, s * n), gp_base_log_density_floor(s, n)
+    log_a, log_f = gp_base_acceptance_bound(sig, 1, s * n), base_log_density_floor(s, n)
 
     def law(G, T):
         u = np.einsum("ti,ij,tj->t", X, G, X)
@@ -530,6 +530,63 @@ def test_fallback_law_is_the_reference_measure():
     ref = np.mean((z / np.linalg.norm(z, axis=1, keepdims=True)) ** 2, axis=0)
     got = np.mean(out[:, :, 0] ** 2, axis=0)
     assert np.allclose(got, ref, atol=0.02)
+
+
+def test_bingham_fallback_is_an_exact_draw_of_the_base_law():
+    """proposals=0: every draw is the fallback. With ``fallback=A0`` it is the vector Bingham exp(x'A0 x) (the same law
+    as the run-until-accepted sampler of A0, whatever the rotation of the target A); without it, the uniform law."""
+    rng = np.random.default_rng(21)
+    q = rng.standard_normal((4, 4))
+    A = 30.0 * (q + q.T)                                   # target: not aligned with A0's axes
+    A0 = -np.diag([0.5, 2.0, 8.0, 30.0])                   # -s Sigma^-1
+    got = sample_vector_bingham(A, 20_000, rng, proposals=0, fallback=A0)
+    ref = sample_vector_bingham(A0, 20_000, np.random.default_rng(22))
+    assert np.allclose(np.mean(got ** 2, axis=0), np.mean(ref ** 2, axis=0), atol=0.015)  # sd of a mean <= 0.0035
+    assert np.allclose(np.mean(got[:, :2] * got[:, 1:3], axis=0), 0.0, atol=0.015)         # the axes are A0's
+    uni = sample_vector_bingham(A, 20_000, rng, proposals=0)
+    assert np.allclose(np.mean(uni ** 2, axis=0), 0.25, atol=0.015)
+    assert abs(np.mean(got[:, 0] ** 2) - 0.25) > 0.1      # and the two fallbacks differ
+
+
+def test_base_law_floor_holds_and_the_pure_release_is_exact_on_the_circle():
+    """Bingham form, m = 2, Sigma = diag(1, 1e-3) (range of Sigma^-1: 999): the target's density w.r.t. its base law
+    exp(-s x'Sigma^-1 x) is >= exp(-s n) for every data set of n = 20 curves (and that floor is nearly reached), the
+    ACG acceptance is >= a_min, and the exact output law (1 - p_D) pi_D + p_D F of every replace-one pair is within
+    eps'' of its neighbour's at the pure budget, which is 1/8 of the budget the uniform fallback needs."""
+    th = np.linspace(0, 2 * np.pi, 40_001)[:-1]
+    X = np.stack([np.cos(th), np.sin(th)], 1)
+    si = np.diag([1.0, 1e3])
+    eps, n = 1.0, 20
+    s = eps / 2
+    log_a, log_f = acg_acceptance_bound(2), base_log_density_floor(s, n)
+    quad = lambda M: np.einsum("ti,ij,tj->t", X, M, X)  # noqa: E731
+    base = np.exp(quad(-s * si))
+    base /= base.mean()                                  # the base law's density w.r.t. the uniform law
+    T = pure_proposal_budget(log_a, log_f, 1e-3)[0]
+    assert T * 8 < pure_proposal_budget(log_a, bingham_log_density_floor(np.linalg.inv(si), s, n), 1e-3)[0]
+    lowest = []
+
+    def law(G):
+        A = s * (G - si)
+        env = acg_envelope(A)
+        a = math.sqrt(np.prod(env["omega"])) * np.mean(np.exp(-((X @ env["U"]) ** 2) @ env["lam"])) / math.exp(env["log_m"])
+        assert a >= math.exp(log_a)
+        f = np.exp(quad(A) - quad(A).max())
+        f /= f.mean()
+        lowest.append(float(np.log(f / base).min()))
+        assert lowest[-1] >= log_f
+        p = (1 - a) ** T
+        return (1 - p) * f + p * base
+
+    bound = pure_guarantee(eps, T * math.log1p(-math.exp(log_a)), log_f)
+    dirs = [np.array([math.cos(a), math.sin(a)]) for a in np.linspace(0, np.pi, 7)]
+    worst = 0.0
+    for d0 in dirs:
+        G0 = n * np.outer(d0, d0)
+        for d1 in dirs:
+            worst = max(worst, float(np.max(np.abs(np.log(law(G0) / law(G0 - np.outer(d0, d0) + np.outer(d1, d1)))))))
+    assert worst <= bound <= eps + 1e-3
+    assert min(lowest) <= log_f + 1.0                    # the floor is nearly reached (curves along the base's mode)
 
 
 def test_pure_release_is_the_default_and_fits_a_pure_ledger():

@@ -23,7 +23,7 @@ from fdp_ppl.accounting import PrivacyBudget, PrivacyLedger
 from fdp_ppl.errors import BudgetExceededError, InputError, SeededReleaseWarning
 from fdp_ppl.fpca import FPCASpec
 from fdp_ppl.fpca.fpca_plan import exact_plan
-from fdp_ppl.fpca.samplers import random_frame
+from fdp_ppl.fpca.samplers import acg_acceptance_bound, pure_proposal_budget, random_frame
 from fdp_ppl.fpca.sequential import (bingham_log_normaliser, sample_sequential_bingham, sequential_logpdf,
                                      sequential_plan, step_epsilons)
 from fdp_ppl.spaces import Grid
@@ -216,7 +216,11 @@ def test_plan_states_per_step_budgets_and_a_pure_certified_guarantee():
     assert pl.certified and a["pure"] == 1 and a["exact"] == 1 and pl.delta == 0
     assert a["epsilon_steps"].tolist() == pytest.approx([1 / 3] * 3)
     steps = exact_plan(spec, 500, "sequential")
-    assert a["proposal_budget_steps"].tolist() == steps["proposals_steps"] == [152753, 150746, 148712]
+    assert a["proposal_budget_steps"].tolist() == steps["proposals_steps"] == [1509, 1489, 1469]
+    # p*_i <= eta f_min,i with f_min,i = exp(-s_i n): the floor w.r.t. the step's base law holds no range of
+    # Sigma^-1 (w.r.t. the uniform law, 64,000 on this design, the budgets were 152,753 + 150,746 + 148,712)
+    for i, t in enumerate(steps["proposals_steps"]):
+        assert t == pure_proposal_budget(acg_acceptance_bound(40 - i), -500 / 6, 1e-10)[0]  # log f_min = -s_i n
     assert a["proposal_budget"] == sum(steps["proposals_steps"])
     eg = a["epsilon_guaranteed"]
     assert 1.0 < eg <= 1.0 + 1e-9 and eg == pytest.approx(sum(a["epsilon_guaranteed_steps"])) and pl.cost.epsilon == eg
