@@ -208,7 +208,6 @@ def speed(args, rng) -> list[dict]:
         row["ratio_vs_paper_recipe"] = row["sequential_ess_per_cpu_s"] / row["gibbs_releases_per_cpu_s_paper_recipe"]
         row["delta_plan_ratio_vs_gibbs_chain_median"] = row["delta_plan_ess_per_cpu_s"] / row["gibbs_ess_per_cpu_s_median"]
         row["delta_plan_ratio_vs_paper_recipe"] = row["delta_plan_ess_per_cpu_s"] / row["gibbs_releases_per_cpu_s_paper_recipe"]
-        np.save(f"/tmp/h37/gibbs_trace_k{k}.npy", tr)
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows

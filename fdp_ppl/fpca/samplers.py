@@ -529,11 +529,11 @@ def sample_vector_bingham(A, size: int, rng: np.random.Generator, *, max_proposa
     if proposals is not None:
         sd = 1.0 / np.sqrt(env["omega"])
 
-        def propose(b, g):
+        def propose(b, g):  # y ~ N(0, Ω⁻¹); the ratio at x = y/‖y‖ from y (scale-free), only kept ones normalised
             y = g.standard_normal((b, q)) * sd
-            x = y / np.linalg.norm(y, axis=1, keepdims=True)
-            x2 = x * x
-            return x, -(x2 @ env["lam"]) + (q / 2.0) * np.log(x2 @ env["omega"]) - env["log_m"]
+            y2 = y * y
+            r2 = y2.sum(axis=1)
+            return y, -(y2 @ env["lam"]) / r2 + (q / 2.0) * np.log((y2 @ env["omega"]) / r2) - env["log_m"]
 
         def base(b, g):  # the public fallback law, rotated back below
             if fallback is None:
@@ -542,7 +542,7 @@ def sample_vector_bingham(A, size: int, rng: np.random.Generator, *, max_proposa
             return sample_vector_bingham(fallback, b, g, max_proposals=max_proposals) @ env["U"]
 
         x, n_fb = _fixed_budget(propose, int(proposals), size, rng, base, (q,))
-        draws = x @ env["U"].T
+        draws = (x / np.linalg.norm(x, axis=1, keepdims=True)) @ env["U"].T
         if return_stats:
             return draws, {"proposals": int(proposals) * size, "fallbacks": n_fb,
                            "acceptance": float("nan")}
