@@ -205,21 +205,19 @@ class MachinePosterior:
 
 class OUGridPath:
     """Grid values as coordinates, with unit OU noise ``exp(−|s − t|/ρ)`` (d = 1, sorted grid): the releases
-    ``fdp_ppl.release`` draws by the Markov recursion (OU kernel on a grid above
+    ``fdp_ppl.release`` draws on the AR(1) innovations (OU kernel on a grid above
     ``MAX_GRID_POINTS``; no eigenbasis is stored). ``coefficients`` and ``reconstruct`` are the identity;
-    :meth:`unit_paths` draws ``G ~ GP(0, K)`` on the grid by AR(1) steps whose coefficients come from
-    :func:`fdp_ppl.machine.gp.ou_conditional` (O(m) per path, exact)."""
+    :meth:`unit_paths` draws ``G ~ GP(0, K)`` on the grid by the AR(1) steps of
+    :class:`fdp_ppl.machine.gp.OUInnovations` (O(m) per path, exact)."""
 
     structure = "markov"
 
     def __init__(self, points, rho: float):
-        from ..machine.gp import ou_conditional
+        from ..machine.gp import OUInnovations
 
-        self.points = np.asarray(points, dtype=float).reshape(-1)
-        steps = [ou_conditional(float(b), (float(a), 1.0), None, rho) for a, b in zip(self.points[:-1],
-                                                                                      self.points[1:])]
-        self.r = np.array([m for m, _ in steps])
-        self.innovation_sd = np.sqrt(np.maximum([v for _, v in steps], 0.0))
+        self.ar = OUInnovations(points, rho)  # the release's own AR(1) steps
+        self.points, self.r = self.ar.points, self.ar.r
+        self.innovation_sd = np.sqrt(self.ar.eigenvalues[1:])
         self.eigenvalues = None
 
     def coefficients(self, values):
@@ -231,11 +229,7 @@ class OUGridPath:
     def unit_paths(self, k: int, rng) -> np.ndarray:
         """``k`` unit OU paths on the grid, (k, m)."""
         z = rng.standard_normal((int(k), self.points.size))
-        out = np.empty_like(z)
-        out[:, 0] = z[:, 0]
-        for i in range(1, self.points.size):
-            out[:, i] = self.r[i - 1] * out[:, i - 1] + self.innovation_sd[i - 1] * z[:, i]
-        return out
+        return self.ar.reconstruct(z * np.sqrt(self.ar.eigenvalues))
 
 
 #: grid eigenbases rebuilt from releases, by (mechanism, kernel, domain, grid, eta, cut-off); a few kept

@@ -15,8 +15,10 @@ Gaussian when unseeded, whose privacy map may raise σ; the compiled sampler whe
 seeded), and the grid values ``Σ_j c̃_j u_j`` are post-processing. The whitened ℓ²
 sensitivity is at most the RKHS bound Δ (projection is a contraction, and
 ``vᵀ K(P, P)⁻¹ v <= ‖g‖²_H`` for ``v = g(P)``; see ``GridEigenbasis``). The OU kernel in
-d = 1 on a grid above ``MAX_GRID_POINTS`` keeps the exact Markov recursion (float64
-numpy normals, ``fp_safe = 0``).
+d = 1 on a grid above ``MAX_GRID_POINTS`` is released the same way on its AR(1) innovations
+(:class:`~fdp_ppl.machine.gp.OUInnovations`: the same law, whitened ℓ² sensitivity
+``vᵀ K(P, P)⁻¹ v`` exactly, no eigendecomposition), and the recursion back to the grid is
+post-processing: floating-point safe too.
 
 Large grids: when the kernel is a product over coordinates (:attr:`ERMSpec.product_kernel`:
 the Gaussian kernel in d >= 2) the grid is Cartesian, so ``K(P, P) = K_1 ⊗ K_2`` and the
@@ -55,7 +57,7 @@ from ..noise.sampling import (
     seed_sequence,
 )
 from ..releasing.schema import CONSTANT_DATA, MACHINE_RELEASE, POSTERIOR, machine_attrs
-from .gp import EIGEN_REL_TOL, GPPath, GridEigenbasis, KroneckerEigenbasis
+from .gp import EIGEN_REL_TOL, GPPath, GridEigenbasis, KroneckerEigenbasis, OUInnovations
 from .machine import ERMFit, ERMSpec
 
 KIND = MACHINE_RELEASE
@@ -74,8 +76,10 @@ FP_SAFE_REASON = {
                "are post-processing"),
     "pymc": ("0: a seeded study draws the whitened eigen-coefficient noise as float64 normals from the compiled "
              "sampler (reproducible, not floating-point safe)"),
-    "markov": ("0: the OU path on a grid above MAX_GRID_POINTS is drawn by its Markov recursion with float64 numpy "
-               "normals (no eigendecomposition at that size)"),
+    "opendp-markov": ("1: OpenDP's exact discrete Gaussian (make_gaussian, lattice 2^-1074) on the whitened AR(1) "
+                      "innovations (f_i - r_i f_(i-1))/sqrt(1 - r_i^2) of the OU path on the grid (above "
+                      "MAX_GRID_POINTS, no eigendecomposition); their L2 sensitivity is the Mahalanobis norm under "
+                      "K(grid, grid), at most the RKHS bound; the recursion back to the grid is post-processing"),
     "online": "0: every answer is drawn by GP conditioning with float64 numpy normals",
 }
 
@@ -179,14 +183,33 @@ class GPGridDraws:
     sampler: object
 
 
+def noise_basis(spec: ERMSpec):
+    """The whitened coordinates of a GP grid release: :func:`grid_basis`, or, for the OU kernel in d = 1 on a grid
+    above ``MAX_GRID_POINTS``, its AR(1) innovations (:class:`~fdp_ppl.machine.gp.OUInnovations`; O(m), same law).
+
+    Returns
+    -------
+    GridEigenbasis, KroneckerEigenbasis or OUInnovations
+
+    Raises
+    ------
+    InputError
+        As :func:`grid_basis`.
+    """
+    if spec.ou_rho is not None and int(np.prod(spec.grid_size)) > MAX_GRID_POINTS:
+        return OUInnovations(spec.axes[0], spec.ou_rho)
+    return grid_basis(spec)
+
+
 def gp_calibration(spec: ERMSpec, mechanism: GaussianMechanism, random_seed=None,
-                   generator: str | None = None) -> tuple[Calibration, str]:
+                   generator: str | None = None, basis=None) -> tuple[Calibration, str]:
     """Public calibration of the GP grid release on the retained eigenpairs, and its generator.
 
     ``σ`` is the mechanism's (``gaussian_sigma``) for the compiled sampler; for OpenDP it is
     ``max(σ, σ_opendp)`` with ``σ_opendp`` the smallest σ whose privacy map
     (zCDP → approximate DP) guarantees the claimed (ε, δ) at the RKHS sensitivity Δ
-    (:func:`fdp_ppl.noise.sampling.generator_sigma`). Per-coefficient sd ``σ √λ_j``.
+    (:func:`fdp_ppl.noise.sampling.generator_sigma`). Per-coefficient sd ``σ √λ_j``. ``basis``: the
+    whitened coordinates (default :func:`grid_basis`; :func:`noise_basis` for the OU kernel's AR(1) innovations).
 
     Raises
     ------
@@ -194,7 +217,7 @@ def gp_calibration(spec: ERMSpec, mechanism: GaussianMechanism, random_seed=None
         As :func:`fdp_ppl.release`; a seed with ``generator="opendp"``.
     """
     sens, sigma = _calibrate(spec, mechanism)
-    basis = grid_basis(spec)
+    basis = grid_basis(spec) if basis is None else basis
     gen = resolve_generator(mechanism.law, generator, random_seed)
     source = "mechanism"
     if gen != "pymc":
@@ -252,7 +275,7 @@ def gp_grid_draws(fit: ERMFit, mechanism: GaussianMechanism, k: int = 1, random_
 
 def _gp_attrs(spec: ERMSpec, mechanism, sigma: float, sampler_text: str, generator: str,
               structure: str = "dense") -> dict:
-    safe, numpy = generator == "opendp", generator in ("markov", "online")
+    safe, numpy = generator == "opendp", generator == "online"
     return {"noise_structure": structure,"mechanism": "gp", "noise_law": "gaussian-process", "calibration": mechanism.calibration,
             "noise_kernel": f"sigma^2 K(x, y), K = the machine's kernel ({spec.kernel.name}, rho = "
                             f"{spec.kernel.rho:g}, euclidean distance)"
@@ -260,7 +283,7 @@ def _gp_attrs(spec: ERMSpec, mechanism, sigma: float, sampler_text: str, generat
                                                                  "K(grid, grid)"),
             "noise_scale": float(sigma), "sigma": float(sigma), "noise_jitter": 0.0, "noise_sampler": sampler_text,
             "noise_generator": "numpy" if numpy else generator, "fp_safe": int(safe),
-            "fp_safe_reason": FP_SAFE_REASON[generator]}
+            "fp_safe_reason": FP_SAFE_REASON.get(f"{generator}-{structure}", FP_SAFE_REASON[generator])}
 
 
 def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False, chains: int = 1):
@@ -268,8 +291,8 @@ def plan_release(spec_or_fit, mechanism, *, draws: int = 1, seeded: bool = False
 
     GP noise for ``eta=None`` specs (Hall et al. 2013, Corollary 9, §4.3: the whitened eigen-coefficients of
     ``K(grid, grid)`` through the release sampler, OpenDP's floating-point-safe Gaussian when unseeded, whose
-    privacy map may raise σ; the OU kernel in d = 1 above ``MAX_GRID_POINTS`` points by its exact Markov
-    recursion, float64), ICLP noise for ``eta > 1`` specs (Lin & Reimherr 2026, Theorem 18).
+    privacy map may raise σ; the OU kernel in d = 1 above ``MAX_GRID_POINTS`` points on its AR(1) innovations,
+    :func:`noise_basis`, the same way), ICLP noise for ``eta > 1`` specs (Lin & Reimherr 2026, Theorem 18).
 
     Parameters
     ----------
@@ -370,30 +393,33 @@ def _plan(spec: ERMSpec, mechanism, draws, chains, seeded: bool, online: bool = 
         noise_attrs = _gp_attrs(spec, mechanism, scale, "GP conditioning on the answers so far", "online", "online")
         eps_g, dlt_g, generator, noise_scale = mechanism.epsilon, mechanism.delta, "numpy", np.atleast_1d(scale)
     elif isinstance(mechanism, GaussianMechanism):
-        if spec.ou_rho is not None and m > MAX_GRID_POINTS:  # OU in d = 1: exact Markov recursion, float64 normals
-            mode, cal, basis, sampler, sigma = "markov", None, None, None, float(scale)
-            noise_attrs = _gp_attrs(spec, mechanism, scale, "OU Markov (AR(1)/bridge) updates", "markov", "markov")
-            eps_g, dlt_g, generator, noise_scale = mechanism.epsilon, mechanism.delta, "numpy", np.atleast_1d(scale)
-        else:
-            mode = "gp"
-            cal, generator = gp_calibration(spec, mechanism, 0 if seeded else None)
-            basis = grid_basis(spec)
-            sampler = sampler_for(mechanism.law, basis.size, generator)
-            sigma, noise_scale = float(cal.sigma), cal.scale
+        mode = "gp"
+        basis = noise_basis(spec)
+        markov = basis.structure == "markov"
+        cal, generator = gp_calibration(spec, mechanism, 0 if seeded else None, basis=basis)
+        sampler = sampler_for(mechanism.law, basis.size, generator)
+        sigma, noise_scale = float(cal.sigma), cal.scale
+        if not markov:  # (the AR(1) innovations are rebuilt from the public spec: nothing to store)
             const = {"eigenvalues": (("component",), basis.eigenvalues), "noise_scale": (("component",), cal.scale)}
-            noise_attrs = _gp_attrs(spec, mechanism, cal.sigma,
-                                    "whitened eigen-coefficients of K(grid, grid) via the release sampler"
-                                    + (" (eigenpairs from the Kronecker factors K_1 x K_2 of the product kernel)"
-                                       if basis.structure == "kronecker" else ""), sampler.generator, basis.structure)
-            gattrs = generator_attrs(sampler, cal, mechanism.epsilon, mechanism.delta)
-            noise_attrs.update(gattrs)
-            noise_attrs.update({"n_components": basis.size, "eigen_rel_tol": basis.rel_tol,
-                                "noise_dropped_trace": basis.dropped_trace,
-                                "sigma_mechanism": scale, "noise_sigma_source": cal.sigma_source,
-                                "estimate": "decision function projected on the retained eigenpairs of K(grid, grid)",
-                                "sensitivity_whitened": ("L2 norm of u_j^T f(P)/sqrt(lambda_j) over retained j is "
-                                                         "<= the RKHS sensitivity (projection is a contraction)")})
-            eps_g, dlt_g = gattrs["epsilon_guaranteed"], gattrs["delta_guaranteed"]
+        noise_attrs = _gp_attrs(spec, mechanism, cal.sigma,
+                                "AR(1) innovations of the OU path on the grid via the release sampler" if markov else
+                                "whitened eigen-coefficients of K(grid, grid) via the release sampler"
+                                + (" (eigenpairs from the Kronecker factors K_1 x K_2 of the product kernel)"
+                                   if basis.structure == "kronecker" else ""), sampler.generator, basis.structure)
+        gattrs = generator_attrs(sampler, cal, mechanism.epsilon, mechanism.delta)
+        noise_attrs.update(gattrs)
+        noise_attrs.update({"n_components": basis.size, "eigen_rel_tol": basis.rel_tol,
+                            "noise_dropped_trace": basis.dropped_trace,
+                            "sigma_mechanism": scale, "noise_sigma_source": cal.sigma_source,
+                            "estimate": ("decision function on the grid (its AR(1) innovations: nothing dropped)"
+                                         if markov else
+                                         "decision function projected on the retained eigenpairs of K(grid, grid)"),
+                            "sensitivity_whitened": (
+                                "L2 norm of the innovations (f_i - r_i f_(i-1))/sqrt(1 - r_i^2) is the Mahalanobis "
+                                "norm f(P)^T K(P, P)^-1 f(P) <= the RKHS bound (exact AR(1) factorisation)" if markov
+                                else "L2 norm of u_j^T f(P)/sqrt(lambda_j) over retained j is <= the RKHS bound "
+                                     "(projection is a contraction)")})
+        eps_g, dlt_g = gattrs["epsilon_guaranteed"], gattrs["delta_guaranteed"]
     else:
         mode, basis, cal = "iclp", None, None
         b = scale * np.sqrt(spec.eigenvalues)
@@ -504,7 +530,7 @@ def accuracy_release(plan, *, margin=None, **options) -> xr.Dataset:
     from ..releasing.accuracy import noise_accuracy, public_map
 
     spec, mechanism, mode, cal, basis, _, _, _ = plan.state
-    if mode == "markov":
+    if mode == "gp" and basis.structure == "markov":
         raise InputError(f"the accuracy of an OU release above {MAX_GRID_POINTS} grid points is not planned (its "
                          "noise is drawn by a Markov recursion, without an eigenbasis)",
                          f"plan on at most {MAX_GRID_POINTS} grid points: the noise law per point is the same")
@@ -539,11 +565,7 @@ def draw_release(fit: ERMFit, plan, *, random_seed=None, progressbar: bool = Fal
     k = chains * draws
     ss = seed_sequence(random_seed)
     pts = spec.points
-    if mode == "markov":
-        mean = fit.decision(pts)
-        values = np.asarray([mean + sigma * _path(spec, np.random.default_rng(child)).sample(pts)
-                             for child in ss.spawn(k)])
-    elif mode == "gp":
+    if mode == "gp":
         centre = basis.coefficients(fit.decision(pts))
         coef = sampler.draw(centre, cal.scale, k, None if sampler.fp_safe else random_seed, calibration=cal,
                             study=plan.study)

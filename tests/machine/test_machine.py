@@ -449,6 +449,44 @@ def test_unseeded_gp_machine_noise_is_floating_point_safe():
     assert "off-grid answers: 0" in online.fp_safe_reason
 
 
+def test_ou_grid_above_the_dense_limit_is_released_on_its_ar1_innovations(monkeypatch):
+    """OU kernel, d = 1, grid above MAX_GRID_POINTS (lowered to 40 here): the release goes through the same protocol as
+    the dense eigenbasis (OpenDP Gaussian on whitened coordinates, fp_safe = 1 unseeded), on the AR(1) innovations.
+    Their whitened norm is the Mahalanobis norm exactly (the sensitivity argument), and the law is the GP's: seeded
+    draws have mean f_D(P) and covariance sigma^2 K(P, P) within Monte Carlo error, like the dense release's."""
+    import fdp_ppl.machine.release as rel_mod
+    from fdp_ppl.machine.gp import OUInnovations
+
+    X, y = labelled_points(40, 1, 9)
+    spec = ERMSpec(Exponential(0.3), lam=0.2, n=40, grid_size=60)
+    fit = spec.fit(X, y)
+    K = spec.kernel_matrix(spec.points, spec.points)
+    ar = OUInnovations(spec.axes[0], spec.ou_rho)
+    f = fit.decision(spec.points)
+    a = ar.coefficients(f) / np.sqrt(ar.eigenvalues)
+    assert a @ a == pytest.approx(f @ np.linalg.solve(K, f), rel=1e-8)          # whitened norm = Mahalanobis
+    assert np.allclose(ar.reconstruct(ar.coefficients(f)), f)
+    mech = GaussianMechanism(1.0, 1e-3)
+    dense = fp.plan(fit, mech).attrs
+    monkeypatch.setattr(rel_mod, "MAX_GRID_POINTS", 40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tree = fp.release(fit, mech)
+    at = tree.attrs
+    assert at["noise_structure"] == "markov" and at["fp_safe"] == 1 and at["noise_generator"] == "opendp"
+    assert "AR(1) innovations" in at["fp_safe_reason"] and at["fp_safe_reason"].startswith("1: OpenDP")
+    assert at["sigma"] == pytest.approx(dense["sigma"]) and at["epsilon_guaranteed"] <= 1.0 + 1e-12
+    assert "eigenvalues" not in tree["constant_data"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        study = fp.release(fit, mech, draws=4000, random_seed=11, study=True)
+    d = study["posterior"]["decision"].values.reshape(4000, -1) - f
+    sigma = float(study.attrs["sigma"])
+    assert study.attrs["fp_safe"] == 0 and study.attrs["noise_structure"] == "markov"
+    np.testing.assert_array_less(np.abs(d.mean(0)), 5 * sigma / np.sqrt(4000))
+    np.testing.assert_allclose(np.cov(d.T), sigma**2 * K, atol=6 * sigma**2 * np.sqrt(2 / 4000))
+
+
 @pytest.mark.parametrize("case", ["gp-1d", "gp-2d", "iclp"])
 def test_pymc_model_fragment_matches_the_release_law(case):
     """pm.draw of the kernel machine's PyMC model has the release's noise law: mean = projected decision

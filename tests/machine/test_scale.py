@@ -191,19 +191,21 @@ def test_fit_gram_equals_the_kernel_matrix(d):
 
 # Seeded Nystroem releases pinned (DESIGN invariant: a seeded study reproduces its draws): the fitted representer
 # on the landmarks and the released decision values, computed before the feature map and solver were made
-# cheaper. Tolerance 1e-9 relative: a change of summation order moves these by ~1e-14; a changed solver
-# (iteration count, step, start) or feature map moves them by far more than 1e-9.
+# cheaper. Tolerance 1e-9 relative for the smooth logistic loss: a change of summation order (another CPU's BLAS
+# kernels) moves these by ~1e-12; a changed solver (iteration count, step, start) or feature map moves them by far
+# more. The hinge's non-smooth dual amplifies summation-order differences (3e-6 relative on a second CPU): 2e-5,
+# still below what a changed slack moves (0.99 -> 0.95: 6e-5 and 8e-5).
 PINNED = {
     "logistic": (3000, 1e-2, [-0.06390570999453749, -0.25699100435539524, 0.04946240837502008],
-                 [-0.8714285871517841, -1.5515164077394288, -816.9667408369103]),
+                 [-0.8714285871517841, -1.5515164077394288, -816.9667408369103], 1e-9),
     "hinge": (600, 0.99, [-0.27003014146817184, -0.8525926184973927, 0.040964422501031536],
-              [-1.950051836933643, -1.1324944812964644, -812.5128417903611]),
+              [-1.950051836933643, -1.1324944812964644, -812.5128417903611], 2e-5),
 }
 
 
 @pytest.mark.parametrize("loss", sorted(PINNED))
 def test_seeded_nystroem_release_pinned(loss):
-    n, slack, coef, decision = PINNED[loss]
+    n, slack, coef, decision, rtol = PINNED[loss]
     rng = np.random.default_rng(5)
     X = rng.uniform(0, 1, (n, 2))
     y = np.where(X[:, 0] + 0.3 * np.sin(6 * X[:, 1]) > 0.6, 1.0, -1.0)
@@ -211,8 +213,8 @@ def test_seeded_nystroem_release_pinned(loss):
                    approximation="nystroem", loss=loss, solver_slack=slack, landmarks=8)
     fit = spec.fit(X, y)
     d = fp.release(fit, GaussianMechanism(1.0, 1e-6), random_seed=7, study=True).posterior["decision"].values.ravel()
-    np.testing.assert_allclose(fit.coefficients[[0, 17, 63]], coef, rtol=1e-9)
-    np.testing.assert_allclose([d[0], d[1234], np.sum(d)], decision, rtol=1e-9)
+    np.testing.assert_allclose(fit.coefficients[[0, 17, 63]], coef, rtol=rtol)
+    np.testing.assert_allclose([d[0], d[1234], np.sum(d)], decision, rtol=rtol)
 
 
 @pytest.mark.parametrize("rho", [0.2, 0.01])
