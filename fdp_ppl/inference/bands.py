@@ -176,7 +176,9 @@ def compare(results: dict, *, loo: str = "auto", **kwargs):
     Parameters
     ----------
     results : dict of str to xr.DataTree
-        Inference results (:func:`fdp_ppl.infer`, any family). Each records ``release_id``
+        Inference results (:func:`fdp_ppl.infer`, any family) or population results
+        (:func:`fdp_ppl.inference.population.population_result`: every observed release's values pointwise). Each
+        records ``release_id``
         (:func:`fdp_ppl.inference.comparison.release_identity`: the sha256 of the released values it conditions on
         and the release's public attributes); all must be equal.
     loo : {"auto", "exact", "psis"}

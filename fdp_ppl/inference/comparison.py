@@ -461,20 +461,31 @@ def loo(result: xr.DataTree, *, method: str = "auto"):
 def _psis(result: xr.DataTree):
     """PSIS-LOO (``az.loo``) on the integrated log-likelihood where the result holds it, else on ``log_likelihood``.
     A column constant over the draws (a coefficient the hyperparameters do not move) needs no importance sampling:
-    its leave-one-out density is that constant (k̂ reported as −inf)."""
+    its leave-one-out density is that constant (k̂ reported as −inf). A population result (no ``released``
+    variable: one per observed release) is scored over all its variables' values, stacked along ``released_value``."""
     import arviz as az
     from arviz_stats.utils import ELPDDataLOO
 
     group = INTEGRATED_GROUP if INTEGRATED_GROUP in result.children else "log_likelihood"
-    ll = result[group]["released"]
-    if ll.ndim != 3:  # several observation dims: ArviZ's own reshaping
-        return az.loo(result, pointwise=True)
-    obs_dim = [d for d in ll.dims if d not in (dims.CHAIN, dims.DRAW)][0]
+    names = list(result[group].data_vars)
+    if "released" in names:
+        ll = result[group]["released"]
+        if ll.ndim != 3:  # several observation dims: ArviZ's own reshaping
+            return az.loo(result, pointwise=True)
+        obs_dim = [d for d in ll.dims if d not in (dims.CHAIN, dims.DRAW)][0]
+    else:  # a population result: one variable per observed release, all its released values pointwise
+        obs_dim = "released_value"
+        parts = [result[group][v].stack({obs_dim: [d for d in result[group][v].dims
+                                                   if d not in (dims.CHAIN, dims.DRAW)]}) for v in names]
+        ll = xr.concat([p_.drop_vars(list(p_.coords)).assign_coords({obs_dim: [f"{v}[{i}]" for i in range(p_.sizes[obs_dim])]})
+                        for v, p_ in zip(names, parts)], dim=obs_dim)
+        observed = {}
     v = ll.transpose(dims.CHAIN, dims.DRAW, obs_dim).values
     const = np.ptp(v.reshape(-1, v.shape[-1]), axis=0) <= 1e-12 * (1 + np.abs(v).max(axis=(0, 1)))
     elpd_i = v[0, 0].copy()
     k = np.full(v.shape[-1], -np.inf)
-    observed = result["observed_data"] if "observed_data" in result.children else {}
+    if "released" in names:
+        observed = result["observed_data"] if "observed_data" in result.children else {}
 
     def psis(columns):
         groups = {"posterior": result["posterior"].to_dataset(),
