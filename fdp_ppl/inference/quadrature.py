@@ -69,29 +69,50 @@ def _spline_loo(x, logp) -> np.ndarray:
 
     z = np.concatenate([x[:-1, None] + np.diff(x)[:, None] * (np.arange(_REFINE) / _REFINE), x[-1:, None]],
                        axis=None)   # every cell cut into _REFINE sub-cells
-    v = CubicSpline(x, logp, axis=0)(z)
-    if HAVE_NUMBA:   # one compiled pass: two transcendentals a sub-cell where the numpy rule takes four
-        out = _log_integrals(z, np.ascontiguousarray(v))
+    spline = CubicSpline(x, logp, axis=0)
+    if HAVE_NUMBA:   # one compiled pass: the spline's values at the sub-cells (scipy's arithmetic) integrated as
+        # they are made, two transcendentals a sub-cell where the numpy rule takes four
+        out = _spline_log_integrals(z, np.asarray(x, dtype=float), np.ascontiguousarray(spline.c, dtype=float))
         return out[0] - out[1:]
+    v = spline(z)
     return _logsumexp0(_cell_masses(z, v[:, :1]))[0] - _logsumexp0(_cell_masses(z, v[:, 1:]))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _cubic(c, i, j, s):  # pragma: no cover - compiled
+    """The cubic piece ``i`` of column ``j`` at ``s`` from its left node, as scipy's ``PPoly`` evaluates it (powers
+    of ``s`` by repeated products, the terms added from the constant up): the same value."""
+    return ((c[3, i, j] + c[2, i, j] * s) + c[1, i, j] * (s * s)) + c[0, i, j] * (s * s * s)
+
+
 @njit(cache=True, nogil=True)
-def _log_integrals(z, v):  # pragma: no cover - compiled
-    """``log ∫ e^{v[:, k]}`` (K,) of each column of ``v`` (Z, K), log-linear between the nodes ``z`` (Z,): the
-    rule of :func:`_cell_masses` and :func:`_logsumexp0` (``∫_cell = h e^{v_a} (e^d − 1)/d``, ``d = v_b − v_a``)
-    with the column's maximum node value taken out, written ``h e^{v_b − top} (1 − e^{−d})/d`` for ``d > 0`` so
-    that nothing overflows (equal to the numpy rule to rounding: a few ulp of each cell's mass)."""
-    n, k = v.shape
+def _spline_log_integrals(z, x, c):  # pragma: no cover - compiled
+    """``log ∫ e^{v_k}`` (K,) of each column ``v_k`` of the cubic spline of coefficients ``c`` (4, G − 1, K) on the
+    nodes ``x`` (G,), log-linear between the sub-cell nodes ``z`` (Z,) of :func:`_spline_loo` (``_REFINE`` a cell,
+    then ``x[-1]``): the rule of :func:`_cell_masses` and :func:`_logsumexp0` (``∫_cell = h e^{v_a} (e^d − 1)/d``,
+    ``d = v_b − v_a``) with the column's maximum node value taken out, written ``h e^{v_b − top} (1 − e^{−d})/d``
+    for ``d > 0`` so that nothing overflows (equal to the numpy rule to rounding: a few ulp of each cell's mass).
+    The spline's values are computed where they are used (twice: for the maxima, then for the sums), not stored."""
+    n, k, last = z.size, c.shape[2], x.size - 2
     top = np.full(k, -np.inf)
-    for i in range(n):
+    for r in range(n):
+        i = min(r // _REFINE, last)
+        s = z[r] - x[i]
         for j in range(k):
-            top[j] = max(top[j], v[i, j])
+            top[j] = max(top[j], _cubic(c, i, j, s))
     total = np.zeros(k)
-    for i in range(n - 1):
-        h = z[i + 1] - z[i]
+    prev = np.empty(k)
+    cur = np.empty(k)
+    for j in range(k):
+        prev[j] = _cubic(c, 0, j, z[0] - x[0])
+    for r in range(n - 1):
+        h = z[r + 1] - z[r]
+        i = min((r + 1) // _REFINE, last)
+        s = z[r + 1] - x[i]
         for j in range(k):
-            a, b = v[i, j], v[i + 1, j]
+            a = prev[j]
+            b = _cubic(c, i, j, s)
+            cur[j] = b
             d = b - a
             if abs(d) < 1e-10:
                 total[j] += np.exp(a - top[j]) * h * (1.0 + d / 2)
@@ -99,6 +120,7 @@ def _log_integrals(z, v):  # pragma: no cover - compiled
                 total[j] += np.exp(b - top[j]) * h * (-np.expm1(-d) / d)
             else:
                 total[j] += np.exp(a - top[j]) * h * (np.expm1(d) / d)
+        prev, cur = cur, prev
     return top + np.log(total)
 
 

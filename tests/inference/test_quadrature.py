@@ -413,3 +413,21 @@ def test_quadrature_loo_on_many_coefficients_is_thinned_within_its_error_estimat
     want = Q._spline_loo(x, np.column_stack([lp, lp[:, None] - terms(x)]))
     assert np.max(np.abs(got - want)) <= max(thinned.loo_error, 1e-9)
     assert np.max(np.abs(got - want)) < 1e-4
+
+
+def test_spline_loo_compiled_equals_numpy_rule(monkeypatch):
+    """The compiled rule of the exact LOO (the spline's values made and integrated in one pass) gives the numpy
+    rule's values (scipy's spline evaluated, then the log-linear cell masses) to rounding, on nodes of uneven
+    spacing and columns far apart in level."""
+    from fdp_ppl.inference import quadrature as Q
+
+    if not Q.HAVE_NUMBA:
+        pytest.skip("numba missing: the numpy rule is the only one")
+    rng = np.random.default_rng(5)
+    x = np.unique(rng.uniform(-3.0, 2.0, 97))
+    logp = -0.5 * (x[:, None] * rng.uniform(0.5, 3.0, 41)) ** 2 + 50 * rng.standard_normal(41)
+    got = Q._spline_loo(x, logp)
+    monkeypatch.setattr(Q, "HAVE_NUMBA", False)
+    want = Q._spline_loo(x, logp)
+    assert got.shape == (40,)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-11 * float(np.max(np.abs(want))))

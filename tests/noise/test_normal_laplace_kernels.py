@@ -64,3 +64,18 @@ def test_normal_prior_posterior_draws_kernel_equal_numpy_path(monkeypatch, share
     got, ref = _both(monkeypatch, lambda: L.centre_posterior_draws(y, b[0], Normal(), m, p, np.random.default_rng(5)))
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * float(np.max(np.abs(ref))))
+
+
+def test_gaussian_posterior_and_mixing_kernels_equal_numpy_path(monkeypatch):
+    """The conjugate Normal draw and the mixing scales ``E | ξ`` (square roots and divisions only: equal to
+    rounding), per-row and broadcast parameters, ``ξ = 0`` included."""
+    rng = np.random.default_rng(2)
+    y, g, s = _wide(rng, (300, 400))
+    m = np.broadcast_to(rng.standard_normal(400), y.shape)
+    got, ref = _both(monkeypatch, lambda: Normal().centre_posterior_draws(y, s, Normal(), m, g[0],
+                                                                         np.random.default_rng(6)))
+    np.testing.assert_allclose(got, ref, rtol=1e-14, atol=0)
+    y[0, :10] = 0.0
+    got, ref = _both(monkeypatch, lambda: L.mixing_conditional_draws(y, s[0], np.random.default_rng(7)))
+    assert got.shape == y.shape and np.all(np.isfinite(got)) and np.all(got >= 0)
+    np.testing.assert_allclose(got, ref, rtol=1e-14, atol=0)

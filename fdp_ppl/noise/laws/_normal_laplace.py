@@ -137,6 +137,59 @@ if HAVE_KERNELS:
                                    p[i, j])
 
 
+if HAVE_NUMBA:
+    @njit(cache=True, nogil=True, inline="always")
+    def _mixing_scale(a, nu, u):  # pragma: no cover - compiled
+        """One draw of ``E | ξ`` given ``a = |ξ|/(2b)``, ``ν = N²`` and a uniform ``u``: the arithmetic of
+        :func:`mixing_scales` for one element."""
+        if nu == 0.0:
+            return a
+        t = nu + math.sqrt(nu * nu + 8.0 * a * nu)
+        x = 8.0 * nu / (t * t)
+        return 1.0 / x if u * (1.0 + a * x) <= 1.0 else x * a * a
+
+    @njit(cache=True, nogil=True)
+    def mixing_draws(xi, b, nu, u, out):  # pragma: no cover - compiled
+        """:func:`mixing_scales` of ``a = |ξ|/(2b)`` into ``out``; 2-d arrays of one shape."""
+        for i in range(xi.shape[0]):
+            for j in range(xi.shape[1]):
+                out[i, j] = _mixing_scale(abs(xi[i, j]) / (2.0 * b[i, j]), nu[i, j], u[i, j])
+
+
+    @njit(cache=True, nogil=True)
+    def normal_posterior_draws(y, m, g, s, z, out):  # pragma: no cover - compiled
+        """The conjugate draw of :meth:`~fdp_ppl.noise.laws.product.Normal.centre_posterior_draws` (its numpy
+        arithmetic, in its order): ``P = 1/s² + 1/g²``, ``(y/s² + m/g²)/P + z/√P``; 2-d arrays of one shape."""
+        for i in range(y.shape[0]):
+            for j in range(y.shape[1]):
+                s2, g2 = s[i, j] ** 2, g[i, j] ** 2
+                prec = 1.0 / s2 + 1.0 / g2
+                out[i, j] = (y[i, j] / s2 + m[i, j] / g2) / prec + z[i, j] / math.sqrt(prec)
+
+
+def mixing_scales(a, nu, u):
+    """Draws of ``E ~ GIG(½, 2, 2a²)`` (density ∝ ``E^{-1/2} e^{−E − a²/E}``, ``a ≥ 0``) from ``ν = N²``
+    (``N ~ N(0, 1)``) and ``u ~ U(0, 1)``, elementwise (numpy; the compiled :func:`mixing_draws` does the same
+    arithmetic). ``1/E`` is inverse Gaussian with mean ``μ = 1/a`` and shape 2, drawn as Michael, Schucany & Haas
+    (1976) (numpy's ``wald``): the root ``X = μ + μ²ν/4 − (μ/4)√(8μν + μ²ν²)`` kept with probability ``μ/(μ + X)``,
+    else ``μ²/X``. Written in ``a``, with ``t = ν + √(ν² + 8aν)``, ``X = 8ν/t²`` (no cancellation, and finite at
+    ``a = 0``, where ``μ = ∞`` and ``E = ν/2 ~ Gamma(½, 1)``): ``E = t²/(8ν)`` if ``u (1 + aX) ≤ 1``, else
+    ``X a²``. ``ν = 0`` (probability 0) gives ``X = μ`` both ways: ``E = a``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> float(mixing_scales(np.array([0.0]), np.array([1.0]), np.array([0.5]))[0])   # a = 0: E = ν/2
+    0.5
+    """
+    a, nu, u = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (a, nu, u)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = nu + np.sqrt(nu * nu + 8.0 * a * nu)
+        x = 8.0 * nu / (t * t)
+        e = np.where(u * (1.0 + a * x) <= 1.0, 1.0 / x, x * a * a)
+    return np.where(nu == 0.0, a, e)
+
+
 def as_rows(*arrays):
     """The arrays broadcast to one shape and made 2-d ``(rows, last axis)``, C-contiguous and read-only (one
     compiled version of each kernel serves every call; broadcast inputs are copied), and that shape."""
@@ -161,4 +214,4 @@ def run(kernel, *arrays, outputs=1):
     return outs[0] if outputs == 1 else outs
 
 
-__all__ = ["HAVE_KERNELS", "as_rows", "run"]
+__all__ = ["HAVE_KERNELS", "as_rows", "mixing_scales", "run"]

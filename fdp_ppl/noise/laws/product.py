@@ -291,19 +291,20 @@ class Laplace(NoiseLaw):
 
     def mixing_conditional_draws(self, noise, scale, rng):
         """``E_j | ξ_j`` of the scale mixture ``ξ_j | E_j ~ N(0, 2b_j² E_j)``, ``E_j ~ Exp(1)``: a
-        generalised inverse Gaussian ``GIG(½, 2, ξ²/(2b²))``, drawn as ``1/E ~ Wald(2b/|ξ|, 2)``
-        (``Gamma(½, 1)`` at ``ξ = 0``). Shape of ``noise``."""
+        generalised inverse Gaussian ``GIG(½, 2, ξ²/(2b²))``, i.e. ``1/E ~ Wald(2b/|ξ|, 2)`` (``Gamma(½, 1)`` at
+        ``ξ = 0``), drawn exactly from one standard normal and one uniform an element, each drawn whole by numpy
+        (:func:`~fdp_ppl.noise.laws._normal_laplace.mixing_scales`: numpy's ``wald`` algorithm written without its
+        cancellation, ``ξ = 0`` included; one compiled pass where the kernels load). Shape of ``noise``."""
+        from . import _normal_laplace
+
         xi, b = np.broadcast_arrays(np.asarray(noise, dtype=float), check_scale(scale))
-        a = np.abs(xi)
-        zero = a == 0
-        with np.errstate(divide="ignore"):
-            mean = np.asarray(2.0 * b / a)
-        if zero.any():
-            mean[zero] = 1.0
-        e = np.asarray(1.0 / rng.wald(mean, 2.0), dtype=float)
-        if zero.any():   # Gamma(½, 1) only where ξ = 0 (rare: a draw per element would double the cost)
-            e[zero] = rng.gamma(0.5, 1.0, size=int(zero.sum()))
-        return e
+        nu = rng.standard_normal(xi.shape)
+        np.square(nu, out=nu)
+        u = rng.random(xi.shape)
+        nl = _kernels()
+        if nl is not None:
+            return nl.run(nl.mixing_draws, xi, b, nu, u)
+        return _normal_laplace.mixing_scales(np.abs(xi) / (2.0 * b), nu, u)
 
     def describe_scale(self):
         return "Laplace scale b_j of each coefficient's noise (variance 2 b_j^2)"
@@ -381,6 +382,10 @@ class Normal(NoiseLaw):
             y, m, g, s = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, prior_mean, prior_scale, scale))
             check_scale(s), check_scale(g)
             z = rng.standard_normal(y.shape)   # one call (the stream does not depend on the blocks below)
+
+            nl = _kernels()
+            if nl is not None:   # one compiled pass, the same arithmetic
+                return nl.run(nl.normal_posterior_draws, y, m, g, s, z)
 
             def draws(y, m, g, s, z):
                 prec = 1.0 / s**2 + 1.0 / g**2
