@@ -605,7 +605,8 @@ class JointLoo:
 def laplace_mixing_given(residual, scale, rng) -> np.ndarray:
     """A draw of the Laplace noise's variance ``2b²E`` given the residual ``r = ξ`` it produced: the normal scale
     mixture ``ξ | E ~ N(0, 2b²E)``, ``E ~ Exp(1)`` has ``E | r ~ GIG(½, 2, r²/(2b²))``, i.e. ``1/E | r ~
-    InverseGaussian(mean 2b/|r|, shape 2)`` (conjugacy of the scale mixture; ``|r|`` floored at ``1e-8 b``).
+    InverseGaussian(mean 2b/|r|, shape 2)`` (conjugacy of the scale mixture), drawn by the Laplace law's own
+    :meth:`~fdp_ppl.noise.laws.Laplace.mixing_conditional_draws` (exact, ``r = 0`` included).
 
     Examples
     --------
@@ -614,8 +615,10 @@ def laplace_mixing_given(residual, scale, rng) -> np.ndarray:
     >>> v.shape
     (1,)
     """
-    r = np.maximum(np.abs(np.asarray(residual, dtype=float)), 1e-8 * scale)
-    return 2 * scale**2 / rng.wald(2 * scale / r, 2.0)
+    from ..noise.laws import Laplace
+
+    scale = np.asarray(scale, dtype=float)
+    return 2 * scale**2 * Laplace().mixing_conditional_draws(residual, scale, rng)
 
 
 class JointLooWarning(UserWarning):
