@@ -27,6 +27,7 @@ Usage::
     python benchmarks/bench_sbc_population.py            # 60 replicates per regime and setting (hours)
     python benchmarks/bench_sbc_population.py --clipped --settings mean+components --eps 1 --replicates 1 \
         --seed 101 --draws 150 150 10 --bins 3 --out /tmp/j_1_101.json    # one joint clipped replicate (~1 min CPU)
+    python benchmarks/bench_sbc_population.py ... --sampler nutpie    # nutpie's NUTS (fewer gradients, numba compile)
     python benchmarks/bench_sbc_population.py --pool /tmp/j_*.json --out results/bench_sbc_population_joint_clipped.json
 """
 
@@ -95,8 +96,10 @@ def simulate(theta: dict, epsilon: float, tau: float, rng, *, components: bool =
     return mean_tree, pca_tree, clipped
 
 
-def fit(setting: str, mean_tree, pca_tree, *, draws: int, tune: int, seed: int, clipping: str = "auto"):
-    """NUTS on (c, amp, rho) (and the latent variables); the posterior draws of the parameters (draws,) each."""
+def fit(setting: str, mean_tree, pca_tree, *, draws: int, tune: int, seed: int, clipping: str = "auto",
+        sampler: str = "pymc"):
+    """NUTS on (c, amp, rho) (and the latent variables); the posterior draws of the parameters (draws,) each.
+    ``sampler``: PyMC's NUTS, or nutpie's (numba-compiled gradient, its own mass-matrix adaptation)."""
     import pymc as pm
     import pytensor.tensor as pt
 
@@ -116,7 +119,7 @@ def fit(setting: str, mean_tree, pca_tree, *, draws: int, tune: int, seed: int, 
         with warnings.catch_warnings(), blas_threads():
             warnings.simplefilter("ignore")
             idata = pm.sample(draws, tune=tune, chains=1, cores=1, random_seed=seed, progressbar=False,
-                              compute_convergence_checks=False, target_accept=0.9)
+                              compute_convergence_checks=False, target_accept=0.9, nuts_sampler=sampler)
     post = idata["posterior"]
     return ({p: post[p].values.ravel() for p in PARAMETERS}, int(idata["sample_stats"]["diverging"].sum()),
             getattr(obs, "clipping", "ignore"))
@@ -167,6 +170,7 @@ def pool(paths) -> dict:
             acc["clipped_share_max"] = max(acc["clipped_share_max"], reg["clipped_share_max"])
             acc["clipped_shares"] += reg.get("clipped_shares", [])
             acc["clipping"] = sorted(set(acc["clipping"]) | set(reg.get("clipping", [])))
+            acc["samplers"] = sorted(set(acc.get("samplers", [])) | set(reg.get("samplers", ["pymc"])))
             acc["divergences"] += reg["divergences"]
             for k in summed[1:]:   # per-fit times: weighted by replicates below
                 acc[k] += reg[k] * reg["replicates"]
@@ -188,7 +192,7 @@ def pool(paths) -> dict:
 
 
 def run(replicates: int, *, draws: int, tune: int, thin: int, bins: int, seed: int = 20261127, settings=SETTINGS,
-        regimes=REGIMES, log=print, clipping: str = "auto") -> dict:
+        regimes=REGIMES, log=print, clipping: str = "auto", sampler: str = "pymc") -> dict:
     """SBC ranks and chi-square p-values per setting, regime and parameter."""
     out = {}
     L = draws // thin
@@ -202,7 +206,7 @@ def run(replicates: int, *, draws: int, tune: int, thin: int, bins: int, seed: i
                 theta = prior_draw(rng)
                 mean_tree, pca_tree, share = simulate(theta, eps, tau, rng, components=setting != "mean")
                 post, div, choice = fit(setting, mean_tree, pca_tree, draws=draws, tune=tune, seed=seed + r,
-                                        clipping=clipping)
+                                        clipping=clipping, sampler=sampler)
                 divergent += div
                 clipped.append(share)
                 choices.add(choice)
@@ -220,6 +224,7 @@ def run(replicates: int, *, draws: int, tune: int, thin: int, bins: int, seed: i
                         "seconds_per_fit": (time.time() - t0) / replicates,
                         "cpu_seconds_per_fit": (time.process_time() - c0) / replicates,
                         "clipping": sorted(choices), "moment_error_max_sd": max(errors, default=None),
+                        "samplers": [sampler],
                         "clipping_points": POINTS}
             log(f"{key:40s} clipping {','.join(sorted(choices))} clipped {np.mean(clipped):5.1%}  " +
                 "  ".join(f"p[{p}]={v:.3f}" for p, v in pvalues.items()) +
@@ -243,6 +248,8 @@ def main(argv=None) -> int:
     ap.add_argument("--clipping", default="auto", choices=("auto", "moments", "ignore"),
                     help="fp.observe's clipping= (ignore: the unmodelled baseline)")
     ap.add_argument("--eps", type=float, nargs="+", help="only these epsilons")
+    ap.add_argument("--sampler", default="pymc", choices=("pymc", "nutpie"),
+                    help="NUTS implementation (nutpie: numba-compiled gradient, compiled once per replicate)")
     ap.add_argument("--seed", type=int, default=20261127, help="seed of the replicates (pool several seeds' ranks)")
     ap.add_argument("--draws", type=int, nargs=3, metavar=("DRAWS", "TUNE", "THIN"))
     ap.add_argument("--pool", nargs="+", metavar="JSON", help="pool these runs' ranks (write --out) and exit")
@@ -260,7 +267,7 @@ def main(argv=None) -> int:
     if a.eps:
         regimes = tuple(r for r in regimes if r[0] in a.eps)
     res = run(reps, draws=draws, tune=tune, thin=thin, bins=bins, settings=settings, regimes=regimes,
-              clipping=a.clipping, seed=a.seed)
+              clipping=a.clipping, seed=a.seed, sampler=a.sampler)
     name = "bench_sbc_population" + ("_clipped" if a.clipped else "")
     write_results(name, {"replicates": reps, "draws": draws, "tune": tune, "thin": thin, "bins": bins, "n": N,
                          "K": K, "clipping": a.clipping, "regimes": res}, quick=a.quick, out=a.out)

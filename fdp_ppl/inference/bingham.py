@@ -44,7 +44,14 @@ def _log_constant_op():
             return Apply(self, [A], [pt.dscalar(), pt.dmatrix()])
 
         def perform(self, node, inputs, outputs):
-            logc, ex = bingham_log_constant(inputs[0], self.method, grad=True)
+            A = inputs[0]
+            if not np.all(np.isfinite(A)):
+                # a sampler's leapfrog step can reach a non-finite parameter (e.g. a failed Cholesky upstream): a
+                # NaN log-density there, which NUTS counts as a divergence, instead of an exception ending the run
+                outputs[0][0] = np.asarray(np.nan)
+                outputs[1][0] = np.full(A.shape, np.nan)
+                return
+            logc, ex = bingham_log_constant(A, self.method, grad=True)
             outputs[0][0] = np.asarray(logc, dtype=float)
             outputs[1][0] = np.asarray(ex, dtype=float)
 

@@ -102,6 +102,10 @@ def test_log_constant_op_value_and_gradient(rng):
     ref, E = B.bingham_log_constant(A, "series", grad=True)
     assert float(val) == pytest.approx(ref, abs=1e-12)
     np.testing.assert_allclose(g, E, atol=1e-12)
+    # a non-finite parameter (a wild leapfrog step) gives a NaN log-density, a divergence for NUTS, not an exception
+    A[0, 1] = np.nan
+    val, g = f(A)
+    assert np.isnan(val) and np.all(np.isnan(g))
 
 
 def test_bad_inputs_are_refused():

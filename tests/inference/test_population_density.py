@@ -196,7 +196,11 @@ def test_population_level_from_mean_and_density_covers_the_truth():
     """[mean, density] (FRL mean, GP-noise KDE of the value at t[3], n = 200, ε = 1): over 8 replicates with the
     population level c and amplitude a drawn from their priors, the 90 % posterior intervals cover the truth in at
     least 6 of 8 for each (P(≤ 5 of 8 | 0.9) = 0.04), and the amplitude's posterior sd is smaller than from the
-    mean release alone in most replicates (the density release carries the spread of the curves)."""
+    mean release alone in most replicates (the density release carries the spread of the curves).
+
+    Measured (2026-11-28, one BLAS thread, 2 shared cores): 988 s wall, 695 s CPU; the 90 % intervals covered c in 7
+    of 8 replicates and the amplitude in 8 of 8; the amplitude's posterior sd was smaller with [mean, density] than
+    with the mean alone in 8 of 8."""
     grid, d = _grid()
     base = np.sin(2 * np.pi * grid.t)
     r = np.sqrt(3.0) * d / 0.3
