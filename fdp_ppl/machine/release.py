@@ -279,7 +279,7 @@ def _gp_attrs(spec: ERMSpec, mechanism, sigma: float, sampler_text: str, generat
     return {"noise_structure": structure,"mechanism": "gp", "noise_law": "gaussian-process", "calibration": mechanism.calibration,
             "noise_kernel": f"sigma^2 K(x, y), K = the machine's kernel ({spec.kernel.name}, rho = "
                             f"{spec.kernel.rho:g}, euclidean distance)"
-                            + ("" if numpy else ", restricted to the retained eigenpairs of "
+                            + ("" if numpy or structure == "markov" else ", restricted to the retained eigenpairs of "
                                                                  "K(grid, grid)"),
             "noise_scale": float(sigma), "sigma": float(sigma), "noise_jitter": 0.0, "noise_sampler": sampler_text,
             "noise_generator": "numpy" if numpy else generator, "fp_safe": int(safe),

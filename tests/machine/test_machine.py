@@ -476,7 +476,7 @@ def test_ou_grid_above_the_dense_limit_is_released_on_its_ar1_innovations(monkey
     assert at["noise_structure"] == "markov" and at["fp_safe"] == 1 and at["noise_generator"] == "opendp"
     assert "AR(1) innovations" in at["fp_safe_reason"] and at["fp_safe_reason"].startswith("1: OpenDP")
     assert at["sigma"] == pytest.approx(dense["sigma"]) and at["epsilon_guaranteed"] <= 1.0 + 1e-12
-    assert "eigenvalues" not in tree["constant_data"]
+    assert "eigenvalues" not in tree["constant_data"] and "retained eigenpairs" not in at["noise_kernel"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         study = fp.release(fit, mech, draws=4000, random_seed=11, study=True)
