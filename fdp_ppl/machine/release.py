@@ -186,6 +186,8 @@ class GPGridDraws:
 def noise_basis(spec: ERMSpec):
     """The whitened coordinates of a GP grid release: :func:`grid_basis`, or, for the OU kernel in d = 1 on a grid
     above ``MAX_GRID_POINTS``, its AR(1) innovations (:class:`~fdp_ppl.machine.gp.OUInnovations`; O(m), same law).
+    Either way the whitened ℓ² sensitivity is at most the RKHS bound (Hall, Rinaldo & Wasserman 2013, §4.3 and
+    Prop. 8), so both share :func:`gp_calibration`.
 
     Returns
     -------
