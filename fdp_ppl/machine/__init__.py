@@ -17,6 +17,7 @@ Examples
 from .gp import (
            GPPath,
            GridEigenbasis,
+           InnovationPath,
            KroneckerEigenbasis,
            chol_jitter,
            gaussian_conditional,
@@ -45,6 +46,7 @@ __all__ = [
            "GPGridDraws",
            "GPPath",
            "GridEigenbasis",
+           "InnovationPath",
            "KroneckerEigenbasis",
            "OnlineRelease",
            "Solution",

@@ -23,6 +23,10 @@ value (a second independent draw at the same point would be a second mechanism).
   nearest released neighbours (a bridge, or an AR(1) step at the ends), found by
   bisection (:mod:`bisect`) in a sorted list: O(log n) comparisons and O(1)
   arithmetic per query (the list insertion is a memmove), exact, no jitter.
+
+:class:`InnovationPath` answers with the same factors but draws no float noise: each new block's whitened
+innovation goes to an exact sampler (OpenDP's lattice Gaussian for an unseeded online release) and the answer is
+mapped back from it (the online oracle's floating-point-safe path).
 """
 
 from __future__ import annotations
@@ -232,6 +236,7 @@ class GPPath:
         self.kernel_fn, self.d, self.rng = kernel_fn, int(d), rng
         self.ou_rho = ou_rho if (ou_rho is not None and self.d == 1) else None
         self.jitter_start = float(jitter_start)
+        self.min_jitter = 0.0  # a floor on the nugget (InnovationPath: ANSWER_VAR_FLOOR · K(x, x))
         self.jitter = None if self.ou_rho is None else 0.0
         self.extra_jitter = 0.0
         self._cache: dict = {}
@@ -289,7 +294,7 @@ class GPPath:
             self._sorted_v = [float(xi[i]) for i in order]
         else:
             self.ou_rho = None
-            self.jitter = 0.0
+            self.jitter = self.min_jitter
             self._prefix = (P, basis)
             self._L = np.diag(sq)
             self._z = zeta.copy()
@@ -363,19 +368,22 @@ class GPPath:
         vs.insert(i, v)
         self._cache[(x,)] = v
 
-    def _block(self, B):
+    def _factors(self, B):
+        """``(L21, L22)`` of a new block ``B``: ``ξ_B = L21 z_P + L22 z_B`` (the nugget is chosen on the first block)."""
         K_BB = self.kernel_fn(B, B)
         if self.jitter is None:  # first block: choose the nugget once
-            L22, j = chol_jitter(K_BB, self.jitter_start)
-            self.jitter = j
-            L21 = np.zeros((len(B), 0))
-        else:
-            K_PB = self._cross(B)
-            L21 = linalg.solve_triangular(self._L, K_PB, lower=True).T if len(self._L) else np.zeros((len(B), 0))
-            S = K_BB + self.jitter * np.eye(len(B)) - L21 @ L21.T
-            L22, extra = chol_jitter(0.5 * (S + S.T), max(self.jitter_start, 1e-15))
-            self.extra_jitter = max(self.extra_jitter, extra)
-        zB = self.rng.standard_normal(len(B))
+            L22, j = chol_jitter(K_BB + self.min_jitter * np.eye(len(B)), self.jitter_start)
+            self.jitter = j + self.min_jitter
+            return np.zeros((len(B), 0)), L22
+        K_PB = self._cross(B)
+        L21 = linalg.solve_triangular(self._L, K_PB, lower=True).T if len(self._L) else np.zeros((len(B), 0))
+        S = K_BB + self.jitter * np.eye(len(B)) - L21 @ L21.T
+        L22, extra = chol_jitter(0.5 * (S + S.T), max(self.jitter_start, 1e-15))
+        self.extra_jitter = max(self.extra_jitter, extra)
+        return L21, L22
+
+    def _extend(self, B, L21, L22, zB, values) -> None:
+        """Append block ``B`` with its factors, whitened unit noise ``zB`` and the values to cache for it."""
         xiB = L21 @ self._z + L22 @ zB
         n0 = len(self._L)
         L = np.zeros((n0 + len(B), n0 + len(B)))
@@ -386,8 +394,135 @@ class GPPath:
         self._points = np.vstack([self._points, B])
         self._z = np.concatenate([self._z, zB])
         self._xi = np.concatenate([self._xi, xiB])
-        for p, v in zip(B, xiB):
+        for p, v in zip(B, xiB if values is None else values):
             self._cache[self._key(p)] = float(v)
+
+    def _block(self, B):
+        L21, L22 = self._factors(B)
+        self._extend(B, L21, L22, self.rng.standard_normal(len(B)), None)
+
+
+#: smallest conditional variance of an exactly released answer, relative to ``K(x, x)``: :class:`InnovationPath`
+#: adds it as a nugget (generic kernels) or refuses a point closer to an answered one (OU), so the float error of
+#: an answer's whitened centre is amplified by at most ``ANSWER_VAR_FLOOR^(-1/2) = 10^5``
+ANSWER_VAR_FLOOR = 1e-10
+
+
+class InnovationPath(GPPath):
+    """A GP path ``f_D + σ ξ`` answered exactly, block by block, through its whitened innovations.
+
+    :class:`GPPath` draws the unit path ``ξ`` in float64 and adds it to ``f_D``. Here the noise of every answer is
+    an exact draw: a new block ``B`` has ``ξ_B = L21 z_P + L22 z_B`` (:class:`GPPath`'s factors), so its released
+    values are ``y_B = L21 w + L22 w_B`` with ``w`` the released whitened innovations so far (public) and
+
+    ``w_B = draw(c_B)``,  ``c_B = L22⁻¹ (f_D(B) − L21 a)``,
+
+    ``a`` the whitened innovations of ``f_D`` itself (private) and ``draw`` an exact Gaussian of scale σ around its
+    argument (OpenDP's lattice Gaussian, :class:`fdp_ppl.noise.opendp.OpenDPSampler`). In exact arithmetic ``w_B``
+    has the law of the GP conditional's innovation, so the answers have the law of :class:`GPPath`'s; and
+    ``Σ ‖c − c'‖²`` over every answered block is the Mahalanobis norm of ``f_D − f_D'`` over all answered
+    functionals (the chain rule of the Cholesky factorisation), at most the RKHS sensitivity whatever points are
+    asked and in whatever order (Hall, Rinaldo & Wasserman 2013, Prop. 8). Privacy of the whole oracle:
+    :class:`fdp_ppl.machine.OnlineRelease`. The OU kernel in d = 1 uses the Markov bridge of its two nearest
+    answered neighbours (:func:`ou_conditional`) with the same innovation form.
+
+    Every answer's conditional variance is at least :data:`ANSWER_VAR_FLOOR` ``· K(x, x)``: generic kernels carry it
+    as a nugget on every answered point (added noise: the covariance stays ⪰ K); the OU path, whose Markov
+    property a nugget would break, refuses a point whose bridge variance is below it (closer than about
+    ``5·10⁻¹¹ ρ`` to an answered point).
+
+    Parameters
+    ----------
+    kernel_fn : callable
+        ``K(A, B)``, shapes (m, d), (p, d) -> (m, p).
+    d : int
+    decision : callable
+        ``f_D`` at points (m, d) -> (m,) (the non-private function; never returned).
+    draw : callable
+        Whitened centre (J,) -> released whitened innovations (J,): the exact sampler of scale σ.
+    ou_rho : float or None
+        Length-scale of an exponential kernel in d = 1 (Markov update).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> k = lambda A, B: np.exp(-np.subtract.outer(A[:, 0], B[:, 0]) ** 2)
+    >>> path = InnovationPath(k, 1, lambda x: np.zeros(len(x)), lambda c: c + 0.5)
+    >>> path.sample([0.0, 1.0]).round(3).tolist()      # draw adds 0.5 to every innovation: y = L (0.5, 0.5)
+    [0.5, 0.649]
+    """
+
+    def __init__(self, kernel_fn, d: int, decision, draw, *, ou_rho: float | None = None):
+        super().__init__(kernel_fn, d, None, ou_rho=ou_rho)
+        self.decision, self.draw = decision, draw
+        self._a = np.empty(0)
+        self._sorted_f: list[float] = []
+
+    def _k0(self, p) -> float:
+        p = np.asarray(p, dtype=float).reshape(1, self.d)
+        return float(self.kernel_fn(p, p)[0, 0])
+
+    def condition_on_release(self, points, basis, coefficients, centre) -> np.ndarray:
+        """Start from a released grid block: eigen-coefficients ``coefficients = centre + σ √λ ζ`` (r,).
+
+        ``centre`` (r,) are the non-private coefficients ``u_jᵀ f_D(P)``. Returns the released grid values (m,).
+
+        Raises
+        ------
+        InputError
+            A path that has already answered, or shapes that do not match.
+        """
+        if len(self._cache):
+            raise InputError("the path has already released values", "condition on the grid before any query")
+        P = np.asarray(points, dtype=float).reshape(-1, self.d)
+        coefficients = np.asarray(coefficients, dtype=float).reshape(-1)
+        centre = np.asarray(centre, dtype=float).reshape(-1)
+        if P.shape[0] != basis.n_points or coefficients.size != basis.size or centre.size != basis.size:
+            raise InputError("grid, basis and coefficients do not match", "pass the basis of K(points, points)")
+        sq = np.sqrt(basis.eigenvalues)
+        y = basis.reconstruct(coefficients)
+        if self.markov and basis.complete:  # the grid values are the path's: Markov bridges from them
+            order = np.argsort(P[:, 0], kind="stable")
+            f = basis.reconstruct(centre)
+            self._sorted_x = [float(P[i, 0]) for i in order]
+            self._sorted_v = [float(y[i]) for i in order]
+            self._sorted_f = [float(f[i]) for i in order]
+        else:
+            self.ou_rho = None
+            self.min_jitter = ANSWER_VAR_FLOOR * self._k0(P[0])
+            self.jitter = self.min_jitter
+            self._prefix = (P, basis)
+            self._L = np.diag(sq)
+            self._z, self._a = coefficients / sq, centre / sq
+        for p, v in zip(P, y):
+            self._cache[self._key(p)] = float(v)
+        return y
+
+    def _markov_step(self, x):
+        xs, ys, fs = self._sorted_x, self._sorted_v, self._sorted_f
+        i = bisect.bisect_left(xs, x)
+        nb = [(xs[j], ys[j], fs[j]) if 0 <= j < len(xs) else None for j in (i - 1, i)]
+        mean_y, var = ou_conditional(x, *[None if t is None else t[:2] for t in nb], self.ou_rho)
+        if var < ANSWER_VAR_FLOOR:
+            raise InputError(f"the point {x!r} is too close to an answered point for an exact answer (conditional "
+                             f"variance {var:.3g} < {ANSWER_VAR_FLOOR:g})", "query the answered point itself")
+        mean_f, _ = ou_conditional(x, *[None if t is None else (t[0], t[2]) for t in nb], self.ou_rho)
+        fx = float(self.decision(np.array([[x]]))[0])
+        sd = float(np.sqrt(var))
+        y = float(mean_y + sd * float(self.draw(np.array([(fx - mean_f) / sd]))[0]))
+        xs.insert(i, x)
+        ys.insert(i, y)
+        fs.insert(i, fx)
+        self._cache[(x,)] = y
+
+    def _block(self, B):
+        if self.jitter is None:
+            self.min_jitter = ANSWER_VAR_FLOOR * self._k0(B[0])
+        L21, L22 = self._factors(B)
+        c = linalg.solve_triangular(L22, np.asarray(self.decision(B), dtype=float) - L21 @ self._a, lower=True)
+        w = np.asarray(self.draw(c), dtype=float).reshape(-1)
+        self._a = np.concatenate([self._a, c])
+        self._extend(B, L21, L22, w, None)  # here _z holds the released w, so _xi holds the answers
 
 
 class GridEigenbasis(RetainedPairs):
@@ -546,5 +681,5 @@ class KroneckerEigenbasis(TensorEigenbasis):
                          sign_convention=False, grams=grams, flat=True)
 
 
-__all__ = ["EIGEN_REL_TOL", "MAX_DENSE_ENTRIES", "GPPath", "GridEigenbasis", "KroneckerEigenbasis", "OUInnovations",
+__all__ = ["ANSWER_VAR_FLOOR", "EIGEN_REL_TOL", "MAX_DENSE_ENTRIES", "GPPath", "InnovationPath", "GridEigenbasis", "KroneckerEigenbasis", "OUInnovations",
            "chol_jitter", "gaussian_conditional", "ou_conditional", "ou_step"]

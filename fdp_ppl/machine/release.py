@@ -57,7 +57,7 @@ from ..noise.sampling import (
     seed_sequence,
 )
 from ..releasing.schema import CONSTANT_DATA, MACHINE_RELEASE, POSTERIOR, machine_attrs
-from .gp import EIGEN_REL_TOL, GPPath, GridEigenbasis, KroneckerEigenbasis, OUInnovations
+from .gp import ANSWER_VAR_FLOOR, EIGEN_REL_TOL, GPPath, GridEigenbasis, InnovationPath, KroneckerEigenbasis, OUInnovations
 from .machine import ERMFit, ERMSpec
 
 KIND = MACHINE_RELEASE
@@ -69,6 +69,9 @@ MAX_KRONECKER_POINTS = 1_000_000
 #: largest number r of retained eigenpairs of a Kronecker basis (the release sampler's dimension, (k, r) draws,
 #: and the r x r prefix factor of an online grid release)
 MAX_COMPONENTS = 6000
+#: most points an online oracle answers (grid points included): the public cap behind its lattice slack
+#: (:func:`fdp_ppl.noise.opendp.adaptive_lattice_slack`)
+MAX_ONLINE_ANSWERS = 10**8
 FP_SAFE_REASON = {
     "opendp": ("1: OpenDP's exact discrete Gaussian (make_gaussian, lattice 2^-1074) on the whitened eigen-coefficients "
                "u_j^T f(P)/sqrt(lambda_j) of the noise kernel on the grid; the L2 sensitivity there is at most the "
@@ -80,7 +83,13 @@ FP_SAFE_REASON = {
                       "innovations (f_i - r_i f_(i-1))/sqrt(1 - r_i^2) of the OU path on the grid (above "
                       "MAX_GRID_POINTS, no eigendecomposition); their L2 sensitivity is the Mahalanobis norm under "
                       "K(grid, grid), at most the RKHS bound; the recursion back to the grid is post-processing"),
-    "online": "0: every answer is drawn by GP conditioning with float64 numpy normals",
+    "online": "0: a seeded study draws every answer by GP conditioning with float64 numpy normals",
+    "opendp-online": ("1: OpenDP's exact discrete Gaussian (make_gaussian, lattice 2^-1074) on each answer's whitened "
+                      "innovation (f_D(x) minus its conditional mean given the answered functionals, over the "
+                      "conditional sd); the squared innovations of f_D - f_D' sum to its Mahalanobis norm over every "
+                      "answered functional, at most the RKHS bound, in any order; the answer is the released "
+                      "innovation mapped back by the public conditional mean and sd (post-processing); at most "
+                      "MAX_ONLINE_ANSWERS answers, lattice slack adaptive_lattice_slack in epsilon"),
 }
 
 
@@ -328,14 +337,45 @@ def _spec_of(spec_or_fit) -> ERMSpec:
     return spec
 
 
+def online_calibration(spec: ERMSpec, mechanism: GaussianMechanism, sens, sigma: float, answers: int):
+    """σ, generator, sampler and guarantee attrs of an unseeded online oracle (OpenDP on whitened innovations).
+
+    σ is raised, as on the grid, to OpenDP's lattice profile (:meth:`~fdp_ppl.noise.opendp.OpenDPSampler.
+    calibrate_sigma`) at ``answers`` coordinates; the stated ε adds ``2γ`` of
+    :func:`~fdp_ppl.noise.opendp.adaptive_lattice_slack` (the adaptive sequence against the continuous path; about
+    1e-160, below float resolution, recorded as ``lattice_slack``).
+
+    Returns
+    -------
+    (Calibration, str, sampler, dict)
+    """
+    from ..noise.opendp import adaptive_lattice_slack
+
+    gen = resolve_generator(mechanism.law, None, None)
+    needed = generator_sigma(gen, mechanism.law, sens, mechanism.epsilon, mechanism.delta, answers, sigma)
+    sigma, source = (needed, gen) if needed > sigma else (float(sigma), "mechanism")
+    cal = Calibration(sensitivity=sens, scale=np.atleast_1d(sigma), sigma=float(sigma), generator=gen,
+                      sigma_source=source)
+    sampler = sampler_for(mechanism.law, int(answers), gen)
+    gattrs = generator_attrs(sampler, cal, mechanism.epsilon, mechanism.delta)
+    gamma = adaptive_lattice_slack(answers, min(float(sigma), 1.0))  # the grid's lattice is in σ units, answers' in 1
+    gattrs["epsilon_guaranteed"] = float(gattrs["epsilon_guaranteed"] + 2.0 * gamma)
+    gattrs["lattice_slack"] = gamma
+    gattrs["fp_safety"] = ("floating-point safe: every answer's whitened innovation is exact discrete Gaussian noise "
+                           "on the lattice 2^-1074 (OpenDP); the answer is the public conditional mean plus the "
+                           "conditional sd times it (post-processing)")
+    return cal, gen, sampler, gattrs
+
+
 def online_plan(spec_or_fit, mechanism, *, grid: bool = False, seeded: bool = False):
     """The public plan of an :class:`OnlineRelease`: one GP release of the whole path (Hall et al. 2013, §5).
 
     Every answer is a linear functional of one path ``f_D + σ ξ``, so the oracle is one (ε, δ) release
     (``draws = 1``) whatever the number of queries. With ``grid=True`` it is the grid release's plan
     (:func:`plan_release` with one draw: the same σ, raised by OpenDP's privacy map when unseeded); without,
-    σ is the mechanism's and the answers are drawn by GP conditioning (float64 numpy normals, not
-    floating-point safe). The plan's ``event`` and ``cost`` are what the ledger is charged.
+    σ is the mechanism's raised by OpenDP's map at ``MAX_ONLINE_ANSWERS`` coordinates (:func:`online_calibration`)
+    when unseeded, and the mechanism's own for a seeded study (float64 GP conditioning, not floating-point safe).
+    The plan's ``event`` and ``cost`` are what the ledger is charged.
 
     Parameters
     ----------
@@ -390,10 +430,20 @@ def _plan(spec: ERMSpec, mechanism, draws, chains, seeded: bool, online: bool = 
     check_scale(np.atleast_1d(scale))
     m = 0 if online else int(np.prod(spec.grid_size))
     const: dict = {}
-    if online:  # every answer by GP conditioning on the path's earlier answers (GPPath)
+    if online and seeded:  # every answer by float GP conditioning on the path's earlier answers (GPPath)
         mode, cal, basis, sampler, sigma = "online", None, None, None, float(scale)
         noise_attrs = _gp_attrs(spec, mechanism, scale, "GP conditioning on the answers so far", "online", "online")
         eps_g, dlt_g, generator, noise_scale = mechanism.epsilon, mechanism.delta, "numpy", np.atleast_1d(scale)
+    elif online:  # every answer's whitened innovation through OpenDP (InnovationPath)
+        mode, basis = "online", None
+        cal, generator, sampler, gattrs = online_calibration(spec, mechanism, sens, scale, MAX_ONLINE_ANSWERS)
+        sigma, noise_scale = float(cal.sigma), np.atleast_1d(cal.sigma)
+        noise_attrs = _gp_attrs(spec, mechanism, sigma, "whitened innovations of the GP conditional given the "
+                                "answers so far, via OpenDP", "opendp", "online")
+        noise_attrs.update(gattrs)
+        noise_attrs.update({"sigma_mechanism": scale, "noise_sigma_source": cal.sigma_source,
+                            "max_answers": MAX_ONLINE_ANSWERS, "answer_var_floor": ANSWER_VAR_FLOOR})
+        eps_g, dlt_g = gattrs["epsilon_guaranteed"], gattrs["delta_guaranteed"]
     elif isinstance(mechanism, GaussianMechanism):
         mode = "gp"
         basis = noise_basis(spec)
@@ -681,8 +731,22 @@ class OnlineRelease:
     (whitened eigen-coefficients of ``K(grid, grid)`` through the release sampler:
     OpenDP, floating-point safe, when unseeded; same σ), grid queries return those
     released values, and later points are drawn from the GP conditional given the
-    released coefficients (float64 numpy normals: the off-grid answers are not
-    floating-point safe; :attr:`fp_safe_reason` says so).
+    released coefficients and every earlier answer.
+
+    Unseeded (the default), every answer is exact (``fp_safe = 1``): the whitened innovation
+    ``(f_D(x) − E[f_D(x) | answered functionals])/sd`` goes through OpenDP's discrete Gaussian of scale σ and
+    the answer is the public conditional mean of the released values plus ``sd`` times it
+    (:class:`~fdp_ppl.machine.gp.InnovationPath`). Privacy [D]: write each released innovation as the
+    rounding of ``c_t + Y_t + U_t`` (``U_t`` uniform on the lattice cell); with Gaussian ``V_t`` in place of
+    ``Y_t + U_t`` the answers are exactly those of the continuous path ``f_D + σ ξ`` asked adaptively,
+    which is post-processing of one (ε, δ) release (Hall Prop. 8: the squared innovations of ``f_D − f_D'``
+    sum to its Mahalanobis norm over the answered functionals, at most Δ², whatever is asked); the lattice
+    law's joint density is within ``e^{±γ}`` of that one for at most ``MAX_ONLINE_ANSWERS`` answers
+    (:func:`~fdp_ppl.noise.opendp.adaptive_lattice_slack`, γ ≈ 10⁻¹⁶⁰), so the oracle is
+    ``(ε + 2γ, e^γ δ + 10⁻³⁰⁰)``-DP. Every answer's conditional variance is at least
+    ``ANSWER_VAR_FLOOR · K(x, x)`` (a nugget, or a refused OU point), which bounds how much the float
+    rounding of the centre is amplified; as everywhere in the package, that rounding is outside Δ.
+    A seeded study draws the unit path in float64 (:class:`~fdp_ppl.machine.gp.GPPath`; ``fp_safe = 0``).
 
     Parameters
     ----------
@@ -709,9 +773,13 @@ class OnlineRelease:
     grid_values : ndarray, shape (m,) or None
         The released grid values (``grid=True``).
     fp_safe : int
-        1 when the grid release used OpenDP's floating-point-safe sampler.
+        1 unseeded (OpenDP on the grid's coefficients and on every answer's innovation), 0 for a study.
     fp_safe_reason : str
         Why (or why not).
+    epsilon_guaranteed : float or None
+        ε of the whole oracle at the mechanism's δ by OpenDP's lattice profile plus ``2γ`` (unseeded).
+    exact : bool
+        Unseeded: answers through :class:`~fdp_ppl.machine.gp.InnovationPath`.
 
     Raises
     ------
@@ -744,35 +812,69 @@ class OnlineRelease:
         self.seeded = random_seed is not None
         ss = seed_sequence(random_seed)
         grid_ss, path_ss = ss.spawn(2)
-        self.path = _path(fit.spec, np.random.default_rng(path_ss))
+        spec = fit.spec
+        self.exact = random_seed is None
         self._answers: dict = {}
         self.grid_values = None
-        self.fp_safe = 0
-        self.fp_safe_reason = FP_SAFE_REASON["online"]
         self.generator = self.plan.generator
+        if self.exact:  # every answer's whitened innovation through OpenDP (InnovationPath)
+            sampler = self.plan.state[5] if not grid else None
+            self.path = InnovationPath(spec.kernel_matrix, spec.d, fit.decision, self._innovations, ou_rho=spec.ou_rho)
+            self.fp_safe, self.fp_safe_reason = 1, FP_SAFE_REASON["opendp-online"]
+            self.epsilon_guaranteed = (float(self.plan.attrs["epsilon_guaranteed"]) if sampler is not None else None)
+        else:
+            self.path = _path(spec, np.random.default_rng(path_ss))
+            self.fp_safe, self.fp_safe_reason = 0, FP_SAFE_REASON["online"]
+            self.epsilon_guaranteed = None
         if grid:
             draw = gp_grid_draws(fit, mechanism, 1, None if random_seed is None else grid_ss, study=study)
             self.sigma = float(draw.calibration.sigma)
-            pts = fit.spec.points
-            self.path.condition_on_coefficients(pts, draw.basis, draw.zeta[0])
+            pts = spec.points
+            if self.exact:
+                centre = draw.basis.coefficients(fit.decision(pts))
+                self.path.condition_on_release(pts, draw.basis, draw.coefficients[0], centre)
+                cal = online_calibration(spec, mechanism, draw.calibration.sensitivity, self.sigma,
+                                         MAX_ONLINE_ANSWERS)[3]
+                self.epsilon_guaranteed = float(cal["epsilon_guaranteed"])
+                self.fp_safe_reason = FP_SAFE_REASON["opendp"] + "; answers: " + FP_SAFE_REASON["opendp-online"]
+            else:
+                self.path.condition_on_coefficients(pts, draw.basis, draw.zeta[0])
+                self._answers.update({GPPath._key(p): float(v) for p, v in zip(pts, draw.values[0])})
+                self.fp_safe_reason = (FP_SAFE_REASON[draw.sampler.generator] + "; off-grid answers: "
+                                       + FP_SAFE_REASON["online"])
             self.grid_values = draw.values[0]
-            for p, v in zip(pts, self.grid_values):
-                self._answers[GPPath._key(p)] = float(v)
             self.generator = draw.sampler.generator
-            self.fp_safe_reason = ((FP_SAFE_REASON[draw.sampler.generator] + "; off-grid answers: 0, drawn by GP "
-                                    "conditioning on the released coefficients with float64 numpy normals"))
-            self.fp_safe = 0  # the oracle as a whole: off-grid answers are float64
+
+    def _innovations(self, centre) -> np.ndarray:
+        """Released whitened innovations: OpenDP's exact Gaussian of scale σ around ``centre`` (J,)."""
+        centre = np.asarray(centre, dtype=float)
+        return sampler_for(self.mechanism.law, centre.size, "opendp").draw(centre, np.full(centre.size, self.sigma))[0]
 
     def query(self, x) -> np.ndarray:
-        """Released values at points (m, d) (or (m,) for d = 1), shape (m,)."""
+        """Released values at points (m, d) (or (m,) for d = 1), shape (m,).
+
+        Raises
+        ------
+        InputError
+            Points that are not finite or have the wrong number of coordinates; more than
+            ``MAX_ONLINE_ANSWERS`` answered points; an OU point too close to an answered one for an exact answer
+            (:class:`~fdp_ppl.machine.gp.InnovationPath`).
+        """
         x = np.asarray(x, dtype=float)
         x = x.reshape(-1, self.fit.spec.d) if x.ndim <= 1 else x
-        xi = self.path.sample(x)  # validates; new points drawn in order, repeats cached
-        keys = [GPPath._key(p) for p in x]
+        keys = {GPPath._key(p) for p in x} if x.shape[-1] == self.fit.spec.d else set()
+        fresh = sum(k not in self.path._cache for k in keys)
+        if len(self.path) + fresh > MAX_ONLINE_ANSWERS:
+            raise InputError(f"the oracle answers at most MAX_ONLINE_ANSWERS = {MAX_ONLINE_ANSWERS} points "
+                             f"({len(self.path)} answered, {fresh} new asked)",
+                             "ask again at answered points, or plan a new release")
+        values = self.path.sample(x)  # validates; new points drawn in order, repeats cached
+        if self.exact:  # the path holds the released answers
+            return values
+        keys = [GPPath._key(p) for p in x]  # a study: answers are f_D + σ ξ, the grid's its released values
         new = [i for i, k in enumerate(keys) if k not in self._answers]
         if new:
-            values = self.fit.decision(x[new]) + self.sigma * xi[new]
-            for i, v in zip(new, values):
+            for i, v in zip(new, self.fit.decision(x[new]) + self.sigma * values[new]):
                 self._answers.setdefault(keys[i], float(v))
         return np.array([self._answers[k] for k in keys])
 

@@ -238,6 +238,54 @@ def lattice_gaussian_delta(epsilon: float, sensitivity: float, sigma: float, n_c
     return min(gaussian_delta(epsilon, sensitivity, sigma) + growth * eta, 1.0)
 
 
+def adaptive_lattice_slack(n_coordinates: int, sigma: float, k: int = LATTICE_K) -> float:
+    """γ: the lattice Gaussian of an adaptive sequence of answers is within ``e^{±γ}`` of the continuous one.
+
+    An online oracle (:class:`fdp_ppl.machine.OnlineRelease`) draws each answer's whitened innovation as ``c_t + Y_t``,
+    ``Y_t`` OpenDP's discrete Gaussian on ``h ℤ`` (``h = 2^k``, scale σ), with ``c_t`` a float (a lattice point) that
+    may depend on earlier answers. ``Y_t = rint_h(Y_t + U_t)`` with ``U_t`` uniform on ``[−h/2, h/2)``, so the answers
+    are post-processing of ``V_t = c_t + Y_t + U_t``; the density of ``Y_t + U_t`` at ``v`` is
+    ``φ_σ(v) · e^{±(h|v| + h²/4)/(2σ²)} / θ`` with ``θ = Σ_j e^{−(jh)²/(2σ²)} · h/(√(2π) σ) = 1 + 2Σ_{j≥1}
+    e^{−2π²j²σ²/h²}`` (Poisson summation). On the event ``E`` that every ``|Y_t| <= 2^512 σ`` the joint density of
+    ``n`` such coordinates is within ``e^{±γ}`` of the continuous Gaussian process's, whatever the adaptive choice of
+    centres, with ``γ = n [(h 2^512 σ + h²/4)/(2σ²) + 2 log θ]``; ``P(E^c) <= 2n e^{−2^1023}`` [D]. So an (ε, δ)
+    guarantee of the continuous mechanism gives ``(ε + 2γ, e^γ δ + (1 + e^{ε+γ}) P(E^c))`` for the lattice one.
+
+    Parameters
+    ----------
+    n_coordinates : int
+        The most coordinates the oracle can draw (its public cap).
+    sigma : float
+        The scale of the whitened noise.
+    k : int
+        Lattice exponent.
+
+    Returns
+    -------
+    float
+        γ (about ``n 2^-563/σ`` at ``k = −1074``; below ``10^-100`` for ``n <= 10^8``, ``σ >= 10^-40``).
+
+    Raises
+    ------
+    InputError
+        ``σ <= 64 h`` (the bound is not stated there).
+
+    Examples
+    --------
+    >>> adaptive_lattice_slack(10**8, 1.0) < 1e-150
+    True
+    """
+    h = math.ldexp(1.0, k)
+    sigma = float(sigma)
+    if not sigma > 64 * h:
+        raise InputError(f"sigma = {sigma!r} is too close to the lattice step 2^{k}", "use a larger noise scale")
+    # h²/4 <= h 2^512 σ · 2^-520 (h < σ/64), folded into a factor on the first term
+    per = math.ldexp(1.0, k + 512) / (2.0 * sigma) * (1.0 + math.ldexp(1.0, -500))
+    ratio_log2 = math.log2(sigma) - k  # log2(σ/h) > 6; σ/h itself overflows at k = -1074
+    log_theta = 2.0 * math.exp(-2.0 * math.pi**2 * 2.0 ** min(2.0 * ratio_log2, 20.0))  # >= log θ
+    return float(int(n_coordinates) * (per + 2.0 * log_theta))
+
+
 #: relative margin kept below δ when σ is calibrated on :func:`lattice_gaussian_delta` (float rounding of Φ)
 _DELTA_MARGIN = 1e-9
 

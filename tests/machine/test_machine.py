@@ -284,7 +284,7 @@ def test_online_release_is_charged_what_its_plan_says(grid):
     if grid:  # the grid block is the grid release: the same plan as fp.plan's (σ raised by OpenDP's map)
         assert plan.event == fp.plan(spec, mech).event and online.sigma == pytest.approx(fp.plan(spec, mech).noise_multiplier)
     else:
-        assert online.sigma == pytest.approx(plan.noise_multiplier) and not plan.fp_safe
+        assert online.sigma == pytest.approx(plan.noise_multiplier) and plan.fp_safe and online.fp_safe == 1
     # a person-level spec: the event is stated for its unit, as fp.release states it
     units = np.repeat(np.arange(10), 2)
     per_person = ERMSpec(HALL, lam=0.1, n=10, grid_size=25, privacy_unit=PrivacyUnit("subject", max_contributions=1))
@@ -446,7 +446,8 @@ def test_unseeded_gp_machine_noise_is_floating_point_safe():
     online = OnlineRelease(fit, mech, grid=True)
     assert online.generator == "opendp" and online.sigma == pytest.approx(a["sigma"])
     assert np.array_equal(online.query(spec.points), online.grid_values)
-    assert "off-grid answers: 0" in online.fp_safe_reason
+    assert online.fp_safe == 1 and "answers: 1" in online.fp_safe_reason
+    assert online.epsilon_guaranteed == pytest.approx(a["epsilon_guaranteed"], rel=1e-12)
 
 
 def test_ou_grid_above_the_dense_limit_is_released_on_its_ar1_innovations(monkeypatch):
@@ -695,3 +696,96 @@ def test_gp_grid_draws_take_a_seed_only_for_a_study():
     b = gp_grid_draws(fit, mech, 2, 4294967300, study=True)
     assert a.values.shape == (2, 25) and np.array_equal(a.values, b.values)
     assert gp_grid_draws(fit, mech, 1).sampler.fp_safe  # unseeded: OpenDP, no study needed
+
+
+def _recording_path(spec, f, draw, grid=False):
+    """An InnovationPath of ``spec``'s kernel answering ``f`` with ``draw``; records every whitened centre it is given."""
+    from fdp_ppl.machine.gp import InnovationPath
+
+    seen = []
+
+    def record(c):
+        seen.append(np.array(c, dtype=float))
+        return draw(np.asarray(c, dtype=float))
+
+    path = InnovationPath(spec.kernel_matrix, spec.d, f, record, ou_rho=spec.ou_rho)
+    if grid:
+        basis = grid_basis(spec)
+        centre = basis.coefficients(f(spec.points))
+        path.condition_on_release(spec.points, basis, centre, centre)
+        seen.append(centre / np.sqrt(basis.eigenvalues))
+    return path, seen
+
+
+@pytest.mark.parametrize("kernel,grid", [(HALL, False), (HALL, True), (Exponential(0.2), False),
+                                         (Exponential(0.2), True)])
+def test_innovation_path_answers_f_exactly_without_noise_and_its_whitened_norm_is_the_mahalanobis_norm(kernel, grid):
+    """The exact online oracle's sensitivity argument. With the identity as its draw (no noise), the innovation path
+    answers f itself; the squared whitened centres it hands to the sampler, over every block and in any order, sum to
+    the Mahalanobis norm of f over all answered functionals (grid eigen-coefficients, then points) under their
+    covariance (nugget included): at most the RKHS norm whatever is asked. A wrong conditional mean or sd breaks
+    either equality."""
+    spec = ERMSpec(kernel, lam=0.1, n=20, grid_size=9)
+    f = lambda x: np.sin(3.0 * x[:, 0]) + 0.3 * x[:, 0]
+    path, seen = _recording_path(spec, f, lambda c: c, grid=grid)
+    asks = [np.array([0.13, 0.71]), np.array([0.42]), np.array([0.9, 0.05, 0.55])]
+    for q in asks:
+        assert np.allclose(path.sample(q), f(q[:, None]), atol=1e-7)
+    pts = np.concatenate(asks)[:, None]
+    K = spec.kernel_matrix
+    if grid:  # functionals: retained eigen-coefficients u_j^T f(P), then the points
+        basis = grid_basis(spec)
+        U = basis.coefficients(np.eye(basis.n_points))  # (m, r): u_j as columns
+        F = np.concatenate([U.T @ f(spec.points), f(pts)])
+        C = np.block([[np.diag(basis.eigenvalues), U.T @ K(spec.points, pts)], [K(pts, spec.points) @ U, K(pts, pts)]])
+    else:
+        F, C = f(pts), K(pts, pts)
+    n_pts = len(pts)
+    C[-n_pts:, -n_pts:] += path.jitter * np.eye(n_pts)
+    total = sum(float(c @ c) for c in seen)
+    assert total == pytest.approx(float(F @ np.linalg.solve(C, F)), rel=1e-6)
+
+
+def test_innovation_path_answers_follow_the_gp_law():
+    """Exact innovations drawn as c + σ z give answers with mean f and covariance σ²(K + nugget) (Monte Carlo, 2000
+    paths, margins from the sample size); the blocks are asked in two steps, so the conditional factors are used."""
+    spec = ERMSpec(HALL, lam=0.1, n=20, grid_size=9)
+    f = lambda x: np.cos(2.0 * x[:, 0])
+    rng = np.random.default_rng(5)
+    sigma, n = 0.7, 2000
+    pts = np.array([0.1, 0.3, 0.35, 0.8])
+    ans = np.empty((n, 4))
+    for i in range(n):
+        path, _ = _recording_path(spec, f, lambda c: c + sigma * rng.standard_normal(c.shape))
+        ans[i, :2] = path.sample(pts[:2])
+        ans[i, 2:] = path.sample(pts[2:])
+    cov = sigma**2 * (spec.kernel_matrix(pts[:, None], pts[:, None]) + path.jitter * np.eye(4))
+    se = np.sqrt(np.diag(cov) / n)
+    assert np.all(np.abs(ans.mean(0) - f(pts[:, None])) < 4.5 * se)
+    emp = np.cov(ans.T)
+    sd = np.sqrt(np.outer(np.diag(cov), np.diag(cov)) + cov**2) / np.sqrt(n)  # sd of a sample covariance entry
+    assert np.all(np.abs(emp - cov) < 4.5 * sd)
+
+
+def test_unseeded_online_oracle_is_floating_point_safe_and_its_answers_follow_the_law():
+    """Default (unseeded) oracle without a grid: every answer through OpenDP's exact Gaussian (fp_safe = 1, the plan's
+    σ raised by OpenDP's map, ε guaranteed within the claim); repeats return the answered value; 400 one-point oracles
+    answer with mean f(x) and variance σ²(K(x, x) + nugget) within Monte Carlo error. The OU path refuses a point too
+    close to an answered one (a public refusal, after the charge)."""
+    X, y = labelled_points(20, 1, 6)
+    mech = GaussianMechanism(1.0, 1e-5)
+    fit = ERMSpec(HALL, lam=0.1, n=20, grid_size=25).fit(X, y)
+    online = OnlineRelease(fit, mech)
+    assert online.fp_safe == 1 and online.generator == "opendp" and online.plan.fp_safe
+    assert online.epsilon_guaranteed <= mech.epsilon * (1 + 1e-9)
+    a = online.query([0.2, 0.6])
+    assert np.array_equal(online.query([0.6, 0.2]), a[::-1]) and online.n_released == 2
+    x = np.array([[0.37]])
+    ans = np.array([OnlineRelease(fit, mech).query(x)[0] for _ in range(400)])
+    var = online.sigma**2 * (1.0 + online.path.jitter)
+    assert abs(ans.mean() - fit.decision(x)[0]) < 4.5 * np.sqrt(var / 400)
+    assert abs(ans.var(ddof=1) / var - 1.0) < 4.5 * np.sqrt(2.0 / 399)
+    ou = OnlineRelease(ERMSpec(Exponential(0.2), lam=0.1, n=20, grid_size=25).fit(X, y), mech, grid=True)
+    assert ou.path.markov and np.all(np.isfinite(ou.query([0.123, 0.5])))
+    with pytest.raises(InputError, match="too close"):
+        ou.query([0.123 + 1e-13])
