@@ -22,7 +22,7 @@ from fdp_ppl.inference import population_clipping as PC
 from fdp_ppl.inference import population_density as D
 from fdp_ppl.inference.comparison import release_identity
 from fdp_ppl.inference.population import population_result
-from fdp_ppl.kde import ICLPKDESpec, KDESpec
+from fdp_ppl.kde import ICLPKDESpec, KDESpec, SobolevKDESpec
 
 K, N = 12, 80
 W = np.eye(K)[3]                               # the feature: each curve's value at t[3]
@@ -57,13 +57,24 @@ def _releases(n=N, seed=0, kde="gp", mu=None, cov=None, epsilon=1.0):
                                study=True)
         pca_tree = fp.release(FPCASpec(grid=grid, m=3, k=1, epsilon=epsilon, tau=8.0).fit(X),
                               fp.ExponentialMechanism(), random_seed=seed + 2, study=True)
-        if kde == "gp":
-            kde_tree = fp.release(KDESpec(grid=_box(), bandwidth=0.35, n=n).fit(X @ W),
-                                  fp.GaussianMechanism(epsilon=epsilon, delta=1e-5), random_seed=seed + 3, study=True)
-        else:
-            kde_tree = fp.release(ICLPKDESpec(grid=_box(), bandwidth=0.35, n=n).fit(X @ W), fp.ICLP(epsilon=epsilon),
-                                  random_seed=seed + 3, study=True)
-    return X, mean_tree, pca_tree, kde_tree
+    return X, mean_tree, pca_tree, _kde_tree(X @ W, kde, n, seed + 3, epsilon)
+
+
+#: the density releases fp.observe models: spec class, its keywords and mechanism, per name
+KDES = {"gp": (KDESpec, {}), "iclp": (ICLPKDESpec, {}), "sobolev": (SobolevKDESpec, {}),
+        "binned": (KDESpec, {"estimator": "binned"})}
+
+
+def _kde_spec(kde, n):
+    cls, kw = KDES[kde]
+    return cls(grid=_box(), bandwidth=0.35, n=n, **kw)
+
+
+def _kde_tree(x, kde, n, seed, epsilon=1.0):
+    mech = fp.ICLP(epsilon=epsilon) if kde == "iclp" else fp.GaussianMechanism(epsilon=epsilon, delta=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fp.release(_kde_spec(kde, n).fit(x), mech, random_seed=seed, study=True)
 
 
 @pytest.fixture(scope="module")
@@ -77,26 +88,31 @@ def _hand_trace(values: dict) -> xr.DataTree:
     return xr.DataTree.from_dict({"posterior": post})
 
 
-@pytest.mark.parametrize("kde", ["gp", "iclp"])
+@pytest.mark.parametrize("kde", ["gp", "iclp", "sobolev", "binned"])
 def test_density_moments_match_records_through_the_spec_own_fit(kde, trees):
     """The moments of the per-record density statistic e(w^T X) (one-dimensional quadrature, "ignore"; common public
     points, "moments") agree with 40 000 simulated records passed through the KDE spec's own fit (the mean) and its
     own record_coefficients (the covariance, 4000 records), within Monte Carlo error plus, for the snapped ICLP
-    records, the linear interpolation between nodes; the mean is the spec's (not vacuous: far from e at the mean)."""
-    tree = trees[kde][3]
+    records, the linear interpolation between nodes, and for the binned estimator (modelled by the unbinned bump)
+    its recorded error bound (√K of it in coefficients); the mean is the spec's (not vacuous: far from e at the
+    mean). The Sobolev release (OU noise, its own eigenbasis) and the binned one check that the statistic
+    fp.observe states for them is the one their release computes."""
+    tree = trees[kde][3] if kde in trees else _kde_tree(trees["gp"][0] @ W, kde, N, 3)
     rel = D.read_density_release(tree, 0)
     mu, cov = _population()
     rng = np.random.default_rng(7)
     X = rng.multivariate_normal(mu, cov, size=40_000, method="cholesky")
     x = X @ W
-    Spec = KDESpec if kde == "gp" else ICLPKDESpec
-    big = Spec(grid=_box(), bandwidth=0.35, n=x.size)
-    small = Spec(grid=_box(), bandwidth=0.35, n=N)
+    big, small = _kde_spec(kde, x.size), _kde_spec(kde, N)
     want_m = big.fit(x).coefficients                                 # the spec's own fit: mean of e(x_i)
     e = np.stack([small.record_coefficients(np.array([v])) for v in x[:4000]]) * N
     want_C = np.cov(e.T)
     sd = np.sqrt(np.diag(want_C))
-    interp = 0.0 if kde == "gp" else 0.05 * np.max(np.abs(want_m))
+    interp = 0.05 * np.max(np.abs(want_m)) if kde == "iclp" else 0.0
+    if kde == "binned":
+        bound = float(tree["posterior"].attrs.get("kde_binned_error_bound", tree.attrs.get("kde_binned_error_bound")))
+        assert 0 < bound and "binned estimator" in rel.statistic
+        interp = np.sqrt(rel.nodes.size) * bound
     m, C, c, v = D.density_moments_1d(float(W @ mu), float(np.sqrt(W @ cov @ W)), rel)
     np.testing.assert_array_less(np.abs(m - want_m), 5 * sd / np.sqrt(x.size) + interp + 1e-9)
     np.testing.assert_allclose(C, want_C, atol=8 * np.max(sd) ** 2 / np.sqrt(4000) + 2 * interp * np.max(sd))
