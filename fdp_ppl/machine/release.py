@@ -818,10 +818,9 @@ class OnlineRelease:
         self.grid_values = None
         self.generator = self.plan.generator
         if self.exact:  # every answer's whitened innovation through OpenDP (InnovationPath)
-            sampler = self.plan.state[5] if not grid else None
             self.path = InnovationPath(spec.kernel_matrix, spec.d, fit.decision, self._innovations, ou_rho=spec.ou_rho)
             self.fp_safe, self.fp_safe_reason = 1, FP_SAFE_REASON["opendp-online"]
-            self.epsilon_guaranteed = (float(self.plan.attrs["epsilon_guaranteed"]) if sampler is not None else None)
+            self.epsilon_guaranteed = None if grid else float(self.plan.attrs["epsilon_guaranteed"])  # grid: below
         else:
             self.path = _path(spec, np.random.default_rng(path_ss))
             self.fp_safe, self.fp_safe_reason = 0, FP_SAFE_REASON["online"]
