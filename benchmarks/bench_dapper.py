@@ -34,6 +34,7 @@ Usage::
     python benchmarks/bench_dapper.py            # n = 1000 both, n = 100000 ours (a few minutes)
     python benchmarks/bench_dapper.py --quick    # shorter chains
     python benchmarks/bench_dapper.py --tau 0.8  # clipping binding
+    python benchmarks/bench_dapper.py --sampler nutpie   # ours with nutpie (results/bench_dapper_nutpie.json)
 """
 
 from __future__ import annotations
@@ -91,7 +92,9 @@ def make_release(n: int, seed: int = 0, tau: float = TAU, parts: bool = False):
     return out + (SA, np.asarray(grid.weights, float), float(np.mean(norms > tau)))
 
 
-def run_ours(tree, K0, draws: int, tune: int, seed: int, clipping: str = "auto"):
+def run_ours(tree, K0, draws: int, tune: int, seed: int, clipping: str = "auto", sampler: str = "pymc"):
+    """``fp.observe`` + NUTS, 2 chains: PyMC's sampler (model compile on the clock) or nutpie's (its numba compile
+    timed apart, ``compile_cpu_seconds``, as the baseline's numba compile is)."""
     import arviz as az
     import numpy as np
     import pymc as pm
@@ -99,17 +102,28 @@ def run_ours(tree, K0, draws: int, tune: int, seed: int, clipping: str = "auto")
     import fdp_ppl as fp
 
     t0, c0 = time.perf_counter(), time.process_time()
-    with pm.Model():
+    with pm.Model() as model:
         beta = pm.Normal("beta", 0.0, PRIOR_BETA_SD)
         sigma2 = pm.InverseGamma("sigma2", IG_A, IG_B)
         fp.observe(tree, mean=beta * np.ones(K), covariance=sigma2 * K0, name="mean_release", clipping=clipping)
-        idata = pm.sample(draws=draws, tune=tune, chains=2, cores=1, random_seed=seed, progressbar=False,
-                          compute_convergence_checks=False)
+    compile_cpu = 0.0
+    if sampler == "nutpie":
+        import nutpie
+
+        compiled = nutpie.compile_pymc_model(model)
+        compile_cpu = time.process_time() - c0
+        t0, c0 = time.perf_counter(), time.process_time()
+        idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=2, cores=1, seed=seed, progress_bar=False)
+    else:
+        with model:
+            idata = pm.sample(draws=draws, tune=tune, chains=2, cores=1, random_seed=seed, progressbar=False,
+                              compute_convergence_checks=False)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     post = idata["posterior"]
     ess = az.ess(idata, var_names=["beta", "sigma2"], method="bulk")
     mcse = az.mcse(idata, var_names=["beta", "sigma2"], method="mean")
-    return {"seconds": seconds, "cpu_seconds": cpu, "ess": {v: float(ess[v]) for v in ("beta", "sigma2")},
+    return {"sampler": sampler, "seconds": seconds, "cpu_seconds": cpu, "compile_cpu_seconds": compile_cpu,
+            "ess": {v: float(ess[v]) for v in ("beta", "sigma2")},
             "mcse": {v: float(mcse[v]) for v in ("beta", "sigma2")},
             "mean": {v: float(post[v].mean()) for v in ("beta", "sigma2")},
             "sd": {v: float(post[v].std()) for v in ("beta", "sigma2")},
@@ -317,6 +331,8 @@ def main(argv=None) -> int:
     p.add_argument("--tau", type=float, default=TAU,
                    help=f"clipping bound of the release (default {TAU:g}: no curve clipped; 0.8 clips ~29%%: the baseline "
                         "then carries whole latent curves and the exact clipped statistic, ours clipping='moments')")
+    p.add_argument("--sampler", default="pymc", choices=("pymc", "nutpie"),
+                   help="ours: PyMC's NUTS (model compile on the clock) or nutpie's (its compile timed apart)")
     p.add_argument("--out", default=None)
     a = p.parse_args(argv)
     if not (10 <= a.n <= 10**6 and 10 <= a.large_n <= 10**8):
@@ -334,11 +350,11 @@ def main(argv=None) -> int:
     clipped = a.tau != TAU
     tree, K0, u, C0, y, b, SA, w, share = make_release(a.n, tau=a.tau, parts=True)
     print(f"tau = {a.tau:g}: {100 * share:.0f}% of the n = {a.n} curves clipped")
-    ours = run_ours(tree, K0, draws, tune, seed=1, clipping="moments" if clipped else "auto")
+    ours = run_ours(tree, K0, draws, tune, seed=1, clipping="moments" if clipped else "auto", sampler=a.sampler)
     base = (run_dapper_clipped(a.n, K0, SA, w, a.tau, y, b, sweeps, seed=2) if clipped else
             run_dapper(a.n, u, C0, y, b, sweeps, seed=2))
     rows = []
-    for name, r in (("fp.observe + NUTS", ours), ("record-wise DA-MwG (dapper)", base)):
+    for name, r in ((f"fp.observe + {a.sampler} NUTS", ours), ("record-wise DA-MwG (dapper)", base)):
         ess = min(r["ess"].values())
         r["min_ess_per_s"] = ess / r["cpu_seconds"]  # per CPU second (the machine is shared: wall time varies)
         rows.append(r)
@@ -367,12 +383,13 @@ def main(argv=None) -> int:
                           for k, g in gap.items()))
         grid["mean_difference_in_grid_sd"] = gap
     tree_l, K0_l, *_ = make_release(a.large_n, seed=3, tau=a.tau)
-    large = run_ours(tree_l, K0_l, draws, tune, seed=4, clipping="moments" if clipped else "auto")
+    large = run_ours(tree_l, K0_l, draws, tune, seed=4, clipping="moments" if clipped else "auto", sampler=a.sampler)
     print(f"fp.observe + NUTS n={a.large_n}: {large['cpu_seconds']:.1f} CPU s, min bulk ESS {min(large['ess'].values()):.0f}, "
           f"beta {large['mean']['beta']:.4f} ± {large['sd']['beta']:.4f} (truth {BETA}), sigma2 "
           f"{large['mean']['sigma2']:.4f} ± {large['sd']['sigma2']:.4f} (truth {SIGMA**2}), "
           f"divergences {large['divergences']}")
-    write_results("bench_dapper_clipped" if clipped else "bench_dapper", {"n": a.n, "tau": a.tau,
+    write_results(("bench_dapper_clipped" if clipped else "bench_dapper") + ("_nutpie" if a.sampler == "nutpie" else ""),
+                  {"n": a.n, "tau": a.tau, "sampler": a.sampler,
                                    "share_clipped": share, "grid_posterior": grid, "ours": ours, "baseline": base, "ess_per_s_ratio": ratio,
                                    "mean_difference_in_sd": agree, "two_mc_se_in_sd": mc, "large_n": a.large_n, "ours_large": large,
                                    "load_average_end": list(os.getloadavg()),
