@@ -252,9 +252,14 @@ def main(argv=None) -> int:
                     help="NUTS implementation (nutpie: numba-compiled gradient, compiled once per replicate)")
     ap.add_argument("--seed", type=int, default=20261127, help="seed of the replicates (pool several seeds' ranks)")
     ap.add_argument("--draws", type=int, nargs=3, metavar=("DRAWS", "TUNE", "THIN"))
+    ap.add_argument("--n", type=int, default=N, help=f"curves per data set (default {N})")
     ap.add_argument("--pool", nargs="+", metavar="JSON", help="pool these runs' ranks (write --out) and exit")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
+    global N
+    if not 10 <= a.n <= 10**6:
+        ap.error("--n must lie in [10, 1e6]")
+    N = a.n
     if a.pool:
         res = pool(a.pool)
         write_results("bench_sbc_population_pooled", res, out=a.out)
