@@ -256,10 +256,9 @@ def main(argv=None) -> int:
     ap.add_argument("--pool", nargs="+", metavar="JSON", help="pool these runs' ranks (write --out) and exit")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
-    global N
     if not 10 <= a.n <= 10**6:
         ap.error("--n must lie in [10, 1e6]")
-    N = a.n
+    globals()["N"] = a.n   # the module's curves per data set (read by simulate)
     if a.pool:
         res = pool(a.pool)
         write_results("bench_sbc_population_pooled", res, out=a.out)
@@ -274,7 +273,7 @@ def main(argv=None) -> int:
     res = run(reps, draws=draws, tune=tune, thin=thin, bins=bins, settings=settings, regimes=regimes,
               clipping=a.clipping, seed=a.seed, sampler=a.sampler)
     name = "bench_sbc_population" + ("_clipped" if a.clipped else "")
-    write_results(name, {"replicates": reps, "draws": draws, "tune": tune, "thin": thin, "bins": bins, "n": N,
+    write_results(name, {"replicates": reps, "draws": draws, "tune": tune, "thin": thin, "bins": bins, "n": a.n,
                          "K": K, "clipping": a.clipping, "regimes": res}, quick=a.quick, out=a.out)
     return 0
 
