@@ -345,9 +345,32 @@ def online_calibration(spec: ERMSpec, mechanism: GaussianMechanism, sens, sigma:
     :func:`~fdp_ppl.noise.opendp.adaptive_lattice_slack` (the adaptive sequence against the continuous path; about
     1e-160, below float resolution, recorded as ``lattice_slack``).
 
+    Parameters
+    ----------
+    spec : ERMSpec
+    mechanism : GaussianMechanism
+    sens : Sensitivity
+        The RKHS (Cameron–Martin) sensitivity of the spec.
+    sigma : float
+        The mechanism's own σ (label units).
+    answers : int
+        The oracle's public cap on answered coordinates.
+
     Returns
     -------
     (Calibration, str, sampler, dict)
+        The calibration (σ, its source), ``"opendp"``, the sampler whose guarantee it states, and the release
+        attrs of :func:`~fdp_ppl.noise.sampling.generator_attrs` with ``lattice_slack``.
+
+    Examples
+    --------
+    >>> import fdp_ppl as fp
+    >>> from fdp_ppl.machine import ERMSpec
+    >>> spec = ERMSpec(fp.Gaussian(0.3, convention="hall"), lam=1.0, n=50, grid_size=16)
+    >>> mech = fp.GaussianMechanism(1.0, 1e-5)
+    >>> cal, gen, _, attrs = online_calibration(spec, mech, spec.sensitivity("cameron-martin"), 1.0, 10**8)
+    >>> gen, attrs["fp_safe"], attrs["lattice_slack"] < 1e-100
+    ('opendp', 1, True)
     """
     from ..noise.opendp import adaptive_lattice_slack
 
