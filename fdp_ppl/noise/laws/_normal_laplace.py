@@ -239,26 +239,39 @@ def mixing_scales(a, nu, u):
     return np.where(nu == 0.0, a, e)
 
 
+def _readonly(a):
+    """A read-only view of ``a`` (the kernels' one compiled version takes read-only C-contiguous inputs)."""
+    a = a.view()
+    a.flags.writeable = False
+    return a
+
+
 def as_rows(*arrays):
-    """The arrays broadcast to one shape and made 2-d ``(rows, last axis)``, C-contiguous and read-only (one
-    compiled version of each kernel serves every call; broadcast inputs are copied), and that shape."""
+    """The arrays broadcast to one shape and made 2-d ``(rows, last axis)`` views (a copy only where the reshape
+    needs one), and that shape."""
     arrays = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in arrays))
     shape = arrays[0].shape
     rows = (1, 1) if not shape else (int(np.prod(shape[:-1])), shape[-1])
-    out = []
-    for a in arrays:
-        a = np.ascontiguousarray(a.reshape(rows)).view()
-        a.flags.writeable = False
-        out.append(a)
-    return out, shape
+    return [a.reshape(rows) for a in arrays], shape
 
 
 def run(kernel, *arrays, outputs=1):
     """``kernel(*rows, *outs)`` on :func:`as_rows` of ``arrays`` with ``outputs`` new arrays of their shape, which it
-    returns in that shape (one array, or a list)."""
+    returns in that shape (one array, or a list). The kernels take C-contiguous read-only inputs (one compiled
+    version serves every call): where an input is not contiguous (a parameter broadcast over the draws, stride 0),
+    the kernel runs over blocks of rows (about :data:`~fdp_ppl.noise.laws.product.BLOCK` elements, a cache-sized
+    copy of each such input a block) into the whole outputs, never a full-size copy of a broadcast input."""
+    from .product import BLOCK
+
     rows, shape = as_rows(*arrays)
     outs = [np.empty(rows[0].shape) for _ in range(outputs)]
-    kernel(*rows, *outs)
+    if all(a.flags.c_contiguous for a in rows):
+        kernel(*(_readonly(a) for a in rows), *outs)
+    else:
+        n, k = rows[0].shape
+        step = max(1, BLOCK // max(k, 1))
+        for lo in range(0, n, step):
+            kernel(*(_readonly(np.ascontiguousarray(a[lo:lo + step])) for a in rows), *(o[lo:lo + step] for o in outs))
     outs = [o.reshape(shape) for o in outs]
     return outs[0] if outputs == 1 else outs
 
