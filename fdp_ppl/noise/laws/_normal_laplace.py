@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from ..._numba import HAVE_NUMBA, njit
+from .base import BLOCK
 
 
 def _scipy_fn(name, symbol):
@@ -259,10 +260,8 @@ def run(kernel, *arrays, outputs=1):
     """``kernel(*rows, *outs)`` on :func:`as_rows` of ``arrays`` with ``outputs`` new arrays of their shape, which it
     returns in that shape (one array, or a list). The kernels take C-contiguous read-only inputs (one compiled
     version serves every call): where an input is not contiguous (a parameter broadcast over the draws, stride 0),
-    the kernel runs over blocks of rows (about :data:`~fdp_ppl.noise.laws.product.BLOCK` elements, a cache-sized
+    the kernel runs over blocks of rows (about :data:`~fdp_ppl.noise.laws.base.BLOCK` elements, a cache-sized
     copy of each such input a block) into the whole outputs, never a full-size copy of a broadcast input."""
-    from .product import BLOCK
-
     rows, shape = as_rows(*arrays)
     outs = [np.empty(rows[0].shape) for _ in range(outputs)]
     if all(a.flags.c_contiguous for a in rows):

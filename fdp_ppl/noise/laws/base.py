@@ -34,6 +34,11 @@ from ..._backend import NP
 #: name of the latent mixing variable(s) that inference adds for the noise
 MIXING_VARIABLE = "noise_mixing"
 
+#: elements per block of the elementwise evaluations of :class:`~fdp_ppl.noise.laws.product.Laplace` (numpy, and the
+#: compiled kernels' copies of broadcast parameters): arrays of about half a megabyte stay in cache, a third less time
+#: than one pass over 2000 draws x 3200 coefficients
+BLOCK = 2**16
+
 
 def check_scale(scale) -> np.ndarray:
     """The public noise scale as a float array, after checking it.

@@ -8,12 +8,9 @@ import numpy as np
 
 from ... import dims as D
 from ..._backend import NP
-from .base import MIXING_VARIABLE, NoiseLaw, check_coefficients, check_scale, check_scale_graph
+from .base import BLOCK, MIXING_VARIABLE, NoiseLaw, check_coefficients, check_scale, check_scale_graph
 
 
-#: elements per block of the elementwise numpy evaluations of :class:`Laplace` (arrays of about half a megabyte stay
-#: in cache: a third less time than one pass over 2000 draws x 3200 coefficients)
-BLOCK = 2**16
 
 
 #: calls of the Normal–Laplace evaluations in this process (the compiled kernels load from the second on)
