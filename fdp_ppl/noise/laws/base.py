@@ -66,7 +66,7 @@ def check_scale(scale) -> np.ndarray:
         raise InputError(f"the noise scale must have one entry per coefficient, shape (J,), got a scalar {scale!r}",
                          "pass e.g. mechanism.calibrate(spec).scale")
     stored = s[tuple(slice(0, 1) if step == 0 else slice(None) for step in s.strides)]   # a broadcast view's values
-    if not (np.all(np.isfinite(stored)) and np.all(stored > 0)):
+    if stored.size and not (stored.min() > 0 and np.isfinite(stored.max())):   # NaN fails the first, inf the second
         bad = stored[~(np.isfinite(stored) & (stored > 0))].ravel()[:3]
         raise InputError(f"noise scales must be finite and > 0, got {bad.tolist()}",
                          "pass the public scale from mechanism.calibrate(spec).scale")
