@@ -281,7 +281,7 @@ def _tilted_proposal(y, b, c, g, rng):
     ``e^{sign(y) U/b}`` (an asymmetric Laplace), ``e ~ N(sign(y) g²/b, g²)``, ``V = U + e``; returns ``V``, ``U`` and
     the log acceptance probability (0 on ``y``'s near side, ``−2|V − y|/b`` beyond). Its three random arrays are
     drawn whole (uniform, Exp(1), N(0, 1)), the arithmetic in cache-sized blocks (the same values as one pass)."""
-    from ..noise.laws.product import BLOCK
+    from ..noise.laws.base import BLOCK
 
     n = y.size
     r, e, z = rng.random(n), rng.standard_exponential(n), rng.standard_normal(n)

@@ -15,7 +15,7 @@ import pytest
 from fdp_ppl.inference.conditional import _shared_rows
 from fdp_ppl.noise.laws import Laplace, Normal
 from fdp_ppl.noise.laws import _normal_laplace as nl
-from fdp_ppl.noise.laws.product import BLOCK
+from fdp_ppl.noise.laws.base import BLOCK
 
 
 @pytest.mark.parametrize("rows", [7, 3 * BLOCK // 50])   # one block; several blocks of the law's evaluation

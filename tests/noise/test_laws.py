@@ -479,7 +479,7 @@ def test_every_registered_law_is_swept():
 
 def test_laplace_convolved_logp_in_blocks_equals_row_by_row():
     """The Normal–Laplace density of a large array (evaluated in cache-sized blocks) equals its rows one at a time."""
-    from fdp_ppl.noise.laws.product import BLOCK
+    from fdp_ppl.noise.laws.base import BLOCK
 
     rng = np.random.default_rng(0)
     rows, J = 3 * BLOCK // 500 + 7, 500

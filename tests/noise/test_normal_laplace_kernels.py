@@ -79,3 +79,38 @@ def test_gaussian_posterior_and_mixing_kernels_equal_numpy_path(monkeypatch):
     got, ref = _both(monkeypatch, lambda: L.mixing_conditional_draws(y, s[0], np.random.default_rng(7)))
     assert got.shape == y.shape and np.all(np.isfinite(got)) and np.all(got >= 0)
     np.testing.assert_allclose(got, ref, rtol=1e-14, atol=0)
+
+
+def _far(rng, shape):
+    """Elements where one half of the convolution dominates: ``g`` down to ``1e-20 |x|`` (the population target's
+    sampling sd of the high coefficients), with the near-tie ``|x| ≈ g²/b`` and ``x = 0`` mixed in."""
+    n = int(np.prod(shape))
+    x = rng.standard_normal(n) * 10 ** rng.uniform(-8, 1, n)
+    g = np.abs(x) * 10 ** rng.uniform(-20, 1, n) + 1e-30
+    b = 10 ** rng.uniform(-7, 0, n)
+    x[::7] = rng.choice([-1.0, 1.0], x[::7].size) * g[::7] ** 2 / b[::7] * rng.uniform(0.5, 1.5, x[::7].size)
+    x[::11] = 0.0
+    return x.reshape(shape), g.reshape(shape), b.reshape(shape)
+
+
+def test_one_dominant_half_gives_the_same_bits():
+    """Where one half of the Normal–Laplace convolution dominates, the kernels skip the other half's ``erfcx``:
+    the log-density equals the numpy path's, and the fused draw equals, bit for bit, the unfused kernels (every
+    term computed) on the same uniforms, a uniform of 0 (the one value below a weight of e^-40) included."""
+    rng = np.random.default_rng(8)
+    x, g, b = _far(rng, (200, 300))
+    got = np.empty(x.shape)
+    nl.convolved_logp(x, g, b, got)
+    h1, h2, _, _ = L._normal_terms(x, g, b)
+    ref = -np.log(4 * b) + np.logaddexp(h1, h2)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0)
+    u1, u2, m = rng.random(x.shape), rng.random(x.shape), rng.standard_normal(x.shape)
+    u1[:, ::5] = 0.0
+    fused, pieces = np.empty(x.shape), np.empty(x.shape)
+    nl.posterior_draws(u1, u2, x, m, g, b, fused)
+    terms = [np.empty(x.shape) for _ in range(4)]
+    nl.posterior_terms(x, g, b, *terms)
+    nl.posterior_pieces(u1, u2, *terms, m, g, pieces)
+    assert np.mean(terms[0] == 1.0) > 0.2 and np.mean(terms[0] < 1e-17) > 0.2   # both shortcuts are exercised
+    np.testing.assert_array_equal(fused, pieces)

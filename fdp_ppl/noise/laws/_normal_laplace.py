@@ -5,7 +5,10 @@ fourteen passes (two ``erfcx``, two ``exp``, two ``log`` and their ``where``/``a
 
 The arithmetic is the numpy path's, operation by operation and in the same order (see
 :meth:`~fdp_ppl.noise.laws.product.Laplace._normal_terms`); ``erfcx``, ``ndtri_exp`` and ``expit`` are scipy's
-own compiled functions (``scipy.special.cython_special``), ``exp``/``log``/``log1p`` the C library's. The results
+own compiled functions (``scipy.special.cython_special``), ``exp``/``log``/``log1p`` the C library's. Where one
+half of the convolution outweighs the other by more than ``exp`` or ``expit`` can register (a sampling sd far
+below ``|x|``: most coefficients of the population target), the other half is not computed; the result is the
+same bits (bounds in :func:`_convolved` and :func:`_draw`), at about half the cost of a full evaluation. The results
 agree with the numpy path to a few units in the last place (numpy's vectorised ``exp``/``log`` may round
 differently from the C library's in the last bit); the random stream is the caller's (uniforms drawn by numpy in
 the same blocks), so a draw differs from the numpy path's only by that rounding. ``HAVE_KERNELS`` is False where
@@ -19,6 +22,7 @@ import math
 import numpy as np
 
 from ..._numba import HAVE_NUMBA, njit
+from .base import BLOCK
 
 
 def _scipy_fn(name, symbol):
@@ -63,27 +67,44 @@ if HAVE_KERNELS:
     #: prior sd is far below the noise scale) costs no erfcx
     _NO_EXP = 746.0
 
+    #: ``h₁ − h₂`` (in nats) beyond which one half of the convolution leaves no trace on the other: ``exp`` of
+    #: minus it is 0.0 (below e^-745.13), so ``logaddexp(h₁, h₂)`` is the larger half exactly (760: a margin for
+    #: the rounding of the bound below)
+    _FAR = 760.0
+    #: ``h₁ − h₂`` beyond which the weight ``expit(h₁ − h₂)`` of the piece below ``y`` is 1.0 exactly
+    #: (``1 + e^-40`` rounds to 1); its mirror ``expit(−40) < 4.3e-18`` lies below :data:`_TINY_WEIGHT`
+    _SURE = 40.0
+    #: a uniform at least this large never falls below a weight ``expit(h₁ − h₂) < e^-40``
+    _TINY_WEIGHT = 1e-17
+
     @njit(cache=True, nogil=True, inline="always")
-    def _halves(x, g, b):  # pragma: no cover - compiled
-        """``(h₁, h₂, log erfc z₁, log erfc z₂)`` of one element, as ``Laplace._normal_terms``."""
+    def _below(z, tilt):  # pragma: no cover - compiled
+        """``(h, log erfc z)`` of a half with ``z < 0``: ``log erfc z + g²/(2b²) ∓ x/b`` (``tilt``)."""
+        e = _LOG2 if z * z > _NO_EXP else math.log(2.0 - math.exp(-(z * z)) * _erfcx(-z, 0))
+        return e + tilt, e
+
+    @njit(cache=True, nogil=True, inline="always")
+    def _above(z, quad):  # pragma: no cover - compiled
+        """``(h, log erfc z)`` of a half with ``z ≥ 0``: ``log erfcx z − x²/(2g²)`` (``quad``)."""
+        w = _erfcx(z, 0)
+        return math.log(w) + quad, math.log(w) - z * z
+
+    @njit(cache=True, nogil=True, inline="always")
+    def _parts(x, g, b):  # pragma: no cover - compiled
+        """``(z₁, z₂, tilt₁, tilt₂, quad)`` of one element: the arguments and the two branches' terms of
+        ``Laplace._normal_terms``."""
         lift, width = g**2 / b, g * _SQRT2
         z1 = (lift - x) / width
         z2 = (lift + x) / width
         shift, slope, quad = g**2 / (2 * b**2), x / b, -(x**2) / (2 * g**2)
-        if z1 < 0:
-            e1 = _LOG2 if z1 * z1 > _NO_EXP else math.log(2.0 - math.exp(-(z1 * z1)) * _erfcx(-z1, 0))
-            h1 = e1 + (shift + -1.0 * slope)
-        else:
-            w = _erfcx(z1, 0)
-            h1 = math.log(w) + quad
-            e1 = math.log(w) - z1 * z1
-        if z2 < 0:
-            e2 = _LOG2 if z2 * z2 > _NO_EXP else math.log(2.0 - math.exp(-(z2 * z2)) * _erfcx(-z2, 0))
-            h2 = e2 + (shift + 1.0 * slope)
-        else:
-            w = _erfcx(z2, 0)
-            h2 = math.log(w) + quad
-            e2 = math.log(w) - z2 * z2
+        return z1, z2, shift + -1.0 * slope, shift + 1.0 * slope, quad
+
+    @njit(cache=True, nogil=True, inline="always")
+    def _halves(x, g, b):  # pragma: no cover - compiled
+        """``(h₁, h₂, log erfc z₁, log erfc z₂)`` of one element, as ``Laplace._normal_terms``."""
+        z1, z2, t1, t2, quad = _parts(x, g, b)
+        h1, e1 = _below(z1, t1) if z1 < 0 else _above(z1, quad)
+        h2, e2 = _below(z2, t2) if z2 < 0 else _above(z2, quad)
         return h1, h2, e1, e2
 
     @njit(cache=True, nogil=True, inline="always")
@@ -98,13 +119,27 @@ if HAVE_KERNELS:
             return c + math.log1p(math.exp(d))
         return d
 
+    @njit(cache=True, nogil=True, inline="always")
+    def _convolved(x, g, b):  # pragma: no cover - compiled
+        """``logaddexp(h₁, h₂)`` of one element. At most one ``z`` is negative (``z₁ + z₂ = √2 g/b > 0``); its
+        half has ``h ≥ tilt`` (``erfc z ≥ 1``) and the other ``h ≤ quad`` (``erfcx ≤ 1`` on ``z ≥ 0``), so where
+        ``tilt − quad`` exceeds :data:`_FAR` the sum is that half alone, bit for bit, and the other half's
+        ``erfcx`` is not computed (a sampling sd far below ``|x|``: most coefficients of the population target)."""
+        z1, z2, t1, t2, quad = _parts(x, g, b)
+        if z1 < 0 and t1 - quad > _FAR:
+            return _below(z1, t1)[0]
+        if z2 < 0 and t2 - quad > _FAR:
+            return _below(z2, t2)[0]
+        h1, e1 = _below(z1, t1) if z1 < 0 else _above(z1, quad)
+        h2, e2 = _below(z2, t2) if z2 < 0 else _above(z2, quad)
+        return _logaddexp(h1, h2)
+
     @njit(cache=True, nogil=True)
     def convolved_logp(x, g, b, out):  # pragma: no cover - compiled
         """``−log(4b) + logaddexp(h₁, h₂)`` into ``out``; 2-d arrays of one shape (any strides)."""
         for i in range(x.shape[0]):
             for j in range(x.shape[1]):
-                h1, h2, _, _ = _halves(x[i, j], g[i, j], b[i, j])
-                out[i, j] = -math.log(4 * b[i, j]) + _logaddexp(h1, h2)
+                out[i, j] = -math.log(4 * b[i, j]) + _convolved(x[i, j], g[i, j], b[i, j])
 
     @njit(cache=True, nogil=True)
     def posterior_terms(x, g, b, w, e1, e2, shift):  # pragma: no cover - compiled
@@ -127,14 +162,29 @@ if HAVE_KERNELS:
             for j in range(u1.shape[1]):
                 out[i, j] = _piece(u1[i, j], u2[i, j], w[i, j], e1[i, j], e2[i, j], shift[i, j], m[i, j], p[i, j])
 
+    @njit(cache=True, nogil=True, inline="always")
+    def _draw(u1, u2, x, m, p, b):  # pragma: no cover - compiled
+        """The terms of one element, then its draw. Where one half dominates by more than :data:`_SURE` nats (the
+        bounds of :func:`_convolved`) the piece is known without the other half's ``erfcx``: below ``y`` when the
+        weight is 1.0 exactly, above it when the uniform is at least :data:`_TINY_WEIGHT` (the same piece and the
+        same bits as the full terms)."""
+        z1, z2, t1, t2, quad = _parts(x, p, b)
+        if z1 < 0 and t1 - quad > _SURE and u1 < 1.0:
+            e = _below(z1, t1)[1]
+            return _piece(u1, u2, 1.0, e, e, p**2 / b, m, p)
+        if z2 < 0 and t2 - quad > _SURE and u1 >= _TINY_WEIGHT:
+            e = _below(z2, t2)[1]
+            return _piece(u1, u2, 0.0, e, e, p**2 / b, m, p)
+        h1, l1 = _below(z1, t1) if z1 < 0 else _above(z1, quad)
+        h2, l2 = _below(z2, t2) if z2 < 0 else _above(z2, quad)
+        return _piece(u1, u2, _expit(h1 - h2, 0), l1, l2, p**2 / b, m, p)
+
     @njit(cache=True, nogil=True)
     def posterior_draws(u1, u2, x, m, p, b, out):  # pragma: no cover - compiled
         """:func:`posterior_terms` and :func:`posterior_pieces` fused: the terms of each element, then its draw."""
         for i in range(u1.shape[0]):
             for j in range(u1.shape[1]):
-                h1, h2, l1, l2 = _halves(x[i, j], p[i, j], b[i, j])
-                out[i, j] = _piece(u1[i, j], u2[i, j], _expit(h1 - h2, 0), l1, l2, p[i, j] ** 2 / b[i, j], m[i, j],
-                                   p[i, j])
+                out[i, j] = _draw(u1[i, j], u2[i, j], x[i, j], m[i, j], p[i, j], b[i, j])
 
 
 if HAVE_NUMBA:
@@ -190,26 +240,37 @@ def mixing_scales(a, nu, u):
     return np.where(nu == 0.0, a, e)
 
 
+def _readonly(a):
+    """A read-only view of ``a`` (the kernels' one compiled version takes read-only C-contiguous inputs)."""
+    a = a.view()
+    a.flags.writeable = False
+    return a
+
+
 def as_rows(*arrays):
-    """The arrays broadcast to one shape and made 2-d ``(rows, last axis)``, C-contiguous and read-only (one
-    compiled version of each kernel serves every call; broadcast inputs are copied), and that shape."""
+    """The arrays broadcast to one shape and made 2-d ``(rows, last axis)`` views (a copy only where the reshape
+    needs one), and that shape."""
     arrays = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in arrays))
     shape = arrays[0].shape
     rows = (1, 1) if not shape else (int(np.prod(shape[:-1])), shape[-1])
-    out = []
-    for a in arrays:
-        a = np.ascontiguousarray(a.reshape(rows)).view()
-        a.flags.writeable = False
-        out.append(a)
-    return out, shape
+    return [a.reshape(rows) for a in arrays], shape
 
 
 def run(kernel, *arrays, outputs=1):
     """``kernel(*rows, *outs)`` on :func:`as_rows` of ``arrays`` with ``outputs`` new arrays of their shape, which it
-    returns in that shape (one array, or a list)."""
+    returns in that shape (one array, or a list). The kernels take C-contiguous read-only inputs (one compiled
+    version serves every call): where an input is not contiguous (a parameter broadcast over the draws, stride 0),
+    the kernel runs over blocks of rows (about :data:`~fdp_ppl.noise.laws.base.BLOCK` elements, a cache-sized
+    copy of each such input a block) into the whole outputs, never a full-size copy of a broadcast input."""
     rows, shape = as_rows(*arrays)
     outs = [np.empty(rows[0].shape) for _ in range(outputs)]
-    kernel(*rows, *outs)
+    if all(a.flags.c_contiguous for a in rows):
+        kernel(*(_readonly(a) for a in rows), *outs)
+    else:
+        n, k = rows[0].shape
+        step = max(1, BLOCK // max(k, 1))
+        for lo in range(0, n, step):
+            kernel(*(_readonly(np.ascontiguousarray(a[lo:lo + step])) for a in rows), *(o[lo:lo + step] for o in outs))
     outs = [o.reshape(shape) for o in outs]
     return outs[0] if outputs == 1 else outs
 

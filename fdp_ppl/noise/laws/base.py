@@ -34,6 +34,11 @@ from ..._backend import NP
 #: name of the latent mixing variable(s) that inference adds for the noise
 MIXING_VARIABLE = "noise_mixing"
 
+#: elements per block of the elementwise evaluations of :class:`~fdp_ppl.noise.laws.product.Laplace` (numpy, and the
+#: compiled kernels' copies of broadcast parameters): arrays of about half a megabyte stay in cache, a third less time
+#: than one pass over 2000 draws x 3200 coefficients
+BLOCK = 2**16
+
 
 def check_scale(scale) -> np.ndarray:
     """The public noise scale as a float array, after checking it.
@@ -61,7 +66,7 @@ def check_scale(scale) -> np.ndarray:
         raise InputError(f"the noise scale must have one entry per coefficient, shape (J,), got a scalar {scale!r}",
                          "pass e.g. mechanism.calibrate(spec).scale")
     stored = s[tuple(slice(0, 1) if step == 0 else slice(None) for step in s.strides)]   # a broadcast view's values
-    if not (np.all(np.isfinite(stored)) and np.all(stored > 0)):
+    if stored.size and not (stored.min() > 0 and np.isfinite(stored.max())):   # NaN fails the first, inf the second
         bad = stored[~(np.isfinite(stored) & (stored > 0))].ravel()[:3]
         raise InputError(f"noise scales must be finite and > 0, got {bad.tolist()}",
                          "pass the public scale from mechanism.calibrate(spec).scale")

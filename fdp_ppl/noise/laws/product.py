@@ -8,12 +8,9 @@ import numpy as np
 
 from ... import dims as D
 from ..._backend import NP
-from .base import MIXING_VARIABLE, NoiseLaw, check_coefficients, check_scale, check_scale_graph
+from .base import BLOCK, MIXING_VARIABLE, NoiseLaw, check_coefficients, check_scale, check_scale_graph
 
 
-#: elements per block of the elementwise numpy evaluations of :class:`Laplace` (arrays of about half a megabyte stay
-#: in cache: a third less time than one pass over 2000 draws x 3200 coefficients)
-BLOCK = 2**16
 
 
 #: calls of the Normal–Laplace evaluations in this process (the compiled kernels load from the second on)
@@ -39,7 +36,7 @@ def _kernels():
 
 def _by_blocks(fn, *arrays):
     """``fn(*arrays)`` for an elementwise ``fn``, evaluated over blocks of the broadcast shape's leading axis (each
-    about :data:`BLOCK` elements) and concatenated; arrays without that axis are passed whole to every block."""
+    about :data:`BLOCK` elements) into one array; arrays without that axis are passed whole to every block."""
     arrays = [np.asarray(a, dtype=float) for a in arrays]
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     size = int(np.prod(shape))
@@ -50,7 +47,13 @@ def _by_blocks(fn, *arrays):
     def part(a, lo):
         return a[lo:lo + step] if a.ndim == len(shape) and a.shape[0] == shape[0] else a
 
-    return np.concatenate([fn(*(part(a, lo) for a in arrays)) for lo in range(0, shape[0], step)], axis=0)
+    out = None
+    for lo in range(0, shape[0], step):   # each block's values into one array (no concatenation pass)
+        block = fn(*(part(a, lo) for a in arrays))
+        if out is None:
+            out = np.empty((shape[0],) + block.shape[1:], dtype=block.dtype)
+        out[lo:lo + step] = block
+    return out
 
 
 def _shared_first_row(*arrays):
@@ -268,7 +271,7 @@ class Laplace(NoiseLaw):
             if row is not None:   # the same posterior in every row (a fixed prior): its terms once, then the draws
                 w, e1, e2, shift = (np.broadcast_to(a, y.shape) for a in terms(row[0] - row[1], *row[2:]))
                 return _by_blocks(pieces, w, e1, e2, shift, m, p)   # the same blocks, so the same random stream
-            return _by_blocks(fused, y - m, m, p, b)
+            return _by_blocks(lambda y, m, p, b: fused(y - m, m, p, b), y, m, p, b)   # y − m a block at a time
         if isinstance(prior, Laplace):
             x = y - m
             m1, m2, m3 = self._laplace_pieces(x, p, b)
