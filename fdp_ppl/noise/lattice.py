@@ -236,17 +236,28 @@ def discrete_laplace(beta: int, randbits=None) -> int:
     m = beta.bit_length()
     while True:
         q = 0
-        while bernoulli(_exp_bounds(lambda iv: -iv.mpf(1 << m) / beta), rb):
+        while bernoulli(_laplace_bounds(beta, m), rb):
             q += 1
         r = 0
         for k in range(m):
-            if bernoulli(interval_bounds(lambda iv, k=k: 1 / (1 + iv.exp(iv.mpf(1 << k) / beta))), rb):
+            if bernoulli(_laplace_bounds(beta, k), rb):
                 r |= 1 << k
         n = (q << m) | r
         negative = rb(1) == 1
         if n == 0 and negative:
             continue
         return -n if negative else n
+
+
+@functools.lru_cache(maxsize=4096)
+def _laplace_bounds(beta: int, k: int):
+    """``bounds`` of :func:`discrete_laplace`'s Bernoulli probabilities (cached per precision): for ``k`` below
+    the bit length m of β, ``1/(1 + e^{2^k/β})`` (bit k of r); for ``k = m``, ``e^{−2^m/β}`` (the geometric q)."""
+    if k == beta.bit_length():
+        fn = interval_bounds(lambda iv: iv.exp(-iv.mpf(1 << k) / beta))
+    else:
+        fn = interval_bounds(lambda iv: 1 / (1 + iv.exp(iv.mpf(1 << k) / beta)))
+    return functools.lru_cache(maxsize=8)(fn)
 
 
 def _log_theta(iv, s, J: int):
@@ -352,6 +363,7 @@ class KNormLattice:
             s = max(math.sqrt(math.exp(res.x)) / step, 1.0)
             scales.append(float(np.float32(s)))  # 24 significant bits: a short exact rational
         self.scales = scales
+        self._constants = {}
         self._design_weights()
 
     # ------------------------------------------------------------------ the proof of p <= 1
@@ -421,23 +433,32 @@ class KNormLattice:
         """``i*(z)`` of a point with ``‖z‖² = sq_norm`` (the tail is ``len(scales)``)."""
         return bisect.bisect_right(self.edges, int(sq_norm)) - 1
 
+    def _constant(self, iv, i: int):
+        """Interval of ``log κ − log w_i + log θ_i`` (Gaussian) or ``log κ − log w_T + J log η`` (tail) at the
+        context's precision (cached per precision)."""
+        key = (i, iv.prec)
+        c = self._constants.get(key)
+        if c is None:
+            norm = (_log_theta(iv, self.scales[i], self.n_components) if i < len(self.scales)
+                    else _log_eta(iv, self.beta, self.n_components))
+            c = iv.mpf(self.log_kappa) - iv.log(iv.mpf(self.weights[i]) / 2**WEIGHT_BITS) + norm
+            self._constants[key] = c
+        return c
+
     def log_accept(self, i: int, z) -> "callable":
         """``log p_i(z)`` as a function of mpmath's ``iv`` context (for :func:`bernoulli`)."""
-        J = self.n_components
         N = sum(int(v) * int(v) for v in z)
         if i < len(self.scales):
             s = self.scales[i]
 
             def log_p(iv):
-                return (iv.mpf(self.log_kappa) - iv.log(iv.mpf(self.weights[i]) / 2**WEIGHT_BITS)
-                        + _log_theta(iv, s, J) - iv.mpf(self.step) * iv.sqrt(iv.mpf(N))
-                        + iv.mpf(N) / (2 * iv.mpf(s) ** 2))
+                n = iv.mpf(N)
+                return self._constant(iv, i) - iv.mpf(self.step) * iv.sqrt(n) + n / (2 * iv.mpf(s) ** 2)
         else:
             s1 = sum(abs(int(v)) for v in z)
 
             def log_p(iv):
-                return (iv.mpf(self.log_kappa) - iv.log(iv.mpf(self.weights[i]) / 2**WEIGHT_BITS)
-                        + _log_eta(iv, self.beta, J) - iv.mpf(self.step) * iv.sqrt(iv.mpf(N))
+                return (self._constant(iv, i) - iv.mpf(self.step) * iv.sqrt(iv.mpf(N))
                         + iv.mpf(s1) / self.beta)
         return log_p
 

@@ -27,6 +27,9 @@ Generators (:func:`register_generator`, :func:`generators`):
   sampler's float noise released on a public dithered lattice, with the
   rounding's cost added to δ (laws without an exact sampler: elliptical);
   fresh OS entropy only, never seeded.
+* ``"lattice"``: :class:`fdp_ppl.noise.lattice.LatticeSampler`, exact K-norm noise on a public whitened
+  lattice with a **pure** ε guarantee (the ellipsoidal K-norm law; σ raised by ``h√J/ε``, about 10⁻⁹
+  relative); fresh OS entropy only, never seeded.
 
 :func:`resolve_generator` picks the default of a release: ``"opendp"`` for an
 unseeded release of a floating-point-safe law, ``"snapped"`` for an unseeded
@@ -36,7 +39,7 @@ Examples
 --------
 >>> import fdp_ppl as fp
 >>> fp.sampling.generators()
-('pymc', 'opendp', 'snapped')
+('pymc', 'opendp', 'snapped', 'lattice')
 >>> law = fp.laws.Laplace()
 >>> fp.sampling.resolve_generator(law), fp.sampling.resolve_generator(law, random_seed=1)
 ('opendp', 'pymc')
@@ -266,7 +269,8 @@ def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=N
             raise InputError(f"the {generator!r} release generator draws fresh OS entropy and cannot be seeded",
                              "pass random_seed=None, or generator='pymc' for a reproducible study (its noise is "
                              "not floating-point safe)")
-        if not (law.fp_safe or (getattr(factory, "snaps", False) and snappable(law))):
+        if not (law.fp_safe or (getattr(factory, "snaps", False) and snappable(law))
+                or getattr(factory, "supports", lambda law: False)(law)):
             raise CompatibilityError(f"the {law.name!r} noise law has no floating-point-safe sampler",
                                      "release it with generator='pymc' (not floating-point safe)")
     return generator
@@ -380,7 +384,12 @@ from .snapping import SnappedSampler, snappable  # noqa: E402
 
 SnappedSampler.float_sampler = staticmethod(lambda law, n_components: sampler_for(law, n_components, "pymc"))
 register_generator(SNAPPED, SnappedSampler)
+# the exact pure-epsilon generator of the K-norm law (public whitened lattice, exact rejection sampler)
+from .lattice import NAME as LATTICE  # noqa: E402
+from .lattice import LatticeSampler  # noqa: E402
 
-__all__ = ["CompiledSampler", "OpenDPSampler", "OPENDP", "SnappedSampler", "SNAPPED", "sampler_for", "draw_releases", "seed_sequence",
+register_generator(LATTICE, LatticeSampler)
+
+__all__ = ["CompiledSampler", "OpenDPSampler", "OPENDP", "SnappedSampler", "SNAPPED", "LatticeSampler", "LATTICE", "sampler_for", "draw_releases", "seed_sequence",
            "register_generator", "generators", "resolve_generator", "generator_sigma", "generator_attrs",
            "clear_cache"]
