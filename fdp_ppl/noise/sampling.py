@@ -32,8 +32,9 @@ Generators (:func:`register_generator`, :func:`generators`):
   relative); fresh OS entropy only, never seeded.
 
 :func:`resolve_generator` picks the default of a release: ``"opendp"`` for an
-unseeded release of a floating-point-safe law, ``"snapped"`` for an unseeded
-release of another law, ``"pymc"`` when seeded.
+unseeded release of a floating-point-safe law, ``"lattice"`` for an unseeded
+pure K-norm release, ``"snapped"`` for an unseeded (ε, δ) release of another
+law, ``"pymc"`` when seeded.
 
 Examples
 --------
@@ -243,12 +244,15 @@ def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=N
 
     Default (``generator=None``): ``"opendp"`` (floating-point safe) when
     ``random_seed is None`` and the law has an OpenDP sampler (``law.fp_safe``);
+    ``"lattice"`` (floating-point safe, exact, pure ε) when ``random_seed is
+    None`` for a pure mechanism (``pure=True``) of the K-norm law;
     ``"snapped"`` (floating-point safe, dithered lattice) when ``random_seed is
     None`` for the other laws (elliptical) of an (ε, δ) mechanism, whose σ
     absorbs the rounding's δ; ``"pymc"`` when a seed is given (seeded studies
     keep their numbers), the law cannot be snapped (t, ν <= 1), or the
-    mechanism is pure (``pure=True``: the lattice would turn its ε-DP into
-    (ε, δ)-DP; ask for ``generator="snapped"`` to make that trade).
+    mechanism is pure and its law has no exact lattice sampler (the t law:
+    the dithered lattice would turn its ε-DP into (ε, δ)-DP; ask for
+    ``generator="snapped"`` to make that trade).
 
     Raises
     ------
@@ -262,7 +266,11 @@ def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=N
     if generator is None:
         if random_seed is not None:
             return "pymc"
-        return OPENDP if law.fp_safe else (SNAPPED if snappable(law) and not pure else "pymc")
+        if law.fp_safe:
+            return OPENDP
+        if pure and LatticeSampler.supports(law):
+            return LATTICE
+        return SNAPPED if snappable(law) and not pure else "pymc"
     factory = _factory(generator)
     if getattr(factory, "fp_safe", False):
         if random_seed is not None:

@@ -283,9 +283,14 @@ def test_knorm_release_with_the_lattice_generator_is_pure_and_safe(knorm_summary
     y = tree[S.POSTERIOR][S.COEFFICIENTS].values[0]
     t = y / scale / 2.0**-LATTICE_BITS
     assert np.max(np.abs(t - np.rint(t))) < 2.0**-8
-    # seeded studies keep the float sampler; the lattice cannot be seeded; the t law has no lattice sampler
+    # the default of an unseeded pure K-norm release; seeded studies keep the float sampler; the lattice cannot
+    # be seeded; the t law has no lattice sampler (its pure default stays the float sampler)
+    plan = fp.plan(s, mech)
+    assert (plan.generator, plan.fp_safe) == ("lattice", True)
+    assert plan.attrs["epsilon_guaranteed"] <= mech.epsilon and plan.cost.delta == 0.0
     seeded = fp.release(s, mech, random_seed=1, study=True).attrs
     assert (seeded["noise_generator"], seeded["fp_safe"]) == ("pymc", 0)
+    assert fp.plan(s, EllipticalMechanism(1.0, family="t", nu=5.0)).generator == "pymc"
     with pytest.raises(InputError, match="cannot be seeded"):
         fp.release(s, mech, random_seed=1, study=True, generator="lattice")
     with pytest.raises(CompatibilityError):
