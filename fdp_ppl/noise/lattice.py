@@ -46,7 +46,7 @@ rejects if ``i*(z) ≠ i`` and otherwise accepts with probability
 decided exactly by :func:`bernoulli` (lazily drawn uniform bits against interval bounds of ``p``). Then
 ``P(round outputs z) = w_{i*} q_{i*}(z) p_{i*}(z) = κ g(z)`` for every ``z``, so the output of the first
 accepted round has law ``g / Z_h = P_h`` exactly, the rounds are i.i.d. with acceptance ``κ Z_h``, and their
-number (the run time) does not depend on the data (noise drawn around 0).
+number has a law that does not depend on the data (noise drawn around 0).
 
 *Why* ``p_i <= 1`` (checked with interval arithmetic when the design is built, :meth:`KNormLattice.verify`):
 for a Gaussian bin, ``log p_i = log κ − log w_i + log θ_i + φ_i(r)`` with ``r = h√N`` and
@@ -63,8 +63,12 @@ Gamma(J, 1), each Gaussian scale minimising its bin's cost ``θ_i max_bin e^{φ_
 speed only: the proof does not use it), weights ``∝ θ_i max_bin e^{φ_i}``, the tail from the radius where its
 cost is ``2^-30`` of ``Z_h``; acceptance about 0.47–0.50 for J = 2..100 (:attr:`KNormLattice.acceptance`).
 
-Run time: the number of rounds and the work of each are functions of the noise only, drawn around 0; the exact
-rounding of the centre (``k̂``) costs a few big-integer operations per coefficient, as OpenDP's own input handling.
+Run time: the number of rounds and the work of each are functions of the noise draws only (made around 0), so
+the run time's law does not depend on the data; but together with the released ``K`` it says a little about
+``Z = K − k̂`` and so about the centre (OpenDP's discrete samplers take longer for larger noise, and a draw from
+a farther bin may take more rounds), as for the ``"opendp"`` generator (:mod:`fdp_ppl.noise.opendp`): this is not
+covered by the stated ε, do not publish per-release timings. The exact rounding of the centre (``k̂``) costs a few
+big-integer operations per coefficient, as OpenDP's own input handling.
 
 Examples
 --------
@@ -200,8 +204,8 @@ def bernoulli(bounds, randbits=None) -> bool:
             if not all(isinstance(v, (int, Fraction)) and not isinstance(v, bool) for v in (lo, hi)):
                 raise TypeError("bernoulli needs exact rational bounds (int or Fraction), not floats: use "
                                 "interval_bounds(...) or Fractions")
-            if lo > hi:
-                raise ArithmeticError("the lower bound of p exceeds its upper bound")
+            if lo > hi or lo > 1 or hi < 0:
+                raise ArithmeticError(f"the bounds [{float(lo):.6g}, {float(hi):.6g}] are not those of a probability")
             prec += 64
         u, n = (u << 64) | rb(64), n + 64
         scale = 1 << n
@@ -407,8 +411,17 @@ class KNormLattice:
         self.acceptance = math.exp(self.log_kappa + self._log_z_cont - self.n_components * math.log(self.step))
 
     def verify(self, prec: int = 160) -> bool:
-        """True when every acceptance probability is proved ``<= 1``: the interval upper bound of
-        ``log κ − log w_i + λ_i`` is ``<= 0`` for every component (module docstring, Theorem 2)."""
+        """True when the hypotheses of Theorem 2 hold: every acceptance probability is proved ``<= 1`` (the interval
+        upper bound of ``log κ − log w_i + λ_i`` is ``<= 0`` for every component), the Gaussian scales are ``>= 1``
+        (Poisson bound), ``(hβ)² > J``, the edges increase from 0, the last one is below ``(2^63 − 1)²`` (a
+        saturated proposal is outside every Gaussian bin), and the weights are positive and sum to
+        ``2^WEIGHT_BITS``."""
+        h, J = Fraction(self.step), self.n_components
+        if not (all(s >= 1.0 for s in self.scales) and (h * self.beta) ** 2 > J and self.edges[0] == 0
+                and all(a < b for a, b in zip(self.edges, self.edges[1:])) and self.edges[-1] < _I64_MAX**2
+                and len(self.weights) == len(self.scales) + 1 == len(self.edges)
+                and all(n >= 1 for n in self.weights) and sum(self.weights) == 2**WEIGHT_BITS):
+            return False
         iv = _iv()
         with _IV_LOCK:
             old = iv.prec
