@@ -379,11 +379,30 @@ class KNormLattice:
         for i, s in enumerate(self.scales):
             s2 = 2 * iv.mpf(s) ** 2
             ends = (self.edges[i], self.edges[i + 1] - 1)
-            phi = [-h * iv.sqrt(iv.mpf(n)) + iv.mpf(n) / s2 for n in ends]
+            phi = [self._log_g(iv, iv.mpf(n)) + iv.mpf(n) / s2 for n in ends]
             out.append(_log_theta(iv, s, J) + _upper(iv, max(_fraction(p._mpi_[1]) for p in phi)))
-        tail = _log_eta(iv, self.beta, J) - iv.sqrt(iv.mpf(self.edges[-1])) * (h - iv.sqrt(iv.mpf(J)) / self.beta)
-        out.append(tail)
+        out.append(self._tail_bound(iv))
         return out
+
+    def _log_g(self, iv, n):
+        """``log g`` at ``N = n`` (an interval): ``−h √N``."""
+        return -iv.mpf(self.step) * iv.sqrt(n)
+
+    def _tail_bound(self, iv):
+        """``λ_T = J log η − √E_m (h − √J/β)`` (module docstring, Theorem 2)."""
+        J, h = self.n_components, iv.mpf(self.step)
+        return _log_eta(iv, self.beta, J) - iv.sqrt(iv.mpf(self.edges[-1])) * (h - iv.sqrt(iv.mpf(J)) / self.beta)
+
+    def _hypotheses(self) -> bool:
+        """The tail's own hypothesis: ``(hβ)² > J``."""
+        return (Fraction(self.step) * self.beta) ** 2 > self.n_components
+
+    def _tail_draw(self, rb):
+        """One tail proposal: ``(z, inside its region, log p as a function of iv)``."""
+        z = tuple(discrete_laplace(self.beta, rb) for _ in range(self.n_components))
+        N = sum(v * v for v in z)
+        i = len(self.scales)
+        return z, N >= self.edges[-1], self.log_accept(i, z)
 
     def _design_weights(self):
         iv = _iv()
@@ -407,7 +426,7 @@ class KNormLattice:
             finally:
                 iv.prec = old
         if not self.verify():
-            raise ArithmeticError("the lattice K-norm design failed its acceptance bound check")
+            raise ArithmeticError("the lattice design failed its acceptance bound check")
         self.acceptance = math.exp(self.log_kappa + self._log_z_cont - self.n_components * math.log(self.step))
 
     def verify(self, prec: int = 160) -> bool:
@@ -416,8 +435,7 @@ class KNormLattice:
         (Poisson bound), ``(hβ)² > J``, the edges increase from 0, the last one is below ``(2^63 − 1)²`` (a
         saturated proposal is outside every Gaussian bin), and the weights are positive and sum to
         ``2^WEIGHT_BITS``."""
-        h, J = Fraction(self.step), self.n_components
-        if not (all(s >= 1.0 for s in self.scales) and (h * self.beta) ** 2 > J and self.edges[0] == 0
+        if not (all(s >= 1.0 for s in self.scales) and self._hypotheses() and self.edges[0] == 0
                 and all(a < b for a, b in zip(self.edges, self.edges[1:])) and self.edges[-1] < _I64_MAX**2
                 and len(self.weights) == len(self.scales) + 1 == len(self.edges)
                 and all(n >= 1 for n in self.weights) and sum(self.weights) == 2**WEIGHT_BITS):
@@ -466,7 +484,7 @@ class KNormLattice:
 
             def log_p(iv):
                 n = iv.mpf(N)
-                return self._constant(iv, i) - iv.mpf(self.step) * iv.sqrt(n) + n / (2 * iv.mpf(s) ** 2)
+                return self._constant(iv, i) + self._log_g(iv, n) + n / (2 * iv.mpf(s) ** 2)
         else:
             s1 = sum(abs(int(v)) for v in z)
 
@@ -482,12 +500,12 @@ class KNormLattice:
         i = bisect.bisect_right(self._cum, t) - 1
         if i < len(self.scales):
             z = tuple(int(v) for v in self._gaussians[i]([0] * self.n_components))
+            inside, log_p = self.component(sum(v * v for v in z)) == i, self.log_accept(i, z)
         else:
-            z = tuple(discrete_laplace(self.beta, rb) for _ in range(self.n_components))
-        N = sum(v * v for v in z)
-        if self.component(N) != i:
+            z, inside, log_p = self._tail_draw(rb)
+        if not inside:
             return None, False
-        return z, bernoulli(_exp_bounds(self.log_accept(i, z)), rb)
+        return z, bernoulli(_exp_bounds(log_p), rb)
 
     def sample(self, n: int = 1, randbits=None, counts: list | None = None) -> list:
         """``n`` exact draws of ``P_h``: a list of J-tuples of Python ints (``counts``, a list, receives the
