@@ -27,16 +27,20 @@ Generators (:func:`register_generator`, :func:`generators`):
   sampler's float noise released on a public dithered lattice, with the
   rounding's cost added to δ (laws without an exact sampler: elliptical);
   fresh OS entropy only, never seeded.
+* ``"lattice"``: :class:`fdp_ppl.noise.lattice.LatticeSampler`, exact K-norm noise on a public whitened
+  lattice with a **pure** ε guarantee (the ellipsoidal K-norm law; σ raised by ``h√J/ε``, about 10⁻⁹
+  relative); fresh OS entropy only, never seeded.
 
 :func:`resolve_generator` picks the default of a release: ``"opendp"`` for an
-unseeded release of a floating-point-safe law, ``"snapped"`` for an unseeded
-release of another law, ``"pymc"`` when seeded.
+unseeded release of a floating-point-safe law, ``"lattice"`` for an unseeded
+pure K-norm release, ``"snapped"`` for an unseeded (ε, δ) release of another
+law, ``"pymc"`` when seeded.
 
 Examples
 --------
 >>> import fdp_ppl as fp
 >>> fp.sampling.generators()
-('pymc', 'opendp', 'snapped')
+('pymc', 'opendp', 'snapped', 'lattice')
 >>> law = fp.laws.Laplace()
 >>> fp.sampling.resolve_generator(law), fp.sampling.resolve_generator(law, random_seed=1)
 ('opendp', 'pymc')
@@ -240,12 +244,15 @@ def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=N
 
     Default (``generator=None``): ``"opendp"`` (floating-point safe) when
     ``random_seed is None`` and the law has an OpenDP sampler (``law.fp_safe``);
+    ``"lattice"`` (floating-point safe, exact, pure ε) when ``random_seed is
+    None`` for a pure mechanism (``pure=True``) of the K-norm law;
     ``"snapped"`` (floating-point safe, dithered lattice) when ``random_seed is
     None`` for the other laws (elliptical) of an (ε, δ) mechanism, whose σ
     absorbs the rounding's δ; ``"pymc"`` when a seed is given (seeded studies
     keep their numbers), the law cannot be snapped (t, ν <= 1), or the
-    mechanism is pure (``pure=True``: the lattice would turn its ε-DP into
-    (ε, δ)-DP; ask for ``generator="snapped"`` to make that trade).
+    mechanism is pure and its law has no exact lattice sampler (the t law:
+    the dithered lattice would turn its ε-DP into (ε, δ)-DP; ask for
+    ``generator="snapped"`` to make that trade).
 
     Raises
     ------
@@ -259,14 +266,19 @@ def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=N
     if generator is None:
         if random_seed is not None:
             return "pymc"
-        return OPENDP if law.fp_safe else (SNAPPED if snappable(law) and not pure else "pymc")
+        if law.fp_safe:
+            return OPENDP
+        if pure and LatticeSampler.supports(law):
+            return LATTICE
+        return SNAPPED if snappable(law) and not pure else "pymc"
     factory = _factory(generator)
     if getattr(factory, "fp_safe", False):
         if random_seed is not None:
             raise InputError(f"the {generator!r} release generator draws fresh OS entropy and cannot be seeded",
                              "pass random_seed=None, or generator='pymc' for a reproducible study (its noise is "
                              "not floating-point safe)")
-        if not (law.fp_safe or (getattr(factory, "snaps", False) and snappable(law))):
+        if not (law.fp_safe or (getattr(factory, "snaps", False) and snappable(law))
+                or getattr(factory, "supports", lambda law: False)(law)):
             raise CompatibilityError(f"the {law.name!r} noise law has no floating-point-safe sampler",
                                      "release it with generator='pymc' (not floating-point safe)")
     return generator
@@ -380,7 +392,12 @@ from .snapping import SnappedSampler, snappable  # noqa: E402
 
 SnappedSampler.float_sampler = staticmethod(lambda law, n_components: sampler_for(law, n_components, "pymc"))
 register_generator(SNAPPED, SnappedSampler)
+# the exact pure-epsilon generator of the K-norm law (public whitened lattice, exact rejection sampler)
+from .lattice import NAME as LATTICE  # noqa: E402
+from .lattice import LatticeSampler  # noqa: E402
 
-__all__ = ["CompiledSampler", "OpenDPSampler", "OPENDP", "SnappedSampler", "SNAPPED", "sampler_for", "draw_releases", "seed_sequence",
+register_generator(LATTICE, LatticeSampler)
+
+__all__ = ["CompiledSampler", "OpenDPSampler", "OPENDP", "SnappedSampler", "SNAPPED", "LatticeSampler", "LATTICE", "sampler_for", "draw_releases", "seed_sequence",
            "register_generator", "generators", "resolve_generator", "generator_sigma", "generator_attrs",
            "clear_cache"]

@@ -1,10 +1,11 @@
 """Every mechanism's default path is floating-point safe (DESIGN invariant 8), one case per mechanism.
 
 (a) The plan of each mechanism the command line and ``fp.release`` offer, on its default path (unseeded, default
-    options): ``fp_safe`` is True and its generator is OpenDP's exact discrete sampler or the dithered lattice
-    (:mod:`fdp_ppl.noise.snapping`); the density's private bandwidth draws its quartiles on a public lattice. The
-    pure elliptical mechanisms (t, K-norm) are the exception: the lattice would add a δ to their pure ε, so their
-    default stays pure and says it is not floating-point safe; ``generator="snapped"`` is safe at δ < 1e-8.
+    options): ``fp_safe`` is True and its generator is OpenDP's exact discrete sampler, the dithered lattice
+    (:mod:`fdp_ppl.noise.snapping`) or, for the pure K-norm, the exact pure lattice sampler
+    (:mod:`fdp_ppl.noise.lattice`); the density's private bandwidth draws its quartiles on a public lattice. The
+    pure multivariate t is the exception: the dithered lattice would add a δ to its pure ε, so its default stays
+    pure and says it is not floating-point safe; ``generator="snapped"`` is safe at δ < 1e-8.
 (b) The attack of Mironov (2012) (the exact numpy model of ``tests/noise/test_fp_safe.py``) on each Laplace
     mechanism of the mean family: the float sampler's releases rule a neighbour out for some coefficients and the
     true data never; the default (OpenDP) releases are reachable from both by exact lattice arithmetic (gap 0).
@@ -25,7 +26,7 @@ from fdp_ppl.releasing import schema as S
 from fdp_ppl.releasing.registry import MECHANISMS
 from tests.noise.test_fp_safe import lattice_reachable_factory, unreachable_share
 
-SAFE_GENERATORS = ("opendp", "snapped")
+SAFE_GENERATORS = ("opendp", "snapped", "lattice")
 
 
 @pytest.fixture(scope="module")
@@ -60,9 +61,10 @@ def _mechanism(name):
 _HEAVY = ("t-process", "laplace-process")
 
 
-#: the pure elliptical mechanisms: the lattice would make their ε-DP (ε, δ_fp)-DP, so their default stays the pure float
-#: sampler, which says it is not floating-point safe; the lattice is theirs for the asking (generator="snapped")
-_PURE_ELLIPTICAL = ("t", "knorm")
+#: the pure elliptical mechanism without an exact lattice sampler: the dithered lattice would make its ε-DP
+#: (ε, δ_fp)-DP, so its default stays the pure float sampler, which says it is not floating-point safe; the lattice
+#: is its for the asking (generator="snapped"). The pure K-norm's default is the exact pure "lattice" generator.
+_PURE_ELLIPTICAL = ("t",)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in _HEAVY else n for n in MECHANISMS])
@@ -76,6 +78,8 @@ def test_every_mean_mechanism_default_plan_is_floating_point_safe(name, data):
         assert snapped.fp_safe is True and 0 < snapped.cost.delta < 1e-8, (snapped.fp_safe, snapped.cost)
     else:
         assert plan.fp_safe is True and plan.generator in SAFE_GENERATORS, (plan.fp_safe, plan.generator)
+        if name == "knorm":  # pure and safe: no δ
+            assert plan.generator == "lattice" and plan.cost.delta == 0.0
     seeded = fp.plan(spec, _mechanism(name), seeded=True)
     assert seeded.fp_safe is False  # the seeded study's float sampler says so
 
