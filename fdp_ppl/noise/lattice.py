@@ -654,13 +654,9 @@ class LatticeSampler:
             finite, n_draws < 1.
         """
         from ..errors import InputError
-        from .seeds import check_study
+        from .seeds import check_fresh_draw
 
-        check_study(random_seed, study)
-        if random_seed is not None:
-            raise InputError("the 'lattice' release generator draws fresh OS entropy and cannot be seeded",
-                             "pass random_seed=None, or generator='pymc' for a reproducible study (not "
-                             "floating-point safe)")
+        check_fresh_draw("lattice", random_seed, study)
         centre, scale = np.asarray(centre, dtype=float), np.asarray(scale, dtype=float)
         J = self.n_components
         if centre.shape != (J,) or scale.shape != (J,):

@@ -468,13 +468,9 @@ class OpenDPSampler:
             > 0; a whitened centre that is not finite; n_draws < 1; a scale
             different from the calibration's.
         """
-        from .seeds import check_study
+        from .seeds import check_fresh_draw
 
-        check_study(random_seed, study)
-        if random_seed is not None:
-            raise InputError("the OpenDP release generator draws from the operating system's entropy and cannot be "
-                             "seeded", "pass random_seed=None, or generator='pymc' for a reproducible study (its noise "
-                                       "is not floating-point safe)")
+        check_fresh_draw("opendp", random_seed, study)
         centre = np.asarray(centre, dtype=float)
         scale = np.asarray(scale, dtype=float)
         J = self.n_components

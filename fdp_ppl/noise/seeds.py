@@ -43,4 +43,27 @@ def check_study(random_seed, study: bool, ledger=None) -> None:
                          "drop ledger= for a study, or drop study=True and random_seed for a real release")
 
 
-__all__ = ["STUDY", "check_study"]
+__all__ = ["STUDY", "check_fresh_draw", "check_study"]
+
+
+def check_fresh_draw(generator: str, random_seed, study: bool) -> None:
+    """The seed rule of a floating-point-safe generator's ``draw`` (OpenDP, snapped, lattice): :func:`check_study`,
+    then no seed at all, since it draws fresh OS entropy only.
+
+    Raises
+    ------
+    InputError
+        A ``random_seed`` (with or without ``study``).
+
+    Examples
+    --------
+    >>> check_fresh_draw("opendp", None, False) is None
+    True
+    """
+    from ..errors import InputError
+
+    check_study(random_seed, study)
+    if random_seed is not None:
+        raise InputError(f"the {generator!r} release generator draws fresh OS entropy and cannot be seeded",
+                         "pass random_seed=None, or generator='pymc' for a reproducible study (its noise is not "
+                         "floating-point safe)")

@@ -361,14 +361,9 @@ class SnappedSampler:
             A seed (fresh OS entropy only; without ``study=True`` by the seed rule,
             :func:`fdp_ppl.noise.sampling.check_study`), or what the compiled sampler refuses.
         """
-        from ..errors import InputError
-        from .seeds import check_study
+        from .seeds import check_fresh_draw
 
-        check_study(random_seed, study)
-        if random_seed is not None:
-            raise InputError("the 'snapped' release generator draws fresh OS entropy and cannot be seeded",
-                             "pass random_seed=None, or generator='pymc' for a reproducible study (not "
-                             "floating-point safe)")
+        check_fresh_draw("snapped", random_seed, study)
         scale = np.asarray(scale, dtype=float)
         inner = type(self).float_sampler(self.law, self.n_components)
         noise = inner.draw(np.zeros(self.n_components), scale, n_draws, None, progressbar=progressbar)
