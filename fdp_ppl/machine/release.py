@@ -72,6 +72,9 @@ MAX_COMPONENTS = 6000
 #: most points an online oracle answers (grid points included): the public cap behind its lattice slack
 #: (:func:`fdp_ppl.noise.opendp.adaptive_lattice_slack`)
 MAX_ONLINE_ANSWERS = 10**8
+#: most answered quantities of a generic (non-Markov) online path, whose dense Cholesky factor holds their square
+#: (20,000: 3.2 GB in float64); the OU kernel in d = 1 (Markov, O(n) memory) goes to MAX_ONLINE_ANSWERS
+MAX_DENSE_ONLINE_ANSWERS = 20_000
 FP_SAFE_REASON = {
     "opendp": ("1: OpenDP's exact discrete Gaussian (make_gaussian, lattice 2^-1074) on the whitened eigen-coefficients "
                "u_j^T f(P)/sqrt(lambda_j) of the noise kernel on the grid; the L2 sensitivity there is at most the "
@@ -879,7 +882,8 @@ class OnlineRelease:
         ------
         InputError
             Points that are not finite or have the wrong number of coordinates; more than
-            ``MAX_ONLINE_ANSWERS`` answered points; an OU point too close to an answered one for an exact answer
+            ``MAX_ONLINE_ANSWERS`` answered points (``MAX_DENSE_ONLINE_ANSWERS`` answered quantities for a generic,
+            non-Markov kernel, checked before anything is drawn); an OU point too close to an answered one for an exact answer
             (:class:`~fdp_ppl.machine.gp.InnovationPath`).
         """
         x = np.asarray(x, dtype=float)
@@ -890,6 +894,12 @@ class OnlineRelease:
             raise InputError(f"the oracle answers at most MAX_ONLINE_ANSWERS = {MAX_ONLINE_ANSWERS} points "
                              f"({len(self.path)} answered, {fresh} new asked)",
                              "ask again at answered points, or plan a new release")
+        held = len(self.path._L) + fresh  # the dense factor's size after this query (0 on a Markov path)
+        if not self.path.markov and held > MAX_DENSE_ONLINE_ANSWERS:
+            raise InputError(f"a {self.fit.spec.kernel.name} online path holds a dense factor of every answered "
+                             f"quantity: {held} would exceed MAX_DENSE_ONLINE_ANSWERS = {MAX_DENSE_ONLINE_ANSWERS} "
+                             f"({8 * held**2 / 1e9:.1f} GB)", "release the decision function on a grid, or use the "
+                             "exponential (OU) kernel in d = 1, whose online path is Markov")
         values = self.path.sample(x)  # validates; new points drawn in order, repeats cached
         if self.exact:  # the path holds the released answers
             return values

@@ -789,3 +789,21 @@ def test_unseeded_online_oracle_is_floating_point_safe_and_its_answers_follow_th
     assert ou.path.markov and np.all(np.isfinite(ou.query([0.123, 0.5])))
     with pytest.raises(InputError, match="too close"):
         ou.query([0.123 + 1e-13])
+
+
+def test_online_oracle_refuses_a_dense_path_it_cannot_hold(monkeypatch):
+    """A generic kernel's online path holds a dense factor of every answered quantity: past the public cap
+    (lowered to 6 here) a query is refused with one line, before anything is drawn; the OU path (Markov) is not
+    capped by it."""
+    import fdp_ppl.machine.release as rel_mod
+
+    monkeypatch.setattr(rel_mod, "MAX_DENSE_ONLINE_ANSWERS", 6)
+    X, y = labelled_points(20, 1, 6)
+    mech = GaussianMechanism(1.0, 1e-5)
+    online = OnlineRelease(ERMSpec(HALL, lam=0.1, n=20, grid_size=25).fit(X, y), mech)
+    online.query(np.linspace(0.1, 0.5, 5))
+    with pytest.raises(InputError, match="MAX_DENSE_ONLINE_ANSWERS"):
+        online.query([0.61, 0.62])
+    assert online.n_released == 5 and online.query([0.3])[0] == online.query([0.3])[0]
+    ou = OnlineRelease(ERMSpec(Exponential(0.2), lam=0.1, n=20, grid_size=25).fit(X, y), mech)
+    assert np.all(np.isfinite(ou.query(np.linspace(0.05, 0.95, 10))))
