@@ -446,7 +446,7 @@ class InnovationPath(GPPath):
     Examples
     --------
     >>> import numpy as np
-    >>> k = lambda A, B: np.exp(-np.subtract.outer(A[:, 0], B[:, 0]) ** 2)
+    >>> k = lambda A, B: np.exp(-np.abs(np.subtract.outer(A[:, 0], B[:, 0])))   # the OU kernel, rho = 1
     >>> path = InnovationPath(k, 1, lambda x: np.zeros(len(x)), lambda c: c + 0.5)
     >>> path.sample([0.0, 1.0]).round(3).tolist()      # draw adds 0.5 to every innovation: y = L (0.5, 0.5)
     [0.5, 0.649]
