@@ -339,6 +339,10 @@ def main(argv=None) -> int:
                         "then carries whole latent curves and the exact clipped statistic, ours clipping='moments')")
     p.add_argument("--sampler", default="pymc", choices=("pymc", "nutpie"),
                    help="ours: PyMC's NUTS (model compile on the clock) or nutpie's (its compile timed apart)")
+    p.add_argument("--sweeps", type=int, default=None, help="baseline sweeps per chain (default 20000; --quick 4000)")
+    p.add_argument("--baseline-only", action="store_true",
+                   help="run only the record-wise baseline at --n (e.g. a long run: --sweeps 400000 --seed 11)")
+    p.add_argument("--seed", type=int, default=2, help="the baseline's seed (default 2)")
     p.add_argument("--out", default=None)
     a = p.parse_args(argv)
     if not (10 <= a.n <= 10**6 and 10 <= a.large_n <= 10**8):
@@ -351,14 +355,23 @@ def main(argv=None) -> int:
     from _common import write_results
 
     draws, tune, sweeps = (500, 500, 4000) if a.quick else (1000, 1000, 20000)
+    sweeps = a.sweeps or sweeps
     print(f"load average {os.getloadavg()[0]:.2f}; n = {a.n}: ours {draws} draws x 2 chains, baseline {sweeps} "
           f"sweeps x 2 chains (half burn-in)")
     clipped = a.tau != TAU
     tree, K0, u, C0, y, b, SA, w, share = make_release(a.n, tau=a.tau, parts=True)
     print(f"tau = {a.tau:g}: {100 * share:.0f}% of the n = {a.n} curves clipped")
+    base = (run_dapper_clipped(a.n, K0, SA, w, a.tau, y, b, sweeps, seed=a.seed) if clipped else
+            run_dapper(a.n, u, C0, y, b, sweeps, seed=a.seed))
+    if a.baseline_only:
+        print(f"record-wise DA-MwG n={a.n}: {base['cpu_seconds']:.1f} CPU s, {2 * sweeps} sweeps, bulk ESS "
+              f"{base['ess']}, beta {base['mean']['beta']:.4f} ± {base['sd']['beta']:.4f} (mcse "
+              f"{base['mcse']['beta']:.4f}), sigma2 {base['mean']['sigma2']:.4f} ± {base['sd']['sigma2']:.4f} (mcse "
+              f"{base['mcse']['sigma2']:.4f})")
+        write_results("bench_dapper_baseline", {"n": a.n, "tau": a.tau, "seed": a.seed, "baseline": base},
+                      quick=a.quick, out=a.out)
+        return 0
     ours = run_ours(tree, K0, draws, tune, seed=1, clipping="moments" if clipped else "auto", sampler=a.sampler)
-    base = (run_dapper_clipped(a.n, K0, SA, w, a.tau, y, b, sweeps, seed=2) if clipped else
-            run_dapper(a.n, u, C0, y, b, sweeps, seed=2))
     rows = []
     for name, r in ((f"fp.observe + {a.sampler} NUTS", ours), ("record-wise DA-MwG (dapper)", base)):
         ess = min(r["ess"].values())
