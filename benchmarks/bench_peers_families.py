@@ -30,8 +30,10 @@ memory (tracemalloc, a separate call: numpy buffers and Python objects, not a li
   draws) against a hand-written PyMC model of the *same* posterior sampled by nutpie (PyMC NUTS if nutpie is
   missing), for both targets: ``summary`` (``θ ~ N(level, a²λ_j)``, ``y_j ~ Laplace(θ_j, b_j)``) and the default
   ``population`` (also ``κ ~ HalfNormal(2 · spread)`` and the mean's sampling error written latent, non-centred;
-  ours draws κ by quadrature and the rest exactly). Both sides make 2 chains × ``draws`` curve draws (nutpie
-  also tunes ``tune`` steps a chain); the peer's clock includes the curves ``c Φᵀ``, ours' the whole call
+  ours draws κ by quadrature and the rest exactly). Both sides make 2 chains × 1000 curve draws (the default of
+  both, in both modes) and nutpie tunes its own default 300 steps a chain (``--peer-tune``; PyMC's 1000 made the
+  peer slower: at m = 1600 nutpie's curve ESS was 412 in 4.15 CPU s with 1000 tuning steps, 642 in 2.91 s with
+  300, so the peer at its default is the strongest); the peer's clock includes the curves ``c Φᵀ``, ours' the whole call
   (curves, log-likelihood, replicated releases, exact LOO, mixing scales). Each of the 3 repeats is a fresh
   release; warm-ups on another release and nutpie's compile (with the observation as ``pm.Data``: once a size)
   are off the clock, the compile reported apart (``peer_compile_s``, and ``ratio_with_compile``). Curve-ESS:
@@ -72,6 +74,8 @@ from _common import (  # noqa: E402
 FAMILIES = ("mean", "pca", "svm", "infer")
 #: sizes m of the inference rows (``--infer-sizes``); the issue's targets are at 100 and 1600
 INFER_SIZES = (100, 1600)
+#: tuning steps a chain of the inference peer: nutpie's default (PyMC NUTS, the fallback, tunes its own 1000)
+PEER_TUNE = {"nutpie": 300, "pymc": 1000}
 TARGETS = {"mean": ("<=", 1.3), "pca": ("<=", 3.0), "svm": ("<=", 2.0), "infer": (">=", 10.0)}
 NAMES = {"mean": "mean curve (ICLP-QR)", "pca": "principal components (k = 1, exact)", "svm": "kernel machine",
          "infer": "exact inference"}
@@ -348,7 +352,7 @@ def _infer_models(rel, prior, basis, level, a):
     return models
 
 
-def infer_rows(ms, draws: int, tune: int, n=2000, repeats: int = 3, targets=("summary", "population")) -> list:
+def infer_rows(ms, draws: int, tune: int | None = None, n=2000, repeats: int = 3, targets=("summary", "population")) -> list:
     """Exact inference against nutpie on the same posterior, per size m and target; see the module docstring.
 
     Each repeat uses a fresh release (seeds 1, 2, ...; nothing cached for one release helps the next) and the two
@@ -389,6 +393,7 @@ def infer_rows(ms, draws: int, tune: int, n=2000, repeats: int = 3, targets=("su
             compiled = nutpie.compile_pymc_model(models[0]) if nutpie is not None else None
             compile_s = time.perf_counter() - t0
             peer_name = "PyMC model + " + ("nutpie" if nutpie is not None else "PyMC NUTS")
+            tune = PEER_TUNE["nutpie" if nutpie is not None else "pymc"] if tune is None else tune
 
             def ours(rel, draws=draws):
                 with warnings.catch_warnings():
@@ -448,7 +453,7 @@ def table(rows) -> str:
     return peer_table(rows)
 
 
-def run(quick: bool, only=FAMILIES, repeats: int = 3, svm_sizes=None) -> dict:
+def run(quick: bool, only=FAMILIES, repeats: int = 3, svm_sizes=None, peer_tune=None) -> dict:
     from threadpoolctl import threadpool_limits
 
     warnings.simplefilter("ignore")
@@ -471,8 +476,7 @@ def run(quick: bool, only=FAMILIES, repeats: int = 3, svm_sizes=None) -> dict:
             rows += svm_rows(large, small, loss="huber")
             rows += svm_rows(large, small, loss="logistic")
         if "infer" in only:
-            rows += infer_rows(INFER_SIZES, draws=300 if quick else 1000, tune=300 if quick else 1000,
-                               repeats=1 if quick else repeats)
+            rows += infer_rows(INFER_SIZES, draws=1000, tune=peer_tune, repeats=1 if quick else repeats)
     growth_exponents(rows)
     return {"rows": rows, "table": table(rows), "repeats": repeats}
 
@@ -486,6 +490,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None)
     p.add_argument("--infer-sizes", default=None, help="comma-separated m of the inference rows (default "
                                                         f"{','.join(map(str, INFER_SIZES))})")
+    p.add_argument("--peer-tune", type=int, default=None,
+                   help="tuning steps a chain of the inference peer (default: its sampler's own, nutpie 300)")
     p.add_argument("--svm-sizes", default=None,
                    help="comma-separated n: only the Huber-hinge and logistic kernel-machine rows at these sizes (e.g. "
                         "100000,300000; the hinge solver's public count n/slack makes n >= 10^5 refused)")
@@ -493,7 +499,8 @@ def main(argv=None) -> int:
     if a.infer_sizes:
         INFER_SIZES = tuple(int(v) for v in a.infer_sizes.split(","))
     res = run(a.quick, tuple(a.only.split(",")), a.repeats,
-              svm_sizes=[int(float(v)) for v in a.svm_sizes.split(",")] if a.svm_sizes else None)
+              svm_sizes=[int(float(v)) for v in a.svm_sizes.split(",")] if a.svm_sizes else None,
+              peer_tune=a.peer_tune)
     print(res["table"])
     write_results("bench_peers_families", res, quick=a.quick, out=a.out)
     return 0
