@@ -533,6 +533,164 @@ class KNormLattice:
                 f"acceptance≈{self.acceptance:.3f})")
 
 
+def discrete_gaussian(sigma: float, randbits=None) -> int:
+    """One exact draw of ``P(z) ∝ exp(−z²/(2σ²))`` on ℤ (σ >= 1 a float, an exact rational; Python integers).
+
+    Canonne, Kamath & Steinke (2020), Algorithm 3: ``t = ⌊σ⌋ + 1``, ``Y`` from the discrete Laplace of scale t
+    (:func:`discrete_laplace`), accepted with probability ``exp(−(|Y| − σ²/t)²/(2σ²))`` (:func:`bernoulli`):
+    ``e^{−y²/(2σ²)} ∝ e^{−|y|/t} e^{−(|y| − σ²/t)²/(2σ²)}``. Used for the t law's far shells, beyond 64-bit integers.
+
+    Examples
+    --------
+    >>> isinstance(discrete_gaussian(2.5), int)
+    True
+    """
+    rb = secrets.randbits if randbits is None else randbits
+    sig = Fraction(float(sigma))
+    if sig < 1:
+        raise ValueError("sigma must be >= 1")
+    t = int(sig) + 1
+    shift = sig * sig / t
+    while True:
+        y = discrete_laplace(t, rb)
+        d = abs(y) - shift
+        if bernoulli(_exp_bounds(lambda iv, d=d: -(_upper(iv, d * d)) / (2 * _upper(iv, sig * sig))), rb):
+            return y
+
+
+class TLattice(KNormLattice):
+    """The public design of the exact sampler of ``P_h(z) ∝ (1 + h²‖z‖²/ν)^{−(ν+J)/2}`` on ``ℤ^J`` (the multivariate
+    t on the lattice; module docstring, Theorem 3).
+
+    Gaussian bins over the bulk (radii at quantiles of the t radius ``√(J F(J, ν))``), then infinitely many shells
+    ``N ∈ [A 4^L, A 4^{L+1})``, ``L = 0, 1, …``, ``A = E_m``: the tail component draws ``L`` with probability
+    ``(1 − ρ) ρ^L``, ``ρ = 2^{−ν}`` (exact Bernoulli(ρ) trials), and ``z`` from the discrete Gaussian of scale
+    ``s_L = s_0 2^L`` (OpenDP while ``A 4^{L+1} <= 2^124``, else :func:`discrete_gaussian`), rejecting ``z`` outside
+    shell L.
+
+    Parameters
+    ----------
+    n_components : int
+    nu : float
+        Degrees of freedom (> 0).
+    step : float
+        Whitened lattice step h, a power of two.
+
+    Attributes
+    ----------
+    shell_scale : float
+        ``s_0`` (>= 1).
+    (others as :class:`KNormLattice`; no ``beta``)
+    """
+
+    def __init__(self, n_components: int, nu: float, step: float = 2.0**-LATTICE_BITS):
+        from scipy import optimize, special, stats
+
+        J = int(n_components)
+        nu = float(nu)
+        if J < 1 or not (math.isfinite(nu) and nu > 0):
+            raise ValueError("the lattice t needs J >= 1 and nu > 0")
+        step = float(step)
+        if not (step > 0 and math.frexp(step)[0] == 0.5):
+            raise ValueError(f"the lattice step must be a positive power of two, got {step!r}")
+        self.n_components, self.step, self.nu, self.tail_bits = J, step, nu, None
+        self._log_z_cont = float(0.5 * J * math.log(nu * math.pi) + special.gammaln(nu / 2)
+                                 - special.gammaln((nu + J) / 2))
+        qs = (1e-4, 0.01, 0.05, 0.15, 0.3, 0.5, 0.7, 0.85, 0.95, 0.99)
+        radii = [0.0] + [math.sqrt(J * stats.f.ppf(q, J, nu)) for q in qs]
+        edges = sorted({math.ceil((r / step) ** 2) for r in radii} | {0})
+        if len(edges) < 2:
+            edges.append(1)
+        self.edges = [int(e) for e in edges]
+        if self.edges[-1] >= 2**124:
+            raise ValueError("the lattice is too fine for 64-bit proposals; use a coarser step")
+        k = (nu + J) / 2.0
+
+        def best_scale(a, b):
+            def cost(lv):
+                v = math.exp(lv)
+                return 0.5 * J * math.log(2 * math.pi * v) + max(-k * math.log1p(a * a / nu) + a * a / (2 * v),
+                                                                 -k * math.log1p(b * b / nu) + b * b / (2 * v))
+
+            res = optimize.minimize_scalar(cost, bounds=(2 * math.log(step), math.log(1e4 * J + 4 * b * b + 1)),
+                                           method="bounded")
+            return float(np.float32(max(math.sqrt(math.exp(res.x)) / step, 1.0)))
+
+        self.scales = [best_scale(step * math.sqrt(a), step * math.sqrt(b - 1))
+                       for a, b in zip(self.edges[:-1], self.edges[1:])]
+        r_a = step * math.sqrt(self.edges[-1])
+        self.shell_scale = best_scale(r_a, 2.0 * r_a)
+        self._constants = {}
+        self._shell_gaussians = {}
+        self._design_weights()
+
+    def _log_g(self, iv, n):
+        """``log g = −(ν + J)/2 log(1 + h² N/ν)`` at ``N = n`` (an interval)."""
+        nu = iv.mpf(self.nu)
+        return -(nu + self.n_components) / 2 * iv.log(1 + iv.mpf(self.step) ** 2 * n / nu)
+
+    def _log_rho(self, iv):
+        return -iv.mpf(self.nu) * iv.log(2)
+
+    def _tail_bound(self, iv):
+        """``λ_T``, valid for every shell L (Theorem 3): with ``log(1 + y) >= log y`` and
+        ``log θ(s) <= log(s √(2π)) + 3 e^{−2π²s²}``, the L-terms ``J L log 2 + ν L log 2 − (ν + J) L log 2`` cancel,
+        and ``A x/(2 s_0²) − (ν + J)/2 log x`` (convex in x) is at most its value at x = 1 or 4."""
+        J, nu, h = self.n_components, iv.mpf(self.nu), iv.mpf(self.step)
+        A, s0 = iv.mpf(self.edges[-1]), iv.mpf(self.shell_scale)
+        base = (-iv.log(1 - iv.exp(self._log_rho(iv))) + J * iv.log(s0 * iv.sqrt(2 * iv.pi))
+                + 3 * J * iv.exp(-2 * iv.pi**2 * s0 * s0) - (nu + J) / 2 * iv.log(h * h * A / nu))
+        x1 = A / (2 * s0 * s0)
+        x4 = 4 * A / (2 * s0 * s0) - (nu + J) * iv.log(2)
+        return base + _upper(iv, max(_fraction(x1._mpi_[1]), _fraction(x4._mpi_[1])))
+
+    def _hypotheses(self) -> bool:
+        return self.shell_scale >= 1.0 and self.nu > 0
+
+    @functools.cached_property
+    def _rho_bounds(self):
+        return functools.lru_cache(maxsize=8)(interval_bounds(lambda iv: iv.exp(self._log_rho(iv))))
+
+    def _shell_draw(self, L: int, rb):
+        s = self.shell_scale * 2.0**L  # exact
+        if self.edges[-1] << (2 * L + 2) <= 2**124:  # saturation (N >= 2^126) is outside the shell: rejected
+            m = self._shell_gaussians.get(L)
+            if m is None:
+                from .opendp import _dp
+
+                dp = _dp()
+                space = dp.vector_domain(dp.atom_domain(T="i64"), size=self.n_components), dp.l2_distance(T="i64")
+                m = self._shell_gaussians[L] = dp.m.make_gaussian(*space, scale=s)
+            return s, tuple(int(v) for v in m([0] * self.n_components))
+        return s, tuple(discrete_gaussian(s, rb) for _ in range(self.n_components))
+
+    def _tail_draw(self, rb):
+        L = 0
+        while bernoulli(self._rho_bounds, rb):
+            L += 1
+        s, z = self._shell_draw(L, rb)
+        N = sum(v * v for v in z)
+        A = self.edges[-1]
+        inside = (A << (2 * L)) <= N < (A << (2 * L + 2))
+        J, wT = self.n_components, self.weights[-1]
+
+        def log_p(iv):
+            n = iv.mpf(N)
+            return (iv.mpf(self.log_kappa) - iv.log(iv.mpf(wT) / 2**WEIGHT_BITS)
+                    - iv.log(1 - iv.exp(self._log_rho(iv))) - L * self._log_rho(iv) + _log_theta(iv, s, J)
+                    + n / (2 * iv.mpf(s) ** 2) + self._log_g(iv, n))
+        return z, inside, log_p
+
+    def log_pmf(self, z) -> float:
+        """Unnormalised ``log P_h(z) = −(ν + J)/2 log(1 + h²‖z‖²/ν)`` (float), z of shape (..., J)."""
+        z = np.asarray(z, dtype=float)
+        return -(self.nu + self.n_components) / 2 * np.log1p(self.step**2 * np.sum(z * z, axis=-1) / self.nu)
+
+    def __repr__(self):
+        return (f"TLattice(J={self.n_components}, nu={self.nu:g}, step={self.step!r}, "
+                f"components={len(self.weights)}, acceptance≈{self.acceptance:.3f})")
+
+
 @functools.lru_cache(maxsize=64)
 def design(n_components: int, step: float = 2.0**-LATTICE_BITS) -> KNormLattice:
     """The :class:`KNormLattice` of (J, h), built once per process (about 10–50 ms)."""
