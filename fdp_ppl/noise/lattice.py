@@ -853,7 +853,7 @@ def t_epsilon(whitened_sensitivity: float, n_components: int, nu: float, step: f
     --------
     >>> from fdp_ppl.noise.elliptical.families import MultivariateT
     >>> e = t_epsilon(0.1, 10, 5.0)
-    >>> 0 < e - MultivariateT(10, 5.0).epsilon_closed_form(0.1) < 1e-9
+    >>> 0 < e - MultivariateT(10, 5.0).epsilon_closed_form(0.1) < 1e-8   # (ν + J) h√J / (2√ν) = 2.5e-9
     True
     """
     from .elliptical.families import MultivariateT
