@@ -65,9 +65,6 @@ def _chi2_cells(draws: np.ndarray, h: float, M: int = 90, log_pmf=None, outside=
     idx = np.where(inside, (draws[:, 0] + M) * (2 * M + 1) + draws[:, 1] + M, -1)
     if log_pmf is None:
         assert np.all(idx >= 0) or np.mean(idx < 0) < 1e-3
-    else:  # the t's box misses a mass ``outside``: as many draws as a Poisson count of that mean allows
-        mean = n * outside
-        assert np.sum(idx < 0) <= mean + 5 * math.sqrt(mean) + 3
     counts = np.bincount(idx[idx >= 0], minlength=len(pts)).astype(float)
     obs, exp = list(counts[big]), list(n * p[big])
     small = np.flatnonzero(~big)
@@ -381,6 +378,8 @@ def _check_t_law(d, n, off):
     assert draws.shape == (n, 2)
     p_true = _t_gof(draws, H, NU)
     assert p_true > ALPHA, p_true
+    mean = n * _t_outside(H, NU)  # the box misses a mass: as many draws beyond it as a Poisson count allows
+    assert np.sum(np.any(np.abs(draws) > M_T, axis=1)) <= mean + 5 * math.sqrt(mean) + 3
     assert _t_gof(draws, off * H, NU) < ALPHA  # power: a step off by the factor off
     assert _t_gof(draws, H, 2.0 * NU) < ALPHA  # power: twice the degrees of freedom
     sq = np.sum(draws**2, axis=1)
@@ -399,8 +398,9 @@ def test_lattice_t_law_is_exact(coarse_t):
 
 @pytest.mark.slow
 def test_lattice_t_law_is_exact_many_draws(coarse_t):
-    """20,000 draws (about 30 s): the same test, with power against a step 5% off."""
-    _check_t_law(coarse_t, 20000, 1.05)
+    """20,000 draws (about 20 s): the same test, with power against a step 10% off (5% off is not rejected at
+    α = 1e-4 by 20,000 draws: p = 0.006 in one run)."""
+    _check_t_law(coarse_t, 20000, 1.1)
 
 
 def test_discrete_gaussian_law_seeded():
