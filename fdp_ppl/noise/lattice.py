@@ -676,9 +676,9 @@ class TLattice(KNormLattice):
         k = (nu + J) / 2.0
         t = 1.0 + max(round(float(ratio) / math.sqrt(J) * 256), 1) / 256.0  # dyadic, 8 bits
         self.ratio = Fraction(t)
-        # bulk: from the radius quantile 1e-9 (bin 0 is the ball below it, and the tail's bound
-        # log(1 + y) >= log y loses at most k ν / r_A² = 0.05 (efficiency only)
-        # (below ``√(ν/k)/2`` g is nearly flat, so the ball bin costs about √(πJ) times its mass)
+        # efficiency only: bins from r0 = min(radius quantile 1e-9, √(ν/k)/2) (bin 0 is the ball below it, where g
+        # is nearly flat, so it costs about √(πJ) times its mass) to r_A, where the tail's bound log(1 + y) >= log y
+        # loses at most k ν / r_A² = 0.05
         r0 = min(math.sqrt(J * stats.f.ppf(1e-9, J, nu)), 0.5 * math.sqrt(nu / k))
         r_a = (max(math.sqrt(20.0 * k * nu), math.sqrt(J * stats.f.ppf(0.5, J, nu)) * t, r0 * t)
                if tail_start is None else max(float(tail_start), r0 * t))
