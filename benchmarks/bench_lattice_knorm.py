@@ -1,10 +1,11 @@
 #!/usr/bin/env python
-"""Benchmark: CPU time of one exact lattice K-norm draw (``generator="lattice"``) against its peers in this run.
+"""Benchmark: CPU time of one exact lattice K-norm or t draw (``generator="lattice"``) against its peers in this run.
 
 For J = 10, 30, 100 (whitened lattice 2^-32, the generator's design) this draws ``--draws`` releases one at a time
 (a release of one vector is the unit of work; the centre is a fixed N(0, 1) vector, unit scales) with
 
-* ``lattice``: :class:`fdp_ppl.noise.lattice.LatticeSampler` (exact, floating-point safe, pure ε);
+* ``lattice``: :class:`fdp_ppl.noise.lattice.LatticeSampler` (exact, floating-point safe, pure ε; the K-norm law,
+  or with ``--law t`` the multivariate t of ``--nu`` degrees of freedom);
 * ``pymc``: the compiled float64 sampler (not floating-point safe), the strongest peer (fastest);
 * ``snapped``: the dithered lattice (floating-point safe, but (ε, δ_fp) for a pure mechanism).
 
@@ -12,6 +13,7 @@ It reports the CPU time per draw (``time.process_time``, OPENBLAS_NUM_THREADS=1)
 measured mean number of proposal rounds and the design's predicted ``1/acceptance``, and the design's build time.
 
     OPENBLAS_NUM_THREADS=1 PYTENSOR_FLAGS=mode=CVM python benchmarks/bench_lattice_knorm.py [--draws 200] [--quick]
+        [--law t --nu 5]   (results/bench_lattice_knorm.json, or bench_lattice_t.json)
 """
 
 from __future__ import annotations
@@ -33,21 +35,23 @@ def main(argv=None) -> dict:
     ap.add_argument("--dims", default="10,30,100")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--law", choices=("knorm", "t"), default="knorm")
+    ap.add_argument("--nu", type=float, default=5.0)
     args = ap.parse_args(argv)
     draws = 20 if args.quick else args.draws
     import fdp_ppl as fp
-    from fdp_ppl.noise.lattice import KNormLattice, LatticeSampler
+    from fdp_ppl.noise.lattice import KNormLattice, LatticeSampler, TLattice
     from fdp_ppl.noise.sampling import sampler_for
 
-    law = fp.laws.Elliptical("knorm")
+    law = fp.laws.Elliptical("knorm") if args.law == "knorm" else fp.laws.Elliptical("t", nu=args.nu)
     load0 = os.getloadavg()
     rows = []
     for J in [int(x) for x in args.dims.split(",")]:
         t = time.process_time()
-        design = KNormLattice(J)
+        design = KNormLattice(J) if args.law == "knorm" else TLattice(J, args.nu)
         build = time.process_time() - t
         centre, scale = np.random.default_rng(J).standard_normal(J), np.ones(J)
-        row = {"J": J, "design_build_cpu_s": build, "predicted_rounds": 1.0 / design.acceptance,
+        row = {"J": J, "law": law.name, "design_build_cpu_s": build, "predicted_rounds": 1.0 / design.acceptance,
                "components": len(design.weights)}
         for name in ("pymc", "snapped", "lattice"):
             s = sampler_for(law, J, name)
@@ -66,7 +70,8 @@ def main(argv=None) -> dict:
         print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()})
     res = {"draws": draws, "rows": rows, "load_start": load0, "load_end": os.getloadavg(),
            "lattice_step": LatticeSampler(law, 2).step}
-    _common.write_results("bench_lattice_knorm", res, quick=args.quick, out=args.out)
+    name = "bench_lattice_knorm" if args.law == "knorm" else "bench_lattice_t"
+    _common.write_results(name, res, quick=args.quick, out=args.out)
     return res
 
 

@@ -27,13 +27,14 @@ Generators (:func:`register_generator`, :func:`generators`):
   sampler's float noise released on a public dithered lattice, with the
   rounding's cost added to δ (laws without an exact sampler: elliptical);
   fresh OS entropy only, never seeded.
-* ``"lattice"``: :class:`fdp_ppl.noise.lattice.LatticeSampler`, exact K-norm noise on a public whitened
-  lattice with a **pure** ε guarantee (the ellipsoidal K-norm law; σ raised by ``h√J/ε``, about 10⁻⁹
-  relative); fresh OS entropy only, never seeded.
+* ``"lattice"``: :class:`fdp_ppl.noise.lattice.LatticeSampler`, exact K-norm or multivariate t noise on a
+  public whitened lattice with a **pure** ε guarantee (the ellipsoidal K-norm law, σ raised by ``h√J/ε``, about
+  10⁻⁹ relative; the t law, σ raised by ``h√J/a_ε``, ``a_ε = 2√ν sinh(ε/(ν + J))``, about 10⁻⁸); fresh OS
+  entropy only, never seeded.
 
 :func:`resolve_generator` picks the default of a release: ``"opendp"`` for an
 unseeded release of a floating-point-safe law, ``"lattice"`` for an unseeded
-pure K-norm release, ``"snapped"`` for an unseeded (ε, δ) release of another
+pure K-norm or t release, ``"snapped"`` for an unseeded (ε, δ) release of another
 law, ``"pymc"`` when seeded.
 
 Examples
@@ -245,14 +246,14 @@ def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=N
     Default (``generator=None``): ``"opendp"`` (floating-point safe) when
     ``random_seed is None`` and the law has an OpenDP sampler (``law.fp_safe``);
     ``"lattice"`` (floating-point safe, exact, pure ε) when ``random_seed is
-    None`` for a pure mechanism (``pure=True``) of the K-norm law;
+    None`` for a pure mechanism (``pure=True``) of the K-norm or t law;
     ``"snapped"`` (floating-point safe, dithered lattice) when ``random_seed is
     None`` for the other laws (elliptical) of an (ε, δ) mechanism, whose σ
     absorbs the rounding's δ; ``"pymc"`` when a seed is given (seeded studies
     keep their numbers), the law cannot be snapped (t, ν <= 1), or the
-    mechanism is pure and its law has no exact lattice sampler (the t law:
-    the dithered lattice would turn its ε-DP into (ε, δ)-DP; ask for
-    ``generator="snapped"`` to make that trade).
+    mechanism is pure and its law has no exact lattice sampler (the Laplace
+    process: the dithered lattice would turn its ε-DP into (ε, δ)-DP; ask
+    for ``generator="snapped"`` to make that trade).
 
     Raises
     ------

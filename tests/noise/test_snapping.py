@@ -171,10 +171,10 @@ def test_elliptical_lattice_path_has_no_gap_and_its_cost_charged(name, ell_summa
     s = ell_summary
     J = s.n_components
     ledger = fp.PrivacyLedger(fp.PrivacyBudget(10.0, 1e-3))
-    if mech.delta == 0:  # a pure mechanism stays pure by default (K-norm: the exact 'lattice' generator, fp_safe 1;
-        # t: the float sampler, fp_safe 0); the dithered lattice on request
+    if mech.delta == 0:  # a pure mechanism stays pure by default (K-norm and t: the exact 'lattice' generator,
+        # fp_safe 1); the dithered lattice on request
         default = fp.plan(s, mech)
-        assert (default.fp_safe, default.generator) == ((True, "lattice") if name == "knorm" else (False, "pymc"))
+        assert (default.fp_safe, default.generator) == (True, "lattice")
         tree = fp.release(s, mech, draws=3, ledger=ledger, generator="snapped")
     else:
         tree = fp.release(s, mech, draws=3, ledger=ledger)

@@ -2,10 +2,9 @@
 
 (a) The plan of each mechanism the command line and ``fp.release`` offer, on its default path (unseeded, default
     options): ``fp_safe`` is True and its generator is OpenDP's exact discrete sampler, the dithered lattice
-    (:mod:`fdp_ppl.noise.snapping`) or, for the pure K-norm, the exact pure lattice sampler
-    (:mod:`fdp_ppl.noise.lattice`); the density's private bandwidth draws its quartiles on a public lattice. The
-    pure multivariate t is the exception: the dithered lattice would add a δ to its pure ε, so its default stays
-    pure and says it is not floating-point safe; ``generator="snapped"`` is safe at δ < 1e-8.
+    (:mod:`fdp_ppl.noise.snapping`) or, for the pure K-norm and the pure multivariate t, the exact pure lattice
+    sampler (:mod:`fdp_ppl.noise.lattice`, δ = 0); the density's private bandwidth draws its quartiles on a public
+    lattice. The t's dithered lattice stays available (``generator="snapped"``, safe at δ < 1e-8).
 (b) The attack of Mironov (2012) (the exact numpy model of ``tests/noise/test_fp_safe.py``) on each Laplace
     mechanism of the mean family: the float sampler's releases rule a neighbour out for some coefficients and the
     true data never; the default (OpenDP) releases are reachable from both by exact lattice arithmetic (gap 0).
@@ -61,25 +60,22 @@ def _mechanism(name):
 _HEAVY = ("t-process", "laplace-process")
 
 
-#: the pure elliptical mechanism without an exact lattice sampler: the dithered lattice would make its ε-DP
-#: (ε, δ_fp)-DP, so its default stays the pure float sampler, which says it is not floating-point safe; the lattice
-#: is its for the asking (generator="snapped"). The pure K-norm's default is the exact pure "lattice" generator.
-_PURE_ELLIPTICAL = ("t",)
+#: the pure elliptical mechanisms: their default is the exact pure "lattice" generator (no δ); every pure
+#: elliptical mechanism has one, so none is left on the float sampler
+_PURE_LATTICE = ("knorm", "t")
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in _HEAVY else n for n in MECHANISMS])
 def test_every_mean_mechanism_default_plan_is_floating_point_safe(name, data):
     spec = _summary(MECHANISMS[name].summary, data).spec
     plan = fp.plan(spec, _mechanism(name))
-    if name in _PURE_ELLIPTICAL:
-        assert plan.fp_safe is False and plan.generator == "pymc" and plan.cost.delta == 0.0
-        assert "floating-point" in plan.attrs.get("fp_safety", plan.guarantee) or not plan.fp_safe
+    assert plan.fp_safe is True and plan.generator in SAFE_GENERATORS, (plan.fp_safe, plan.generator)
+    if name in _PURE_LATTICE:  # pure and safe: no δ, the claimed ε kept
+        assert plan.generator == "lattice" and plan.cost.delta == 0.0
+        assert plan.attrs["delta_guaranteed"] == 0.0 and plan.attrs["epsilon_guaranteed"] <= plan.cost.epsilon
+    if name == "t":  # the dithered lattice stays available, at a small δ
         snapped = fp.plan(spec, _mechanism(name), generator="snapped")
         assert snapped.fp_safe is True and 0 < snapped.cost.delta < 1e-8, (snapped.fp_safe, snapped.cost)
-    else:
-        assert plan.fp_safe is True and plan.generator in SAFE_GENERATORS, (plan.fp_safe, plan.generator)
-        if name == "knorm":  # pure and safe: no δ
-            assert plan.generator == "lattice" and plan.cost.delta == 0.0
     seeded = fp.plan(spec, _mechanism(name), seeded=True)
     assert seeded.fp_safe is False  # the seeded study's float sampler says so
 
