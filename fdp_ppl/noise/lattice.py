@@ -644,7 +644,8 @@ class TLattice(KNormLattice):
         ``t`` (a dyadic rational > 1).
     shell_scale : float
         ``s_0`` (>= 1).
-    (others as :class:`KNormLattice`; no ``beta``)
+    edges, scales, weights, log_kappa, acceptance
+        As :class:`KNormLattice` (no ``beta``: the tail is the shells).
 
     Raises
     ------
