@@ -902,7 +902,8 @@ class LatticeSampler:
     Raises
     ------
     CompatibilityError
-        Another law (the Laplace process and Gaussian elliptical laws have no exact lattice sampler here).
+        Another law (the Laplace process and Gaussian elliptical laws have no exact lattice sampler here), or a t
+        whose design does not fit 64-bit proposals at this J (very small or very large ν).
 
     Examples
     --------
@@ -915,9 +916,19 @@ class LatticeSampler:
     fp_safe = True
 
     @staticmethod
-    def supports(law) -> bool:
-        """Whether the law has this exact sampler (the ellipsoidal K-norm or the multivariate t)."""
-        return getattr(law, "kind", None) in ("knorm", "t") and getattr(law, "key", None) == "elliptical"
+    def supports(law, n_components: int | None = None) -> bool:
+        """Whether the law has this exact sampler (the ellipsoidal K-norm or the multivariate t); with
+        ``n_components``, also whether the t's design builds at that J (a very small or very large ν needs
+        proposals beyond 64-bit integers: :class:`TLattice` refuses it)."""
+        if not (getattr(law, "kind", None) in ("knorm", "t") and getattr(law, "key", None) == "elliptical"):
+            return False
+        if n_components is None or law.kind != "t":
+            return True
+        try:
+            design(int(n_components), 2.0**-LATTICE_BITS, law.nu)
+        except ValueError:
+            return False
+        return True
 
     def __init__(self, law, n_components: int):
         from ..errors import CompatibilityError
@@ -928,7 +939,11 @@ class LatticeSampler:
         self.law = law
         self.n_components = int(n_components)
         self.step = 2.0**-LATTICE_BITS
-        self.design = design(self.n_components, self.step, law.nu if law.kind == "t" else None)
+        try:
+            self.design = design(self.n_components, self.step, law.nu if law.kind == "t" else None)
+        except ValueError as err:
+            raise CompatibilityError(f"no exact lattice sampler for {law.name} at J = {self.n_components} ({err})",
+                                     "release it with generator='pymc' (not floating-point safe)") from None
 
     def draw(self, centre, scale, n_draws: int = 1, random_seed=None, *, progressbar: bool = False,
              calibration=None, study: bool = False) -> np.ndarray:

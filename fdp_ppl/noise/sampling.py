@@ -240,7 +240,8 @@ def _factory(generator: str):
     return _GENERATORS[generator]
 
 
-def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=None, *, pure: bool = False) -> str:
+def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=None, *, pure: bool = False,
+                      n_components: int | None = None) -> str:
     """The release generator for ``law``: the caller's choice, checked, or the default.
 
     Default (``generator=None``): ``"opendp"`` (floating-point safe) when
@@ -252,8 +253,9 @@ def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=N
     absorbs the rounding's δ; ``"pymc"`` when a seed is given (seeded studies
     keep their numbers), the law cannot be snapped (t, ν <= 1), or the
     mechanism is pure and its law has no exact lattice sampler (the Laplace
-    process: the dithered lattice would turn its ε-DP into (ε, δ)-DP; ask
-    for ``generator="snapped"`` to make that trade).
+    process; a t whose lattice design does not fit at ``n_components``, when
+    given: very small or very large ν): the dithered lattice would turn its
+    ε-DP into (ε, δ)-DP; ask for ``generator="snapped"`` to make that trade.
 
     Raises
     ------
@@ -269,7 +271,7 @@ def resolve_generator(law: NoiseLaw, generator: str | None = None, random_seed=N
             return "pymc"
         if law.fp_safe:
             return OPENDP
-        if pure and LatticeSampler.supports(law):
+        if pure and LatticeSampler.supports(law, n_components):
             return LATTICE
         return SNAPPED if snappable(law) and not pure else "pymc"
     factory = _factory(generator)

@@ -394,7 +394,8 @@ def _plan_mean(spec, mechanism, draws, seeded, bound, generator, allow_nonprivat
         raise InputError("tau was computed from the private data (data_tau): the release would carry no privacy "
                          "guarantee", "pass a public tau, or allow_nonprivate=True for a study (the release then "
                          "records private = 0)")
-    generator = resolve_generator(mechanism.law, generator, 0 if seeded else None, pure=mechanism.delta == 0)
+    generator = resolve_generator(mechanism.law, generator, 0 if seeded else None, pure=mechanism.delta == 0,
+                                  n_components=spec.n_components)
     cal, sampler, head, tail, accuracy = _public_parts(spec, mechanism, bound or "tight", generator)
     check_scale(cal.scale)
     J, K = spec.n_components, spec.grid.size

@@ -544,3 +544,17 @@ def test_t_release_with_the_lattice_generator_is_pure_and_safe(knorm_summary):
     assert (seeded["noise_generator"], seeded["fp_safe"]) == ("pymc", 0)
     with pytest.raises(InputError, match="too small"):
         LatticeSampler.calibrate_sigma(fp.laws.Elliptical("t", nu=5.0), 1.0, 1e-9, 0.0, J, 1.0)
+
+
+def test_t_whose_design_does_not_fit_falls_back_and_is_refused_when_asked_for():
+    """ν = 0.01 needs proposals beyond 64-bit integers at J = 30: the default of a pure release is then the float
+    sampler (it says it is not floating-point safe), and asking for the lattice is one CompatibilityError."""
+    from fdp_ppl.noise.laws.elliptical import Elliptical
+    from fdp_ppl.noise.sampling import resolve_generator
+
+    tiny, fine = Elliptical("t", nu=0.01), Elliptical("t", nu=5.0)
+    assert LatticeSampler.supports(tiny) and not LatticeSampler.supports(tiny, 30)
+    assert resolve_generator(tiny, pure=True, n_components=30) == "pymc"
+    assert resolve_generator(fine, pure=True, n_components=30) == "lattice"
+    with pytest.raises(CompatibilityError, match="generator='pymc'"):
+        LatticeSampler(tiny, 30)
