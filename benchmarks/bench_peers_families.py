@@ -352,7 +352,14 @@ def _infer_models(rel, prior, basis, level, a):
     return models
 
 
-def infer_rows(ms, draws: int, tune: int | None = None, n=2000, repeats: int = 3, targets=("summary", "population")) -> list:
+#: the inference rows: (label, ``fp.infer`` target, its other options). The first two are ``fp.infer``'s default
+#: result (posterior, log-likelihood, exact LOO, replicated releases); ``posterior only`` asks for the posterior
+#: alone (``log_likelihood=False, posterior_predictive=False``: what the peer's clock holds, like for like)
+INFER_ROWS = (("summary", "summary", {}), ("population", "population", {}),
+              ("population, posterior only", "population", {"log_likelihood": False, "posterior_predictive": False}))
+
+
+def infer_rows(ms, draws: int, tune: int | None = None, n=2000, repeats: int = 3, targets=INFER_ROWS) -> list:
     """Exact inference against nutpie on the same posterior, per size m and target; see the module docstring.
 
     Each repeat uses a fresh release (seeds 1, 2, ...; nothing cached for one release helps the next) and the two
@@ -387,7 +394,7 @@ def infer_rows(ms, draws: int, tune: int | None = None, n=2000, repeats: int = 3
                     for s in [99] + list(range(1, repeats + 1))]
         J = int(rels[0]["posterior"]["coefficients"].sizes["basis"])
         phi = basis.eigenfunctions[:, :J]
-        for target in targets:
+        for label, target, options in targets:
             models = [_infer_models(r, prior, basis, level, a)[target] for r in rels]
             t0 = time.perf_counter()
             compiled = nutpie.compile_pymc_model(models[0]) if nutpie is not None else None
@@ -395,11 +402,11 @@ def infer_rows(ms, draws: int, tune: int | None = None, n=2000, repeats: int = 3
             peer_name = "PyMC model + " + ("nutpie" if nutpie is not None else "PyMC NUTS")
             tune = PEER_TUNE["nutpie" if nutpie is not None else "pymc"] if tune is None else tune
 
-            def ours(rel, draws=draws):
+            def ours(rel, draws=draws, target=target, options=options):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     post = fp.infer(rel, prior, draws=draws, chains=chains, random_seed=0, progressbar=False,
-                                    target=target)
+                                    target=target, **options)
                 return post["posterior"]["curve"].values, post
 
             def peer(i, draws=draws, tune=tune):
@@ -431,8 +438,9 @@ def infer_rows(ms, draws: int, tune: int | None = None, n=2000, repeats: int = 3
             per_s = {side: {clock: statistics.median(r["ess"] / r[clock] for r in rs) for clock in ("wall", "cpu")}
                      for side, rs in runs.items()}
             gap = max(float(np.max(np.abs(o["mean"] - p["mean"]) / p["sd"])) for o, p in zip(runs["ours"], runs["peer"]))
-            rows.append(_row("infer", f"m={k}, J={J}, {target}", per_s["ours"]["wall"], peer_name,
-                             per_s["peer"]["wall"], None, group=("infer", target), m=k, J=J, posterior_target=target,
+            rows.append(_row("infer", f"m={k}, J={J}, {label}", per_s["ours"]["wall"], peer_name,
+                             per_s["peer"]["wall"], None, group=("infer", label), m=k, J=J, posterior_target=target,
+                             ours_options={key: str(v) for key, v in options.items()},
                              ours_seconds=med["ours"]["wall"], ours_cpu_s=med["ours"]["cpu"],
                              ours_ess=med["ours"]["ess"], peer_seconds=med["peer"]["wall"],
                              peer_cpu_s=med["peer"]["cpu"], peer_ess=med["peer"]["ess"], peer_compile_s=compile_s,

@@ -326,7 +326,8 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
             samp = np.broadcast_to((shrink * np.asarray(meta["sampling_sd"], dtype=float)) ** 2 / n, (ns, J))
     else:
         samp = np.zeros((ns, J))
-    noise = None
+    noise = mixing = None
+    mixing_drawn = False   # with the noise, by the law (population_posterior_draws)
     one_d = plan.model in ("marginal", "quadrature") and plan.diagonal and law.product
     if isinstance(prior, GPPrior):
         rho = get("lengthscale", prior.lengthscale)
@@ -337,13 +338,11 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
             # a fixed amplitude or level (stride-0 rows): its (draws, J) terms computed for one row, the same values
             prior_sd = _one_row(amp)[:, None] * np.sqrt(plan.prior_var)
             centre = _shared_rows(np.broadcast_to(shrink * _one_row(m)[:, None] * A1, (ns, J)))
-            u_sd = np.sqrt(shrink**2 * prior_sd**2 + samp)
-            u = law.centre_posterior_draws(y, b, Normal(), centre, _shared_rows(np.broadcast_to(u_sd, (ns, J))), rng)
-            noise = y - u      # ξ = y − u exactly: (θ, ξ) | y drawn as u | y, then θ | u (ξ is independent of θ)
-            if meta["target"] == "population":   # θ | u: Normal prior, Gaussian sampling error
-                u = Normal().centre_posterior_draws(u, np.sqrt(samp), Normal(), centre,
-                                                    np.broadcast_to(shrink * prior_sd, (ns, J)), rng)
-            coefs = u / shrink
+            # (Sθ, ξ, E) | y: Sθ + e | y, ξ = y − (Sθ + e) exactly, Sθ | Sθ + e, the noise's mixing scales | ξ
+            u, noise, mixing = law.population_posterior_draws(
+                y, b, centre, _shared_rows(np.broadcast_to(shrink * prior_sd, (ns, J))),
+                np.sqrt(samp) if meta["target"] == "population" else None, rng)
+            mixing_drawn, coefs = True, u / shrink
         elif plan.model in ("whitened", "gibbs"):
             coefs = flat[S.COEFFICIENTS]
         else:
@@ -379,7 +378,7 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
         if noise is None and meta["target"] == "population":   # the noise given r = e + ξ: Normal "prior" N(r, g²)
             resid = law.centre_posterior_draws(0.0, b, Normal(), resid, np.sqrt(samp), rng) if not _is_gaussian(law) \
                 else resid
-        e = law.mixing_conditional_draws(resid, b, rng)
+        e = mixing if mixing_drawn else law.mixing_conditional_draws(resid, b, rng)
         if e is not None:
             extra[MIXING_VARIABLE] = e
     shape = (n_chain, n_draw)

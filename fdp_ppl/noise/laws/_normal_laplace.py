@@ -206,15 +206,37 @@ if HAVE_NUMBA:
                 out[i, j] = _mixing_scale(abs(xi[i, j]) / (2.0 * b[i, j]), nu[i, j], u[i, j])
 
 
+    @njit(cache=True, nogil=True, inline="always")
+    def _normal_posterior(y, m, g, s, z):  # pragma: no cover - compiled
+        """One conjugate draw (the arithmetic of :func:`normal_posterior_draws`)."""
+        s2, g2 = s**2, g**2
+        prec = 1.0 / s2 + 1.0 / g2
+        return (y / s2 + m / g2) / prec + z / math.sqrt(prec)
+
     @njit(cache=True, nogil=True)
     def normal_posterior_draws(y, m, g, s, z, out):  # pragma: no cover - compiled
         """The conjugate draw of :meth:`~fdp_ppl.noise.laws.product.Normal.centre_posterior_draws` (its numpy
         arithmetic, in its order): ``P = 1/s² + 1/g²``, ``(y/s² + m/g²)/P + z/√P``; 2-d arrays of one shape."""
         for i in range(y.shape[0]):
             for j in range(y.shape[1]):
-                s2, g2 = s[i, j] ** 2, g[i, j] ** 2
-                prec = 1.0 / s2 + 1.0 / g2
-                out[i, j] = (y[i, j] / s2 + m[i, j] / g2) / prec + z[i, j] / math.sqrt(prec)
+                out[i, j] = _normal_posterior(y[i, j], m[i, j], g[i, j], s[i, j], z[i, j])
+
+
+if HAVE_KERNELS:
+    @njit(cache=True, nogil=True)
+    def population_draws(u1, u2, z, nu, w, y, m, g, s, b, theta, xi, e):  # pragma: no cover - compiled
+        """:meth:`~fdp_ppl.noise.laws.product.Laplace.population_posterior_draws` of one block in one pass: ``v``
+        given ``y`` (:func:`_draw` at ``u1, u2``, prior sd ``√(g² + s²)``), the noise ``ξ = y − v``, ``θ`` given
+        ``v`` (:func:`_normal_posterior` at ``z``) and the mixing scale given ``ξ`` (:func:`_mixing_scale` at
+        ``ν = nu²`` and ``w``): the numpy path's arithmetic in its order; 2-d arrays of one shape."""
+        for i in range(y.shape[0]):
+            for j in range(y.shape[1]):
+                mij, bij, gij, sij = m[i, j], b[i, j], g[i, j], s[i, j]
+                v = _draw(u1[i, j], u2[i, j], y[i, j] - mij, mij, math.sqrt(gij * gij + sij * sij), bij)
+                x = y[i, j] - v
+                xi[i, j] = x
+                theta[i, j] = _normal_posterior(v, mij, gij, sij, z[i, j])
+                e[i, j] = _mixing_scale(abs(x) / (2.0 * bij), nu[i, j] * nu[i, j], w[i, j])
 
 
 def mixing_scales(a, nu, u):

@@ -142,8 +142,11 @@ class NoiseLaw(ABC):
     fp_safe: ClassVar[bool] = False
     source: ClassVar[str] = ""
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, abstract: bool = False, **kwargs):
+        """Register a concrete law class (``class X(NoiseLaw, abstract=True)``: a shared base, not registered)."""
         super().__init_subclass__(**kwargs)
+        if abstract:
+            return
         if not cls.__dict__.get("key"):
             cls.key = cls.__dict__.get("name", "") if isinstance(cls.__dict__.get("name"), str) else cls.__name__.lower()
         NoiseLaw.classes.append(cls)
@@ -264,6 +267,28 @@ class NoiseLaw(ABC):
             Joint laws, or a prior family without an exact sampler.
         """
         raise NotImplementedError(f"the {self.name} law has no exact posterior under a {prior.name} prior")
+
+    def population_posterior_draws(self, y, scale, centre, prior_sd, sampling_sd, rng) -> tuple:
+        """Exact draws of ``(θ, ξ, E)`` given a released ``y = θ + ε + ξ`` (..., J), elementwise: ``θ ~ N(centre,
+        prior_sd²)``, a Gaussian sampling error ``ε ~ N(0, sampling_sd²)`` (None: no sampling error, ``ε = 0``),
+        the noise ``ξ ~ self(0, scale)`` and ``E`` its mixing variable (:meth:`mixing_conditional_draws`; None when
+        the law has none). ``v = θ + ε`` has a ``N(centre, prior_sd² + sampling_sd²)`` prior, so ``v | y`` is
+        :meth:`centre_posterior_draws`, ``ξ = y − v`` exactly, ``θ | v`` is conjugate (``ξ`` is independent of
+        ``θ`` given ``v``) and ``E | ξ`` :meth:`mixing_conditional_draws`, in that order (a law may fuse the
+        steps). The population target of :func:`fdp_ppl.infer` (``θ`` the shrunk coefficients of the population
+        mean, ``ε`` the sample mean's error).
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``θ``, ``ξ`` and ``E`` (or None), each of the broadcast shape.
+
+        Raises
+        ------
+        NotImplementedError
+            Laws that are not product laws (the independent laws of :mod:`fdp_ppl.noise.laws.product` draw it).
+        """
+        raise NotImplementedError(f"the {self.name} law has no per-coefficient population posterior")
 
     def mixing_conditional_draws(self, noise, scale, rng) -> np.ndarray | None:
         """Exact draws of the mixing variable :data:`MIXING_VARIABLE` of :meth:`mixing` given the

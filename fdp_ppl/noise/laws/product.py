@@ -65,13 +65,41 @@ def _shared_first_row(*arrays):
     return [a[:1] for a in arrays]
 
 
+def _pieces(u1, u2, w, e1, e2, shift, m, p):
+    """numpy: draws of the Normal–Laplace posterior (:meth:`Laplace.centre_posterior_draws`) from its terms, the
+    piece ``u1 < w`` (below ``y``) or above, each by its inverse CDF at ``u2`` (the compiled ``posterior_pieces``)."""
+    from scipy.special import ndtri_exp
+
+    lower = u1 < w                                                      # the piece c < y
+    # N(0, 1) truncated to (α, ∞), α = √2 z: log Φ(−α) = log erfc(z) − log 2 (the halves' erfcx)
+    z = -ndtri_exp(np.log(u2) + np.where(lower, e1, e2) - np.log(2.0))
+    return np.where(lower, m + shift - p * z, m - shift + p * z)
+
+
 def _j(mu, scale):
     import pytensor.tensor as pt
 
     return pt.shape(pt.as_tensor_variable(scale))[-1]
 
 
-class Laplace(NoiseLaw):
+class _ProductLaw(NoiseLaw, abstract=True):
+    """A law of independent coefficients: the population posterior step by step."""
+
+    def population_posterior_draws(self, y, scale, centre, prior_sd, sampling_sd, rng):
+        """:meth:`NoiseLaw.population_posterior_draws` one step at a time: ``v | y`` (:meth:`centre_posterior_draws`
+        with a ``N(centre, prior_sd² + sampling_sd²)`` prior; a prior sd shared by every row as a stride-0 view stays
+        one, so its terms are computed once), ``ξ = y − v``, ``θ | v`` (conjugate), ``E | ξ``."""
+        y = np.asarray(y, dtype=float)
+        prior_sd = np.asarray(prior_sd, dtype=float)
+        total = prior_sd if sampling_sd is None else np.sqrt(prior_sd**2 + np.asarray(sampling_sd, dtype=float)**2)
+        v = self.centre_posterior_draws(y, scale, Normal(), centre, total, rng)
+        noise = y - v
+        theta = v if sampling_sd is None else Normal().centre_posterior_draws(v, sampling_sd, Normal(), centre,
+                                                                              prior_sd, rng)
+        return theta, noise, self.mixing_conditional_draws(noise, scale, rng)
+
+
+class Laplace(_ProductLaw):
     """Independent ``Laplace(0, b_j)`` noise, density ``exp(−|x|/b_j)/(2b_j)``
     (``scipy.stats.laplace(scale=b)``, ``pm.Laplace(mu, b)``); variance ``2b_j²``.
 
@@ -236,24 +264,18 @@ class Laplace(NoiseLaw):
           on ``(−∞, 0)``, ``[0, x]``, ``(x, ∞)`` (``x = y − m``) with the masses of
           :meth:`_laplace_pieces`; each piece is drawn by its closed-form inverse CDF.
         """
-        from scipy.special import expit, ndtri_exp
-
         y, m, p, b = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, prior_mean, prior_scale, scale))
         check_scale(b), check_scale(p)
         if isinstance(prior, Normal):
             def pieces(w, e1, e2, shift, m, p):
-                lower = rng.random(w.shape) < w                                 # the piece c < y
-                # N(0, 1) truncated to (α, ∞), α = √2 z: log Φ(−α) = log erfc(z) − log 2 (the halves' erfcx)
-                z = -ndtri_exp(np.log(rng.random(w.shape)) + np.where(lower, e1, e2) - np.log(2.0))
-                return np.where(lower, m + shift - p * z, m - shift + p * z)
+                return _pieces(rng.random(w.shape), rng.random(w.shape), w, e1, e2, shift, m, p)
 
             nl = _kernels()
 
             def terms(x, p, b):
                 if nl is not None:
                     return nl.run(nl.posterior_terms, x, p, b, outputs=4)
-                t1, t2, _, _, e1, e2 = self._normal_terms(x, p, b, log_erfc=True)
-                return expit(t1 - t2), e1, e2, p**2 / b
+                return self._posterior_terms(x, p, b)
 
             if nl is not None:   # compiled passes over the same uniforms (the same blocks, so the same stream)
                 def pieces(w, e1, e2, shift, m, p):
@@ -292,6 +314,63 @@ class Laplace(NoiseLaw):
             return m + np.where(x < 0, -v, v)
         return super().centre_posterior_draws(y, scale, prior, prior_mean, prior_scale, rng)
 
+    def _posterior_terms(self, x, p, b):
+        """numpy: the weight ``expit(h₁ − h₂)`` of the piece below ``y``, ``log erfc z₁₂`` and the shift ``g²/b`` of
+        the posterior of a ``N(0, p²)`` centre at ``x`` (the compiled ``posterior_terms``)."""
+        from scipy.special import expit
+
+        t1, t2, _, _, e1, e2 = self._normal_terms(x, p, b, log_erfc=True)
+        return expit(t1 - t2), e1, e2, p**2 / b
+
+    def population_posterior_draws(self, y, scale, centre, prior_sd, sampling_sd, rng):
+        """:meth:`NoiseLaw.population_posterior_draws` for Laplace noise: with a sampling error, every step of an
+        element (``v | y``: two truncated normals, :meth:`centre_posterior_draws`; ``θ | v``: conjugate; ``E | ξ``:
+        :meth:`mixing_conditional_draws`) in one pass over blocks of rows (about :data:`BLOCK` elements), the
+        block's five random arrays drawn by numpy in a fixed order (uniform, uniform, normal, normal, uniform),
+        compiled where the kernels load (:func:`~fdp_ppl.noise.laws._normal_laplace.population_draws`), numpy
+        otherwise: the same arithmetic on the same stream, so the two paths agree to a few units in the last
+        place. Without a sampling error (``sampling_sd`` None): one step at a time, as every product law.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> theta, noise, mixing = Laplace().population_posterior_draws(
+        ...     np.array([0.5, -1.0]), 1.0, 0.0, np.full((300, 2), 0.2), np.full((300, 2), 0.1),
+        ...     np.random.default_rng(0))
+        >>> theta.shape, bool(np.all(mixing > 0))
+        ((300, 2), True)
+        """
+        if sampling_sd is None:
+            return super().population_posterior_draws(y, scale, centre, prior_sd, sampling_sd, rng)
+        from . import _normal_laplace
+
+        arrays = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (y, centre, prior_sd, sampling_sd,
+                                                                             scale)))
+        check_scale(arrays[2]), check_scale(arrays[3]), check_scale(arrays[4])
+        (y, m, g, s, b), shape = _normal_laplace.as_rows(*arrays)
+        rows, J = y.shape
+        theta, xi, e = np.empty((rows, J)), np.empty((rows, J)), np.empty((rows, J))
+        step = max(1, BLOCK // max(J, 1))
+        buf = np.empty((5, min(step, rows), J))
+        nl = _kernels()
+        for lo in range(0, rows, step):
+            hi = min(lo + step, rows)
+            u1, u2, z, nu, w = (a[:hi - lo] for a in buf)
+            rng.random(out=u1), rng.random(out=u2), rng.standard_normal(out=z), rng.standard_normal(out=nu)
+            rng.random(out=w)
+            Y, M, G, S, B = (np.ascontiguousarray(a[lo:hi]) for a in (y, m, g, s, b))
+            if nl is not None:
+                nl.population_draws(*(_normal_laplace._readonly(a) for a in (u1, u2, z, nu, w, Y, M, G, S, B)),
+                                    theta[lo:hi], xi[lo:hi], e[lo:hi])
+                continue
+            P = np.sqrt(G * G + S * S)
+            V = _pieces(u1, u2, *self._posterior_terms(Y - M, P, B), M, P)
+            xi[lo:hi] = Y - V
+            prec = 1.0 / S**2 + 1.0 / G**2
+            theta[lo:hi] = (V / S**2 + M / G**2) / prec + z / np.sqrt(prec)
+            e[lo:hi] = _normal_laplace.mixing_scales(np.abs(xi[lo:hi]) / (2.0 * B), nu * nu, w)
+        return theta.reshape(shape), xi.reshape(shape), e.reshape(shape)
+
     def mixing_conditional_draws(self, noise, scale, rng):
         """``E_j | ξ_j`` of the scale mixture ``ξ_j | E_j ~ N(0, 2b_j² E_j)``, ``E_j ~ Exp(1)``: a
         generalised inverse Gaussian ``GIG(½, 2, ξ²/(2b²))``, i.e. ``1/E ~ Wald(2b/|ξ|, 2)`` (``Gamma(½, 1)`` at
@@ -313,7 +392,7 @@ class Laplace(NoiseLaw):
         return "Laplace scale b_j of each coefficient's noise (variance 2 b_j^2)"
 
 
-class Normal(NoiseLaw):
+class Normal(_ProductLaw):
     """Independent ``N(0, s_j²)`` noise (``scipy.stats.norm(scale=s)``, ``pm.Normal(mu, sigma)``).
 
     The Gaussian mechanism in a Hilbert space (Mirshani et al. 2019,
