@@ -33,9 +33,11 @@ memory (tracemalloc, a separate call: numpy buffers and Python objects, not a li
   ours draws κ by quadrature and the rest exactly). Both sides make 2 chains × 1000 curve draws (the default of
   both, in both modes) and nutpie tunes its own default 300 steps a chain (``--peer-tune``; PyMC's 1000 made the
   peer slower: at m = 1600 nutpie's curve ESS was 412 in 4.15 CPU s with 1000 tuning steps, 642 in 2.91 s with
-  300, so the peer at its default is the strongest); the peer's clock includes the curves ``c Φᵀ``, ours' the whole call
-  (curves, log-likelihood, replicated releases, exact LOO, mixing scales). Each of the 3 repeats is a fresh
-  release; warm-ups on another release and nutpie's compile (with the observation as ``pm.Data``: once a size)
+  300, so the peer at its default is the strongest); the peer's clock includes the curves ``c Φᵀ``, ours' the whole
+  call: in the ``summary`` and ``population`` rows ``fp.infer``'s default result (curves, mixing scales,
+  log-likelihood, replicated releases, exact LOO, which the peer does not compute), in the ``population, posterior
+  only`` row the posterior alone (``log_likelihood=False, posterior_predictive=False``: the peer's outputs, like for
+  like). Each of the 3 repeats is a fresh release; warm-ups on another release and nutpie's compile (with the observation as ``pm.Data``: once a size)
   are off the clock, the compile reported apart (``peer_compile_s``, and ``ratio_with_compile``). Curve-ESS:
   ArviZ bulk ESS, minimum over the grid, for both. Ratio: median ESS/s, ours / peer, by wall clock (the table)
   and CPU time (``ratio_cpu``). Target ≥ 10× at m = 100 and 1600.

@@ -318,14 +318,16 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
         return np.broadcast_to(np.asarray(default, dtype=float), (ns,))
 
     flat = {name: post[name].values.reshape(ns, *post[name].shape[2:]) for name in post.data_vars}
+    samp_sd = None   # sd of the shrunk sample mean's error (population target), its variance where a branch needs it
     if meta["target"] == "population":
         n = float(ctx["attrs"]["n"])
-        if meta["sampling_sd"] is None:
-            samp = (shrink * get("sampling_scale", 0.0)[:, None] * _sampling_base(pub, J)) ** 2 / n
+        if meta["sampling_sd"] is None:   # κ_s · s_j sd_j/κ / √n: one pass over (draws, J)
+            samp_sd = get("sampling_scale", 0.0)[:, None] * (shrink * _sampling_base(pub, J) / np.sqrt(n))
         else:
-            samp = np.broadcast_to((shrink * np.asarray(meta["sampling_sd"], dtype=float)) ** 2 / n, (ns, J))
-    else:
-        samp = np.zeros((ns, J))
+            samp_sd = np.broadcast_to(shrink * np.asarray(meta["sampling_sd"], dtype=float) / np.sqrt(n), (ns, J))
+
+    def samp():
+        return 0.0 if samp_sd is None else samp_sd**2
     noise = mixing = None
     mixing_drawn = False   # with the noise, by the law (population_posterior_draws)
     one_d = plan.model in ("marginal", "quadrature") and plan.diagonal and law.product
@@ -341,12 +343,12 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
             # (Sθ, ξ, E) | y: Sθ + e | y, ξ = y − (Sθ + e) exactly, Sθ | Sθ + e, the noise's mixing scales | ξ
             u, noise, mixing = law.population_posterior_draws(
                 y, b, centre, _shared_rows(np.broadcast_to(shrink * prior_sd, (ns, J))),
-                np.sqrt(samp) if meta["target"] == "population" else None, rng)
+                samp_sd, rng)
             mixing_drawn, coefs = True, u / shrink
         elif plan.model in ("whitened", "gibbs"):
             coefs = flat[S.COEFFICIENTS]
         else:
-            D = b**2 * law.mixing_draws(flat, ns, J) + samp
+            D = b**2 * law.mixing_draws(flat, ns, J) + samp()
             coefs = _gaussian_coefficients(prior, t, A, y, shrink, D, rho, amp, m, rng)
         if pub["eigenfunctions"] is not None and J == K:   # A = Φᵀ W is square and A Φ = I: f = Φ θ exactly
             curves = coefs @ pub["eigenfunctions"].T
@@ -360,13 +362,13 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
         if one_d and meta["target"] == "population" and not _is_gaussian(law):   # Laplace noise: by rejection
             choice = None
             if np.ptp(amp) == 0 and np.ptp(power) == 0:   # c fixed: proposals at a few κ (any choice is exact)
-                choice = _proposal_by_rows(y, b, shrink * c, np.sqrt(samp), np.log(get("sampling_scale", 1.0)))
-            u, v = laplace_population_draws(y, b, shrink * c, np.sqrt(samp), rng, choice)
+                choice = _proposal_by_rows(y, b, shrink * c, samp_sd, np.log(get("sampling_scale", 1.0)))
+            u, v = laplace_population_draws(y, b, shrink * c, samp_sd, rng, choice)
             coefs, noise = u / shrink, y - v
         elif one_d:   # population target with Gaussian noise: the sampling error adds to it
-            coefs = law.centre_posterior_draws(y, np.sqrt(b**2 + samp), Laplace(), 0.0, shrink * c, rng) / shrink
+            coefs = law.centre_posterior_draws(y, np.sqrt(b**2 + samp()), Laplace(), 0.0, shrink * c, rng) / shrink
         else:
-            D = b**2 * law.mixing_draws(flat, ns, J) + samp
+            D = b**2 * law.mixing_draws(flat, ns, J) + samp()
             var_theta = 2 * c**2 * get("prior_mixing", np.ones(J))
             prec = 1 / var_theta + shrink**2 / D
             mean = (shrink * y / D) / prec
@@ -376,7 +378,7 @@ def _conditional_draws(model, post: xr.Dataset, rng: np.random.Generator) -> dic
     if law.product and MIXING_VARIABLE not in post:
         resid = noise if noise is not None else y - shrink * coefs
         if noise is None and meta["target"] == "population":   # the noise given r = e + ξ: Normal "prior" N(r, g²)
-            resid = law.centre_posterior_draws(0.0, b, Normal(), resid, np.sqrt(samp), rng) if not _is_gaussian(law) \
+            resid = law.centre_posterior_draws(0.0, b, Normal(), resid, samp_sd, rng) if not _is_gaussian(law) \
                 else resid
         e = mixing if mixing_drawn else law.mixing_conditional_draws(resid, b, rng)
         if e is not None:
