@@ -41,19 +41,22 @@ def replicated_releases(meta: dict, post: xr.Dataset, rng: np.random.Generator) 
     law, scale = ctx["law"], np.asarray(ctx["scale"], dtype=float)
     theta = post[S.COEFFICIENTS].transpose(dims.CHAIN, dims.DRAW, dims.BASIS)
     nc, nd, J = theta.shape
-    centre = theta.values
     shrink = np.asarray(meta["shrink"], dtype=float)
-    if meta["target"] == "population":
+    if meta["target"] == "population":   # S (θ + sd/√n z), z ~ N(0, 1), in place over one (chain, draw, J) array
         n = float(ctx["attrs"]["n"])
+        values = rng.standard_normal(theta.shape)
         if meta["sampling_sd"] is not None:
-            sd = np.broadcast_to(np.asarray(meta["sampling_sd"], dtype=float), (J,))[None, None, :]
+            values *= np.broadcast_to(np.asarray(meta["sampling_sd"], dtype=float), (J,)) / np.sqrt(n)
         else:
-            sd = post["sampling_scale"].values[..., None] * np.asarray(meta["sampling_base"])[None, None, :]
-        centre = centre + sd / np.sqrt(n) * rng.standard_normal(centre.shape)
-    centre = shrink * centre
+            values *= post["sampling_scale"].values[..., None]
+            values *= np.asarray(meta["sampling_base"], dtype=float) / np.sqrt(n)
+        values += theta.values
+        values *= shrink
+    else:
+        values = shrink * theta.values
     noise = sampler_for(law, J).draw(np.zeros(J), np.broadcast_to(scale, (J,)).copy(), nc * nd, random_seed=rng,
                                      study=True)  # around 0: a simulation of the noise, no data
-    values = centre + noise.reshape(nc, nd, J)
+    values += noise.reshape(nc, nd, J)
     return xr.Dataset({S.RELEASED: ((dims.CHAIN, dims.DRAW, dims.BASIS), values)},
                       coords={dims.CHAIN: theta[dims.CHAIN], dims.DRAW: theta[dims.DRAW], dims.BASIS: theta[dims.BASIS]})
 
