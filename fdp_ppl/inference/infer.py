@@ -606,18 +606,21 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
     nuts_sampler : {"pymc", "nutpie", "numpyro"}
         Alternative NUTS implementations when installed (default ``"pymc"``). Mean curve only.
     posterior_predictive : bool or None
-        Mean curve and FPCA: also draw replicated releases from the posterior, after the posterior draws (they do
-        not change them). Mean curve: None (default) or True, the ``posterior_predictive`` group (``released``,
-        one replicated release per draw, for ``az.plot_ppc``) and the standardised predictive check
-        (``released_standardised`` there and in ``observed_data``); False, neither is computed. FPCA: replicated
-        frames, None the family's default (:func:`~fdp_ppl.inference.components.infer_components`).
+        Mean curve and FPCA: also draw replicated releases from the posterior. Mean curve: None (default) or
+        True, the ``posterior_predictive`` group (``released``, one replicated release per draw, for
+        ``az.plot_ppc``) and the standardised predictive check (``released_standardised`` there and in
+        ``observed_data``); False, neither is computed. They are drawn after the posterior: the posterior draws are
+        the same bits either way at the same ``random_seed``. FPCA: replicated frames, None the family's default
+        (:func:`~fdp_ppl.inference.components.infer_components`).
     log_likelihood : bool or None
         Mean curve only. None (default) or True: the pointwise ``log_likelihood`` group and what scores it — the
         exact ``loo`` group, or ``log_likelihood_integrated`` and PSIS-LOO with refits — for ``az.compare`` and
         :func:`fdp_ppl.inference.compare` (as ``pm.sample(idata_kwargs={"log_likelihood": True})``). False: none
-        of them is computed and the posterior draws are the same bits at the same ``random_seed``; the root attrs record ``log_likelihood`` = ``"not computed (log_likelihood=False)"`` and
-        ``loo_method`` = ``"none (log_likelihood=False)"``, ``release_id`` still, and
-        :func:`fdp_ppl.inference.compare` refuses the result, naming ``log_likelihood=True``.
+        of them is computed and the posterior draws are the same bits at the same ``random_seed``; the root attrs
+        record ``log_likelihood`` = ``"not computed (log_likelihood=False)"`` and ``loo_method`` =
+        ``"none (log_likelihood=False)"``, ``release_id`` still, and :func:`fdp_ppl.inference.compare` and
+        :func:`fdp_ppl.inference.loo` refuse the result in one line naming ``log_likelihood=True`` (``az.loo`` and
+        ``az.compare`` fail on it with an ``AttributeError``).
     provenance : mapping of str to str or number, optional
         Public descriptions recorded as root attributes of the result as given (``fdp-ppl infer`` passes
         ``release_file``); a key the result already records is refused. Every family.
@@ -751,7 +754,8 @@ def check_draws_memory(release, draws: int, chains: int) -> None:
 def _check_switch(name: str, value) -> None:
     """Refuse a ``posterior_predictive`` or ``log_likelihood`` that is not None, True or False (one line)."""
     if value is not None and not isinstance(value, (bool, np.bool_)):
-        raise InputError(f"{name} must be None, True or False, got {value!r}", f"pass {name}=False to skip it")
+        raise InputError(f"{name} must be None, True or False, got {value!r}",
+                         f"pass {name}=False to skip it, or leave it out")
 
 
 def _recorded(result: xr.DataTree, provenance) -> xr.DataTree:
