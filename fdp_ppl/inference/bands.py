@@ -198,17 +198,20 @@ def compare(results: dict, *, loo: str = "auto", **kwargs):
     ------
     InputError
         Results of different releases or draws (one line, naming two of them and their ``release_id``), a result
-        without ``release_id``, or ``loo="exact"`` where there is no exact form.
+        without ``release_id``, a result without a log-likelihood (``fp.infer(..., log_likelihood=False)``; the fix
+        is ``log_likelihood=True``), or ``loo="exact"`` where there is no exact form.
 
     Examples
     --------
     >>> import fdp_ppl as fp
     >>> fp.inference.compare({"a": a_posterior, "b": b_posterior})   # doctest: +SKIP
     """
-    from .comparison import GOOD_K, LOO_GROUP, check_same_release
+    from .comparison import GOOD_K, LOO_GROUP, check_log_likelihood, check_same_release
     from .comparison import loo as _loo
 
     check_same_release(results)
+    for name, tree in results.items():   # before any score: one line naming the result and the fix
+        check_log_likelihood(tree, name)
     elpd = {name: _loo(tree, method=loo) for name, tree in results.items()}
     table = az.compare(elpd, **kwargs)
     table.attrs["loo"] = {name: ("exact" if loo != "psis" and LOO_GROUP in tree.children else "psis")

@@ -30,6 +30,10 @@ predictive check on each family's own scale.
   every coefficient in units of its own noise, so ``az.plot_ppc_dist`` pools comparable numbers (the raw
   coefficients span orders of magnitude).
 
+A mean-curve result inferred with ``log_likelihood=False`` (``posterior_predictive=False``) holds none of the
+leave-one-out parts (no predictive check); :func:`loo` and :func:`fdp_ppl.inference.compare` refuse it in one line
+naming ``log_likelihood=True`` (:func:`check_log_likelihood`).
+
 Costs no privacy: every quantity is computed from the release and the posterior (post-processing).
 """
 
@@ -55,6 +59,10 @@ INTEGRATED_GROUP = "log_likelihood_integrated"
 STANDARDISED = "released_standardised"
 #: ``loo_method`` of a result whose prior is improper (flat): no predictive density, no leave-one-out
 LOO_IMPROPER = "none (improper flat prior: no predictive density)"
+#: ``loo_method`` of a result inferred with ``log_likelihood=False``: no log-likelihood, no leave-one-out
+LOO_SKIPPED = "none (log_likelihood=False)"
+#: ``log_likelihood`` root attribute of such a result
+LOGLIK_SKIPPED = "not computed (log_likelihood=False)"
 #: PSIS k̂ above which an importance-sampling estimate is unreliable (Vehtari et al. 2024)
 GOOD_K = 0.7
 
@@ -419,7 +427,8 @@ def loo(result: xr.DataTree, *, method: str = "auto"):
     Raises
     ------
     InputError
-        Unknown method, ``method="exact"`` on a result without an exact form, or an improper (flat) prior.
+        Unknown method, ``method="exact"`` on a result without an exact form, an improper (flat) prior, or a
+        result without a log-likelihood (``fp.infer(..., log_likelihood=False)``).
 
     Examples
     --------
@@ -435,6 +444,7 @@ def loo(result: xr.DataTree, *, method: str = "auto"):
     if result.attrs.get("loo_method") == LOO_IMPROPER:
         raise InputError("leave-one-out is undefined under an improper (flat) prior: it has no predictive density",
                          "fit a proper prior (the family's default) to compare models")
+    check_log_likelihood(result)
     exact = LOO_GROUP in result.children
     if method == "exact" and not exact:
         raise InputError("this posterior has no exact leave-one-out form (free hyperparameters, MCMC or a custom "
@@ -516,6 +526,18 @@ def _psis(result: xr.DataTree):
                        pareto_k=xr.DataArray(k, dims=(obs_dim,), coords=coords))
 
 
+def check_log_likelihood(result: xr.DataTree, name: str | None = None) -> None:
+    """Refuse a result that holds no log-likelihood to score (``fp.infer(..., log_likelihood=False)``, or a tree
+    whose ``log_likelihood`` and ``loo`` groups were dropped): :class:`~fdp_ppl.errors.InputError`, one line naming
+    the fix, where ``az.loo`` would raise a bare ``TypeError``/``KeyError``."""
+    if LOO_GROUP in result.children or "log_likelihood" in result.children:
+        return
+    what = "this posterior" if name is None else f"posterior {name!r}"
+    why = (" (inferred with log_likelihood=False)" if result.attrs.get("loo_method") == LOO_SKIPPED else "")
+    raise InputError(f"{what} holds no log-likelihood{why}: no leave-one-out to score",
+                     "re-run fp.infer(..., log_likelihood=True) (the default) on the release")
+
+
 def check_same_release(results: dict) -> None:
     """Refuse inference results of different releases (or draws), or results that do not say which release they
     condition on (:class:`~fdp_ppl.errors.InputError`, one line)."""
@@ -532,24 +554,32 @@ def check_same_release(results: dict) -> None:
                          f"{ia[:12]}", "compare priors fitted to the same release and draw")
 
 
-def mean_comparison(model, release: xr.DataTree, draw: int, post: xr.Dataset, groups: dict) -> dict:
+def mean_comparison(model, release: xr.DataTree, draw: int, post: xr.Dataset, groups: dict, *,
+                    log_likelihood: bool = True) -> dict:
     """Add to a mean-curve result's ``groups`` (in place) the comparison parts of :func:`fdp_ppl.infer`: the
     integrated ``log_likelihood`` where the model integrates the coefficients out (:func:`integrated_loglik`), the
     exact ``loo`` group where there is one (:func:`mean_exact_loo`), and the standardised coefficients of the
-    predictive check; returns the root attrs to record (``release_id``, ``loo_method``, ``log_likelihood``)."""
+    predictive check where ``groups`` holds replicated releases; returns the root attrs to record (``release_id``,
+    ``loo_method``, ``log_likelihood``). With ``log_likelihood=False`` no leave-one-out part is computed: the attrs
+    say so (:data:`LOO_SKIPPED`, :data:`LOGLIK_SKIPPED`)."""
     ctx = model._fdp_meta["ctx"]
     basis = post[dims.BASIS].values
     attrs = {RELEASE_ID: release_identity(release, draw), "log_likelihood": "log p(y_j | coefficients)"}
-    exact = mean_exact_loo(model)
-    integrated = integrated_loglik(model, post) if exact is None else None
+    if not log_likelihood:
+        attrs.update({"log_likelihood": LOGLIK_SKIPPED, "loo_method": LOO_SKIPPED})
+        exact = integrated = None
+    else:
+        exact = mean_exact_loo(model)
+        integrated = integrated_loglik(model, post) if exact is None else None
     if integrated is not None:
         groups[INTEGRATED_GROUP] = xr.Dataset({"released": integrated.assign_coords({dims.BASIS: basis})})
     if exact is not None:
         groups[LOO_GROUP] = loo_dataset(exact, dims.BASIS, basis)
-    attrs["loo_method"] = ("exact" if exact is not None else
-                           "psis on log p(y_j | hyperparameters)" + (", y_-j" if model._fdp_meta["plan"].model in
-                                                                     ("mixture", "dense") else "")
-                           if integrated is not None else "psis")
+    if log_likelihood:
+        attrs["loo_method"] = ("exact" if exact is not None else
+                               "psis on log p(y_j | hyperparameters)" + (", y_-j" if model._fdp_meta["plan"].model in
+                                                                         ("mixture", "dense") else "")
+                               if integrated is not None else "psis")
     law, scale = ctx["law"], np.broadcast_to(np.asarray(ctx["scale"], dtype=float), basis.shape)
     pp = groups.get("posterior_predictive")
     if pp is not None and "released" in pp:
@@ -561,5 +591,6 @@ def mean_comparison(model, release: xr.DataTree, draw: int, post: xr.Dataset, gr
 
 
 __all__ = ["release_identity", "gaussian_loo", "gaussian_loo_terms", "grid_loo", "loo", "check_same_release",
+           "check_log_likelihood", "LOO_SKIPPED", "LOGLIK_SKIPPED",
            "standardised", "mean_comparison", "mean_exact_loo", "integrated_loglik", "laplace_sum_logp", "loo_dataset",
            "RELEASE_ID", "LOO_GROUP", "LOO_IMPROPER", "INTEGRATED_GROUP", "STANDARDISED", "GOOD_K"]

@@ -90,10 +90,10 @@ MIXTURE_TARGET_ACCEPT = 0.95
 
 #: the options of :func:`infer`, in signature order
 OPTIONS = ("prior", "target", "draw", "sampling_sd", "method", "draws", "tune", "chains", "cores", "target_accept",
-           "random_seed", "progressbar", "nuts_sampler", "posterior_predictive")
-#: the options of the mean curve's own model: every one but ``posterior_predictive`` (its result always holds the
-#: replicated releases)
-MEAN_OPTIONS = OPTIONS[:-1]
+           "random_seed", "progressbar", "nuts_sampler", "posterior_predictive", "log_likelihood")
+#: the options of the mean curve's own model: every one (``posterior_predictive=False`` and ``log_likelihood=False``
+#: skip the replicated releases and the log-likelihood with what is built on them)
+MEAN_OPTIONS = OPTIONS
 
 
 @dataclass(frozen=True)
@@ -513,7 +513,7 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
           tune: int = Default(1000), chains: int = Default(2), cores: int = Default(1),
           target_accept: float = Default(0.9), random_seed=Default(None), progressbar: bool = Default(True),
           nuts_sampler: str = Default("pymc"), posterior_predictive: bool | None = Default(None),
-          provenance=None) -> xr.DataTree:
+          log_likelihood: bool | None = Default(None), provenance=None) -> xr.DataTree:
     """Posterior of the underlying curve given one private release: exact where the model allows, NUTS otherwise.
 
     Every family the command line writes is served, each by its own function, which takes some of the options
@@ -522,8 +522,8 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
     ============================  ========================================================================
     release family                options it takes (any other given, its default value included, is refused)
     ============================  ========================================================================
-    mean curve                    all of them but ``posterior_predictive`` (this function's own model, described
-                                  below; its result always holds replicated releases)
+    mean curve                    all of them (this function's own model, described below;
+                                  ``posterior_predictive=False`` and ``log_likelihood=False`` skip outputs)
     kernel density estimate       ``prior``, ``target``, ``draw``, ``method`` (``"auto"`` or ``"exact"``),
                                   ``draws``, ``chains``, ``random_seed``: exact draws
                                   (:func:`~fdp_ppl.inference.density.infer_density`, ``fdp-ppl kde``)
@@ -606,8 +606,21 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
     nuts_sampler : {"pymc", "nutpie", "numpyro"}
         Alternative NUTS implementations when installed (default ``"pymc"``). Mean curve only.
     posterior_predictive : bool or None
-        FPCA only: also draw replicated frames from the posterior (None, the default: the family's default,
-        :func:`~fdp_ppl.inference.components.infer_components`). A mean-curve result always holds them.
+        Mean curve and FPCA: also draw replicated releases from the posterior. Mean curve: None (default) or
+        True, the ``posterior_predictive`` group (``released``, one replicated release per draw, for
+        ``az.plot_ppc``) and the standardised predictive check (``released_standardised`` there and in
+        ``observed_data``); False, neither is computed. They are drawn after the posterior: the posterior draws are
+        the same bits either way at the same ``random_seed``. FPCA: replicated frames, None the family's default
+        (:func:`~fdp_ppl.inference.components.infer_components`).
+    log_likelihood : bool or None
+        Mean curve only. None (default) or True: the pointwise ``log_likelihood`` group and what scores it — the
+        exact ``loo`` group, or ``log_likelihood_integrated`` and PSIS-LOO with refits — for ``az.compare`` and
+        :func:`fdp_ppl.inference.compare` (as ``pm.sample(idata_kwargs={"log_likelihood": True})``). False: none
+        of them is computed and the posterior draws are the same bits at the same ``random_seed``; the root attrs
+        record ``log_likelihood`` = ``"not computed (log_likelihood=False)"`` and ``loo_method`` =
+        ``"none (log_likelihood=False)"``, ``release_id`` still, and :func:`fdp_ppl.inference.compare` and
+        :func:`fdp_ppl.inference.loo` refuse the result in one line naming ``log_likelihood=True`` (``az.loo`` and
+        ``az.compare`` fail on it with an ``AttributeError``).
     provenance : mapping of str to str or number, optional
         Public descriptions recorded as root attributes of the result as given (``fdp-ppl infer`` passes
         ``release_file``); a key the result already records is refused. Every family.
@@ -617,9 +630,11 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
     xr.DataTree
         ``posterior`` (``curve`` (chain, draw, t), ``coefficients`` (chain,
         draw, basis), hyperparameters, latent mixing scales), ``sample_stats`` (NUTS only),
-        ``observed_data`` (``released``: the release), ``log_likelihood`` (``released`` per
+        ``observed_data`` (``released``: the release), ``posterior_predictive`` (replicated releases; not with
+        ``posterior_predictive=False``), ``log_likelihood`` (``released`` per
         basis coefficient; one term per draw for elliptical laws, whose
-        coefficients are not independent). ``attrs`` mark the tree as an
+        coefficients are not independent; not with ``log_likelihood=False``, nor ``loo`` and
+        ``log_likelihood_integrated``). ``attrs`` mark the tree as an
         inference result (:data:`fdp_ppl.releasing.schema.KIND_ATTR`) and record the
         prior, the target, the release's public attributes, the diagnostics,
         ``inference`` (``"exact"``, ``"Gibbs"`` or ``"NUTS"``), ``inference_model`` (the model of
@@ -676,31 +691,33 @@ def infer(release: xr.DataTree, prior=Default("gp"), *, target: str | None = Def
         return _recorded(infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
                                draws=draws, tune=tune, chains=chains, cores=cores, target_accept=target_accept,
                                random_seed=random_seed, progressbar=progressbar, nuts_sampler=nuts_sampler,
-                               posterior_predictive=posterior_predictive),
+                               posterior_predictive=posterior_predictive, log_likelihood=log_likelihood),
                          provenance)
     options = {"prior": prior, "target": target, "draw": draw, "sampling_sd": sampling_sd, "method": method,
                "draws": draws, "tune": tune, "chains": chains, "cores": cores, "target_accept": target_accept,
                "random_seed": random_seed, "progressbar": progressbar, "nuts_sampler": nuts_sampler,
-               "posterior_predictive": posterior_predictive}
+               "posterior_predictive": posterior_predictive, "log_likelihood": log_likelihood}
     family = inference_family(release)
     family.check(given_options(options))
     accept_given = "target_accept" in given_options(options)
     (prior, target, draw, sampling_sd, method, draws, tune, chains, cores, target_accept, random_seed, progressbar,
-     nuts_sampler, posterior_predictive) = option_values(options).values()
+     nuts_sampler, posterior_predictive, log_likelihood) = option_values(options).values()
     check_draws_memory(release, draws, chains)
     if family.hook:  # the family's own inference (fdp_ppl.releasing.families: ReleaseEntry.inference)
         import importlib
 
         module, _, name = family.hook.rpartition(".")
         values = dict(zip(OPTIONS, (prior, target, draw, sampling_sd, method, draws, tune, chains, cores,
-                                    target_accept, random_seed, progressbar, nuts_sampler, posterior_predictive)))
+                                    target_accept, random_seed, progressbar, nuts_sampler, posterior_predictive,
+                                    log_likelihood)))
         return getattr(importlib.import_module(module), name)(
             release, prior, **{k: values[k] for k in family.options if k != "prior"})
     with blas_threads(rescan=True, children=True):  # PyMC chains in processes (cores > 1) too
         return _infer(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method,
                       draws=draws, tune=tune, chains=chains, cores=cores,
                       target_accept=target_accept if accept_given else Default(target_accept),
-                      random_seed=random_seed, progressbar=progressbar, nuts_sampler=nuts_sampler)
+                      random_seed=random_seed, progressbar=progressbar, nuts_sampler=nuts_sampler,
+                      posterior_predictive=posterior_predictive, log_likelihood=log_likelihood)
 
 
 #: bytes a posterior draw holds per value of one released draw: float64 values in about three copies in the result
@@ -734,6 +751,13 @@ def check_draws_memory(release, draws: int, chains: int) -> None:
                  f"pass at most draws={max(fit, 0)} (the largest that fits), or fewer chains")
 
 
+def _check_switch(name: str, value) -> None:
+    """Refuse a ``posterior_predictive`` or ``log_likelihood`` that is not None, True or False (one line)."""
+    if value is not None and not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{name} must be None, True or False, got {value!r}",
+                         f"pass {name}=False to skip it, or leave it out")
+
+
 def _recorded(result: xr.DataTree, provenance) -> xr.DataTree:
     """``result`` with ``provenance`` added to its root attributes (refusing a key it already records)."""
     extra = S.clean_attrs(dict(provenance))
@@ -746,7 +770,9 @@ def _recorded(result: xr.DataTree, provenance) -> xr.DataTree:
 
 
 def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, chains, cores, target_accept,
-           random_seed, progressbar, nuts_sampler):
+           random_seed, progressbar, nuts_sampler, posterior_predictive=None, log_likelihood=None):
+    _check_switch("posterior_predictive", posterior_predictive)
+    _check_switch("log_likelihood", log_likelihood)
     model = build_model(release, prior, target=target, draw=draw, sampling_sd=sampling_sd, method=method)
     meta = model._fdp_meta
     target_given, target = target is not None, meta["target"]
@@ -813,22 +839,29 @@ def _infer(release, prior, *, target, draw, sampling_sd, method, draws, tune, ch
                           coords={dims.T: view.t_original})
     if view.public_offset is not None:
         constant[S.PUBLIC_OFFSET] = ((dims.T,), view.public_offset)
-    loglik = _pointwise_loglik(model, post)
-    if dims.BASIS in loglik.dims:
-        loglik = loglik.assign_coords({dims.BASIS: post[dims.BASIS]})
     observed = xr.Dataset({S.RELEASED: ((dims.BASIS,), meta["ctx"]["y"])},
                           coords={dims.BASIS: post[dims.BASIS]})
-    from .predictive import replicated_releases
+    groups = {S.POSTERIOR: post}
+    # the extras below are drawn after the posterior (rng): skipping them leaves the posterior's bits unchanged
+    if posterior_predictive is not False:
+        from .predictive import replicated_releases
 
-    groups = {S.POSTERIOR: post, S.POSTERIOR_PREDICTIVE: replicated_releases(meta, post, rng),
-              S.LOG_LIKELIHOOD: xr.Dataset({S.RELEASED: loglik}), S.OBSERVED_DATA: observed, S.CONSTANT_DATA: constant}
+        groups[S.POSTERIOR_PREDICTIVE] = replicated_releases(meta, post, rng)
+    if log_likelihood is not False:
+        loglik = _pointwise_loglik(model, post)
+        if dims.BASIS in loglik.dims:
+            loglik = loglik.assign_coords({dims.BASIS: post[dims.BASIS]})
+        groups[S.LOG_LIKELIHOOD] = xr.Dataset({S.RELEASED: loglik})
+    groups.update({S.OBSERVED_DATA: observed, S.CONSTANT_DATA: constant})
     if tree is not None and S.SAMPLE_STATS in tree.children:
         groups[S.SAMPLE_STATS] = tree[S.SAMPLE_STATS].to_dataset()
     from .comparison import mean_comparison
 
-    comparison = mean_comparison(model, release, draw, post, groups)  # release_id, exact LOO, standardised PPC
+    # release_id, exact LOO, standardised PPC (each where its inputs were asked for)
+    comparison = mean_comparison(model, release, draw, post, groups, log_likelihood=log_likelihood is not False)
     from .comparison import INTEGRATED_GROUP, LOO_GROUP
 
+    # (no INTEGRATED_GROUP with log_likelihood=False: no PSIS, no refit)
     if (plan.model == "marginal" or plan.sampler == "collapsed_gibbs") and not exact and INTEGRATED_GROUP in groups \
             and LOO_GROUP not in groups:
         from .reloo import loo_group, psis_then_refit, refit_attrs, slice_refit   # refit where PSIS fails

@@ -331,3 +331,45 @@ def test_gp_mixture_loo_terms_equal_conditioning_and_integrating_the_own_mixing_
             value = integrate.quad(lambda e: norm.pdf(y[j], mean, np.sqrt(w + 2 * b[j] ** 2 * e)) * np.exp(-e), 0,
                                    np.inf, epsabs=0, epsrel=1e-11, limit=400)[0]
             assert terms[0, s, j] == pytest.approx(np.log(value), abs=1e-7)
+
+
+def test_a_posterior_without_log_likelihood_is_refused_by_name_and_the_option_by_other_families(laplace_release):
+    """fp.infer(..., log_likelihood=False) keeps release_id but no leave-one-out: compare and loo refuse it in one
+    line naming the fix (ArviZ itself fails with an AttributeError there); a value that is not a switch and another
+    family (a KDE release) are refused before any work."""
+    prior = fp.inference.ICLPPrior(smoothness=2.0, amplitude=1.0)
+    kept = _infer(laplace_release, prior, target="summary", draws=20)
+    bare = _infer(laplace_release, prior, target="summary", draws=20, log_likelihood=False)
+    assert not {LOO_GROUP, "log_likelihood", "log_likelihood_integrated"} & set(bare.children)
+    with pytest.raises(InputError) as err:
+        compare({"kept": kept, "bare": bare})
+    message = str(err.value.args[0])
+    assert len(message.splitlines()) == 1 and "'bare'" in message and "log_likelihood=False" in message
+    assert "fp.infer(..., log_likelihood=True)" in err.value.fix
+    with pytest.raises(InputError, match="holds no log-likelihood"):
+        loo(bare)
+    with pytest.raises(InputError, match="log_likelihood must be None, True or False"):
+        _infer(laplace_release, prior, target="summary", draws=20, log_likelihood="no")
+    with pytest.raises(InputError) as err:
+        fp.infer(_kde_release(), log_likelihood=False)
+    assert err.value.message == "inference from a kernel density estimate release takes no log_likelihood"
+
+
+@pytest.mark.slow   # two NUTS compiles: about 3 s
+def test_log_likelihood_false_skips_psis_and_refits_of_free_hyperparameters(laplace_release, monkeypatch):
+    """A free amplitude (NUTS on the hyperparameters): the default scores it by PSIS on the integrated
+    log-likelihood, refitting where k̂ is high; with log_likelihood=False neither runs (calls counted)."""
+    import importlib
+
+    calls = []
+    for module, name in (("reloo", "psis_then_refit"), ("comparison", "integrated_loglik")):
+        module = importlib.import_module(f"fdp_ppl.inference.{module}")
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _f=original, _n=name, **k: calls.append(_n) or _f(*a, **k))
+    kw = {"target": "summary", "draws": 30, "tune": 30, "progressbar": False}
+    post = _infer(laplace_release, fp.inference.ICLPPrior(smoothness=2.0), log_likelihood=False, **kw)
+    assert post.attrs["inference"] == "NUTS" and post.attrs["loo_method"] == "none (log_likelihood=False)"
+    assert sorted(post.children) == ["constant_data", "observed_data", "posterior", "posterior_predictive",
+                                     "sample_stats"] and calls == []
+    scored = _infer(laplace_release, fp.inference.ICLPPrior(smoothness=2.0), **kw)
+    assert scored.attrs["loo_method"].startswith("psis") and calls == ["integrated_loglik", "psis_then_refit"]

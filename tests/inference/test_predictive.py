@@ -98,3 +98,42 @@ def test_default_target_falls_back_to_the_summary_for_shared_noise():
         warnings.simplefilter("ignore")
         tree = fp.release(entry.spec(b, tau=1.0, n=100).fit(X), mech, random_seed=1, study=True)
     assert default_target(read_release(tree)) == "summary"
+
+
+@pytest.mark.parametrize("target", ["summary", "population"])
+def test_skipping_the_outputs_leaves_the_posterior_bits_unchanged(releases, target, monkeypatch):
+    """posterior_predictive=False and log_likelihood=False (as PyMC's separate calls): the same posterior bits at the
+    same seed, the extras drawn after it, none of them computed (each patched to fail), and the defaults as before.
+    The population target draws κ by quadrature first: its bits are checked too."""
+    import importlib
+
+    C, I, P = (importlib.import_module(f"fdp_ppl.inference.{m}") for m in ("comparison", "infer", "predictive"))
+
+    tree = releases["laplace"]
+    kw = {"target": target, "draws": 30, "random_seed": 5, "progressbar": False}
+    full = fp.infer(tree, PRIOR, **kw)
+    given = fp.infer(tree, PRIOR, posterior_predictive=True, log_likelihood=True, **kw)
+    assert sorted(given.children) == sorted(full.children) and {"posterior_predictive", "log_likelihood", "loo"} \
+        <= set(full.children) and C.STANDARDISED in full["observed_data"]
+
+    def fail(*args, **kwargs):
+        raise AssertionError("computed although not asked for")
+
+    for module, name in ((P, "replicated_releases"), (C, "standardised"), (I, "_pointwise_loglik"),
+                         (C, "mean_exact_loo"), (C, "integrated_loglik")):
+        monkeypatch.setattr(module, name, fail)
+    bare = fp.infer(tree, PRIOR, posterior_predictive=False, log_likelihood=False, **kw)
+    assert sorted(bare.children) == ["constant_data", "observed_data", "posterior"]
+    assert list(bare["observed_data"].data_vars) == ["released"]
+    a, b = full["posterior"].to_dataset(), bare["posterior"].to_dataset()
+    assert list(a.data_vars) == list(b.data_vars) and all(np.array_equal(a[v].values, b[v].values) for v in a)
+    assert bare.attrs["release_id"] == full.attrs["release_id"]
+    assert bare.attrs["log_likelihood"] == "not computed (log_likelihood=False)"
+    assert bare.attrs["loo_method"] == "none (log_likelihood=False)"
+    monkeypatch.undo()
+    only_ll = fp.infer(tree, PRIOR, posterior_predictive=False, **kw)   # each switch alone
+    assert "posterior_predictive" not in only_ll.children and "loo" in only_ll.children
+    only_pp = fp.infer(tree, PRIOR, log_likelihood=False, **kw)
+    assert "posterior_predictive" in only_pp.children and "log_likelihood" not in only_pp.children
+    assert np.array_equal(only_pp["posterior_predictive"]["released"].values,
+                          full["posterior_predictive"]["released"].values)

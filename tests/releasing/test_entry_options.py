@@ -72,11 +72,11 @@ _INFER_WORK = {"mean": ("fdp_ppl.inference.infer", "_infer"),
 #: a value of each option other than its default (valid for every family that takes it)
 _INFER_OTHER = {"prior": None, "target": "population", "draw": 1, "sampling_sd": 0.5, "method": "exact", "draws": 7,
                 "tune": 9, "chains": 1, "cores": 2, "target_accept": 0.8, "random_seed": 3, "progressbar": False,
-                "nuts_sampler": "numpyro", "posterior_predictive": True}
+                "nuts_sampler": "numpyro", "posterior_predictive": True, "log_likelihood": False}
 #: the documented defaults of fp.infer
 _INFER_DEFAULTS = {"prior": "gp", "target": None, "draw": 0, "sampling_sd": None, "method": "auto", "draws": 1000,
                    "tune": 1000, "chains": 2, "cores": 1, "target_accept": 0.9, "random_seed": None,
-                   "progressbar": True, "nuts_sampler": "pymc", "posterior_predictive": None}
+                   "progressbar": True, "nuts_sampler": "pymc", "posterior_predictive": None, "log_likelihood": None}
 
 
 def _defaults(function) -> dict:

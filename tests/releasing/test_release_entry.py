@@ -440,8 +440,8 @@ def test_inference_and_audit_tables_are_read_from_the_registry():
         inf = INFERENCE_FAMILIES[e.family]
         assert inf.label == e.label and e.label and set(inf.options) <= set(OPTIONS)
         assert targets.AUDIT_FAMILIES[e.family].label == f"an audit of a {e.label} mechanism"
-        if not e.inference:  # infer's own model takes every option but posterior_predictive (it always has one)
-            assert inf.options == MEAN_OPTIONS == tuple(o for o in OPTIONS if o != "posterior_predictive")
+        if not e.inference:  # infer's own model takes every option
+            assert inf.options == MEAN_OPTIONS == OPTIONS
             continue
         module, _, name = e.inference.rpartition(".")
         params = inspect.signature(getattr(importlib.import_module(module), name)).parameters
