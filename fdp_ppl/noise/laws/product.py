@@ -76,6 +76,13 @@ def _pieces(u1, u2, w, e1, e2, shift, m, p):
     return np.where(lower, m + shift - p * z, m - shift + p * z)
 
 
+def _conjugate(y, m, g, s, z):
+    """numpy: a draw of ``c`` given ``y ~ N(c, s²)`` under a ``N(m, g²)`` prior at the standard normal ``z``:
+    ``P = 1/s² + 1/g²``, ``(y/s² + m/g²)/P + z/√P`` (the compiled ``normal_posterior_draws``)."""
+    prec = 1.0 / s**2 + 1.0 / g**2
+    return (y / s**2 + m / g**2) / prec + z / np.sqrt(prec)
+
+
 def _j(mu, scale):
     import pytensor.tensor as pt
 
@@ -366,8 +373,7 @@ class Laplace(_ProductLaw):
             P = np.sqrt(G * G + S * S)
             V = _pieces(u1, u2, *self._posterior_terms(Y - M, P, B), M, P)
             xi[lo:hi] = Y - V
-            prec = 1.0 / S**2 + 1.0 / G**2
-            theta[lo:hi] = (V / S**2 + M / G**2) / prec + z / np.sqrt(prec)
+            theta[lo:hi] = _conjugate(V, M, G, S, z)
             e[lo:hi] = _normal_laplace.mixing_scales(np.abs(xi[lo:hi]) / (2.0 * B), nu * nu, w)
         return theta.reshape(shape), xi.reshape(shape), e.reshape(shape)
 
@@ -469,10 +475,7 @@ class Normal(_ProductLaw):
             if nl is not None:   # one compiled pass, the same arithmetic
                 return nl.run(nl.normal_posterior_draws, y, m, g, s, z)
 
-            def draws(y, m, g, s, z):
-                prec = 1.0 / s**2 + 1.0 / g**2
-                return (y / s**2 + m / g**2) / prec + z / np.sqrt(prec)
-            return _by_blocks(draws, y, m, g, s, z)
+            return _by_blocks(_conjugate, y, m, g, s, z)
         if isinstance(prior, Laplace):
             return prior.centre_posterior_draws(prior_mean, prior_scale, Normal(), y, scale, rng)
         return super().centre_posterior_draws(y, scale, prior, prior_mean, prior_scale, rng)
